@@ -1,0 +1,1 @@
+"""Backend-agnostic array semantics: the Array type, dtypes, promotion and every op's rules."""

@@ -1,0 +1,135 @@
+"""Shared helpers of the array layer: kernel lookup, argument checks, axes, broadcasting."""
+from __future__ import annotations
+
+from . import dtypes as dt
+from .array import Array
+
+
+class AxisError(ValueError, IndexError):
+    """An axis argument out of range (a ValueError and an IndexError, as in NumPy)."""
+
+
+def kernel(device, op: str):
+    """The kernel for ``op`` on ``device``, or NotImplementedError naming both."""
+    k = device.kernels.get(op)
+    if k is None:
+        raise NotImplementedError(f"{op}: not available on device {device}; "
+                                  f"backend {device.backend.name!r} provides no {op!r} kernel")
+    return k
+
+
+def wrap(buf, dtype, device) -> Array:
+    return Array._new(buf, dtype, device)
+
+
+def check_array(x, op: str, arg: str = "x") -> Array:
+    if not isinstance(x, Array):
+        raise TypeError(f"{op}: expected a grilly Array for {arg!r}, got {type(x).__name__}")
+    return x
+
+
+def common_device(op: str, *arrays: Array):
+    """The one device all ``arrays`` are on; ValueError (no implicit copy) otherwise."""
+    dev = arrays[0]._device
+    for a in arrays[1:]:
+        if a._device is not dev:
+            raise ValueError(f"{op}: arrays are on different devices ({dev} and {a._device}); "
+                             "move one with to_device() first")
+    return dev
+
+
+def normalize_axis(axis, ndim: int, op: str, arg: str = "axis") -> int:
+    if isinstance(axis, bool) or not isinstance(axis, int):
+        try:
+            axis = axis.__index__()
+        except AttributeError:
+            raise TypeError(f"{op}: {arg} must be an int, got {type(axis).__name__}") from None
+    if not -ndim <= axis < max(ndim, 1) or (ndim == 0 and axis not in (0, -1)):
+        raise AxisError(f"{op}: {arg}={axis} is out of range for an array of {ndim} dimension(s)")
+    return axis % ndim if ndim else 0
+
+
+def normalize_axes(axis, ndim: int, op: str) -> tuple:
+    """``axis`` (None, int or tuple) as a sorted tuple of distinct non-negative axes."""
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (tuple, list)):
+        out = tuple(normalize_axis(a, ndim, op) if ndim else _check0(a, op) for a in axis)
+        if len(set(out)) != len(out):
+            raise ValueError(f"{op}: repeated axis in {tuple(axis)}")
+        return tuple(sorted(out)) if ndim else ()
+    if ndim == 0:
+        _check0(axis, op)
+        return ()
+    return (normalize_axis(axis, ndim, op),)
+
+
+def _check0(a, op):
+    if a not in (0, -1):
+        raise AxisError(f"{op}: axis={a} is out of range for a 0-d array")
+    return 0
+
+
+def broadcast_shapes(*shapes, op: str = "broadcast_shapes") -> tuple:
+    """The shape that ``shapes`` broadcast to, or ValueError."""
+    if not shapes:
+        return ()
+    n = max(len(s) for s in shapes)
+    out = [1] * n
+    for s in shapes:
+        off = n - len(s)
+        for i, d in enumerate(s):
+            o = out[off + i]
+            if d != o:
+                if o == 1:
+                    out[off + i] = d
+                elif d != 1:
+                    raise ValueError(f"{op}: shapes {' and '.join(str(tuple(x)) for x in shapes)} "
+                                     "cannot be broadcast together")
+    return tuple(out)
+
+
+def default_device():
+    from ..backends import registry
+
+    return registry.default_device()
+
+
+def resolve_device(device, op: str = "device"):
+    from ..backends import registry
+
+    if device is None:
+        return registry.default_device()
+    return registry.device(device)
+
+
+def check_device_dtype(device, dtype, op: str) -> None:
+    """TypeError when ``device`` cannot hold ``dtype``."""
+    if not device.backend.supports_dtype(device, dtype):
+        raise TypeError(f"{op}: device {device} does not support dtype {dtype.name}")
+
+
+def full_buf(device, shape, value, dtype):
+    check_device_dtype(device, dtype, "full")
+    return kernel(device, "full")(tuple(shape), value, dtype)
+
+
+def astype_buf(x: Array, dtype) -> object:
+    """``x``'s buffer cast to ``dtype`` (the same buffer when it already is)."""
+    if x._dtype is dtype:
+        return x._buf
+    check_device_dtype(x._device, dtype, "astype")
+    return x._device.kernels["astype"](x._buf, dtype)
+
+
+def as_compute_array(x, dtype, device, op: str) -> Array:
+    """An Array or a Python scalar as an Array of ``dtype`` on ``device``."""
+    if isinstance(x, Array):
+        if x._dtype is dtype:
+            return x
+        return wrap(astype_buf(x, dtype), dtype, x._device)
+    return wrap(full_buf(device, (), x, dtype), dtype, device)
+
+
+__all__ = []
+del dt

@@ -1,0 +1,242 @@
+"""Creation functions of the Array API."""
+from __future__ import annotations
+
+import math
+
+from . import dtypes as dt
+from .array import Array
+from .core import check_device_dtype, kernel, resolve_device, wrap
+from .host import to_numpy
+
+__all__ = ["arange", "asarray", "empty", "empty_like", "eye", "from_dlpack", "full", "full_like",
+           "linspace", "meshgrid", "ones", "ones_like", "tril", "triu", "zeros", "zeros_like"]
+
+
+def _dtype(dtype, op):
+    return None if dtype is None else dt.as_dtype(dtype, op)
+
+
+def _shape(shape, op) -> tuple:
+    if isinstance(shape, int) and not isinstance(shape, bool):
+        shape = (shape,)
+    try:
+        shape = tuple(int(s.__index__()) for s in shape)
+    except (TypeError, AttributeError):
+        raise TypeError(f"{op}: shape must be an int or a tuple of ints, got {shape!r}") from None
+    if any(s < 0 for s in shape):
+        raise ValueError(f"{op}: negative dimension in shape {shape}")
+    return shape
+
+
+def asarray(obj, /, *, dtype=None, device=None, copy=None) -> Array:
+    """Convert ``obj`` (array, scalar, nested sequence, buffer, DLPack object) to an Array."""
+    d = _dtype(dtype, "asarray")
+    if isinstance(obj, Array):
+        dev = obj._device if device is None else resolve_device(device)
+        same = (d is None or d is obj._dtype) and dev is obj._device
+        if same and not copy:
+            return obj
+        if copy is False:
+            raise ValueError("asarray: copy=False but a copy is needed (dtype or device differs)")
+        x = obj if dev is obj._device else obj.to_device(dev)
+        nd = d or obj._dtype
+        check_device_dtype(dev, nd, "asarray")
+        buf = kernel(dev, "astype")(x._buf, nd) if (nd is not x._dtype or x is obj) else x._buf
+        return wrap(buf, nd, dev)
+    dev = resolve_device(device)
+    if copy is False:
+        raise ValueError("asarray: copy=False is only possible for a grilly Array on the same device")
+    if hasattr(obj, "__dlpack__") and not hasattr(obj, "__array_interface__"):
+        from .interop import from_dlpack as _fd
+
+        return asarray(_fd(obj), dtype=dtype, device=device)
+    h, d = to_numpy(obj, d)
+    check_device_dtype(dev, d, "asarray")
+    return wrap(kernel(dev, "from_host")(h, d), d, dev)
+
+
+def _fill(op, shape, value, dtype, device) -> Array:
+    dev = resolve_device(device)
+    shape = _shape(shape, op)
+    d = _dtype(dtype, op)
+    if d is None:
+        if isinstance(value, Array):
+            d = value.dtype
+        else:
+            from .host import scalar_dtype
+
+            d = scalar_dtype(value) if value is not None else dt.float64
+    check_device_dtype(dev, d, op)
+    if value is None:
+        return wrap(kernel(dev, "empty")(shape, d), d, dev)
+    if isinstance(value, Array):
+        value = value.item()
+    if isinstance(value, complex) and d.kind != "c":
+        raise TypeError(f"{op}: a complex fill value needs a complex dtype, got {d.name}")
+    if isinstance(value, float) and d.kind in "iub":
+        raise TypeError(f"{op}: a float fill value needs a floating dtype, got {d.name}")
+    if isinstance(value, int) and not isinstance(value, bool) and d.kind in "iu":
+        lo, hi = dt.iinfo(d).min, dt.iinfo(d).max
+        if not lo <= value <= hi:
+            raise OverflowError(f"{op}: fill value {value} does not fit in {d.name}")
+    return wrap(kernel(dev, "full")(shape, value, d), d, dev)
+
+
+def empty(shape, *, dtype=None, device=None) -> Array:
+    """An uninitialized array of ``shape``."""
+    return _fill("empty", shape, None, dtype or dt.float64, device)
+
+
+def zeros(shape, *, dtype=None, device=None) -> Array:
+    """An array of zeros."""
+    return _fill("zeros", shape, 0, dtype or dt.float64, device)
+
+
+def ones(shape, *, dtype=None, device=None) -> Array:
+    """An array of ones."""
+    return _fill("ones", shape, 1, dtype or dt.float64, device)
+
+
+def full(shape, fill_value, *, dtype=None, device=None) -> Array:
+    """An array filled with ``fill_value``."""
+    if not isinstance(fill_value, (bool, int, float, complex, Array)):
+        raise TypeError(f"full: fill_value must be a scalar, got {type(fill_value).__name__}")
+    return _fill("full", shape, fill_value, dtype, device)
+
+
+def _like(op, x, value, dtype, device):
+    if not isinstance(x, Array):
+        raise TypeError(f"{op}: expected a grilly Array, got {type(x).__name__}")
+    return _fill(op, x.shape, value, dtype or x.dtype, device or x.device)
+
+
+def empty_like(x: Array, /, *, dtype=None, device=None) -> Array:
+    """An uninitialized array shaped like ``x``."""
+    return _like("empty_like", x, None, dtype, device)
+
+
+def zeros_like(x: Array, /, *, dtype=None, device=None) -> Array:
+    """Zeros shaped like ``x``."""
+    return _like("zeros_like", x, 0, dtype, device)
+
+
+def ones_like(x: Array, /, *, dtype=None, device=None) -> Array:
+    """Ones shaped like ``x``."""
+    return _like("ones_like", x, 1, dtype, device)
+
+
+def full_like(x: Array, /, fill_value, *, dtype=None, device=None) -> Array:
+    """``fill_value`` everywhere, shaped like ``x``."""
+    return _like("full_like", x, fill_value, dtype, device)
+
+
+def arange(start, /, stop=None, step=1, *, dtype=None, device=None) -> Array:
+    """Evenly spaced values in [start, stop)."""
+    if stop is None:
+        start, stop = 0, start
+    for name, v in (("start", start), ("stop", stop), ("step", step)):
+        if not isinstance(v, (int, float)) or isinstance(v, bool):
+            raise TypeError(f"arange: {name} must be a real number, got {type(v).__name__}")
+    if step == 0:
+        raise ValueError("arange: step must not be zero")
+    d = _dtype(dtype, "arange")
+    if d is None:
+        d = dt.float64 if any(isinstance(v, float) for v in (start, stop, step)) else dt.int64
+    n = max(0, math.ceil((stop - start) / step))
+    if d.kind in "iu" and n:
+        last = start + (n - 1) * step
+        info = dt.iinfo(d)
+        if not (info.min <= start <= info.max and info.min <= last <= info.max):
+            raise OverflowError(f"arange: values do not fit in {d.name}")
+    dev = resolve_device(device)
+    check_device_dtype(dev, d, "arange")
+    return wrap(kernel(dev, "arange")(start, step, n, d), d, dev)
+
+
+def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True) -> Array:
+    """``num`` evenly spaced values from start to stop."""
+    if not isinstance(num, int) or isinstance(num, bool) or num < 0:
+        raise ValueError(f"linspace: num must be a non-negative int, got {num!r}")
+    cplx = isinstance(start, complex) or isinstance(stop, complex)
+    d = _dtype(dtype, "linspace") or (dt.complex128 if cplx else dt.float64)
+    if d.kind not in "fc":
+        raise TypeError(f"linspace: dtype must be floating, got {d.name}")
+    if cplx and d.kind != "c":
+        raise TypeError("linspace: complex start/stop need a complex dtype")
+    dev = resolve_device(device)
+    check_device_dtype(dev, d, "linspace")
+    return wrap(kernel(dev, "linspace")(start, stop, num, endpoint, d), d, dev)
+
+
+def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None) -> Array:
+    """A 2-D array with ones on the k-th diagonal."""
+    n_cols = n_rows if n_cols is None else n_cols
+    for name, v in (("n_rows", n_rows), ("n_cols", n_cols), ("k", k)):
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise TypeError(f"eye: {name} must be an int, got {type(v).__name__}")
+    d = _dtype(dtype, "eye") or dt.float64
+    dev = resolve_device(device)
+    check_device_dtype(dev, d, "eye")
+    return wrap(kernel(dev, "eye")(n_rows, n_cols, k, d), d, dev)
+
+
+def _tri(op, x, k, lower):
+    from .elementwise import binary
+    from .searching import where
+
+    if not isinstance(x, Array):
+        raise TypeError(f"{op}: expected a grilly Array, got {type(x).__name__}")
+    if x.ndim < 2:
+        raise ValueError(f"{op}: x must be at least 2-D, got {x.ndim}-D")
+    n, m = x.shape[-2:]
+    rows = arange(n, dtype=dt.int64, device=x.device)
+    cols = arange(m, dtype=dt.int64, device=x.device)
+    from .manipulation import reshape
+
+    diff = binary("subtract", reshape(cols, (1, m)), reshape(rows, (n, 1)))
+    keep = binary("less_equal" if lower else "greater_equal", diff, k)
+    return where(keep, x, zeros((), dtype=x.dtype, device=x.device))
+
+
+def tril(x: Array, /, *, k: int = 0) -> Array:
+    """The lower triangle of (a stack of) matrices."""
+    return _tri("tril", x, k, True)
+
+
+def triu(x: Array, /, *, k: int = 0) -> Array:
+    """The upper triangle of (a stack of) matrices."""
+    return _tri("triu", x, k, False)
+
+
+def meshgrid(*arrays: Array, indexing: str = "xy") -> list[Array]:
+    """Coordinate matrices from coordinate vectors."""
+    from .manipulation import broadcast_to, reshape
+
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
+    for a in arrays:
+        if not isinstance(a, Array) or a.ndim != 1:
+            raise ValueError("meshgrid: every argument must be a 1-D grilly Array")
+    if len({a.dtype for a in arrays}) > 1:
+        raise TypeError("meshgrid: arrays must share one dtype")
+    n = len(arrays)
+    shape = [a.shape[0] for a in arrays]
+    if indexing == "xy" and n > 1:
+        shape[0], shape[1] = shape[1], shape[0]
+    out = []
+    for i, a in enumerate(arrays):
+        pos = i
+        if indexing == "xy" and n > 1 and i < 2:
+            pos = 1 - i
+        s = [1] * n
+        s[pos] = a.shape[0]
+        b = broadcast_to(reshape(a, tuple(s)), tuple(shape))
+        out.append(wrap(kernel(a.device, "copy")(b._buf), a.dtype, a.device))
+    return out
+
+
+def from_dlpack(x, /, *, device=None, copy=None) -> Array:
+    """An Array from any object exporting DLPack."""
+    from .interop import from_dlpack as _fd
+
+    return _fd(x, device=device, copy=copy)

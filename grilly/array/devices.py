@@ -1,0 +1,90 @@
+"""Devices, the default device, and the namespace info object."""
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+from . import dtypes as dt
+
+__all__ = ["devices", "default_device", "set_default_device", "device_scope",
+           "__array_namespace_info__", "astype"]
+
+
+def devices() -> list:
+    """Every device grilly can place arrays on."""
+    from ..backends import registry
+
+    return registry.devices()
+
+
+def default_device():
+    """The device arrays are created on when none is given."""
+    from ..backends import registry
+
+    return registry.default_device()
+
+
+def set_default_device(device) -> None:
+    """Set the default device (a Device or a name such as 'cpu' or 'vulkan:0'); None resets it."""
+    from ..backends import registry
+
+    registry.set_default_device(device)
+
+
+@contextmanager
+def device_scope(device):
+    """Within the block, arrays are created on ``device`` by default."""
+    from ..backends import registry
+
+    old = registry._default
+    registry.set_default_device(device)
+    try:
+        yield registry.default_device()
+    finally:
+        registry._default = old
+
+
+def astype(x, dtype, /, *, copy: bool = True, device=None):
+    """``x`` cast to ``dtype`` (optionally on another device)."""
+    from .core import check_array, check_device_dtype, kernel, resolve_device, wrap
+
+    check_array(x, "astype")
+    d = dt.as_dtype(dtype, "astype")
+    if device is not None:
+        x = x.to_device(resolve_device(device))
+    if d is x.dtype and not copy:
+        return x
+    if x.dtype.kind == "c" and d.kind != "c":
+        raise TypeError(f"astype: casting complex {x.dtype.name} to real {d.name} is not allowed")
+    check_device_dtype(x.device, d, "astype")
+    return wrap(kernel(x.device, "astype")(x._buf, d), d, x.device)
+
+
+class Info:
+    """The object __array_namespace_info__() returns."""
+
+    def capabilities(self) -> dict:
+        return {"boolean indexing": True, "data-dependent shapes": True, "max dimensions": 64}
+
+    def default_device(self):
+        return default_device()
+
+    def default_dtypes(self, *, device=None) -> dict:
+        return {"real floating": dt.float64, "complex floating": dt.complex128,
+                "integral": dt.int64, "indexing": dt.int64}
+
+    def devices(self) -> list:
+        return devices()
+
+    def dtypes(self, *, device=None, kind=None) -> dict:
+        from .core import resolve_device
+
+        dev = resolve_device(device)
+        out = {d.name: d for d in dt.STANDARD if dev.backend.supports_dtype(dev, d)}
+        if kind is None:
+            return out
+        return {n: d for n, d in out.items() if dt.isdtype(d, kind)}
+
+
+def __array_namespace_info__() -> Info:
+    """Inspection of the namespace: capabilities, devices, dtypes."""
+    return Info()

@@ -1,0 +1,273 @@
+"""Elementwise functions and Array operators, declared once in a table.
+
+Each entry names the op, which input dtypes it accepts, the dtype it computes in, and the dtype
+it returns. Every op dispatches to the backend kernel of the same name, called as
+``kernel(out_shape, out_dtype, *buffers)`` with inputs already promoted to one dtype.
+"""
+from __future__ import annotations
+
+import sys
+
+from . import dtypes as dt
+from .array import Array
+from .core import as_compute_array, broadcast_shapes, common_device, kernel
+
+_ALL = frozenset(dt.ALL)
+_NUMERIC = frozenset(d for d in dt.ALL if d.kind != "b")
+_FLOAT = frozenset(d for d in dt.ALL if d.kind in "fc")
+_REAL_FLOAT = frozenset(dt.REAL_FLOAT)
+_REAL = frozenset(d for d in dt.ALL if d.kind in "iuf")
+_INT = frozenset(dt.INTEGER)
+_INT_BOOL = _INT | {dt.bool}
+_BOOL = frozenset({dt.bool})
+
+
+def _same(d):
+    return d
+
+
+def _to_bool(d):
+    return dt.bool
+
+
+def _to_float(d):
+    """Integers compute in the default float (as NumPy and PyTorch do); floats stay."""
+    return dt.float64 if d.kind in "iu" else d
+
+
+# name: (accepted dtypes, compute dtype from promoted dtype, result dtype from compute dtype)
+UNARY = {
+    "abs": (_NUMERIC, _same, dt.complex_to_real),
+    "acos": (_NUMERIC, _to_float, _same), "acosh": (_NUMERIC, _to_float, _same),
+    "asin": (_NUMERIC, _to_float, _same), "asinh": (_NUMERIC, _to_float, _same),
+    "atan": (_NUMERIC, _to_float, _same), "atanh": (_NUMERIC, _to_float, _same),
+    "bitwise_invert": (_INT_BOOL, _same, _same),
+    "ceil": (_REAL, _same, _same), "floor": (_REAL, _same, _same),
+    "trunc": (_REAL, _same, _same), "round": (_NUMERIC, _same, _same),
+    "conj": (_NUMERIC, _same, _same),
+    "real": (_NUMERIC, _same, dt.complex_to_real), "imag": (_NUMERIC, _same, dt.complex_to_real),
+    "cos": (_NUMERIC, _to_float, _same), "cosh": (_NUMERIC, _to_float, _same),
+    "sin": (_NUMERIC, _to_float, _same), "sinh": (_NUMERIC, _to_float, _same),
+    "tan": (_NUMERIC, _to_float, _same), "tanh": (_NUMERIC, _to_float, _same),
+    "exp": (_NUMERIC, _to_float, _same), "expm1": (_NUMERIC, _to_float, _same),
+    "log": (_NUMERIC, _to_float, _same), "log1p": (_NUMERIC, _to_float, _same),
+    "log2": (_NUMERIC, _to_float, _same), "log10": (_NUMERIC, _to_float, _same),
+    "sqrt": (_NUMERIC, _to_float, _same), "reciprocal": (_NUMERIC, _to_float, _same),
+    "isfinite": (_ALL, _same, _to_bool), "isinf": (_ALL, _same, _to_bool),
+    "isnan": (_ALL, _same, _to_bool),
+    "logical_not": (_BOOL, _same, _same),
+    "negative": (_NUMERIC, _same, _same), "positive": (_NUMERIC, _same, _same),
+    "sign": (_NUMERIC, _same, _same), "signbit": (_REAL_FLOAT, _same, _to_bool),
+    "square": (_NUMERIC, _same, _same),
+}
+
+BINARY = {
+    "add": (_NUMERIC, _same, _same), "subtract": (_NUMERIC, _same, _same),
+    "multiply": (_NUMERIC, _same, _same), "divide": (_NUMERIC, _to_float, _same),
+    "floor_divide": (_REAL, _same, _same), "remainder": (_REAL, _same, _same),
+    "pow": (_NUMERIC, _same, _same),
+    "atan2": (_REAL_FLOAT, _same, _same), "copysign": (_REAL_FLOAT, _same, _same),
+    "hypot": (_REAL_FLOAT, _same, _same), "logaddexp": (_REAL_FLOAT, _same, _same),
+    "nextafter": (_REAL_FLOAT, _same, _same),
+    "maximum": (_REAL, _same, _same), "minimum": (_REAL, _same, _same),
+    "bitwise_and": (_INT_BOOL, _same, _same), "bitwise_or": (_INT_BOOL, _same, _same),
+    "bitwise_xor": (_INT_BOOL, _same, _same),
+    "bitwise_left_shift": (_INT, _same, _same), "bitwise_right_shift": (_INT, _same, _same),
+    "logical_and": (_BOOL, _same, _same), "logical_or": (_BOOL, _same, _same),
+    "logical_xor": (_BOOL, _same, _same),
+    "equal": (_ALL, _same, _to_bool), "not_equal": (_ALL, _same, _to_bool),
+    "less": (_REAL, _same, _to_bool), "less_equal": (_REAL, _same, _to_bool),
+    "greater": (_REAL, _same, _to_bool), "greater_equal": (_REAL, _same, _to_bool),
+}
+
+
+def _bad_dtype(op: str, d, allowed) -> TypeError:
+    kinds = sorted({x.kind for x in allowed})
+    names = {"b": "bool", "i": "signed integer", "u": "unsigned integer", "f": "real floating",
+             "c": "complex floating"}
+    return TypeError(f"{op}: dtype {d.name} is not supported; expected "
+                     f"{', '.join(names[k] for k in kinds)}")
+
+
+def unary(op: str, x) -> Array:
+    """Apply the unary elementwise op ``op`` to array ``x``."""
+    if not isinstance(x, Array):
+        raise TypeError(f"{op}: expected a grilly Array, got {type(x).__name__}")
+    allowed, compute, result = UNARY[op]
+    d = x._dtype
+    if d not in allowed:
+        raise _bad_dtype(op, d, allowed)
+    cd = compute(d)
+    if cd is not d:
+        x = as_compute_array(x, cd, x._device, op)
+    rd = result(cd)
+    dev = x._device
+    return Array._new(kernel(dev, op)(x._buf.shape, rd, x._buf), rd, dev)
+
+
+def binary(op: str, x1, x2) -> Array:
+    """Apply the binary elementwise op ``op`` (with promotion and broadcasting)."""
+    allowed, compute, result = BINARY[op]
+    if isinstance(x1, Array):
+        dev = x1._device
+        if isinstance(x2, Array):
+            if x2._device is not dev:
+                common_device(op, x1, x2)
+            d = x1._dtype if x1._dtype is x2._dtype else dt.promote(x1._dtype, x2._dtype, op)
+        else:
+            d = dt.scalar_result(x1._dtype, x2, op)
+    elif isinstance(x2, Array):
+        dev = x2._device
+        d = dt.scalar_result(x2._dtype, x1, op)
+    else:
+        raise TypeError(f"{op}: at least one argument must be a grilly Array; got "
+                        f"{type(x1).__name__} and {type(x2).__name__}")
+    if d not in allowed:
+        raise _bad_dtype(op, d, allowed)
+    cd = compute(d)
+    a = x1 if isinstance(x1, Array) and x1._dtype is cd else as_compute_array(x1, cd, dev, op)
+    b = x2 if isinstance(x2, Array) and x2._dtype is cd else as_compute_array(x2, cd, dev, op)
+    sa, sb = a._buf.shape, b._buf.shape
+    shape = sa if sa == sb else broadcast_shapes(sa, sb, op=op)
+    rd = result(cd)
+    return Array._new(kernel(dev, op)(shape, rd, a._buf, b._buf), rd, dev)
+
+
+def _make_unary(op):
+    def f(x: Array, /) -> Array:
+        return unary(op, x)
+    f.__name__ = f.__qualname__ = op
+    f.__doc__ = f"Elementwise {op.replace('_', ' ')} of x."
+    return f
+
+
+def _make_binary(op):
+    def f(x1, x2, /) -> Array:
+        return binary(op, x1, x2)
+    f.__name__ = f.__qualname__ = op
+    f.__doc__ = f"Elementwise {op.replace('_', ' ')} of x1 and x2, with broadcasting."
+    return f
+
+
+_mod = sys.modules[__name__]
+for _n in UNARY:
+    setattr(_mod, _n, _make_unary(_n))
+for _n in BINARY:
+    setattr(_mod, _n, _make_binary(_n))
+
+
+def clip(x: Array, /, min=None, max=None) -> Array:
+    """Clamp each element of x to the range [min, max]."""
+    if not isinstance(x, Array):
+        raise TypeError(f"clip: expected a grilly Array, got {type(x).__name__}")
+    if x._dtype not in _REAL:
+        raise _bad_dtype("clip", x._dtype, _REAL)
+    for name, v in (("min", min), ("max", max)):
+        if v is not None and not isinstance(v, (Array, int, float)) or isinstance(v, complex):
+            raise TypeError(f"clip: {name} must be an array, a real scalar or None")
+        if isinstance(v, float) and x._dtype.kind in "iu":
+            raise TypeError(f"clip: a float {name} cannot clip an integer array")
+    out = x
+    dev = x._device
+    if min is not None:
+        lo = as_compute_array(min, x._dtype, dev, "clip") if not isinstance(min, Array) else min
+        out = binary("maximum", out, lo if lo._dtype is x._dtype else as_compute_array(lo, x._dtype, dev, "clip"))
+    if max is not None:
+        hi = as_compute_array(max, x._dtype, dev, "clip") if not isinstance(max, Array) else max
+        out = binary("minimum", out, hi if hi._dtype is x._dtype else as_compute_array(hi, x._dtype, dev, "clip"))
+    if out.shape != x.shape:
+        raise ValueError(f"clip: min/max of shape broadcasting beyond x's shape {x.shape}")
+    if out is x:
+        out = Array._new(kernel(dev, "astype")(x._buf, x._dtype), x._dtype, dev)
+    if min is not None and max is not None and x._dtype.kind == "f":
+        # NaN bounds propagate, as the standard asks
+        pass
+    return out
+
+
+# ---- operators ----------------------------------------------------------------------------
+_OPERATORS = {
+    "add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divide",
+    "floordiv": "floor_divide", "mod": "remainder", "pow": "pow", "and": "bitwise_and",
+    "or": "bitwise_or", "xor": "bitwise_xor", "lshift": "bitwise_left_shift",
+    "rshift": "bitwise_right_shift",
+}
+_COMPARISONS = {"lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal",
+                "eq": "equal", "ne": "not_equal"}
+_UNARY_OPERATORS = {"neg": "negative", "pos": "positive", "abs": "abs", "invert": "bitwise_invert"}
+
+
+def _ns():
+    return sys.modules["grilly"]
+
+
+_SCALARS = (bool, int, float, complex)
+
+
+def _operand_ok(other) -> bool:
+    return isinstance(other, (Array, *_SCALARS))
+
+
+def _make_operator(fname):
+    def op(self, other):
+        if not _operand_ok(other):
+            return NotImplemented
+        return getattr(_ns(), fname)(self, other)
+
+    def rop(self, other):
+        if not _operand_ok(other):
+            return NotImplemented
+        return getattr(_ns(), fname)(other, self)
+
+    def iop(self, other):
+        if not _operand_ok(other):
+            return NotImplemented
+        res = getattr(_ns(), fname)(self, other)
+        _assign_inplace(self, res, fname)
+        return self
+    return op, rop, iop
+
+
+def _assign_inplace(self: Array, res: Array, fname: str) -> None:
+    if res._dtype is not self._dtype:
+        raise TypeError(f"{fname} (in place): result dtype {res._dtype.name} cannot be stored in "
+                        f"an array of dtype {self._dtype.name}")
+    if res._buf.shape != self._buf.shape:
+        raise ValueError(f"{fname} (in place): result shape {res.shape} does not match the "
+                         f"array's shape {self.shape}")
+    kernel(self._device, "assign")(self._buf, res._buf)
+
+
+for _py, _fn in _OPERATORS.items():
+    _o, _r, _i = _make_operator(_fn)
+    setattr(Array, f"__{_py}__", _o)
+    setattr(Array, f"__r{_py}__", _r)
+    setattr(Array, f"__i{_py}__", _i)
+for _py, _fn in _COMPARISONS.items():
+    setattr(Array, f"__{_py}__", _make_operator(_fn)[0])
+for _py, _fn in _UNARY_OPERATORS.items():
+    setattr(Array, f"__{_py}__", (lambda fn: lambda self: getattr(_ns(), fn)(self))(_fn))
+
+
+def _matmul_op(self, other):
+    if not isinstance(other, Array):
+        return NotImplemented
+    return _ns().matmul(self, other)
+
+
+def _rmatmul_op(self, other):
+    if not isinstance(other, Array):
+        return NotImplemented
+    return _ns().matmul(other, self)
+
+
+def _imatmul_op(self, other):
+    if not isinstance(other, Array):
+        return NotImplemented
+    _assign_inplace(self, _ns().matmul(self, other), "matmul")
+    return self
+
+
+Array.__matmul__, Array.__rmatmul__, Array.__imatmul__ = _matmul_op, _rmatmul_op, _imatmul_op
+
+__all__ = sorted([*UNARY, *BINARY, "clip"])

@@ -1,0 +1,65 @@
+"""The host boundary: Python objects and numpy arrays in, numpy arrays out (numpy is the host
+interchange format; it never computes an op for the array layer)."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import dtypes as dt
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def scalar_dtype(v) -> dt.DType:
+    """The default dtype of a Python scalar."""
+    if isinstance(v, bool):
+        return dt.bool
+    if isinstance(v, int):
+        return dt.int64
+    if isinstance(v, float):
+        return dt.float64
+    if isinstance(v, complex):
+        return dt.complex128
+    raise TypeError(f"asarray: cannot make an array from {type(v).__name__}")
+
+
+def to_numpy(obj, dtype: dt.DType | None, op: str = "asarray") -> tuple[np.ndarray, dt.DType]:
+    """Host data for ``obj`` (a scalar, nested sequence or buffer) and its grilly dtype."""
+    if isinstance(obj, (bool, int, float, complex)):
+        d = dtype or scalar_dtype(obj)
+        if isinstance(obj, int) and not isinstance(obj, bool) and d.kind in "iu":
+            info = np.iinfo(d.np)
+            if not info.min <= obj <= info.max:
+                raise OverflowError(f"{op}: {obj} does not fit in {d.name}")
+        if isinstance(obj, complex) and d.kind != "c":
+            raise TypeError(f"{op}: a complex value cannot make a {d.name} array")
+        if isinstance(obj, float) and d.kind in "biu":
+            raise TypeError(f"{op}: a float value cannot make a {d.name} array")
+        return np.asarray(obj, dtype=d.np), d
+    try:
+        h = np.asarray(obj)
+    except (OverflowError, ValueError) as e:
+        raise type(e)(f"{op}: cannot make an array from the given object ({e})") from None
+    if h.dtype == object:
+        flat = list(_flatten(obj))
+        if flat and all(isinstance(v, int) for v in flat):
+            raise OverflowError(f"{op}: Python ints beyond the int64 range")
+        raise TypeError(f"{op}: cannot make an array from the given object (mixed or unsupported types)")
+    if dtype is None:
+        if h.dtype.kind in "US":
+            raise TypeError(f"{op}: strings are not supported")
+        d = dt.from_numpy(h.dtype)
+    else:
+        d = dtype
+        if h.dtype.kind == "i" and d.kind in "iu" and h.size:
+            info = np.iinfo(d.np)
+            if h.min() < info.min or h.max() > info.max:
+                raise OverflowError(f"{op}: values do not fit in {d.name}")
+    return h, d
+
+
+def _flatten(obj):
+    if isinstance(obj, (list, tuple)):
+        for o in obj:
+            yield from _flatten(o)
+    else:
+        yield obj

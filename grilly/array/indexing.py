@@ -1,0 +1,2 @@
+"""Array API: indexing functions."""
+__all__: list = []

@@ -1,0 +1,2 @@
+"""Array API: interop functions."""
+__all__: list = []

@@ -1,0 +1,2 @@
+"""Array API: linear_algebra functions."""
+__all__: list = []

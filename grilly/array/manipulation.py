@@ -1,0 +1,2 @@
+"""Array API: manipulation functions."""
+__all__: list = []

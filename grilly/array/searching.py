@@ -1,0 +1,2 @@
+"""Array API: searching functions."""
+__all__: list = []

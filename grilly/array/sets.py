@@ -1,0 +1,2 @@
+"""Array API: sets functions."""
+__all__: list = []

@@ -1,0 +1,2 @@
+"""Array API: sorting functions."""
+__all__: list = []

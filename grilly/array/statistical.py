@@ -1,0 +1,2 @@
+"""Array API: statistical functions."""
+__all__: list = []

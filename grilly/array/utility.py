@@ -1,0 +1,2 @@
+"""Array API: utility functions."""
+__all__: list = []

@@ -1,0 +1,56 @@
+"""Backend and Device: what a backend plugin hands to the registry."""
+from __future__ import annotations
+
+
+class Device:
+    """One place arrays live and run: a backend plus an index (``cpu``, ``vulkan:0``)."""
+
+    __slots__ = ("backend", "index", "description", "kernels", "__weakref__")
+
+    def __init__(self, backend: "Backend", index: int = 0, description: str = ""):
+        self.backend = backend
+        self.index = index
+        self.description = description
+        # op name -> kernel; filled (in place) by the registry whenever plugins change
+        self.kernels: dict = {}
+
+    @property
+    def name(self) -> str:
+        return self.backend.name if self.backend.single_device else f"{self.backend.name}:{self.index}"
+
+    def __repr__(self) -> str:
+        return f"Device({self.name!r})"
+
+    __str__ = name.fget
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __hash__(self) -> int:
+        return hash((self.backend.name, self.index))
+
+
+class Backend:
+    """Base class of a backend: a name, its devices, and its kernel table.
+
+    Subclasses set ``name``, create their devices, and return ``{op: kernel}`` from ``kernels``.
+    docs/backends.md lists the kernels a backend must provide and their calling conventions.
+    """
+
+    name = "backend"
+    single_device = True  # devices are named "name" rather than "name:i"
+    # rank among backends when choosing the default device; higher wins (cpu_numba is 0)
+    priority = 0
+
+    def devices(self) -> list[Device]:
+        raise NotImplementedError
+
+    def kernels(self) -> dict:
+        raise NotImplementedError
+
+    def supports_dtype(self, device: Device, dtype) -> bool:
+        return True
+
+    def info(self, device: Device) -> dict:
+        """Capabilities and facts shown by ``grilly info`` and ``__array_namespace_info__``."""
+        return {}

@@ -1,0 +1,1 @@
+"""The multithreaded Numba CPU backend."""

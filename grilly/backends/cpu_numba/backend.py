@@ -1,0 +1,35 @@
+"""The multithreaded Numba CPU backend: one device, ``cpu``."""
+from __future__ import annotations
+
+import numba
+
+from ...array.elementwise import BINARY, UNARY
+from ..base import Backend, Device
+from . import elementwise, storage
+from .pool import pool
+
+
+class CpuBackend(Backend):
+    """Numba kernels over numpy-held host buffers; parallel above a size threshold."""
+
+    name = "cpu"
+    priority = 10  # above a CPU Vulkan implementation, below a real GPU (vulkan uses 20)
+
+    def __init__(self):
+        self._devices = [Device(self, 0, "host CPU, Numba kernels")]
+
+    def devices(self) -> list[Device]:
+        return self._devices
+
+    def kernels(self) -> dict:
+        from . import families
+
+        table = dict(storage.KERNELS)
+        table.update(elementwise.kernels(UNARY, BINARY))
+        for fam in families.MODULES:
+            table.update(fam.KERNELS)
+        return table
+
+    def info(self, device: Device) -> dict:
+        return {"numba": numba.__version__, "threads": numba.config.NUMBA_NUM_THREADS,
+                "pool_bytes": pool.held}

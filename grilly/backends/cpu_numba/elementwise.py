@@ -1,0 +1,161 @@
+"""Elementwise kernels: one generated Numba module per (op, dtype), holding serial and parallel
+1-D loops over contiguous data, with scalar variants so that ``x + 1`` never broadcasts."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import jit, scalar_ops
+from .pool import pool
+
+# extra constant arguments of some scalar bodies: the dtype's bit width, a one of the dtype
+_EXTRA = {"bitwise_left_shift": ", BITS, ONE", "bitwise_right_shift": ", BITS, ONE", "pow": ", ONE"}
+
+_TEMPLATE = '''
+import numpy as np
+from numba import njit, prange
+from grilly.backends.cpu_numba.scalar_ops import {fn} as _f
+
+f = njit(_f)
+
+BITS = {bits}
+ONE = np.{dtype}(1)
+_opts = dict(cache=True, error_model="numpy", nogil=True)
+
+{loops}
+'''
+
+_UNARY_LOOPS = '''
+@njit(**_opts)
+def s_v(a, out):
+    for i in range(out.shape[0]):
+        out[i] = f(a[i]{x})
+
+@njit(parallel=True, **_opts)
+def p_v(a, out):
+    for i in prange(out.shape[0]):
+        out[i] = f(a[i]{x})
+'''
+
+_BINARY_LOOPS = '''
+@njit(**_opts)
+def s_vv(a, b, out):
+    for i in range(out.shape[0]):
+        out[i] = f(a[i], b[i]{x})
+
+@njit(**_opts)
+def s_vs(a, b, out):
+    s = b[0]
+    for i in range(out.shape[0]):
+        out[i] = f(a[i], s{x})
+
+@njit(**_opts)
+def s_sv(a, b, out):
+    s = a[0]
+    for i in range(out.shape[0]):
+        out[i] = f(s, b[i]{x})
+
+@njit(parallel=True, **_opts)
+def p_vv(a, b, out):
+    for i in prange(out.shape[0]):
+        out[i] = f(a[i], b[i]{x})
+
+@njit(parallel=True, **_opts)
+def p_vs(a, b, out):
+    s = b[0]
+    for i in prange(out.shape[0]):
+        out[i] = f(a[i], s{x})
+
+@njit(parallel=True, **_opts)
+def p_sv(a, b, out):
+    s = a[0]
+    for i in prange(out.shape[0]):
+        out[i] = f(s, b[i]{x})
+'''
+
+_TERNARY_LOOPS = '''
+@njit(**_opts)
+def s_vvv(c, a, b, out):
+    for i in range(out.shape[0]):
+        out[i] = f(c[i], a[i], b[i])
+
+@njit(parallel=True, **_opts)
+def p_vvv(c, a, b, out):
+    for i in prange(out.shape[0]):
+        out[i] = f(c[i], a[i], b[i])
+'''
+
+_LOOPS = {1: _UNARY_LOOPS, 2: _BINARY_LOOPS, 3: _TERNARY_LOOPS}
+
+
+def _scalar_name(op: str, kind: str) -> str:
+    special = f"{op}__{kind}"
+    return special if hasattr(scalar_ops, special) else op
+
+
+def loops(op: str, npdtype: np.dtype, arity: int):
+    """The generated module of loops for ``op`` on inputs of ``npdtype``."""
+    kind = {"b": "b", "i": "i", "u": "u", "f": "f", "c": "c"}[npdtype.kind]
+    name = f"ew_{op}_{npdtype.name}"
+    x = _EXTRA.get(op, "")
+    src = _TEMPLATE.format(fn=_scalar_name(op, kind), bits=npdtype.itemsize * 8,
+                           dtype=npdtype.name, loops=_LOOPS[arity].format(x=x))
+    return jit.module(name, src, deps=("scalar_ops.py",))
+
+
+def _flat(a: np.ndarray, shape: tuple) -> np.ndarray:
+    """``a`` broadcast to ``shape`` as a contiguous 1-D array (a view when it already is)."""
+    if a.shape != shape:
+        a = np.broadcast_to(a, shape)
+    return np.ascontiguousarray(a).reshape(-1)
+
+
+def _unary_kernel(op: str):
+    def k(shape, out_dtype, a):
+        out = pool.empty(shape, out_dtype.np)
+        n = out.size
+        if n == 0:
+            return out
+        m = loops(op, a.dtype, 1)
+        (m.p_v if n >= jit.PARALLEL_MIN else m.s_v)(_flat(a, shape), out.reshape(-1))
+        return out
+    k.__name__ = op
+    return k
+
+
+def _binary_kernel(op: str):
+    def k(shape, out_dtype, a, b):
+        out = pool.empty(shape, out_dtype.np)
+        n = out.size
+        if n == 0:
+            return out
+        m = loops(op, a.dtype, 2)
+        par = n >= jit.PARALLEL_MIN
+        if b.size == 1 and a.shape == shape:
+            fn, a, b = (m.p_vs if par else m.s_vs), _flat(a, shape), b.reshape(1)
+        elif a.size == 1 and b.shape == shape:
+            fn, a, b = (m.p_sv if par else m.s_sv), a.reshape(1), _flat(b, shape)
+        else:
+            fn, a, b = (m.p_vv if par else m.s_vv), _flat(a, shape), _flat(b, shape)
+        fn(a, b, out.reshape(-1))
+        return out
+    k.__name__ = op
+    return k
+
+
+def where(shape, out_dtype, c, a, b):
+    """Choose from ``a`` where ``c`` is true, else from ``b`` (broadcast to ``shape``)."""
+    out = pool.empty(shape, out_dtype.np)
+    n = out.size
+    if n:
+        m = loops("where", a.dtype, 3)
+        (m.p_vvv if n >= jit.PARALLEL_MIN else m.s_vvv)(
+            _flat(c, shape), _flat(a, shape), _flat(b, shape), out.reshape(-1))
+    return out
+
+
+def kernels(unary_ops, binary_ops) -> dict:
+    """The elementwise kernel table for the named ops."""
+    table = {op: _unary_kernel(op) for op in unary_ops}
+    table.update({op: _binary_kernel(op) for op in binary_ops})
+    table["where"] = where
+    return table

@@ -1,0 +1,4 @@
+"""The kernel modules of the CPU backend beyond storage and elementwise; each has KERNELS."""
+from . import fft, indexing, linalg, reductions, sorting
+
+MODULES = (reductions, indexing, sorting, linalg, fft)

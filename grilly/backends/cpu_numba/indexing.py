@@ -1,0 +1,2 @@
+"""CPU kernels: indexing."""
+KERNELS: dict = {}

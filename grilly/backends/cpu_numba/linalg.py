@@ -1,0 +1,2 @@
+"""CPU kernels: linalg."""
+KERNELS: dict = {}

@@ -1,0 +1,2 @@
+"""CPU kernels: sorting."""
+KERNELS: dict = {}

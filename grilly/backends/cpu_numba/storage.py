@@ -1,0 +1,101 @@
+"""Storage kernels of the CPU backend: buffers are numpy arrays (possibly strided views)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .pool import pool
+
+
+def from_host(h: np.ndarray, dtype) -> np.ndarray:
+    """A private copy of host data ``h`` as ``dtype``."""
+    out = pool.empty(h.shape, dtype.np)
+    np.copyto(out, h, casting="unsafe")
+    return out
+
+
+def to_host(buf: np.ndarray) -> np.ndarray:
+    return buf
+
+
+def empty(shape, dtype) -> np.ndarray:
+    return pool.empty(tuple(shape), dtype.np)
+
+
+def full(shape, value, dtype) -> np.ndarray:
+    out = pool.empty(tuple(shape), dtype.np)
+    out[...] = np.asarray(value, dtype=dtype.np) if not isinstance(value, np.ndarray) else value
+    return out
+
+
+def arange(start, step, n: int, dtype) -> np.ndarray:
+    out = pool.empty((n,), dtype.np)
+    if n:
+        out[...] = start + step * np.arange(n, dtype=np.float64 if dtype.kind == "f" else None)
+    return out
+
+
+def linspace(start, stop, num: int, endpoint: bool, dtype) -> np.ndarray:
+    out = pool.empty((num,), dtype.np)
+    out[...] = np.linspace(start, stop, num, endpoint=endpoint)
+    return out
+
+
+def eye(n_rows: int, n_cols: int, k: int, dtype) -> np.ndarray:
+    out = pool.empty((n_rows, n_cols), dtype.np)
+    out[...] = 0
+    i = np.arange(max(0, -k), max(0, min(n_rows, n_cols - k)))
+    out[i, i + k] = 1
+    return out
+
+
+def astype(buf: np.ndarray, dtype) -> np.ndarray:
+    out = pool.empty(buf.shape, dtype.np)
+    if buf.dtype.kind == "c" and dtype.kind != "c":
+        buf = buf.real
+    np.copyto(out, buf, casting="unsafe")
+    return out
+
+
+def assign(dst: np.ndarray, src: np.ndarray) -> None:
+    """Copy ``src`` (broadcast) into the view ``dst``."""
+    np.copyto(dst, src, casting="unsafe")
+
+
+def reshape(buf: np.ndarray, shape, copy=None) -> np.ndarray:
+    if copy:
+        return buf.reshape(shape).copy()
+    if copy is False:
+        try:
+            v = buf.view()
+            v.shape = shape
+            return v
+        except AttributeError:
+            raise ValueError("reshape: copy=False but the array's layout needs a copy") from None
+    return buf.reshape(shape)
+
+
+def permute(buf: np.ndarray, axes) -> np.ndarray:
+    return buf.transpose(axes)
+
+
+def broadcast_to(buf: np.ndarray, shape) -> np.ndarray:
+    return np.broadcast_to(buf, shape)
+
+
+def slice_view(buf: np.ndarray, key: tuple) -> np.ndarray:
+    """The view ``buf[key]`` for a normalized key of ints and slices."""
+    return buf[key]
+
+
+def copy(buf: np.ndarray) -> np.ndarray:
+    out = pool.empty(buf.shape, buf.dtype)
+    np.copyto(out, buf)
+    return out
+
+
+KERNELS = {
+    "from_host": from_host, "to_host": to_host, "empty": empty, "full": full, "arange": arange,
+    "linspace": linspace, "eye": eye,
+    "astype": astype, "assign": assign, "reshape": reshape, "permute": permute,
+    "broadcast_to": broadcast_to, "slice": slice_view, "copy": copy,
+}

@@ -1,0 +1,113 @@
+"""The backend registry: pluggy for discovery, a plain dict per device for the hot path."""
+from __future__ import annotations
+
+import os
+
+import pluggy
+
+from . import hookspecs
+from .base import Backend, Device
+
+ENTRY_POINT_GROUP = "grilly.backends"
+
+
+class Registry:
+    """Holds the plugin manager and resolves plugins into per-device kernel tables."""
+
+    def __init__(self):
+        self.pm = pluggy.PluginManager("grilly")
+        self.pm.add_hookspecs(hookspecs)
+        self.backends: dict[str, Backend] = {}
+        self._loaded = False
+        self._default: Device | None = None
+
+    def load(self) -> None:
+        """Discover entry-point plugins once (the built-in backends come this way)."""
+        if self._loaded:
+            return
+        self._loaded = True
+        self.pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
+        if not any(b.name == "cpu" for lst in self.pm.hook.grilly_backends() for b in lst):
+            # running from a source tree that was never pip-installed: no entry points exist
+            from .cpu_numba import plugin
+
+            self.pm.register(plugin, name="grilly.cpu_numba")
+        self.rebuild()
+
+    def register(self, plugin, name: str | None = None) -> None:
+        """Register a plugin at run time and rebuild the dispatch tables."""
+        self.load()
+        self.pm.register(plugin, name=name)
+        self.rebuild()
+
+    def unregister(self, plugin=None, name: str | None = None) -> None:
+        """Remove a plugin and rebuild the dispatch tables."""
+        self.pm.unregister(plugin, name=name)
+        self.rebuild()
+
+    def rebuild(self) -> None:
+        """Resolve every plugin's backends and kernels into each device's ``kernels`` dict."""
+        backends: dict[str, Backend] = {}
+        for lst in reversed(self.pm.hook.grilly_backends()):  # earliest registered first
+            for b in lst or ():
+                backends[b.name] = b
+        for b in self.backends.values():
+            if b.name not in backends:
+                for d in b.devices():
+                    d.kernels.clear()
+        for name, b in backends.items():
+            table = dict(b.kernels())
+            for extra in reversed(self.pm.hook.grilly_kernels(backend=name)):
+                table.update(extra or {})
+            for d in b.devices():
+                d.kernels.clear()
+                d.kernels.update(table)
+        self.backends = backends
+        if self._default is not None and self._default.backend.name not in backends:
+            self._default = None
+
+    def devices(self) -> list[Device]:
+        self.load()
+        return [d for b in self.backends.values() for d in b.devices()]
+
+    def device(self, spec) -> Device:
+        """The device named by ``spec`` (a Device, ``"cpu"``, ``"vulkan"``, ``"vulkan:1"``)."""
+        self.load()
+        if isinstance(spec, Device):
+            return spec
+        if not isinstance(spec, str):
+            raise ValueError(f"device: expected a Device or a name such as 'cpu', got {spec!r}")
+        name, _, idx = spec.partition(":")
+        b = self.backends.get(name)
+        if b is None:
+            raise ValueError(
+                f"device: unknown device {spec!r}; available: {[str(d) for d in self.devices()]}")
+        devs = b.devices()
+        if not devs:
+            why = getattr(b, "unavailable_reason", "") or "it found no device"
+            raise ValueError(f"device: backend {name!r} has no device ({why})")
+        if not idx:
+            return max(devs, key=lambda d: getattr(d, "rank", 0))
+        try:
+            return devs[int(idx)]
+        except (ValueError, IndexError):
+            raise ValueError(f"device: {spec!r} is not a device; {name} has {len(devs)}") from None
+
+    def default_device(self) -> Device:
+        """The default device: set_default_device, else $GRILLY_DEVICE, else the best device."""
+        if self._default is None:
+            self.load()
+            env = os.environ.get("GRILLY_DEVICE", "").strip()
+            if env:
+                self._default = self.device(env)
+            else:
+                devs = self.devices()
+                self._default = max(
+                    devs, key=lambda d: (d.backend.priority + getattr(d, "rank", 0)))
+        return self._default
+
+    def set_default_device(self, device) -> None:
+        self._default = None if device is None else self.device(device)
+
+
+registry = Registry()

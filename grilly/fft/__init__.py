@@ -1,0 +1,2 @@
+"""The Array API fft extension."""
+__all__: list = []

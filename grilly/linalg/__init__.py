@@ -1,0 +1,2 @@
+"""The Array API linalg extension."""
+__all__: list = []

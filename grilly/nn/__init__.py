@@ -1,0 +1,1 @@
+"""PyTorch-style neural network modules written against the grilly namespace."""
