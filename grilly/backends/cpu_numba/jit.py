@@ -46,8 +46,9 @@ def module(name: str, source: str, deps: tuple = ()) -> object:
         tmp = folder / f".{name}.{os.getpid()}.tmp"
         tmp.write_text(source)
         os.replace(tmp, path)  # atomic: parallel processes never see half a file
-    spec = importlib.util.spec_from_file_location(f"grilly_kernels.{name}", path)
+    spec = importlib.util.spec_from_file_location(f"_grilly_kernel_{name}", path)
     mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # numba's cache re-imports the module by name when loading
     spec.loader.exec_module(mod)
     _modules[name] = mod
     return mod
