@@ -157,31 +157,30 @@ for _n in BINARY:
 
 
 def clip(x: Array, /, min=None, max=None) -> Array:
-    """Clamp each element of x to the range [min, max]."""
+    """Clamp each element of x to the range [min, max] (bounds broadcast to x's shape)."""
     if not isinstance(x, Array):
         raise TypeError(f"clip: expected a grilly Array, got {type(x).__name__}")
     if x._dtype not in _REAL:
         raise _bad_dtype("clip", x._dtype, _REAL)
-    for name, v in (("min", min), ("max", max)):
-        if v is not None and not isinstance(v, (Array, int, float)) or isinstance(v, complex):
-            raise TypeError(f"clip: {name} must be an array, a real scalar or None")
-        if isinstance(v, float) and x._dtype.kind in "iu":
-            raise TypeError(f"clip: a float {name} cannot clip an integer array")
     out = x
-    dev = x._device
-    if min is not None:
-        lo = as_compute_array(min, x._dtype, dev, "clip") if not isinstance(min, Array) else min
-        out = binary("maximum", out, lo if lo._dtype is x._dtype else as_compute_array(lo, x._dtype, dev, "clip"))
-    if max is not None:
-        hi = as_compute_array(max, x._dtype, dev, "clip") if not isinstance(max, Array) else max
-        out = binary("minimum", out, hi if hi._dtype is x._dtype else as_compute_array(hi, x._dtype, dev, "clip"))
+    for name, bound, op in (("min", min, "maximum"), ("max", max, "minimum")):
+        if bound is None:
+            continue
+        if isinstance(bound, Array):
+            common_device("clip", x, bound)
+            if bound._dtype.kind != x._dtype.kind and not (
+                    bound._dtype.kind in "iu" and x._dtype.kind in "iu"):
+                raise TypeError(f"clip: {name} of dtype {bound._dtype.name} does not match x's "
+                                f"{x._dtype.name}")
+        elif isinstance(bound, bool) or not isinstance(bound, (int, float)):
+            raise TypeError(f"clip: {name} must be an array, a real scalar or None")
+        elif isinstance(bound, float) and x._dtype.kind in "iu":
+            raise TypeError(f"clip: a float {name} cannot clip an integer array")
+        out = binary(op, out, as_compute_array(bound, x._dtype, x._device, "clip"))
     if out.shape != x.shape:
-        raise ValueError(f"clip: min/max of shape broadcasting beyond x's shape {x.shape}")
+        raise ValueError(f"clip: min/max broadcast beyond x's shape {x.shape} to {out.shape}")
     if out is x:
-        out = Array._new(kernel(dev, "astype")(x._buf, x._dtype), x._dtype, dev)
-    if min is not None and max is not None and x._dtype.kind == "f":
-        # NaN bounds propagate, as the standard asks
-        pass
+        out = Array._new(kernel(x._device, "copy")(x._buf), x._dtype, x._device)
     return out
 
 

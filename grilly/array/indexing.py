@@ -1,2 +1,337 @@
-"""Array API: indexing functions."""
-__all__: list = []
+"""Indexing: Array.__getitem__/__setitem__ (NumPy semantics: basic, boolean and integer-array
+indexing) and the Array API functions take and take_along_axis.
+
+A key is resolved into a *view* of ``x`` (slices only, then a reshape that drops integer-indexed
+axes and inserts new ones) plus, for advanced indexing, int64 index arrays over some axes of that
+view. Basic indexing is the view; advanced indexing gathers from (or scatters into) the view with
+its indexed axes permuted to the front.
+"""
+from __future__ import annotations
+
+from . import dtypes as dt
+from .array import Array
+from .core import (AxisError, broadcast_shapes, check_array, check_device_dtype, common_device,
+                   kernel, normalize_axis, wrap)
+
+__all__ = ["take", "take_along_axis"]
+
+_FULL = slice(None)
+
+
+def _norm_slice(s: slice, n: int, op: str) -> tuple[slice, int]:
+    """A slice with a non-negative start and a non-negative (or None) stop, and its length."""
+    try:
+        r = range(n)[s]
+    except TypeError:
+        raise TypeError(f"{op}: slice bounds must be integers or None, got {s!r}") from None
+    if len(r) == 0:
+        return slice(0, 0, 1), 0
+    stop = r.stop if r.stop >= 0 else None
+    return slice(r.start, stop, r.step), len(r)
+
+
+def _as_int(k, op: str) -> int | None:
+    """``k`` as a Python int when it is an integer scalar (not a bool), else None."""
+    if isinstance(k, int) and not isinstance(k, bool):
+        return k
+    if isinstance(k, (float, complex)):
+        raise TypeError(f"{op}: indices must be integers, slices, ellipsis, None or integer/"
+                        f"boolean arrays; got {type(k).__name__} {k!r}")
+    if not isinstance(k, (Array, bool, list, tuple)) and hasattr(k, "__index__"):
+        return k.__index__()
+    return None
+
+
+def _parse(x: Array, key, op: str) -> list:
+    """The key as a list of items: None, Ellipsis, slice, int, ('bool', value), ('arr', Array)."""
+    from .creation import asarray
+
+    if not isinstance(key, tuple):
+        key = (key,)
+    items = []
+    for k in key:
+        if k is None or k is Ellipsis or isinstance(k, slice):
+            items.append(k)
+            continue
+        i = _as_int(k, op)
+        if i is not None:
+            items.append(i)
+        elif isinstance(k, bool):
+            items.append(("bool", k))
+        elif isinstance(k, (Array, list)):
+            a = k
+            if isinstance(k, list):
+                a = asarray(k, device=x._device) if k else asarray(k, dtype=dt.int64, device=x._device)
+            else:
+                common_device(op, x, a)
+            if a._dtype is dt.bool:
+                items.append(("bool", bool(a)) if a.ndim == 0 else ("mask", a))
+            elif dt.is_int(a._dtype):
+                items.append(int(a) if a.ndim == 0 else ("arr", a))
+            else:
+                raise IndexError(f"{op}: arrays used as indices must be of integer or boolean "
+                                 f"dtype, got {a._dtype.name}")
+        else:
+            raise TypeError(f"{op}: indices must be integers, slices, ellipsis, None or "
+                            f"integer/boolean arrays; got {type(k).__name__}")
+    return items
+
+
+def _consumed(it) -> int:
+    if it is None or it is Ellipsis:
+        return 0
+    if isinstance(it, tuple):
+        return it[1].ndim if it[0] == "mask" else int(it[0] == "arr")
+    return 1
+
+
+def _resolve(x: Array, key, op: str):
+    """(slice key per axis of x, view shape, advanced [(view axis, index, axis size, x axis)])."""
+    items = _parse(x, key, op)
+    n_ell = sum(1 for it in items if it is Ellipsis)
+    if n_ell > 1:
+        raise IndexError(f"{op}: an index can only have a single ellipsis ('...')")
+    used = sum(_consumed(it) for it in items)
+    ndim = x.ndim
+    if used > ndim:
+        raise IndexError(f"{op}: too many indices: array is {ndim}-dimensional, but {used} "
+                         "were indexed")
+    fill = [_FULL] * (ndim - used)
+    if n_ell:
+        e = items.index(Ellipsis)
+        items[e:e + 1] = fill
+    else:
+        items.extend(fill)
+    advanced = any(isinstance(it, tuple) for it in items)
+    shape = x.shape
+    skey, vshape, adv = [], [], []
+    ax = 0
+    for it in items:
+        if it is None:
+            vshape.append(1)
+        elif isinstance(it, slice):
+            s, n = _norm_slice(it, shape[ax], op)
+            skey.append(s)
+            vshape.append(n)
+            ax += 1
+        elif isinstance(it, int):
+            n = shape[ax]
+            if not -n <= it < n:
+                raise IndexError(f"{op}: index {it} is out of bounds for axis {ax} with size {n}")
+            i = it % n
+            skey.append(slice(i, i + 1, 1) if not advanced else slice(0, n, 1))
+            if advanced:
+                vshape.append(n)
+                adv.append((len(vshape) - 1, i, n, ax))
+            ax += 1
+        elif it[0] == "bool":
+            vshape.append(1)
+            adv.append((len(vshape) - 1, it[1], 1, None))
+        elif it[0] == "arr":
+            n = shape[ax]
+            skey.append(slice(0, n, 1))
+            vshape.append(n)
+            adv.append((len(vshape) - 1, it[1], n, ax))
+            ax += 1
+        else:  # mask: its coordinates index the mask's axes
+            m = it[1]
+            sub = shape[ax:ax + m.ndim]
+            if any(ms not in (xs, 0) for ms, xs in zip(m.shape, sub)):
+                raise IndexError(f"{op}: boolean index of shape {m.shape} does not match the "
+                                 f"indexed array's shape {sub} at axis {ax}")
+            coords = kernel(x._device, "mask_indices")(m._buf)
+            for c, n in zip(coords, sub):
+                skey.append(slice(0, n, 1))
+                vshape.append(n)
+                adv.append((len(vshape) - 1, ("ok", c), n, ax))
+                ax += 1
+    return skey, tuple(vshape), adv
+
+
+def _view(x: Array, skey, vshape, op: str):
+    """The buffer of the basic-indexing view of ``x`` (always a view, never a copy)."""
+    buf = x._buf
+    shape = x.shape
+    if any(s != slice(0, n, 1) for s, n in zip(skey, shape)):
+        buf = kernel(x._device, "slice")(buf, tuple(skey))
+    if tuple(buf.shape) != vshape:
+        buf = kernel(x._device, "reshape")(buf, vshape, False)
+    return buf
+
+
+def _index_bufs(x: Array, adv, op: str):
+    """int64 index buffers broadcast to one shape, and that shape."""
+    dev = x._device
+    bufs = []
+    for _, idx, n, ax in adv:
+        if isinstance(idx, bool):
+            buf = kernel(dev, "full")((1 if idx else 0,), 0, dt.int64)
+        elif isinstance(idx, int):
+            buf = kernel(dev, "full")((), idx, dt.int64)
+        elif isinstance(idx, tuple):
+            buf = idx[1]
+        else:
+            buf, bad = kernel(dev, "normalize_indices")(idx._buf, n)
+            if bad is not None:
+                raise IndexError(f"{op}: index {bad} is out of bounds for axis {ax} with size {n}")
+        bufs.append(buf)
+    shapes = [tuple(b.shape) for b in bufs]
+    try:
+        s = broadcast_shapes(*shapes, op=op)
+    except ValueError:
+        raise IndexError(f"{op}: shape mismatch: indexing arrays could not be broadcast together "
+                         f"with shapes {' '.join(map(str, shapes))}") from None
+    bto = kernel(dev, "broadcast_to")
+    return tuple(b if tuple(b.shape) == s else bto(b, s) for b in bufs), s
+
+
+def _adv_layout(vshape, adv):
+    """(permutation putting indexed view axes first, position of the result's index dims)."""
+    axes = [a for a, *_ in adv]
+    rest = [i for i in range(len(vshape)) if i not in axes]
+    adjacent = axes == list(range(axes[0], axes[0] + len(axes)))
+    return tuple(axes + rest), (axes[0] if adjacent else 0)
+
+
+def _out_perm(n_idx: int, n_rest: int, p: int) -> tuple:
+    """Axes of a gather result (index dims, rest) placing the index dims at position ``p``."""
+    rest = [n_idx + i for i in range(n_rest)]
+    return tuple(rest[:p] + list(range(n_idx)) + rest[p:])
+
+
+def _permute(dev, buf, perm):
+    return buf if perm == tuple(range(len(perm))) else kernel(dev, "permute")(buf, perm)
+
+
+def getitem(x: Array, key) -> Array:
+    """``x[key]`` with NumPy semantics; basic indexing returns a view."""
+    op = "__getitem__"
+    skey, vshape, adv = _resolve(x, key, op)
+    dev = x._device
+    buf = _view(x, skey, vshape, op)
+    if not adv:
+        return wrap(buf, x._dtype, dev)
+    perm, p = _adv_layout(vshape, adv)
+    idx, s = _index_bufs(x, adv, op)
+    out = kernel(dev, "gather")(_permute(dev, buf, perm), idx)
+    out = _permute(dev, out, _out_perm(len(s), len(vshape) - len(adv), p))
+    return wrap(out, x._dtype, dev)
+
+
+def _value_buf(x: Array, value, shape: tuple, op: str):
+    """``value`` as a buffer of x's dtype broadcast to ``shape``."""
+    d, dev = x._dtype, x._device
+    if isinstance(value, Array):
+        common_device(op, x, value)
+        if value._dtype is not d:
+            if not dt.can_cast(value._dtype, d):
+                raise TypeError(f"{op}: cannot store values of dtype {value._dtype.name} in an "
+                                f"array of dtype {d.name}")
+            vbuf = kernel(dev, "astype")(value._buf, d)
+        else:
+            vbuf = value._buf
+        vshape = tuple(vbuf.shape)
+    elif isinstance(value, (bool, int, float, complex)):
+        if dt.scalar_result(d, value, op) is not d:
+            raise TypeError(f"{op}: cannot store a Python {type(value).__name__} in an array "
+                            f"of dtype {d.name}")
+        if isinstance(value, int) and not isinstance(value, bool) and dt.is_int(d):
+            info = dt.iinfo(d)
+            if not info.min <= value <= info.max:
+                raise OverflowError(f"{op}: {value} does not fit in {d.name}")
+        check_device_dtype(dev, d, op)
+        vbuf, vshape = kernel(dev, "full")((), value, d), ()
+    else:
+        raise TypeError(f"{op}: value must be a grilly Array or a Python scalar, "
+                        f"got {type(value).__name__}")
+    if len(vshape) > len(shape):
+        extra = len(vshape) - len(shape)
+        if any(v != 1 for v in vshape[:extra]):
+            raise ValueError(f"{op}: value of shape {vshape} cannot be broadcast to the "
+                             f"selection's shape {shape}")
+        vshape = vshape[extra:]
+        vbuf = kernel(dev, "reshape")(vbuf, vshape)
+    if vshape != shape:
+        if broadcast_shapes(vshape, shape, op=op) != shape:
+            raise ValueError(f"{op}: value of shape {vshape} cannot be broadcast to the "
+                             f"selection's shape {shape}")
+        vbuf = kernel(dev, "broadcast_to")(vbuf, shape)
+    return vbuf
+
+
+def setitem(x: Array, key, value) -> None:
+    """``x[key] = value``: value (an Array or a Python scalar) cast to x's dtype and broadcast."""
+    op = "__setitem__"
+    check_array(x, op)
+    skey, vshape, adv = _resolve(x, key, op)
+    dev = x._device
+    buf = _view(x, skey, vshape, op)
+    if not adv:
+        kernel(dev, "assign")(buf, _value_buf(x, value, vshape, op))
+        return
+    perm, p = _adv_layout(vshape, adv)
+    idx, s = _index_bufs(x, adv, op)
+    rest = tuple(vshape[a] for a in perm[len(adv):])
+    operm = _out_perm(len(s), len(rest), p)
+    rshape = tuple((s + rest)[a] for a in operm)
+    vbuf = _value_buf(x, value, rshape, op)
+    inv = tuple(operm.index(i) for i in range(len(operm)))
+    kernel(dev, "scatter")(_permute(dev, buf, perm), idx, _permute(dev, vbuf, inv))
+
+
+def _check_indices(indices, x: Array, op: str) -> Array:
+    check_array(indices, op, "indices")
+    common_device(op, x, indices)
+    if not dt.is_int(indices._dtype):
+        raise TypeError(f"{op}: indices must have an integer dtype, got {indices._dtype.name}")
+    return indices
+
+
+def take(x: Array, indices: Array, /, *, axis: int | None = None) -> Array:
+    """Elements of x at ``indices`` along ``axis``."""
+    check_array(x, "take")
+    _check_indices(indices, x, "take")
+    if indices.ndim != 1:
+        raise ValueError(f"take: indices must be 1-D, got shape {indices.shape}")
+    if axis is None:
+        if x.ndim != 1:
+            raise ValueError(f"take: axis is required for a {x.ndim}-D array")
+        axis = 0
+    if x.ndim == 0:
+        raise ValueError("take: x must have at least one dimension")
+    axis = normalize_axis(axis, x.ndim, "take")
+    return getitem(x, (_FULL,) * axis + (indices,))
+
+
+def take_along_axis(x: Array, indices: Array, /, *, axis: int = -1) -> Array:
+    """Elements of x at the 1-D ``indices`` along ``axis``, matched index by index elsewhere."""
+    from .creation import arange
+    from .manipulation import broadcast_to, reshape
+
+    op = "take_along_axis"
+    check_array(x, op)
+    _check_indices(indices, x, op)
+    if indices.ndim != x.ndim:
+        raise ValueError(f"{op}: indices must have as many dimensions as x ({x.ndim}), "
+                         f"got {indices.ndim}")
+    if x.ndim == 0:
+        raise AxisError(f"{op}: x must have at least one dimension")
+    axis = normalize_axis(axis, x.ndim, op)
+    xs, js = list(x.shape), list(indices.shape)
+    xs[axis] = js[axis] = 1
+    try:
+        shape = broadcast_shapes(tuple(xs), tuple(js), op=op)
+    except ValueError:
+        raise ValueError(f"{op}: x of shape {x.shape} and indices of shape {indices.shape} are "
+                         f"not broadcast compatible outside axis {axis}") from None
+    xb = broadcast_to(x, shape[:axis] + (x.shape[axis],) + shape[axis + 1:])
+    ib = broadcast_to(indices, shape[:axis] + (indices.shape[axis],) + shape[axis + 1:])
+    key = []
+    for d, n in enumerate(shape):
+        if d == axis:
+            key.append(ib)
+        else:
+            s = [1] * len(shape)
+            s[d] = n
+            key.append(reshape(arange(n, dtype=dt.int64, device=x.device), tuple(s)))
+    return getitem(xb, tuple(key))

@@ -87,17 +87,29 @@ def p_vvv(c, a, b, out):
 _LOOPS = {1: _UNARY_LOOPS, 2: _BINARY_LOOPS, 3: _TERNARY_LOOPS}
 
 
-def _scalar_name(op: str, kind: str) -> str:
-    special = f"{op}__{kind}"
-    return special if hasattr(scalar_ops, special) else op
+def _scalar_name(op: str, npdtype: np.dtype) -> str:
+    """The most specific scalar body: per dtype (``exp__float32``), per kind, or generic."""
+    for name in (f"{op}__{npdtype.name}", f"{op}__{npdtype.kind}"):
+        if hasattr(scalar_ops, name):
+            return name
+    return op
+
+
+_loaded: dict = {}
 
 
 def loops(op: str, npdtype: np.dtype, arity: int):
     """The generated module of loops for ``op`` on inputs of ``npdtype``."""
-    kind = {"b": "b", "i": "i", "u": "u", "f": "f", "c": "c"}[npdtype.kind]
+    m = _loaded.get((op, npdtype))
+    if m is None:
+        m = _loaded[(op, npdtype)] = _generate(op, npdtype, arity)
+    return m
+
+
+def _generate(op: str, npdtype: np.dtype, arity: int):
     name = f"ew_{op}_{npdtype.name}"
     x = _EXTRA.get(op, "")
-    src = _TEMPLATE.format(fn=_scalar_name(op, kind), bits=npdtype.itemsize * 8,
+    src = _TEMPLATE.format(fn=_scalar_name(op, npdtype), bits=npdtype.itemsize * 8,
                            dtype=npdtype.name, loops=_LOOPS[arity].format(x=x))
     return jit.module(name, src, deps=("scalar_ops.py",))
 

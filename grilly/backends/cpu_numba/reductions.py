@@ -1,2 +1,358 @@
-"""CPU kernels: reductions."""
-KERNELS: dict = {}
+"""CPU kernels: reductions (sum, prod, max, min, any, all, count_nonzero), cumulative sums and
+products, argmax/argmin. Conventions: docs/kernels/reductions.md.
+
+Each (op, input dtype, output dtype) gets one generated Numba module. A full reduction runs over
+fixed blocks whose inner loop may be reassociated (so LLVM vectorizes it into many partial sums);
+block results combine in a wide accumulator (float64 for float32 sums), which keeps accuracy close
+to numpy's pairwise summation. Axis reductions see the input as (outer, reduced, inner).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import jit
+from .pool import pool
+
+_TEMPLATE = '''
+import numba
+import numpy as np
+from numba import njit, prange
+from grilly.backends.cpu_numba.reduce_ops import fmaximum, fminimum  # noqa: F401
+
+OUT = np.{out}
+WIDE = np.{wide}
+B = 4096
+CHUNK = 1 << 16
+COLS = 512
+_o = dict(cache=True, nogil=True, error_model="numpy")
+_fm = dict(_o, fastmath={fm})
+
+
+@njit(**_o)
+def comb(x, y):
+    return {comb}
+
+
+# loops run over range(a.shape[0]) of a slice: an index Numba cannot prove non-negative gets a
+# wraparound check that stops the loop from vectorizing
+@njit(**_fm)
+def _fast(a):
+    acc = OUT({ident})
+    for i in range(a.shape[0]):
+        acc = {fast}
+    return acc
+
+
+@njit(**_o)
+def s_flat(a):
+    n = a.shape[0]
+    acc = WIDE({ident})
+    for lo in range(0, n, B):
+        acc = comb(acc, WIDE(_fast(a[lo:min(lo + B, n)])))
+    return acc
+
+
+@njit(parallel=True, **_o)
+def p_flat(a):
+    n = a.shape[0]
+    nc = (n + CHUNK - 1) // CHUNK
+    parts = np.empty(nc, WIDE)
+    # dynamic chunks: on a shared machine a statically split loop waits for its slowest thread
+    cs = max(1, nc // 32)
+    with numba.parallel_chunksize(cs):
+        for c in prange(nc):
+            lo = c * CHUNK
+            parts[c] = s_flat(a[lo:min(lo + CHUNK, n)])
+    acc = WIDE({ident})
+    for c in range(nc):
+        acc = comb(acc, parts[c])
+    return acc
+
+
+@njit(**_o)
+def s_rows(x, out):
+    for o in range(x.shape[0]):
+        out[o] = OUT(s_flat(x[o]))
+
+
+@njit(parallel=True, **_o)
+def p_rows(x, out):
+    cs = max(1, x.shape[0] // 32)
+    with numba.parallel_chunksize(cs):
+        for o in prange(x.shape[0]):
+            out[o] = OUT(s_flat(x[o]))
+
+
+@njit(**_o)
+def _cols(x, out, t):
+    inner = x.shape[2]
+    nj = (inner + COLS - 1) // COLS
+    o = t // nj
+    j0 = (t % nj) * COLS
+    j1 = min(j0 + COLS, inner)
+    for j in range(j0, j1):
+        out[o, j] = OUT({ident})
+    for r in range(x.shape[1]):
+        for j in range(j0, j1):
+            out[o, j] = comb(out[o, j], {load_cols})
+
+
+@njit(**_o)
+def s_cols(x, out):
+    nj = (x.shape[2] + COLS - 1) // COLS
+    for t in range(x.shape[0] * nj):
+        _cols(x, out, t)
+
+
+@njit(parallel=True, **_o)
+def p_cols(x, out):
+    nt = x.shape[0] * ((x.shape[2] + COLS - 1) // COLS)
+    cs = max(1, nt // 32)
+    with numba.parallel_chunksize(cs):
+        for t in prange(nt):
+            _cols(x, out, t)
+'''
+
+# op: (identity by input kind, fast block step, combine, element load, fastmath for floats)
+_OPS = {
+    "sum": ("0", "acc + OUT(a[i])", "x + y", "OUT({e})", {"reassoc"}),
+    "prod": ("1", "acc * OUT(a[i])", "x * y", "OUT({e})", {"reassoc"}),
+    "max": (None, "{max}(acc, OUT(a[i]))", "{max}(x, y)", "OUT({e})", False),
+    "min": (None, "{min}(acc, OUT(a[i]))", "{min}(x, y)", "OUT({e})", False),
+    "any": ("False", "acc | (a[i] != 0)", "x | y", "({e} != 0)", False),
+    "all": ("True", "acc & (a[i] != 0)", "x & y", "({e} != 0)", False),
+    "count_nonzero": ("0", "acc + OUT(a[i] != 0)", "x + y", "OUT({e} != 0)", False),
+}
+
+
+def _npname(d: np.dtype) -> str:
+    return "bool_" if d.kind == "b" else d.name
+
+
+def _ident(op: str, ind: np.dtype) -> str:
+    ident = _OPS[op][0]
+    if ident is not None:
+        return ident
+    if ind.kind == "f":
+        return "-np.inf" if op == "max" else "np.inf"
+    info = np.iinfo(ind)
+    return repr(int(info.min if op == "max" else info.max))
+
+
+def _wide(op: str, out: np.dtype) -> np.dtype:
+    if op in ("sum", "prod") and out.kind in "fc":
+        return np.dtype(np.complex128 if out.kind == "c" else np.float64)
+    return out
+
+
+def _module(op: str, ind: np.dtype, out: np.dtype):
+    ident, fast, comb, load, fm = _OPS[op]
+    floaty = ind.kind in "fc"
+    mm = {"max": "fmaximum", "min": "fminimum"} if floaty else {"max": "max", "min": "min"}
+    src = _TEMPLATE.format(out=_npname(out), wide=_npname(_wide(op, out)), ident=_ident(op, ind),
+                           fast=fast.format(**mm), comb=comb.format(**mm),
+                           load_cols=load.format(e="x[o, r, j]"),
+                           fm=repr(fm) if floaty else "False")
+    return jit.module(f"red_{op}_{ind.name}_{out.name}", src, deps=("reduce_ops.py",))
+
+
+def _view3(buf: np.ndarray, axes: tuple):
+    """``buf`` as a C-contiguous (outer, reduced, inner) array, copying only when the reduced
+    axes are not one run of a contiguous buffer."""
+    nd = buf.ndim
+    run = axes == tuple(range(axes[0], axes[-1] + 1))
+    if not run or not buf.flags.c_contiguous:
+        if not run:
+            kept = tuple(a for a in range(nd) if a not in axes)
+            buf = buf.transpose(kept + axes)
+            axes = tuple(range(nd - len(axes), nd))
+        buf = np.ascontiguousarray(buf)
+    shp = buf.shape
+    outer = int(np.prod(shp[:axes[0]], dtype=np.int64))
+    red = int(np.prod(shp[axes[0]:axes[-1] + 1], dtype=np.int64))
+    inner = int(np.prod(shp[axes[-1] + 1:], dtype=np.int64))
+    return buf.reshape(outer, red, inner)
+
+
+def _reduce_kernel(op: str):
+    def k(buf: np.ndarray, axes: tuple, keepdims: bool, out_dtype) -> np.ndarray:
+        outd = out_dtype.np
+        shape = tuple(1 if i in axes else s for i, s in enumerate(buf.shape)) if keepdims else \
+            tuple(s for i, s in enumerate(buf.shape) if i not in axes)
+        # float16 has no Numba arithmetic: compute in float32, as numpy's own loops do
+        cin = np.dtype(np.float32) if buf.dtype == np.float16 else buf.dtype
+        cout = np.dtype(np.float32) if outd == np.float16 else outd
+        if cin.kind == "b" and op in ("max", "min"):
+            cin = np.dtype(np.uint8)
+            cout = np.dtype(np.uint8) if cout.kind == "b" else cout
+        if cin != buf.dtype:
+            buf = buf.astype(cin)
+        if not axes:
+            out = pool.empty(shape, outd)
+            m = _module(op, cin, cout)
+            if buf.size:
+                flat = np.ascontiguousarray(buf).reshape(-1, 1, 1)
+                res = np.empty((flat.shape[0], 1), cout)
+                m.s_cols(flat, res)
+                out.reshape(-1)[...] = res.reshape(-1)
+            return out
+        m = _module(op, cin, cout)
+        x = _view3(buf, axes)
+        outer, red, inner = x.shape
+        par = x.size >= jit.PARALLEL_MIN
+        if inner == 1:
+            x2 = x.reshape(outer, red)
+            if outer == 1:
+                v = (m.p_flat if par else m.s_flat)(x2[0])
+                res = np.array([v]).astype(cout)
+            else:
+                res = np.empty(outer, cout)
+                if par and outer < 8:
+                    for o in range(outer):
+                        res[o] = m.p_flat(x2[o])
+                else:
+                    (m.p_rows if par else m.s_rows)(x2, res)
+        else:
+            res = np.empty((outer, inner), cout)
+            (m.p_cols if par else m.s_cols)(x, res)
+        out = pool.empty(shape, outd)
+        np.copyto(out.reshape(-1), res.reshape(-1), casting="unsafe")
+        return out
+    k.__name__ = op
+    return k
+
+
+# ---- cumulative sum / product -------------------------------------------------------------
+
+_CUM = '''
+import numpy as np
+from numba import njit, prange
+
+OUT = np.{out}
+_o = dict(cache=True, nogil=True, error_model="numpy")
+
+
+@njit(**_o)
+def _one(x, out, o, init):
+    n, inner = x.shape[1], x.shape[2]
+    if init:
+        for j in range(inner):
+            out[o, 0, j] = OUT({ident})
+    for r in range(n):
+        if r == 0:
+            for j in range(inner):
+                out[o, init, j] = OUT(x[o, 0, j])
+        else:
+            for j in range(inner):
+                out[o, r + init, j] = out[o, r + init - 1, j] {sym} OUT(x[o, r, j])
+
+
+@njit(**_o)
+def s_cum(x, out, init):
+    for o in range(x.shape[0]):
+        _one(x, out, o, init)
+
+
+@njit(parallel=True, **_o)
+def p_cum(x, out, init):
+    for o in prange(x.shape[0]):
+        _one(x, out, o, init)
+'''
+
+
+def _cumulative_kernel(op: str, sym: str, ident: str):
+    def k(buf: np.ndarray, axis: int, include_initial: bool, out_dtype) -> np.ndarray:
+        outd = out_dtype.np
+        shape = list(buf.shape)
+        shape[axis] += int(include_initial)
+        out = pool.empty(tuple(shape), outd)
+        if out.size == 0:
+            return out
+        cin = np.dtype(np.float32) if buf.dtype == np.float16 else buf.dtype
+        cout = np.dtype(np.float32) if outd == np.float16 else outd
+        if cin != buf.dtype:
+            buf = buf.astype(cin)
+        x = _view3(buf, (axis,))
+        res = np.empty((x.shape[0], shape[axis], x.shape[2]), cout)
+        if res.size and x.shape[1]:
+            m = jit.module(f"cum_{op}_{cin.name}_{cout.name}",
+                           _CUM.format(out=_npname(cout), sym=sym, ident=ident))
+            par = x.size >= jit.PARALLEL_MIN and x.shape[0] >= 2
+            (m.p_cum if par else m.s_cum)(x, res, int(include_initial))
+        elif res.size:
+            res[...] = np.asarray(int(ident), cout)
+        np.copyto(out, res.reshape(out.shape), casting="unsafe")
+        return out
+    k.__name__ = op
+    return k
+
+
+# ---- argmax / argmin ----------------------------------------------------------------------
+
+_ARG = '''
+import numpy as np
+from numba import njit, prange
+
+_o = dict(cache=True, nogil=True, error_model="numpy")
+
+
+@njit(**_o)
+def _one(x, out, best, o):
+    for j in range(x.shape[2]):
+        best[j] = x[o, 0, j]
+        out[o, j] = 0
+    for r in range(1, x.shape[1]):
+        for j in range(x.shape[2]):
+            v = x[o, r, j]
+            b = best[j]
+            if v {cmp} b or (v != v and b == b):
+                best[j] = v
+                out[o, j] = r
+
+
+@njit(**_o)
+def s_arg(x, out):
+    best = np.empty(x.shape[2], x.dtype)
+    for o in range(x.shape[0]):
+        _one(x, out, best, o)
+
+
+@njit(parallel=True, **_o)
+def p_arg(x, out):
+    for o in prange(x.shape[0]):
+        best = np.empty(x.shape[2], x.dtype)
+        _one(x, out, best, o)
+'''
+
+
+def _arg_kernel(op: str, cmp: str):
+    def k(buf: np.ndarray, axis, keepdims: bool) -> np.ndarray:
+        if buf.dtype.kind == "b":
+            buf = buf.view(np.uint8)
+        elif buf.dtype == np.float16:
+            buf = buf.astype(np.float32)
+        if axis is None:
+            x = np.ascontiguousarray(buf).reshape(1, -1, 1)
+            shape = (1,) * buf.ndim if keepdims else ()
+        else:
+            x = _view3(buf, (axis,))
+            shape = tuple(1 if i == axis else s for i, s in enumerate(buf.shape)) if keepdims \
+                else tuple(s for i, s in enumerate(buf.shape) if i != axis)
+        res = np.empty((x.shape[0], x.shape[2]), np.int64)
+        m = jit.module(f"{op}_{x.dtype.name}", _ARG.format(cmp=cmp))
+        par = x.size >= jit.PARALLEL_MIN and x.shape[0] >= 2
+        (m.p_arg if par else m.s_arg)(x, res)
+        out = pool.empty(shape, np.dtype(np.int64))
+        out.reshape(-1)[...] = res.reshape(-1)
+        return out
+    k.__name__ = op
+    return k
+
+
+KERNELS: dict = {op: _reduce_kernel(op) for op in _OPS}
+KERNELS.update({
+    "cumulative_sum": _cumulative_kernel("cumulative_sum", "+", "0"),
+    "cumulative_prod": _cumulative_kernel("cumulative_prod", "*", "1"),
+    "argmax": _arg_kernel("argmax", ">"),
+    "argmin": _arg_kernel("argmin", "<"),
+})

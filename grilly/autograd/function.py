@@ -1,0 +1,126 @@
+"""Recording: the wrapper put around each differentiable namespace function, and ``Function``
+for ops defined by a forward and a backward written by hand."""
+from __future__ import annotations
+
+import functools
+
+from ..array.array import Array
+from . import mode
+from .tape import Node, edge_of
+
+__all__ = ["Function", "record"]
+
+_state = mode.state
+_SEQ = (list, tuple)
+
+
+def _edges(args) -> list:
+    edges = []
+    for i, a in enumerate(args):
+        if isinstance(a, Array):
+            if a.requires_grad and a._dtype.kind in "fc":
+                edges.append((i, edge_of(a), a.shape, a._dtype))
+        elif isinstance(a, _SEQ):
+            for j, b in enumerate(a):
+                if isinstance(b, Array) and b.requires_grad and b._dtype.kind in "fc":
+                    edges.append(((i, j), edge_of(b), b.shape, b._dtype))
+    return edges
+
+
+def record(name: str, rule, args: tuple, kw: dict, out, save_out: bool = True):
+    """Attach a node with VJP ``rule`` to ``out`` (an Array or a sequence of Arrays), computed
+    from ``args``; returns ``out``. Does nothing when no argument requires grad."""
+    edges = _edges(args)
+    if not edges:
+        return out
+    if isinstance(out, Array):
+        if out._dtype.kind not in "fc" or any(out is a for a in args):
+            return out
+        out._node = (Node(name, rule, args, kw, out if save_out else None, edges, 1), 0)
+        out.requires_grad = True
+        return out
+    outs = tuple(out)
+    node = Node(name, rule, args, kw, outs, edges, len(outs))
+    for k, o in enumerate(outs):
+        if isinstance(o, Array) and o._dtype.kind in "fc" and not any(o is a for a in args):
+            o._node = (node, k)
+            o.requires_grad = True
+    return out
+
+
+def _run(name, fn, rule, save_out, args, kw):
+    _state.enabled = False
+    try:
+        out = fn(*args, **kw)
+    finally:
+        _state.enabled = True
+    return record(name, rule, args, kw, out, save_out)
+
+
+def differentiable(name: str, fn, rule, save_out: bool = True, seq: bool = False):
+    """``fn`` wrapped so that, in grad mode, a call on an array that requires grad records a node
+    whose VJP is ``rule(g, out, *args, **kw)`` (one gradient, or None, per positional arg)."""
+    st = _state
+
+    if seq:
+        @functools.wraps(fn)
+        def wrapper(*args, **kw):
+            if st.enabled:
+                for a in args:
+                    if isinstance(a, Array):
+                        if a.requires_grad:
+                            return _run(name, fn, rule, save_out, args, kw)
+                    elif isinstance(a, _SEQ):
+                        for b in a:
+                            if isinstance(b, Array) and b.requires_grad:
+                                return _run(name, fn, rule, save_out, args, kw)
+            return fn(*args, **kw)
+    else:
+        @functools.wraps(fn)
+        def wrapper(*args, **kw):
+            if st.enabled:
+                for a in args:
+                    if isinstance(a, Array) and a.requires_grad:
+                        return _run(name, fn, rule, save_out, args, kw)
+            return fn(*args, **kw)
+    wrapper.__grilly_vjp__ = rule
+    return wrapper
+
+
+class _Ctx:
+    """What ``Function.forward`` and ``backward`` share: saved arrays and flags."""
+
+    def __init__(self, args):
+        self.saved_tensors = ()
+        self.needs_input_grad = tuple(isinstance(a, Array) and a.requires_grad for a in args)
+
+    def save_for_backward(self, *arrays) -> None:
+        """Keep ``arrays`` for backward (read them back as ``ctx.saved_tensors``)."""
+        self.saved_tensors = arrays
+
+
+class Function:
+    """A differentiable op from a hand-written ``forward(ctx, *args)`` and
+    ``backward(ctx, *grad_outputs)``; call it with ``MyFunction.apply(*args)``."""
+
+    @staticmethod
+    def forward(ctx, *args, **kw):
+        raise NotImplementedError("Function.forward: subclasses define forward(ctx, *args)")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise NotImplementedError("Function.backward: subclasses define backward(ctx, *grads)")
+
+    @classmethod
+    def apply(cls, *args, **kw):
+        """Run forward without recording, then record one node whose VJP is ``backward``."""
+        ctx = _Ctx(args)
+        with mode.no_grad():
+            out = cls.forward(ctx, *args, **kw)
+        if not (_state.enabled and any(ctx.needs_input_grad)):
+            return out
+
+        def rule(g, _out, *_a, **_k):
+            res = cls.backward(ctx, *(g if isinstance(g, tuple) else (g,)))
+            return res if isinstance(res, tuple) else (res,)
+        return record(cls.__name__, rule, args, {}, out, save_out=False)

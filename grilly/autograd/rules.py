@@ -1,0 +1,546 @@
+"""VJP rules, one per differentiable namespace function, written with namespace functions only.
+
+A rule is ``rule(g, out, *args, **kw)``: ``g`` the gradient of the output (a tuple of them for
+ops returning several arrays), ``out`` the output, ``args``/``kw`` the call's arguments. It
+returns one gradient per positional argument (a list for a sequence argument, None where there
+is none). Rules may return gradients in the broadcast shape or a wider dtype: the tape sums
+them back over broadcast axes and casts them to the input's dtype.
+"""
+from __future__ import annotations
+
+import math
+import sys
+
+from ..array.array import Array
+from ..array.core import normalize_axes, normalize_axis
+
+__all__ = ["RULES", "rule_names"]
+
+
+class _Namespace:
+    """The grilly namespace, looked up at call time (rules run after grilly is imported)."""
+
+    def __getattr__(self, name):
+        return getattr(sys.modules["grilly"], name)
+
+
+N = _Namespace()
+
+
+def _rg(a) -> bool:
+    return isinstance(a, Array) and a.requires_grad
+
+
+def _cj(a):
+    return N.conj(a) if isinstance(a, Array) and a._dtype.kind == "c" else a
+
+
+def _zeros(g, *args):
+    return tuple(N.zeros_like(g) if _rg(a) else None for a in args)
+
+
+# ---- elementwise: d(out)/dx as a function of (x, out) -----------------------------------------
+_UNARY = {
+    "abs": lambda x, o: N.sign(x),
+    "acos": lambda x, o: -1.0 / N.sqrt(1.0 - x * x),
+    "acosh": lambda x, o: 1.0 / N.sqrt(x * x - 1.0),
+    "asin": lambda x, o: 1.0 / N.sqrt(1.0 - x * x),
+    "asinh": lambda x, o: 1.0 / N.sqrt(x * x + 1.0),
+    "atan": lambda x, o: 1.0 / (1.0 + x * x),
+    "atanh": lambda x, o: 1.0 / (1.0 - x * x),
+    "cos": lambda x, o: -N.sin(x), "cosh": lambda x, o: N.sinh(x),
+    "sin": lambda x, o: N.cos(x), "sinh": lambda x, o: N.cosh(x),
+    "tan": lambda x, o: 1.0 + o * o, "tanh": lambda x, o: 1.0 - o * o,
+    "exp": lambda x, o: o, "expm1": lambda x, o: o + 1.0,
+    "log": lambda x, o: 1.0 / x, "log1p": lambda x, o: 1.0 / (1.0 + x),
+    "log2": lambda x, o: 1.0 / (x * math.log(2.0)),
+    "log10": lambda x, o: 1.0 / (x * math.log(10.0)),
+    "sqrt": lambda x, o: 0.5 / o, "reciprocal": lambda x, o: -(o * o),
+    "square": lambda x, o: 2.0 * x,
+}
+
+
+def _unary_rule(deriv):
+    def rule(g, out, x):
+        return (g * _cj(deriv(x, out)),)
+    return rule
+
+
+def _negative(g, out, x):
+    return (-g,)
+
+
+def _positive(g, out, x):
+    return (g,)
+
+
+def _conj(g, out, x):
+    return (N.conj(g),)
+
+
+def _real(g, out, x):
+    return (g,)
+
+
+def _zero_unary(g, out, x):
+    return (N.zeros_like(g),)
+
+
+# binary: (d/dx1, d/dx2) each computed only when that argument requires grad
+def _add(g, out, x1, x2):
+    return (g if _rg(x1) else None, g if _rg(x2) else None)
+
+
+def _subtract(g, out, x1, x2):
+    return (g if _rg(x1) else None, -g if _rg(x2) else None)
+
+
+def _multiply(g, out, x1, x2):
+    return (g * _cj(x2) if _rg(x1) else None, g * _cj(x1) if _rg(x2) else None)
+
+
+def _divide(g, out, x1, x2):
+    gx1 = g / _cj(x2) if _rg(x1) or _rg(x2) else None
+    return (gx1 if _rg(x1) else None, -gx1 * _cj(out) if _rg(x2) else None)
+
+
+def _pow(g, out, x1, x2):
+    gx1 = gx2 = None
+    if _rg(x1):
+        gx1 = g * _cj(x2 * x1 ** (x2 - 1))
+    if _rg(x2):
+        # x1 == 0 contributes nothing (the limit of out * log(x1) where out -> 0)
+        safe = N.where(x1 == 0, N.ones_like(x1), x1) if isinstance(x1, Array) else x1
+        lg = N.log(safe) if isinstance(safe, Array) else math.log(safe)
+        gx2 = g * _cj(out * lg)
+    return (gx1, gx2)
+
+
+def _atan2(g, out, x1, x2):
+    d = x1 * x1 + x2 * x2
+    return (g * x2 / d if _rg(x1) else None, -g * x1 / d if _rg(x2) else None)
+
+
+def _hypot(g, out, x1, x2):
+    return (g * x1 / out if _rg(x1) else None, g * x2 / out if _rg(x2) else None)
+
+
+def _logaddexp(g, out, x1, x2):
+    return (g * N.exp(x1 - out) if _rg(x1) else None, g * N.exp(x2 - out) if _rg(x2) else None)
+
+
+def _extremum(pick):
+    # ties split the gradient evenly, as PyTorch does
+    def rule(g, out, x1, x2):
+        dt = out.dtype
+        w1 = N.astype(pick(x1, x2), dt) + 0.5 * N.astype(N.equal(x1, x2), dt)
+        return (g * w1 if _rg(x1) else None, g * (1.0 - w1) if _rg(x2) else None)
+    return rule
+
+
+def _copysign(g, out, x1, x2):
+    return (g * N.sign(x1) * N.sign(out) if _rg(x1) else None,
+            N.zeros_like(g) if _rg(x2) else None)
+
+
+def _remainder(g, out, x1, x2):
+    return (g if _rg(x1) else None, -g * N.floor_divide(x1, x2) if _rg(x2) else None)
+
+
+def _clip(g, out, x, min=None, max=None):
+    return (g * N.astype(N.equal(out, x), g.dtype),)
+
+
+def _where(g, out, cond, x1, x2):
+    z = N.zeros((), dtype=g.dtype, device=g.device)
+    return (None, N.where(cond, g, z) if _rg(x1) else None,
+            N.where(cond, z, g) if _rg(x2) else None)
+
+
+def _astype(g, out, x, dtype, /, *, copy=True, device=None):
+    return (g if device is None else g.to_device(x.device),)
+
+
+# ---- reductions --------------------------------------------------------------------------------
+def _keep(g, ndim, axis, keepdims):
+    """``g`` with the reduced axes put back as length-1 axes (so it broadcasts against x)."""
+    if keepdims:
+        return g
+    axes = normalize_axes(axis, ndim, "backward")
+    if not axes:
+        return g
+    shape = list(g.shape)
+    for a in axes:
+        shape.insert(a, 1)
+    return N.reshape(g, tuple(shape))
+
+
+def _count(x, axis) -> int:
+    n = 1
+    for a in normalize_axes(axis, x.ndim, "backward"):
+        n *= x.shape[a]
+    return n
+
+
+def _sum(g, out, x, /, *, axis=None, dtype=None, keepdims=False):
+    return (N.broadcast_to(_keep(g, x.ndim, axis, keepdims), x.shape),)
+
+
+def _mean(g, out, x, /, *, axis=None, keepdims=False):
+    return (N.broadcast_to(_keep(g, x.ndim, axis, keepdims) / _count(x, axis), x.shape),)
+
+
+def _prod(g, out, x, /, *, axis=None, dtype=None, keepdims=False):
+    return (_keep(g * out, x.ndim, axis, keepdims) / x,)
+
+
+def _max_min(g, out, x, /, *, axis=None, keepdims=False):
+    # ties share the gradient evenly
+    mask = N.astype(N.equal(x, _keep(out, x.ndim, axis, keepdims)), g.dtype)
+    n = N.sum(mask, axis=axis, keepdims=True)
+    return (mask * (_keep(g, x.ndim, axis, keepdims) / n),)
+
+
+def _var(g, out, x, /, *, axis=None, correction=0.0, keepdims=False):
+    m = N.mean(x, axis=axis, keepdims=True)
+    return (_keep(g, x.ndim, axis, keepdims) * (2.0 / (_count(x, axis) - correction)) * (x - m),)
+
+
+def _std(g, out, x, /, *, axis=None, correction=0.0, keepdims=False):
+    m = N.mean(x, axis=axis, keepdims=True)
+    o = _keep(out, x.ndim, axis, keepdims)
+    return (_keep(g, x.ndim, axis, keepdims) * (x - m) / ((_count(x, axis) - correction) * o),)
+
+
+def _logsumexp(g, out, x, /, *, axis=None, keepdims=False):
+    return (_keep(g, x.ndim, axis, keepdims) * N.exp(x - _keep(out, x.ndim, axis, keepdims)),)
+
+
+def _cumulative_sum(g, out, x, /, *, axis=None, dtype=None, include_initial=False):
+    ax = 0 if axis is None else normalize_axis(axis, x.ndim, "backward")
+    if include_initial:
+        g = _slice(g, ax, 1, None)
+    r = N.flip(N.cumulative_sum(N.flip(g, axis=ax), axis=ax), axis=ax)
+    return (r,)
+
+
+def _slice(a, axis, start, stop):
+    return a[(slice(None),) * axis + (slice(start, stop),)]
+
+
+# ---- linear algebra -----------------------------------------------------------------------------
+def _mT(a):
+    return N.matrix_transpose(a)
+
+
+def _matmul(g, out, x1, x2):
+    a = N.expand_dims(x1, axis=0) if x1.ndim == 1 else x1
+    b = N.expand_dims(x2, axis=-1) if x2.ndim == 1 else x2
+    if x1.ndim == 1:
+        g = N.expand_dims(g, axis=-2)
+    if x2.ndim == 1:
+        g = N.expand_dims(g, axis=-1)
+    gx1 = gx2 = None
+    if _rg(x1):
+        gx1 = N.matmul(g, _cj(_mT(b)))
+    if _rg(x2):
+        gx2 = N.matmul(_cj(_mT(a)), g)
+        if x2.ndim == 1:
+            gx2 = N.reshape(gx2, gx2.shape[:-1])
+    return (gx1, gx2)
+
+
+def _vecdot(g, out, x1, x2, /, *, axis=-1):
+    ge = N.expand_dims(g, axis=axis if axis < 0 else axis - max(x1.ndim, x2.ndim))
+    return (ge * x2 if _rg(x1) else None, ge * _cj(x1) if _rg(x2) else None)
+
+
+def _matrix_transpose(g, out, x):
+    return (_mT(g),)
+
+
+def _outer(g, out, x1, x2):
+    return (N.matmul(g, _cj(x2)) if _rg(x1) else None,
+            N.matmul(_mT(g), _cj(x1)) if _rg(x2) else None)
+
+
+def _tensordot(g, out, x1, x2, /, *, axes=2):
+    if isinstance(axes, int):
+        a1 = list(range(x1.ndim - axes, x1.ndim))
+        a2 = list(range(axes))
+    else:
+        a1 = [normalize_axis(a, x1.ndim, "backward") for a in axes[0]]
+        a2 = [normalize_axis(a, x2.ndim, "backward") for a in axes[1]]
+    f1 = [i for i in range(x1.ndim) if i not in a1]
+    f2 = [i for i in range(x2.ndim) if i not in a2]
+    n1, n2 = len(f1), len(f2)
+    gx1 = gx2 = None
+    if _rg(x1):
+        # g (f1, f2) . x2 over f2 -> (f1, a2-order); then put the axes back in x1's order
+        r = N.tensordot(g, x2, axes=(list(range(n1, n1 + n2)), f2))
+        order = f1 + a1
+        gx1 = N.permute_dims(r, tuple(order.index(i) for i in range(x1.ndim)))
+    if _rg(x2):
+        r = N.tensordot(x1, g, axes=(f1, list(range(n1))))
+        order = a2 + f2
+        gx2 = N.permute_dims(r, tuple(order.index(i) for i in range(x2.ndim)))
+    return (gx1, gx2)
+
+
+def _trace(g, out, x, /, *, offset=0, dtype=None):
+    n, m = x.shape[-2], x.shape[-1]
+    eye = N.eye(n, m, k=offset, dtype=g.dtype, device=g.device)
+    return (N.expand_dims(N.expand_dims(g, axis=-1), axis=-1) * eye,)
+
+
+def _inv(g, out, x):
+    ot = _cj(_mT(out))
+    return (-N.matmul(N.matmul(ot, g), ot),)
+
+
+def _det(g, out, x):
+    ginv = _cj(_mT(N.linalg.inv(x)))
+    return (N.expand_dims(N.expand_dims(g * _cj(out), axis=-1), axis=-1) * ginv,)
+
+
+def _slogdet(g, out, x):
+    glog = g[1]
+    ginv = _mT(N.linalg.inv(x))
+    return (N.expand_dims(N.expand_dims(glog, axis=-1), axis=-1) * ginv,)
+
+
+def _solve(g, out, x1, x2):
+    vec = x2.ndim == 1
+    gb = N.linalg.solve(_mT(x1), N.expand_dims(g, axis=-1) if vec else g)
+    ga = None
+    if _rg(x1):
+        o = N.expand_dims(out, axis=-1) if vec else out
+        ga = -N.matmul(gb, _mT(o))
+    if vec:
+        gb = N.reshape(gb, gb.shape[:-1])
+    return (ga, gb if _rg(x2) else None)
+
+
+def _phi(a):
+    """Lower triangle of ``a`` with its diagonal halved."""
+    n = a.shape[-1]
+    return N.tril(a) - 0.5 * a * N.eye(n, dtype=a.dtype, device=a.device)
+
+
+def _cholesky(g, out, x, /, *, upper=False):
+    low = _mT(out) if upper else out
+    gl = _mT(g) if upper else g
+    linv = N.linalg.inv(low)
+    p = _phi(N.matmul(_mT(low), gl))
+    ga = N.matmul(N.matmul(_mT(linv), p), linv)
+    return (0.5 * (ga + _mT(ga)),)
+
+
+def _vector_norm(g, out, x, /, *, axis=None, keepdims=False, ord=2):
+    ge = _keep(g, x.ndim, axis, keepdims)
+    o = _keep(out, x.ndim, axis, keepdims)
+    if ord == 2:
+        return (ge * x / o,)
+    if ord == 1:
+        return (ge * N.sign(x),)
+    if ord in (math.inf, -math.inf):
+        mask = N.astype(N.equal(N.abs(x), o), g.dtype)
+        return (ge * N.sign(x) * mask / N.sum(mask, axis=axis, keepdims=True),)
+    p = float(ord)
+    return (ge * N.sign(x) * N.abs(x) ** (p - 1.0) / o ** (p - 1.0),)
+
+
+def _matrix_norm(g, out, x, /, *, keepdims=False, ord="fro"):
+    if ord != "fro":
+        raise NotImplementedError(f"matrix_norm backward: ord={ord!r} is not supported (only 'fro')")
+    ge = g if keepdims else N.expand_dims(N.expand_dims(g, axis=-1), axis=-1)
+    o = out if keepdims else N.expand_dims(N.expand_dims(out, axis=-1), axis=-1)
+    return (ge * x / o,)
+
+
+def _eigh(g, out, x):
+    w, v = out
+    gw, gv = g
+    vt = _mT(v)
+    d = N.expand_dims(w, axis=-2) - N.expand_dims(w, axis=-1)
+    n = w.shape[-1]
+    eye = N.eye(n, dtype=w.dtype, device=w.device)
+    f = (1.0 - eye) / (d + eye)  # 1/(w_j - w_i) off the diagonal, 0 on it
+    inner = f * N.matmul(vt, gv)
+    inner = inner + N.expand_dims(gw, axis=-2) * eye
+    ga = N.matmul(N.matmul(v, inner), vt)
+    return (0.5 * (ga + _mT(ga)),)
+
+
+# ---- manipulation -------------------------------------------------------------------------------
+def _reshape(g, out, x, /, shape=None, *, copy=None):
+    return (N.reshape(g, x.shape),)
+
+
+def _same_shape(g, out, x, *a, **k):
+    return (N.reshape(g, x.shape),)
+
+
+def _broadcast_to(g, out, x, /, shape=None):
+    return (g,)
+
+
+def _permute_dims(g, out, x, /, axes):
+    axes = [normalize_axis(a, x.ndim, "backward") for a in axes]
+    return (N.permute_dims(g, tuple(axes.index(i) for i in range(x.ndim))),)
+
+
+def _flip(g, out, x, /, *, axis=None):
+    return (N.flip(g, axis=axis),)
+
+
+def _roll(g, out, x, /, shift, *, axis=None):
+    neg = tuple(-s for s in shift) if isinstance(shift, (tuple, list)) else -shift
+    return (N.roll(g, neg, axis=axis),)
+
+
+def _moveaxis(g, out, x, source, destination, /):
+    return (N.moveaxis(g, destination, source),)
+
+
+def _concat(g, out, arrays, /, *, axis=0):
+    if axis is None:
+        g = N.reshape(g, (-1,))
+        res, start = [], 0
+        for a in arrays:
+            res.append(N.reshape(g[start:start + a.size], a.shape) if _rg(a) else None)
+            start += a.size
+        return (res,)
+    ax = normalize_axis(axis, out.ndim, "backward")
+    res, start = [], 0
+    for a in arrays:
+        n = a.shape[ax]
+        res.append(_slice(g, ax, start, start + n) if _rg(a) else None)
+        start += n
+    return (res,)
+
+
+def _stack(g, out, arrays, /, *, axis=0):
+    ax = normalize_axis(axis, out.ndim, "backward")
+    return ([g[(slice(None),) * ax + (i,)] if _rg(a) else None for i, a in enumerate(arrays)],)
+
+
+def _unstack(g, out, x, /, *, axis=0):
+    return (N.stack(list(g), axis=axis),)
+
+
+def _broadcast_arrays(g, out, *arrays):
+    return tuple(gi if _rg(a) else None for gi, a in zip(g, arrays))
+
+
+def _tile(g, out, x, repetitions, /):
+    reps = tuple(repetitions)
+    nd = max(x.ndim, len(reps))
+    reps = (1,) * (nd - len(reps)) + reps
+    xs = (1,) * (nd - x.ndim) + x.shape
+    split = []
+    for r, s in zip(reps, xs):
+        split += [r, s]
+    t = N.reshape(g, tuple(split))
+    t = N.sum(t, axis=tuple(range(0, 2 * nd, 2)))
+    return (N.reshape(t, x.shape),)
+
+
+def _scatter_add(x, axis: int, idx, g):
+    """Zeros like ``x`` plus ``g`` added at positions ``idx`` (1-D, along ``axis``), repeats
+    accumulating; a one-hot matmul so it runs on every backend."""
+    n = x.shape[axis]
+    onehot = N.astype(N.equal(N.reshape(idx, (-1, 1)), N.arange(n, device=g.device)), g.dtype)
+    gm = N.moveaxis(g, axis, -1)
+    r = N.matmul(gm, onehot)
+    return N.moveaxis(r, -1, axis)
+
+
+def _take(g, out, x, indices, /, *, axis=None):
+    if axis is None:
+        flat = N.reshape(x, (-1,))
+        return (N.reshape(_scatter_add(flat, 0, indices, g), x.shape),)
+    ax = normalize_axis(axis, x.ndim, "backward")
+    return (_scatter_add(x, ax, indices, g),)
+
+
+def _has_array_index(key) -> bool:
+    ks = key if isinstance(key, tuple) else (key,)
+    return any(isinstance(k, Array) and k.dtype.kind in "iu" for k in ks)
+
+
+def _getitem(g, out, x, key):
+    ks = key if isinstance(key, tuple) else (key,)
+    arr = [i for i, k in enumerate(ks) if isinstance(k, Array) and k.dtype.kind in "iu"]
+    if not arr:
+        gx = N.zeros_like(x, dtype=g.dtype)
+        gx[key] = g
+        return (gx, None)
+    if len(arr) == 1 and all(isinstance(k, slice) and k == slice(None) for i, k in enumerate(ks)
+                             if i != arr[0]) and ks[arr[0]].ndim == 1 and Ellipsis not in ks:
+        ax = arr[0]
+        return (_scatter_add(x, ax, ks[ax], g), None)
+    raise NotImplementedError("getitem backward: integer-array indexing is differentiable only "
+                              "with one 1-D index array and full slices elsewhere")
+
+
+def _setitem(g, out, x, key, value):
+    gx = gv = None
+    if _rg(x):
+        gx = N.asarray(g, copy=True)
+        gx[key] = 0
+    if _rg(value):
+        gv = g[key]
+    return (gx, None, gv)
+
+
+def _to_device(g, out, x, device, /, *, stream=None):
+    return (g.to_device(x.device),)
+
+
+# name: (rule, saves its output)
+RULES: dict = {}
+for _n, _d in _UNARY.items():
+    RULES[_n] = (_unary_rule(_d), True)
+for _n in ("ceil", "floor", "trunc", "round", "sign"):
+    RULES[_n] = (_zero_unary, False)
+RULES.update({
+    "negative": (_negative, False), "positive": (_positive, False), "conj": (_conj, False),
+    "real": (_real, False),
+    "add": (_add, False), "subtract": (_subtract, False), "multiply": (_multiply, False),
+    "divide": (_divide, True), "pow": (_pow, True), "atan2": (_atan2, False),
+    "hypot": (_hypot, True), "logaddexp": (_logaddexp, True),
+    "maximum": (_extremum(lambda a, b: N.greater(a, b)), True),
+    "minimum": (_extremum(lambda a, b: N.less(a, b)), True),
+    "copysign": (_copysign, True), "remainder": (_remainder, False),
+    "floor_divide": (lambda g, out, x1, x2: _zeros(g, x1, x2), False),
+    "clip": (_clip, True), "where": (_where, False), "astype": (_astype, False),
+    "sum": (_sum, False), "mean": (_mean, False), "prod": (_prod, True),
+    "max": (_max_min, True), "min": (_max_min, True), "var": (_var, False),
+    "std": (_std, True), "logsumexp": (_logsumexp, True),
+    "cumulative_sum": (_cumulative_sum, False),
+    "matmul": (_matmul, False), "vecdot": (_vecdot, False),
+    "matrix_transpose": (_matrix_transpose, False), "tensordot": (_tensordot, False),
+    "reshape": (_reshape, False), "expand_dims": (_same_shape, False),
+    "squeeze": (_same_shape, False), "broadcast_to": (_broadcast_to, False),
+    "permute_dims": (_permute_dims, False), "flip": (_flip, False), "roll": (_roll, False),
+    "moveaxis": (_moveaxis, False), "concat": (_concat, True), "stack": (_stack, True),
+    "unstack": (_unstack, True), "broadcast_arrays": (_broadcast_arrays, True),
+    "tile": (_tile, False), "take": (_take, False),
+    "linalg.inv": (_inv, True), "linalg.det": (_det, True), "linalg.slogdet": (_slogdet, True),
+    "linalg.solve": (_solve, True), "linalg.cholesky": (_cholesky, True),
+    "linalg.vector_norm": (_vector_norm, True), "linalg.matrix_norm": (_matrix_norm, True),
+    "linalg.eigh": (_eigh, True), "linalg.trace": (_trace, False),
+    "linalg.matmul": (_matmul, False), "linalg.vecdot": (_vecdot, False),
+    "linalg.matrix_transpose": (_matrix_transpose, False),
+    "linalg.tensordot": (_tensordot, False), "linalg.outer": (_outer, False),
+    # reached through Array methods rather than the namespace
+    "__getitem__": (_getitem, False), "__setitem__": (_setitem, False),
+    "to_device": (_to_device, False),
+})
+SEQ = frozenset({"concat", "stack"})
+
+
+def rule_names() -> list:
+    """Names of every op with a VJP rule."""
+    return sorted(RULES)

@@ -1,0 +1,242 @@
+"""The tape: nodes recorded on outputs, and the reverse sweep that runs their VJP rules.
+
+An output of a recorded op holds ``_node = (node, index)``. A node keeps its VJP rule, the
+arguments it was called with (rules read them), the outputs when the rule needs them, and one
+edge per differentiable input: the input's own ``(node, index)`` for a computed array, or the
+input itself for a leaf (``requires_grad`` and no node), whose ``.grad`` accumulates.
+"""
+from __future__ import annotations
+
+import sys
+
+from ..array.array import Array
+from . import mode
+
+__all__ = ["backward", "grad"]
+
+
+class Node:
+    """One recorded op: its VJP rule, saved arguments and input edges."""
+
+    __slots__ = ("name", "rule", "args", "kw", "out", "edges", "n_out")
+
+    def __init__(self, name, rule, args, kw, out, edges, n_out):
+        self.name, self.rule, self.args, self.kw = name, rule, args, kw
+        self.out, self.edges, self.n_out = out, edges, n_out
+
+    def __repr__(self) -> str:
+        return f"<grilly.autograd.Node {self.name}>"
+
+
+def _ns():
+    return sys.modules["grilly"]
+
+
+def edge_of(x: Array):
+    """Where gradient for ``x`` flows: its node, or ``x`` itself when it is a leaf."""
+    return x._node if x._node is not None else x
+
+
+def is_float(x: Array) -> bool:
+    return x._dtype.kind in "fc"
+
+
+def fit(g: Array, like_shape: tuple, like_dtype) -> Array:
+    """``g`` summed back over broadcast axes to ``like_shape`` and cast to ``like_dtype``."""
+    ns = _ns()
+    if not isinstance(g, Array):
+        g = ns.asarray(g, dtype=like_dtype)
+    gs = g.shape
+    if gs != like_shape:
+        lead = len(gs) - len(like_shape)
+        axes = tuple(range(lead)) + tuple(
+            lead + i for i, d in enumerate(like_shape) if d == 1 and gs[lead + i] != 1)
+        if axes:
+            g = ns.sum(g, axis=axes, keepdims=True)
+        if g.shape != like_shape:
+            g = ns.reshape(g, like_shape)
+    if g._dtype is not like_dtype:
+        if g._dtype.kind == "c" and like_dtype.kind != "c":
+            g = ns.real(g)
+        if g._dtype is not like_dtype:
+            g = ns.astype(g, like_dtype)
+    return g
+
+
+def _add(a, b):
+    return b if a is None else a + b
+
+
+_FREED = ("Trying to backward through the graph a second time (or to read saved values after "
+          "they were freed): pass retain_graph=True to the first backward() or grad() call")
+
+
+def _sweep(outputs, grad_outputs, retain_graph: bool, create_graph: bool, capture=None):
+    """Run the reverse sweep from ``outputs``; return the gradients of the leaves reached (by id)
+    and of the arrays in ``capture`` (by position)."""
+    ns = _ns()
+    # discover the graph and count, per node, the edges that point at it
+    deps: dict = {}
+    stack = []
+    for o in outputs:
+        if o._node is not None and o._node[0] not in deps:
+            deps[o._node[0]] = 0
+            stack.append(o._node[0])
+    while stack:
+        n = stack.pop()
+        if n.edges is None:
+            raise RuntimeError(_FREED)
+        for _, e, _, _ in n.edges:
+            if type(e) is tuple:
+                t = e[0]
+                if t in deps:
+                    deps[t] += 1
+                else:
+                    deps[t] = 1
+                    stack.append(t)
+    want_nodes = {}
+    want_leaves = {}
+    if capture is not None:
+        for i, x in enumerate(capture):
+            if x._node is not None:
+                want_nodes.setdefault(x._node, []).append(i)
+            else:
+                want_leaves.setdefault(id(x), []).append(i)
+    captured = [None] * (len(capture) if capture is not None else 0)
+    bufs: dict = {}
+    leaves: dict = {}
+
+    def send(e, g):
+        if type(e) is tuple:
+            b = bufs.get(e[0])
+            if b is None:
+                b = bufs[e[0]] = [None] * e[0].n_out
+            b[e[1]] = _add(b[e[1]], g)
+        else:
+            k = id(e)
+            prev = leaves.get(k)
+            leaves[k] = (e, g if prev is None else prev[1] + g)
+
+    for o, g in zip(outputs, grad_outputs):
+        send(edge_of(o), g)
+    ready = [n for n, c in deps.items() if c == 0]
+    with mode.set_grad_enabled(create_graph):
+        while ready:
+            n = ready.pop()
+            gs = bufs.pop(n, None)
+            if n.edges is None:
+                raise RuntimeError(_FREED)
+            if gs is not None and want_nodes:
+                for idx, g in enumerate(gs):
+                    for pos in want_nodes.get((n, idx), ()):
+                        captured[pos] = g
+            results = None
+            if gs is not None and any(g is not None for g in gs):
+                results = _apply(n, gs, ns)
+            for slot, e, shape, dtype in n.edges:
+                if results is not None:
+                    gi = results[slot] if type(slot) is int else results[slot[0]][slot[1]]
+                    if gi is not None:
+                        send(e, fit(gi, shape, dtype))
+                if type(e) is tuple:
+                    t = e[0]
+                    deps[t] -= 1
+                    if deps[t] == 0:
+                        ready.append(t)
+            if not retain_graph:
+                n.rule = n.args = n.kw = n.out = n.edges = None
+    for k, (x, g) in leaves.items():
+        for pos in want_leaves.get(k, ()):
+            captured[pos] = g
+    return leaves, captured
+
+
+def _apply(n: Node, gs: list, ns) -> list:
+    """Run node ``n``'s rule on output gradients ``gs`` (missing ones as zeros)."""
+    if n.n_out == 1:
+        g = gs[0]
+        out = n.out
+    else:
+        g = tuple(gi if gi is not None else ns.zeros_like(o) for gi, o in zip(gs, n.out))
+        out = n.out
+    return n.rule(g, out, *n.args, **n.kw)
+
+
+def _seed(outputs, grad_outputs, op: str):
+    ns = _ns()
+    outs = [outputs] if isinstance(outputs, Array) else list(outputs)
+    if grad_outputs is None:
+        gos = [None] * len(outs)
+    elif isinstance(grad_outputs, Array):
+        gos = [grad_outputs]
+    else:
+        gos = list(grad_outputs)
+    if len(gos) != len(outs):
+        raise ValueError(f"{op}: got {len(outs)} outputs but {len(gos)} grad_outputs")
+    seeds = []
+    for o, g in zip(outs, gos):
+        if not isinstance(o, Array):
+            raise TypeError(f"{op}: outputs must be grilly Arrays, got {type(o).__name__}")
+        if not o.requires_grad:
+            raise RuntimeError(f"{op}: an output does not require grad and has no graph; set "
+                               "requires_grad=True on an input before computing it")
+        if g is None:
+            if o.size != 1:
+                raise RuntimeError(f"{op}: grad can be implicitly created only for outputs of one "
+                                   f"element; got shape {o.shape}, pass grad_outputs")
+            g = ns.ones_like(o)
+        elif not isinstance(g, Array):
+            g = ns.full(o.shape, g, dtype=o.dtype, device=o.device)
+        elif g.shape != o.shape:
+            raise ValueError(f"{op}: grad_output shape {g.shape} does not match output shape "
+                             f"{o.shape}")
+        seeds.append(g)
+    return outs, seeds
+
+
+def backward(tensors, grad_tensors=None, retain_graph: bool | None = None,
+             create_graph: bool = False) -> None:
+    """Accumulate d(tensors)/d(leaf) into the ``.grad`` of every leaf of the graph."""
+    outs, seeds = _seed(tensors, grad_tensors, "backward")
+    if retain_graph is None:
+        retain_graph = create_graph
+    leaves, _ = _sweep(outs, seeds, retain_graph, create_graph)
+    ns = _ns()
+    for x, g in leaves.values():
+        if not create_graph and g.requires_grad:
+            g = detach(g)
+        if x.grad is None:
+            # a fresh array, so that leaves never share one gradient buffer
+            x.grad = ns.asarray(g, copy=True) if not create_graph else g
+        else:
+            x.grad = x.grad + g
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
+         create_graph: bool = False, allow_unused: bool = False):
+    """The gradients of ``outputs`` with respect to ``inputs`` (a tuple), leaving ``.grad`` alone."""
+    single = isinstance(inputs, Array)
+    ins = [inputs] if single else list(inputs)
+    for x in ins:
+        if not isinstance(x, Array) or not x.requires_grad:
+            raise RuntimeError("grad: every input must be a grilly Array that requires grad")
+    outs, seeds = _seed(outputs, grad_outputs, "grad")
+    if retain_graph is None:
+        retain_graph = create_graph
+    _, captured = _sweep(outs, seeds, retain_graph, create_graph, capture=ins)
+    res = []
+    for x, g in zip(ins, captured):
+        if g is None and not allow_unused:
+            raise RuntimeError("grad: an input was not used to compute the outputs; pass "
+                               "allow_unused=True to get None for it")
+        if g is not None:
+            g = fit(g, x.shape, x._dtype)
+            if not create_graph and g.requires_grad:
+                g = detach(g)
+        res.append(g)
+    return tuple(res)
+
+
+def detach(x: Array) -> Array:
+    """A new Array sharing ``x``'s buffer, cut from the graph (requires_grad False)."""
+    return Array._new(x._buf, x._dtype, x._device)

@@ -1,0 +1,47 @@
+"""The shader variants grilly builds: one GLSL source, many dtypes (shared by the build script
+and the runtime, so a variant's name is spelled in one place)."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+# dtype name: (storage type, compute type, kind, bits). bool is stored as uint8 (0 or 1), so
+# host transfers of bool arrays are plain byte copies; float16 computes in float32.
+DTYPES = {
+    "bool": ("uint8_t", "uint", "K_B", 8),
+    "int8": ("int8_t", "int", "K_I", 8), "int16": ("int16_t", "int", "K_I", 16),
+    "int32": ("int", "int", "K_I", 32), "int64": ("int64_t", "int64_t", "K_I", 64),
+    "uint8": ("uint8_t", "uint", "K_U", 8), "uint16": ("uint16_t", "uint", "K_U", 16),
+    "uint32": ("uint", "uint", "K_U", 32), "uint64": ("uint64_t", "uint64_t", "K_U", 64),
+    "float16": ("float16_t", "float", "K_F", 16), "float32": ("float", "float", "K_F", 32),
+    "float64": ("double", "double", "K_F", 64),
+}
+
+SHADER_DIR = Path(__file__).resolve().parents[3] / "shaders"   # sources (repo checkout only)
+SPV_DIR = Path(__file__).resolve().parents[2] / "shaders"       # grilly/shaders: package data
+
+
+def _dtype_defines(prefix: str, name: str) -> list[str]:
+    ts, tc, kind, bits = DTYPES[name]
+    return [f"-D{prefix}_TS={ts}", f"-D{prefix}_TC={tc}", f"-D{prefix}_KIND={kind}",
+            f"-D{prefix}_BITS={bits}"]
+
+
+def variants() -> dict[str, tuple[str, list[str]]]:
+    """Every variant: name -> (source path relative to shaders/, glslc -D flags)."""
+    out = {}
+    for d in DTYPES:
+        extra = [f"-DIS_F64={int(d == 'float64')}", f"-DIS_F16={int(d == 'float16')}"]
+        for ob in (0, 1):
+            out[f"ew{'b' if ob else ''}_{d}"] = (
+                "elementwise/elementwise.comp", _dtype_defines("IN", d) + extra + [f"-DOUT_BOOL={ob}"])
+        for d2 in DTYPES:
+            out[f"cast_{d}_{d2}"] = (
+                "elementwise/cast.comp", _dtype_defines("IN", d) + _dtype_defines("OUT", d2))
+    return out
+
+
+def op_codes() -> dict[str, int]:
+    """The elementwise op codes, read from shaders/elementwise/ops.glsl at build time."""
+    text = (SPV_DIR / "ops.txt").read_text()
+    return {k.lower(): int(v) for k, v in re.findall(r"#define OP_(\w+) (\d+)", text)}

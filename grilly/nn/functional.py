@@ -1,0 +1,665 @@
+"""Stateless forms of the grilly.nn layers, activations and losses (``grilly.nn.functional``,
+also importable as ``grilly.functional``). Every function is a composition of namespace ops, so
+autograd differentiates it without a hand-written backward."""
+from __future__ import annotations
+
+import math
+
+import grilly as gp
+
+from . import _random
+from .module import _no_grad
+
+__all__ = [
+    "linear", "embedding", "one_hot", "dropout", "pad",
+    "relu", "relu6", "leaky_relu", "gelu", "silu", "elu", "tanh", "sigmoid", "softplus",
+    "softmax", "log_softmax", "erf",
+    "layer_norm", "rms_norm", "batch_norm",
+    "conv1d", "conv2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
+    "adaptive_avg_pool2d", "flatten",
+    "scaled_dot_product_attention", "flash_attention2",
+    "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "cross_entropy", "nll_loss",
+    "binary_cross_entropy", "binary_cross_entropy_with_logits",
+]
+
+
+# ---- helpers ------------------------------------------------------------------------------
+def _pair(v, n: int, name: str, op: str) -> tuple:
+    if isinstance(v, int) and not isinstance(v, bool):
+        return (v,) * n
+    v = tuple(v)
+    if len(v) != n or not all(isinstance(i, int) for i in v):
+        raise ValueError(f"{op}: {name} must be an int or a tuple of {n} ints, got {v!r}")
+    return v
+
+
+def _check_float(x, op: str, arg: str = "input"):
+    if not isinstance(x, gp.Array):
+        raise TypeError(f"{op}: expected a grilly Array for {arg!r}, got {type(x).__name__}")
+    if not gp.isdtype(x.dtype, "real floating"):
+        raise TypeError(f"{op}: {arg} must have a real floating dtype, got {x.dtype}")
+    return x
+
+
+def _reduce(loss, reduction: str, op: str):
+    if reduction == "mean":
+        return gp.mean(loss)
+    if reduction == "sum":
+        return gp.sum(loss)
+    if reduction == "none":
+        return loss
+    raise ValueError(f"{op}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+
+
+def _neg_inf(dtype) -> float:
+    return -float(gp.finfo(dtype).max)
+
+
+# ---- linear, embedding, dropout, pad ------------------------------------------------------
+def linear(input, weight, bias=None):
+    """``input @ weight.T + bias``."""
+    if weight.ndim != 2 or input.shape[-1] != weight.shape[1]:
+        raise ValueError(f"linear: input last dimension {input.shape[-1:]} does not match weight "
+                         f"shape {weight.shape} (out_features, in_features)")
+    y = gp.matmul(input, gp.permute_dims(weight, (1, 0)))
+    return y if bias is None else y + bias
+
+
+def embedding(input, weight, padding_idx: int | None = None):
+    """Rows of ``weight`` selected by the integer array ``input`` (shape input.shape + (dim,))."""
+    if not isinstance(input, gp.Array) or not gp.isdtype(input.dtype, "integral"):
+        raise TypeError(f"embedding: input must be an integer Array, got "
+                        f"{getattr(input, 'dtype', type(input).__name__)}")
+    rows = gp.take(weight, gp.reshape(input, (-1,)), axis=0)
+    return gp.reshape(rows, (*input.shape, weight.shape[1]))
+
+
+def one_hot(tensor, num_classes: int = -1, *, dtype=None):
+    """Integer class indices as one-hot vectors along a new last axis (int64 unless ``dtype``)."""
+    if not gp.isdtype(tensor.dtype, "integral"):
+        raise TypeError(f"one_hot: needs an integer array, got {tensor.dtype}")
+    if num_classes < 0:
+        num_classes = int(gp.max(tensor)) + 1
+    cls = gp.arange(num_classes, dtype=tensor.dtype, device=tensor.device)
+    return gp.astype(gp.expand_dims(tensor, axis=-1) == cls, dtype or gp.int64)
+
+
+def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False):
+    """Zero elements with probability ``p`` and scale the rest by 1/(1-p) while training."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout: p must be in [0, 1], got {p}")
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        return input * 0.0
+    keep = _random.uniform(input.shape, dtype=input.dtype, device=input.device) >= p
+    return input * (gp.astype(keep, input.dtype) * (1.0 / (1.0 - p)))
+
+
+def pad(input, pad: tuple, mode: str = "constant", value: float = 0.0):
+    """Constant padding; ``pad`` lists (before, after) pairs from the last axis backwards."""
+    if mode != "constant":
+        raise NotImplementedError(f"pad: mode {mode!r} is not supported (only 'constant')")
+    if len(pad) % 2 or len(pad) // 2 > input.ndim:
+        raise ValueError(f"pad: pad must have an even length of at most 2*ndim, got {pad!r}")
+    x = input
+    for i in range(len(pad) // 2):
+        ax = input.ndim - 1 - i
+        lo, hi = pad[2 * i], pad[2 * i + 1]
+        if lo < 0 or hi < 0:
+            raise ValueError(f"pad: negative padding {pad!r} is not supported")
+        parts = []
+        for n in (lo, hi):
+            shp = list(x.shape)
+            shp[ax] = n
+            parts.append(gp.full(tuple(shp), value, dtype=x.dtype, device=x.device) if n else None)
+        seq = [a for a in (parts[0], x, parts[1]) if a is not None]
+        x = gp.concat(seq, axis=ax) if len(seq) > 1 else x
+    return x
+
+
+# ---- activations --------------------------------------------------------------------------
+def relu(input, inplace: bool = False):
+    """max(x, 0)."""
+    return gp.maximum(input, 0.0)
+
+
+def relu6(input, inplace: bool = False):
+    """min(max(x, 0), 6)."""
+    return gp.minimum(gp.maximum(input, 0.0), 6.0)
+
+
+def leaky_relu(input, negative_slope: float = 0.01, inplace: bool = False):
+    """x for x >= 0, negative_slope * x otherwise."""
+    return gp.where(input >= 0, input, input * negative_slope)
+
+
+def sigmoid(input):
+    """1 / (1 + exp(-x)), written so that neither branch overflows."""
+    e = gp.exp(-gp.abs(input))
+    r = 1.0 / (1.0 + e)
+    return gp.where(input >= 0, r, e * r)
+
+
+def tanh(input):
+    """Hyperbolic tangent."""
+    return gp.tanh(input)
+
+
+def silu(input, inplace: bool = False):
+    """x * sigmoid(x)."""
+    return input * sigmoid(input)
+
+
+def elu(input, alpha: float = 1.0, inplace: bool = False):
+    """x for x > 0, alpha * (exp(x) - 1) otherwise."""
+    # expm1 of min(x, 0) keeps the unused branch finite, so its gradient is not 0 * inf.
+    return gp.where(input > 0, input, alpha * gp.expm1(gp.minimum(input, 0.0)))
+
+
+def softplus(input, beta: float = 1.0, threshold: float = 20.0):
+    """log(1 + exp(beta x)) / beta, linear above ``threshold``."""
+    z = input * beta
+    sp = (gp.maximum(z, 0.0) + gp.log1p(gp.exp(-gp.abs(z)))) / beta
+    return gp.where(z > threshold, input, sp)
+
+
+def _erfc_pos(z):
+    # Numerical Recipes' erfcc: fractional error below 1.2e-7 for every z >= 0.
+    t = 1.0 / (1.0 + 0.5 * z)
+    c = (-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807, -1.13520398,
+         1.48851587, -0.82215223, 0.17087277)
+    poly = c[-1]
+    for a in c[-2::-1]:
+        poly = a + t * poly
+    return t * gp.exp(-z * z + poly)
+
+
+def erf(input):
+    """The error function (composed: grilly has no erf kernel yet)."""
+    e = _erfc_pos(gp.abs(input))
+    return gp.where(input >= 0, 1.0 - e, e - 1.0)
+
+
+def gelu(input, approximate: str = "none"):
+    """x * Phi(x) ('none', via erfc) or the tanh approximation ('tanh')."""
+    if approximate == "tanh":
+        k = math.sqrt(2.0 / math.pi)
+        return 0.5 * input * (1.0 + gp.tanh(k * (input + 0.044715 * input * input * input)))
+    if approximate != "none":
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    z = input * (1.0 / math.sqrt(2.0))
+    e = _erfc_pos(gp.abs(z))
+    # x * erfc(-z) / 2 keeps full relative precision for very negative x.
+    return 0.5 * input * gp.where(input >= 0, 2.0 - e, e)
+
+
+def _softmax_dim(ndim: int) -> int:
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def log_softmax(input, dim: int | None = None, dtype=None):
+    """x - logsumexp(x) along ``dim``."""
+    if dtype is not None:
+        input = gp.astype(input, dtype)
+    dim = _softmax_dim(input.ndim) if dim is None else dim
+    z = input - gp.max(input, axis=dim, keepdims=True)
+    return z - gp.log(gp.sum(gp.exp(z), axis=dim, keepdims=True))
+
+
+def softmax(input, dim: int | None = None, dtype=None):
+    """exp(x) / sum(exp(x)) along ``dim``."""
+    if dtype is not None:
+        input = gp.astype(input, dtype)
+    dim = _softmax_dim(input.ndim) if dim is None else dim
+    e = gp.exp(input - gp.max(input, axis=dim, keepdims=True))
+    return e / gp.sum(e, axis=dim, keepdims=True)
+
+
+# ---- normalization ------------------------------------------------------------------------
+def _norm_axes(input, normalized_shape, op):
+    ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if tuple(input.shape[input.ndim - len(ns):]) != ns:
+        raise ValueError(f"{op}: input shape {input.shape} does not end with normalized_shape {ns}")
+    return tuple(range(input.ndim - len(ns), input.ndim))
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
+    """(x - mean) / sqrt(var + eps) over the trailing ``normalized_shape`` axes, then affine."""
+    axes = _norm_axes(input, normalized_shape, "layer_norm")
+    c = input - gp.mean(input, axis=axes, keepdims=True)
+    y = c / gp.sqrt(gp.mean(c * c, axis=axes, keepdims=True) + eps)
+    if weight is not None:
+        y = y * weight
+    return y if bias is None else y + bias
+
+
+def rms_norm(input, normalized_shape, weight=None, eps: float | None = None):
+    """x / sqrt(mean(x^2) + eps) over the trailing axes, times ``weight``."""
+    axes = _norm_axes(input, normalized_shape, "rms_norm")
+    eps = float(gp.finfo(input.dtype).eps) if eps is None else eps
+    y = input / gp.sqrt(gp.mean(input * input, axis=axes, keepdims=True) + eps)
+    return y if weight is None else y * weight
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training: bool = False,
+               momentum: float | None = 0.1, eps: float = 1e-5, num_batches_tracked=None):
+    """Normalize over every axis but 1; in training, update the running stats in place."""
+    if input.ndim < 2:
+        raise ValueError(f"batch_norm: input needs at least 2 dimensions, got shape {input.shape}")
+    axes = (0, *range(2, input.ndim))
+    bshape = (1, input.shape[1]) + (1,) * (input.ndim - 2)
+    if training:
+        n = input.size // input.shape[1]
+        if n <= 1:
+            raise ValueError(f"batch_norm: expected more than 1 value per channel when training, "
+                             f"got input shape {input.shape}")
+        mean = gp.mean(input, axis=axes, keepdims=True)
+        c = input - mean
+        var = gp.mean(c * c, axis=axes, keepdims=True)
+        if running_mean is not None:
+            with _no_grad():
+                if momentum is None:
+                    nbt = float(num_batches_tracked) if num_batches_tracked is not None else 1.0
+                    m = 1.0 / max(nbt, 1.0)
+                else:
+                    m = momentum
+                bm = gp.reshape(mean, (input.shape[1],))
+                bv = gp.reshape(var, (input.shape[1],)) * (n / (n - 1))
+                running_mean[...] = running_mean * (1 - m) + _detach(bm) * m
+                running_var[...] = running_var * (1 - m) + _detach(bv) * m
+        y = c / gp.sqrt(var + eps)
+    else:
+        if running_mean is None or running_var is None:
+            raise ValueError("batch_norm: running_mean and running_var are needed in eval mode")
+        y = (input - gp.reshape(running_mean, bshape)) / gp.sqrt(gp.reshape(running_var, bshape) + eps)
+    if weight is not None:
+        y = y * gp.reshape(weight, bshape)
+    return y if bias is None else y + gp.reshape(bias, bshape)
+
+
+def _detach(x):
+    d = getattr(x, "detach", None)
+    return d() if d is not None else x
+
+
+# ---- convolution and pooling --------------------------------------------------------------
+def _windows(x, kernel, stride, dilation, out):
+    """Stack of the strided kernel-offset views of ``x`` (N, C, H, W): (N, C, KH*KW, Ho, Wo)."""
+    (kh, kw), (sh, sw), (dh, dw), (ho, wo) = kernel, stride, dilation, out
+    views = []
+    for i in range(kh):
+        for j in range(kw):
+            r0, c0 = i * dh, j * dw
+            views.append(x[:, :, r0:r0 + sh * (ho - 1) + 1:sh, c0:c0 + sw * (wo - 1) + 1:sw])
+    return gp.stack(views, axis=2)
+
+
+def _out_size(n, k, s, p, d, ceil_mode=False, op="conv"):
+    span = n + 2 * p - d * (k - 1) - 1
+    if span < 0:
+        raise ValueError(f"{op}: kernel (size {k}, dilation {d}) is larger than the padded input {n + 2 * p}")
+    o = (span + (s - 1 if ceil_mode else 0)) // s + 1
+    if ceil_mode and (o - 1) * s >= n + p:
+        o -= 1  # the last window must start inside the input or the left padding
+    return o
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1):
+    """2-D cross-correlation over (N, C, H, W) (or (C, H, W)) by im2col and one batched matmul."""
+    _check_float(input, "conv2d")
+    if input.ndim == 3:
+        return gp.squeeze(conv2d(gp.expand_dims(input, axis=0), weight, bias, stride, padding,
+                                 dilation, groups), axis=0)
+    if input.ndim != 4 or weight.ndim != 4:
+        raise ValueError(f"conv2d: expected a 4-D input and weight, got {input.shape} and {weight.shape}")
+    n, c, h, w = input.shape
+    o, cg, kh, kw = weight.shape
+    if c != cg * groups or o % groups:
+        raise ValueError(f"conv2d: input has {c} channels but weight {weight.shape} with groups={groups} "
+                         f"expects {cg * groups} (and out_channels divisible by groups)")
+    stride, dilation = _pair(stride, 2, "stride", "conv2d"), _pair(dilation, 2, "dilation", "conv2d")
+    if padding == "valid":
+        padding = (0, 0)
+    elif padding == "same":
+        if stride != (1, 1):
+            raise ValueError("conv2d: padding='same' needs stride 1")
+        tot = (dilation[0] * (kh - 1), dilation[1] * (kw - 1))
+        input = pad(input, (tot[1] // 2, tot[1] - tot[1] // 2, tot[0] // 2, tot[0] - tot[0] // 2))
+        padding = (0, 0)
+    padding = _pair(padding, 2, "padding", "conv2d")
+    if padding != (0, 0):
+        input = pad(input, (padding[1], padding[1], padding[0], padding[0]))
+    h, w = input.shape[2:]
+    ho = _out_size(h, kh, stride[0], 0, dilation[0], op="conv2d")
+    wo = _out_size(w, kw, stride[1], 0, dilation[1], op="conv2d")
+    cols = _windows(input, (kh, kw), stride, dilation, (ho, wo))
+    cols = gp.reshape(cols, (n, groups, cg * kh * kw, ho * wo))
+    wm = gp.reshape(weight, (1, groups, o // groups, cg * kh * kw))
+    y = gp.reshape(gp.matmul(wm, cols), (n, o, ho, wo))
+    return y if bias is None else y + gp.reshape(bias, (1, o, 1, 1))
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1):
+    """1-D cross-correlation over (N, C, L) (or (C, L)), through conv2d with a height of 1."""
+    _check_float(input, "conv1d")
+    if input.ndim not in (2, 3) or weight.ndim != 3:
+        raise ValueError(f"conv1d: expected a 3-D input and weight, got {input.shape} and {weight.shape}")
+    pad_ = padding if isinstance(padding, str) else (0, _pair(padding, 1, "padding", "conv1d")[0])
+    y = conv2d(gp.expand_dims(input, axis=-2), gp.expand_dims(weight, axis=-2), bias,
+               (1, _pair(stride, 1, "stride", "conv1d")[0]), pad_,
+               (1, _pair(dilation, 1, "dilation", "conv1d")[0]), groups)
+    return gp.squeeze(y, axis=-2)
+
+
+def _pool_setup(input, kernel_size, stride, padding, dilation, ceil_mode, op, fill):
+    _check_float(input, op)
+    if input.ndim not in (3, 4):
+        raise ValueError(f"{op}: expected a 3-D or 4-D input, got shape {input.shape}")
+    k = _pair(kernel_size, 2, "kernel_size", op)
+    s = k if stride is None or stride == () else _pair(stride, 2, "stride", op)
+    p = _pair(padding, 2, "padding", op)
+    d = _pair(dilation, 2, "dilation", op)
+    if any(pi * 2 > ki for pi, ki in zip(p, k)):
+        raise ValueError(f"{op}: padding {p} must be at most half of kernel_size {k}")
+    h, w = input.shape[-2:]
+    ho = _out_size(h, k[0], s[0], p[0], d[0], ceil_mode, op)
+    wo = _out_size(w, k[1], s[1], p[1], d[1], ceil_mode, op)
+    # right padding so the (ceil_mode) last window fits
+    ph = max(0, (ho - 1) * s[0] + d[0] * (k[0] - 1) + 1 - h - p[0])
+    pw = max(0, (wo - 1) * s[1] + d[1] * (k[1] - 1) + 1 - w - p[1])
+    x = input if input.ndim == 4 else gp.expand_dims(input, axis=0)
+    if p != (0, 0) or ph or pw:
+        x = pad(x, (p[1], pw, p[0], ph), value=fill)
+    return x, k, s, d, (ho, wo), p, (ph, pw)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
+               return_indices: bool = False):
+    """Maximum over each window of (N, C, H, W) (padding counts as -inf)."""
+    if return_indices:
+        raise NotImplementedError("max_pool2d: return_indices=True is not supported")
+    x, k, s, d, out, _, _ = _pool_setup(input, kernel_size, stride, padding, dilation, ceil_mode,
+                                        "max_pool2d", _neg_inf(input.dtype))
+    y = gp.max(_windows(x, k, s, d, out), axis=2)
+    return y if input.ndim == 4 else gp.squeeze(y, axis=0)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override: int | None = None):
+    """Mean over each window of (N, C, H, W)."""
+    x, k, s, d, out, p, extra = _pool_setup(input, kernel_size, stride, padding, 1, ceil_mode,
+                                            "avg_pool2d", 0.0)
+    total = gp.sum(_windows(x, k, s, d, out), axis=2)
+    if divisor_override:
+        y = total / float(divisor_override)
+    elif not ceil_mode and (count_include_pad or p == (0, 0)):
+        y = total / float(k[0] * k[1])
+    else:
+        # windows clipped by the ceil_mode overhang (and the padding unless counted) divide by less
+        h, w = input.shape[-2:]
+        ones = gp.ones((1, 1, h, w), dtype=input.dtype, device=input.device)
+        if count_include_pad:
+            ones = pad(ones, (p[1], p[1], p[0], p[0]), value=1.0)
+            ones = pad(ones, (0, extra[1] - p[1] if extra[1] > p[1] else 0,
+                              0, extra[0] - p[0] if extra[0] > p[0] else 0))
+        else:
+            ones = pad(ones, (p[1], extra[1], p[0], extra[0]))
+        ones = ones[:, :, :x.shape[2], :x.shape[3]]
+        y = total / gp.sum(_windows(ones, k, s, d, out), axis=2)
+    return y if input.ndim == 4 else gp.squeeze(y, axis=0)
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False):
+    """Maximum over each window of (N, C, L)."""
+    one = lambda v: (1, _pair(v, 1, "argument", "max_pool1d")[0])  # noqa: E731
+    y = max_pool2d(gp.expand_dims(input, axis=-2), one(kernel_size),
+                   None if stride is None else one(stride), (0, _pair(padding, 1, "padding", "max_pool1d")[0]),
+                   one(dilation), ceil_mode)
+    return gp.squeeze(y, axis=-2)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = True):
+    """Mean over each window of (N, C, L)."""
+    one = lambda v: (1, _pair(v, 1, "argument", "avg_pool1d")[0])  # noqa: E731
+    y = avg_pool2d(gp.expand_dims(input, axis=-2), one(kernel_size),
+                   None if stride is None else one(stride), (0, _pair(padding, 1, "padding", "avg_pool1d")[0]),
+                   ceil_mode, count_include_pad)
+    return gp.squeeze(y, axis=-2)
+
+
+def _adaptive_mean(x, axis: int, out: int):
+    n = x.shape[axis]
+    if n % out == 0:
+        shp = x.shape[:axis] + (out, n // out) + x.shape[axis + 1:]
+        return gp.mean(gp.reshape(x, shp), axis=axis + 1)
+    parts = []
+    for i in range(out):
+        lo, hi = (i * n) // out, -((-(i + 1) * n) // out)
+        key = (slice(None),) * axis + (slice(lo, hi),)
+        parts.append(gp.mean(x[key], axis=axis, keepdims=True))
+    return gp.concat(parts, axis=axis)
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """Mean pooling of (N, C, H, W) to ``output_size`` (None keeps that size)."""
+    _check_float(input, "adaptive_avg_pool2d")
+    if input.ndim not in (3, 4):
+        raise ValueError(f"adaptive_avg_pool2d: expected a 3-D or 4-D input, got shape {input.shape}")
+    os_ = (output_size, output_size) if isinstance(output_size, int) or output_size is None \
+        else tuple(output_size)
+    h, w = input.shape[-2:]
+    oh, ow = (h if os_[0] is None else os_[0]), (w if os_[1] is None else os_[1])
+    return _adaptive_mean(_adaptive_mean(input, input.ndim - 2, oh), input.ndim - 1, ow)
+
+
+def flatten(input, start_dim: int = 1, end_dim: int = -1):
+    """Merge axes start_dim..end_dim into one."""
+    nd = input.ndim
+    s, e = start_dim % max(nd, 1), end_dim % max(nd, 1)
+    if s > e:
+        raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
+    return gp.reshape(input, input.shape[:s] + (-1,) + input.shape[e + 1:])
+
+
+# ---- attention ----------------------------------------------------------------------------
+def _mask_bias(attn_mask, dtype):
+    """A boolean mask (True = attend) or an additive float mask, as an additive array."""
+    if attn_mask is None:
+        return None
+    if attn_mask.dtype == gp.bool:
+        return gp.where(attn_mask, 0.0, gp.asarray(-math.inf, dtype=dtype, device=attn_mask.device))
+    return attn_mask
+
+
+def _causal(lq, lk, dtype, device):
+    r = gp.expand_dims(gp.arange(lq, device=device), axis=1)
+    c = gp.expand_dims(gp.arange(lk, device=device), axis=0)
+    return gp.where(c <= r, gp.asarray(0.0, dtype=dtype, device=device),
+                    gp.asarray(-math.inf, dtype=dtype, device=device))
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0,
+                                 is_causal: bool = False, scale: float | None = None,
+                                 enable_gqa: bool = False):
+    """softmax(q k^T * scale + mask) v over (..., L, E) queries and (..., S, E) keys."""
+    if is_causal and attn_mask is not None:
+        raise ValueError("scaled_dot_product_attention: give attn_mask or is_causal, not both")
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    s = gp.matmul(query, gp.matrix_transpose(key)) * scale
+    bias = _causal(query.shape[-2], key.shape[-2], query.dtype, query.device) if is_causal \
+        else _mask_bias(attn_mask, query.dtype)
+    if bias is not None:
+        s = s + bias
+    a = softmax(s, dim=-1)
+    if dropout_p > 0.0:
+        a = dropout(a, dropout_p, True)
+    return gp.matmul(a, value)
+
+
+def flash_attention2(query, key, value, attn_mask=None, is_causal: bool = False,
+                     scale: float | None = None, block_size: int = 128):
+    """Attention with keys in blocks of ``block_size`` and an online softmax (FlashAttention-2
+    forward): peak memory O(L * block_size) instead of O(L * S)."""
+    if is_causal and attn_mask is not None:
+        raise ValueError("flash_attention2: give attn_mask or is_causal, not both")
+    if block_size < 1:
+        raise ValueError(f"flash_attention2: block_size must be positive, got {block_size}")
+    lq, sk = query.shape[-2], key.shape[-2]
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    q = query * scale
+    bias = _mask_bias(attn_mask, query.dtype)
+    lead = query.shape[:-1]
+    # a finite floor keeps exp(m_old - m_new) defined while a row has seen only masked keys
+    m = gp.full((*lead, 1), _neg_inf(query.dtype), dtype=query.dtype, device=query.device)
+    den = gp.zeros((*lead, 1), dtype=query.dtype, device=query.device)
+    acc = None
+    for j0 in range(0, sk, block_size):
+        j1 = min(j0 + block_size, sk)
+        if is_causal and j0 > lq - 1:
+            break
+        s = gp.matmul(q, gp.matrix_transpose(key[..., j0:j1, :]))
+        if is_causal:
+            s = s + _causal(lq, j1, query.dtype, query.device)[:, j0:j1]
+        if bias is not None:
+            s = s + bias[..., j0:j1]
+        m_new = gp.maximum(m, gp.max(s, axis=-1, keepdims=True))
+        p = gp.exp(s - m_new)
+        alpha = gp.exp(m - m_new)
+        pv = gp.matmul(p, value[..., j0:j1, :])
+        den = den * alpha + gp.sum(p, axis=-1, keepdims=True)
+        acc = pv if acc is None else acc * alpha + pv
+        m = m_new
+    return acc / den
+
+
+# ---- losses -------------------------------------------------------------------------------
+def _check_same_shape(input, target, op):
+    if tuple(input.shape) != tuple(target.shape):
+        raise ValueError(f"{op}: input shape {input.shape} and target shape {target.shape} differ")
+
+
+def mse_loss(input, target, reduction: str = "mean"):
+    """Mean squared error."""
+    _check_same_shape(input, target, "mse_loss")
+    d = input - target
+    return _reduce(d * d, reduction, "mse_loss")
+
+
+def l1_loss(input, target, reduction: str = "mean"):
+    """Mean absolute error."""
+    _check_same_shape(input, target, "l1_loss")
+    return _reduce(gp.abs(input - target), reduction, "l1_loss")
+
+
+def smooth_l1_loss(input, target, reduction: str = "mean", beta: float = 1.0):
+    """0.5 d^2 / beta where |d| < beta, |d| - beta / 2 elsewhere."""
+    _check_same_shape(input, target, "smooth_l1_loss")
+    d = gp.abs(input - target)
+    if beta == 0.0:
+        return _reduce(d, reduction, "smooth_l1_loss")
+    return _reduce(gp.where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta), reduction, "smooth_l1_loss")
+
+
+def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0):
+    """0.5 d^2 where |d| < delta, delta (|d| - delta / 2) elsewhere."""
+    _check_same_shape(input, target, "huber_loss")
+    d = gp.abs(input - target)
+    return _reduce(gp.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta)), reduction, "huber_loss")
+
+
+def _class_bshape(input, weight):
+    return (1, weight.shape[0]) + (1,) * (input.ndim - 2) if input.ndim >= 2 else (weight.shape[0],)
+
+
+def _onehot_targets(input, target, op):
+    """Class indices (N, d...) as a float one-hot (N, C, d...); ignored/out-of-range rows are 0."""
+    cax = 1 if input.ndim >= 2 else 0
+    exp_shape = input.shape[:cax] + input.shape[cax + 1:]
+    if tuple(target.shape) != tuple(exp_shape):
+        raise ValueError(f"{op}: target shape {target.shape} does not match input shape {input.shape} "
+                         f"(expected {exp_shape})")
+    c = input.shape[cax]
+    cls = gp.reshape(gp.arange(c, dtype=target.dtype, device=target.device),
+                     (c,) + (1,) * (input.ndim - cax - 1))
+    return gp.astype(gp.expand_dims(target, axis=cax) == cls, input.dtype), cax
+
+
+def nll_loss(input, target, weight=None, ignore_index: int = -100, reduction: str = "mean"):
+    """-input[n, target[n]] (weighted), from log-probabilities (N, C, d...) and class indices."""
+    _check_float(input, "nll_loss")
+    if not gp.isdtype(target.dtype, "integral"):
+        raise TypeError(f"nll_loss: target must hold integer class indices, got {target.dtype}")
+    oh, cax = _onehot_targets(input, target, "nll_loss")
+    if ignore_index is not None and 0 <= ignore_index < input.shape[cax]:
+        keep = gp.astype(gp.expand_dims(target != ignore_index, axis=cax), input.dtype)
+        oh = oh * keep
+    if weight is not None:
+        oh = oh * gp.reshape(weight, _class_bshape(input, weight))
+    loss = -gp.sum(input * oh, axis=cax)
+    if reduction == "mean":
+        return gp.sum(loss) / gp.sum(oh)
+    return _reduce(loss, reduction, "nll_loss")
+
+
+def cross_entropy(input, target, weight=None, ignore_index: int = -100, reduction: str = "mean",
+                  label_smoothing: float = 0.0):
+    """log_softmax over the class axis then NLL; ``target`` holds class indices or probabilities."""
+    _check_float(input, "cross_entropy")
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"cross_entropy: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+    cax = 1 if input.ndim >= 2 else 0
+    c = input.shape[cax]
+    logp = log_softmax(input, dim=cax)
+    wb = None if weight is None else gp.reshape(weight, _class_bshape(input, weight))
+    if gp.isdtype(target.dtype, "real floating"):
+        _check_same_shape(input, target, "cross_entropy")
+        if label_smoothing > 0:
+            target = target * (1 - label_smoothing) + label_smoothing / c
+        t = target if wb is None else target * wb
+        loss = -gp.sum(logp * t, axis=cax)
+        if reduction == "mean":
+            return gp.sum(loss) / float(max(input.size // c, 1))
+        return _reduce(loss, reduction, "cross_entropy")
+    nll = nll_loss(logp, target, weight, ignore_index, reduction)
+    if label_smoothing == 0:
+        return nll
+    oh, _ = _onehot_targets(input, target, "cross_entropy")
+    valid = gp.astype(target != ignore_index, input.dtype)
+    smooth = -gp.sum(logp if wb is None else logp * wb, axis=cax) * valid
+    if reduction == "mean":
+        denom = gp.sum(valid) if wb is None else gp.sum(oh * wb * gp.expand_dims(valid, axis=cax))
+        smooth = gp.sum(smooth) / denom
+    elif reduction == "sum":
+        smooth = gp.sum(smooth)
+    return (1 - label_smoothing) * nll + smooth * (label_smoothing / c)
+
+
+def binary_cross_entropy(input, target, weight=None, reduction: str = "mean"):
+    """-(y log p + (1 - y) log(1 - p)), each log clamped at -100 as in PyTorch."""
+    _check_float(input, "binary_cross_entropy")
+    _check_same_shape(input, target, "binary_cross_entropy")
+    lp = gp.maximum(gp.log(input), -100.0)
+    lq = gp.maximum(gp.log(1.0 - input), -100.0)
+    loss = -(target * lp + (1.0 - target) * lq)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction, "binary_cross_entropy")
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, reduction: str = "mean",
+                                     pos_weight=None):
+    """Sigmoid + binary cross entropy in one numerically stable expression."""
+    _check_float(input, "binary_cross_entropy_with_logits")
+    _check_same_shape(input, target, "binary_cross_entropy_with_logits")
+    sp = gp.maximum(-input, 0.0) + gp.log1p(gp.exp(-gp.abs(input)))  # softplus(-x)
+    if pos_weight is not None:
+        loss = (1.0 - target) * input + (1.0 + (pos_weight - 1.0) * target) * sp
+    else:
+        loss = (1.0 - target) * input + sp
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction, "binary_cross_entropy_with_logits")

@@ -1,0 +1,448 @@
+"""``Module`` (parameters, buffers, submodules, state dicts, devices) and the containers
+``Sequential``, ``ModuleList`` and ``ModuleDict``."""
+from __future__ import annotations
+
+import contextlib
+from collections import OrderedDict, namedtuple
+from typing import Any, Iterable, Iterator
+
+import grilly as gp
+
+from .parameter import Parameter, is_parameter
+
+__all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "IncompatibleKeys"]
+
+IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
+
+
+def _no_grad():
+    """gp.no_grad() when autograd provides it (state copies must not be recorded)."""
+    ng = getattr(gp, "no_grad", None)
+    return ng() if ng is not None else contextlib.nullcontext()
+
+
+def _addindent(s: str, n: int) -> str:
+    lines = s.split("\n")
+    return lines[0] + "".join("\n" + " " * n + ln for ln in lines[1:])
+
+
+class Module:
+    """Base class of every layer: holds parameters, buffers and submodules (as in PyTorch)."""
+
+    training: bool
+
+    def __init__(self) -> None:
+        object.__setattr__(self, "training", True)
+        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_non_persistent", set())
+        object.__setattr__(self, "_modules", OrderedDict())
+
+    # ---- registration -------------------------------------------------------------------
+    def __setattr__(self, name: str, value: Any) -> None:
+        d = self.__dict__
+        if "_parameters" not in d:
+            raise AttributeError(f"{type(self).__name__}: call Module.__init__() before assigning "
+                                 f"attribute {name!r}")
+        params, bufs, mods = d["_parameters"], d["_buffers"], d["_modules"]
+        if is_parameter(value):
+            self._drop(name)
+            params[name] = value
+        elif isinstance(value, Module):
+            self._drop(name)
+            mods[name] = value
+        elif name in params:
+            if value is not None:
+                raise TypeError(f"{type(self).__name__}: cannot assign {type(value).__name__} to "
+                                f"parameter {name!r} (expected nn.Parameter or None)")
+            params[name] = None
+        elif name in mods:
+            if value is not None:
+                raise TypeError(f"{type(self).__name__}: cannot assign {type(value).__name__} to "
+                                f"submodule {name!r} (expected a Module or None)")
+            mods[name] = None
+        elif name in bufs:
+            if value is not None and not isinstance(value, gp.Array):
+                raise TypeError(f"{type(self).__name__}: buffer {name!r} must be an Array or None")
+            bufs[name] = value
+        else:
+            object.__setattr__(self, name, value)
+
+    def _drop(self, name: str) -> None:
+        self.__dict__.pop(name, None)
+        for k in ("_parameters", "_buffers", "_modules"):
+            self.__dict__[k].pop(name, None)
+        self._non_persistent.discard(name)
+
+    def __getattr__(self, name: str) -> Any:
+        d = self.__dict__
+        for k in ("_parameters", "_buffers", "_modules"):
+            if k in d and name in d[k]:
+                return d[k][name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        for k in ("_parameters", "_buffers", "_modules"):
+            if name in self.__dict__[k]:
+                del self.__dict__[k][name]
+                self._non_persistent.discard(name)
+                return
+        object.__delattr__(self, name)
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | set(self._parameters) | set(self._buffers)
+                      | set(self._modules))
+
+    def register_parameter(self, name: str, param) -> None:
+        """Add a parameter (an Array marked by Parameter, or None) under ``name``."""
+        if param is not None and not is_parameter(param):
+            raise TypeError(f"register_parameter: {name!r} must be an nn.Parameter or None, got "
+                            f"{type(param).__name__}")
+        self._drop(name)
+        self._parameters[name] = param
+
+    def register_buffer(self, name: str, tensor, persistent: bool = True) -> None:
+        """Add a non-trainable Array (or None) kept in state_dict when ``persistent``."""
+        if tensor is not None and not isinstance(tensor, gp.Array):
+            raise TypeError(f"register_buffer: {name!r} must be a grilly Array or None, got "
+                            f"{type(tensor).__name__}")
+        if "." in name or not name:
+            raise KeyError(f"register_buffer: bad buffer name {name!r}")
+        self._drop(name)
+        self._buffers[name] = tensor
+        if not persistent:
+            self._non_persistent.add(name)
+
+    def add_module(self, name: str, module: "Module | None") -> None:
+        """Add a child module under ``name``."""
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"add_module: {name!r} must be a Module or None, got "
+                            f"{type(module).__name__}")
+        self._drop(name)
+        self._modules[name] = module
+
+    register_module = add_module
+
+    def get_submodule(self, target: str) -> "Module":
+        """The submodule at dotted path ``target`` ('' is self)."""
+        mod = self
+        for part in target.split(".") if target else ():
+            if part not in mod._modules:
+                raise AttributeError(f"get_submodule: {type(mod).__name__} has no submodule {part!r}")
+            mod = mod._modules[part]
+        return mod
+
+    # ---- iteration ----------------------------------------------------------------------
+    def named_modules(self, memo=None, prefix: str = "") -> Iterator[tuple[str, "Module"]]:
+        """(dotted name, module) for self and every descendant, each module once."""
+        memo = set() if memo is None else memo
+        if id(self) in memo:
+            return
+        memo.add(id(self))
+        yield prefix, self
+        for name, m in self._modules.items():
+            if m is not None:
+                yield from m.named_modules(memo, f"{prefix}.{name}" if prefix else name)
+
+    def modules(self) -> Iterator["Module"]:
+        """Self and every descendant module."""
+        for _, m in self.named_modules():
+            yield m
+
+    def named_children(self) -> Iterator[tuple[str, "Module"]]:
+        """(name, module) for the direct children."""
+        seen = set()
+        for name, m in self._modules.items():
+            if m is not None and id(m) not in seen:
+                seen.add(id(m))
+                yield name, m
+
+    def children(self) -> Iterator["Module"]:
+        """The direct child modules."""
+        for _, m in self.named_children():
+            yield m
+
+    def _named(self, kind: str, prefix: str, recurse: bool):
+        seen = set()
+        mods = self.named_modules(prefix=prefix) if recurse else [(prefix, self)]
+        for mp, m in mods:
+            for name, v in getattr(m, kind).items():
+                if v is None or id(v) in seen:
+                    continue
+                seen.add(id(v))
+                yield (f"{mp}.{name}" if mp else name), v
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True) -> Iterator[tuple[str, Any]]:
+        """(dotted name, parameter) pairs, each parameter once."""
+        return self._named("_parameters", prefix, recurse)
+
+    def parameters(self, recurse: bool = True) -> Iterator[Any]:
+        """Every parameter, each once."""
+        for _, p in self.named_parameters(recurse=recurse):
+            yield p
+
+    def named_buffers(self, prefix: str = "", recurse: bool = True) -> Iterator[tuple[str, Any]]:
+        """(dotted name, buffer) pairs."""
+        return self._named("_buffers", prefix, recurse)
+
+    def buffers(self, recurse: bool = True) -> Iterator[Any]:
+        """Every buffer."""
+        for _, b in self.named_buffers(recurse=recurse):
+            yield b
+
+    # ---- modes and gradients ------------------------------------------------------------
+    def train(self, mode: bool = True) -> "Module":
+        """Set training mode on self and every descendant."""
+        if not isinstance(mode, bool):
+            raise ValueError(f"train: mode must be a bool, got {type(mode).__name__}")
+        for m in self.modules():
+            object.__setattr__(m, "training", mode)
+        return self
+
+    def eval(self) -> "Module":
+        """Set evaluation mode (``train(False)``)."""
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Module":
+        """Set requires_grad on every parameter."""
+        for p in self.parameters():
+            p.requires_grad = requires_grad
+        return self
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Clear every parameter's gradient (None, or zeros when ``set_to_none`` is False)."""
+        for p in self.parameters():
+            if p.grad is not None:
+                p.grad = None if set_to_none else gp.zeros_like(p.grad)
+
+    def apply(self, fn) -> "Module":
+        """Call ``fn`` on every descendant then on self."""
+        for m in self.children():
+            m.apply(fn)
+        fn(self)
+        return self
+
+    # ---- devices and dtypes -------------------------------------------------------------
+    def to(self, device=None, dtype=None) -> "Module":
+        """Move (and cast floating) parameters and buffers in place; parameters stay parameters."""
+        if isinstance(device, gp.DType):
+            device, dtype = None, device
+        if dtype is not None and not gp.isdtype(dtype, "real floating"):
+            raise TypeError(f"Module.to: dtype must be a real floating dtype, got {dtype}")
+
+        def conv(a):
+            if dtype is not None and gp.isdtype(a.dtype, "real floating") and a.dtype != dtype:
+                a = gp.astype(a, dtype)
+            if device is not None:
+                a = a.to_device(device)
+            return a
+
+        with _no_grad():
+            for m in self.modules():
+                for name, p in m._parameters.items():
+                    if p is not None:
+                        new = conv(p)
+                        if new is not p:
+                            m._parameters[name] = Parameter(new, p.requires_grad)
+                for name, b in m._buffers.items():
+                    if b is not None:
+                        m._buffers[name] = conv(b)
+        return self
+
+    def to_device(self, device) -> "Module":
+        """``to(device)``."""
+        return self.to(device)
+
+    def float(self) -> "Module":
+        """Cast floating parameters and buffers to float32."""
+        return self.to(dtype=gp.float32)
+
+    def double(self) -> "Module":
+        """Cast floating parameters and buffers to float64."""
+        return self.to(dtype=gp.float64)
+
+    # ---- state dicts --------------------------------------------------------------------
+    def state_dict(self, destination=None, prefix: str = "", keep_vars: bool = True) -> OrderedDict:
+        """Parameters and persistent buffers by dotted name (the arrays themselves)."""
+        out = OrderedDict() if destination is None else destination
+        for name, p in self._parameters.items():
+            if p is not None:
+                out[prefix + name] = p
+        for name, b in self._buffers.items():
+            if b is not None and name not in self._non_persistent:
+                out[prefix + name] = b
+        for name, m in self._modules.items():
+            if m is not None:
+                m.state_dict(out, prefix + name + ".")
+        return out
+
+    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False) -> IncompatibleKeys:
+        """Copy values (Arrays, numpy arrays, lists) into parameters and buffers in place."""
+        own = self.state_dict()
+        missing = [k for k in own if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in own]
+        if strict and (missing or unexpected):
+            raise RuntimeError(f"load_state_dict: {type(self).__name__}: missing keys {missing}, "
+                               f"unexpected keys {unexpected}")
+        with _no_grad():
+            for key, dst in own.items():
+                if key not in state_dict:
+                    continue
+                src = state_dict[key]
+                src = gp.asarray(src, dtype=dst.dtype, device=dst.device) if not (
+                    isinstance(src, gp.Array) and src.dtype == dst.dtype and src.device == dst.device
+                ) else src
+                if tuple(src.shape) != tuple(dst.shape):
+                    raise ValueError(f"load_state_dict: {key!r} has shape {tuple(src.shape)} in the "
+                                     f"state dict but {tuple(dst.shape)} in the module")
+                if assign:
+                    self._assign(key, src if not is_parameter(dst) else Parameter(src, dst.requires_grad))
+                else:
+                    dst[...] = src
+        return IncompatibleKeys(missing, unexpected)
+
+    def _assign(self, key: str, value) -> None:
+        mod_path, _, name = key.rpartition(".")
+        mod = self.get_submodule(mod_path)
+        (mod._parameters if name in mod._parameters else mod._buffers)[name] = value
+
+    # ---- calling and printing -----------------------------------------------------------
+    def forward(self, *args, **kwargs):
+        """The computation; subclasses override it."""
+        raise NotImplementedError(f"{type(self).__name__}: forward() is not implemented")
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    def extra_repr(self) -> str:
+        """Extra text shown inside this module's repr."""
+        return ""
+
+    def __repr__(self) -> str:
+        extra = self.extra_repr()
+        extra_lines = extra.split("\n") if extra else []
+        child = [f"({n}): " + _addindent(repr(m), 2) for n, m in self._modules.items()]
+        if not child and len(extra_lines) <= 1:
+            return f"{type(self).__name__}({extra})"
+        return f"{type(self).__name__}(\n  " + "\n  ".join(extra_lines + child) + "\n)"
+
+
+class Sequential(Module):
+    """Modules applied in order; built from positional modules or an OrderedDict."""
+
+    def __init__(self, *args) -> None:
+        super().__init__()
+        if len(args) == 1 and isinstance(args[0], (dict, OrderedDict)):
+            for k, m in args[0].items():
+                self.add_module(k, m)
+        else:
+            for i, m in enumerate(args):
+                self.add_module(str(i), m)
+
+    def forward(self, x):
+        for m in self._modules.values():
+            x = m(x)
+        return x
+
+    def __getitem__(self, idx):
+        mods = list(self._modules.items())
+        if isinstance(idx, slice):
+            return Sequential(OrderedDict(mods[idx]))
+        return mods[_index(idx, len(mods), "Sequential")][1]
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._modules.values())
+
+    def append(self, module: Module) -> "Sequential":
+        """Add ``module`` at the end."""
+        self.add_module(str(len(self)), module)
+        return self
+
+
+def _index(i: int, n: int, who: str) -> int:
+    if not -n <= i < n:
+        raise IndexError(f"{who}: index {i} is out of range for {n} modules")
+    return i % n
+
+
+class ModuleList(Module):
+    """A list of modules, registered as children '0', '1', ..."""
+
+    def __init__(self, modules: Iterable[Module] | None = None) -> None:
+        super().__init__()
+        for m in modules or ():
+            self.append(m)
+
+    def append(self, module: Module) -> "ModuleList":
+        """Add ``module`` at the end."""
+        self.add_module(str(len(self)), module)
+        return self
+
+    def extend(self, modules: Iterable[Module]) -> "ModuleList":
+        """Append every module of ``modules``."""
+        for m in modules:
+            self.append(m)
+        return self
+
+    def __getitem__(self, idx):
+        mods = list(self._modules.values())
+        if isinstance(idx, slice):
+            return ModuleList(mods[idx])
+        return mods[_index(idx, len(mods), "ModuleList")]
+
+    def __setitem__(self, idx: int, module: Module) -> None:
+        self.add_module(str(_index(idx, len(self), "ModuleList")), module)
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._modules.values())
+
+
+class ModuleDict(Module):
+    """A dict of modules, registered as children under their keys."""
+
+    def __init__(self, modules=None) -> None:
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def update(self, modules) -> None:
+        """Add every (key, module) of a mapping or an iterable of pairs."""
+        items = modules.items() if hasattr(modules, "items") else modules
+        for k, m in items:
+            self.add_module(k, m)
+
+    def __getitem__(self, key: str) -> Module:
+        return self._modules[key]
+
+    def __setitem__(self, key: str, module: Module) -> None:
+        self.add_module(key, module)
+
+    def __delitem__(self, key: str) -> None:
+        del self._modules[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._modules
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._modules)
+
+    def keys(self):
+        """The keys."""
+        return self._modules.keys()
+
+    def values(self):
+        """The modules."""
+        return self._modules.values()
+
+    def items(self):
+        """(key, module) pairs."""
+        return self._modules.items()

@@ -1,0 +1,71 @@
+"""Compile every grilly shader variant to SPIR-V (needs glslc on PATH).
+
+    python tools/build_shaders.py            # rebuild what changed
+    python tools/build_shaders.py --force    # rebuild everything
+
+Writes grilly/shaders/<variant>.spv and, next to it, <variant>.spv.sha256: a digest of the
+GLSL sources and flags it came from (tests/test_vulkan_shaders.py fails when one is stale).
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from grilly.backends.vulkan.variants import SHADER_DIR, SPV_DIR, variants  # noqa: E402
+
+
+def source_digest(src: str, flags: list[str]) -> str:
+    """Digest of the shader source, every shared include, and the variant's flags."""
+    h = hashlib.sha256()
+    for p in sorted(SHADER_DIR.rglob("*.glsl")) + [SHADER_DIR / src]:
+        h.update(p.relative_to(SHADER_DIR).as_posix().encode() + b"\0" + p.read_bytes())
+    h.update(" ".join(flags).encode())
+    return h.hexdigest()
+
+
+def build_one(name: str, src: str, flags: list[str], force: bool) -> str | None:
+    out = SPV_DIR / f"{name}.spv"
+    stamp = SPV_DIR / f"{name}.spv.sha256"
+    digest = source_digest(src, flags)
+    if not force and out.exists() and stamp.exists() and stamp.read_text().strip() == digest:
+        return None
+    cmd = ["glslc", "-fshader-stage=compute", "--target-env=vulkan1.1", "-O", *flags,
+           str(SHADER_DIR / src), "-o", str(out)]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode:
+        return f"{name}: {r.stderr.strip()}"
+    stamp.write_text(digest + "\n")
+    return ""
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--force", action="store_true", help="rebuild every variant")
+    args = ap.parse_args()
+    if shutil.which("glslc") is None:
+        print("build_shaders: glslc not found (install shaderc / the Vulkan SDK)", file=sys.stderr)
+        return 2
+    SPV_DIR.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(SHADER_DIR / "elementwise" / "ops.glsl", SPV_DIR / "ops.txt")
+    vs = variants()
+    with ThreadPoolExecutor(4) as ex:
+        res = list(ex.map(lambda kv: build_one(kv[0], *kv[1], args.force), vs.items()))
+    errors = [r for r in res if r]
+    built = sum(r == "" for r in res)
+    for e in errors:
+        print(e, file=sys.stderr)
+    print(f"build_shaders: {built} built, {len(vs) - built - len(errors)} up to date, "
+          f"{len(errors)} failed")
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
