@@ -36,3 +36,12 @@ del _b
 from . import autograd, random, nn, optim  # noqa: E402,F401
 
 autograd.install(globals())
+
+
+def __getattr__(name: str):
+    # probed on first use, so importing grilly never starts a Vulkan instance
+    if name in ("VULKAN_AVAILABLE", "VULKAN_UNAVAILABLE_REASON"):
+        from .backends import vulkan
+
+        return vulkan.VULKAN_AVAILABLE if name == "VULKAN_AVAILABLE" else vulkan.UNAVAILABLE_REASON
+    raise AttributeError(f"module 'grilly' has no attribute {name!r}")

@@ -46,7 +46,13 @@ def basic_keys(draw, shape):
 def test_getitem_basic_random(device, shape, data):
     x, h = _x(device, shape, np.float32)
     key = data.draw(basic_keys(shape), label="key")
-    assert_close(x[key], np.asarray(h[key]))
+    try:
+        expected = np.asarray(h[key])
+    except IndexError:  # an int past an Ellipsis can land on an empty axis
+        with pytest.raises(IndexError):
+            x[key]
+        return
+    assert_close(x[key], expected)
 
 
 @fixture_ok
@@ -54,7 +60,12 @@ def test_getitem_basic_random(device, shape, data):
 def test_setitem_basic_random(device, shape, data):
     x, h = _x(device, shape, np.int32)
     key = data.draw(basic_keys(shape), label="key")
-    sel = np.asarray(h[key]).shape
+    try:
+        sel = np.asarray(h[key]).shape
+    except IndexError:
+        with pytest.raises(IndexError):
+            x[key] = 0
+        return
     if data.draw(st.booleans(), label="scalar"):
         value, hv = -5, -5
     else:
@@ -70,8 +81,9 @@ def test_setitem_basic_random(device, shape, data):
 def test_mask_random(device, shape, data):
     x, h = _x(device, shape, np.float64)
     m = data.draw(st.integers(1, len(shape)), label="mask ndim")
-    hm = np.asarray(data.draw(st.lists(st.booleans(), min_size=int(np.prod(shape[:m])),
-                                       max_size=int(np.prod(shape[:m]))))).reshape(shape[:m])
+    size = int(np.prod(shape[:m]))
+    flags = data.draw(st.lists(st.booleans(), min_size=size, max_size=size), label="mask")
+    hm = np.asarray(flags, dtype=bool).reshape(shape[:m])
     mask = gp.asarray(hm, device=device)
     assert_close(x[mask], h[hm])
     x[mask] = 2.5
@@ -80,7 +92,7 @@ def test_mask_random(device, shape, data):
 
 
 @pytest.mark.parametrize("key", [
-    lambda a: (a([2, 0, -1]),),
+    lambda a: (a([1, 0, -1]),),
     lambda a: (slice(None), a([1, 1, 0])),
     lambda a: (a([[0, 1], [1, 0]]), slice(None), a([3, 2])),     # not adjacent: dims go first
     lambda a: (slice(None), a([0, 2]), a([[1], [3]])),           # adjacent, broadcast

@@ -17,9 +17,20 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-from grilly.backends.vulkan.variants import SHADER_DIR, SPV_DIR, variants  # noqa: E402
+def _variants_module():
+    """variants.py loaded by path: importing grilly itself would start every backend."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "_grilly_variants", ROOT / "grilly" / "backends" / "vulkan" / "variants.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+_v = _variants_module()
+SHADER_DIR, SPV_DIR, variants = _v.SHADER_DIR, _v.SPV_DIR, _v.variants
 
 
 def source_digest(src: str, flags: list[str]) -> str:

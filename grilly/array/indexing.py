@@ -224,7 +224,8 @@ def _value_buf(x: Array, value, shape: tuple, op: str):
     if isinstance(value, Array):
         common_device(op, x, value)
         if value._dtype is not d:
-            if not dt.can_cast(value._dtype, d):
+            vk = value._dtype.kind
+            if not (dt.can_cast(value._dtype, d) or vk == "b" or (vk in "iu" and d.kind in "fc")):
                 raise TypeError(f"{op}: cannot store values of dtype {value._dtype.name} in an "
                                 f"array of dtype {d.name}")
             vbuf = kernel(dev, "astype")(value._buf, d)
@@ -260,7 +261,7 @@ def _value_buf(x: Array, value, shape: tuple, op: str):
 
 
 def setitem(x: Array, key, value) -> None:
-    """``x[key] = value``: value (an Array or a Python scalar) cast to x's dtype and broadcast."""
+    """``x[key] = value``, value broadcast and cast to x's dtype (safe, bool or int-to-float casts)."""
     op = "__setitem__"
     check_array(x, op)
     skey, vshape, adv = _resolve(x, key, op)

@@ -277,12 +277,13 @@ def _tensordot(g, out, x1, x2, /, *, axes=2):
     gx1 = gx2 = None
     if _rg(x1):
         # g (f1, f2) . x2 over f2 -> (f1, a2-order); then put the axes back in x1's order
+        # x2's remaining axes come in x2's order; each stands for its partner axis of x1
         r = N.tensordot(g, x2, axes=(list(range(n1, n1 + n2)), f2))
-        order = f1 + a1
+        order = f1 + [a1[a2.index(j)] for j in sorted(a2)]
         gx1 = N.permute_dims(r, tuple(order.index(i) for i in range(x1.ndim)))
     if _rg(x2):
         r = N.tensordot(x1, g, axes=(f1, list(range(n1))))
-        order = a2 + f2
+        order = [a2[a1.index(j)] for j in sorted(a1)] + f2
         gx2 = N.permute_dims(r, tuple(order.index(i) for i in range(x2.ndim)))
     return (gx1, gx2)
 
@@ -540,6 +541,148 @@ RULES.update({
 })
 SEQ = frozenset({"concat", "stack"})
 
+
+
+# ---- rules added as the namespace grew ----------------------------------------------------------
+def _tril(g, out, x, /, *, k=0):
+    return (N.tril(g, k=k),)
+
+
+def _triu(g, out, x, /, *, k=0):
+    return (N.triu(g, k=k),)
+
+
+def _pad_axis(g, ax, before: int, after: int):
+    parts = []
+    shape = list(g.shape)
+    for n in (before, after):
+        shape[ax] = n
+        parts.append(N.zeros(tuple(shape), dtype=g.dtype, device=g.device) if n else None)
+    seq = [p for p in (parts[0], g, parts[1]) if p is not None]
+    return N.concat(seq, axis=ax) if len(seq) > 1 else g
+
+
+def _diff(g, out, x, /, *, axis=-1, n=1, prepend=None, append=None):
+    ax = normalize_axis(axis, x.ndim, "backward")
+    for _ in range(n):
+        # out_i = y_{i+1} - y_i, so dy_j = g_{j-1} - g_j
+        g = _pad_axis(g, ax, 1, 0) - _pad_axis(g, ax, 0, 1)
+    start = 0
+    if prepend is not None:
+        start = prepend.shape[ax] if isinstance(prepend, Array) and prepend.ndim else 1
+    return (_slice(g, ax, start, start + x.shape[ax]),)
+
+
+def _cumulative_prod(g, out, x, /, *, axis=None, dtype=None, include_initial=False):
+    ax = 0 if axis is None else normalize_axis(axis, x.ndim, "backward")
+    if include_initial:
+        g, out = _slice(g, ax, 1, None), _slice(out, ax, 1, None)
+    r = N.flip(N.cumulative_sum(N.flip(g * out, axis=ax), axis=ax), axis=ax)
+    return (r / x,)
+
+
+def _take_along_axis(g, out, x, indices, /, *, axis=-1):
+    ax = normalize_axis(axis, x.ndim, "backward")
+    n = x.shape[ax]
+    hit = N.equal(N.expand_dims(indices, axis=-1), N.arange(n, device=g.device))
+    gx = N.sum(N.astype(hit, g.dtype) * N.expand_dims(g, axis=-1), axis=ax)
+    return (N.moveaxis(gx, -1, ax), None)
+
+
+def _repeat(g, out, x, repeats, /, *, axis=None):
+    base = N.reshape(x, (-1,)) if axis is None else x
+    ax = 0 if axis is None else normalize_axis(axis, x.ndim, "backward")
+    idx = N.repeat(N.arange(base.shape[ax], device=g.device), repeats)
+    return (N.reshape(_scatter_add(base, ax, idx, g), x.shape), None)
+
+
+def _meshgrid(g, out, *arrays, indexing="xy"):
+    n = len(arrays)
+    res = []
+    for i, (gi, a) in enumerate(zip(g, arrays)):
+        own = 1 - i if indexing == "xy" and n >= 2 and i < 2 else i
+        res.append(N.sum(gi, axis=tuple(k for k in range(n) if k != own)) if _rg(a) else None)
+    return tuple(res)
+
+
+def _sort(g, out, x, /, *, axis=-1, descending=False, stable=True):
+    idx = N.argsort(x, axis=axis, descending=descending, stable=True)
+    inv = N.argsort(idx, axis=axis, stable=True)
+    return (N.take_along_axis(g, inv, axis=axis),)
+
+
+def _cross(g, out, x1, x2, /, *, axis=-1):
+    return (N.linalg.cross(x2, g, axis=axis) if _rg(x1) else None,
+            N.linalg.cross(g, x1, axis=axis) if _rg(x2) else None)
+
+
+def _diagonal(g, out, x, /, *, offset=0):
+    n, m = x.shape[-2], x.shape[-1]
+    length = g.shape[-1]
+    eye = N.eye(n, m, k=offset, dtype=g.dtype, device=g.device)
+    if offset >= 0:
+        return (N.expand_dims(_pad_axis(g, g.ndim - 1, 0, n - length), axis=-1) * eye,)
+    return (N.expand_dims(_pad_axis(g, g.ndim - 1, 0, m - length), axis=-2) * eye,)
+
+
+def _matrix_power(g, out, x, n, /):
+    if n == 0:
+        return (N.zeros_like(x), None)
+    base = x if n > 0 else N.linalg.inv(x)
+    k = abs(n)
+    bt = _mT(base)
+    powers = [None] * k  # powers[i] = bt ** i
+    powers[0] = N.broadcast_to(N.eye(x.shape[-1], dtype=g.dtype, device=g.device), x.shape)
+    for i in range(1, k):
+        powers[i] = N.matmul(powers[i - 1], bt)
+    gb = N.zeros_like(x)
+    for i in range(k):
+        gb = gb + N.matmul(N.matmul(powers[i], g), powers[k - 1 - i])
+    if n > 0:
+        return (gb, None)
+    return (-N.matmul(N.matmul(bt, gb), bt), None)
+
+
+def _svdvals(g, out, x):
+    u, _, vh = N.linalg.svd(x, full_matrices=False)
+    return (N.matmul(u * N.expand_dims(g, axis=-2), vh),)
+
+
+def _eigvalsh(g, out, x):
+    _, v = N.linalg.eigh(x)
+    return (N.matmul(v * N.expand_dims(g, axis=-2), _mT(v)),)
+
+
+def _matrix_norm_full(g, out, x, /, *, keepdims=False, ord="fro"):
+    if ord == "fro":
+        return _matrix_norm(g, out, x, keepdims=keepdims, ord=ord)
+    ge = g if keepdims else N.expand_dims(N.expand_dims(g, axis=-1), axis=-1)
+    if ord == "nuc":
+        u, _, vh = N.linalg.svd(x, full_matrices=False)
+        return (ge * N.matmul(u, vh),)
+    if ord in (2, -2):
+        u, _, vh = N.linalg.svd(x, full_matrices=False)
+        i = 0 if ord == 2 else -1
+        return (ge * N.matmul(u[..., :, i:i + 1 if i == 0 else None], vh[..., i:i + 1 if i == 0
+                                                                         else None, :]),)
+    if ord in (1, -1, math.inf, -math.inf):
+        ax = -2 if ord in (1, -1) else -1
+        sums = N.sum(N.abs(x), axis=ax, keepdims=True)
+        mask = N.astype(N.equal(sums, N.expand_dims(N.expand_dims(out, axis=-1), axis=-1)
+                                if not keepdims else out), g.dtype)
+        mask = mask / N.sum(mask, axis=-1 if ax == -2 else -2, keepdims=True)
+        return (ge * mask * N.sign(x),)
+    raise NotImplementedError(f"matrix_norm backward: ord={ord!r} is not supported")
+
+
+RULES.update({
+    "tril": (_tril, False), "triu": (_triu, False), "diff": (_diff, False),
+    "cumulative_prod": (_cumulative_prod, True), "take_along_axis": (_take_along_axis, False),
+    "repeat": (_repeat, False), "meshgrid": (_meshgrid, True), "sort": (_sort, False),
+    "linalg.cross": (_cross, False), "linalg.diagonal": (_diagonal, False),
+    "linalg.matrix_power": (_matrix_power, False), "linalg.svdvals": (_svdvals, False),
+    "linalg.eigvalsh": (_eigvalsh, False), "linalg.matrix_norm": (_matrix_norm_full, True),
+})
 
 def rule_names() -> list:
     """Names of every op with a VJP rule."""

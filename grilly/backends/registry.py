@@ -27,11 +27,16 @@ class Registry:
             return
         self._loaded = True
         self.pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
-        if not any(b.name == "cpu" for lst in self.pm.hook.grilly_backends() for b in lst):
-            # running from a source tree that was never pip-installed: no entry points exist
-            from .cpu_numba import plugin
+        found = {b.name for lst in self.pm.hook.grilly_backends() for b in lst or ()}
+        # a source tree that was never pip-installed has no entry points: register the built-ins
+        if "cpu" not in found:
+            from .cpu_numba import plugin as cpu_plugin
 
-            self.pm.register(plugin, name="grilly.cpu_numba")
+            self.pm.register(cpu_plugin, name="grilly.cpu_numba")
+        if "vulkan" not in found:
+            from .vulkan import plugin as vulkan_plugin
+
+            self.pm.register(vulkan_plugin, name="grilly.vulkan")
         self.rebuild()
 
     def register(self, plugin, name: str | None = None) -> None:

@@ -1,2 +1,206 @@
-"""The Array API fft extension."""
-__all__: list = []
+"""The Array API fft extension: transforms are backend kernels (fft_c2c, fft_r2c, fft_c2r,
+fft_roll); hfft/ihfft and the frequency helpers are composed."""
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Literal
+
+from ..array import dtypes as dt
+from ..array.array import Array
+from ..array.core import (as_compute_array, check_array, kernel, normalize_axis, resolve_device,
+                          wrap)
+
+__all__ = ["fft", "fftfreq", "fftn", "fftshift", "hfft", "ifft", "ifftn", "ifftshift", "irfft",
+           "irfftn", "rfft", "rfftfreq", "rfftn"]
+
+_NORMS = ("backward", "ortho", "forward")
+_SWAP = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
+Norm = Literal["backward", "ortho", "forward"]
+
+
+def _complex_of(d: dt.DType) -> dt.DType:
+    return dt.complex64 if d in (dt.float16, dt.float32, dt.complex64) else dt.complex128
+
+
+def _input(x, op: str, real: bool) -> Array:
+    check_array(x, op)
+    if real and x._dtype.kind != "f":
+        raise TypeError(f"{op}: dtype {x._dtype.name} is not supported; expected a real "
+                        "floating-point array")
+    if x._dtype.kind not in "fc":
+        raise TypeError(f"{op}: dtype {x._dtype.name} is not supported; expected a "
+                        "floating-point array")
+    if x.ndim == 0:
+        raise ValueError(f"{op}: x must have at least one dimension")
+    return x
+
+
+def _norm(norm, op: str) -> str:
+    if norm not in _NORMS:
+        raise ValueError(f"{op}: norm must be one of {_NORMS}, got {norm!r}")
+    return norm
+
+
+def _size(n, op: str, arg: str) -> int:
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"{op}: {arg} must be an int, got {n!r}")
+    if n < 1:
+        raise ValueError(f"{op}: {arg} must be at least 1, got {n}")
+    return n
+
+
+def _plan(x: Array, s, axes, op: str, last=None) -> tuple[tuple, tuple]:
+    """Normalized (s, axes); ``last(m)`` gives the default size of the last axis (c2r)."""
+    if axes is None:
+        axes = tuple(range(x.ndim)) if s is None else tuple(range(x.ndim - len(s), x.ndim))
+    if not isinstance(axes, Sequence):
+        raise TypeError(f"{op}: axes must be a sequence of ints, got {axes!r}")
+    axes = tuple(normalize_axis(a, x.ndim, op, "axes") for a in axes)
+    if len(set(axes)) != len(axes):
+        raise ValueError(f"{op}: repeated axis in axes={axes}")
+    if s is None:
+        s = [x.shape[a] for a in axes]
+        if last is not None and axes:
+            s[-1] = last(x.shape[axes[-1]])
+    else:
+        if not isinstance(s, Sequence) or len(s) != len(axes):
+            raise ValueError(f"{op}: s must be a sequence with one size per axis in {axes}")
+        s = [x.shape[a] if v == -1 else _size(v, op, "s") for v, a in zip(s, axes)]
+    for v in s:
+        if v < 1:
+            raise ValueError(f"{op}: invalid number of data points ({v}) along an axis")
+    return tuple(s), axes
+
+
+def _c2c(x, s, axes, norm, op, inverse) -> Array:
+    x = _input(x, op, False)
+    s, axes = _plan(x, s, axes, op)
+    c = _complex_of(x._dtype)
+    xb = as_compute_array(x, c, x._device, op)._buf
+    return wrap(kernel(x._device, "fft_c2c")(xb, s, axes, _norm(norm, op), inverse), c, x._device)
+
+
+def _r2c(x, s, axes, norm, op) -> Array:
+    x = _input(x, op, True)
+    s, axes = _plan(x, s, axes, op)
+    return wrap(kernel(x._device, "fft_r2c")(x._buf, s, axes, _norm(norm, op)),
+                _complex_of(x._dtype), x._device)
+
+
+def _c2r(x, s, axes, norm, op) -> Array:
+    x = _input(x, op, False)
+    s, axes = _plan(x, s, axes, op, last=lambda m: 2 * (m - 1))
+    c = _complex_of(x._dtype)
+    xb = as_compute_array(x, c, x._device, op)._buf
+    return wrap(kernel(x._device, "fft_c2r")(xb, s, axes, _norm(norm, op)),
+                dt.complex_to_real(c), x._device)
+
+
+def fft(x: Array, /, *, n: int | None = None, axis: int = -1, norm: Norm = "backward") -> Array:
+    """One-dimensional discrete Fourier transform along axis."""
+    return _c2c(x, None if n is None else (_size(n, "fft", "n"),), (axis,), norm, "fft", False)
+
+
+def ifft(x: Array, /, *, n: int | None = None, axis: int = -1, norm: Norm = "backward") -> Array:
+    """One-dimensional inverse discrete Fourier transform along axis."""
+    return _c2c(x, None if n is None else (_size(n, "ifft", "n"),), (axis,), norm, "ifft", True)
+
+
+def fftn(x: Array, /, *, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
+         norm: Norm = "backward") -> Array:
+    """n-dimensional discrete Fourier transform over axes."""
+    return _c2c(x, s, axes, norm, "fftn", False)
+
+
+def ifftn(x: Array, /, *, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
+          norm: Norm = "backward") -> Array:
+    """n-dimensional inverse discrete Fourier transform over axes."""
+    return _c2c(x, s, axes, norm, "ifftn", True)
+
+
+def rfft(x: Array, /, *, n: int | None = None, axis: int = -1, norm: Norm = "backward") -> Array:
+    """One-dimensional DFT of real input (non-negative frequencies only)."""
+    return _r2c(x, None if n is None else (_size(n, "rfft", "n"),), (axis,), norm, "rfft")
+
+
+def irfft(x: Array, /, *, n: int | None = None, axis: int = -1, norm: Norm = "backward") -> Array:
+    """Inverse of rfft: real output of length n (default 2 * (m - 1))."""
+    return _c2r(x, None if n is None else (_size(n, "irfft", "n"),), (axis,), norm, "irfft")
+
+
+def rfftn(x: Array, /, *, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
+          norm: Norm = "backward") -> Array:
+    """n-dimensional DFT of real input (last axis halved)."""
+    return _r2c(x, s, axes, norm, "rfftn")
+
+
+def irfftn(x: Array, /, *, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
+           norm: Norm = "backward") -> Array:
+    """Inverse of rfftn: real output of sizes s."""
+    return _c2r(x, s, axes, norm, "irfftn")
+
+
+def hfft(x: Array, /, *, n: int | None = None, axis: int = -1, norm: Norm = "backward") -> Array:
+    """DFT of a signal with Hermitian symmetry (real spectrum of length n)."""
+    x = _input(x, "hfft", False)
+    conj = sys.modules["grilly"].conj
+    c = as_compute_array(x, _complex_of(x._dtype), x._device, "hfft")
+    return irfft(conj(c), n=n, axis=axis, norm=_SWAP[_norm(norm, "hfft")])
+
+
+def ihfft(x: Array, /, *, n: int | None = None, axis: int = -1, norm: Norm = "backward") -> Array:
+    """Inverse of hfft: the Hermitian half-spectrum of real input."""
+    x = _input(x, "ihfft", True)
+    return sys.modules["grilly"].conj(rfft(x, n=n, axis=axis, norm=_SWAP[_norm(norm, "ihfft")]))
+
+
+def _freq_dtype(dtype, op: str) -> dt.DType:
+    d = dt.float64 if dtype is None else dt.as_dtype(dtype, op)
+    if d.kind != "f":
+        raise TypeError(f"{op}: dtype must be a real floating-point dtype, got {d.name}")
+    return d
+
+
+def fftfreq(n: int, /, *, d: float = 1.0, dtype: dt.DType | None = None, device=None) -> Array:
+    """Sample frequencies of an n-point DFT with sample spacing d."""
+    ns = sys.modules["grilly"]
+    n = _size(n, "fftfreq", "n")
+    fd = _freq_dtype(dtype, "fftfreq")
+    dev = resolve_device(device)
+    i = ns.arange(n, dtype=dt.int64, device=dev)
+    # indices from (n + 1) // 2 on are the negative frequencies i - n
+    neg = as_compute_array(ns.greater_equal(i, (n + 1) // 2), dt.int64, dev, "fftfreq")
+    k = ns.subtract(i, ns.multiply(neg, n))
+    return ns.divide(as_compute_array(k, fd, dev, "fftfreq"), float(d * n))
+
+
+def rfftfreq(n: int, /, *, d: float = 1.0, dtype: dt.DType | None = None, device=None) -> Array:
+    """Non-negative sample frequencies of an n-point real DFT with sample spacing d."""
+    ns = sys.modules["grilly"]
+    n = _size(n, "rfftfreq", "n")
+    fd = _freq_dtype(dtype, "rfftfreq")
+    return ns.divide(ns.arange(n // 2 + 1, dtype=fd, device=resolve_device(device)), float(d * n))
+
+
+def _shift(x, axes, op: str, sign: int) -> Array:
+    check_array(x, op)
+    if axes is None:
+        axes = tuple(range(x.ndim))
+    elif isinstance(axes, int) and not isinstance(axes, bool):
+        axes = (axes,)
+    elif not isinstance(axes, Sequence):
+        raise TypeError(f"{op}: axes must be an int, a sequence of ints or None, got {axes!r}")
+    axes = tuple(normalize_axis(a, x.ndim, op, "axes") for a in axes)
+    shifts = tuple(sign * (x.shape[a] // 2) for a in axes)
+    return wrap(kernel(x._device, "fft_roll")(x._buf, shifts, axes), x._dtype, x._device)
+
+
+def fftshift(x: Array, /, *, axes: int | Sequence[int] | None = None) -> Array:
+    """Shift the zero-frequency component to the center of the spectrum."""
+    return _shift(x, axes, "fftshift", 1)
+
+
+def ifftshift(x: Array, /, *, axes: int | Sequence[int] | None = None) -> Array:
+    """Inverse of fftshift."""
+    return _shift(x, axes, "ifftshift", -1)

@@ -13,7 +13,7 @@ from ..array.core import (as_compute_array, broadcast_shapes, check_array, commo
 from ..array.linear_algebra import matmul, matrix_transpose, numeric_pair, tensordot, vecdot
 
 __all__ = [
-    "EighResult", "QRResult", "SVDResult", "SlogdetResult", "cholesky", "cross", "det",
+    "EigResult", "EighResult", "QRResult", "SVDResult", "SlogdetResult", "cholesky", "cross", "det",
     "diagonal", "eig", "eigh", "eigvals", "eigvalsh", "inv", "matmul", "matrix_norm",
     "matrix_power", "matrix_rank", "matrix_transpose", "outer", "pinv", "qr", "slogdet", "solve",
     "svd", "svdvals", "tensordot", "trace", "vecdot", "vector_norm",
@@ -316,7 +316,7 @@ def solve(x1: Array, x2: Array, /) -> Array:
     m = a.shape[-1]
     vec = b.ndim == 1
     bbuf = kernel(dev, "reshape")(b._buf, (m, 1)) if vec and b.shape[0] == m else b._buf
-    if b.ndim == 0 or bbuf.shape[-2] != m:
+    if len(bbuf.shape) < 2 or bbuf.shape[-2] != m:
         raise ValueError(f"solve: x2 of shape {b.shape} does not match x1 of shape {a.shape}; "
                          f"expected (M,) or (..., M, K) with M={m}")
     batch = broadcast_shapes(a.shape[:-2], tuple(bbuf.shape[:-2]), op="solve")

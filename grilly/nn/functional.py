@@ -413,8 +413,9 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode: bool = Fal
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False):
     """Maximum over each window of (N, C, L)."""
     one = lambda v: (1, _pair(v, 1, "argument", "max_pool1d")[0])  # noqa: E731
+    pd = (0, _pair(padding, 1, "padding", "max_pool1d")[0])
     y = max_pool2d(gp.expand_dims(input, axis=-2), one(kernel_size),
-                   None if stride is None else one(stride), (0, _pair(padding, 1, "padding", "max_pool1d")[0]),
+                   None if stride is None else one(stride), pd,
                    one(dilation), ceil_mode)
     return gp.squeeze(y, axis=-2)
 
@@ -423,8 +424,9 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode: bool = Fal
                count_include_pad: bool = True):
     """Mean over each window of (N, C, L)."""
     one = lambda v: (1, _pair(v, 1, "argument", "avg_pool1d")[0])  # noqa: E731
+    pd = (0, _pair(padding, 1, "padding", "avg_pool1d")[0])
     y = avg_pool2d(gp.expand_dims(input, axis=-2), one(kernel_size),
-                   None if stride is None else one(stride), (0, _pair(padding, 1, "padding", "avg_pool1d")[0]),
+                   None if stride is None else one(stride), pd,
                    ceil_mode, count_include_pad)
     return gp.squeeze(y, axis=-2)
 
@@ -624,6 +626,11 @@ def cross_entropy(input, target, weight=None, ignore_index: int = -100, reductio
         if reduction == "mean":
             return gp.sum(loss) / float(max(input.size // c, 1))
         return _reduce(loss, reduction, "cross_entropy")
+    exp_shape = input.shape[:cax] + input.shape[cax + 1:]
+    if tuple(target.shape) != tuple(exp_shape):
+        raise ValueError(f"cross_entropy: target shape {target.shape} does not match input shape "
+                         f"{input.shape} (expected {exp_shape} class indices or {input.shape} "
+                         "probabilities)")
     nll = nll_loss(logp, target, weight, ignore_index, reduction)
     if label_smoothing == 0:
         return nll

@@ -1,1 +1,253 @@
-"""Counter-based random numbers, identical on every backend."""
+"""Counter-based random numbers (Philox4x32-10), identical on every backend.
+
+A ``Generator`` holds a 64-bit key (the seed) and a 64-bit block counter. Each call draws the
+blocks ``counter .. counter + m - 1`` (four uint32 words each), computed with namespace
+integer ops on the target device, and advances the counter by ``m``: the same seed and the
+same sequence of calls give the same words, and so the same uniform, integer, bernoulli and
+permutation results, on every device. ``normal`` goes through log/sqrt/cos, so it matches
+across devices up to each device's rounding of those functions.
+"""
+from __future__ import annotations
+
+import math
+import sys
+
+from .philox import philox4x32
+
+__all__ = ["Generator", "bernoulli", "default_generator", "get_state", "integers", "normal",
+           "permutation", "philox4x32", "random_raw", "seed", "set_state", "uniform"]
+
+
+def _ns():
+    return sys.modules["grilly"]
+
+
+def _shape(shape, op: str) -> tuple:
+    if isinstance(shape, int) and not isinstance(shape, bool):
+        shape = (shape,)
+    try:
+        shape = tuple(int(s.__index__()) for s in shape)
+    except (TypeError, AttributeError):
+        raise TypeError(f"{op}: shape must be an int or a tuple of ints, got {shape!r}") from None
+    if any(s < 0 for s in shape):
+        raise ValueError(f"{op}: negative dimension in shape {shape}")
+    return shape
+
+
+def _size(shape) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _float_dtype(dtype, op: str):
+    ns = _ns()
+    d = ns.float32 if dtype is None else dtype
+    if d not in (ns.float16, ns.float32, ns.float64):
+        raise TypeError(f"{op}: dtype must be a real floating dtype, got {getattr(d, 'name', d)}")
+    return d
+
+
+def _device(device):
+    from ..array.core import resolve_device
+
+    return resolve_device(device)
+
+
+class Generator:
+    """A Philox4x32-10 stream: ``seed`` is the key, the counter advances with every draw."""
+
+    def __init__(self, seed: int = 0) -> None:
+        self.manual_seed(seed)
+
+    def manual_seed(self, seed: int) -> "Generator":
+        """Restart the stream with key ``seed`` (an int in [0, 2**64))."""
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise TypeError(f"Generator.manual_seed: seed must be an int, got {type(seed).__name__}")
+        if not 0 <= seed < 2 ** 64:
+            raise ValueError(f"Generator.manual_seed: seed must be in [0, 2**64), got {seed}")
+        self._key = seed
+        self._counter = 0
+        return self
+
+    @property
+    def seed(self) -> int:
+        return self._key
+
+    def get_state(self) -> tuple:
+        """(seed, counter): everything that determines the next numbers."""
+        return (self._key, self._counter)
+
+    def set_state(self, state) -> None:
+        """Restore a state from ``get_state``."""
+        key, counter = state
+        self.manual_seed(int(key))
+        self._counter = int(counter)
+
+    # ---- raw words ----------------------------------------------------------------------------
+    def _blocks(self, m: int, device):
+        ns = _ns()
+        dev = _device(device)
+        start = self._counter
+        self._counter = (start + m) % 2 ** 64
+        lo, hi = start & 0xFFFFFFFF, start >> 32
+        i = ns.arange(m, dtype=ns.uint32, device=dev)
+        c0 = i + lo
+        # the block index is 64-bit: carry into the high word when the low one wraps
+        c1 = ns.astype(c0 < lo, ns.uint32) + (hi & 0xFFFFFFFF) if lo else ns.full(
+            (m,), hi & 0xFFFFFFFF, dtype=ns.uint32, device=dev)
+        z = ns.zeros((m,), dtype=ns.uint32, device=dev)
+        return philox4x32(c0, c1, z, z, self._key & 0xFFFFFFFF, self._key >> 32)
+
+    def random_raw(self, n: int, *, device=None):
+        """``n`` uint32 words of the stream (1-D)."""
+        ns = _ns()
+        words = self._blocks(-(-n // 4), device)
+        return ns.reshape(ns.stack(words, axis=1), (-1,))[:n]
+
+    def _unit(self, shape, dtype, device, op):
+        """Uniform floats in [0, 1) of ``dtype``: 24 random bits for float32 and below, 53 for
+        float64 (exact, so identical on every device)."""
+        ns = _ns()
+        shape = _shape(shape, op)
+        n = _size(shape)
+        if dtype is ns.float64:
+            w = self.random_raw(2 * n, device=device)
+            a = ns.astype(w[0::2] >> 5, ns.float64)
+            b = ns.astype(w[1::2] >> 6, ns.float64)
+            u = (a * 67108864.0 + b) * (1.0 / 9007199254740992.0)
+        else:
+            w = self.random_raw(n, device=device)
+            u = ns.astype(ns.astype(w >> 8, ns.float32) * (1.0 / 16777216.0), dtype)
+        return ns.reshape(u, shape)
+
+    # ---- distributions -----------------------------------------------------------------------
+    def uniform(self, low: float = 0.0, high: float = 1.0, shape=(), *, dtype=None,
+                device=None):
+        """Uniform floats in [low, high)."""
+        d = _float_dtype(dtype, "uniform")
+        if not high >= low:
+            raise ValueError(f"uniform: high ({high}) must be >= low ({low})")
+        u = self._unit(shape, d, device, "uniform")
+        if low == 0.0 and high == 1.0:
+            return u
+        return u * (high - low) + low
+
+    def normal(self, mean: float = 0.0, std: float = 1.0, shape=(), *, dtype=None,
+               device=None):
+        """Normal floats (Box-Muller over pairs of uniforms, computed in float64 for float64
+        and in float32 otherwise)."""
+        ns = _ns()
+        d = _float_dtype(dtype, "normal")
+        if std < 0:
+            raise ValueError(f"normal: std must be >= 0, got {std}")
+        shape = _shape(shape, "normal")
+        n = _size(shape)
+        dev = _device(device)
+        cd = ns.float64 if d is ns.float64 else ns.float32
+        m = -(-n // 2)
+        u = self._unit((2, m), cd, dev, "normal")
+        r = ns.sqrt(-2.0 * ns.log1p(-u[0]))  # 1 - u in (0, 1]: log never sees 0
+        t = (2.0 * math.pi) * u[1]
+        z = ns.reshape(ns.stack([r * ns.cos(t), r * ns.sin(t)], axis=1), (-1,))[:n]
+        z = ns.reshape(z, shape) * std + mean
+        return z if cd is d else ns.astype(z, d)
+
+    def integers(self, low: int, high: int | None = None, shape=(), *, dtype=None,
+                 device=None):
+        """Integers in [low, high) (or [0, low) with one bound): the high word of a 32x32
+        multiply, so the bias is below range/2**32; ranges must fit in 32 bits."""
+        ns = _ns()
+        if high is None:
+            low, high = 0, low
+        if high <= low:
+            raise ValueError(f"integers: high ({high}) must be > low ({low})")
+        r = high - low
+        if r > 2 ** 32:
+            raise ValueError(f"integers: the range high - low must be at most 2**32, got {r}")
+        d = ns.int64 if dtype is None else dtype
+        if d.kind not in "iu":
+            raise TypeError(f"integers: dtype must be an integer dtype, got {d.name}")
+        shape = _shape(shape, "integers")
+        w = self.random_raw(_size(shape), device=device)
+        v = (ns.astype(w, ns.uint64) * r) >> 32
+        out = ns.astype(v, ns.int64) + low
+        return ns.reshape(out if d is ns.int64 else ns.astype(out, d), shape)
+
+    def bernoulli(self, p=0.5, shape=None, *, dtype=None, device=None):
+        """1 with probability ``p`` (a float or an Array of probabilities), else 0."""
+        ns = _ns()
+        d = _float_dtype(dtype, "bernoulli")
+        if isinstance(p, ns.Array):
+            shape = p.shape if shape is None else shape
+            device = p.device if device is None else device
+        elif not 0.0 <= p <= 1.0:
+            raise ValueError(f"bernoulli: p must be in [0, 1], got {p}")
+        u = self._unit(() if shape is None else shape, ns.float64 if d is ns.float64
+                       else ns.float32, device, "bernoulli")
+        return ns.astype(u < p, d)
+
+    def permutation(self, x, *, device=None):
+        """A random permutation of ``range(x)`` (an int) or of ``x``'s first axis (an Array)."""
+        ns = _ns()
+        if isinstance(x, ns.Array):
+            if x.ndim == 0:
+                raise ValueError("permutation: needs an array of at least one dimension")
+            perm = self.permutation(x.shape[0], device=x.device)
+            return ns.take(x, perm, axis=0)
+        n = int(x)
+        if n < 0:
+            raise ValueError(f"permutation: n must be >= 0, got {n}")
+        keys = self.random_raw(2 * n, device=device)
+        # 64-bit keys, so ties (which a stable sort would break by position) are rarer than 2**-40
+        k = (ns.astype(keys[0::2], ns.uint64) << 32) | ns.astype(keys[1::2], ns.uint64)
+        return ns.astype(ns.argsort(k), ns.int64)
+
+
+default_generator = Generator(0)
+
+
+def seed(n: int) -> None:
+    """Reseed the default generator."""
+    default_generator.manual_seed(n)
+
+
+def get_state() -> tuple:
+    """The default generator's state."""
+    return default_generator.get_state()
+
+
+def set_state(state) -> None:
+    """Restore the default generator's state."""
+    default_generator.set_state(state)
+
+
+def random_raw(n: int, *, device=None):
+    """Raw uint32 words from the default generator."""
+    return default_generator.random_raw(n, device=device)
+
+
+def uniform(low: float = 0.0, high: float = 1.0, shape=(), *, dtype=None, device=None):
+    """Uniform floats in [low, high) from the default generator."""
+    return default_generator.uniform(low, high, shape, dtype=dtype, device=device)
+
+
+def normal(mean: float = 0.0, std: float = 1.0, shape=(), *, dtype=None, device=None):
+    """Normal floats from the default generator."""
+    return default_generator.normal(mean, std, shape, dtype=dtype, device=device)
+
+
+def integers(low: int, high: int | None = None, shape=(), *, dtype=None, device=None):
+    """Integers in [low, high) from the default generator."""
+    return default_generator.integers(low, high, shape, dtype=dtype, device=device)
+
+
+def bernoulli(p=0.5, shape=None, *, dtype=None, device=None):
+    """Bernoulli draws from the default generator."""
+    return default_generator.bernoulli(p, shape, dtype=dtype, device=device)
+
+
+def permutation(x, *, device=None):
+    """A random permutation from the default generator."""
+    return default_generator.permutation(x, device=device)

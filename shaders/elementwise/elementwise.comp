@@ -38,7 +38,7 @@ float expm1_(float x) {
 float log1p_(float x) {
     float u = 1.0 + x;
     if (u == 1.0) return x;
-    if (isinf(u)) return u;
+    if (isinf(u)) return log(u);
     return log(u) * x / (u - 1.0);
 }
 float pow_(float x, float y) {
@@ -63,10 +63,24 @@ float pow_(float x, float y) {
     }
     return pow(x, y);
 }
+// Cephes atanf: the GLSL atan of some drivers (lavapipe) is only good to 1e-4
+float atan_(float x) {
+    float a = abs(x), y = 0.0;
+    if (a > 2.414213562373095) { y = 1.5707963267948966; a = -1.0 / a; }
+    else if (a > 0.4142135623730950) { y = 0.7853981633974483; a = (a - 1.0) / (a + 1.0); }
+    float z = a * a;
+    y += (((8.05374449538e-2 * z - 1.38776856032e-1) * z + 1.99777106478e-1) * z
+          - 3.33329491539e-1) * z * a + a;
+    return isnan(x) ? x : copysign_(y, x);
+}
 float atan2_(float y, float x) {
+    if (isnan(x) || isnan(y)) return x + y;
     if (x == 0.0 && y == 0.0) return signbit_(x) ? copysign_(3.14159265358979, y) : y;
     if (isinf(x) && isinf(y)) return copysign_(x > 0.0 ? 0.78539816339745 : 2.35619449019234, y);
-    return atan(y, x);
+    if (x == 0.0 || isinf(y)) return copysign_(1.5707963267948966, y);
+    float r = atan_(y / x);
+    if (x < 0.0) r += signbit_(y) ? -3.14159265358979 : 3.14159265358979;
+    return r;
 }
 float logaddexp_(float a, float b) {
     if (a == b) return a + 0.69314718055994531;
@@ -131,11 +145,12 @@ TC un(TC x) {
     case OP_RECIPROCAL: return TC(1) / x;
 #endif
 #if IS_F32
-    case OP_ACOS: return acos(x);
+    // via atan: the GLSL acos/asin of some drivers (lavapipe) are only good to 1e-4
+    case OP_ACOS: return abs(x) > 1.0 ? uintBitsToFloat(0x7fc00000u) : 2.0 * atan2_(sqrt(1.0 - x), sqrt(1.0 + x));
     case OP_ACOSH: return acosh(x);
-    case OP_ASIN: return asin(x);
+    case OP_ASIN: return abs(x) > 1.0 ? uintBitsToFloat(0x7fc00000u) : atan2_(x, sqrt((1.0 - x) * (1.0 + x)));
     case OP_ASINH: return x < 0.0 ? -asinh(-x) : asinh(x);
-    case OP_ATAN: return atan(x);
+    case OP_ATAN: return atan_(x);
     case OP_ATANH: return atanh(x);
     case OP_COS: return cos(x);
     case OP_COSH: return cosh(x);
@@ -209,9 +224,14 @@ TC bin(TC x, TC y) {
     case OP_REMAINDER: {
         if (y == TC(0) || isinf(x) || isnan(y)) return TC(0) / TC(0) + x;
         if (isinf(y)) return (x == TC(0) || (x < TC(0)) == (y < TC(0))) ? x : y;
+#if IS_F64
         TC r = x - y * floor(x / y);
+#else
+        // in double: q*y of two floats is exact there (the float32 variant needs shaderFloat64)
+        TC r = TC(double(x) - double(y) * floor(double(x) / double(y)));
+#endif
         if (r != TC(0) && ((r < TC(0)) != (y < TC(0)))) r += y;
-        if (abs(r) >= abs(y)) r = TC(0);
+        if (abs(r) >= abs(y)) r -= y;
         return r == TC(0) ? copysign_(TC(0), y) : r;
     }
     case OP_COPYSIGN: return copysign_(x, y);

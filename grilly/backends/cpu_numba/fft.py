@@ -3,8 +3,18 @@
 from __future__ import annotations
 
 import numpy as np
-import scipy.fft as sfft
 from numba import config
+
+
+class _LazyScipyFFT:
+    # importing scipy.fft costs ~0.4 s; pay it on the first transform, not at start-up
+    def __getattr__(self, name):
+        import scipy.fft
+
+        return getattr(scipy.fft, name)
+
+
+sfft = _LazyScipyFFT()
 
 _WORKERS = config.NUMBA_NUM_THREADS
 

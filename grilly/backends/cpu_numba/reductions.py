@@ -8,13 +8,42 @@ to numpy's pairwise summation. Axis reductions see the input as (outer, reduced,
 """
 from __future__ import annotations
 
+import time
+
+import numba
 import numpy as np
 
 from . import jit
 from .pool import pool
 
+# Threads stop paying when another process holds a core: a parallel region whose second thread
+# waits for a time slice is several times slower than one thread streaming the data. A parallel
+# call slower than one thread would have been switches big reductions to serial for a while.
+SERIAL_BYTES_PER_S = 20e9
+_serial_until = [0.0]
+
+
+def use_threads(n: int) -> bool:
+    """Whether a reduction over ``n`` elements should run its parallel variant."""
+    return n >= jit.PARALLEL_MIN and time.monotonic() >= _serial_until[0]
+
+
+def par(fn, tasks: int, nbytes: int, *args):
+    """Call the parallel kernel ``fn`` (``tasks`` prange iterations, handed out in about 32
+    dynamic chunks) and back off to serial kernels for 2 s when it ran slower than one thread."""
+    old = numba.set_parallel_chunksize(max(1, tasks // 32))
+    t0 = time.perf_counter()
+    try:
+        return fn(*args)
+    finally:
+        numba.set_parallel_chunksize(old)
+        if time.perf_counter() - t0 > nbytes / SERIAL_BYTES_PER_S + 2e-4:
+            _serial_until[0] = time.monotonic() + 2.0
+
+
+CHUNK, COLS = 1 << 16, 512  # elements per parallel task of a full reduction; columns per task
+
 _TEMPLATE = '''
-import numba
 import numpy as np
 from numba import njit, prange
 from grilly.backends.cpu_numba.reduce_ops import fmaximum, fminimum  # noqa: F401
@@ -22,8 +51,8 @@ from grilly.backends.cpu_numba.reduce_ops import fmaximum, fminimum  # noqa: F40
 OUT = np.{out}
 WIDE = np.{wide}
 B = 4096
-CHUNK = 1 << 16
-COLS = 512
+CHUNK = {chunk}
+COLS = {cols}
 _o = dict(cache=True, nogil=True, error_model="numpy")
 _fm = dict(_o, fastmath={fm})
 
@@ -57,12 +86,9 @@ def p_flat(a):
     n = a.shape[0]
     nc = (n + CHUNK - 1) // CHUNK
     parts = np.empty(nc, WIDE)
-    # dynamic chunks: on a shared machine a statically split loop waits for its slowest thread
-    cs = max(1, nc // 32)
-    with numba.parallel_chunksize(cs):
-        for c in prange(nc):
-            lo = c * CHUNK
-            parts[c] = s_flat(a[lo:min(lo + CHUNK, n)])
+    for c in prange(nc):
+        lo = c * CHUNK
+        parts[c] = s_flat(a[lo:min(lo + CHUNK, n)])
     acc = WIDE({ident})
     for c in range(nc):
         acc = comb(acc, parts[c])
@@ -77,10 +103,8 @@ def s_rows(x, out):
 
 @njit(parallel=True, **_o)
 def p_rows(x, out):
-    cs = max(1, x.shape[0] // 32)
-    with numba.parallel_chunksize(cs):
-        for o in prange(x.shape[0]):
-            out[o] = OUT(s_flat(x[o]))
+    for o in prange(x.shape[0]):
+        out[o] = OUT(s_flat(x[o]))
 
 
 @njit(**_o)
@@ -107,10 +131,8 @@ def s_cols(x, out):
 @njit(parallel=True, **_o)
 def p_cols(x, out):
     nt = x.shape[0] * ((x.shape[2] + COLS - 1) // COLS)
-    cs = max(1, nt // 32)
-    with numba.parallel_chunksize(cs):
-        for t in prange(nt):
-            _cols(x, out, t)
+    for t in prange(nt):
+        _cols(x, out, t)
 '''
 
 # op: (identity by input kind, fast block step, combine, element load, fastmath for floats)
@@ -149,7 +171,8 @@ def _module(op: str, ind: np.dtype, out: np.dtype):
     ident, fast, comb, load, fm = _OPS[op]
     floaty = ind.kind in "fc"
     mm = {"max": "fmaximum", "min": "fminimum"} if floaty else {"max": "max", "min": "min"}
-    src = _TEMPLATE.format(out=_npname(out), wide=_npname(_wide(op, out)), ident=_ident(op, ind),
+    src = _TEMPLATE.format(chunk=CHUNK, cols=COLS, out=_npname(out), wide=_npname(_wide(op, out)),
+                           ident=_ident(op, ind),
                            fast=fast.format(**mm), comb=comb.format(**mm),
                            load_cols=load.format(e="x[o, r, j]"),
                            fm=repr(fm) if floaty else "False")
@@ -199,22 +222,28 @@ def _reduce_kernel(op: str):
         m = _module(op, cin, cout)
         x = _view3(buf, axes)
         outer, red, inner = x.shape
-        par = x.size >= jit.PARALLEL_MIN
+        parallel = use_threads(x.size)
+        nb = x.nbytes
         if inner == 1:
             x2 = x.reshape(outer, red)
             if outer == 1:
-                v = (m.p_flat if par else m.s_flat)(x2[0])
+                v = par(m.p_flat, red // CHUNK, nb, x2[0]) if parallel else m.s_flat(x2[0])
                 res = np.array([v]).astype(cout)
             else:
                 res = np.empty(outer, cout)
-                if par and outer < 8:
+                if parallel and outer < 8:
                     for o in range(outer):
-                        res[o] = m.p_flat(x2[o])
+                        res[o] = par(m.p_flat, red // CHUNK, nb // outer, x2[o])
+                elif parallel:
+                    par(m.p_rows, outer, nb, x2, res)
                 else:
-                    (m.p_rows if par else m.s_rows)(x2, res)
+                    m.s_rows(x2, res)
         else:
             res = np.empty((outer, inner), cout)
-            (m.p_cols if par else m.s_cols)(x, res)
+            if parallel:
+                par(m.p_cols, outer * -(-inner // COLS), nb, x, res)
+            else:
+                m.s_cols(x, res)
         out = pool.empty(shape, outd)
         np.copyto(out.reshape(-1), res.reshape(-1), casting="unsafe")
         return out
@@ -277,8 +306,10 @@ def _cumulative_kernel(op: str, sym: str, ident: str):
         if res.size and x.shape[1]:
             m = jit.module(f"cum_{op}_{cin.name}_{cout.name}",
                            _CUM.format(out=_npname(cout), sym=sym, ident=ident))
-            par = x.size >= jit.PARALLEL_MIN and x.shape[0] >= 2
-            (m.p_cum if par else m.s_cum)(x, res, int(include_initial))
+            if use_threads(x.size) and x.shape[0] >= 2:
+                par(m.p_cum, x.shape[0], 4 * x.nbytes, x, res, int(include_initial))
+            else:
+                m.s_cum(x, res, int(include_initial))
         elif res.size:
             res[...] = np.asarray(int(ident), cout)
         np.copyto(out, res.reshape(out.shape), casting="unsafe")
@@ -340,8 +371,10 @@ def _arg_kernel(op: str, cmp: str):
                 else tuple(s for i, s in enumerate(buf.shape) if i != axis)
         res = np.empty((x.shape[0], x.shape[2]), np.int64)
         m = jit.module(f"{op}_{x.dtype.name}", _ARG.format(cmp=cmp))
-        par = x.size >= jit.PARALLEL_MIN and x.shape[0] >= 2
-        (m.p_arg if par else m.s_arg)(x, res)
+        if use_threads(x.size) and x.shape[0] >= 2:
+            par(m.p_arg, x.shape[0], 2 * x.nbytes, x, res)
+        else:
+            m.s_arg(x, res)
         out = pool.empty(shape, np.dtype(np.int64))
         out.reshape(-1)[...] = res.reshape(-1)
         return out

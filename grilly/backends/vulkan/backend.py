@@ -1,0 +1,124 @@
+"""The Vulkan backend: one grilly Device per physical device (``vulkan:0``, ...)."""
+from __future__ import annotations
+
+import functools
+import os
+
+from ..base import Backend, Device
+from . import runtime
+
+_KIND_BY_DTYPE = {"float64": "shaderFloat64", "int64": "shaderInt64", "uint64": "shaderInt64",
+                  "float16": "storageBuffer16BitAccess"}
+
+
+class _Kernels(dict):
+    """A device's kernel table that binds creation kernels (which take no buffer) to it."""
+
+    def __init__(self, device):
+        super().__init__()
+        self._device = device
+
+    def update(self, table=(), **kw):
+        from .kernels import CREATION
+
+        dev = self._device
+        for name, fn in dict(table, **kw).items():
+            if CREATION.get(name) is fn:
+                fn = functools.partial(_with_ctx, fn, dev)
+                fn.__name__ = name
+            self[name] = fn
+
+
+def _with_ctx(fn, dev, *args):
+    return fn(dev.ctx, *args)
+
+
+class VulkanDevice(Device):
+    """A grilly Device on one Vulkan physical device; its logical device starts on first use."""
+
+    def __init__(self, backend, index: int, phys):
+        super().__init__(backend, index, f"{phys.name} ({runtime.TYPE_NAMES.get(phys.type)})")
+        self.phys = phys
+        self.rank = runtime.RANK.get(phys.type, 0)
+        self._ctx = None
+        self.kernels = _Kernels(self)
+
+    @property
+    def ctx(self):
+        if self._ctx is None:
+            self._ctx = runtime.Context(self.phys)
+        return self._ctx
+
+
+def _selected(phys: list) -> int | None:
+    """The physical device VK_GPU_INDEX or VK_GPU_NAME (a name substring) asks for."""
+    idx = os.environ.get("VK_GPU_INDEX", "").strip()
+    if idx.isdigit() and int(idx) < len(phys):
+        return int(idx)
+    name = os.environ.get("VK_GPU_NAME", "").strip().lower()
+    if name:
+        for i, p in enumerate(phys):
+            if name in p.name.lower():
+                return i
+    return None
+
+
+class VulkanBackend(Backend):
+    """Compute shaders (SPIR-V built from shaders/) on every usable Vulkan device."""
+
+    name = "vulkan"
+    single_device = False
+    # default device = max(priority + rank): a discrete (10) or integrated (8) GPU beats the
+    # cpu backend (priority 10); lavapipe (rank 0) does not
+    priority = 5
+
+    def __init__(self):
+        self.unavailable_reason = ""
+        self._devices = None
+
+    def devices(self) -> list[Device]:
+        if self._devices is None:
+            self._devices = self._probe()
+        return self._devices
+
+    def _probe(self) -> list:
+        if runtime.IMPORT_ERROR:
+            self.unavailable_reason = runtime.IMPORT_ERROR
+            return []
+        try:
+            inst = runtime.Instance()
+        except Exception as e:
+            self.unavailable_reason = f"no Vulkan driver could start ({e})"
+            return []
+        self.instance = inst
+        usable, why = [], []
+        for p in inst.physical:
+            miss = p.missing()
+            (why.append(f"{p.name} lacks {', '.join(miss)}") if miss else usable.append(p))
+        if not usable:
+            self.unavailable_reason = "; ".join(why) or "the Vulkan loader reports no device"
+        devs = [VulkanDevice(self, i, p) for i, p in enumerate(usable)]
+        sel = _selected(usable)
+        if sel is not None:
+            devs[sel].rank += 100  # the user's choice becomes `vulkan` and the default device
+        return devs
+
+    def kernels(self) -> dict:
+        from .kernels import CREATION, STORAGE, elementwise
+
+        return {**CREATION, **STORAGE, **elementwise()}
+
+    def supports_dtype(self, device: Device, dtype) -> bool:
+        if dtype.kind == "c":
+            return False
+        feat = _KIND_BY_DTYPE.get(dtype.name)
+        return feat is None or device.phys.features.get(feat, False)
+
+    def info(self, device: Device) -> dict:
+        from .recorder import stats
+
+        out = device.phys.info()
+        if device._ctx is not None:
+            out.update(pool_held_bytes=device._ctx.pool.held, pool_live_bytes=device._ctx.pool.live,
+                       **stats)
+        return out

@@ -1,0 +1,273 @@
+"""Storage and elementwise kernels of the Vulkan backend, with the CPU backend's calling
+conventions (docs/architecture.md). Creation kernels take the device first; the backend binds
+it per device (see VulkanDevice)."""
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+
+from ...array.elementwise import BINARY, UNARY
+from .memory import Buffer, contiguous_strides
+from .recorder import stats
+from .variants import op_codes
+
+MAXD = 5
+_PC = struct.Struct(f"<I4i{MAXD}i{4 * MAXD}i")
+
+PREDICATES = {"isfinite", "isinf", "isnan", "signbit", "equal", "not_equal", "less",
+              "less_equal", "greater", "greater_equal"}
+# GLSL has no float64 transcendentals; float16 computes in float32, where nextafter is wrong
+_F32_ONLY = {"acos", "acosh", "asin", "asinh", "atan", "atanh", "cos", "cosh", "sin", "sinh",
+             "tan", "tanh", "exp", "expm1", "log", "log1p", "log2", "log10", "pow", "atan2",
+             "logaddexp"}
+UNSUPPORTED = {**{op: {"float64"} for op in _F32_ONLY}, "nextafter": {"float16"}}
+
+
+def _unsupported(op: str, dtype, ctx) -> NotImplementedError:
+    return NotImplementedError(
+        f"{op}: dtype {dtype.name} is not supported on Vulkan device {ctx.phys.name!r} "
+        "(GLSL has no float64 transcendental functions); use float32 or the cpu device")
+
+
+# ---- launching ------------------------------------------------------------------------------
+def bcast_strides(buf: Buffer, shape: tuple) -> list:
+    """``buf``'s element strides once broadcast to ``shape`` (0 along broadcast axes)."""
+    pad = len(shape) - len(buf.shape)
+    out = [0] * pad
+    for s, st, o in zip(buf.shape, buf.strides, shape[pad:]):
+        out.append(0 if s == 1 and o != 1 else st)
+    return out
+
+
+def collapse(shape: tuple, strides: list[list]) -> tuple[list, list[list]]:
+    """Drop unit axes and merge axes every operand walks contiguously; fewer axes, less index math."""
+    dims = [(s, [st[i] for st in strides]) for i, s in enumerate(shape) if s != 1]
+    if not dims:
+        return [1], [[0] for _ in strides]
+    merged = [dims[0]]
+    for s, sts in dims[1:]:
+        ps, psts = merged[-1]
+        if all(p == q * s for p, q in zip(psts, sts)):
+            merged[-1] = (ps * s, sts)
+        else:
+            merged.append((s, sts))
+    return [s for s, _ in merged], [[m[1][k] for m in merged] for k in range(len(strides))]
+
+
+def launch(ctx, variant: str, op: int, bufs: list, shape: tuple, name: str) -> None:
+    """Record one strided elementwise dispatch: bufs[0] (written) and inputs over ``shape``."""
+    n = 1
+    for s in shape:
+        n *= s
+    if n == 0:
+        return
+    if n >= 2**31:
+        raise ValueError(f"{name}: {n} elements exceed the Vulkan backend's 2**31 limit")
+    dims, sts = collapse(tuple(shape), [bcast_strides(b, shape) for b in bufs])
+    offs = [b.offset for b in bufs]
+    _launch(ctx, ctx.pipeline(variant, (op, min(len(dims), MAXD))), bufs, dims, sts, offs)
+
+
+def _launch(ctx, pipe, bufs, dims, sts, offs) -> None:
+    nd = len(dims)
+    if nd > MAXD:
+        # layouts no merging can flatten: one dispatch per index of the leading axis
+        for i in range(dims[0]):
+            _launch(ctx, pipe, bufs, dims[1:], [s[1:] for s in sts],
+                    [o + i * s[0] for o, s in zip(offs, sts)])
+        return
+    n = 1
+    for s in dims:
+        n *= s
+    offs = list(offs) + [0] * (4 - len(offs))
+    flat = []
+    for k in range(4):
+        row = sts[k] if k < len(sts) else []
+        flat += row + [0] * (MAXD - len(row))
+    pc = _PC.pack(n, *offs, *dims, *([0] * (MAXD - nd)), *flat)
+    ctx.recorder.dispatch(pipe, bufs, pc, n)
+
+
+def new_buffer(ctx, shape: tuple, dtype) -> Buffer:
+    shape = tuple(int(s) for s in shape)
+    n = 1
+    for s in shape:
+        n *= s
+    return Buffer(ctx, ctx.pool.alloc(n * dtype.itemsize), 0, shape, contiguous_strides(shape), dtype)
+
+
+def _host_fill(ctx, h: np.ndarray, dtype) -> Buffer:
+    """Upload host data into a fresh buffer: mapped memory, so one memcpy and no GPU work."""
+    out = new_buffer(ctx, h.shape, dtype)
+    if out.size:
+        dst = out.alloc.host()[:out.size * dtype.itemsize].view(dtype.np).reshape(h.shape)
+        np.copyto(dst, h, casting="unsafe")
+    stats["uploads"] += 1
+    return out
+
+
+# ---- storage kernels ------------------------------------------------------------------------
+def from_host(ctx, h: np.ndarray, dtype) -> Buffer:
+    """A private device copy of host data ``h`` as ``dtype``."""
+    if h.dtype.kind == "c" and dtype.kind != "c":
+        h = h.real
+    return _host_fill(ctx, np.asarray(h), dtype)
+
+
+def to_host(buf: Buffer) -> np.ndarray:
+    """Sync point: wait for pending work, copy the view out of mapped memory."""
+    buf.ctx.recorder.flush()
+    stats["downloads"] += 1
+    return np.array(buf.host_view(), copy=True)
+
+
+def empty(ctx, shape, dtype) -> Buffer:
+    return new_buffer(ctx, tuple(shape), dtype)
+
+
+def full(ctx, shape, value, dtype) -> Buffer:
+    shape = tuple(shape)
+    v = np.asarray(value)
+    if v.dtype.kind == "c" and dtype.kind != "c":
+        v = v.real
+    return _host_fill(ctx, np.broadcast_to(v.astype(dtype.np, casting="unsafe"), shape), dtype)
+
+
+def arange(ctx, start, step, n: int, dtype) -> Buffer:
+    h = start + step * np.arange(n, dtype=np.float64 if dtype.kind == "f" else None)
+    return _host_fill(ctx, h, dtype)
+
+
+def linspace(ctx, start, stop, num: int, endpoint: bool, dtype) -> Buffer:
+    return _host_fill(ctx, np.linspace(start, stop, num, endpoint=endpoint), dtype)
+
+
+def eye(ctx, n_rows: int, n_cols: int, k: int, dtype) -> Buffer:
+    return _host_fill(ctx, np.eye(n_rows, n_cols, k), dtype)
+
+
+def _cast_into(dst: Buffer, src: Buffer, name: str) -> None:
+    launch(dst.ctx, f"cast_{src.dtype.name}_{dst.dtype.name}", 0, [dst, src], dst.shape, name)
+
+
+def astype(buf: Buffer, dtype) -> Buffer:
+    out = new_buffer(buf.ctx, buf.shape, dtype)
+    _cast_into(out, buf, "astype")
+    return out
+
+
+def copy(buf: Buffer) -> Buffer:
+    return astype(buf, buf.dtype)
+
+
+def assign(dst: Buffer, src: Buffer) -> None:
+    """Copy ``src`` (broadcast) into the view ``dst``."""
+    if src.shape != dst.shape:
+        src = broadcast_to(src, dst.shape)
+    _cast_into(dst, src, "assign")
+
+
+def _view(buf: Buffer, offset: int, shape: tuple, strides: tuple) -> Buffer:
+    return Buffer(buf.ctx, buf.alloc, offset, tuple(shape), tuple(strides), buf.dtype)
+
+
+def _nocopy_strides(buf: Buffer, shape: tuple):
+    """Strides that give ``buf`` the new ``shape`` without moving data, or None (NumPy's rule)."""
+    if buf.is_contiguous() or buf.size == 0:
+        return contiguous_strides(shape)
+    od = [(s, st) for s, st in zip(buf.shape, buf.strides) if s != 1]
+    nd = list(shape)
+    nst = [0] * len(nd)
+    oi, oj, ni, nj = 0, 1, 0, 1
+    while ni < len(nd) and oi < len(od):
+        pn, po = nd[ni], od[oi][0]
+        while pn != po:
+            if pn < po:
+                pn *= nd[nj]
+                nj += 1
+            else:
+                po *= od[oj][0]
+                oj += 1
+        for k in range(oi, oj - 1):
+            if od[k][1] != od[k + 1][0] * od[k + 1][1]:
+                return None
+        nst[nj - 1] = od[oj - 1][1]
+        for k in range(nj - 1, ni, -1):
+            nst[k - 1] = nst[k] * nd[k]
+        ni, nj, oi, oj = nj, nj + 1, oj, oj + 1
+    return tuple(nst)
+
+
+def reshape(buf: Buffer, shape, copy=None) -> Buffer:
+    shape = tuple(shape)
+    st = None if copy else _nocopy_strides(buf, shape)
+    if st is not None:
+        return _view(buf, buf.offset, shape, st)
+    if copy is False:
+        raise ValueError("reshape: copy=False but the array's layout needs a copy")
+    c = astype(buf, buf.dtype)
+    return _view(c, 0, shape, contiguous_strides(shape))
+
+
+def permute(buf: Buffer, axes) -> Buffer:
+    return _view(buf, buf.offset, [buf.shape[a] for a in axes], [buf.strides[a] for a in axes])
+
+
+def broadcast_to(buf: Buffer, shape) -> Buffer:
+    shape = tuple(shape)
+    return _view(buf, buf.offset, shape, bcast_strides(buf, shape))
+
+
+def slice_view(buf: Buffer, key: tuple) -> Buffer:
+    """The view ``buf[key]`` for a normalized key of ints and slices over leading axes."""
+    off, shape, strides = buf.offset, [], []
+    for i, k in enumerate(key):
+        dim, st = buf.shape[i], buf.strides[i]
+        if isinstance(k, slice):
+            start, stop, step = k.indices(dim)
+            shape.append(len(range(start, stop, step)))
+            strides.append(st * step)
+            if shape[-1]:
+                off += start * st
+        else:
+            off += int(k) * st
+    rest = len(key)
+    return _view(buf, off, shape + list(buf.shape[rest:]), strides + list(buf.strides[rest:]))
+
+
+STORAGE = {"to_host": to_host, "astype": astype, "assign": assign, "reshape": reshape,
+           "permute": permute, "broadcast_to": broadcast_to, "slice": slice_view, "copy": copy}
+CREATION = {"from_host": from_host, "empty": empty, "full": full, "arange": arange,
+            "linspace": linspace, "eye": eye}
+
+
+# ---- elementwise ----------------------------------------------------------------------------
+def _ew_kernel(op: str, code: int):
+    variant = "ewb_" if op in PREDICATES else "ew_"
+    bad = UNSUPPORTED.get(op, ())
+
+    def k(shape, out_dtype, *bufs):
+        a = bufs[0]
+        d = a.dtype.name
+        if d in bad:
+            raise _unsupported(op, a.dtype, a.ctx)
+        out = new_buffer(a.ctx, shape, out_dtype)
+        launch(a.ctx, variant + d, code, [out, *bufs], tuple(shape), op)
+        return out
+    k.__name__ = op
+    return k
+
+
+def where(shape, out_dtype, c, a, b):
+    """Choose from ``a`` where ``c`` is true, else from ``b`` (broadcast to ``shape``)."""
+    out = new_buffer(a.ctx, shape, out_dtype)
+    launch(a.ctx, "ew_" + a.dtype.name, op_codes()["where"], [out, a, b, c], tuple(shape), "where")
+    return out
+
+
+def elementwise() -> dict:
+    codes = op_codes()
+    table = {op: _ew_kernel(op, codes[op]) for op in (*UNARY, *BINARY)}
+    table["where"] = where
+    return table

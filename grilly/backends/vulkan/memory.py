@@ -1,0 +1,193 @@
+"""Device memory: a bucketed pool of VkBuffers (small sizes carved from shared slabs) and the
+Buffer view the array layer holds: (allocation, element offset, shape, element strides, dtype).
+
+Memory comes from a host-visible type (device-local + host-visible where the device has one:
+always on lavapipe, resizable BAR on NVIDIA), mapped once, so uploads write straight into it.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .runtime import check, ffi, lib
+
+MIN_BYTES = 256          # every block is aligned to this (>= minStorageBufferOffsetAlignment)
+SLAB_MAX = 1 << 20       # blocks up to this size are carved from shared slabs
+SLAB_BYTES = 8 << 20
+
+
+def bucket(n: int) -> int:
+    """Round up to a quarter of the enclosing power of two (at most 25% slack), >= 256 bytes."""
+    n = max(n, MIN_BYTES)
+    step = max(1 << max(n.bit_length() - 3, 0), MIN_BYTES)
+    return -(-n // step) * step
+
+
+class Chunk:
+    """One VkBuffer bound to its own VkDeviceMemory, mapped persistently."""
+
+    __slots__ = ("buffer", "memory", "size", "host")
+
+    def __init__(self, pool: "Pool", size: int):
+        ctx = pool.ctx
+        usage = (lib.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | lib.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
+                 | lib.VK_BUFFER_USAGE_TRANSFER_DST_BIT)
+        info = ffi.new("VkBufferCreateInfo*", {
+            "sType": lib.VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, "size": size, "usage": usage,
+            "sharingMode": lib.VK_SHARING_MODE_EXCLUSIVE})
+        out = ffi.new("VkBuffer*")
+        check(lib.vkCreateBuffer(ctx.device, info, ffi.NULL, out), "vkCreateBuffer")
+        self.buffer = out[0]
+        req = ffi.new("VkMemoryRequirements*")
+        lib.vkGetBufferMemoryRequirements(ctx.device, self.buffer, req)
+        ainfo = ffi.new("VkMemoryAllocateInfo*", {
+            "sType": lib.VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, "allocationSize": req.size,
+            "memoryTypeIndex": pool.type_index(req.memoryTypeBits)})
+        mem = ffi.new("VkDeviceMemory*")
+        res = lib.vkAllocateMemory(ctx.device, ainfo, ffi.NULL, mem)
+        if res != 0:
+            lib.vkDestroyBuffer(ctx.device, self.buffer, ffi.NULL)
+            raise MemoryError(res)
+        self.memory = mem[0]
+        check(lib.vkBindBufferMemory(ctx.device, self.buffer, self.memory, 0), "vkBindBufferMemory")
+        ptr = ffi.new("void**")
+        check(lib.vkMapMemory(ctx.device, self.memory, 0, size, 0, ptr), "vkMapMemory")
+        self.size = size
+        self.host = np.frombuffer(ffi.buffer(ptr[0], size), np.uint8)
+
+    def destroy(self, ctx) -> None:
+        self.host = None
+        lib.vkUnmapMemory(ctx.device, self.memory)
+        lib.vkDestroyBuffer(ctx.device, self.buffer, ffi.NULL)
+        lib.vkFreeMemory(ctx.device, self.memory, ffi.NULL)
+
+
+class Allocation:
+    """A block of a chunk handed out by the pool; returns to it when no view references it."""
+
+    __slots__ = ("pool", "chunk", "offset", "size", "__weakref__")
+
+    def __init__(self, pool, chunk: Chunk, offset: int, size: int):
+        self.pool, self.chunk, self.offset, self.size = pool, chunk, offset, size
+
+    def host(self) -> np.ndarray:
+        """The block's bytes as a mapped numpy view (zero-copy)."""
+        return self.chunk.host[self.offset:self.offset + self.size]
+
+    def __del__(self):
+        try:
+            self.pool.release(self)
+        except Exception:
+            pass  # interpreter shutdown
+
+
+class Pool:
+    """Free lists of blocks by bucket size; slabs for small blocks, own chunks for large ones."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.free: dict[int, list] = {}
+        self.chunks: list[Chunk] = []
+        self.held = 0        # bytes of VkDeviceMemory this pool owns
+        self.live = 0        # bytes handed out and not yet released
+        self._type = None
+
+    def type_index(self, bits: int) -> int:
+        types = self.ctx.phys.mem_types
+        host = lib.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | lib.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
+        local = lib.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
+        for want in (host | local, host):
+            for i, (flags, _heap) in enumerate(types):
+                if bits >> i & 1 and flags & want == want:
+                    return i
+        raise MemoryError(f"vulkan: {self.ctx.phys.name} has no host-visible memory type")
+
+    def available(self) -> int:
+        return sum(s for s, fl in self.ctx.phys.heaps if fl & 1) - self.held
+
+    def alloc(self, nbytes: int) -> Allocation:
+        limit = self.ctx.phys.max_storage
+        if nbytes > limit:
+            raise MemoryError(f"vulkan: an array of {nbytes} bytes exceeds {self.ctx.phys.name}'s "
+                              f"maxStorageBufferRange of {limit} bytes")
+        size = bucket(nbytes)
+        lst = self.free.get(size)
+        if not lst:
+            lst = self.free.setdefault(size, [])
+            self._grow(size, lst)
+        chunk, off = lst.pop()
+        self.live += size
+        return Allocation(self, chunk, off, size)
+
+    def _grow(self, size: int, lst: list) -> None:
+        csize = SLAB_BYTES if size <= SLAB_MAX else size
+        try:
+            chunk = Chunk(self, csize)
+        except MemoryError:
+            self.ctx.recorder.flush()  # pending work may hold blocks; then give free ones back
+            self.trim()
+            try:
+                chunk = Chunk(self, csize)
+            except MemoryError:
+                raise MemoryError(
+                    f"vulkan: out of device memory on {self.ctx.phys.name}: wanted {size} bytes, "
+                    f"about {max(self.available(), 0)} available ({self.held} held by grilly, "
+                    f"{self.live} in live arrays)") from None
+        self.chunks.append(chunk)
+        self.held += csize
+        lst.extend((chunk, off) for off in range(csize - size, -1, -size))
+
+    def release(self, a: Allocation) -> None:
+        self.live -= a.size
+        self.free[a.size].append((a.chunk, a.offset))
+
+    def trim(self) -> None:
+        """Give back to the driver every chunk with no block in use."""
+        used = {}
+        for size, lst in self.free.items():
+            for chunk, _ in lst:
+                used[id(chunk)] = used.get(id(chunk), 0) + size
+        idle = {id(c) for c in self.chunks if used.get(id(c), 0) == c.size}
+        for size, lst in self.free.items():
+            lst[:] = [(c, o) for c, o in lst if id(c) not in idle]
+        for c in [c for c in self.chunks if id(c) in idle]:
+            self.held -= c.size
+            c.destroy(self.ctx)
+        self.chunks = [c for c in self.chunks if id(c) not in idle]
+
+
+class Buffer:
+    """A strided view of an allocation, in elements; what a vulkan grilly Array holds."""
+
+    __slots__ = ("alloc", "offset", "shape", "strides", "dtype", "ctx")
+
+    def __init__(self, ctx, alloc: Allocation, offset: int, shape: tuple, strides: tuple, dtype):
+        self.ctx, self.alloc, self.offset = ctx, alloc, offset
+        self.shape, self.strides, self.dtype = shape, strides, dtype
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    def is_contiguous(self) -> bool:
+        return self.strides == contiguous_strides(self.shape) or self.size <= 1
+
+    def host_view(self) -> np.ndarray:
+        """The mapped memory as a numpy view with this buffer's layout (valid after a sync)."""
+        item = self.dtype.itemsize
+        raw = self.alloc.host().view(self.dtype.np)
+        return np.lib.stride_tricks.as_strided(
+            raw[self.offset:], self.shape, tuple(s * item for s in self.strides))
+
+    def __repr__(self) -> str:
+        return f"vulkan.Buffer(shape={self.shape}, strides={self.strides}, dtype={self.dtype.name})"
+
+
+def contiguous_strides(shape: tuple) -> tuple:
+    out, acc = [], 1
+    for s in reversed(shape):
+        out.append(acc)
+        acc *= max(s, 1)
+    return tuple(reversed(out))

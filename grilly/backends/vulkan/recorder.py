@@ -1,0 +1,124 @@
+"""Lazily recorded command buffers: dispatches accumulate in one command buffer and are
+submitted in a batch at a sync point (``to_host``), or when the batch grows large."""
+from __future__ import annotations
+
+from .runtime import MAX_BINDINGS, check, ffi, lib
+
+WG = 256
+BATCH_MAX = 256   # dispatches per submit; bounds the memory pending work keeps alive
+
+# counts host round trips and transfers; tests use these to prove data stays on the device
+stats = {"submits": 0, "dispatches": 0, "uploads": 0, "downloads": 0, "barriers": 0}
+
+
+class Recorder:
+    """One command buffer being recorded, a fence, and the allocations pending work uses."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        dev = ctx.device
+        pinfo = ffi.new("VkCommandPoolCreateInfo*", {
+            "sType": lib.VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+            "flags": lib.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+            "queueFamilyIndex": ctx.phys.queue_family})
+        pool = ffi.new("VkCommandPool*")
+        check(lib.vkCreateCommandPool(dev, pinfo, ffi.NULL, pool), "vkCreateCommandPool")
+        self.cmd_pool = pool[0]
+        ainfo = ffi.new("VkCommandBufferAllocateInfo*", {
+            "sType": lib.VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, "commandPool": self.cmd_pool,
+            "level": lib.VK_COMMAND_BUFFER_LEVEL_PRIMARY, "commandBufferCount": 1})
+        self._cmd = ffi.new("VkCommandBuffer[1]")
+        check(lib.vkAllocateCommandBuffers(dev, ainfo, self._cmd), "vkAllocateCommandBuffers")
+        self.cmd = self._cmd[0]
+        finfo = ffi.new("VkFenceCreateInfo*", {"sType": lib.VK_STRUCTURE_TYPE_FENCE_CREATE_INFO})
+        self._fence = ffi.new("VkFence[1]")
+        check(lib.vkCreateFence(dev, finfo, ffi.NULL, self._fence), "vkCreateFence")
+        # structs reused by every dispatch: building one through cffi costs microseconds
+        self._begin = ffi.new("VkCommandBufferBeginInfo*", {
+            "sType": lib.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+            "flags": lib.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT})
+        self._submit = ffi.new("VkSubmitInfo*", {
+            "sType": lib.VK_STRUCTURE_TYPE_SUBMIT_INFO, "commandBufferCount": 1,
+            "pCommandBuffers": self._cmd})
+        self._infos = ffi.new("VkDescriptorBufferInfo[]", MAX_BINDINGS)
+        self._writes = ffi.new("VkWriteDescriptorSet[]", MAX_BINDINGS)
+        for i in range(MAX_BINDINGS):
+            w = self._writes[i]
+            w.sType = lib.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET
+            w.dstBinding = i
+            w.descriptorCount = 1
+            w.descriptorType = lib.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
+            w.pBufferInfo = self._infos + i
+        self._barrier = ffi.new("VkMemoryBarrier*", {
+            "sType": lib.VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+            "srcAccessMask": lib.VK_ACCESS_SHADER_WRITE_BIT | lib.VK_ACCESS_TRANSFER_WRITE_BIT,
+            "dstAccessMask": (lib.VK_ACCESS_SHADER_READ_BIT | lib.VK_ACCESS_SHADER_WRITE_BIT
+                              | lib.VK_ACCESS_TRANSFER_READ_BIT | lib.VK_ACCESS_TRANSFER_WRITE_BIT)})
+        self._host_barrier = ffi.new("VkMemoryBarrier*", {
+            "sType": lib.VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+            "srcAccessMask": lib.VK_ACCESS_SHADER_WRITE_BIT | lib.VK_ACCESS_TRANSFER_WRITE_BIT,
+            "dstAccessMask": lib.VK_ACCESS_HOST_READ_BIT})
+        self._stages = lib.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | lib.VK_PIPELINE_STAGE_TRANSFER_BIT
+        self.recording = False
+        self.count = 0
+        self.keep: list = []          # allocations pending work reads or writes
+        self._written: set = set()    # ids of allocations written since the last barrier
+        self._read: set = set()
+        self.max_groups = min(ctx.phys.max_groups, 65535)
+
+    def _start(self) -> None:
+        check(lib.vkBeginCommandBuffer(self.cmd, self._begin), "vkBeginCommandBuffer")
+        self.recording = True
+
+    def dispatch(self, pipeline, bufs: list, pc: bytes, n: int) -> None:
+        """Record one dispatch of ``pipeline`` over ``n`` items; ``bufs[0]`` is written."""
+        if not self.recording:
+            self._start()
+        cmd = self.cmd
+        ids = [id(b.alloc) for b in bufs]
+        w = ids[0]
+        if w in self._read or any(i in self._written for i in ids):
+            lib.vkCmdPipelineBarrier(cmd, self._stages, self._stages, 0, 1, self._barrier,
+                                     0, ffi.NULL, 0, ffi.NULL)
+            stats["barriers"] += 1
+            self._written.clear()
+            self._read.clear()
+        self._written.add(w)
+        self._read.update(ids[1:])
+        lib.vkCmdBindPipeline(cmd, lib.VK_PIPELINE_BIND_POINT_COMPUTE, pipeline)
+        infos = self._infos
+        for i in range(MAX_BINDINGS):
+            a = bufs[i if i < len(bufs) else 0].alloc
+            info = infos[i]
+            info.buffer = a.chunk.buffer
+            info.offset = a.offset
+            info.range = a.size
+            self.keep.append(a)
+        self.ctx.push_descriptors(cmd, lib.VK_PIPELINE_BIND_POINT_COMPUTE, self.ctx.layout, 0,
+                                  MAX_BINDINGS, self._writes)
+        lib.vkCmdPushConstants(cmd, self.ctx.layout, lib.VK_SHADER_STAGE_COMPUTE_BIT, 0, len(pc),
+                               ffi.from_buffer(pc))
+        groups = min(-(-n // WG), self.max_groups)
+        lib.vkCmdDispatch(cmd, groups, 1, 1)
+        stats["dispatches"] += 1
+        self.count += 1
+        if self.count >= BATCH_MAX:
+            self.flush()
+
+    def flush(self) -> None:
+        """Submit what was recorded and wait for it (a sync point)."""
+        if not self.recording:
+            return
+        lib.vkCmdPipelineBarrier(self.cmd, self._stages, lib.VK_PIPELINE_STAGE_HOST_BIT, 0, 1,
+                                 self._host_barrier, 0, ffi.NULL, 0, ffi.NULL)
+        check(lib.vkEndCommandBuffer(self.cmd), "vkEndCommandBuffer")
+        self.recording = False
+        check(lib.vkQueueSubmit(self.ctx.queue, 1, self._submit, self._fence[0]), "vkQueueSubmit")
+        stats["submits"] += 1
+        check(lib.vkWaitForFences(self.ctx.device, 1, self._fence, 1, 2**64 - 1), "vkWaitForFences")
+        lib.vkResetFences(self.ctx.device, 1, self._fence)
+        lib.vkResetCommandBuffer(self.cmd, 0)
+        self.count = 0
+        self.keep.clear()
+        self._written.clear()
+        self._read.clear()

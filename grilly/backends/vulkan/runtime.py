@@ -1,0 +1,316 @@
+"""The Vulkan runtime: instance, one Context per physical device (logical device, compute
+queue, command recorder, pipelines), built on ``vulkan.lib``/``vulkan.ffi`` directly: the
+cffi wrapper's structs cost about 4 us each, far too much for the dispatch path."""
+from __future__ import annotations
+
+import atexit
+import hashlib
+import os
+from pathlib import Path
+
+try:
+    from vulkan._vulkan import ffi, lib
+    IMPORT_ERROR = ""
+except Exception as e:  # no loader (libvulkan.so) or no vulkan package
+    ffi = lib = None
+    IMPORT_ERROR = f"the Vulkan loader could not be loaded ({type(e).__name__}: {e})"
+
+from .variants import SPV_DIR
+
+API_1_1 = (1 << 22) | (1 << 12)
+MAX_BINDINGS = 4
+PUSH_BYTES = 128
+# device type -> rank: a real GPU wins the default device over the CPU backend, a CPU
+# implementation of Vulkan (lavapipe) never does (see VulkanBackend.priority)
+RANK = {2: 10, 1: 8, 3: 6, 4: 0, 0: 0}  # discrete, integrated, virtual, cpu, other
+TYPE_NAMES = {0: "other", 1: "integrated GPU", 2: "discrete GPU", 3: "virtual GPU", 4: "CPU"}
+
+
+class VulkanError(RuntimeError):
+    """A Vulkan call failed."""
+
+
+def check(res: int, what: str) -> None:
+    if res != 0:
+        raise VulkanError(f"vulkan: {what} failed with VkResult {res}")
+
+
+def _s(cdata) -> str:
+    return ffi.string(cdata).decode(errors="replace")
+
+
+class Instance:
+    """The VkInstance and the physical devices it sees."""
+
+    def __init__(self):
+        app = ffi.new("VkApplicationInfo*", {"sType": lib.VK_STRUCTURE_TYPE_APPLICATION_INFO,
+                                              "apiVersion": API_1_1})
+        name = ffi.new("char[]", b"grilly")
+        app.pApplicationName = name
+        info = ffi.new("VkInstanceCreateInfo*", {"sType": lib.VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+                                                  "pApplicationInfo": app})
+        out = ffi.new("VkInstance*")
+        check(lib.vkCreateInstance(info, ffi.NULL, out), "vkCreateInstance")
+        self.handle = out[0]
+        n = ffi.new("uint32_t*")
+        check(lib.vkEnumeratePhysicalDevices(self.handle, n, ffi.NULL), "vkEnumeratePhysicalDevices")
+        arr = ffi.new("VkPhysicalDevice[]", n[0])
+        check(lib.vkEnumeratePhysicalDevices(self.handle, n, arr), "vkEnumeratePhysicalDevices")
+        self.physical = [PhysicalDevice(self, arr[i], i) for i in range(n[0])]
+
+
+class PhysicalDevice:
+    """Capabilities of one physical device, probed once."""
+
+    def __init__(self, inst: Instance, handle, index: int):
+        self.instance, self.handle, self.index = inst, handle, index
+        props = ffi.new("VkPhysicalDeviceProperties2*",
+                        {"sType": lib.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2})
+        sub = ffi.new("VkPhysicalDeviceSubgroupProperties*",
+                      {"sType": lib.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES})
+        props.pNext = sub
+        lib.vkGetPhysicalDeviceProperties2(handle, props)
+        p = props.properties
+        lim = p.limits
+        self.name = _s(p.deviceName)
+        self.type = p.deviceType
+        self.uuid = bytes(ffi.buffer(p.pipelineCacheUUID, 16)).hex()
+        self.api = f"{p.apiVersion >> 22}.{(p.apiVersion >> 12) & 0x3ff}.{p.apiVersion & 0xfff}"
+        self.max_storage = lim.maxStorageBufferRange
+        self.min_offset_align = lim.minStorageBufferOffsetAlignment
+        self.max_groups = lim.maxComputeWorkGroupCount[0]
+        self.max_shared = lim.maxComputeSharedMemorySize
+        self.subgroup_size = sub.subgroupSize
+        f8 = ffi.new("VkPhysicalDevice8BitStorageFeatures*",
+                     {"sType": lib.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES})
+        f16 = ffi.new("VkPhysicalDevice16BitStorageFeatures*",
+                      {"sType": lib.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
+                       "pNext": f8})
+        feats = ffi.new("VkPhysicalDeviceFeatures2*",
+                        {"sType": lib.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, "pNext": f16})
+        lib.vkGetPhysicalDeviceFeatures2(handle, feats)
+        f = feats.features
+        self.features = {
+            "shaderInt64": bool(f.shaderInt64), "shaderFloat64": bool(f.shaderFloat64),
+            "shaderInt16": bool(f.shaderInt16),
+            "storageBuffer8BitAccess": bool(f8.storageBuffer8BitAccess),
+            "storageBuffer16BitAccess": bool(f16.storageBuffer16BitAccess),
+        }
+        n = ffi.new("uint32_t*")
+        lib.vkEnumerateDeviceExtensionProperties(handle, ffi.NULL, n, ffi.NULL)
+        ext = ffi.new("VkExtensionProperties[]", n[0])
+        lib.vkEnumerateDeviceExtensionProperties(handle, ffi.NULL, n, ext)
+        self.extensions = {_s(ext[i].extensionName) for i in range(n[0])}
+        mp = ffi.new("VkPhysicalDeviceMemoryProperties*")
+        lib.vkGetPhysicalDeviceMemoryProperties(handle, mp)
+        self.heaps = [(mp.memoryHeaps[i].size, mp.memoryHeaps[i].flags)
+                      for i in range(mp.memoryHeapCount)]
+        self.mem_types = [(mp.memoryTypes[i].propertyFlags, mp.memoryTypes[i].heapIndex)
+                          for i in range(mp.memoryTypeCount)]
+        self.queue_family = self._compute_family()
+
+    def _compute_family(self) -> int:
+        n = ffi.new("uint32_t*")
+        lib.vkGetPhysicalDeviceQueueFamilyProperties(self.handle, n, ffi.NULL)
+        qf = ffi.new("VkQueueFamilyProperties[]", n[0])
+        lib.vkGetPhysicalDeviceQueueFamilyProperties(self.handle, n, qf)
+        fams = [i for i in range(n[0]) if qf[i].queueFlags & lib.VK_QUEUE_COMPUTE_BIT]
+        # a compute-only family is the dedicated async-compute queue on discrete GPUs
+        pure = [i for i in fams if not qf[i].queueFlags & lib.VK_QUEUE_GRAPHICS_BIT]
+        return (pure or fams or [-1])[0]
+
+    def missing(self) -> list[str]:
+        """What grilly requires that this device lacks (empty when usable)."""
+        need = ["storageBuffer8BitAccess", "storageBuffer16BitAccess"]
+        out = [f for f in need if not self.features[f]]
+        if "VK_KHR_push_descriptor" not in self.extensions:
+            out.append("VK_KHR_push_descriptor")
+        if self.queue_family < 0:
+            out.append("a compute queue")
+        return out
+
+    def info(self) -> dict:
+        return {
+            "name": self.name, "type": TYPE_NAMES.get(self.type, "other"), "api": self.api,
+            **self.features, "subgroup_size": self.subgroup_size,
+            "maxStorageBufferRange": self.max_storage,
+            "maxComputeSharedMemorySize": self.max_shared,
+            "memory_heaps": [{"bytes": s, "device_local": bool(fl & 1)} for s, fl in self.heaps],
+            "cooperative_matrix": "VK_KHR_cooperative_matrix" in self.extensions,
+            "cooperative_matrix2": "VK_NV_cooperative_matrix2" in self.extensions,
+            "shader_float16_int8": "VK_KHR_shader_float16_int8" in self.extensions,
+        }
+
+
+def _cache_path(uuid: str) -> Path:
+    base = os.environ.get("GRILLY_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "grilly")
+    return Path(base) / f"vulkan-pipelines-{uuid}.bin"
+
+
+class Context:
+    """A logical device on one physical device: queue, recorder, layout, pipelines, memory."""
+
+    def __init__(self, phys: PhysicalDevice):
+        self.phys = phys
+        self._keep = []
+        prio = ffi.new("float[]", [1.0])
+        qinfo = ffi.new("VkDeviceQueueCreateInfo*", {
+            "sType": lib.VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+            "queueFamilyIndex": phys.queue_family, "queueCount": 1, "pQueuePriorities": prio})
+        want = ["VK_KHR_push_descriptor", "VK_KHR_8bit_storage", "VK_KHR_16bit_storage",
+                "VK_KHR_shader_float16_int8", "VK_KHR_storage_buffer_storage_class"]
+        names = [ffi.new("char[]", e.encode()) for e in want if e in phys.extensions]
+        enames = ffi.new("char*[]", names)
+        f8 = ffi.new("VkPhysicalDevice8BitStorageFeatures*", {
+            "sType": lib.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES,
+            "storageBuffer8BitAccess": 1})
+        f16 = ffi.new("VkPhysicalDevice16BitStorageFeatures*", {
+            "sType": lib.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
+            "storageBuffer16BitAccess": 1, "pNext": f8})
+        feats = ffi.new("VkPhysicalDeviceFeatures2*", {
+            "sType": lib.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, "pNext": f16})
+        ff = phys.features
+        feats.features.shaderInt64 = ff["shaderInt64"]
+        feats.features.shaderFloat64 = ff["shaderFloat64"]
+        feats.features.shaderInt16 = ff["shaderInt16"]
+        dinfo = ffi.new("VkDeviceCreateInfo*", {
+            "sType": lib.VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, "pNext": feats,
+            "queueCreateInfoCount": 1, "pQueueCreateInfos": qinfo,
+            "enabledExtensionCount": len(names), "ppEnabledExtensionNames": enames})
+        out = ffi.new("VkDevice*")
+        check(lib.vkCreateDevice(phys.handle, dinfo, ffi.NULL, out), f"vkCreateDevice on {phys.name}")
+        self.device = dev = out[0]
+        q = ffi.new("VkQueue*")
+        lib.vkGetDeviceQueue(dev, phys.queue_family, 0, q)
+        self.queue = q[0]
+        fn = lib.vkGetDeviceProcAddr(dev, b"vkCmdPushDescriptorSetKHR")
+        self.push_descriptors = ffi.cast("PFN_vkCmdPushDescriptorSetKHR", fn)
+        self._make_layout()
+        self._make_pipeline_cache()
+        self.pipelines: dict = {}
+        self.spirv: dict = {}
+        from .memory import Pool
+        from .recorder import Recorder
+
+        self.pool = Pool(self)
+        self.recorder = Recorder(self)
+        atexit.register(self.save_pipeline_cache)
+
+    def _make_layout(self) -> None:
+        b = ffi.new("VkDescriptorSetLayoutBinding[]", MAX_BINDINGS)
+        for i in range(MAX_BINDINGS):
+            b[i].binding = i
+            b[i].descriptorType = lib.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
+            b[i].descriptorCount = 1
+            b[i].stageFlags = lib.VK_SHADER_STAGE_COMPUTE_BIT
+        info = ffi.new("VkDescriptorSetLayoutCreateInfo*", {
+            "sType": lib.VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+            "flags": lib.VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR,
+            "bindingCount": MAX_BINDINGS, "pBindings": b})
+        out = ffi.new("VkDescriptorSetLayout*")
+        check(lib.vkCreateDescriptorSetLayout(self.device, info, ffi.NULL, out),
+              "vkCreateDescriptorSetLayout")
+        self.set_layout = out[0]
+        rng = ffi.new("VkPushConstantRange*", {"stageFlags": lib.VK_SHADER_STAGE_COMPUTE_BIT,
+                                               "offset": 0, "size": PUSH_BYTES})
+        sl = ffi.new("VkDescriptorSetLayout[]", [self.set_layout])
+        pinfo = ffi.new("VkPipelineLayoutCreateInfo*", {
+            "sType": lib.VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO, "setLayoutCount": 1,
+            "pSetLayouts": sl, "pushConstantRangeCount": 1, "pPushConstantRanges": rng})
+        pl = ffi.new("VkPipelineLayout*")
+        check(lib.vkCreatePipelineLayout(self.device, pinfo, ffi.NULL, pl), "vkCreatePipelineLayout")
+        self.layout = pl[0]
+
+    def _make_pipeline_cache(self) -> None:
+        self._cache_file = _cache_path(self.phys.uuid)
+        try:
+            data = self._cache_file.read_bytes()
+        except OSError:
+            data = b""
+        buf = ffi.from_buffer(data) if data else ffi.NULL
+        info = ffi.new("VkPipelineCacheCreateInfo*", {
+            "sType": lib.VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO,
+            "initialDataSize": len(data), "pInitialData": buf})
+        out = ffi.new("VkPipelineCache*")
+        check(lib.vkCreatePipelineCache(self.device, info, ffi.NULL, out), "vkCreatePipelineCache")
+        self.pipeline_cache = out[0]
+
+    def save_pipeline_cache(self) -> None:
+        """Write the driver's pipeline cache to disk (at exit), so later runs start fast."""
+        try:
+            n = ffi.new("size_t*")
+            lib.vkGetPipelineCacheData(self.device, self.pipeline_cache, n, ffi.NULL)
+            buf = ffi.new("char[]", n[0])
+            lib.vkGetPipelineCacheData(self.device, self.pipeline_cache, n, buf)
+            self._cache_file.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self._cache_file.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_bytes(bytes(ffi.buffer(buf, n[0])))
+            os.replace(tmp, self._cache_file)
+        except Exception:
+            pass  # a cache is an optimization; never fail at exit for it
+
+    # ---- pipelines -----------------------------------------------------------------------
+    def load_spirv(self, variant: str) -> bytes:
+        code = self.spirv.get(variant)
+        if code is None:
+            path = SPV_DIR / f"{variant}.spv"
+            try:
+                code = path.read_bytes()
+            except OSError:
+                raise NotImplementedError(
+                    f"vulkan: shader {variant}.spv is missing from {SPV_DIR}; "
+                    "build shaders with `python tools/build_shaders.py`") from None
+            self.spirv[variant] = code
+        return code
+
+    def pipeline(self, variant: str, spec: tuple = ()):
+        """The compute pipeline of shader ``variant`` with int specialization constants."""
+        key = (variant, spec)
+        p = self.pipelines.get(key)
+        if p is None:
+            p = self.pipelines[key] = self.create_pipeline(variant, self.load_spirv(variant), spec)
+        return p
+
+    def create_pipeline(self, name: str, code: bytes, spec: tuple = ()):
+        """Build a compute pipeline from SPIR-V ``code``; errors name the shader."""
+        if len(code) % 4 or code[:4] != b"\x03\x02\x23\x07":
+            raise VulkanError(f"vulkan: shader {name!r} is not valid SPIR-V "
+                              f"({len(code)} bytes); rebuild with tools/build_shaders.py")
+        cbuf = ffi.new("char[]", code)
+        minfo = ffi.new("VkShaderModuleCreateInfo*", {
+            "sType": lib.VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, "codeSize": len(code),
+            "pCode": ffi.cast("uint32_t*", cbuf)})
+        mod = ffi.new("VkShaderModule*")
+        check_named(lib.vkCreateShaderModule(self.device, minfo, ffi.NULL, mod),
+                    f"vkCreateShaderModule for shader {name!r}")
+        entries = ffi.new("VkSpecializationMapEntry[]", max(len(spec), 1))
+        for i in range(len(spec)):
+            entries[i].constantID, entries[i].offset, entries[i].size = i, 4 * i, 4
+        data = ffi.new("int32_t[]", list(spec) or [0])
+        sinfo = ffi.new("VkSpecializationInfo*", {
+            "mapEntryCount": len(spec), "pMapEntries": entries, "dataSize": 4 * len(spec),
+            "pData": data})
+        main = ffi.new("char[]", b"main")
+        cinfo = ffi.new("VkComputePipelineCreateInfo*", {
+            "sType": lib.VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO, "layout": self.layout})
+        st = cinfo.stage
+        st.sType = lib.VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO
+        st.stage = lib.VK_SHADER_STAGE_COMPUTE_BIT
+        st.module = mod[0]
+        st.pName = main
+        st.pSpecializationInfo = sinfo
+        out = ffi.new("VkPipeline*")
+        res = lib.vkCreateComputePipelines(self.device, self.pipeline_cache, 1, cinfo, ffi.NULL, out)
+        lib.vkDestroyShaderModule(self.device, mod[0], ffi.NULL)
+        check_named(res, f"vkCreateComputePipelines for shader {name!r} (specialization {spec})")
+        return out[0]
+
+
+def check_named(res: int, what: str) -> None:
+    if res != 0:
+        raise VulkanError(f"vulkan: {what} failed with VkResult {res}")
+
+
+def spirv_digest(code: bytes) -> str:
+    return hashlib.sha256(code).hexdigest()

@@ -1,0 +1,150 @@
+"""MultiheadAttention and TransformerEncoderLayer (PyTorch parameter names and layouts)."""
+from __future__ import annotations
+
+import math
+
+import grilly as gp
+
+from . import functional as F
+from . import init
+from .layers import Dropout, LayerNorm, Linear, _empty
+from .module import Module
+
+__all__ = ["MultiheadAttention", "TransformerEncoderLayer"]
+
+
+def _additive(mask, dtype, invert: bool):
+    """A bool mask (True = blocked when ``invert``) or float mask as an additive float array."""
+    if mask is None:
+        return None
+    if mask.dtype == gp.bool:
+        ninf = gp.asarray(-math.inf, dtype=dtype, device=mask.device)
+        zero = gp.asarray(0.0, dtype=dtype, device=mask.device)
+        return gp.where(mask, ninf, zero) if invert else gp.where(mask, zero, ninf)
+    return gp.astype(mask, dtype) if mask.dtype != dtype else mask
+
+
+class MultiheadAttention(Module):
+    """Multi-head attention with a packed in-projection (in_proj_weight: (3E, E)) and out_proj."""
+
+    def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
+                 add_bias_kv: bool = False, add_zero_attn: bool = False, kdim=None, vdim=None,
+                 batch_first: bool = False, device=None, dtype=None) -> None:
+        super().__init__()
+        if embed_dim % num_heads:
+            raise ValueError(f"MultiheadAttention: embed_dim {embed_dim} is not divisible by "
+                             f"num_heads {num_heads}")
+        if add_bias_kv or add_zero_attn or (kdim not in (None, embed_dim)) or (vdim not in (None, embed_dim)):
+            raise NotImplementedError("MultiheadAttention: add_bias_kv, add_zero_attn and kdim/vdim "
+                                      "different from embed_dim are not supported")
+        self.embed_dim, self.num_heads, self.dropout = embed_dim, num_heads, dropout
+        self.head_dim, self.batch_first = embed_dim // num_heads, batch_first
+        self.kdim = self.vdim = embed_dim
+        self.in_proj_weight = _empty((3 * embed_dim, embed_dim), dtype, device)
+        if bias:
+            self.in_proj_bias = _empty((3 * embed_dim,), dtype, device)
+        else:
+            self.register_parameter("in_proj_bias", None)
+        self.out_proj = Linear(embed_dim, embed_dim, bias=bias, device=device, dtype=dtype)
+        init.xavier_uniform_(self.in_proj_weight)
+        if bias:
+            init.zeros_(self.in_proj_bias)
+            init.zeros_(self.out_proj.bias)
+
+    def forward(self, query, key, value, key_padding_mask=None, need_weights: bool = True,
+                attn_mask=None, average_attn_weights: bool = True, is_causal: bool = False):
+        """(attn_output, attn_weights or None), as torch.nn.MultiheadAttention."""
+        unbatched = query.ndim == 2
+        if unbatched:
+            query, key, value = (gp.expand_dims(t, axis=0 if self.batch_first else 1)
+                                 for t in (query, key, value))
+            if key_padding_mask is not None:
+                key_padding_mask = gp.expand_dims(key_padding_mask, axis=0)
+        if not self.batch_first:
+            query, key, value = (gp.permute_dims(t, (1, 0, 2)) for t in (query, key, value))
+        n, lq, e = query.shape
+        s_len = key.shape[1]
+        if e != self.embed_dim:
+            raise ValueError(f"MultiheadAttention: query has embedding size {e}, expected {self.embed_dim}")
+        h, d = self.num_heads, self.head_dim
+        w, b = self.in_proj_weight, self.in_proj_bias
+        proj = [F.linear(t, w[i * e:(i + 1) * e], None if b is None else b[i * e:(i + 1) * e])
+                for i, t in enumerate((query, key, value))]
+        q, k, v = (gp.permute_dims(gp.reshape(p, (n, p.shape[1], h, d)), (0, 2, 1, 3)) for p in proj)
+
+        bias = None
+        if attn_mask is not None:
+            am = _additive(attn_mask, q.dtype, invert=True)
+            bias = gp.reshape(am, (n, h, lq, s_len)) if am.ndim == 3 else am
+        elif is_causal:
+            bias = F._causal(lq, s_len, q.dtype, q.device)
+        if key_padding_mask is not None:
+            kp = gp.reshape(_additive(key_padding_mask, q.dtype, invert=True), (n, 1, 1, s_len))
+            bias = kp if bias is None else bias + kp
+
+        p_drop = self.dropout if self.training else 0.0
+        weights = None
+        if need_weights:
+            sc = gp.matmul(q, gp.matrix_transpose(k)) * (1.0 / math.sqrt(d))
+            a = F.softmax(sc if bias is None else sc + bias, dim=-1)
+            if p_drop > 0:
+                a = F.dropout(a, p_drop, True)
+            out = gp.matmul(a, v)
+            weights = gp.mean(a, axis=1) if average_attn_weights else a
+        elif p_drop > 0:
+            out = F.scaled_dot_product_attention(q, k, v, bias, p_drop)
+        else:
+            out = F.flash_attention2(q, k, v, bias)
+        out = gp.reshape(gp.permute_dims(out, (0, 2, 1, 3)), (n, lq, e))
+        out = self.out_proj(out)
+        if not self.batch_first:
+            out = gp.permute_dims(out, (1, 0, 2))
+        if unbatched:
+            out = gp.squeeze(out, axis=0 if self.batch_first else 1)
+            weights = None if weights is None else gp.squeeze(weights, axis=0)
+        return out, weights
+
+    def extra_repr(self) -> str:
+        return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, batch_first={self.batch_first}"
+
+
+class TransformerEncoderLayer(Module):
+    """Self-attention + feed-forward block with residuals and LayerNorm (post- or pre-norm)."""
+
+    def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048, dropout: float = 0.1,
+                 activation="relu", layer_norm_eps: float = 1e-5, batch_first: bool = False,
+                 norm_first: bool = False, bias: bool = True, device=None, dtype=None) -> None:
+        super().__init__()
+        kw = {"device": device, "dtype": dtype}
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
+                                            batch_first=batch_first, **kw)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
+        self.dropout = Dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
+        self.norm_first = norm_first
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.dropout1 = Dropout(dropout)
+        self.dropout2 = Dropout(dropout)
+        if isinstance(activation, str):
+            acts = {"relu": F.relu, "gelu": F.gelu}
+            if activation not in acts:
+                raise ValueError(f"TransformerEncoderLayer: activation must be 'relu' or 'gelu', "
+                                 f"got {activation!r}")
+            activation = acts[activation]
+        self.activation = activation
+
+    def _sa(self, x, mask, kpm, is_causal):
+        return self.dropout1(self.self_attn(x, x, x, key_padding_mask=kpm, attn_mask=mask,
+                                            need_weights=False, is_causal=is_causal)[0])
+
+    def _ff(self, x):
+        return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+
+    def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal: bool = False):
+        x = src
+        if self.norm_first:
+            x = x + self._sa(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
+            return x + self._ff(self.norm2(x))
+        x = self.norm1(x + self._sa(x, src_mask, src_key_padding_mask, is_causal))
+        return self.norm2(x + self._ff(x))

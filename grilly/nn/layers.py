@@ -1,0 +1,417 @@
+"""Layers: Linear, Embedding, Dropout, normalization, convolution, pooling, activations."""
+from __future__ import annotations
+
+import math
+
+import grilly as gp
+
+from . import functional as F
+from . import init
+from .module import Module
+from .parameter import Parameter
+
+__all__ = ["Identity", "Linear", "Embedding", "Dropout", "Flatten", "Unflatten",
+           "LayerNorm", "RMSNorm", "BatchNorm1d", "BatchNorm2d",
+           "Conv1d", "Conv2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool2d",
+           "ReLU", "ReLU6", "LeakyReLU", "GELU", "SiLU", "ELU", "Tanh", "Sigmoid", "Softplus",
+           "Softmax", "LogSoftmax"]
+
+
+def _empty(shape, dtype, device):
+    return Parameter(gp.zeros(tuple(shape), dtype=dtype or gp.float32, device=device))
+
+
+class Identity(Module):
+    """Returns its input."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__()
+
+    def forward(self, input):
+        return input
+
+
+class Linear(Module):
+    """y = x W^T + b; W is (out_features, in_features), both initialized U(-1/sqrt(in), 1/sqrt(in))."""
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, device=None,
+                 dtype=None) -> None:
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        self.weight = _empty((out_features, in_features), dtype, device)
+        self.bias = _empty((out_features,), dtype, device) if bias else None
+        if not bias:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """PyTorch's default: kaiming_uniform(a=sqrt(5)) weight, U(-1/sqrt(fan_in), ..) bias."""
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            b = 1 / math.sqrt(self.in_features) if self.in_features > 0 else 0
+            init.uniform_(self.bias, -b, b)
+
+    def forward(self, input):
+        return F.linear(input, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"bias={self.bias is not None}")
+
+
+class Embedding(Module):
+    """A lookup table of ``num_embeddings`` vectors, initialized N(0, 1)."""
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
+                 device=None, dtype=None) -> None:
+        super().__init__()
+        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        if padding_idx is not None:
+            if not -num_embeddings <= padding_idx < num_embeddings:
+                raise ValueError(f"Embedding: padding_idx {padding_idx} is out of range")
+            padding_idx %= num_embeddings
+        self.padding_idx = padding_idx
+        self.weight = _empty((num_embeddings, embedding_dim), dtype, device)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """N(0, 1), with the padding row zeroed."""
+        init.normal_(self.weight)
+        if self.padding_idx is not None:
+            from .module import _no_grad
+
+            with _no_grad():
+                self.weight[self.padding_idx] = 0.0
+
+    def forward(self, input):
+        return F.embedding(input, self.weight, self.padding_idx)
+
+    def extra_repr(self) -> str:
+        s = f"{self.num_embeddings}, {self.embedding_dim}"
+        return s + (f", padding_idx={self.padding_idx}" if self.padding_idx is not None else "")
+
+
+class Dropout(Module):
+    """Zeroes elements with probability p while training (inverted dropout)."""
+
+    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
+        super().__init__()
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"Dropout: p must be in [0, 1], got {p}")
+        self.p, self.inplace = p, inplace
+
+    def forward(self, input):
+        return F.dropout(input, self.p, self.training)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}, inplace={self.inplace}"
+
+
+class Flatten(Module):
+    """Merge axes start_dim..end_dim."""
+
+    def __init__(self, start_dim: int = 1, end_dim: int = -1) -> None:
+        super().__init__()
+        self.start_dim, self.end_dim = start_dim, end_dim
+
+    def forward(self, input):
+        return F.flatten(input, self.start_dim, self.end_dim)
+
+    def extra_repr(self) -> str:
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+class Unflatten(Module):
+    """Split axis ``dim`` into ``unflattened_size``."""
+
+    def __init__(self, dim: int, unflattened_size: tuple) -> None:
+        super().__init__()
+        self.dim, self.unflattened_size = dim, tuple(unflattened_size)
+
+    def forward(self, input):
+        d = self.dim % input.ndim
+        return gp.reshape(input, input.shape[:d] + self.unflattened_size + input.shape[d + 1:])
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
+
+
+class LayerNorm(Module):
+    """Layer normalization over the trailing ``normalized_shape`` axes."""
+
+    def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True,
+                 bias: bool = True, device=None, dtype=None) -> None:
+        super().__init__()
+        ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        self.normalized_shape, self.eps, self.elementwise_affine = ns, eps, elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(gp.ones(ns, dtype=dtype or gp.float32, device=device))
+            self.bias = _empty(ns, dtype, device) if bias else None
+            if not bias:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+
+    def forward(self, input):
+        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+
+
+class RMSNorm(Module):
+    """Root-mean-square normalization over the trailing axes (eps None: finfo(dtype).eps)."""
+
+    def __init__(self, normalized_shape, eps: float | None = None, elementwise_affine: bool = True,
+                 device=None, dtype=None) -> None:
+        super().__init__()
+        ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        self.normalized_shape, self.eps, self.elementwise_affine = ns, eps, elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(gp.ones(ns, dtype=dtype or gp.float32, device=device))
+        else:
+            self.register_parameter("weight", None)
+
+    def forward(self, input):
+        return F.rms_norm(input, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+
+
+class _BatchNorm(Module):
+    _ndims: tuple = ()
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = True, track_running_stats: bool = True, device=None, dtype=None) -> None:
+        super().__init__()
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        dt = dtype or gp.float32
+        if affine:
+            self.weight = Parameter(gp.ones((num_features,), dtype=dt, device=device))
+            self.bias = _empty((num_features,), dt, device)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean", gp.zeros((num_features,), dtype=dt, device=device))
+            self.register_buffer("running_var", gp.ones((num_features,), dtype=dt, device=device))
+            self.register_buffer("num_batches_tracked", gp.zeros((), dtype=gp.int64, device=device))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+
+    def reset_running_stats(self) -> None:
+        """Running mean 0, variance 1, batch count 0."""
+        if self.track_running_stats:
+            init.zeros_(self.running_mean)
+            init.ones_(self.running_var)
+            init.zeros_(self.num_batches_tracked)
+
+    def forward(self, input):
+        if input.ndim not in self._ndims:
+            raise ValueError(f"{type(self).__name__}: expected a {' or '.join(map(str, self._ndims))}-D "
+                             f"input, got shape {input.shape}")
+        if input.shape[1] != self.num_features:
+            raise ValueError(f"{type(self).__name__}: expected {self.num_features} channels on axis 1, "
+                             f"got shape {input.shape}")
+        use_batch = self.training or not self.track_running_stats
+        if self.training and self.track_running_stats:
+            from .module import _no_grad
+
+            with _no_grad():
+                self.num_batches_tracked[...] = self.num_batches_tracked + 1
+        return F.batch_norm(input, self.running_mean if self.track_running_stats else None,
+                            self.running_var if self.track_running_stats else None,
+                            self.weight, self.bias, use_batch, self.momentum, self.eps,
+                            self.num_batches_tracked)
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+                f"track_running_stats={self.track_running_stats}")
+
+
+class BatchNorm1d(_BatchNorm):
+    """Batch normalization of (N, C) or (N, C, L)."""
+
+    _ndims = (2, 3)
+
+
+class BatchNorm2d(_BatchNorm):
+    """Batch normalization of (N, C, H, W)."""
+
+    _ndims = (4,)
+
+
+class _ConvNd(Module):
+    _n = 2
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
+                 dilation=1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
+                 device=None, dtype=None) -> None:
+        super().__init__()
+        n, name = self._n, type(self).__name__
+        if padding_mode != "zeros":
+            raise NotImplementedError(f"{name}: padding_mode {padding_mode!r} is not supported")
+        if in_channels % groups or out_channels % groups:
+            raise ValueError(f"{name}: in_channels and out_channels must be divisible by groups={groups}")
+        self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
+        self.kernel_size = F._pair(kernel_size, n, "kernel_size", name)
+        self.stride = F._pair(stride, n, "stride", name)
+        self.padding = padding if isinstance(padding, str) else F._pair(padding, n, "padding", name)
+        self.dilation = F._pair(dilation, n, "dilation", name)
+        self.padding_mode = padding_mode
+        self.weight = _empty((out_channels, in_channels // groups, *self.kernel_size), dtype, device)
+        if bias:
+            self.bias = _empty((out_channels,), dtype, device)
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """PyTorch's default: kaiming_uniform(a=sqrt(5)) weight, U(-1/sqrt(fan_in), ..) bias."""
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in = self.weight.size // self.weight.shape[0]
+            b = 1 / math.sqrt(fan_in) if fan_in else 0
+            init.uniform_(self.bias, -b, b)
+
+    def forward(self, input):
+        fn = F.conv2d if self._n == 2 else F.conv1d
+        return fn(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+    def extra_repr(self) -> str:
+        s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
+        if self.padding != (0,) * self._n:
+            s += f", padding={self.padding}"
+        if self.dilation != (1,) * self._n:
+            s += f", dilation={self.dilation}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        return s
+
+
+class Conv1d(_ConvNd):
+    """1-D convolution over (N, C, L)."""
+
+    _n = 1
+
+
+class Conv2d(_ConvNd):
+    """2-D convolution over (N, C, H, W)."""
+
+    _n = 2
+
+
+class _Pool(Module):
+    def __init__(self, kernel_size, stride=None, padding=0, **kw) -> None:
+        super().__init__()
+        self.kernel_size, self.stride, self.padding = kernel_size, stride or kernel_size, padding
+        self._kw = kw
+        for k, v in kw.items():
+            object.__setattr__(self, k, v)
+
+    def extra_repr(self) -> str:
+        s = f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+        return s + "".join(f", {k}={v}" for k, v in self._kw.items())
+
+
+class MaxPool2d(_Pool):
+    """Max pooling over (N, C, H, W)."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices: bool = False,
+                 ceil_mode: bool = False) -> None:
+        super().__init__(kernel_size, stride, padding, dilation=dilation, ceil_mode=ceil_mode)
+        if return_indices:
+            raise NotImplementedError("MaxPool2d: return_indices=True is not supported")
+
+    def forward(self, input):
+        return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)
+
+
+class MaxPool1d(MaxPool2d):
+    """Max pooling over (N, C, L)."""
+
+    def forward(self, input):
+        return F.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)
+
+
+class AvgPool2d(_Pool):
+    """Average pooling over (N, C, H, W)."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+                 count_include_pad: bool = True, divisor_override: int | None = None) -> None:
+        super().__init__(kernel_size, stride, padding, ceil_mode=ceil_mode,
+                         count_include_pad=count_include_pad)
+        self.divisor_override = divisor_override
+
+    def forward(self, input):
+        return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
+
+
+class AvgPool1d(AvgPool2d):
+    """Average pooling over (N, C, L)."""
+
+    def forward(self, input):
+        return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad)
+
+
+class AdaptiveAvgPool2d(Module):
+    """Average pooling to a fixed output size."""
+
+    def __init__(self, output_size) -> None:
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, input):
+        return F.adaptive_avg_pool2d(input, self.output_size)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
+
+
+def _activation(name: str, fn, params: tuple = (), doc: str = ""):
+    """A Module class whose forward is ``fn(input, **params)``; params are constructor args."""
+
+    def __init__(self, *args, **kwargs):
+        Module.__init__(self)
+        kwargs.pop("inplace", None)
+        vals = dict(params)
+        for (k, _), v in zip(params, args):
+            vals[k] = v
+        for k, v in kwargs.items():
+            if k not in vals:
+                raise TypeError(f"{name}: unexpected argument {k!r}")
+            vals[k] = v
+        for k, v in vals.items():
+            object.__setattr__(self, k, v)
+
+    def forward(self, input):
+        return fn(input, **{k: getattr(self, k) for k, _ in params})
+
+    def extra_repr(self):
+        return ", ".join(f"{k}={getattr(self, k)!r}" if isinstance(getattr(self, k), str)
+                         else f"{k}={getattr(self, k)}" for k, _ in params)
+
+    return type(name, (Module,), {"__init__": __init__, "forward": forward, "extra_repr": extra_repr,
+                                  "__doc__": doc, "__module__": __name__})
+
+
+ReLU = _activation("ReLU", F.relu, doc="max(x, 0).")
+ReLU6 = _activation("ReLU6", F.relu6, doc="min(max(x, 0), 6).")
+LeakyReLU = _activation("LeakyReLU", F.leaky_relu, (("negative_slope", 0.01),), "Leaky ReLU.")
+GELU = _activation("GELU", F.gelu, (("approximate", "none"),), "Gaussian error linear unit.")
+SiLU = _activation("SiLU", F.silu, doc="x * sigmoid(x).")
+ELU = _activation("ELU", F.elu, (("alpha", 1.0),), "Exponential linear unit.")
+Tanh = _activation("Tanh", F.tanh, doc="Hyperbolic tangent.")
+Sigmoid = _activation("Sigmoid", F.sigmoid, doc="Logistic sigmoid.")
+Softplus = _activation("Softplus", F.softplus, (("beta", 1.0), ("threshold", 20.0)), "Softplus.")
+Softmax = _activation("Softmax", F.softmax, (("dim", None),), "Softmax along dim.")
+LogSoftmax = _activation("LogSoftmax", F.log_softmax, (("dim", None),), "Log-softmax along dim.")

@@ -1,0 +1,151 @@
+"""LSTM and GRU (PyTorch parameter names, gate order and initialization)."""
+from __future__ import annotations
+
+import math
+
+import grilly as gp
+
+from . import functional as F
+from . import init
+from .layers import _empty
+from .module import Module
+
+__all__ = ["LSTM", "GRU"]
+
+
+class _RNNBase(Module):
+    _gates = 1
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
+                 batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,
+                 device=None, dtype=None) -> None:
+        super().__init__()
+        if num_layers < 1 or hidden_size < 1:
+            raise ValueError(f"{type(self).__name__}: num_layers and hidden_size must be positive")
+        if not 0.0 <= dropout <= 1.0:
+            raise ValueError(f"{type(self).__name__}: dropout must be in [0, 1], got {dropout}")
+        self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
+        self.bias, self.batch_first, self.dropout = bias, batch_first, dropout
+        self.bidirectional = bidirectional
+        dirs = 2 if bidirectional else 1
+        g = self._gates * hidden_size
+        for layer in range(num_layers):
+            in_sz = input_size if layer == 0 else hidden_size * dirs
+            for d in range(dirs):
+                sfx = f"_l{layer}" + ("_reverse" if d else "")
+                setattr(self, "weight_ih" + sfx, _empty((g, in_sz), dtype, device))
+                setattr(self, "weight_hh" + sfx, _empty((g, hidden_size), dtype, device))
+                if bias:
+                    setattr(self, "bias_ih" + sfx, _empty((g,), dtype, device))
+                    setattr(self, "bias_hh" + sfx, _empty((g,), dtype, device))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Every weight and bias U(-1/sqrt(hidden_size), 1/sqrt(hidden_size))."""
+        k = 1.0 / math.sqrt(self.hidden_size)
+        for p in self.parameters():
+            init.uniform_(p, -k, k)
+
+    def _weights(self, layer: int, d: int):
+        sfx = f"_l{layer}" + ("_reverse" if d else "")
+        get = self._parameters.get
+        return get("weight_ih" + sfx), get("weight_hh" + sfx), get("bias_ih" + sfx), get("bias_hh" + sfx)
+
+    def _init_state(self, n, like):
+        dirs = 2 if self.bidirectional else 1
+        return gp.zeros((self.num_layers * dirs, n, self.hidden_size), dtype=like.dtype, device=like.device)
+
+    def forward(self, input, hx=None):
+        name = type(self).__name__
+        if input.ndim not in (2, 3):
+            raise ValueError(f"{name}: expected a 2-D or 3-D input, got shape {input.shape}")
+        unbatched = input.ndim == 2
+        x = gp.expand_dims(input, axis=1) if unbatched else (
+            gp.permute_dims(input, (1, 0, 2)) if self.batch_first else input)
+        if x.shape[-1] != self.input_size:
+            raise ValueError(f"{name}: input has {x.shape[-1]} features, expected {self.input_size}")
+        n = x.shape[1]
+        lstm = self._gates == 4
+        if hx is None:
+            h0 = self._init_state(n, x)
+            c0 = h0 if lstm else None
+        else:
+            h0, c0 = hx if lstm else (hx, None)
+            if unbatched:
+                h0 = gp.expand_dims(h0, axis=1)
+                c0 = None if c0 is None else gp.expand_dims(c0, axis=1)
+        dirs = 2 if self.bidirectional else 1
+        hn, cn = [], []
+        for layer in range(self.num_layers):
+            outs = []
+            for d in range(dirs):
+                idx = layer * dirs + d
+                ys, h, c = self._run(x, layer, d, h0[idx], None if c0 is None else c0[idx])
+                outs.append(ys)
+                hn.append(h)
+                cn.append(c)
+            x = outs[0] if dirs == 1 else gp.concat(outs, axis=-1)
+            if self.dropout > 0 and self.training and layer < self.num_layers - 1:
+                x = F.dropout(x, self.dropout, True)
+        out = gp.squeeze(x, axis=1) if unbatched else (
+            gp.permute_dims(x, (1, 0, 2)) if self.batch_first else x)
+        h_n = gp.stack(hn, axis=0)
+        if unbatched:
+            h_n = gp.squeeze(h_n, axis=1)
+        if not lstm:
+            return out, h_n
+        c_n = gp.stack(cn, axis=0)
+        return out, (h_n, gp.squeeze(c_n, axis=1) if unbatched else c_n)
+
+    def _run(self, x, layer, d, h, c):
+        w_ih, w_hh, b_ih, b_hh = self._weights(layer, d)
+        xp = F.linear(x, w_ih, b_ih)  # every time step's input projection in one matmul
+        steps = range(x.shape[0] - 1, -1, -1) if d else range(x.shape[0])
+        ys = [None] * x.shape[0]
+        for t in steps:
+            h, c = self._cell(xp[t], h, c, w_hh, b_hh)
+            ys[t] = h
+        return gp.stack(ys, axis=0), h, c
+
+    def extra_repr(self) -> str:
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.num_layers != 1:
+            s += f", num_layers={self.num_layers}"
+        if not self.bias:
+            s += ", bias=False"
+        if self.batch_first:
+            s += ", batch_first=True"
+        if self.dropout:
+            s += f", dropout={self.dropout}"
+        if self.bidirectional:
+            s += ", bidirectional=True"
+        return s
+
+
+class LSTM(_RNNBase):
+    """Long short-term memory; gates (i, f, g, o); returns (output, (h_n, c_n))."""
+
+    _gates = 4
+
+    def _cell(self, xt, h, c, w_hh, b_hh):
+        g = xt + F.linear(h, w_hh, b_hh)
+        hs = self.hidden_size
+        i, f, gg, o = (g[:, k * hs:(k + 1) * hs] for k in range(4))
+        c = F.sigmoid(f) * c + F.sigmoid(i) * gp.tanh(gg)
+        return F.sigmoid(o) * gp.tanh(c), c
+
+
+class GRU(_RNNBase):
+    """Gated recurrent unit; gates (r, z, n); returns (output, h_n)."""
+
+    _gates = 3
+
+    def _cell(self, xt, h, c, w_hh, b_hh):
+        gh = F.linear(h, w_hh, b_hh)
+        hs = self.hidden_size
+        xr, xz, xn = (xt[:, k * hs:(k + 1) * hs] for k in range(3))
+        hr, hz, hn = (gh[:, k * hs:(k + 1) * hs] for k in range(3))
+        r = F.sigmoid(xr + hr)
+        z = F.sigmoid(xz + hz)
+        n = gp.tanh(xn + r * hn)
+        return (1.0 - z) * n + z * h, None

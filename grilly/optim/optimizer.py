@@ -1,0 +1,132 @@
+"""The Optimizer base: parameter groups, per-parameter state, zero_grad, state_dict."""
+from __future__ import annotations
+
+import copy
+
+from ..array.array import Array
+from ..autograd.mode import no_grad
+
+__all__ = ["Optimizer"]
+
+
+class Optimizer:
+    """Base of grilly's optimizers (the torch.optim interface). Subclasses implement
+    ``_update(p, grad, state, group)``, called under no_grad for each parameter with a grad;
+    updates write into the parameter in place, so its Array identity stays."""
+
+    def __init__(self, params, defaults: dict) -> None:
+        self.defaults = dict(defaults)
+        if isinstance(params, Array):
+            raise TypeError(f"{type(self).__name__}: params must be an iterable of Arrays or of "
+                            "dicts, got a single Array; pass [x]")
+        params = list(params)
+        if not params:
+            raise ValueError(f"{type(self).__name__}: got an empty parameter list")
+        if not isinstance(params[0], dict):
+            params = [{"params": params}]
+        self.param_groups: list = []
+        self._state: dict = {}
+        for g in params:
+            self.add_param_group(g)
+
+    @property
+    def state(self) -> dict:
+        """Per-parameter state, keyed by ``id(param)`` (Arrays are not hashable)."""
+        return self._state
+
+    def state_of(self, p: Array) -> dict:
+        """The state dict of parameter ``p`` (created empty on first use)."""
+        s = self._state.get(id(p))
+        if s is None:
+            s = self._state[id(p)] = {}
+        return s
+
+    def add_param_group(self, group: dict) -> None:
+        """Add a group of parameters with its own options (missing ones from the defaults)."""
+        g = dict(group)
+        ps = g["params"]
+        g["params"] = [ps] if isinstance(ps, Array) else list(ps)
+        for p in g["params"]:
+            if not isinstance(p, Array):
+                raise TypeError(f"{type(self).__name__}: parameters must be grilly Arrays, got "
+                                f"{type(p).__name__}")
+            if p.dtype.kind not in "fc":
+                raise TypeError(f"{type(self).__name__}: a parameter has dtype {p.dtype.name}; "
+                                "only floating-point arrays can be optimized")
+        seen = {id(p) for grp in self.param_groups for p in grp["params"]}
+        if any(id(p) in seen for p in g["params"]):
+            raise ValueError(f"{type(self).__name__}: a parameter appears in more than one group")
+        for k, v in self.defaults.items():
+            g.setdefault(k, v)
+        self.param_groups.append(g)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Clear every parameter's gradient (to None, or to zeros in place)."""
+        import grilly as gp
+
+        for g in self.param_groups:
+            for p in g["params"]:
+                if p.grad is None:
+                    continue
+                if set_to_none:
+                    p.grad = None
+                else:
+                    p.grad = gp.zeros_like(p.grad)
+
+    def step(self, closure=None):
+        """One update of every parameter that has a gradient; returns closure()'s loss if given."""
+        loss = None
+        if closure is not None:
+            from ..autograd.mode import enable_grad
+
+            with enable_grad():
+                loss = closure()
+        with no_grad():
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    self._update(p, p.grad, self.state_of(p), group)
+        return loss
+
+    def _update(self, p, grad, state, group) -> None:
+        raise NotImplementedError(f"{type(self).__name__}: _update is not implemented")
+
+    # ---- serialization -------------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        """Groups (parameters as indices) and state (by parameter index), as torch lays them out."""
+        index, groups = {}, []
+        for g in self.param_groups:
+            ids = []
+            for p in g["params"]:
+                index.setdefault(id(p), len(index))
+                ids.append(index[id(p)])
+            groups.append({**{k: v for k, v in g.items() if k != "params"}, "params": ids})
+        state = {index[k]: dict(v) for k, v in self._state.items() if k in index}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Restore options and state saved by ``state_dict`` (parameters matched by position)."""
+        groups = state_dict["param_groups"]
+        if len(groups) != len(self.param_groups) or any(
+                len(a["params"]) != len(b["params"]) for a, b in zip(groups, self.param_groups)):
+            raise ValueError(f"{type(self).__name__}.load_state_dict: the saved groups do not match "
+                             "this optimizer's parameter groups")
+        by_index = {}
+        for saved, mine in zip(groups, self.param_groups):
+            for i, p in zip(saved["params"], mine["params"]):
+                by_index[i] = p
+            for k, v in saved.items():
+                if k != "params":
+                    mine[k] = copy.deepcopy(v) if not isinstance(v, Array) else v
+        import grilly as gp
+
+        self._state = {}
+        for i, s in state_dict["state"].items():
+            p = by_index[int(i)]
+            self._state[id(p)] = {k: (gp.asarray(v, device=p.device, copy=True)
+                                      if isinstance(v, Array) else v) for k, v in s.items()}
+
+    def __repr__(self) -> str:
+        opts = ", ".join(f"{k}={v}" for k, v in self.defaults.items())
+        return f"{type(self).__name__}({opts})"

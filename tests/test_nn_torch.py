@@ -1,0 +1,298 @@
+"""grilly.nn against PyTorch (a test-only oracle): outputs and parameter gradients of layers
+and losses, with torch's initialized weights copied in through load_state_dict."""
+import numpy as np
+import pytest
+
+import grilly as gp
+from grilly import nn
+from grilly.nn import functional as F
+from grilly.testing import assert_close
+
+torch = pytest.importorskip("torch")
+torch.manual_seed(0)
+RTOL, ATOL = 1e-5, 1e-6
+
+
+def _np(t):
+    return t.detach().numpy()
+
+
+def _copy(tmod, gmod, device):
+    gmod.to(device)
+    res = gmod.load_state_dict({k: _np(v) for k, v in tmod.state_dict().items()})
+    assert res.missing_keys == [] and res.unexpected_keys == []
+
+
+def _g(x, device):
+    return gp.asarray(_np(x), device=device)
+
+
+def _close(a, e, rtol=RTOL, atol=ATOL):
+    assert_close(a, _np(e) if hasattr(e, "detach") else e, rtol=rtol, atol=atol)
+
+
+def _check(tmod, gmod, inputs, device, pick=lambda o: o, rtol=RTOL, atol=ATOL, grads=True):
+    """Forward both; compare outputs; backprop a random cotangent; compare parameter grads."""
+    _copy(tmod, gmod, device)
+    tin = [t.clone().requires_grad_(t.dtype.is_floating_point) for t in inputs]
+    tout = pick(tmod(*tin))
+    gout = pick(gmod(*[_g(t, device) for t in inputs]))
+    _close(gout, tout, rtol, atol)
+    if not grads:
+        return
+    cot = torch.randn(tout.shape)
+    (tout * cot).sum().backward()
+    gp.sum(gout * _g(cot, device)).backward()
+    tparams = dict(tmod.named_parameters())
+    for name, p in gmod.named_parameters():
+        assert p.grad is not None, f"no gradient for {name}"
+        _close(p.grad, tparams[name].grad, rtol, max(atol, 1e-5 * float(tparams[name].grad.abs().max())))
+
+
+def test_linear(device):
+    _check(torch.nn.Linear(7, 5), nn.Linear(7, 5), [torch.randn(4, 3, 7)], device)
+
+
+def test_linear_no_bias(device):
+    _check(torch.nn.Linear(6, 2, bias=False), nn.Linear(6, 2, bias=False), [torch.randn(5, 6)], device)
+
+
+@pytest.mark.parametrize("kw", [
+    {},
+    {"stride": 2, "padding": 1},
+    {"padding": 2, "dilation": 2},
+    {"groups": 2, "stride": (2, 1), "padding": (1, 0)},
+    {"padding": "same"},
+])
+def test_conv2d(device, kw):
+    _check(torch.nn.Conv2d(4, 6, 3, **kw), nn.Conv2d(4, 6, 3, **kw), [torch.randn(2, 4, 9, 8)], device,
+           atol=1e-5)
+
+
+def test_conv1d(device):
+    kw = {"stride": 2, "padding": 1, "groups": 2}
+    _check(torch.nn.Conv1d(4, 6, 3, **kw), nn.Conv1d(4, 6, 3, **kw), [torch.randn(3, 4, 11)], device,
+           atol=1e-5)
+
+
+def test_layer_norm(device):
+    _check(torch.nn.LayerNorm((4, 5)), nn.LayerNorm((4, 5)), [torch.randn(3, 4, 5)], device, atol=1e-5)
+
+
+def test_rms_norm(device):
+    _check(torch.nn.RMSNorm(6), nn.RMSNorm(6), [torch.randn(3, 6)], device, atol=1e-5)
+
+
+@pytest.mark.parametrize("cls,shape", [("BatchNorm1d", (8, 3)), ("BatchNorm1d", (4, 3, 5)),
+                                       ("BatchNorm2d", (4, 3, 5, 2))])
+def test_batch_norm_train_then_eval(device, cls, shape):
+    tm, gm = getattr(torch.nn, cls)(3, momentum=0.3), getattr(nn, cls)(3, momentum=0.3)
+    x = torch.randn(*shape) * 2 + 1
+    _check(tm, gm, [x], device, atol=1e-5)
+    for name in ("running_mean", "running_var"):
+        _close(getattr(gm, name), getattr(tm, name))
+    assert int(gm.num_batches_tracked) == 1
+    tm.eval()
+    gm.eval()
+    _close(gm(_g(x, device)), tm(x), atol=1e-5)
+
+
+def test_batch_norm_cumulative_momentum(device):
+    tm, gm = torch.nn.BatchNorm1d(3, momentum=None), nn.BatchNorm1d(3, momentum=None)
+    _copy(tm, gm, device)
+    for _ in range(3):
+        x = torch.randn(6, 3)
+        tm(x)
+        gm(_g(x, device))
+    _close(gm.running_mean, tm.running_mean)
+    _close(gm.running_var, tm.running_var)
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+@pytest.mark.parametrize("batch_first", [True, False])
+def test_multihead_attention(device, need_weights, batch_first):
+    tm = torch.nn.MultiheadAttention(8, 2, batch_first=batch_first)
+    gm = nn.MultiheadAttention(8, 2, batch_first=batch_first)
+    q, k = torch.randn(3, 4, 8), torch.randn(3, 5, 8)
+    if not batch_first:
+        q, k = q.transpose(0, 1).contiguous(), k.transpose(0, 1).contiguous()
+    _check(tm, gm, [q, k, k], device, pick=lambda o: o[0], atol=1e-5)
+    if need_weights:
+        _close(gm(_g(q, device), _g(k, device), _g(k, device))[1], tm(q, k, k)[1], atol=1e-6)
+
+
+def test_multihead_attention_masks(device):
+    tm = torch.nn.MultiheadAttention(8, 2, batch_first=True)
+    gm = nn.MultiheadAttention(8, 2, batch_first=True)
+    _copy(tm, gm, device)
+    x = torch.randn(2, 5, 8)
+    kpm = torch.tensor([[False] * 5, [False, False, False, True, True]])
+    am = torch.triu(torch.ones(5, 5, dtype=torch.bool), 1)
+    for nw in (True, False):
+        t = tm(x, x, x, key_padding_mask=kpm, attn_mask=am, need_weights=nw)[0]
+        g = gm(_g(x, device), _g(x, device), _g(x, device), key_padding_mask=_g(kpm, device),
+               attn_mask=_g(am, device), need_weights=nw)[0]
+        _close(g, t, atol=1e-5)
+
+
+def test_transformer_encoder_layer(device):
+    kw = {"dim_feedforward": 16, "dropout": 0.0, "batch_first": True}
+    for norm_first, act in ((False, "relu"), (True, "gelu")):
+        tm = torch.nn.TransformerEncoderLayer(8, 2, norm_first=norm_first, activation=act, **kw)
+        gm = nn.TransformerEncoderLayer(8, 2, norm_first=norm_first, activation=act, **kw)
+        _check(tm, gm, [torch.randn(2, 5, 8)], device, atol=1e-5)
+
+
+@pytest.mark.parametrize("cls", ["LSTM", "GRU"])
+@pytest.mark.parametrize("kw", [{}, {"num_layers": 2, "batch_first": True}, {"bidirectional": True}])
+def test_rnn(device, cls, kw):
+    tm, gm = getattr(torch.nn, cls)(5, 4, **kw), getattr(nn, cls)(5, 4, **kw)
+    x = torch.randn(3, 6, 5)
+    _check(tm, gm, [x], device, pick=lambda o: o[0], atol=1e-5)
+    t_out, t_h = tm(x)
+    g_out, g_h = gm(_g(x, device))
+    if cls == "LSTM":
+        _close(g_h[0], t_h[0], atol=1e-5)
+        _close(g_h[1], t_h[1], atol=1e-5)
+    else:
+        _close(g_h, t_h, atol=1e-5)
+
+
+def test_rnn_initial_state_unbatched(device):
+    tm, gm = torch.nn.LSTM(3, 4), nn.LSTM(3, 4)
+    _copy(tm, gm, device)
+    x, h, c = torch.randn(5, 3), torch.randn(1, 4), torch.randn(1, 4)
+    t_out, (th, tc) = tm(x, (h, c))
+    g_out, (gh, gc) = gm(_g(x, device), (_g(h, device), _g(c, device)))
+    _close(g_out, t_out, atol=1e-5)
+    _close(gc, tc, atol=1e-5)
+
+
+ACTS = [("ReLU", {}), ("LeakyReLU", {"negative_slope": 0.2}), ("GELU", {}), ("GELU", {"approximate": "tanh"}),
+        ("SiLU", {}), ("ELU", {"alpha": 0.7}), ("Tanh", {}), ("Sigmoid", {}), ("Softplus", {"beta": 2.0}),
+        ("Softmax", {"dim": 1}), ("LogSoftmax", {"dim": -1})]
+
+
+@pytest.mark.parametrize("name,kw", ACTS)
+def test_activations(device, name, kw):
+    x = torch.randn(4, 7) * 4
+    x[0, 0] = 30.0
+    x[0, 1] = -30.0
+    # float64 torch as the oracle: torch's float32 GELU computes 1 + erf(x) and cancels for x << 0
+    tx = x.double().requires_grad_()
+    gx = _g(x, device)
+    gx.requires_grad_()
+    t = getattr(torch.nn, name)(**kw)(tx)
+    g = getattr(nn, name)(**kw)(gx)
+    _close(g, t.float(), atol=1e-7)
+    cot = torch.randn(t.shape)
+    (t * cot.double()).sum().backward()
+    gp.sum(g * _g(cot, device)).backward()
+    _close(gx.grad, tx.grad.float(), atol=1e-6)
+
+
+def _loss_case(name, kw, device, x, y, yg=None):
+    tx = x.clone().requires_grad_()
+    gx = _g(x, device)
+    gx.requires_grad_()
+    tkw = {k: (torch.from_numpy(v) if isinstance(v, np.ndarray) else v) for k, v in kw.items()}
+    gkw = {k: (gp.asarray(v, device=device) if isinstance(v, np.ndarray) else v) for k, v in kw.items()}
+    t = getattr(torch.nn, name)(**tkw)(tx, y)
+    g = getattr(nn, name)(**gkw)(gx, _g(y, device) if yg is None else yg)
+    _close(g, t, atol=1e-6)
+    cot = torch.randn(t.shape)
+    (t * cot).sum().backward()
+    gp.sum(g * _g(cot, device)).backward()
+    _close(gx.grad, tx.grad, atol=1e-6)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("name,kw", [("MSELoss", {}), ("L1Loss", {}), ("SmoothL1Loss", {"beta": 0.5}),
+                                     ("HuberLoss", {"delta": 0.7})])
+def test_regression_losses(device, name, kw, reduction):
+    _loss_case(name, {**kw, "reduction": reduction}, device, torch.randn(4, 5), torch.randn(4, 5))
+
+
+W = np.array([0.2, 1.0, 2.0, 0.5], dtype=np.float32)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("kw", [{}, {"weight": W}, {"label_smoothing": 0.1}, {"ignore_index": 2},
+                                {"weight": W, "label_smoothing": 0.2, "ignore_index": 1}])
+def test_cross_entropy_indices(device, kw, reduction):
+    y = torch.tensor([0, 2, 1, 3, 2, 1])
+    _loss_case("CrossEntropyLoss", {**kw, "reduction": reduction}, device, torch.randn(6, 4), y)
+
+
+def test_cross_entropy_spatial(device):
+    y = torch.randint(0, 4, (2, 3, 2))
+    _loss_case("CrossEntropyLoss", {"weight": W}, device, torch.randn(2, 4, 3, 2), y)
+
+
+@pytest.mark.parametrize("kw", [{}, {"weight": W, "label_smoothing": 0.1, "reduction": "sum"}])
+def test_cross_entropy_probabilities(device, kw):
+    y = torch.softmax(torch.randn(5, 4), 1)
+    _loss_case("CrossEntropyLoss", kw, device, torch.randn(5, 4), y)
+
+
+@pytest.mark.parametrize("kw", [{}, {"weight": W, "ignore_index": 0}, {"reduction": "none"}])
+def test_nll_loss(device, kw):
+    y = torch.tensor([0, 2, 1, 3, 0, 1])
+    _loss_case("NLLLoss", kw, device, torch.log_softmax(torch.randn(6, 4), 1), y)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_bce(device, reduction):
+    p = torch.rand(4, 3) * 0.98 + 0.01
+    _loss_case("BCELoss", {"reduction": reduction}, device, p, torch.randint(0, 2, (4, 3)).float())
+
+
+@pytest.mark.parametrize("kw", [{}, {"pos_weight": np.array([1.0, 2.0, 0.5], np.float32)},
+                                {"weight": np.array([0.5, 1.0, 3.0], np.float32), "reduction": "sum"}])
+def test_bce_with_logits(device, kw):
+    x = torch.randn(4, 3) * 5
+    _loss_case("BCEWithLogitsLoss", kw, device, x, torch.rand(4, 3))
+
+
+@pytest.mark.parametrize("kw", [{}, {"stride": 1, "padding": 1}, {"ceil_mode": True}, {"dilation": 2}])
+def test_max_pool2d(device, kw):
+    x = torch.randn(2, 3, 7, 6)
+    _close(F.max_pool2d(_g(x, device), 3, **kw), torch.nn.functional.max_pool2d(x, 3, **kw))
+
+
+@pytest.mark.parametrize("kw", [{}, {"stride": 1, "padding": 1}, {"padding": 1, "count_include_pad": False},
+                                {"ceil_mode": True}, {"ceil_mode": True, "padding": 1, "stride": 2}])
+def test_avg_pool2d(device, kw):
+    x = torch.randn(2, 3, 7, 6)
+    _close(F.avg_pool2d(_g(x, device), 3, **kw), torch.nn.functional.avg_pool2d(x, 3, **kw), atol=1e-6)
+
+
+@pytest.mark.parametrize("size", [(2, 3), 1, (3, 4), (None, 2)])
+def test_adaptive_avg_pool2d(device, size):
+    x = torch.randn(2, 3, 7, 6)
+    ref = torch.nn.functional.adaptive_avg_pool2d(x, size)
+    _close(F.adaptive_avg_pool2d(_g(x, device), size), ref, atol=1e-6)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_sdpa_and_flash_attention(device, causal):
+    q, k, v = torch.randn(2, 3, 9, 4), torch.randn(2, 3, 9, 4), torch.randn(2, 3, 9, 5)
+    ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    gq, gk, gv = (_g(t, device) for t in (q, k, v))
+    _close(F.scaled_dot_product_attention(gq, gk, gv, is_causal=causal), ref, atol=1e-6)
+    for bs in (1, 4, 128):
+        _close(F.flash_attention2(gq, gk, gv, is_causal=causal, block_size=bs), ref, atol=1e-6)
+
+
+def test_flash_attention_bool_mask(device):
+    q, k, v = torch.randn(2, 6, 4), torch.randn(2, 7, 4), torch.randn(2, 7, 4)
+    mask = torch.rand(6, 7) > 0.3
+    mask[:, 0] = True
+    ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    g = F.flash_attention2(*(_g(t, device) for t in (q, k, v)), attn_mask=_g(mask, device), block_size=3)
+    _close(g, ref, atol=1e-6)
+
+
+def test_embedding(device):
+    tm, gm = torch.nn.Embedding(10, 3), nn.Embedding(10, 3)
+    _check(tm, gm, [torch.tensor([[1, 2, 2], [9, 0, 1]])], device)

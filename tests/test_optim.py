@@ -1,0 +1,258 @@
+"""Optimizers and schedulers against torch.optim (trajectories and lr sequences)."""
+import math
+
+import functools
+
+import numpy as np
+import pytest
+
+import grilly as gp
+from grilly import optim
+from grilly.optim import lr_scheduler as sched
+
+torch = pytest.importorskip("torch")
+
+N = 7
+_rng = np.random.default_rng(3)
+W0 = _rng.standard_normal(N)
+C = _rng.uniform(0.5, 2.0, N)
+T = _rng.standard_normal(N)
+
+
+def _grad_gp(w):
+    return 2.0 * gp.asarray(C.astype(np.asarray(w).dtype), device=w.device) * (
+        w - gp.asarray(T.astype(np.asarray(w).dtype), device=w.device)) + 0.4 * w * w * w
+
+
+def _grad_torch(w):
+    c, t = torch.tensor(C, dtype=w.dtype), torch.tensor(T, dtype=w.dtype)
+    return 2.0 * c * (w - t) + 0.4 * w * w * w
+
+
+CASES = [
+    ("SGD", dict(lr=0.05)),
+    ("SGD", dict(lr=0.05, momentum=0.9)),
+    ("SGD", dict(lr=0.05, momentum=0.9, dampening=0.3, weight_decay=0.01)),
+    ("SGD", dict(lr=0.05, momentum=0.9, nesterov=True, maximize=False)),
+    ("SGD", dict(lr=0.02, maximize=True)),
+    ("Adam", dict(lr=0.05)),
+    ("Adam", dict(lr=0.05, weight_decay=0.1, amsgrad=True)),
+    ("Adam", dict(lr=0.05, betas=(0.8, 0.9), maximize=True)),
+    ("AdamW", dict(lr=0.05)),
+    ("AdamW", dict(lr=0.05, weight_decay=0.3, amsgrad=True)),
+    ("RMSprop", dict(lr=0.01)),
+    ("RMSprop", dict(lr=0.01, momentum=0.9, centered=True, weight_decay=0.01)),
+    ("Adagrad", dict(lr=0.1)),
+    ("Adagrad", dict(lr=0.1, lr_decay=0.01, weight_decay=0.01, initial_accumulator_value=0.1)),
+]
+
+
+@pytest.mark.parametrize("dtype,rtol", [("float32", 1e-5), ("float64", 1e-10)])
+@pytest.mark.parametrize("name,kw", CASES, ids=[f"{n}-{i}" for i, (n, _) in enumerate(CASES)])
+def test_matches_torch(device, name, kw, dtype, rtol):
+    w = gp.asarray(W0.astype(dtype), device=device)
+    w.requires_grad = True
+    tw = torch.tensor(W0.astype(dtype), requires_grad=True)
+    opt = getattr(optim, name)([w], **kw)
+    topt = getattr(torch.optim, name)([tw], **kw)
+    for _ in range(20):
+        w.grad = _grad_gp(w)
+        tw.grad = _grad_torch(tw.detach())
+        opt.step()
+        topt.step()
+    assert w.dtype == getattr(gp, dtype) and w.requires_grad and w.is_leaf
+    np.testing.assert_allclose(np.asarray(w), tw.detach().numpy(), rtol=rtol, atol=rtol * 1e-2)
+
+
+def test_update_in_place_and_autograd_grads(device):
+    w = gp.asarray(W0, device=device)
+    w.requires_grad = True
+    buf = w._buf
+    opt = optim.Adam([w], lr=0.1)
+    for _ in range(3):
+        opt.zero_grad()
+        loss = (w - 1.0) * (w - 1.0)
+        loss.backward(gp.ones_like(loss))
+        opt.step()
+    assert w._buf is buf
+    opt.zero_grad()
+    assert w.grad is None
+    w.grad = gp.ones_like(w)
+    opt.zero_grad(set_to_none=False)
+    np.testing.assert_array_equal(np.asarray(w.grad), np.zeros(N))
+
+
+def test_state_dict_roundtrip(device):
+    def run(n, opt=None, w=None):
+        if w is None:
+            w = gp.asarray(W0, device=device)
+            w.requires_grad = True
+            opt = optim.Adam([w], lr=0.05, amsgrad=True)
+        for _ in range(n):
+            w.grad = _grad_gp(w)
+            opt.step()
+        return w, opt
+    w, opt = run(5)
+    sd = opt.state_dict()
+    assert sd["state"][0]["step"] == 5 and sd["param_groups"][0]["params"] == [0]
+    w2 = gp.asarray(np.asarray(w), device=device)
+    w2.requires_grad = True
+    opt2 = optim.Adam([w2], lr=0.05, amsgrad=True)
+    opt2.load_state_dict(sd)
+    run(5, opt, w)
+    run(5, opt2, w2)
+    np.testing.assert_array_equal(np.asarray(w), np.asarray(w2))
+
+
+def test_param_groups_and_errors(device):
+    a = gp.asarray([1.0, 2.0], device=device)
+    b = gp.asarray([3.0], device=device)
+    opt = optim.SGD([{"params": [a]}, {"params": [b], "lr": 0.5}], lr=0.1)
+    a.grad, b.grad = gp.ones_like(a), gp.ones_like(b)
+    opt.step()
+    np.testing.assert_allclose(np.asarray(a), [0.9, 1.9])
+    np.testing.assert_allclose(np.asarray(b), [2.5])
+    with pytest.raises(ValueError, match="more than one group"):
+        opt.add_param_group({"params": [a]})
+    with pytest.raises(TypeError, match="single Array"):
+        optim.SGD(a)
+    with pytest.raises(ValueError, match="nesterov"):
+        optim.SGD([a], nesterov=True)
+    with pytest.raises(TypeError, match="floating"):
+        optim.SGD([gp.asarray([1, 2], device=device)])
+    with pytest.raises(ValueError, match="lr"):
+        optim.Adam([a], lr=-1.0)
+
+
+def test_nlms_identifies_filter(device):
+    rng = np.random.default_rng(0)
+    h = np.array([0.5, -0.3, 0.2, 0.1])
+    w = gp.zeros(4, dtype=gp.float64, device=device)
+    w.requires_grad = True
+    ref = np.zeros(4)
+    opt = optim.NLMS([w], lr=0.5, eps=1e-6)
+    for _ in range(200):
+        x = rng.standard_normal(4)
+        d = h @ x
+        xa = gp.asarray(x, device=device)
+        e = gp.asarray(d, device=device) - gp.sum(w * xa)
+        loss = 0.5 * e * e
+        loss.backward()
+        opt.step(xa)
+        opt.zero_grad()
+        ref = ref + 0.5 * (d - ref @ x) * x / (1e-6 + x @ x)
+    np.testing.assert_allclose(np.asarray(w), ref, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(w), h, atol=1e-6)
+
+
+def test_natural_gradient_formula(device):
+    w = gp.asarray(W0, device=device)
+    w.requires_grad = True
+    opt = optim.NaturalGradient([w], lr=0.05, beta=0.9, damping=1e-3, weight_decay=0.01)
+    ref, f = W0.copy(), np.zeros(N)
+    for t in range(1, 21):
+        w.grad = _grad_gp(w)
+        opt.step()
+        g = 2 * C * (ref - T) + 0.4 * ref ** 3 + 0.01 * ref
+        f = 0.9 * f + 0.1 * g * g
+        ref = ref - 0.05 * g / (f / (1 - 0.9 ** t) + 1e-3)
+    np.testing.assert_allclose(np.asarray(w), ref, rtol=1e-10)
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, math.inf])
+def test_clip_grad_norm(device, norm_type):
+    ga, gb = np.array([3.0, -4.0]), np.array([[1.0, 2.0], [-2.0, 0.5]])
+    a = gp.zeros(2, dtype=gp.float64, device=device)
+    b = gp.zeros((2, 2), dtype=gp.float64, device=device)
+    a.grad, b.grad = gp.asarray(ga, device=device), gp.asarray(gb, device=device)
+    ta, tb = torch.zeros(2, dtype=torch.float64), torch.zeros(2, 2, dtype=torch.float64)
+    ta.grad, tb.grad = torch.tensor(ga), torch.tensor(gb)
+    n = optim.clip_grad_norm_([a, b], 1.5, norm_type)
+    tn = torch.nn.utils.clip_grad_norm_([ta, tb], 1.5, norm_type)
+    assert abs(float(n) - float(tn)) < 1e-12
+    np.testing.assert_allclose(np.asarray(a.grad), ta.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(b.grad), tb.grad.numpy(), rtol=1e-12)
+    optim.clip_grad_value_([a], 0.1)
+    assert np.max(np.abs(np.asarray(a.grad))) <= 0.1
+
+
+def _lrs(make, make_t, steps=30, metric=None, opt_name="SGD", kw=None):
+    kw = kw or dict(lr=0.1, momentum=0.9)
+    w = gp.zeros(1)
+    tw = torch.zeros(1, requires_grad=True)
+    opt = getattr(optim, opt_name)([w], **kw)
+    topt = getattr(torch.optim, opt_name)([tw], **kw)
+    s, ts = make(opt), make_t(topt)
+    got, want, mom, tmom = [], [], [], []
+    for i in range(steps):
+        opt.step()
+        topt.step()
+        if metric is None:
+            s.step()
+            ts.step()
+        else:
+            s.step(metric[i])
+            ts.step(metric[i])
+        got.append(s.get_last_lr()[0])
+        want.append(ts.get_last_lr()[0])
+        key = "betas" if opt_name != "SGD" else "momentum"
+        mom.append(opt.param_groups[0][key])
+        tmom.append(topt.param_groups[0][key])
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+    assert np.allclose(np.asarray(mom, dtype=float), np.asarray(tmom, dtype=float), rtol=1e-12)
+
+
+def test_step_lr():
+    _lrs(lambda o: sched.StepLR(o, 4, gamma=0.5),
+         lambda o: torch.optim.lr_scheduler.StepLR(o, 4, gamma=0.5))
+
+
+def test_cosine_annealing_lr():
+    _lrs(lambda o: sched.CosineAnnealingLR(o, T_max=7, eta_min=0.01),
+         lambda o: torch.optim.lr_scheduler.CosineAnnealingLR(o, T_max=7, eta_min=0.01), 40)
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(anneal_strategy="linear", pct_start=0.4),
+                                dict(three_phase=True)])
+@pytest.mark.parametrize("opt_name", ["SGD", "Adam"])
+def test_one_cycle_lr(kw, opt_name):
+    okw = dict(lr=0.1, momentum=0.9) if opt_name == "SGD" else dict(lr=0.1)
+    _lrs(lambda o: sched.OneCycleLR(o, max_lr=1.0, total_steps=30, **kw),
+         lambda o: torch.optim.lr_scheduler.OneCycleLR(o, max_lr=1.0, total_steps=30, **kw),
+         29, opt_name=opt_name, kw=okw)
+
+
+@pytest.mark.parametrize("kw", [dict(patience=2), dict(mode="max", patience=1, cooldown=2,
+                                                         factor=0.5, min_lr=0.02),
+                                dict(threshold_mode="abs", threshold=0.1, patience=0)])
+def test_reduce_on_plateau(kw):
+    metric = [1.0, 0.9, 0.95, 0.95, 0.97, 0.8, 0.8, 0.8, 0.85, 0.9, 0.7, 0.71, 0.72, 0.73,
+              0.74, 0.75, 0.5, 0.5, 0.5, 0.5]
+    _lrs(lambda o: sched.ReduceLROnPlateau(o, **kw),
+         lambda o: torch.optim.lr_scheduler.ReduceLROnPlateau(o, **kw), len(metric), metric)
+
+
+def test_scheduler_errors():
+    w = gp.zeros(1)
+    with pytest.raises(ValueError, match="total_steps"):
+        sched.OneCycleLR(optim.SGD([w], lr=0.1, momentum=0.9), max_lr=1.0)
+    with pytest.raises(ValueError, match="factor"):
+        sched.ReduceLROnPlateau(optim.SGD([w], lr=0.1), factor=2.0)
+
+
+def _skip_missing_kernels(f):
+    """Skip (not fail) on a non-cpu device whose backend lacks a kernel this test needs."""
+    @functools.wraps(f)
+    def w(*a, **k):
+        try:
+            return f(*a, **k)
+        except NotImplementedError as e:
+            if str(k.get("device", "cpu")) == "cpu":
+                raise
+            pytest.skip(f"backend lacks a kernel: {e}")
+    return w
+
+
+for _n, _f in list(globals().items()):
+    if _n.startswith("test_") and callable(_f) and not hasattr(_f, "hypothesis"):
+        globals()[_n] = _skip_missing_kernels(_f)

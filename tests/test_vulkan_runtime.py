@@ -1,0 +1,144 @@
+"""Vulkan runtime: device discovery, memory pool, lazy execution, shader build freshness."""
+import importlib.util
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import grilly as gp
+from grilly.backends.vulkan import backend as vkb
+from grilly.backends.vulkan import runtime
+from grilly.backends.vulkan.recorder import stats
+from grilly.testing import assert_close
+
+VK = [d for d in gp.devices() if str(d).startswith("vulkan")]
+ROOT = Path(__file__).resolve().parents[1]
+needs_vk = pytest.mark.skipif(not VK, reason="no Vulkan device")
+
+
+def _build_module():
+    spec = importlib.util.spec_from_file_location("_build_shaders", ROOT / "tools" / "build_shaders.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_spirv_is_fresh():
+    """Every variant's .spv exists and was built from the current GLSL (else rebuild shaders)."""
+    b = _build_module()
+    stale = []
+    for name, (src, flags) in b.variants().items():
+        stamp = b.SPV_DIR / f"{name}.spv.sha256"
+        if not (b.SPV_DIR / f"{name}.spv").exists() or not stamp.exists() \
+                or stamp.read_text().strip() != b.source_digest(src, flags):
+            stale.append(name)
+    assert not stale, f"stale SPIR-V, run `python tools/build_shaders.py`: {stale[:5]}"
+
+
+def test_stale_check_can_fail(tmp_path, monkeypatch):
+    b = _build_module()
+    src = tmp_path / "shaders"
+    shutil.copytree(b.SHADER_DIR, src)
+    name, (rel, flags) = next(iter(b.variants().items()))
+    before = b.source_digest(rel, flags)
+    monkeypatch.setattr(b, "SHADER_DIR", src)
+    (src / rel).write_text((src / rel).read_text() + "\n// edited\n")
+    assert b.source_digest(rel, flags) != before
+
+
+def test_missing_loader_reports_no_device(monkeypatch):
+    monkeypatch.setattr(runtime, "IMPORT_ERROR", "the Vulkan loader could not be loaded (test)")
+    b = vkb.VulkanBackend()
+    assert b.devices() == []
+    assert "loader" in b.unavailable_reason
+
+
+def test_flag_exported():
+    import grilly.backends.vulkan as v
+
+    assert v.VULKAN_AVAILABLE == bool(VK)
+    assert isinstance(v.UNAVAILABLE_REASON, str)
+
+
+@needs_vk
+def test_info_and_rank():
+    d = VK[0]
+    info = d.backend.info(d)
+    for k in ("shaderInt64", "shaderFloat64", "subgroup_size", "maxStorageBufferRange",
+              "memory_heaps", "cooperative_matrix"):
+        assert k in info
+    assert not d.backend.supports_dtype(d, gp.complex64)
+    assert d.backend.supports_dtype(d, gp.float32)
+    if info["type"] == "CPU":  # lavapipe never wins the default device over the cpu backend
+        assert d.backend.priority + d.rank < gp.backends.registry.backends["cpu"].priority
+
+
+@needs_vk
+def test_chain_stays_on_device():
+    d = VK[0]
+    x = gp.asarray(np.arange(1000, dtype=np.float32), device=d)
+    before = dict(stats)
+    y = x
+    for _ in range(20):
+        y = gp.sqrt(y * y + 1.0) - 0.5
+    assert stats["downloads"] == before["downloads"]
+    assert stats["submits"] == before["submits"]  # recorded, not yet run
+    h = np.asarray(y)
+    assert stats["downloads"] == before["downloads"] + 1
+    assert stats["submits"] == before["submits"] + 1
+    e = np.arange(1000, dtype=np.float32)
+    for _ in range(20):
+        e = np.sqrt(e * e + np.float32(1.0)) - np.float32(0.5)
+    assert_close(h, e, rtol=1e-5)
+
+
+@needs_vk
+def test_alloc_free_loop_keeps_live_bytes():
+    pool = VK[0].ctx.pool
+    live, held = pool.live, pool.held
+    for i in range(10_000):
+        a = pool.alloc(256 + (i % 7) * 1000)
+        del a
+    assert pool.live == live
+    assert pool.held <= held + 8 * (8 << 20)
+
+
+@needs_vk
+def test_too_large_array_is_refused():
+    d = VK[0]
+    limit = d.phys.max_storage
+    with pytest.raises(MemoryError, match="maxStorageBufferRange"):
+        d.ctx.pool.alloc(limit + 1)
+
+
+@needs_vk
+def test_bad_pipeline_names_shader():
+    ctx = VK[0].ctx
+    with pytest.raises(runtime.VulkanError, match="my_broken_shader"):
+        ctx.create_pipeline("my_broken_shader", b"\x03\x02\x23\x07" + b"\0" * 16)
+    with pytest.raises(runtime.VulkanError, match="not valid SPIR-V"):
+        ctx.create_pipeline("junk", b"hello")
+
+
+@needs_vk
+def test_missing_variant_is_clear():
+    with pytest.raises(NotImplementedError, match="build_shaders"):
+        VK[0].ctx.pipeline("no_such_variant", (0,))
+
+
+@needs_vk
+def test_float64_transcendental_is_refused_not_faked():
+    x = gp.asarray(np.ones(3), device=VK[0])
+    with pytest.raises(NotImplementedError, match="exp.*float64"):
+        gp.exp(x)
+
+
+@needs_vk
+def test_creation_kernels():
+    d = VK[0]
+    assert_close(gp.arange(2, 20, 3, device=d, dtype=gp.int32), np.arange(2, 20, 3, dtype=np.int32))
+    assert_close(gp.linspace(0, 1, 7, device=d), np.linspace(0, 1, 7))
+    assert_close(gp.eye(3, 4, k=1, device=d, dtype=gp.float32), np.eye(3, 4, 1, dtype=np.float32))
+    assert_close(gp.full((2, 3), 5, device=d, dtype=gp.uint8), np.full((2, 3), 5, np.uint8))
+    assert gp.empty((4, 0), device=d).shape == (4, 0)
