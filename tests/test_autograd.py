@@ -19,14 +19,29 @@ def leaf(x, device=None, dtype=None):
     return a
 
 
-def test_chain_and_accumulation(device):
-    x = leaf([1.0, 2.0, 3.0], device)
+@pytest.mark.parametrize("dtype,rtol", [("float32", 1e-6), ("float64", 1e-12)])
+def test_chain_and_accumulation(device, dtype, rtol):
+    x = leaf([1.0, 2.0, 3.0], device, getattr(gp, dtype))
     y = gp.sum(x * x) + gp.sum(gp.exp(x))
     y.backward()
-    np.testing.assert_allclose(np.asarray(x.grad), 2 * np.array([1, 2, 3.]) + np.exp([1, 2, 3.]))
+    want = 2 * np.array([1, 2, 3.]) + np.exp([1, 2, 3.])
+    np.testing.assert_allclose(np.asarray(x.grad), want, rtol=rtol)
     (gp.sum(x) * 2.0).backward()  # accumulates
-    np.testing.assert_allclose(np.asarray(x.grad), 2 * np.array([1, 2, 3.]) + np.exp([1, 2, 3.]) + 2)
-    assert x.is_leaf and not y.is_leaf and y.grad_fn is not None
+    np.testing.assert_allclose(np.asarray(x.grad), want + 2, rtol=rtol)
+    assert x.is_leaf and not y.is_leaf and y.grad_fn is not None and x.grad.dtype == x.dtype
+
+
+def test_elementwise_graph_float32(device):
+    # no reductions: runs wherever the elementwise kernels do
+    x = leaf([0.5, 1.0, 2.0], device, gp.float32)
+    w = leaf([2.0, -1.0, 0.5], device, gp.float32)
+    y = gp.tanh(x * w) + x / w
+    y.backward(gp.ones_like(y))
+    xn, wn = np.array([0.5, 1.0, 2.0]), np.array([2.0, -1.0, 0.5])
+    t = np.tanh(xn * wn)
+    np.testing.assert_allclose(np.asarray(x.grad), (1 - t * t) * wn + 1 / wn, rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(w.grad), (1 - t * t) * xn - xn / wn ** 2, rtol=1e-5)
+    assert x.grad.device == device
 
 
 def test_broadcast_reduces_back(device):

@@ -17,6 +17,11 @@ def _spd(n):
     return m @ m.T + n * np.eye(n)
 
 
+def _set(y, key, v):
+    y[key] = v
+    return y
+
+
 la = gp.linalg
 # rule name: (function of the inputs, numpy inputs); inputs are float64 and differentiated
 CASES = {
@@ -96,6 +101,9 @@ CASES = {
     "linalg.outer": (la.outer, [_a(3), _a(4)]),
     "__getitem__": (lambda x: x[1:, ::2], [_a((3, 4))]),
     "__getitem__/int": (lambda x: x[gp.asarray([2, 0, 2])], [_a((3, 2))]),
+    "__getitem__/ints": (lambda x: x[gp.asarray([2, 0, 2]), 1:], [_a((3, 3))]),
+    "__getitem__/pair": (lambda x: x[gp.asarray([2, 0, 2]), gp.asarray([1, 1, 0])], [_a((3, 2))]),
+    "__getitem__/mask": (lambda x: x[x > 0], [_a((3, 4))]),
     "tril": (lambda x: gp.tril(x, k=-1), [_a((3, 3))]),
     "triu": (lambda x: gp.triu(x, k=1), [_a((2, 3, 3))]),
     "diff": (lambda x: gp.diff(x, axis=1, n=2), [_a((2, 5))]),
@@ -123,7 +131,8 @@ CASES = {
     "linalg.vector_norm/1": (lambda x: la.vector_norm(x, ord=1), [_a(4)]),
     "linalg.vector_norm/3": (lambda x: la.vector_norm(x, ord=3, axis=0), [_a((4, 2))]),
     "linalg.vector_norm/inf": (lambda x: la.vector_norm(x, ord=gp.inf), [_a(4)]),
-    "__setitem__": (None, None),
+    "__setitem__": (lambda x, v: _set(x * 1.0, (slice(1, 3),), v * 1.0), [_a(4), _a(2)]),
+    "__setitem__/bcast": (lambda x, v: _set(x * 1.0, (0,), v * 1.0), [_a((2, 3)), _a(1)]),
     "to_device": (lambda x: x.to_device(x.device) * 1.0, [_a(3)]),
 }
 
@@ -133,10 +142,8 @@ def test_rule_matches_finite_differences(name):
     if name not in CASES:
         pytest.fail(f"rule {name} has no gradcheck case")
     fn, inputs, *opts = CASES[name]
-    if fn is None:
-        pytest.skip("covered by test_autograd.py::test_setitem")
     base = name.split(".")[-1].split("/")[0]
-    if base not in ("__getitem__", "to_device") and not hasattr(
+    if base not in ("__getitem__", "__setitem__", "to_device") and not hasattr(
             gp.linalg if name.startswith("linalg.") else gp, base):
         pytest.skip(f"{name} is not in the namespace yet")
     try:

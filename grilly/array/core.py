@@ -44,9 +44,9 @@ def normalize_axis(axis, ndim: int, op: str, arg: str = "axis") -> int:
             axis = axis.__index__()
         except AttributeError:
             raise TypeError(f"{op}: {arg} must be an int, got {type(axis).__name__}") from None
-    if not -ndim <= axis < max(ndim, 1) or (ndim == 0 and axis not in (0, -1)):
+    if not -ndim <= axis < ndim:
         raise AxisError(f"{op}: {arg}={axis} is out of range for an array of {ndim} dimension(s)")
-    return axis % ndim if ndim else 0
+    return axis % ndim
 
 
 def normalize_axes(axis, ndim: int, op: str) -> tuple:
@@ -54,20 +54,11 @@ def normalize_axes(axis, ndim: int, op: str) -> tuple:
     if axis is None:
         return tuple(range(ndim))
     if isinstance(axis, (tuple, list)):
-        out = tuple(normalize_axis(a, ndim, op) if ndim else _check0(a, op) for a in axis)
+        out = tuple(normalize_axis(a, ndim, op) for a in axis)
         if len(set(out)) != len(out):
             raise ValueError(f"{op}: repeated axis in {tuple(axis)}")
-        return tuple(sorted(out)) if ndim else ()
-    if ndim == 0:
-        _check0(axis, op)
-        return ()
+        return tuple(sorted(out))
     return (normalize_axis(axis, ndim, op),)
-
-
-def _check0(a, op):
-    if a not in (0, -1):
-        raise AxisError(f"{op}: axis={a} is out of range for a 0-d array")
-    return 0
 
 
 def broadcast_shapes(*shapes, op: str = "broadcast_shapes") -> tuple:

@@ -5,7 +5,7 @@ from . import dtypes as dt
 from .array import Array
 from .core import (as_compute_array, broadcast_shapes, check_array, common_device, kernel,
                    normalize_axis, wrap)
-from .statistical import _check_kind, reduce
+from .statistical import _check_kind, _reduce
 
 __all__ = ["argmax", "argmin", "count_nonzero", "nonzero", "searchsorted", "where"]
 
@@ -40,7 +40,7 @@ def argmin(x: Array, /, *, axis=None, keepdims: bool = False) -> Array:
 def count_nonzero(x: Array, /, *, axis=None, keepdims: bool = False) -> Array:
     """Number of nonzero elements of x along axis."""
     check_array(x, "count_nonzero")
-    return reduce("count_nonzero", x, axis, keepdims, dt.int64)
+    return _reduce("count_nonzero", x, axis, keepdims, dt.int64)
 
 
 def nonzero(x: Array, /) -> tuple:

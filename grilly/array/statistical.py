@@ -35,7 +35,7 @@ def _accumulator(x: Array, dtype, op: str):
     return d
 
 
-def reduce(op: str, x: Array, axis, keepdims: bool, out_dtype) -> Array:
+def _reduce(op: str, x: Array, axis, keepdims: bool, out_dtype) -> Array:
     """Run the backend reduction kernel ``op`` over ``axis`` (None, int or tuple)."""
     axes = normalize_axes(axis, x.ndim, op)
     dev = x._device
@@ -53,13 +53,13 @@ def _count(x: Array, axis, op: str) -> int:
 def sum(x: Array, /, *, axis=None, dtype=None, keepdims: bool = False) -> Array:
     """Sum of the elements of x along axis."""
     check_array(x, "sum")
-    return reduce("sum", x, axis, keepdims, _accumulator(x, dtype, "sum"))
+    return _reduce("sum", x, axis, keepdims, _accumulator(x, dtype, "sum"))
 
 
 def prod(x: Array, /, *, axis=None, dtype=None, keepdims: bool = False) -> Array:
     """Product of the elements of x along axis."""
     check_array(x, "prod")
-    return reduce("prod", x, axis, keepdims, _accumulator(x, dtype, "prod"))
+    return _reduce("prod", x, axis, keepdims, _accumulator(x, dtype, "prod"))
 
 
 def _extreme(op: str, x: Array, axis, keepdims: bool) -> Array:
@@ -69,7 +69,7 @@ def _extreme(op: str, x: Array, axis, keepdims: bool) -> Array:
     if any(x.shape[a] == 0 for a in axes):
         raise ValueError(f"{op}: zero-size reduction (axis={axis} of an array of shape {x.shape})"
                          " has no identity")
-    return reduce(op, x, axes, keepdims, x._dtype)
+    return _reduce(op, x, axes, keepdims, x._dtype)
 
 
 def max(x: Array, /, *, axis=None, keepdims: bool = False) -> Array:
@@ -94,7 +94,7 @@ def mean(x: Array, /, *, axis=None, keepdims: bool = False) -> Array:
     """Arithmetic mean of x along axis (NaN for an empty reduction)."""
     check_array(x, "mean")
     x = _floating(x, "mean", real_only=False)
-    s = reduce("sum", x, axis, keepdims, x._dtype)
+    s = _reduce("sum", x, axis, keepdims, x._dtype)
     n = _count(x, axis, "mean")
     from .elementwise import divide
 
@@ -122,10 +122,10 @@ def _var(op: str, x: Array, axis, correction, keepdims: bool) -> Array:
     x = _floating(x, op, real_only=True)
     axes = normalize_axes(axis, x.ndim, op)
     n = _count(x, axes, op)
-    m = reduce("sum", x, axes, True, x._dtype)
+    m = _reduce("sum", x, axes, True, x._dtype)
     m = divide(m, float(n) if n else float("nan"))
     d = subtract(x, m)
-    ss = reduce("sum", multiply(d, d), axes, keepdims, x._dtype)
+    ss = _reduce("sum", multiply(d, d), axes, keepdims, x._dtype)
     dof = n - correction
     return divide(ss, float(dof) if dof > 0 else float("nan"))
 

@@ -6,7 +6,7 @@ import builtins
 from . import dtypes as dt
 from .array import Array
 from .core import check_array, common_device, kernel, normalize_axis, wrap
-from .statistical import reduce
+from .statistical import _reduce
 
 __all__ = ["all", "any", "diff"]
 
@@ -14,13 +14,13 @@ __all__ = ["all", "any", "diff"]
 def all(x: Array, /, *, axis=None, keepdims: bool = False) -> Array:
     """Whether every element of x along axis is true (nonzero)."""
     check_array(x, "all")
-    return reduce("all", x, axis, keepdims, dt.bool)
+    return _reduce("all", x, axis, keepdims, dt.bool)
 
 
 def any(x: Array, /, *, axis=None, keepdims: bool = False) -> Array:
     """Whether some element of x along axis is true (nonzero)."""
     check_array(x, "any")
-    return reduce("any", x, axis, keepdims, dt.bool)
+    return _reduce("any", x, axis, keepdims, dt.bool)
 
 
 def _along(x: Array, axis: int, start: int, stop: int) -> Array:
@@ -75,6 +75,8 @@ def diff(x: Array, /, *, axis: int = -1, n: int = 1, prepend=None, append=None) 
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
         raise ValueError(f"diff: n must be a non-negative int, got {n!r}")
     ax = normalize_axis(axis, x.ndim, "diff")
+    if n == 0:
+        return x  # as numpy: no differences, prepend/append ignored
     parts = [x]
     if prepend is not None:
         parts.insert(0, _edge(prepend, x, ax, "prepend"))

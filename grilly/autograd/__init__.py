@@ -155,7 +155,8 @@ def _assign(self, res) -> None:
 
 
 _INPLACE = {"__iadd__": "add", "__isub__": "subtract", "__imul__": "multiply",
-            "__itruediv__": "divide", "__ipow__": "pow", "__imatmul__": "matmul"}
+            "__itruediv__": "divide", "__ipow__": "pow", "__imatmul__": "matmul",
+            "__ifloordiv__": "floor_divide", "__imod__": "remainder"}
 
 
 def _to_device(self, device, /, *, stream=None):

@@ -8,7 +8,7 @@ from ..array.array import Array
 from . import mode
 from .tape import Node, edge_of
 
-__all__ = ["Function", "record"]
+__all__ = ["Function", "differentiable", "record"]
 
 _state = mode.state
 _SEQ = (list, tuple)

@@ -481,8 +481,11 @@ def _getitem(g, out, x, key):
                              if i != arr[0]) and ks[arr[0]].ndim == 1 and Ellipsis not in ks:
         ax = arr[0]
         return (_scatter_add(x, ax, ks[ax], g), None)
-    raise NotImplementedError("getitem backward: integer-array indexing is differentiable only "
-                              "with one 1-D index array and full slices elsewhere")
+    # general advanced index: find each output element's flat source position by indexing an
+    # array of positions with the same key, then scatter-add there
+    pos = N.reshape(N.arange(x.size, device=g.device), x.shape)[key]
+    flat = _scatter_add(N.reshape(x, (-1,)), 0, N.reshape(pos, (-1,)), N.reshape(g, (-1,)))
+    return (N.reshape(flat, x.shape), None)
 
 
 def _setitem(g, out, x, key, value):

@@ -8,6 +8,7 @@ to numpy's pairwise summation. Axis reductions see the input as (outer, reduced,
 """
 from __future__ import annotations
 
+import math
 import time
 
 import numba
@@ -167,7 +168,17 @@ def _wide(op: str, out: np.dtype) -> np.dtype:
     return out
 
 
+_mods: dict = {}
+
+
 def _module(op: str, ind: np.dtype, out: np.dtype):
+    m = _mods.get((op, ind, out))
+    if m is None:
+        m = _mods[op, ind, out] = _build(op, ind, out)
+    return m
+
+
+def _build(op: str, ind: np.dtype, out: np.dtype):
     ident, fast, comb, load, fm = _OPS[op]
     floaty = ind.kind in "fc"
     mm = {"max": "fmaximum", "min": "fminimum"} if floaty else {"max": "max", "min": "min"}
@@ -191,9 +202,9 @@ def _view3(buf: np.ndarray, axes: tuple):
             axes = tuple(range(nd - len(axes), nd))
         buf = np.ascontiguousarray(buf)
     shp = buf.shape
-    outer = int(np.prod(shp[:axes[0]], dtype=np.int64))
-    red = int(np.prod(shp[axes[0]:axes[-1] + 1], dtype=np.int64))
-    inner = int(np.prod(shp[axes[-1] + 1:], dtype=np.int64))
+    outer = math.prod(shp[:axes[0]])
+    red = math.prod(shp[axes[0]:axes[-1] + 1])
+    inner = math.prod(shp[axes[-1] + 1:])
     return buf.reshape(outer, red, inner)
 
 

@@ -84,7 +84,7 @@ def broadcast_to(buf: np.ndarray, shape) -> np.ndarray:
 
 def slice_view(buf: np.ndarray, key: tuple) -> np.ndarray:
     """The view ``buf[key]`` for a normalized key of ints and slices."""
-    return buf[key]
+    return buf[key + (Ellipsis,)]  # the Ellipsis keeps an all-int key a view, not a scalar
 
 
 def copy(buf: np.ndarray) -> np.ndarray:

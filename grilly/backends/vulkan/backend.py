@@ -104,9 +104,13 @@ class VulkanBackend(Backend):
         return devs
 
     def kernels(self) -> dict:
+        from . import families
         from .kernels import CREATION, STORAGE, elementwise
 
-        return {**CREATION, **STORAGE, **elementwise()}
+        table = {**CREATION, **STORAGE, **elementwise()}
+        for fam in families.MODULES:
+            table.update(fam.KERNELS)
+        return table
 
     def supports_dtype(self, device: Device, dtype) -> bool:
         if dtype.kind == "c":

@@ -17,6 +17,10 @@ DTYPES = {
     "float64": ("double", "double", "K_F", 64),
 }
 
+# element size in bits -> (storage, compute) types of the raw-word gather/scatter shader
+WORDS = {8: ("uint8_t", "uint"), 16: ("uint16_t", "uint"), 32: ("uint", "uint"),
+         64: ("uint64_t", "uint64_t")}
+
 SHADER_DIR = Path(__file__).resolve().parents[3] / "shaders"   # sources (repo checkout only)
 SPV_DIR = Path(__file__).resolve().parents[2] / "shaders"       # grilly/shaders: package data
 
@@ -38,6 +42,13 @@ def variants() -> dict[str, tuple[str, list[str]]]:
         for d2 in DTYPES:
             out[f"cast_{d}_{d2}"] = (
                 "elementwise/cast.comp", _dtype_defines("IN", d) + _dtype_defines("OUT", d2))
+        out[f"red_{d}"] = ("reduce/reduce.comp", _dtype_defines("IN", d) + ["-DARG=0"])
+        out[f"arg_{d}"] = ("reduce/reduce.comp", _dtype_defines("IN", d) + ["-DARG=1"])
+        if d != "bool":
+            out[f"mm_{d}"] = ("linalg/matmul.comp", _dtype_defines("IN", d))
+    out["mm_tiled_float32"] = ("linalg/matmul_tiled.comp", [])
+    for bits, (ts, tc) in WORDS.items():
+        out[f"gather_u{bits}"] = ("indexing/gather.comp", [f"-DW_TS={ts}", f"-DW_TC={tc}"])
     return out
 
 

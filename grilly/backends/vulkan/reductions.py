@@ -1,0 +1,129 @@
+"""Reduction kernels of the Vulkan backend (sum, prod, max, min, any, all, count_nonzero,
+cumulative sum/prod, argmax/argmin) with the CPU backend's calling conventions.
+
+The input is seen as an (outer, reduced, inner) strided view (a device copy only when the
+reduced axes cannot be merged into one); shaders/reduce/reduce.comp reduces the middle axis,
+one workgroup per output (a shared-memory tree) or, for short rows, one invocation per output.
+"""
+from __future__ import annotations
+
+import struct
+
+from ...array import dtypes as _dt
+from .kernels import MAXD, astype, new_buffer, permute, reshape
+
+_PC = struct.Struct(f"<I4i{MAXD}i{4 * MAXD}i")
+PER_THREAD_MAX = 128     # rows this short run one per invocation: a tree would idle most lanes
+CODES = {"sum": 0, "prod": 1, "max": 2, "min": 3, "argmax": 2, "argmin": 3,
+         "cumulative_sum": 4, "cumulative_prod": 5}
+
+
+def dispatch(ctx, variant: str, spec: tuple, bufs: list, n: int, items: int, offs=(),
+             shape=(), strides=()) -> None:
+    """Record one dispatch with raw push constants: ``n``, offsets, shape, per-operand strides."""
+    offs = list(offs) + [0] * (4 - len(offs))
+    shape = list(shape) + [0] * (MAXD - len(shape))
+    flat = []
+    for k in range(4):
+        row = list(strides[k]) if k < len(strides) else []
+        flat += row + [0] * (MAXD - len(row))
+    ctx.recorder.dispatch(ctx.pipeline(variant, spec), bufs, _PC.pack(n, *offs, *shape, *flat),
+                          items)
+
+
+def _prod(xs) -> int:
+    n = 1
+    for x in xs:
+        n *= x
+    return n
+
+
+def view3(buf, axes: tuple):
+    """``buf`` as an (outer, red, inner) view (copied on the device only when it must be)."""
+    nd = len(buf.shape)
+    axes = tuple(sorted(axes))
+    if axes != tuple(range(axes[0], axes[-1] + 1)):
+        kept = tuple(a for a in range(nd) if a not in axes)
+        buf = permute(buf, kept + axes)
+        axes = tuple(range(nd - len(axes), nd))
+    shp = buf.shape
+    dims = (_prod(shp[:axes[0]]), _prod(shp[axes[0]:axes[-1] + 1]), _prod(shp[axes[-1] + 1:]))
+    return reshape(buf, dims)
+
+
+def _out_shape(shape: tuple, axes, keepdims: bool) -> tuple:
+    return tuple(1 if i in axes else s for i, s in enumerate(shape)) if keepdims else \
+        tuple(s for i, s in enumerate(shape) if i not in axes)
+
+
+def _run(x, code: int, variant: str, out) -> None:
+    """Reduce the middle axis of the (outer, red, inner) view ``x`` into contiguous ``out``."""
+    outer, red, inner = x.shape
+    n = outer * inner
+    if n == 0:
+        return
+    per_thread = int(red <= PER_THREAD_MAX or n >= 1 << 15)
+    dispatch(x.ctx, variant, (code, 1, per_thread), [out, x], n, n if per_thread else n * 256,
+             (out.offset, x.offset), (outer, red, inner), ([0] * 3, x.strides))
+
+
+_PRE = {"any": _dt.bool, "all": _dt.bool, "count_nonzero": _dt.bool}
+_AS = {"any": "max", "all": "min", "count_nonzero": "sum"}
+
+
+def _reduce_kernel(op: str):
+    def k(buf, axes: tuple, keepdims: bool, out_dtype):
+        shape = _out_shape(buf.shape, axes, keepdims)
+        orig = buf
+        if op in _PRE and buf.dtype != _PRE[op]:
+            buf = astype(buf, _PRE[op])
+        if buf.dtype != out_dtype:
+            buf = astype(buf, out_dtype)
+        if not axes:
+            return reshape(astype(buf, out_dtype) if buf is orig else buf, shape)
+        out = new_buffer(buf.ctx, shape, out_dtype)
+        _run(view3(buf, axes), CODES[_AS.get(op, op)], f"red_{out_dtype.name}", out)
+        return out
+    k.__name__ = op
+    return k
+
+
+def _cumulative_kernel(op: str):
+    def k(buf, axis: int, include_initial: bool, out_dtype):
+        shape = list(buf.shape)
+        shape[axis] += int(include_initial)
+        out = new_buffer(buf.ctx, tuple(shape), out_dtype)
+        if out.size == 0:
+            return out
+        if buf.dtype != out_dtype:
+            buf = astype(buf, out_dtype)
+        x = view3(buf, (axis,))
+        outer, red, inner = x.shape
+        n = outer * inner
+        dispatch(x.ctx, f"red_{out_dtype.name}", (CODES[op], 1, 1), [out, x], n, n,
+                 (out.offset, x.offset), (outer, red, inner, int(include_initial)),
+                 ([0] * 3, x.strides))
+        return out
+    k.__name__ = op
+    return k
+
+
+def _arg_kernel(op: str):
+    def k(buf, axis, keepdims: bool):
+        if axis is None:
+            x = reshape(buf, (1, buf.size, 1))
+            shape = (1,) * len(buf.shape) if keepdims else ()
+        else:
+            x = view3(buf, (axis,))
+            shape = _out_shape(buf.shape, (axis,), keepdims)
+        out = new_buffer(buf.ctx, shape, _dt.int64)
+        _run(x, CODES[op], f"arg_{buf.dtype.name}", out)
+        return out
+    k.__name__ = op
+    return k
+
+
+KERNELS: dict = {op: _reduce_kernel(op) for op in
+                 ("sum", "prod", "max", "min", "any", "all", "count_nonzero")}
+KERNELS.update({op: _cumulative_kernel(op) for op in ("cumulative_sum", "cumulative_prod")})
+KERNELS.update({op: _arg_kernel(op) for op in ("argmax", "argmin")})

@@ -1,0 +1,24 @@
+#version 450
+// Batched matmul for any numeric dtype (IN_*): one output element per invocation, accumulated
+// in the compute type (float16 in float32; integers wrap like numpy's). Layout as matmul_tiled.
+#include "../common.glsl"
+
+layout(set = 0, binding = 0) writeonly buffer O { IN_TS res[]; };
+layout(set = 0, binding = 1) readonly buffer A { IN_TS a[]; };
+layout(set = 0, binding = 2) readonly buffer B { IN_TS b[]; };
+
+void main() {
+    int M = pc.shape[1], N = pc.shape[2], K = pc.shape[3];
+    uint step = gl_NumWorkGroups.x * WG;
+    for (uint i = gl_GlobalInvocationID.x; i < pc.n; i += step) {
+        int mn = M * N;
+        int bi = int(i) / mn, r = int(i) - bi * mn;
+        int m = r / N, n = r - m * N;
+        int ai = pc.off[1] + bi * pc.st[0] + m * pc.st[1];
+        int bj = pc.off[2] + bi * pc.st[MAXD] + n * pc.st[MAXD + 2];
+        IN_TC acc = IN_TC(0);
+        for (int k = 0; k < K; ++k)
+            acc += IN_TC(a[ai + k * pc.st[2]]) * IN_TC(b[bj + k * pc.st[MAXD + 1]]);
+        res[pc.off[0] + int(i)] = IN_TS(acc);
+    }
+}

@@ -1,0 +1,152 @@
+#version 450
+// Reductions over the middle axis of an (outer, red, inner) strided view, for one dtype (IN_*).
+// pc.shape = (outer, red, inner, include_initial); pc.st[MAXD..MAXD+2] = the input's strides;
+// pc.n = outer * inner outputs, written contiguously from pc.off[0].
+// OP (specialization): 0 sum, 1 prod, 2 max, 3 min (ARG=0); 2 argmax, 3 argmin (ARG=1);
+// 4 cumulative sum, 5 cumulative prod (ARG=0). PER_THREAD=1 runs one output per invocation
+// (short rows); otherwise one workgroup per output reduces a tree in shared memory.
+#include "../common.glsl"
+
+layout(constant_id = 0) const int OP = 0;
+layout(constant_id = 2) const int PER_THREAD = 0;
+
+#define TC IN_TC
+#if ARG
+layout(set = 0, binding = 0) writeonly buffer O { int64_t res[]; };
+#else
+layout(set = 0, binding = 0) writeonly buffer O { IN_TS res[]; };
+#endif
+layout(set = 0, binding = 1) readonly buffer A { IN_TS a[]; };
+
+shared TC sv[WG];
+#if ARG
+shared int si[WG];
+#endif
+
+int cop() { return OP >= 4 ? OP - 4 : OP; }
+
+TC ident() {
+    int op = cop();
+    if (op == 0) return TC(0);
+    if (op == 1) return TC(1);
+#if IN_KIND == K_F
+    TC inf = TC(uintBitsToFloat(0x7f800000u));
+    return op == 2 ? -inf : inf;
+#elif IN_KIND == K_I
+    TC lo = TC(-1) << (IN_BITS - 1);
+    return op == 2 ? lo : ~lo;
+#elif IN_KIND == K_B
+    return op == 2 ? TC(0) : TC(1);
+#else
+    TC hi = IN_BITS >= 32 ? ~TC(0) : TC((1u << IN_BITS) - 1u);
+    return op == 2 ? TC(0) : hi;
+#endif
+}
+
+bool isnan_(TC x) {
+#if IN_KIND == K_F
+    return isnan(x);
+#else
+    return false;
+#endif
+}
+
+TC comb(TC x, TC y) {
+    int op = cop();
+    if (op == 0) return x + y;
+    if (op == 1) return x * y;
+    // NaN wins, as in numpy's maximum/minimum
+    if (op == 2) return (x > y || isnan_(x)) ? x : y;
+    return (x < y || isnan_(x)) ? x : y;
+}
+
+// whether (w, k) replaces the running best (v, i) of argmax/argmin: first NaN, else first extreme
+bool better(TC w, int k, TC v, int i) {
+    if (isnan_(v)) return isnan_(w) && k < i;
+    if (isnan_(w)) return true;
+    if (w == v) return k < i;
+    return OP == 2 ? w > v : w < v;
+}
+
+TC load(int o, int r, int j) {
+    return TC(a[pc.off[1] + o * pc.st[MAXD] + r * pc.st[MAXD + 1] + j * pc.st[MAXD + 2]]);
+}
+
+void main() {
+    int red = pc.shape[1], inner = pc.shape[2];
+    uint nout = pc.n;
+#if !ARG
+    if (OP >= 4) {
+        int init = pc.shape[3];
+        uint step = gl_NumWorkGroups.x * WG;
+        for (uint g = gl_GlobalInvocationID.x; g < nout; g += step) {
+            int o = int(g) / inner, j = int(g) - o * inner;
+            int ob = pc.off[0] + o * (red + init) * inner + j;
+            TC acc = ident();
+            if (init != 0) res[ob] = IN_TS(acc);
+            for (int r = 0; r < red; ++r) {
+                acc = r == 0 ? load(o, 0, j) : comb(acc, load(o, r, j));
+                res[ob + (r + init) * inner] = IN_TS(acc);
+            }
+        }
+        return;
+    }
+#endif
+    if (PER_THREAD != 0) {
+        uint step = gl_NumWorkGroups.x * WG;
+        for (uint g = gl_GlobalInvocationID.x; g < nout; g += step) {
+            int o = int(g) / inner, j = int(g) - o * inner;
+            TC acc = ident();
+#if ARG
+            int bi = 0x7fffffff;
+            for (int r = 0; r < red; ++r) {
+                TC v = load(o, r, j);
+                if (better(v, r, acc, bi)) { acc = v; bi = r; }
+            }
+            res[pc.off[0] + g] = int64_t(bi);
+#else
+            for (int r = 0; r < red; ++r) acc = comb(acc, load(o, r, j));
+            res[pc.off[0] + g] = IN_TS(acc);
+#endif
+        }
+        return;
+    }
+    uint tid = gl_LocalInvocationID.x;
+    for (uint g = gl_WorkGroupID.x; g < nout; g += gl_NumWorkGroups.x) {
+        int o = int(g) / inner, j = int(g) - o * inner;
+        TC acc = ident();
+#if ARG
+        int bi = 0x7fffffff;
+        for (int r = int(tid); r < red; r += WG) {
+            TC v = load(o, r, j);
+            if (better(v, r, acc, bi)) { acc = v; bi = r; }
+        }
+        si[tid] = bi;
+#else
+        for (int r = int(tid); r < red; r += WG) acc = comb(acc, load(o, r, j));
+#endif
+        sv[tid] = acc;
+        barrier();
+        for (uint s = WG / 2; s > 0; s >>= 1) {
+            if (tid < s) {
+#if ARG
+                if (better(sv[tid + s], si[tid + s], sv[tid], si[tid])) {
+                    sv[tid] = sv[tid + s];
+                    si[tid] = si[tid + s];
+                }
+#else
+                sv[tid] = comb(sv[tid], sv[tid + s]);
+#endif
+            }
+            barrier();
+        }
+        if (tid == 0) {
+#if ARG
+            res[pc.off[0] + g] = int64_t(si[0]);
+#else
+            res[pc.off[0] + g] = IN_TS(sv[0]);
+#endif
+        }
+        barrier();
+    }
+}
