@@ -135,6 +135,14 @@ def test_cholesky(device, dtype):
         la.cholesky(G(-np.eye(3, dtype=dtype), device))
 
 
+@pytest.mark.parametrize("op", ["inv", "cholesky", "det"])
+def test_empty_matrices(device, op):
+    # 0x0 matrices (alone and in a batch) are valid input: empty results, det 1
+    for shape in [(0, 0), (2, 0, 0)]:
+        a = np.zeros(shape)
+        close(getattr(la, op)(G(a, device)), getattr(np.linalg, op)(a), np.float64)
+
+
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_eigh(device, dtype):
     a = spd((2, 5, 5), dtype)

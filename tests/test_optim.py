@@ -1,7 +1,6 @@
 """Optimizers and schedulers against torch.optim (trajectories and lr sequences)."""
 import math
 
-import functools
 
 import numpy as np
 import pytest
@@ -240,19 +239,3 @@ def test_scheduler_errors():
         sched.ReduceLROnPlateau(optim.SGD([w], lr=0.1), factor=2.0)
 
 
-def _skip_missing_kernels(f):
-    """Skip (not fail) on a non-cpu device whose backend lacks a kernel this test needs."""
-    @functools.wraps(f)
-    def w(*a, **k):
-        try:
-            return f(*a, **k)
-        except NotImplementedError as e:
-            if str(k.get("device", "cpu")) == "cpu":
-                raise
-            pytest.skip(f"backend lacks a kernel: {e}")
-    return w
-
-
-for _n, _f in list(globals().items()):
-    if _n.startswith("test_") and callable(_f) and not hasattr(_f, "hypothesis"):
-        globals()[_n] = _skip_missing_kernels(_f)

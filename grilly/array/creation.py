@@ -208,7 +208,7 @@ def triu(x: Array, /, *, k: int = 0) -> Array:
     return _tri("triu", x, k, False)
 
 
-def meshgrid(*arrays: Array, indexing: str = "xy") -> list[Array]:
+def meshgrid(*arrays: Array, indexing: str = "xy") -> tuple[Array, ...]:
     """Coordinate matrices from coordinate vectors."""
     from .manipulation import broadcast_to, reshape
 
@@ -232,7 +232,8 @@ def meshgrid(*arrays: Array, indexing: str = "xy") -> list[Array]:
         s[pos] = a.shape[0]
         b = broadcast_to(reshape(a, tuple(s)), tuple(shape))
         out.append(wrap(kernel(a.device, "copy")(b._buf), a.dtype, a.device))
-    return out
+    # 2025.12 made meshgrid return a tuple (it was a list before)
+    return tuple(out)
 
 
 def from_dlpack(x, /, *, device=None, copy=None) -> Array:

@@ -72,8 +72,9 @@ class Info:
         return {"real floating": dt.float64, "complex floating": dt.complex128,
                 "integral": dt.int64, "indexing": dt.int64}
 
-    def devices(self) -> list:
-        return devices()
+    def devices(self) -> tuple:
+        # 2025.12 made this a tuple (it was a list before)
+        return tuple(devices())
 
     def dtypes(self, *, device=None, kind=None) -> dict:
         from .core import resolve_device

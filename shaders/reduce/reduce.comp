@@ -111,19 +111,26 @@ void main() {
         }
         return;
     }
+    // pc.shape[3] > 1 splits each row into that many chunks, one partial result each
+    // (written at g * chunks + c), so a long single row still spreads over many workgroups
     uint tid = gl_LocalInvocationID.x;
-    for (uint g = gl_WorkGroupID.x; g < nout; g += gl_NumWorkGroups.x) {
-        int o = int(g) / inner, j = int(g) - o * inner;
+    int nch = max(pc.shape[3], 1);
+    int clen = (red + nch - 1) / nch;
+    uint ntot = nout * uint(nch);
+    for (uint g2 = gl_WorkGroupID.x; g2 < ntot; g2 += gl_NumWorkGroups.x) {
+        int g = int(g2) / nch, c = int(g2) - g * nch;
+        int o = g / inner, j = g - o * inner;
+        int r0 = c * clen, r1 = min(red, r0 + clen);
         TC acc = ident();
 #if ARG
         int bi = 0x7fffffff;
-        for (int r = int(tid); r < red; r += WG) {
+        for (int r = r0 + int(tid); r < r1; r += WG) {
             TC v = load(o, r, j);
             if (better(v, r, acc, bi)) { acc = v; bi = r; }
         }
         si[tid] = bi;
 #else
-        for (int r = int(tid); r < red; r += WG) acc = comb(acc, load(o, r, j));
+        for (int r = r0 + int(tid); r < r1; r += WG) acc = comb(acc, load(o, r, j));
 #endif
         sv[tid] = acc;
         barrier();
@@ -142,9 +149,9 @@ void main() {
         }
         if (tid == 0) {
 #if ARG
-            res[pc.off[0] + g] = int64_t(si[0]);
+            res[pc.off[0] + int(g2)] = int64_t(si[0]);
 #else
-            res[pc.off[0] + g] = IN_TS(sv[0]);
+            res[pc.off[0] + int(g2)] = IN_TS(sv[0]);
 #endif
         }
         barrier();

@@ -4,6 +4,8 @@ Numba's ``np.linalg``. Kernels take ``(..., M, N)`` buffers; batch dims of two-o
 broadcast (the loop maps each output matrix to its operands' matrices, nothing is copied)."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit, prange
 
@@ -66,7 +68,8 @@ def _batches(a_batch: tuple, b_batch: tuple, batch: tuple):
 
 def _stack(x: np.ndarray) -> np.ndarray:
     """``x`` as a C-contiguous (B, M, N) stack."""
-    return np.ascontiguousarray(x).reshape((-1,) + x.shape[-2:])
+    # an explicit batch count, since -1 is ambiguous when a matrix dimension is 0
+    return np.ascontiguousarray(x).reshape((math.prod(x.shape[:-2]),) + x.shape[-2:])
 
 
 def _blas_ok(x: np.ndarray) -> np.ndarray:

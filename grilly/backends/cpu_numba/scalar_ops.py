@@ -28,6 +28,27 @@ def sin(a): return np.sin(a)
 def sinh(a): return np.sinh(a)
 def tan(a): return np.tan(a)
 def tanh(a): return np.tanh(a)
+def tanh__c(z):
+    # Kahan's formula as in FreeBSD's ctanh: the naive sinh/cosh quotient turns inf/inf into
+    # NaN once |real| passes ~44 (complex64) and misses the standard's special cases.
+    x = float(z.real)
+    y = float(z.imag)
+    if not math.isfinite(x):
+        if x != x:
+            return complex(x, y if y == 0 else x * y)
+        im = y if math.isinf(y) else math.sin(y) * math.cos(y)
+        return complex(math.copysign(1.0, x), math.copysign(0.0, im))
+    if not math.isfinite(y):
+        return complex(x if x == 0 else y - y, y - y)
+    if math.fabs(x) >= 22.0:
+        e = math.exp(-math.fabs(x))
+        return complex(math.copysign(1.0, x), 4.0 * math.sin(y) * math.cos(y) * e * e)
+    t = math.tan(y)
+    beta = 1.0 + t * t
+    s = math.sinh(x)
+    rho = math.sqrt(1.0 + s * s)
+    den = 1.0 + beta * s * s
+    return complex(beta * rho * s / den, t / den)
 def exp(a): return np.exp(a)
 def exp__float32(x):
     # Branch-free so LLVM vectorizes it (libm's expf is scalar): Cody-Waite reduction to
@@ -66,6 +87,161 @@ def log10__c(a):
     return complex(z.real / np.log(10.0), z.imag / np.log(10.0))
 def sqrt(a): return np.sqrt(a)
 def reciprocal(a): return 1.0 / a
+
+
+# Complex elementary functions: special values follow C99 Annex G (as numpy's npymath and
+# CPython's cmath do), finite inputs use CPython cmathmodule's formulas. Both complex dtypes are
+# evaluated in float64 so complex64 neither overflows early nor loses the tiny parts.
+_c_LARGE = 1.7976931348623157e308 / 4  # beyond this |x|, |y|: hypot-style sums would overflow
+_c_SQRT_LARGE = math.sqrt(_c_LARGE)
+_c_LOG_LARGE = math.log(_c_LARGE)  # beyond this |x|, cosh/sinh overflow before the product
+_c_SQRT_MIN = math.sqrt(2.2250738585072014e-308)
+_c_LN4 = 2 * math.log(2.0)
+_c_PI = math.pi
+
+
+def acos__c(a):
+    x, y = np.float64(a.real), np.float64(a.imag)
+    if np.isnan(x) or np.isnan(y):
+        if np.isinf(x):  # imaginary sign unspecified: numpy's -inf
+            return complex(np.nan, -np.inf)
+        if np.isinf(y):
+            return complex(np.nan, -y)
+        if x == 0:
+            return complex(_c_PI / 2, np.nan)
+        return complex(np.nan, np.nan)
+    if np.isinf(x) or np.isinf(y):
+        if np.isinf(x) and np.isinf(y):
+            re = _c_PI / 4 if x > 0 else 3 * _c_PI / 4
+        elif np.isinf(x):
+            re = 0.0 if x > 0 else _c_PI
+        else:
+            re = _c_PI / 2
+        return complex(re, -np.copysign(np.inf, y))
+    if np.fabs(x) > _c_LARGE or np.fabs(y) > _c_LARGE:
+        m = np.log(np.hypot(x / 2, y / 2)) + _c_LN4
+        return complex(np.arctan2(np.fabs(y), x), -np.copysign(m, y) if x < 0 else np.copysign(m, -y))
+    s1 = np.sqrt(complex(1.0 - x, -y))
+    s2 = np.sqrt(complex(1.0 + x, y))
+    return complex(2 * np.arctan2(s1.real, s2.real), np.arcsinh(s2.real * s1.imag - s2.imag * s1.real))
+
+
+def acosh__c(a):
+    x, y = np.float64(a.real), np.float64(a.imag)
+    if np.isnan(x) or np.isnan(y):
+        if np.isinf(x) or np.isinf(y):
+            return complex(np.inf, np.nan)
+        if x == 0:
+            return complex(np.nan, _c_PI / 2)
+        return complex(np.nan, np.nan)
+    if np.isinf(x) or np.isinf(y):
+        if np.isinf(x) and np.isinf(y):
+            im = _c_PI / 4 if x > 0 else 3 * _c_PI / 4
+        elif np.isinf(x):
+            im = 0.0 if x > 0 else _c_PI
+        else:
+            im = _c_PI / 2
+        return complex(np.inf, np.copysign(im, y))
+    if np.fabs(x) > _c_LARGE or np.fabs(y) > _c_LARGE:
+        return complex(np.log(np.hypot(x / 2, y / 2)) + _c_LN4, np.arctan2(y, x))
+    s1 = np.sqrt(complex(x - 1.0, y))
+    s2 = np.sqrt(complex(x + 1.0, y))
+    return complex(np.arcsinh(s1.real * s2.real + s1.imag * s2.imag), 2 * np.arctan2(s1.imag, s2.real))
+
+
+def asinh__c(a):
+    x, y = np.float64(a.real), np.float64(a.imag)
+    if np.isnan(x) or np.isnan(y):
+        if np.isinf(x) or np.isinf(y):
+            return complex(np.inf if np.isnan(x) else x, np.nan)
+        if y == 0:
+            return complex(np.nan, y)
+        return complex(np.nan, np.nan)
+    if np.isinf(x) or np.isinf(y):
+        if np.isinf(x) and np.isinf(y):
+            im = _c_PI / 4
+        else:
+            im = 0.0 if np.isinf(x) else _c_PI / 2
+        return complex(np.copysign(np.inf, x), np.copysign(im, y))
+    if np.fabs(x) > _c_LARGE or np.fabs(y) > _c_LARGE:
+        m = np.log(np.hypot(x / 2, y / 2)) + _c_LN4
+        return complex(np.copysign(m, x) if y >= 0 else -np.copysign(m, -x), np.arctan2(y, np.fabs(x)))
+    s1 = np.sqrt(complex(1.0 + y, -x))
+    s2 = np.sqrt(complex(1.0 - y, x))
+    return complex(np.arcsinh(s1.real * s2.imag - s2.real * s1.imag),
+                   np.arctan2(y, s1.real * s2.real - s1.imag * s2.imag))
+
+
+def atanh__c(a):
+    x, y = np.float64(a.real), np.float64(a.imag)
+    if np.isnan(x) or np.isnan(y):
+        if np.isinf(x) or x == 0:
+            return complex(np.copysign(0.0, x), np.nan)
+        if np.isinf(y):
+            return complex(0.0, np.copysign(_c_PI / 2, y))
+        return complex(np.nan, np.nan)
+    if np.isinf(x) or np.isinf(y):
+        return complex(np.copysign(0.0, x), np.copysign(_c_PI / 2, y))
+    s = 1.0
+    if x < 0:  # atanh is odd: work with x >= 0
+        x, y, s = -x, -y, -1.0
+    ay = np.fabs(y)
+    if x > _c_SQRT_LARGE or ay > _c_SQRT_LARGE:
+        h = np.hypot(x / 2, y / 2)
+        re = x / 4 / h / h
+        im = -np.copysign(_c_PI / 2, -y)
+    elif x == 1.0 and ay < _c_SQRT_MIN:
+        if ay == 0:
+            re = np.inf
+            im = y
+        else:
+            re = -np.log(np.sqrt(ay) / np.sqrt(np.hypot(ay, 2.0)))
+            im = np.copysign(np.arctan2(2.0, -ay) / 2, y)
+    else:
+        re = np.log1p(4 * x / ((1 - x) * (1 - x) + ay * ay)) / 4
+        im = -np.arctan2(-2 * y, (1 - x) * (1 + x) - ay * ay) / 2
+    return complex(s * re, s * im)
+
+
+def cosh__c(a):
+    x, y = np.float64(a.real), np.float64(a.imag)
+    if np.isnan(x):
+        return complex(np.nan, y if y == 0 else np.nan)
+    if np.isinf(x):
+        if y == 0:
+            return complex(np.inf, y * np.copysign(1.0, x))
+        if np.isfinite(y):
+            return complex(np.inf * np.cos(y), np.copysign(np.inf, x) * np.sin(y))
+        return complex(np.inf, np.nan)
+    if not np.isfinite(y):
+        return complex(np.nan, 0.0 if x == 0 else np.nan)
+    if y == 0:  # sin(0) * sinh(x) would be 0 * inf = NaN once sinh overflows
+        return complex(np.cosh(x), y * np.copysign(1.0, x))
+    if np.fabs(x) > _c_LOG_LARGE:  # cosh(x) overflows, cos(y) * cosh(x) may not
+        xm = x - np.copysign(1.0, x)
+        return complex(np.cos(y) * np.cosh(xm) * math.e, np.sin(y) * np.sinh(xm) * math.e)
+    return complex(np.cos(y) * np.cosh(x), np.sin(y) * np.sinh(x))
+
+
+def sinh__c(a):
+    x, y = np.float64(a.real), np.float64(a.imag)
+    if np.isnan(x):
+        return complex(np.nan, y if y == 0 else np.nan)
+    if np.isinf(x):
+        if y == 0:
+            return complex(x, y)
+        if np.isfinite(y):
+            return complex(x * np.cos(y), np.inf * np.sin(y))
+        return complex(np.inf, np.nan)  # real sign unspecified: numpy's +inf
+    if not np.isfinite(y):
+        return complex(x if x == 0 else np.nan, np.nan)
+    if y == 0:
+        return complex(np.sinh(x), y)
+    if np.fabs(x) > _c_LOG_LARGE:
+        xm = x - np.copysign(1.0, x)
+        return complex(np.cos(y) * np.sinh(xm) * math.e, np.sin(y) * np.cosh(xm) * math.e)
+    return complex(np.cos(y) * np.sinh(x), np.sin(y) * np.cosh(x))
+
 
 
 def bitwise_invert(a): return ~a
@@ -116,7 +292,7 @@ def sign__f(a):
         return 1.0
     if a < 0:
         return -1.0
-    return a  # zeros (keeping their sign) and NaN
+    return a - a  # +0 for both zeros, NaN for NaN
 
 
 def sign__c(a):
@@ -169,8 +345,8 @@ def floor_divide(a, b):
 
 
 def floor_divide__f(a, b):
-    if b == 0:
-        return a / b
+    if b == 0 or not (np.isfinite(a) and np.isfinite(b)):
+        return a / b  # IEEE division gives the standard's special cases (signed 0, inf, NaN)
     mod = np.fmod(a, b)
     div = (a - mod) / b
     if mod != 0 and (b < 0) != (mod < 0):

@@ -1,4 +1,4 @@
 """The kernel modules of the Vulkan backend beyond storage and elementwise; each has KERNELS."""
-from . import reductions
+from . import indexing, linalg, reductions, sorting
 
-MODULES = (reductions,)
+MODULES = (reductions, linalg, indexing, sorting)

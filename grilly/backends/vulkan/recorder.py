@@ -8,7 +8,8 @@ WG = 256
 BATCH_MAX = 256   # dispatches per submit; bounds the memory pending work keeps alive
 
 # counts host round trips and transfers; tests use these to prove data stays on the device
-stats = {"submits": 0, "dispatches": 0, "uploads": 0, "downloads": 0, "barriers": 0}
+stats = {"submits": 0, "dispatches": 0, "uploads": 0, "downloads": 0, "barriers": 0,
+         "host_round_trips": 0}
 
 
 class Recorder:
@@ -70,21 +71,21 @@ class Recorder:
         check(lib.vkBeginCommandBuffer(self.cmd, self._begin), "vkBeginCommandBuffer")
         self.recording = True
 
-    def dispatch(self, pipeline, bufs: list, pc: bytes, n: int) -> None:
-        """Record one dispatch of ``pipeline`` over ``n`` items; ``bufs[0]`` is written."""
+    def dispatch(self, pipeline, bufs: list, pc: bytes, n: int, writes: int = 1) -> None:
+        """Record one dispatch of ``pipeline`` over ``n`` items; ``bufs[:writes]`` are written."""
         if not self.recording:
             self._start()
         cmd = self.cmd
         ids = [id(b.alloc) for b in bufs]
-        w = ids[0]
-        if w in self._read or any(i in self._written for i in ids):
+        w = ids[:writes]
+        if any(i in self._read for i in w) or any(i in self._written for i in ids):
             lib.vkCmdPipelineBarrier(cmd, self._stages, self._stages, 0, 1, self._barrier,
                                      0, ffi.NULL, 0, ffi.NULL)
             stats["barriers"] += 1
             self._written.clear()
             self._read.clear()
-        self._written.add(w)
-        self._read.update(ids[1:])
+        self._written.update(w)
+        self._read.update(ids[writes:])
         lib.vkCmdBindPipeline(cmd, lib.VK_PIPELINE_BIND_POINT_COMPUTE, pipeline)
         infos = self._infos
         for i in range(MAX_BINDINGS):

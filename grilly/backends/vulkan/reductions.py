@@ -13,13 +13,14 @@ from ...array import dtypes as _dt
 from .kernels import MAXD, astype, new_buffer, permute, reshape
 
 _PC = struct.Struct(f"<I4i{MAXD}i{4 * MAXD}i")
+CHUNK = 16384            # elements per workgroup in the first pass of a long-row reduction
 PER_THREAD_MAX = 128     # rows this short run one per invocation: a tree would idle most lanes
 CODES = {"sum": 0, "prod": 1, "max": 2, "min": 3, "argmax": 2, "argmin": 3,
-         "cumulative_sum": 4, "cumulative_prod": 5}
+         "cumulative_sum": 4, "cumulative_prod": 5, "cumulative_max": 6}
 
 
 def dispatch(ctx, variant: str, spec: tuple, bufs: list, n: int, items: int, offs=(),
-             shape=(), strides=()) -> None:
+             shape=(), strides=(), writes: int = 1) -> None:
     """Record one dispatch with raw push constants: ``n``, offsets, shape, per-operand strides."""
     offs = list(offs) + [0] * (4 - len(offs))
     shape = list(shape) + [0] * (MAXD - len(shape))
@@ -28,7 +29,7 @@ def dispatch(ctx, variant: str, spec: tuple, bufs: list, n: int, items: int, off
         row = list(strides[k]) if k < len(strides) else []
         flat += row + [0] * (MAXD - len(row))
     ctx.recorder.dispatch(ctx.pipeline(variant, spec), bufs, _PC.pack(n, *offs, *shape, *flat),
-                          items)
+                          items, writes)
 
 
 def _prod(xs) -> int:
@@ -63,8 +64,17 @@ def _run(x, code: int, variant: str, out) -> None:
     if n == 0:
         return
     per_thread = int(red <= PER_THREAD_MAX or n >= 1 << 15)
+    chunks = 1
+    if not per_thread and not variant.startswith("arg") and n < 64 and red >= 2 * CHUNK:
+        # few long rows: partial results per chunk first, then a second pass over them
+        chunks = min(red // CHUNK, 1024)
+        part = new_buffer(x.ctx, (n, chunks), out.dtype)
+        dispatch(x.ctx, variant, (code, 1, 0), [part, x], n, n * chunks * 256,
+                 (0, x.offset), (outer, red, inner, chunks), ([0] * 3, x.strides))
+        x = reshape(part, (n, chunks, 1))
+        outer, red, inner = x.shape
     dispatch(x.ctx, variant, (code, 1, per_thread), [out, x], n, n if per_thread else n * 256,
-             (out.offset, x.offset), (outer, red, inner), ([0] * 3, x.strides))
+             (out.offset, x.offset), (outer, red, inner, 1), ([0] * 3, x.strides))
 
 
 _PRE = {"any": _dt.bool, "all": _dt.bool, "count_nonzero": _dt.bool}
@@ -126,4 +136,5 @@ def _arg_kernel(op: str):
 KERNELS: dict = {op: _reduce_kernel(op) for op in
                  ("sum", "prod", "max", "min", "any", "all", "count_nonzero")}
 KERNELS.update({op: _cumulative_kernel(op) for op in ("cumulative_sum", "cumulative_prod")})
+cumulative_max = _cumulative_kernel("cumulative_max")  # internal: repeat_indices uses it
 KERNELS.update({op: _arg_kernel(op) for op in ("argmax", "argmin")})

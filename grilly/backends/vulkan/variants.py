@@ -44,6 +44,7 @@ def variants() -> dict[str, tuple[str, list[str]]]:
                 "elementwise/cast.comp", _dtype_defines("IN", d) + _dtype_defines("OUT", d2))
         out[f"red_{d}"] = ("reduce/reduce.comp", _dtype_defines("IN", d) + ["-DARG=0"])
         out[f"arg_{d}"] = ("reduce/reduce.comp", _dtype_defines("IN", d) + ["-DARG=1"])
+        out[f"sort_{d}"] = ("sort/sort.comp", _dtype_defines("IN", d))
         if d != "bool":
             out[f"mm_{d}"] = ("linalg/matmul.comp", _dtype_defines("IN", d))
     out["mm_tiled_float32"] = ("linalg/matmul_tiled.comp", [])

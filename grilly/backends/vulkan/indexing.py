@@ -1,0 +1,171 @@
+"""Indexing kernels of the Vulkan backend (docs/kernels/indexing.md conventions).
+
+gather/scatter move raw words (shaders/indexing/gather.comp, one variant per element size)
+addressed by a flat element offset per index tuple, computed on the device with the int64
+elementwise kernels. scatter keeps NumPy's "last index wins" for duplicates by a claim pass:
+an atomicMax of the iteration index per destination element, then only the winner writes.
+The data-dependent kernels (normalize_indices, mask_indices, repeat_indices) compose device
+kernels and download only the scalars their result shape or error needs.
+"""
+from __future__ import annotations
+
+import functools
+
+from ...array import dtypes as _dt
+from .kernels import (MAXD, arange, astype, collapse, elementwise, full, new_buffer, reshape,
+                      slice_view, to_host)
+from .memory import Buffer
+from .reductions import KERNELS as _RED
+from .reductions import _prod, cumulative_max, dispatch
+
+I64 = _dt.int64
+
+
+@functools.cache
+def _ew() -> dict:
+    return elementwise()
+
+
+def _scalar(ctx, v: int, dtype=I64) -> Buffer:
+    return full(ctx, (), v, dtype)
+
+
+def _offsets(indices: tuple, strides) -> Buffer:
+    """int64 (S) buffer: the flat element offset sum_j indices[j] * strides[j] (contiguous)."""
+    ctx = indices[0].ctx
+    s = tuple(indices[0].shape)
+    mul, add = _ew()["multiply"], _ew()["add"]
+    acc = None
+    for idx, st in zip(indices, strides):
+        t = mul(s, I64, idx if idx.dtype == I64 else astype(idx, I64), _scalar(ctx, st))
+        acc = t if acc is None else add(s, I64, acc, t)
+    return acc
+
+
+def _rest(buf: Buffer, k: int):
+    """Collapsed (dims, strides) of ``buf``'s axes after the first ``k``, or None if too many."""
+    rest = tuple(buf.shape[k:])
+    if not rest:
+        return [1], [0]
+    dims, sts = collapse(rest, [list(buf.strides[k:])])
+    return (dims, sts[0]) if len(dims) <= MAXD - 1 else None
+
+
+def _launch(buf: Buffer, op: int, bufs: list, n: int, offs: tuple, rest) -> None:
+    dims, sts = rest
+    shape = list(dims) + [0] * (MAXD - 1 - len(dims)) + [_prod(dims)]
+    dispatch(buf.ctx, f"gather_u{buf.dtype.itemsize * 8}", (op, len(dims)), bufs, n, n, offs,
+             shape, ([], sts))
+
+
+def gather(buf: Buffer, indices: tuple) -> Buffer:
+    """``buf[i0, i1, ..., ik-1]``: k int64 index buffers of one shape S over buf's first k axes."""
+    k = len(indices)
+    s = tuple(indices[0].shape)
+    out = new_buffer(buf.ctx, s + tuple(buf.shape[k:]), buf.dtype)
+    if out.size == 0:
+        return out
+    rest = _rest(buf, k)
+    if rest is None:
+        buf = astype(buf, buf.dtype)
+        rest = _rest(buf, k)
+    offs = _offsets(indices, buf.strides[:k])
+    _launch(buf, 0, [out, buf, offs], out.size, (0, buf.offset), rest)
+    return out
+
+
+def scatter(buf: Buffer, indices: tuple, values: Buffer) -> None:
+    """``buf[i0, ..., ik-1] = values`` in place; values has shape S + buf.shape[k:]."""
+    k = len(indices)
+    n = _prod(indices[0].shape) * _prod(buf.shape[k:])
+    if n == 0:
+        return
+    rest = _rest(buf, k)
+    if rest is None:
+        raise NotImplementedError(
+            f"scatter: a strided destination with more than {MAXD - 1} non-mergeable trailing "
+            "axes is not supported on Vulkan")
+    vals = astype(values, buf.dtype)   # contiguous, and never aliases buf
+    offs = _offsets(indices, buf.strides[:k])
+    claim = full(buf.ctx, (buf.alloc.size // buf.dtype.itemsize,), -1, _dt.int32)
+    _launch(buf, 1, [claim, vals, offs, claim], n, (buf.offset, 0), rest)
+    _launch(buf, 2, [buf, vals, offs, claim], n, (buf.offset, vals.offset), rest)
+
+
+def _first_true(mask: Buffer) -> int | None:
+    """Flat index of the first True of a bool buffer, or None (a sync point)."""
+    if mask.size == 0 or not bool(to_host(_RED["any"](mask, tuple(range(len(mask.shape))),
+                                                       False, _dt.bool))):
+        return None
+    return int(to_host(_RED["argmax"](mask, None, False)))
+
+
+def normalize_indices(idx: Buffer, n: int):
+    """(int64 copy of ``idx`` with negatives wrapped by ``n``, first out-of-range value or None)."""
+    ew = _ew()
+    ctx, shape = idx.ctx, tuple(idx.shape)
+    x = astype(idx, I64)
+    zero, nn = _scalar(ctx, 0), _scalar(ctx, n)
+    wrapped = ew["where"](shape, I64, ew["less"](shape, _dt.bool, x, zero),
+                          ew["add"](shape, I64, x, nn), x)
+    bad = ew["logical_or"](shape, _dt.bool, ew["less"](shape, _dt.bool, wrapped, zero),
+                           ew["greater_equal"](shape, _dt.bool, wrapped, nn))
+    pos = _first_true(bad)
+    if pos is None:
+        return wrapped, None
+    return wrapped, int(to_host(reshape(x, (x.size,)))[pos])
+
+
+def _compact(mask: Buffer):
+    """(flat positions of the True elements of a 1-D bool buffer, their count)."""
+    ctx, n = mask.ctx, mask.size
+    cs = _RED["cumulative_sum"](mask, 0, False, I64)
+    count = int(to_host(slice_view(cs, (slice(n - 1, n, 1),)))[0]) if n else 0
+    ew = _ew()
+    target = ew["where"]((n,), I64, mask, ew["subtract"]((n,), I64, cs, _scalar(ctx, 1)),
+                         _scalar(ctx, count))
+    out = new_buffer(ctx, (count + 1,), I64)
+    scatter(out, (target,), arange(ctx, 0, 1, n, I64))
+    return slice_view(out, (slice(0, count, 1),)), count
+
+
+def mask_indices(mask: Buffer) -> tuple:
+    """The coordinates of the True elements of ``mask`` in row-major order: ndim int64 buffers."""
+    shape = tuple(mask.shape)
+    flat = reshape(mask, (mask.size,))
+    pos, count = _compact(flat)
+    if len(shape) == 1:
+        return (astype(pos, I64),)
+    ew, ctx, out = _ew(), mask.ctx, []
+    for d in range(len(shape)):
+        q = ew["floor_divide"]((count,), I64, pos, _scalar(ctx, _prod(shape[d + 1:])))
+        out.append(ew["remainder"]((count,), I64, q, _scalar(ctx, shape[d])))
+    return tuple(out)
+
+
+def repeat_indices(counts: Buffer):
+    """int64 buffer holding i counts[i] times for each i, or None when a count is negative."""
+    ew, ctx = _ew(), counts.ctx
+    c = astype(reshape(counts, (counts.size,)), I64)
+    m = c.size
+    if m == 0:
+        return new_buffer(ctx, (0,), I64)
+    zero = _scalar(ctx, 0)
+    if _first_true(ew["less"]((m,), _dt.bool, c, zero)) is not None:
+        return None
+    cs = _RED["cumulative_sum"](c, 0, False, I64)
+    total = int(to_host(slice_view(cs, (slice(m - 1, m, 1),)))[0])
+    # each i with a positive count marks where its run starts; a running max fills the runs
+    start = ew["where"]((m,), I64, ew["greater"]((m,), _dt.bool, c, zero),
+                        ew["subtract"]((m,), I64, cs, c), _scalar(ctx, total))
+    marks = full(ctx, (total + 1,), 0, I64)
+    scatter(marks, (start,), arange(ctx, 0, 1, m, I64))
+    if total == 0:
+        return new_buffer(ctx, (0,), I64)
+    return cumulative_max(slice_view(marks, (slice(0, total, 1),)), 0, False, I64)
+
+
+KERNELS: dict = {
+    "gather": gather, "scatter": scatter, "normalize_indices": normalize_indices,
+    "mask_indices": mask_indices, "repeat_indices": repeat_indices,
+}
