@@ -184,11 +184,13 @@ def test_activations(device, name, kw):
     gx.requires_grad_()
     t = getattr(torch.nn, name)(**kw)(tx)
     g = getattr(nn, name)(**kw)(gx)
-    _close(g, t.float(), atol=1e-7)
+    # Vulkan drivers' float32 tanh/exp are accurate to about 2e-5 (lavapipe), not 1e-5
+    rtol = RTOL if str(device) == "cpu" else 5e-5
+    _close(g, t.float(), rtol=rtol, atol=1e-7)
     cot = torch.randn(t.shape)
     (t * cot.double()).sum().backward()
     gp.sum(g * _g(cot, device)).backward()
-    _close(gx.grad, tx.grad.float(), atol=1e-6)
+    _close(gx.grad, tx.grad.float(), rtol=rtol, atol=1e-6)
 
 
 def _loss_case(name, kw, device, x, y, yg=None):
