@@ -22,7 +22,7 @@ from .array.utility import *  # noqa: F401,F403
 from .array.linear_algebra import *  # noqa: F401,F403
 from .array.interop import *  # noqa: F401,F403
 from .array.devices import *  # noqa: F401,F403
-from . import linalg, fft  # noqa: F401,E402
+from . import backends, linalg, fft  # noqa: F401,E402
 
 import builtins as _b
 
