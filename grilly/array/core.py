@@ -61,6 +61,19 @@ def normalize_axes(axis, ndim: int, op: str) -> tuple:
     return (normalize_axis(axis, ndim, op),)
 
 
+def normalize_shape(shape, op: str) -> tuple:
+    """A user's shape argument (an int or a sequence of ints) as a tuple; TypeError/ValueError."""
+    if isinstance(shape, int) and not isinstance(shape, bool):
+        shape = (shape,)
+    try:
+        shape = tuple(int(s.__index__()) for s in shape)
+    except (TypeError, AttributeError):
+        raise TypeError(f"{op}: shape must be an int or a tuple of ints, got {shape!r}") from None
+    if any(s < 0 for s in shape):
+        raise ValueError(f"{op}: negative dimension in shape {shape}")
+    return shape
+
+
 def broadcast_shapes(*shapes, op: str = "broadcast_shapes") -> tuple:
     """The shape that ``shapes`` broadcast to, or ValueError."""
     if not shapes:

@@ -5,7 +5,7 @@ import math
 
 from . import dtypes as dt
 from .array import Array
-from .core import check_device_dtype, kernel, resolve_device, wrap
+from .core import check_device_dtype, kernel, normalize_shape, resolve_device, wrap
 from .host import to_numpy
 
 __all__ = ["arange", "asarray", "empty", "empty_like", "eye", "from_dlpack", "full", "full_like",
@@ -14,18 +14,6 @@ __all__ = ["arange", "asarray", "empty", "empty_like", "eye", "from_dlpack", "fu
 
 def _dtype(dtype, op):
     return None if dtype is None else dt.as_dtype(dtype, op)
-
-
-def _shape(shape, op) -> tuple:
-    if isinstance(shape, int) and not isinstance(shape, bool):
-        shape = (shape,)
-    try:
-        shape = tuple(int(s.__index__()) for s in shape)
-    except (TypeError, AttributeError):
-        raise TypeError(f"{op}: shape must be an int or a tuple of ints, got {shape!r}") from None
-    if any(s < 0 for s in shape):
-        raise ValueError(f"{op}: negative dimension in shape {shape}")
-    return shape
 
 
 def asarray(obj, /, *, dtype=None, device=None, copy=None) -> Array:
@@ -57,7 +45,7 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None) -> Array:
 
 def _fill(op, shape, value, dtype, device) -> Array:
     dev = resolve_device(device)
-    shape = _shape(shape, op)
+    shape = normalize_shape(shape, op)
     d = _dtype(dtype, op)
     if d is None:
         if isinstance(value, Array):

@@ -13,6 +13,7 @@ import math
 import sys
 
 from .philox import philox4x32
+from ..array.core import normalize_shape
 
 __all__ = ["Generator", "bernoulli", "default_generator", "get_state", "integers", "normal",
            "permutation", "philox4x32", "random_raw", "seed", "set_state", "uniform"]
@@ -20,18 +21,6 @@ __all__ = ["Generator", "bernoulli", "default_generator", "get_state", "integers
 
 def _ns():
     return sys.modules["grilly"]
-
-
-def _shape(shape, op: str) -> tuple:
-    if isinstance(shape, int) and not isinstance(shape, bool):
-        shape = (shape,)
-    try:
-        shape = tuple(int(s.__index__()) for s in shape)
-    except (TypeError, AttributeError):
-        raise TypeError(f"{op}: shape must be an int or a tuple of ints, got {shape!r}") from None
-    if any(s < 0 for s in shape):
-        raise ValueError(f"{op}: negative dimension in shape {shape}")
-    return shape
 
 
 def _size(shape) -> int:
@@ -110,7 +99,7 @@ class Generator:
         """Uniform floats in [0, 1) of ``dtype``: 24 random bits for float32 and below, 53 for
         float64 (exact, so identical on every device)."""
         ns = _ns()
-        shape = _shape(shape, op)
+        shape = normalize_shape(shape, op)
         n = _size(shape)
         if dtype is ns.float64:
             w = self.random_raw(2 * n, device=device)
@@ -142,7 +131,7 @@ class Generator:
         d = _float_dtype(dtype, "normal")
         if std < 0:
             raise ValueError(f"normal: std must be >= 0, got {std}")
-        shape = _shape(shape, "normal")
+        shape = normalize_shape(shape, "normal")
         n = _size(shape)
         dev = _device(device)
         cd = ns.float64 if d is ns.float64 else ns.float32
@@ -169,7 +158,7 @@ class Generator:
         d = ns.int64 if dtype is None else dtype
         if d.kind not in "iu":
             raise TypeError(f"integers: dtype must be an integer dtype, got {d.name}")
-        shape = _shape(shape, "integers")
+        shape = normalize_shape(shape, "integers")
         w = self.random_raw(_size(shape), device=device)
         v = (ns.astype(w, ns.uint64) * r) >> 32
         out = ns.astype(v, ns.int64) + low
