@@ -5,21 +5,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import grilly as gp
-from grilly.testing import assert_close
+from grilly.testing import assert_close, require as need
 
 fixture_ok = settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 shapes = st.lists(st.integers(0, 4), min_size=0, max_size=4).map(tuple)
-
-
-def need(device, *kernels, dtypes=()):
-    """Skip when ``device`` lacks a kernel or a dtype the test needs (reported, not hidden)."""
-    from grilly.array.dtypes import from_numpy
-
-    missing = [k for k in kernels if k not in device.kernels]
-    missing += [str(np.dtype(d)) for d in dtypes
-                if not device.backend.supports_dtype(device, from_numpy(np.dtype(d)))]
-    if missing:
-        pytest.skip(f"{device} lacks {', '.join(missing)}")
 
 
 def _x(device, shape, dtype=np.float64):

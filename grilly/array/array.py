@@ -99,10 +99,9 @@ class Array:
         return h
 
     def _scalar(self, op: str):
-        if self.size != 1 or self.ndim != 0:
-            if self.size != 1:
-                raise TypeError(f"{op}: only a 0-d (or one-element) array converts to a Python scalar,"
-                                f" got shape {self.shape}")
+        if self.size != 1:
+            raise TypeError(f"{op}: only a 0-d (or one-element) array converts to a Python scalar,"
+                            f" got shape {self.shape}")
         return self._host().reshape(()).item()
 
     def __bool__(self) -> bool:

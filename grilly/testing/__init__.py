@@ -23,3 +23,16 @@ def assert_close(actual, expected, rtol=None, atol=0.0, equal_nan=True) -> None:
         np.testing.assert_allclose(a, e, rtol=rtol, atol=atol, equal_nan=equal_nan)
     else:
         np.testing.assert_array_equal(a, e)
+
+
+def require(device, *kernels: str, dtypes=()) -> None:
+    """Skip the calling test when ``device`` lacks a kernel or a dtype it needs (reported)."""
+    import pytest
+
+    from grilly.array.dtypes import from_numpy
+
+    missing = [k for k in kernels if k not in device.kernels]
+    missing += [str(np.dtype(d)) for d in dtypes
+                if not device.backend.supports_dtype(device, from_numpy(np.dtype(d)))]
+    if missing:
+        pytest.skip(f"{device} lacks {', '.join(missing)}")

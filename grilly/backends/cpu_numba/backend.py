@@ -13,7 +13,7 @@ class CpuBackend(Backend):
     """Numba kernels over numpy-held host buffers; parallel above a size threshold."""
 
     name = "cpu"
-    priority = 10  # above a CPU Vulkan implementation, below a real GPU (vulkan uses 20)
+    priority = 10  # vulkan: 5 + device rank, so a GPU wins and lavapipe (rank 0) does not
 
     def __init__(self):
         self._devices = [Device(self, 0, "host CPU, Numba kernels")]
