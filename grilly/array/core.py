@@ -135,5 +135,23 @@ def as_compute_array(x, dtype, device, op: str) -> Array:
     return wrap(full_buf(device, (), x, dtype), dtype, device)
 
 
+_SCALARS: dict = {}
+_SCALARS_MAX = 512
+
+
+def scalar_operand(x, dtype, device, op: str) -> Array:
+    """A Python scalar as a 0-d Array for use as a read-only kernel input, cached per (device,
+    dtype, value): building one costs an allocation and a host write, more than many ops.
+    Never hand the result to a user: it is shared."""
+    key = (device, dtype, type(x), repr(x))  # repr tells -0.0 from 0.0 and keeps NaN a key
+    a = _SCALARS.get(key)
+    if a is None:
+        a = wrap(full_buf(device, (), x, dtype), dtype, device)
+        if len(_SCALARS) >= _SCALARS_MAX:
+            _SCALARS.clear()
+        _SCALARS[key] = a
+    return a
+
+
 __all__ = []
 del dt

@@ -5,7 +5,7 @@ from contextlib import contextmanager
 
 from . import dtypes as dt
 
-__all__ = ["devices", "default_device", "set_default_device", "device_scope",
+__all__ = ["devices", "default_device", "set_default_device", "device_scope", "synchronize",
            "__array_namespace_info__", "astype"]
 
 
@@ -28,6 +28,13 @@ def set_default_device(device) -> None:
     from ..backends import registry
 
     registry.set_default_device(device)
+
+
+def synchronize(device=None) -> None:
+    """Wait until the work queued on ``device`` (default: the default device) has finished."""
+    from ..backends import registry
+
+    (registry.default_device() if device is None else registry.device(device)).synchronize()
 
 
 @contextmanager

@@ -10,7 +10,7 @@ import sys
 
 from . import dtypes as dt
 from .array import Array
-from .core import as_compute_array, broadcast_shapes, common_device, kernel
+from .core import as_compute_array, broadcast_shapes, common_device, kernel, scalar_operand
 
 _ALL = frozenset(dt.ALL)
 _NUMERIC = frozenset(d for d in dt.ALL if d.kind != "b")
@@ -125,12 +125,18 @@ def binary(op: str, x1, x2) -> Array:
     if d not in allowed:
         raise _bad_dtype(op, d, allowed)
     cd = compute(d)
-    a = x1 if isinstance(x1, Array) and x1._dtype is cd else as_compute_array(x1, cd, dev, op)
-    b = x2 if isinstance(x2, Array) and x2._dtype is cd else as_compute_array(x2, cd, dev, op)
+    a = x1 if isinstance(x1, Array) and x1._dtype is cd else _operand(x1, cd, dev, op)
+    b = x2 if isinstance(x2, Array) and x2._dtype is cd else _operand(x2, cd, dev, op)
     sa, sb = a._buf.shape, b._buf.shape
     shape = sa if sa == sb else broadcast_shapes(sa, sb, op=op)
     rd = result(cd)
     return Array._new(kernel(dev, op)(shape, rd, a._buf, b._buf), rd, dev)
+
+
+def _operand(x, dtype, dev, op: str) -> Array:
+    if isinstance(x, Array):
+        return as_compute_array(x, dtype, dev, op)
+    return scalar_operand(x, dtype, dev, op)
 
 
 def _make_unary(op):

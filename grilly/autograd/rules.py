@@ -690,3 +690,123 @@ RULES.update({
 def rule_names() -> list:
     """Names of every op with a VJP rule."""
     return sorted(RULES)
+
+
+# ---- decompositions: qr, svd, pinv, eig, eigvals --------------------------------------------------
+# Formulas follow PyTorch's FunctionsManual.cpp (svd, pinv, eig) and TensorFlow's QrGrad; the
+# matrix_rank output is an integer, so it has no rule.
+def _adj(a):
+    return _cj(_mT(a))
+
+
+def _rsolve_h(x, r):
+    """``x @ inv(r)^H``, by solving ``r Z = x^H`` (no inverse formed)."""
+    return _adj(N.linalg.solve(r, _adj(x)))
+
+
+def _qr_deep(q, r, gq, gr):
+    """QR VJP for m >= n (q: m x n, r: n x n)."""
+    qgq = N.matmul(_adj(q), gq)
+    rgr = N.matmul(r, _adj(gr))
+    low = N.tril(qgq - _adj(qgq) + rgr - _adj(rgr))
+    return N.matmul(q, gr + _rsolve_h(low, r)) + _rsolve_h(gq - N.matmul(q, qgq), r)
+
+
+def _qr(g, out, x, /, *, mode="reduced"):
+    q, r = out
+    gq, gr = g
+    m, n = x.shape[-2], x.shape[-1]
+    if mode == "complete" and m > n:
+        raise ValueError(f"linalg.qr backward: mode='complete' with more rows than columns "
+                         f"(shape {x.shape}) is not differentiable (the extra columns of Q are "
+                         "arbitrary); use mode='reduced'")
+    if m >= n:
+        return (_qr_deep(q, r, gq, gr),)
+    # wide: x = [X | Y] with X = Q U square; Y = Q V contributes Q gV and shifts gQ
+    y = x[..., :, m:]
+    gv = gr[..., :, m:]
+    gx = _qr_deep(q, r[..., :, :m], gq + N.matmul(y, _adj(gv)), gr[..., :, :m])
+    return (N.concat([gx, N.matmul(q, gv)], axis=-1),)
+
+
+def _svd(g, out, x, /, *, full_matrices=True):
+    u, s, vh = out
+    gu, gs, gvh = g
+    m, n = x.shape[-2], x.shape[-1]
+    if full_matrices and m != n:
+        raise ValueError(f"linalg.svd backward: full_matrices=True with a non-square input (shape "
+                         f"{x.shape}) is not differentiable (the extra singular vectors are "
+                         "arbitrary); use full_matrices=False")
+    k = s.shape[-1]
+    eye = N.eye(k, dtype=s.dtype, device=s.device)
+    uhgu = N.matmul(_adj(u), gu)
+    uhgu = uhgu - _adj(uhgu)
+    vhgv = N.matmul(vh, _adj(gvh))
+    vhgv = vhgv - _adj(vhgv)
+    s2 = s * s
+    # E_ij = s_j^2 - s_i^2 off the diagonal, 1 on it (the skew terms vanish there)
+    e = N.expand_dims(s2, axis=-2) - N.expand_dims(s2, axis=-1) + eye
+    sr, sc = N.expand_dims(s, axis=-2), N.expand_dims(s, axis=-1)
+    ga = (uhgu * sr + sc * vhgv) / e + N.expand_dims(gs, axis=-2) * eye
+    if u._dtype.kind == "c":
+        ga = ga + eye * uhgu / (2.0 * sc)
+    if m > n:
+        gus = gu / sr
+        ga = N.matmul(u, ga) + gus - N.matmul(u, N.matmul(_adj(u), gus))
+        return (N.matmul(ga, vh),)
+    if m < n:
+        sgvh = gvh / sc
+        ga = N.matmul(ga, vh) + sgvh - N.matmul(N.matmul(sgvh, _adj(vh)), vh)
+        return (N.matmul(u, ga),)
+    return (N.matmul(N.matmul(u, ga), vh),)
+
+
+def _pinv(g, out, x, /, *, rtol=None):
+    # valid where the rank is locally constant (full-rank inputs)
+    p, ph, gh = out, _adj(out), _adj(g)
+    m, n = x.shape[-2], x.shape[-1]
+    if m <= n:
+        k = N.matmul(gh, p)
+        kph = N.matmul(k, ph)
+        r = (-_adj(N.matmul(p, k)) + kph - N.matmul(N.matmul(x, p), kph)
+             + N.matmul(N.matmul(ph, p), gh - N.matmul(k, x)))
+    else:
+        k = N.matmul(p, gh)
+        phk = N.matmul(ph, k)
+        r = (-_adj(N.matmul(k, p)) + N.matmul(N.matmul(gh - N.matmul(x, k), p), ph) + phk
+             - N.matmul(N.matmul(phk, p), x))
+    return (r,)
+
+
+def _eig_grad(w, v, gw, gv):
+    """PyTorch's linalg_eig_backward (unit-norm eigenvectors; gauge-invariant losses only)."""
+    vh = _adj(v)
+    n = w.shape[-1]
+    eye = N.eye(n, dtype=w.dtype, device=w.device)
+    gwd = N.expand_dims(gw, axis=-2) * eye
+    if gv is None:
+        return N.linalg.solve(vh, N.matmul(gwd, vh))
+    vhgv = N.matmul(vh, gv)
+    re = N.real(N.linalg.diagonal(vhgv))
+    r = vhgv - N.matmul(vh, v * N.expand_dims(re, axis=-2))
+    wc = N.conj(w)
+    r = r / (N.expand_dims(wc, axis=-2) - N.expand_dims(wc, axis=-1) + eye)
+    r = r * (1.0 - eye) + gwd
+    return N.linalg.solve(vh, N.matmul(r, vh))
+
+
+def _eig(g, out, x):
+    w, v = out
+    gw, gv = g
+    return (_eig_grad(w, v, gw, gv),)
+
+
+def _eigvals(g, out, x):
+    w, v = N.linalg.eig(x)
+    return (_eig_grad(w, v, g, None),)
+
+
+RULES.update({
+    "linalg.qr": (_qr, True), "linalg.svd": (_svd, True), "linalg.pinv": (_pinv, True),
+    "linalg.eig": (_eig, True), "linalg.eigvals": (_eigvals, False),
+})

@@ -21,6 +21,9 @@ class Device:
     def __repr__(self) -> str:
         return f"Device({self.name!r})"
 
+    def synchronize(self) -> None:
+        """Wait until the work queued on this device has finished (no-op for eager backends)."""
+
     __str__ = name.fget
 
     def __eq__(self, other: object) -> bool:

@@ -3,7 +3,7 @@
 ``Parameter(x)`` marks the Array ``x`` itself (requires_grad=True, remembered in a weak
 registry so ``isinstance(x, nn.Parameter)`` works) and returns it: grilly.Array has slots and
 is not subclassed. See docs/nn.md."""
-from . import functional, init  # noqa: F401
+from . import functional, init, utils  # noqa: F401
 from ._random import manual_seed  # noqa: F401
 from .attention import *  # noqa: F401,F403
 from .layers import *  # noqa: F401,F403
@@ -15,6 +15,6 @@ from .serialization import load, save  # noqa: F401
 
 from . import attention as _a, layers as _l, loss as _lo, module as _m, parameter as _p, rnn as _r
 
-__all__ = ["functional", "init", "manual_seed", "save", "load",
+__all__ = ["functional", "init", "utils", "manual_seed", "save", "load",
            *_a.__all__, *_l.__all__, *_lo.__all__, *_m.__all__, *_p.__all__, *_r.__all__]
 del _a, _l, _lo, _m, _p, _r

@@ -7,6 +7,9 @@ import math
 
 import grilly as gp
 
+from ..array import fused as _fused
+from ..array.array import Array
+from ..array.dtypes import DType
 from . import _random
 from .module import _no_grad
 
@@ -56,7 +59,7 @@ def _neg_inf(dtype) -> float:
 
 
 # ---- linear, embedding, dropout, pad ------------------------------------------------------
-def linear(input, weight, bias=None):
+def linear(input: Array, weight: Array, bias: Array | None = None) -> Array:
     """``input @ weight.T + bias``."""
     if weight.ndim != 2 or input.shape[-1] != weight.shape[1]:
         raise ValueError(f"linear: input last dimension {input.shape[-1:]} does not match weight "
@@ -65,7 +68,7 @@ def linear(input, weight, bias=None):
     return y if bias is None else y + bias
 
 
-def embedding(input, weight, padding_idx: int | None = None):
+def embedding(input: Array, weight: Array, padding_idx: int | None = None) -> Array:
     """Rows of ``weight`` selected by the integer array ``input`` (shape input.shape + (dim,))."""
     if not isinstance(input, gp.Array) or not gp.isdtype(input.dtype, "integral"):
         raise TypeError(f"embedding: input must be an integer Array, got "
@@ -74,7 +77,7 @@ def embedding(input, weight, padding_idx: int | None = None):
     return gp.reshape(rows, (*input.shape, weight.shape[1]))
 
 
-def one_hot(tensor, num_classes: int = -1, *, dtype=None):
+def one_hot(tensor: Array, num_classes: int = -1, *, dtype: DType | None = None) -> Array:
     """Integer class indices as one-hot vectors along a new last axis (int64 unless ``dtype``)."""
     if not gp.isdtype(tensor.dtype, "integral"):
         raise TypeError(f"one_hot: needs an integer array, got {tensor.dtype}")
@@ -84,7 +87,7 @@ def one_hot(tensor, num_classes: int = -1, *, dtype=None):
     return gp.astype(gp.expand_dims(tensor, axis=-1) == cls, dtype or gp.int64)
 
 
-def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False):
+def dropout(input: Array, p: float = 0.5, training: bool = True, inplace: bool = False) -> Array:
     """Zero elements with probability ``p`` and scale the rest by 1/(1-p) while training."""
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout: p must be in [0, 1], got {p}")
@@ -96,7 +99,7 @@ def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False)
     return input * (gp.astype(keep, input.dtype) * (1.0 / (1.0 - p)))
 
 
-def pad(input, pad: tuple, mode: str = "constant", value: float = 0.0):
+def pad(input: Array, pad: tuple[int, ...], mode: str = "constant", value: float = 0.0) -> Array:
     """Constant padding; ``pad`` lists (before, after) pairs from the last axis backwards."""
     if mode != "constant":
         raise NotImplementedError(f"pad: mode {mode!r} is not supported (only 'constant')")
@@ -119,45 +122,45 @@ def pad(input, pad: tuple, mode: str = "constant", value: float = 0.0):
 
 
 # ---- activations --------------------------------------------------------------------------
-def relu(input, inplace: bool = False):
+def relu(input: Array, inplace: bool = False) -> Array:
     """max(x, 0)."""
     return gp.maximum(input, 0.0)
 
 
-def relu6(input, inplace: bool = False):
+def relu6(input: Array, inplace: bool = False) -> Array:
     """min(max(x, 0), 6)."""
     return gp.minimum(gp.maximum(input, 0.0), 6.0)
 
 
-def leaky_relu(input, negative_slope: float = 0.01, inplace: bool = False):
+def leaky_relu(input: Array, negative_slope: float = 0.01, inplace: bool = False) -> Array:
     """x for x >= 0, negative_slope * x otherwise."""
     return gp.where(input >= 0, input, input * negative_slope)
 
 
-def sigmoid(input):
+def sigmoid(input: Array) -> Array:
     """1 / (1 + exp(-x)), written so that neither branch overflows."""
     e = gp.exp(-gp.abs(input))
     r = 1.0 / (1.0 + e)
     return gp.where(input >= 0, r, e * r)
 
 
-def tanh(input):
+def tanh(input: Array) -> Array:
     """Hyperbolic tangent."""
     return gp.tanh(input)
 
 
-def silu(input, inplace: bool = False):
+def silu(input: Array, inplace: bool = False) -> Array:
     """x * sigmoid(x)."""
     return input * sigmoid(input)
 
 
-def elu(input, alpha: float = 1.0, inplace: bool = False):
+def elu(input: Array, alpha: float = 1.0, inplace: bool = False) -> Array:
     """x for x > 0, alpha * (exp(x) - 1) otherwise."""
     # expm1 of min(x, 0) keeps the unused branch finite, so its gradient is not 0 * inf.
     return gp.where(input > 0, input, alpha * gp.expm1(gp.minimum(input, 0.0)))
 
 
-def softplus(input, beta: float = 1.0, threshold: float = 20.0):
+def softplus(input: Array, beta: float = 1.0, threshold: float = 20.0) -> Array:
     """log(1 + exp(beta x)) / beta, linear above ``threshold``."""
     z = input * beta
     sp = (gp.maximum(z, 0.0) + gp.log1p(gp.exp(-gp.abs(z)))) / beta
@@ -175,13 +178,13 @@ def _erfc_pos(z):
     return t * gp.exp(-z * z + poly)
 
 
-def erf(input):
+def erf(input: Array) -> Array:
     """The error function (composed: grilly has no erf kernel yet)."""
     e = _erfc_pos(gp.abs(input))
     return gp.where(input >= 0, 1.0 - e, e - 1.0)
 
 
-def gelu(input, approximate: str = "none"):
+def gelu(input: Array, approximate: str = "none") -> Array:
     """x * Phi(x) ('none', via erfc) or the tanh approximation ('tanh')."""
     if approximate == "tanh":
         k = math.sqrt(2.0 / math.pi)
@@ -203,8 +206,7 @@ def log_softmax(input, dim: int | None = None, dtype=None):
     if dtype is not None:
         input = gp.astype(input, dtype)
     dim = _softmax_dim(input.ndim) if dim is None else dim
-    z = input - gp.max(input, axis=dim, keepdims=True)
-    return z - gp.log(gp.sum(gp.exp(z), axis=dim, keepdims=True))
+    return _fused.log_softmax(input, axis=dim)
 
 
 def softmax(input, dim: int | None = None, dtype=None):
@@ -212,8 +214,7 @@ def softmax(input, dim: int | None = None, dtype=None):
     if dtype is not None:
         input = gp.astype(input, dtype)
     dim = _softmax_dim(input.ndim) if dim is None else dim
-    e = gp.exp(input - gp.max(input, axis=dim, keepdims=True))
-    return e / gp.sum(e, axis=dim, keepdims=True)
+    return _fused.softmax(input, axis=dim)
 
 
 # ---- normalization ------------------------------------------------------------------------
@@ -224,7 +225,8 @@ def _norm_axes(input, normalized_shape, op):
     return tuple(range(input.ndim - len(ns), input.ndim))
 
 
-def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
+def layer_norm(input: Array, normalized_shape: int | tuple[int, ...], weight: Array | None = None,
+               bias: Array | None = None, eps: float = 1e-5) -> Array:
     """(x - mean) / sqrt(var + eps) over the trailing ``normalized_shape`` axes, then affine."""
     axes = _norm_axes(input, normalized_shape, "layer_norm")
     c = input - gp.mean(input, axis=axes, keepdims=True)
@@ -234,7 +236,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-
     return y if bias is None else y + bias
 
 
-def rms_norm(input, normalized_shape, weight=None, eps: float | None = None):
+def rms_norm(input: Array, normalized_shape: int | tuple[int, ...], weight: Array | None = None,
+             eps: float | None = None) -> Array:
     """x / sqrt(mean(x^2) + eps) over the trailing axes, times ``weight``."""
     axes = _norm_axes(input, normalized_shape, "rms_norm")
     eps = float(gp.finfo(input.dtype).eps) if eps is None else eps
@@ -242,8 +245,10 @@ def rms_norm(input, normalized_shape, weight=None, eps: float | None = None):
     return y if weight is None else y * weight
 
 
-def batch_norm(input, running_mean, running_var, weight=None, bias=None, training: bool = False,
-               momentum: float | None = 0.1, eps: float = 1e-5, num_batches_tracked=None):
+def batch_norm(input: Array, running_mean: Array | None, running_var: Array | None,
+               weight: Array | None = None, bias: Array | None = None, training: bool = False,
+               momentum: float | None = 0.1, eps: float = 1e-5,
+               num_batches_tracked: Array | None = None) -> Array:
     """Normalize over every axis but 1; in training, update the running stats in place."""
     if input.ndim < 2:
         raise ValueError(f"batch_norm: input needs at least 2 dimensions, got shape {input.shape}")
@@ -305,7 +310,9 @@ def _out_size(n, k, s, p, d, ceil_mode=False, op="conv"):
     return o
 
 
-def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1):
+def conv2d(input: Array, weight: Array, bias: Array | None = None, stride: int | tuple[int, int] = 1,
+           padding: str | int | tuple[int, int] = 0, dilation: int | tuple[int, int] = 1,
+           groups: int = 1) -> Array:
     """2-D cross-correlation over (N, C, H, W) (or (C, H, W)) by im2col and one batched matmul."""
     _check_float(input, "conv2d")
     if input.ndim == 3:
@@ -340,7 +347,8 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups: in
     return y if bias is None else y + gp.reshape(bias, (1, o, 1, 1))
 
 
-def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1):
+def conv1d(input: Array, weight: Array, bias: Array | None = None, stride: int | tuple[int] = 1,
+           padding: str | int | tuple[int] = 0, dilation: int | tuple[int] = 1, groups: int = 1) -> Array:
     """1-D cross-correlation over (N, C, L) (or (C, L)), through conv2d with a height of 1."""
     _check_float(input, "conv1d")
     if input.ndim not in (2, 3) or weight.ndim != 3:
@@ -374,8 +382,9 @@ def _pool_setup(input, kernel_size, stride, padding, dilation, ceil_mode, op, fi
     return x, k, s, d, (ho, wo), p, (ph, pw)
 
 
-def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
-               return_indices: bool = False):
+def max_pool2d(input: Array, kernel_size: int | tuple[int, int], stride: int | tuple[int, int] | None = None,
+               padding: int | tuple[int, int] = 0, dilation: int | tuple[int, int] = 1,
+               ceil_mode: bool = False, return_indices: bool = False) -> Array:
     """Maximum over each window of (N, C, H, W) (padding counts as -inf)."""
     if return_indices:
         raise NotImplementedError("max_pool2d: return_indices=True is not supported")
@@ -385,8 +394,9 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     return y if input.ndim == 4 else gp.squeeze(y, axis=0)
 
 
-def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
-               count_include_pad: bool = True, divisor_override: int | None = None):
+def avg_pool2d(input: Array, kernel_size: int | tuple[int, int], stride: int | tuple[int, int] | None = None,
+               padding: int | tuple[int, int] = 0, ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: int | None = None) -> Array:
     """Mean over each window of (N, C, H, W)."""
     x, k, s, d, out, p, extra = _pool_setup(input, kernel_size, stride, padding, 1, ceil_mode,
                                             "avg_pool2d", 0.0)
@@ -410,7 +420,9 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode: bool = Fal
     return y if input.ndim == 4 else gp.squeeze(y, axis=0)
 
 
-def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False):
+def max_pool1d(input: Array, kernel_size: int | tuple[int], stride: int | tuple[int] | None = None,
+               padding: int | tuple[int] = 0, dilation: int | tuple[int] = 1,
+               ceil_mode: bool = False) -> Array:
     """Maximum over each window of (N, C, L)."""
     one = lambda v: (1, _pair(v, 1, "argument", "max_pool1d")[0])  # noqa: E731
     pd = (0, _pair(padding, 1, "padding", "max_pool1d")[0])
@@ -420,8 +432,9 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     return gp.squeeze(y, axis=-2)
 
 
-def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
-               count_include_pad: bool = True):
+def avg_pool1d(input: Array, kernel_size: int | tuple[int], stride: int | tuple[int] | None = None,
+               padding: int | tuple[int] = 0, ceil_mode: bool = False,
+               count_include_pad: bool = True) -> Array:
     """Mean over each window of (N, C, L)."""
     one = lambda v: (1, _pair(v, 1, "argument", "avg_pool1d")[0])  # noqa: E731
     pd = (0, _pair(padding, 1, "padding", "avg_pool1d")[0])
@@ -444,7 +457,7 @@ def _adaptive_mean(x, axis: int, out: int):
     return gp.concat(parts, axis=axis)
 
 
-def adaptive_avg_pool2d(input, output_size):
+def adaptive_avg_pool2d(input: Array, output_size: int | None | tuple[int | None, int | None]) -> Array:
     """Mean pooling of (N, C, H, W) to ``output_size`` (None keeps that size)."""
     _check_float(input, "adaptive_avg_pool2d")
     if input.ndim not in (3, 4):
@@ -456,7 +469,7 @@ def adaptive_avg_pool2d(input, output_size):
     return _adaptive_mean(_adaptive_mean(input, input.ndim - 2, oh), input.ndim - 1, ow)
 
 
-def flatten(input, start_dim: int = 1, end_dim: int = -1):
+def flatten(input: Array, start_dim: int = 1, end_dim: int = -1) -> Array:
     """Merge axes start_dim..end_dim into one."""
     nd = input.ndim
     s, e = start_dim % max(nd, 1), end_dim % max(nd, 1)
@@ -482,9 +495,9 @@ def _causal(lq, lk, dtype, device):
                     gp.asarray(-math.inf, dtype=dtype, device=device))
 
 
-def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0,
-                                 is_causal: bool = False, scale: float | None = None,
-                                 enable_gqa: bool = False):
+def scaled_dot_product_attention(query: Array, key: Array, value: Array, attn_mask: Array | None = None,
+                                 dropout_p: float = 0.0, is_causal: bool = False,
+                                 scale: float | None = None, enable_gqa: bool = False) -> Array:
     """softmax(q k^T * scale + mask) v over (..., L, E) queries and (..., S, E) keys."""
     if is_causal and attn_mask is not None:
         raise ValueError("scaled_dot_product_attention: give attn_mask or is_causal, not both")
@@ -500,8 +513,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
     return gp.matmul(a, value)
 
 
-def flash_attention2(query, key, value, attn_mask=None, is_causal: bool = False,
-                     scale: float | None = None, block_size: int = 128):
+def flash_attention2(query: Array, key: Array, value: Array, attn_mask: Array | None = None,
+                     is_causal: bool = False, scale: float | None = None,
+                     block_size: int = 128) -> Array:
     """Attention with keys in blocks of ``block_size`` and an online softmax (FlashAttention-2
     forward): peak memory O(L * block_size) instead of O(L * S)."""
     if is_causal and attn_mask is not None:
@@ -542,20 +556,21 @@ def _check_same_shape(input, target, op):
         raise ValueError(f"{op}: input shape {input.shape} and target shape {target.shape} differ")
 
 
-def mse_loss(input, target, reduction: str = "mean"):
+def mse_loss(input: Array, target: Array, reduction: str = "mean") -> Array:
     """Mean squared error."""
     _check_same_shape(input, target, "mse_loss")
     d = input - target
     return _reduce(d * d, reduction, "mse_loss")
 
 
-def l1_loss(input, target, reduction: str = "mean"):
+def l1_loss(input: Array, target: Array, reduction: str = "mean") -> Array:
     """Mean absolute error."""
     _check_same_shape(input, target, "l1_loss")
     return _reduce(gp.abs(input - target), reduction, "l1_loss")
 
 
-def smooth_l1_loss(input, target, reduction: str = "mean", beta: float = 1.0):
+def smooth_l1_loss(input: Array, target: Array, reduction: str = "mean",
+                   beta: float = 1.0) -> Array:
     """0.5 d^2 / beta where |d| < beta, |d| - beta / 2 elsewhere."""
     _check_same_shape(input, target, "smooth_l1_loss")
     d = gp.abs(input - target)
@@ -564,7 +579,8 @@ def smooth_l1_loss(input, target, reduction: str = "mean", beta: float = 1.0):
     return _reduce(gp.where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta), reduction, "smooth_l1_loss")
 
 
-def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0):
+def huber_loss(input: Array, target: Array, reduction: str = "mean",
+               delta: float = 1.0) -> Array:
     """0.5 d^2 where |d| < delta, delta (|d| - delta / 2) elsewhere."""
     _check_same_shape(input, target, "huber_loss")
     d = gp.abs(input - target)
@@ -588,7 +604,8 @@ def _onehot_targets(input, target, op):
     return gp.astype(gp.expand_dims(target, axis=cax) == cls, input.dtype), cax
 
 
-def nll_loss(input, target, weight=None, ignore_index: int = -100, reduction: str = "mean"):
+def nll_loss(input: Array, target: Array, weight: Array | None = None, ignore_index: int = -100,
+             reduction: str = "mean") -> Array:
     """-input[n, target[n]] (weighted), from log-probabilities (N, C, d...) and class indices."""
     _check_float(input, "nll_loss")
     if not gp.isdtype(target.dtype, "integral"):
@@ -605,8 +622,9 @@ def nll_loss(input, target, weight=None, ignore_index: int = -100, reduction: st
     return _reduce(loss, reduction, "nll_loss")
 
 
-def cross_entropy(input, target, weight=None, ignore_index: int = -100, reduction: str = "mean",
-                  label_smoothing: float = 0.0):
+def cross_entropy(input: Array, target: Array, weight: Array | None = None,
+                  ignore_index: int = -100, reduction: str = "mean",
+                  label_smoothing: float = 0.0) -> Array:
     """log_softmax over the class axis then NLL; ``target`` holds class indices or probabilities."""
     _check_float(input, "cross_entropy")
     if not 0.0 <= label_smoothing <= 1.0:
@@ -645,7 +663,8 @@ def cross_entropy(input, target, weight=None, ignore_index: int = -100, reductio
     return (1 - label_smoothing) * nll + smooth * (label_smoothing / c)
 
 
-def binary_cross_entropy(input, target, weight=None, reduction: str = "mean"):
+def binary_cross_entropy(input: Array, target: Array, weight: Array | None = None,
+                         reduction: str = "mean") -> Array:
     """-(y log p + (1 - y) log(1 - p)), each log clamped at -100 as in PyTorch."""
     _check_float(input, "binary_cross_entropy")
     _check_same_shape(input, target, "binary_cross_entropy")
@@ -657,8 +676,8 @@ def binary_cross_entropy(input, target, weight=None, reduction: str = "mean"):
     return _reduce(loss, reduction, "binary_cross_entropy")
 
 
-def binary_cross_entropy_with_logits(input, target, weight=None, reduction: str = "mean",
-                                     pos_weight=None):
+def binary_cross_entropy_with_logits(input: Array, target: Array, weight: Array | None = None,
+                                     reduction: str = "mean", pos_weight: Array | None = None) -> Array:
     """Sigmoid + binary cross entropy in one numerically stable expression."""
     _check_float(input, "binary_cross_entropy_with_logits")
     _check_same_shape(input, target, "binary_cross_entropy_with_logits")

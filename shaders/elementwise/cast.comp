@@ -1,7 +1,16 @@
 #version 450
 // Strided copy with conversion from dtype IN to dtype OUT: astype, copy, assign (into a
 // strided view, with broadcasting), and making a view contiguous.
+// Complex operands (X_CPLX=1) are one vec2/dvec2 (real, imag): real -> complex puts imag 0,
+// complex -> real takes the real part, complex -> bool is "either part nonzero" (numpy's rules).
 #include "../common.glsl"
+
+#ifndef IN_CPLX
+#define IN_CPLX 0
+#endif
+#ifndef OUT_CPLX
+#define OUT_CPLX 0
+#endif
 
 layout(set = 0, binding = 0) writeonly buffer O { OUT_TS o[]; };
 layout(set = 0, binding = 1) readonly buffer A { IN_TS a[]; };
@@ -11,8 +20,20 @@ void main() {
     for (uint i = gl_GlobalInvocationID.x; i < pc.n; i += step) {
         int ix[4];
         locate(i, 2, ix);
+#if IN_CPLX && OUT_CPLX
+        o[ix[0]] = OUT_TS(a[ix[1]]);
+#elif IN_CPLX && OUT_KIND == K_B
+        IN_TS z = a[ix[1]];
+        o[ix[0]] = uint8_t(z.x != IN_RC(0) || z.y != IN_RC(0) ? 1u : 0u);
+#else
+#if IN_CPLX
+        IN_RC x = a[ix[1]].x;
+#else
         IN_TC x = IN_TC(a[ix[1]]);
-#if OUT_KIND == K_B
+#endif
+#if OUT_CPLX
+        o[ix[0]] = OUT_TS(OUT_RC(x), OUT_RC(0));
+#elif OUT_KIND == K_B
         o[ix[0]] = uint8_t(x != IN_TC(0) ? 1u : 0u);
 #elif OUT_BITS < 32 && OUT_KIND == K_I
         o[ix[0]] = OUT_TS(int(x));
@@ -23,6 +44,7 @@ void main() {
         o[ix[0]] = OUT_TS(OUT_TC(int64_t(x)));
 #else
         o[ix[0]] = OUT_TS(OUT_TC(x));
+#endif
 #endif
     }
 }

@@ -99,6 +99,7 @@ float nextafter_(float x, float y) {
 #endif
 
 #if IS_F64
+#include "../math_f64.glsl"
 double copysign_(double x, double y) {
     uvec2 a = unpackDouble2x32(x), b = unpackDouble2x32(y);
     a.y = (a.y & 0x7fffffffu) | (b.y & 0x80000000u);
@@ -115,7 +116,9 @@ double nextafter_(double x, double y) {
 }
 #endif
 
-#if IS_FLOAT
+#if IS_F64
+double hypot_(double a, double b) { return hypot_d(a, b); }
+#elif IS_FLOAT
 TC hypot_(TC a, TC b) {
     a = abs(a); b = abs(b);
     if (isinf(a) || isinf(b)) return a + b + TC(1.0 / 0.0);
@@ -164,6 +167,26 @@ TC un(TC x) {
     case OP_LOG1P: return log1p_(x);
     case OP_LOG2: return log2(x);
     case OP_LOG10: return log(x) * 0.43429448190325176;
+#endif
+#if IS_F64
+    case OP_ACOS: return acos_d(x);
+    case OP_ACOSH: return acosh_d(x);
+    case OP_ASIN: return asin_d(x);
+    case OP_ASINH: return asinh_d(x);
+    case OP_ATAN: return atan_d(x);
+    case OP_ATANH: return atanh_d(x);
+    case OP_COS: return cos_d(x);
+    case OP_COSH: return cosh_d(x);
+    case OP_SIN: return sin_d(x);
+    case OP_SINH: return sinh_d(x);
+    case OP_TAN: return tan_d(x);
+    case OP_TANH: return tanh_d(x);
+    case OP_EXP: return exp_d(x);
+    case OP_EXPM1: return expm1_d(x);
+    case OP_LOG: return log_d(x);
+    case OP_LOG1P: return log1p_d(x);
+    case OP_LOG2: return log2_d(x);
+    case OP_LOG10: return log10_d(x);
 #endif
 #if IN_KIND == K_B
     case OP_BITWISE_INVERT: return TC(x == 0u);
@@ -246,6 +269,11 @@ TC bin(TC x, TC y) {
     case OP_POW: return pow_(x, y);
     case OP_ATAN2: return atan2_(x, y);
     case OP_LOGADDEXP: return logaddexp_(x, y);
+#endif
+#if IS_F64
+    case OP_POW: return pow_d(x, y);
+    case OP_ATAN2: return atan2_d(x, y);
+    case OP_LOGADDEXP: return logaddexp_d(x, y);
 #endif
 #if IN_KIND == K_I || IN_KIND == K_U
     case OP_FLOOR_DIVIDE: {

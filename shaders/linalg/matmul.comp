@@ -1,7 +1,12 @@
 #version 450
 // Batched matmul for any numeric dtype (IN_*): one output element per invocation, accumulated
 // in the compute type (float16 in float32; integers wrap like numpy's). Layout as matmul_tiled.
+// Complex (IN_CPLX=1, vec2/dvec2): the textbook product per term, as numpy's.
 #include "../common.glsl"
+
+#ifndef IN_CPLX
+#define IN_CPLX 0
+#endif
 
 layout(set = 0, binding = 0) writeonly buffer O { IN_TS res[]; };
 layout(set = 0, binding = 1) readonly buffer A { IN_TS a[]; };
@@ -17,8 +22,14 @@ void main() {
         int ai = pc.off[1] + bi * pc.st[0] + m * pc.st[1];
         int bj = pc.off[2] + bi * pc.st[MAXD] + n * pc.st[MAXD + 2];
         IN_TC acc = IN_TC(0);
-        for (int k = 0; k < K; ++k)
-            acc += IN_TC(a[ai + k * pc.st[2]]) * IN_TC(b[bj + k * pc.st[MAXD + 1]]);
+        for (int k = 0; k < K; ++k) {
+            IN_TC x = IN_TC(a[ai + k * pc.st[2]]), y = IN_TC(b[bj + k * pc.st[MAXD + 1]]);
+#if IN_CPLX
+            acc += IN_TC(x.x * y.x - x.y * y.y, x.x * y.y + x.y * y.x);
+#else
+            acc += x * y;
+#endif
+        }
         res[pc.off[0] + int(i)] = IN_TS(acc);
     }
 }

@@ -5,7 +5,12 @@
 // OP (specialization): 0 sum, 1 prod, 2 max, 3 min (ARG=0); 2 argmax, 3 argmin (ARG=1);
 // 4 cumulative sum, 5 cumulative prod (ARG=0). PER_THREAD=1 runs one output per invocation
 // (short rows); otherwise one workgroup per output reduces a tree in shared memory.
+// Complex (IN_CPLX=1, TC a vec2/dvec2): sum and prod only (no order, no arg variant).
 #include "../common.glsl"
+
+#ifndef IN_CPLX
+#define IN_CPLX 0
+#endif
 
 layout(constant_id = 0) const int OP = 0;
 layout(constant_id = 2) const int PER_THREAD = 0;
@@ -28,6 +33,9 @@ int cop() { return OP >= 4 ? OP - 4 : OP; }
 TC ident() {
     int op = cop();
     if (op == 0) return TC(0);
+#if IN_CPLX
+    return TC(1, 0);
+#else
     if (op == 1) return TC(1);
 #if IN_KIND == K_F
     TC inf = TC(uintBitsToFloat(0x7f800000u));
@@ -41,10 +49,13 @@ TC ident() {
     TC hi = IN_BITS >= 32 ? ~TC(0) : TC((1u << IN_BITS) - 1u);
     return op == 2 ? TC(0) : hi;
 #endif
+#endif
 }
 
 bool isnan_(TC x) {
-#if IN_KIND == K_F
+#if IN_CPLX
+    return false;
+#elif IN_KIND == K_F
     return isnan(x);
 #else
     return false;
@@ -54,12 +65,19 @@ bool isnan_(TC x) {
 TC comb(TC x, TC y) {
     int op = cop();
     if (op == 0) return x + y;
+#if IN_CPLX
+    // the textbook product, as numpy's (no fma contraction: precise)
+    precise TC r = TC(x.x * y.x - x.y * y.y, x.x * y.y + x.y * y.x);
+    return r;
+#else
     if (op == 1) return x * y;
     // NaN wins, as in numpy's maximum/minimum
     if (op == 2) return (x > y || isnan_(x)) ? x : y;
     return (x < y || isnan_(x)) ? x : y;
+#endif
 }
 
+#if ARG
 // whether (w, k) replaces the running best (v, i) of argmax/argmin: first NaN, else first extreme
 bool better(TC w, int k, TC v, int i) {
     if (isnan_(v)) return isnan_(w) && k < i;
@@ -67,6 +85,7 @@ bool better(TC w, int k, TC v, int i) {
     if (w == v) return k < i;
     return OP == 2 ? w > v : w < v;
 }
+#endif
 
 TC load(int o, int r, int j) {
     return TC(a[pc.off[1] + o * pc.st[MAXD] + r * pc.st[MAXD + 1] + j * pc.st[MAXD + 2]]);

@@ -50,6 +50,9 @@ def eye(n_rows: int, n_cols: int, k: int, dtype) -> np.ndarray:
 
 def astype(buf: np.ndarray, dtype) -> np.ndarray:
     out = pool.empty(buf.shape, dtype.np)
+    if buf.dtype.kind == "c" and dtype.kind == "b":
+        np.not_equal(buf, 0, out=out)  # either part nonzero, as numpy
+        return out
     if buf.dtype.kind == "c" and dtype.kind != "c":
         buf = buf.real
     np.copyto(out, buf, casting="unsafe")

@@ -7,8 +7,9 @@ import os
 from ..base import Backend, Device
 from . import runtime
 
+# complex64 is two float32s (always there); complex128 is two doubles
 _KIND_BY_DTYPE = {"float64": "shaderFloat64", "int64": "shaderInt64", "uint64": "shaderInt64",
-                  "float16": "storageBuffer16BitAccess"}
+                  "float16": "storageBuffer16BitAccess", "complex128": "shaderFloat64"}
 
 
 class _Kernels(dict):
@@ -42,6 +43,11 @@ class VulkanDevice(Device):
         self.rank = runtime.RANK.get(phys.type, 0)
         self._ctx = None
         self.kernels = _Kernels(self)
+
+    def synchronize(self) -> None:
+        """Submit what is recorded and wait for it."""
+        if self._ctx is not None:
+            self._ctx.recorder.flush()
 
     @property
     def ctx(self):
@@ -113,8 +119,6 @@ class VulkanBackend(Backend):
         return table
 
     def supports_dtype(self, device: Device, dtype) -> bool:
-        if dtype.kind == "c":
-            return False
         feat = _KIND_BY_DTYPE.get(dtype.name)
         return feat is None or device.phys.features.get(feat, False)
 

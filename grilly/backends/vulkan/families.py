@@ -1,4 +1,4 @@
 """The kernel modules of the Vulkan backend beyond storage and elementwise; each has KERNELS."""
-from . import indexing, linalg, reductions, sorting
+from . import indexing, linalg, reductions, softmax, sorting
 
-MODULES = (reductions, linalg, indexing, sorting)
+MODULES = (reductions, linalg, indexing, sorting, softmax)

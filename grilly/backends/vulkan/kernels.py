@@ -3,6 +3,7 @@ conventions (docs/architecture.md). Creation kernels take the device first; the 
 it per device (see VulkanDevice)."""
 from __future__ import annotations
 
+import functools
 import struct
 
 import numpy as np
@@ -10,24 +11,27 @@ import numpy as np
 from ...array.elementwise import BINARY, UNARY
 from .memory import Buffer, contiguous_strides
 from .recorder import stats
-from .variants import op_codes
+from .variants import op_codes, variants
 
 MAXD = 5
+STAGE_MIN = 1 << 16   # downloads from uncached memory at least this big go through staging
 _PC = struct.Struct(f"<I4i{MAXD}i{4 * MAXD}i")
 
 PREDICATES = {"isfinite", "isinf", "isnan", "signbit", "equal", "not_equal", "less",
               "less_equal", "greater", "greater_equal"}
-# GLSL has no float64 transcendentals; float16 computes in float32, where nextafter is wrong
+# Transcendentals: float32 uses the driver's GLSL.std.450 functions (tests loosen their
+# tolerance), float64 shaders/math_f64.glsl. The name is kept for tests that import it.
 _F32_ONLY = {"acos", "acosh", "asin", "asinh", "atan", "atanh", "cos", "cosh", "sin", "sinh",
              "tan", "tanh", "exp", "expm1", "log", "log1p", "log2", "log10", "pow", "atan2",
              "logaddexp"}
-UNSUPPORTED = {**{op: {"float64"} for op in _F32_ONLY}, "nextafter": {"float16"}}
+# float16 computes in float32, where a float16 nextafter step is not one ulp
+UNSUPPORTED = {"nextafter": {"float16"}}
 
 
 def _unsupported(op: str, dtype, ctx) -> NotImplementedError:
     return NotImplementedError(
         f"{op}: dtype {dtype.name} is not supported on Vulkan device {ctx.phys.name!r} "
-        "(GLSL has no float64 transcendental functions); use float32 or the cpu device")
+        "(float16 computes in float32 there); use float32 or the cpu device")
 
 
 # ---- launching ------------------------------------------------------------------------------
@@ -64,9 +68,37 @@ def launch(ctx, variant: str, op: int, bufs: list, shape: tuple, name: str) -> N
         return
     if n >= 2**31:
         raise ValueError(f"{name}: {n} elements exceed the Vulkan backend's 2**31 limit")
+    flat = _flat_strides(bufs, shape)
+    if flat is not None:
+        # every operand contiguous over ``shape`` or a single element: one flat axis
+        pipe = ctx.pipelines.get((variant, (op, 1))) or ctx.pipeline(variant, (op, 1))
+        offs = [b.offset for b in bufs] + [0] * (4 - len(bufs))
+        ctx.recorder.dispatch(pipe, bufs, _PC.pack(n, *offs, n, 0, 0, 0, 0, *flat), n)
+        return
     dims, sts = collapse(tuple(shape), [bcast_strides(b, shape) for b in bufs])
     offs = [b.offset for b in bufs]
     _launch(ctx, ctx.pipeline(variant, (op, min(len(dims), MAXD))), bufs, dims, sts, offs)
+
+
+_ZEROS = (0,) * MAXD
+
+
+def _flat_strides(bufs: list, shape: tuple):
+    """Push-constant strides when each operand is contiguous with ``shape`` or one element."""
+    cs = None
+    flat = []
+    for b in bufs:
+        if b.shape == shape:
+            if cs is None:
+                cs = contiguous_strides(shape)
+            if b.strides != cs:
+                return None
+            flat += (1, 0, 0, 0, 0)
+        elif b.size == 1:
+            flat += _ZEROS
+        else:
+            return None
+    return flat + [0] * (4 * MAXD - len(flat))
 
 
 def _launch(ctx, pipe, bufs, dims, sts, offs) -> None:
@@ -117,8 +149,11 @@ def from_host(ctx, h: np.ndarray, dtype) -> Buffer:
 
 def to_host(buf: Buffer) -> np.ndarray:
     """Sync point: wait for pending work, copy the view out of mapped memory."""
-    buf.ctx.recorder.flush()
     stats["downloads"] += 1
+    ctx = buf.ctx
+    if ctx.pool.staged_reads() is not None and buf.size * buf.dtype.itemsize >= STAGE_MIN:
+        return ctx.staging.read(buf)
+    ctx.recorder.flush()
     return np.array(buf.host_view(), copy=True)
 
 
@@ -135,7 +170,7 @@ def full(ctx, shape, value, dtype) -> Buffer:
 
 
 def arange(ctx, start, step, n: int, dtype) -> Buffer:
-    h = start + step * np.arange(n, dtype=np.float64 if dtype.kind == "f" else None)
+    h = start + step * np.arange(n, dtype=np.float64 if dtype.kind in "fc" else None)
     return _host_fill(ctx, h, dtype)
 
 
@@ -243,6 +278,23 @@ CREATION = {"from_host": from_host, "empty": empty, "full": full, "arange": aran
 
 
 # ---- elementwise ----------------------------------------------------------------------------
+_C_REAL = {"abs", "real", "imag"}   # complex in, real out (shaders/elementwise/complex.comp)
+
+
+@functools.cache
+def _built_variants() -> frozenset:
+    return frozenset(variants())
+
+
+def _complex_variant(op: str, dtype, ctx) -> str:
+    v = ("ewcb_" if op in PREDICATES else "ewcr_" if op in _C_REAL else "ewc_") + dtype.name
+    if v not in _built_variants():
+        raise NotImplementedError(
+            f"{op}: dtype {dtype.name} is not supported on Vulkan device {ctx.phys.name!r} "
+            "(its shader needs shaders/math_f64.glsl); use complex64 or the cpu device")
+    return v
+
+
 def _ew_kernel(op: str, code: int):
     variant = "ewb_" if op in PREDICATES else "ew_"
     bad = UNSUPPORTED.get(op, ())
@@ -252,8 +304,9 @@ def _ew_kernel(op: str, code: int):
         d = a.dtype.name
         if d in bad:
             raise _unsupported(op, a.dtype, a.ctx)
+        v = _complex_variant(op, a.dtype, a.ctx) if a.dtype.kind == "c" else variant + d
         out = new_buffer(a.ctx, shape, out_dtype)
-        launch(a.ctx, variant + d, code, [out, *bufs], tuple(shape), op)
+        launch(a.ctx, v, code, [out, *bufs], tuple(shape), op)
         return out
     k.__name__ = op
     return k
@@ -261,8 +314,9 @@ def _ew_kernel(op: str, code: int):
 
 def where(shape, out_dtype, c, a, b):
     """Choose from ``a`` where ``c`` is true, else from ``b`` (broadcast to ``shape``)."""
+    v = _complex_variant("where", a.dtype, a.ctx) if a.dtype.kind == "c" else "ew_" + a.dtype.name
     out = new_buffer(a.ctx, shape, out_dtype)
-    launch(a.ctx, "ew_" + a.dtype.name, op_codes()["where"], [out, a, b, c], tuple(shape), "where")
+    launch(a.ctx, v, op_codes()["where"], [out, a, b, c], tuple(shape), "where")
     return out
 
 

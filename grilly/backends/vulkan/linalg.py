@@ -26,6 +26,17 @@ def _stack3(buf: Buffer, batch: tuple, rows: int, cols: int) -> Buffer:
     return reshape(broadcast_to(buf, batch + (rows, cols)), (_prod(batch), rows, cols))
 
 
+SGEMM = "sgemm2_k16"   # the large-matmul shader variant
+SGEMM_BK = 16          # and the k depth of its slabs
+
+
+def _sgemm_ok(a3: Buffer, b3: Buffer, m: int, n: int, k: int) -> bool:
+    """Whether the vec4, 128x128-tile shader applies: aligned rows, tile-multiple sizes."""
+    return (m % 128 == 0 and n % 128 == 0 and k % SGEMM_BK == 0 and a3.strides[2] == 1
+            and b3.strides[2] == 1 and all(v % 4 == 0 for v in (
+                a3.strides[0], a3.strides[1], b3.strides[0], b3.strides[1], a3.offset, b3.offset)))
+
+
 def matmul(out_shape, out_dtype, a: Buffer, b: Buffer) -> Buffer:
     """(..., M, K) @ (..., K, N) -> out_shape = broadcast batch + (M, N); inputs of out_dtype."""
     out_shape = tuple(out_shape)
@@ -40,7 +51,10 @@ def matmul(out_shape, out_dtype, a: Buffer, b: Buffer) -> Buffer:
     a3, b3 = _stack3(a, batch, m, k), _stack3(b, batch, k, n)
     nb = a3.shape[0]
     args = ((out.offset, a3.offset, b3.offset), (nb, m, n, k), (a3.strides, b3.strides))
-    if out_dtype.name == "float32":
+    if out_dtype.name == "float32" and _sgemm_ok(a3, b3, m, n, k):
+        tiles = nb * (m // 128) * (n // 128)
+        dispatch(ctx, SGEMM, (0, 1), [out, a3, b3], 0, tiles * 256, *args)
+    elif out_dtype.name == "float32":
         tiles = nb * -(-m // TILE) * -(-n // TILE)
         dispatch(ctx, "mm_tiled_float32", (0, 1), [out, a3, b3], 0, tiles * 256, *args)
     else:

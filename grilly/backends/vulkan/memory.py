@@ -22,12 +22,26 @@ def bucket(n: int) -> int:
     return -(-n // step) * step
 
 
+# VkMemoryPropertyFlagBits (spec values: this module must import without a Vulkan loader)
+_LOCAL, _VISIBLE, _COHERENT, _CACHED = 0x1, 0x2, 0x4, 0x8
+_HOST = _VISIBLE | _COHERENT
+
+
+def _find_type(types: list, bits: int, wants: tuple) -> int | None:
+    """The first memory type allowed by ``bits`` with every flag of a ``wants`` entry, in order."""
+    for want in wants:
+        for i, (flags, _heap) in enumerate(types):
+            if bits >> i & 1 and flags & want == want:
+                return i
+    return None
+
+
 class Chunk:
     """One VkBuffer bound to its own VkDeviceMemory, mapped persistently."""
 
     __slots__ = ("buffer", "memory", "size", "host")
 
-    def __init__(self, pool: "Pool", size: int):
+    def __init__(self, pool: "Pool", size: int, type_index: int | None = None):
         ctx = pool.ctx
         usage = (lib.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | lib.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
                  | lib.VK_BUFFER_USAGE_TRANSFER_DST_BIT)
@@ -41,7 +55,8 @@ class Chunk:
         lib.vkGetBufferMemoryRequirements(ctx.device, self.buffer, req)
         ainfo = ffi.new("VkMemoryAllocateInfo*", {
             "sType": lib.VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, "allocationSize": req.size,
-            "memoryTypeIndex": pool.type_index(req.memoryTypeBits)})
+            "memoryTypeIndex": pool.type_index(req.memoryTypeBits) if type_index is None
+            else type_index})
         mem = ffi.new("VkDeviceMemory*")
         res = lib.vkAllocateMemory(ctx.device, ainfo, ffi.NULL, mem)
         if res != 0:
@@ -49,14 +64,17 @@ class Chunk:
             raise MemoryError(res)
         self.memory = mem[0]
         check(lib.vkBindBufferMemory(ctx.device, self.buffer, self.memory, 0), "vkBindBufferMemory")
-        ptr = ffi.new("void**")
-        check(lib.vkMapMemory(ctx.device, self.memory, 0, size, 0, ptr), "vkMapMemory")
         self.size = size
-        self.host = np.frombuffer(ffi.buffer(ptr[0], size), np.uint8)
+        self.host = None
+        if ctx.phys.mem_types[ainfo.memoryTypeIndex][0] & _VISIBLE:
+            ptr = ffi.new("void**")
+            check(lib.vkMapMemory(ctx.device, self.memory, 0, size, 0, ptr), "vkMapMemory")
+            self.host = np.frombuffer(ffi.buffer(ptr[0], size), np.uint8)
 
     def destroy(self, ctx) -> None:
-        self.host = None
-        lib.vkUnmapMemory(ctx.device, self.memory)
+        if self.host is not None:
+            self.host = None
+            lib.vkUnmapMemory(ctx.device, self.memory)
         lib.vkDestroyBuffer(ctx.device, self.buffer, ffi.NULL)
         lib.vkFreeMemory(ctx.device, self.memory, ffi.NULL)
 
@@ -90,16 +108,25 @@ class Pool:
         self.held = 0        # bytes of VkDeviceMemory this pool owns
         self.live = 0        # bytes handed out and not yet released
         self._type = None
+        self._staging_type = -1   # -1: not probed yet
 
     def type_index(self, bits: int) -> int:
-        types = self.ctx.phys.mem_types
-        host = lib.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | lib.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
-        local = lib.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
-        for want in (host | local, host):
-            for i, (flags, _heap) in enumerate(types):
-                if bits >> i & 1 and flags & want == want:
-                    return i
-        raise MemoryError(f"vulkan: {self.ctx.phys.name} has no host-visible memory type")
+        i = _find_type(self.ctx.phys.mem_types, bits, (_HOST | _LOCAL, _HOST))
+        if i is None:
+            raise MemoryError(f"vulkan: {self.ctx.phys.name} has no host-visible memory type")
+        return i
+
+    def staged_reads(self) -> int | None:
+        """The host-cached memory type downloads go through, or None when array memory is
+        itself cached: reading uncached device memory over PCIe (resizable BAR) runs at a
+        few hundred MB/s, a GPU copy into cached memory at full bus speed."""
+        if self._staging_type == -1:
+            types = self.ctx.phys.mem_types
+            own = types[self.type_index(~0)][0]
+            cached = _find_type(types, ~0, (_HOST | _CACHED,))
+            slow = not own & _CACHED
+            self._staging_type = cached if slow else None
+        return self._staging_type
 
     def available(self) -> int:
         return sum(s for s, fl in self.ctx.phys.heaps if fl & 1) - self.held
@@ -153,6 +180,36 @@ class Pool:
             self.held -= c.size
             c.destroy(self.ctx)
         self.chunks = [c for c in self.chunks if id(c) not in idle]
+
+
+class Staging:
+    """A host-cached buffer that downloads are copied into on the GPU (see Pool.staged_reads)."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.chunk = None
+
+    def read(self, buf: "Buffer") -> np.ndarray:
+        """Sync point: copy the bytes ``buf`` spans into staging memory, return a host copy."""
+        item = buf.dtype.itemsize
+        lo = hi = buf.offset
+        for s, st in zip(buf.shape, buf.strides):
+            lo += min(0, (s - 1) * st)
+            hi += max(0, (s - 1) * st)
+        nbytes = (hi - lo + 1) * item
+        if self.chunk is None or self.chunk.size < nbytes:
+            if self.chunk is not None:
+                self.ctx.recorder.flush()
+                self.chunk.destroy(self.ctx)
+                self.chunk = None
+            self.chunk = Chunk(self.ctx.pool, bucket(nbytes), self.ctx.pool.staged_reads())
+        rec = self.ctx.recorder
+        rec.copy(buf.alloc, buf.alloc.offset + lo * item, self.chunk.buffer, nbytes)
+        rec.flush()
+        raw = self.chunk.host[:nbytes].view(buf.dtype.np)
+        view = np.lib.stride_tricks.as_strided(
+            raw[buf.offset - lo:], buf.shape, tuple(s * item for s in buf.strides))
+        return np.array(view, copy=True)
 
 
 class Buffer:

@@ -63,6 +63,8 @@ def _run(x, code: int, variant: str, out) -> None:
     n = outer * inner
     if n == 0:
         return
+    if variant == "red_float32" and code < 4 and _vec4_rows(x):
+        return _run_vec4(x, code, out)
     per_thread = int(red <= PER_THREAD_MAX or n >= 1 << 15)
     chunks = 1
     if not per_thread and not variant.startswith("arg") and n < 64 and red >= 2 * CHUNK:
@@ -75,6 +77,29 @@ def _run(x, code: int, variant: str, out) -> None:
         outer, red, inner = x.shape
     dispatch(x.ctx, variant, (code, 1, per_thread), [out, x], n, n if per_thread else n * 256,
              (out.offset, x.offset), (outer, red, inner, 1), ([0] * 3, x.strides))
+
+
+VEC4_MIN = 1024    # row length from which float32 rows are reduced with vec4 loads
+VEC4_GROUPS = 2048  # workgroups the vec4 path aims for: enough to fill a large GPU
+
+
+def _vec4_rows(x) -> bool:
+    """Whether the (outer, red, 1) view ``x`` is rows of aligned, contiguous quads."""
+    outer, red, inner = x.shape
+    return (inner == 1 and red >= VEC4_MIN and red % 4 == 0 and x.strides[1] == 1
+            and x.offset % 4 == 0 and (outer == 1 or x.strides[0] % 4 == 0))
+
+
+def _run_vec4(x, code: int, out) -> None:
+    """Rows reduced by reduce_vec4.comp: in chunks (then a second pass) when rows are few."""
+    rows, red, _ = x.shape
+    quads = red // 4
+    chunks = max(1, min(VEC4_GROUPS // rows, quads // (4 * 256)))
+    dst = out if chunks == 1 else new_buffer(x.ctx, (rows, chunks), out.dtype)
+    dispatch(x.ctx, "red4_float32", (code, 1), [dst, x], rows * chunks, rows * chunks * 256,
+             (dst.offset, x.offset), (rows, quads, chunks), ([x.strides[0]],))
+    if chunks > 1:
+        _run(reshape(dst, (rows, chunks, 1)), code, "red_float32", out)
 
 
 _PRE = {"any": _dt.bool, "all": _dt.bool, "count_nonzero": _dt.bool}

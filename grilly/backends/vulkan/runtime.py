@@ -190,11 +190,12 @@ class Context:
         self._make_pipeline_cache()
         self.pipelines: dict = {}
         self.spirv: dict = {}
-        from .memory import Pool
+        from .memory import Pool, Staging
         from .recorder import Recorder
 
         self.pool = Pool(self)
         self.recorder = Recorder(self)
+        self.staging = Staging(self)
         atexit.register(self.save_pipeline_cache)
 
     def _make_layout(self) -> None:

@@ -17,15 +17,24 @@ DTYPES = {
     "float64": ("double", "double", "K_F", 64),
 }
 
+# complex dtype name: (vector type for storage and compute, component type, bits). A complex
+# element is one vec2/dvec2 (real, imag): the same 8/16 bytes as numpy's complex64/complex128.
+COMPLEX = {"complex64": ("vec2", "float", 64), "complex128": ("dvec2", "double", 128)}
+
 # element size in bits -> (storage, compute) types of the raw-word gather/scatter shader
 WORDS = {8: ("uint8_t", "uint"), 16: ("uint16_t", "uint"), 32: ("uint", "uint"),
-         64: ("uint64_t", "uint64_t")}
+         64: ("uint64_t", "uint64_t"), 128: ("uvec4", "uvec4")}
 
 SHADER_DIR = Path(__file__).resolve().parents[3] / "shaders"   # sources (repo checkout only)
 SPV_DIR = Path(__file__).resolve().parents[2] / "shaders"       # grilly/shaders: package data
 
 
 def _dtype_defines(prefix: str, name: str) -> list[str]:
+    if name in COMPLEX:
+        # X_CPLX=1: X_TS/X_TC are the vector type, X_RC the component (real part) type
+        vec, comp, bits = COMPLEX[name]
+        return [f"-D{prefix}_TS={vec}", f"-D{prefix}_TC={vec}", f"-D{prefix}_KIND=K_F",
+                f"-D{prefix}_BITS={bits}", f"-D{prefix}_CPLX=1", f"-D{prefix}_RC={comp}"]
     ts, tc, kind, bits = DTYPES[name]
     return [f"-D{prefix}_TS={ts}", f"-D{prefix}_TC={tc}", f"-D{prefix}_KIND={kind}",
             f"-D{prefix}_BITS={bits}"]
@@ -47,7 +56,27 @@ def variants() -> dict[str, tuple[str, list[str]]]:
         out[f"sort_{d}"] = ("sort/sort.comp", _dtype_defines("IN", d))
         if d != "bool":
             out[f"mm_{d}"] = ("linalg/matmul.comp", _dtype_defines("IN", d))
+    for c in COMPLEX:
+        for d in (*DTYPES, *COMPLEX):
+            out[f"cast_{c}_{d}"] = (
+                "elementwise/cast.comp", _dtype_defines("IN", c) + _dtype_defines("OUT", d))
+            out[f"cast_{d}_{c}"] = (
+                "elementwise/cast.comp", _dtype_defines("IN", d) + _dtype_defines("OUT", c))
+        out[f"red_{c}"] = ("reduce/reduce.comp", _dtype_defines("IN", c) + ["-DARG=0"])
+        out[f"mm_{c}"] = ("linalg/matmul.comp", _dtype_defines("IN", c))
+    for c in COMPLEX:  # complex elementwise ops: complex, real (abs, real, imag), bool results
+        if c == "complex128" and not (SHADER_DIR / "math_f64.glsl").exists():
+            continue  # double transcendentals come from shaders/math_f64.glsl
+        for k, tag in enumerate(("ewc", "ewcr", "ewcb")):
+            out[f"{tag}_{c}"] = ("elementwise/complex.comp",
+                                 [f"-DIS_F64={int(c == 'complex128')}", f"-DOUT_KIND={k}"])
     out["mm_tiled_float32"] = ("linalg/matmul_tiled.comp", [])
+    for d in ("float16", "float32", "float64"):
+        out[f"softmax_{d}"] = ("nn/softmax.comp", _dtype_defines("IN", d))
+    out["red4_float32"] = ("reduce/reduce_vec4.comp", [])
+    for bk in (8, 16):
+        out[f"sgemm_k{bk}"] = ("linalg/sgemm.comp", [f"-DBK={bk}"])
+    out["sgemm2_k16"] = ("linalg/sgemm2.comp", [])
     for bits, (ts, tc) in WORDS.items():
         out[f"gather_u{bits}"] = ("indexing/gather.comp", [f"-DW_TS={ts}", f"-DW_TC={tc}"])
     return out

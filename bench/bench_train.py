@@ -1,0 +1,143 @@
+"""One training step (forward, loss, backward, Adam step) of the digits MLP and CNN: grilly on a
+chosen device against torch on the CPU (and on CUDA when torch has it), same run, same shapes.
+
+Run: python bench/bench_train.py [--device cpu|vulkan] [--reps 20] [--json out.json]. Times are
+best-of-reps wall times after warm-up steps; ratio = torch time / grilly time (> 1: grilly
+faster). grilly syncs by reading the loss (``float(loss)``, after the step, so the whole step is
+flushed), torch by ``loss.item()`` (plus ``cuda.synchronize()``).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
+
+import grilly as gp  # noqa: E402
+from grilly import nn, optim  # noqa: E402
+from train_digits_cnn import make_model as grilly_cnn  # noqa: E402
+
+BATCH = 128
+
+
+def grilly_mlp() -> nn.Module:
+    """The digits MLP, 64-128-10."""
+    return nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
+
+
+def torch_model(kind: str):
+    """The same architecture in torch (parameter names match grilly's)."""
+    import torch.nn as tnn
+
+    if kind == "mlp":
+        return tnn.Sequential(tnn.Linear(64, 128), tnn.ReLU(), tnn.Linear(128, 10))
+    return tnn.Sequential(
+        tnn.Conv2d(1, 16, 3, padding=1), tnn.ReLU(),
+        tnn.Conv2d(16, 32, 3, padding=1), tnn.BatchNorm2d(32), tnn.ReLU(),
+        tnn.MaxPool2d(2), tnn.Flatten(),
+        tnn.Linear(32 * 4 * 4, 64), tnn.ReLU(), tnn.Dropout(0.1), tnn.Linear(64, 10))
+
+
+def best(step, reps: int, warmup: int) -> float:
+    """Best-of-reps wall time of ``step()`` in seconds, after ``warmup`` calls."""
+    for _ in range(warmup):
+        step()
+    ts = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        step()
+        ts.append(time.perf_counter() - t)
+    return min(ts)
+
+
+def grilly_step(kind: str, x: np.ndarray, y: np.ndarray, device: str):
+    nn.manual_seed(0)
+    model = (grilly_mlp() if kind == "mlp" else grilly_cnn()).to(device)
+    opt = optim.Adam(model.parameters(), lr=1e-3)
+    loss_fn = nn.CrossEntropyLoss()
+    xb, yb = gp.asarray(x, device=device), gp.asarray(y, device=device)
+
+    def step() -> float:
+        opt.zero_grad()
+        loss = loss_fn(model(xb), yb)
+        loss.backward()
+        opt.step()
+        return float(loss)
+    return step, model
+
+
+def torch_step(kind: str, x: np.ndarray, y: np.ndarray, device: str, state: dict):
+    import torch
+
+    model = torch_model(kind)
+    model.load_state_dict({k: torch.from_numpy(np.asarray(v).copy()) for k, v in state.items()})
+    model = model.to(device)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    xb, yb = torch.from_numpy(x).to(device), torch.from_numpy(y).to(device)
+    cuda = device.startswith("cuda")
+
+    def step() -> float:
+        opt.zero_grad()
+        loss = loss_fn(model(xb), yb)
+        loss.backward()
+        opt.step()
+        v = loss.item()
+        if cuda:
+            torch.cuda.synchronize()
+        return v
+    return step
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default="cpu", help="grilly device (cpu, vulkan, vulkan:1, ...)")
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--json", default=None, help="write the results to this file")
+    a = ap.parse_args(argv)
+    import torch
+
+    rng = np.random.default_rng(0)
+    data = {"mlp": rng.uniform(0, 1, (BATCH, 64)).astype(np.float32),
+            "cnn": rng.uniform(0, 1, (BATCH, 1, 8, 8)).astype(np.float32)}
+    y = rng.integers(0, 10, BATCH).astype(np.int64)
+    torch_devs = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    rows = []
+    for kind in ("mlp", "cnn"):
+        step, model = grilly_step(kind, data[kind], y, a.device)
+        row = {"model": kind, "batch": BATCH, "grilly_device": a.device,
+               "grilly_ms": best(step, a.reps, a.warmup) * 1e3}
+        state = model.state_dict()
+        for td in torch_devs:
+            t = best(torch_step(kind, data[kind], y, td, state), a.reps, a.warmup) * 1e3
+            row[f"torch_{td}_ms"] = t
+            row[f"ratio_{td}"] = t / row["grilly_ms"]
+        rows.append(row)
+
+    head = f"{'model':6s} {'grilly ' + a.device + ' ms':>18s}"
+    for td in torch_devs:
+        head += f" {'torch ' + td + ' ms':>15s} {'ratio':>7s}"
+    print(head)
+    for r in rows:
+        line = f"{r['model']:6s} {r['grilly_ms']:18.2f}"
+        for td in torch_devs:
+            line += f" {r[f'torch_{td}_ms']:15.2f} {r[f'ratio_{td}']:6.2f}x"
+        print(line)
+    result = {"rows": rows, "reps": a.reps, "warmup": a.warmup, "torch": torch.__version__,
+              "torch_threads": torch.get_num_threads(), "cpus": os.cpu_count(),
+              "machine": platform.machine(), "python": platform.python_version()}
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(result, f, indent=2)
+    return result
+
+
+if __name__ == "__main__":
+    main()

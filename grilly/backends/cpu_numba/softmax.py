@@ -1,0 +1,132 @@
+"""CPU kernels of the softmax family: ``softmax`` and ``log_softmax``, ``(buf, axis) -> buf``
+(docs/kernels/softmax.md). One fused pass per row: max, sum of exp(x - max), then the output.
+
+The input is seen as a C-contiguous (outer, n, inner) array. inner == 1 (the axis is last) runs
+row by row; otherwise a block of up to COLS columns is carried along the axis at once, so every
+inner loop walks contiguous memory. float16 computes in float32, as the other CPU kernels do.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+from .pool import pool
+from .reductions import par, use_threads
+
+COLS = 512  # columns of an (outer, n, inner) view per task when the axis is not last
+
+_o = dict(cache=True, nogil=True, error_model="numpy")
+# reassociation lets LLVM vectorize the running sum; max and exp stay exact
+_fm = dict(_o, fastmath={"reassoc", "contract"})
+
+
+@njit(**_fm)
+def _row(x, y, log):
+    n = x.shape[0]
+    m = x.dtype.type(-np.inf)
+    for i in range(n):
+        m = max(m, x[i])
+    s = x.dtype.type(0)
+    if log:
+        for i in range(n):
+            s += np.exp(x[i] - m)
+        # a row of -inf has m = -inf: x - m is nan, as in torch
+        ls = np.log(s)
+        for i in range(n):
+            y[i] = (x[i] - m) - ls
+    else:
+        for i in range(n):
+            e = np.exp(x[i] - m)
+            y[i] = e
+            s += e
+        for i in range(n):
+            y[i] = y[i] / s
+
+
+@njit(**_o)
+def s_rows(x, y, log):
+    for r in range(x.shape[0]):
+        _row(x[r], y[r], log)
+
+
+@njit(parallel=True, **_o)
+def p_rows(x, y, log):
+    for r in prange(x.shape[0]):
+        _row(x[r], y[r], log)
+
+
+@njit(**_fm)
+def _cols(x, y, t, log):
+    inner = x.shape[2]
+    nj = (inner + COLS - 1) // COLS
+    o = t // nj
+    j0 = (t % nj) * COLS
+    w = min(j0 + COLS, inner) - j0
+    m = np.full(w, -np.inf, x.dtype)
+    s = np.zeros(w, x.dtype)
+    for r in range(x.shape[1]):
+        for j in range(w):
+            m[j] = max(m[j], x[o, r, j0 + j])
+    for r in range(x.shape[1]):
+        for j in range(w):
+            s[j] += np.exp(x[o, r, j0 + j] - m[j])
+    if log:
+        for j in range(w):
+            s[j] = np.log(s[j])
+        for r in range(x.shape[1]):
+            for j in range(w):
+                y[o, r, j0 + j] = (x[o, r, j0 + j] - m[j]) - s[j]
+    else:
+        for r in range(x.shape[1]):
+            for j in range(w):
+                y[o, r, j0 + j] = np.exp(x[o, r, j0 + j] - m[j]) / s[j]
+
+
+@njit(**_o)
+def s_cols(x, y, log):
+    nt = x.shape[0] * ((x.shape[2] + COLS - 1) // COLS)
+    for t in range(nt):
+        _cols(x, y, t, log)
+
+
+@njit(parallel=True, **_o)
+def p_cols(x, y, log):
+    nt = x.shape[0] * ((x.shape[2] + COLS - 1) // COLS)
+    for t in prange(nt):
+        _cols(x, y, t, log)
+
+
+def _kernel(op: str, log: bool):
+    def k(buf: np.ndarray, axis: int) -> np.ndarray:
+        shape = buf.shape
+        out = pool.empty(shape, buf.dtype)
+        if out.size == 0:
+            return out
+        ctype = np.float32 if buf.dtype == np.float16 else buf.dtype
+        x = np.ascontiguousarray(buf, dtype=ctype)
+        outer, n, inner = math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:])
+        y = out if ctype == buf.dtype else np.empty(shape, ctype)
+        threads = use_threads(x.size)
+        if inner == 1:
+            x2, y2 = x.reshape(outer, n), y.reshape(outer, n)
+            if threads and outer >= 2:
+                par(p_rows, outer, 2 * x.nbytes, x2, y2, log)
+            else:
+                s_rows(x2, y2, log)
+        else:
+            x3, y3 = x.reshape(outer, n, inner), y.reshape(outer, n, inner)
+            tasks = outer * -(-inner // COLS)
+            if threads and tasks >= 2:
+                par(p_cols, tasks, 2 * x.nbytes, x3, y3, log)
+            else:
+                s_cols(x3, y3, log)
+        if y is not out:
+            np.copyto(out, y, casting="unsafe")
+        return out
+    k.__name__ = op
+    return k
+
+
+KERNELS: dict = {"softmax": _kernel("softmax", False), "log_softmax": _kernel("log_softmax", True)}

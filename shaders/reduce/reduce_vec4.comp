@@ -1,0 +1,66 @@
+#version 450
+// float32 sum/prod/max/min of contiguous rows whose length is a multiple of 4: vec4 loads, four
+// independent accumulators per invocation, one shared-memory tree per (row, chunk) work item.
+// pc.shape = (rows, quads per row, chunks per row); pc.st[0] = row stride in floats;
+// pc.off = (out, a) in floats (a's a multiple of 4); result of (row r, chunk c) at out + r*chunks + c.
+// OP (specialization): 0 sum, 1 prod, 2 max, 3 min; max/min propagate NaN like numpy.
+#include "../common.glsl"
+
+layout(constant_id = 0) const int OP = 0;
+
+layout(set = 0, binding = 0) writeonly buffer O { float res[]; };
+layout(set = 0, binding = 1) readonly buffer A { vec4 a[]; };
+
+shared float sv[WG];
+
+float ident() {
+    if (OP == 0) return 0.0;
+    if (OP == 1) return 1.0;
+    float inf = uintBitsToFloat(0x7f800000u);
+    return OP == 2 ? -inf : inf;
+}
+
+vec4 comb4(vec4 x, vec4 y) {
+    if (OP == 0) return x + y;
+    if (OP == 1) return x * y;
+    bvec4 nan = isnan(x);
+    bvec4 win = OP == 2 ? greaterThan(x, y) : lessThan(x, y);
+    return mix(y, x, bvec4(uvec4(win) | uvec4(nan)));
+}
+
+float comb(float x, float y) {
+    if (OP == 0) return x + y;
+    if (OP == 1) return x * y;
+    if (OP == 2) return (x > y || isnan(x)) ? x : y;
+    return (x < y || isnan(x)) ? x : y;
+}
+
+void main() {
+    int rows = pc.shape[0], quads = pc.shape[1], nch = pc.shape[2];
+    int clen = (quads + nch - 1) / nch;
+    int tid = int(gl_LocalInvocationID.x);
+    for (int w = int(gl_WorkGroupID.x); w < rows * nch; w += int(gl_NumWorkGroups.x)) {
+        int r = w / nch, c = w - r * nch;
+        int base = (pc.off[1] + r * pc.st[0]) >> 2;
+        int q0 = c * clen, q1 = min(quads, q0 + clen);
+        vec4 acc0 = vec4(ident()), acc1 = acc0, acc2 = acc0, acc3 = acc0;
+        int q = q0 + tid;
+        for (; q + 3 * WG < q1; q += 4 * WG) {
+            // four independent loads in flight per invocation
+            acc0 = comb4(acc0, a[base + q]);
+            acc1 = comb4(acc1, a[base + q + WG]);
+            acc2 = comb4(acc2, a[base + q + 2 * WG]);
+            acc3 = comb4(acc3, a[base + q + 3 * WG]);
+        }
+        for (; q < q1; q += WG) acc0 = comb4(acc0, a[base + q]);
+        acc0 = comb4(comb4(acc0, acc1), comb4(acc2, acc3));
+        sv[tid] = comb(comb(acc0.x, acc0.y), comb(acc0.z, acc0.w));
+        barrier();
+        for (int s = WG / 2; s > 0; s >>= 1) {
+            if (tid < s) sv[tid] = comb(sv[tid], sv[tid + s]);
+            barrier();
+        }
+        if (tid == 0) res[pc.off[0] + w] = sv[0];
+        barrier();
+    }
+}

@@ -1,0 +1,205 @@
+"""Where the Vulkan backend's time goes on a GPU: per-op GPU time (many ops per sync), sync
+latency, Python recording cost, memory types, matmul shader variants; torch CUDA alongside.
+
+Run on the GPU machine: python tools/gpu_profile.py [--json out.json]. A diagnostic, not a
+benchmark: bench/bench_gpu.py gives the figures quoted in docs/benchmarks.md.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+
+import grilly as gp
+from grilly.backends.vulkan import linalg as vk_linalg
+
+
+def best(fn, reps: int = 5) -> float:
+    fn()
+    t = float("inf")
+    for _ in range(reps):
+        s = time.perf_counter()
+        fn()
+        t = min(t, time.perf_counter() - s)
+    return t
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args()
+    import torch
+
+    dev = gp.backends.registry.device("vulkan")
+    ctx = dev.ctx
+    out = {"device": str(dev), "mem_types": ctx.phys.mem_types}
+    print(out)
+
+    def rec(name, value, unit):
+        out[name] = value
+        print(f"{name:44s} {value:12.3f} {unit}")
+
+    def gsync(x):
+        dev.synchronize()
+
+    tx = torch.ones(4, device="cuda")
+    gx = gp.ones(4, device=dev)
+    rec("tiny sum round trip grilly", best(lambda: float(gp.sum(gx)), 50) * 1e6, "us")
+    rec("tiny sum round trip torch", best(lambda: tx.sum().item(), 50) * 1e6, "us")
+    rec("1-elem read grilly", best(lambda: np.asarray(gp.reshape(gx, (-1,))[:1]), 50) * 1e6, "us")
+    rec("synchronize with nothing queued", best(dev.synchronize, 50) * 1e6, "us")
+    rec("synchronize after one tiny op", best(lambda: (gx + gx, dev.synchronize()), 50) * 1e6,
+        "us")
+    rec("one tiny op + synchronize torch", best(lambda: (tx + tx, torch.cuda.synchronize()), 50)
+        * 1e6, "us")
+
+    def record_only():
+        y = gx
+        for _ in range(200):
+            y = y + 1.0
+        return y
+    rec("record one tiny op (python) grilly", best(record_only, 5) / 200 * 1e6, "us")
+    ctx.recorder.flush()
+
+    def torch_only():
+        y = tx
+        for _ in range(200):
+            y = y + 1.0
+        return y
+    rec("launch one tiny op torch", best(torch_only, 5) / 200 * 1e6, "us")
+    torch.cuda.synchronize()
+
+    from grilly.backends.vulkan import kernels as vk_kernels
+    from grilly.backends.vulkan import reductions as vk_red
+    buf = gx._buf
+    pipe = ctx.pipeline("ew_float32", (40, 1))
+    pc = bytes(120)
+
+    def dispatch_only():
+        for _ in range(200):
+            ctx.recorder.dispatch(pipe, [buf, buf, buf], pc, 4)
+    rec("recorder.dispatch alone", best(dispatch_only) / 200 * 1e6, "us")
+    ctx.recorder.flush()
+
+    def launch_only():
+        for _ in range(200):
+            vk_kernels.launch(ctx, "ew_float32", 40, [buf, buf, buf], (4,), "add")
+    rec("kernels.launch alone", best(launch_only) / 200 * 1e6, "us")
+    ctx.recorder.flush()
+    sm = gp.ones((4, 64), device=dev)
+
+    def softmax_only():
+        for _ in range(100):
+            gp.nn.functional.softmax(sm, dim=1)
+    rec("record one softmax call", best(softmax_only) / 100 * 1e6, "us")
+    ctx.recorder.flush()
+
+    n = 64 * 1024 * 1024
+    h = np.random.default_rng(0).standard_normal(n).astype(np.float32)
+    ga, gb = gp.asarray(h, device=dev), gp.asarray(h, device=dev)
+    ta, tb = torch.from_numpy(h).cuda(), torch.from_numpy(h).cuda()
+    for k in (1, 10):
+        def g():
+            for _ in range(k):
+                y = ga + gb
+            gsync(y)
+
+        def t():
+            for _ in range(k):
+                ta + tb
+            torch.cuda.synchronize()
+        rec(f"add 64M x{k} per op grilly", best(g) / k * 1e3, "ms")
+        rec(f"add 64M x{k} per op torch", best(t) / k * 1e3, "ms")
+
+    # the same add on device-local (not host-visible) memory
+    pool = ctx.pool
+    local = [i for i, (f, _) in enumerate(ctx.phys.mem_types) if f == 1]
+    if local:
+        orig = pool.type_index
+        pool.free.clear()
+        pool.type_index = lambda bits: local[0]
+        try:
+            da, db = gp.empty(n, device=dev), gp.empty(n, device=dev)
+
+            def g2():
+                for _ in range(10):
+                    y = da + db  # noqa: F841
+                ctx.recorder.flush()
+            rec("add 64M x10 per op grilly device-local", best(g2) / 10 * 1e3, "ms")
+        finally:
+            pool.type_index = orig
+            pool.free.clear()
+
+    for groups in (1024, 4096, 2048):
+        vk_red.VEC4_GROUPS = groups
+
+        def gsg():
+            for _ in range(10):
+                y = gp.sum(ga)
+            gsync(y)
+        rec(f"sum 64M x10 per op grilly groups={groups}", best(gsg) / 10 * 1e3, "ms")
+    for k in (1, 10):
+        def gs():
+            for _ in range(k):
+                y = gp.sum(ga)
+            gsync(y)
+
+        def ts():
+            for _ in range(k):
+                ta.sum()
+            torch.cuda.synchronize()
+        rec(f"sum 64M x{k} per op grilly", best(gs) / k * 1e3, "ms")
+        rec(f"sum 64M x{k} per op torch", best(ts) / k * 1e3, "ms")
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    hm = np.random.default_rng(2).standard_normal((4096, 4096)).astype(np.float32)
+    gm, tm = gp.asarray(hm, device=dev), torch.from_numpy(hm).cuda()
+    ref = None
+    for bk, var in ((0, ""), (8, "sgemm_k8"), (16, "sgemm_k16"), (16, "sgemm2_k16")):
+        vk_linalg.SGEMM_BK = bk if bk else 3  # 3: no k multiple -> the 64-tile shader
+        vk_linalg.SGEMM = var
+
+        def gmm():
+            for _ in range(3):
+                y = gm @ gm
+            gsync(y)
+        tsec = best(gmm, 3) / 3
+        rec(f"matmul 4096 f32 grilly {var or 'tiled64'}", 2 * 4096**3 / tsec / 1e12, "TFLOP/s")
+        y = np.asarray(gm[:64] @ gm)
+        ref = y if ref is None else ref
+        rec(f"matmul {var} max abs diff vs first", float(np.abs(y - ref).max()), "")
+    vk_linalg.SGEMM_BK, vk_linalg.SGEMM = 16, "sgemm2_k16"
+
+    def tmm():
+        for _ in range(3):
+            tm @ tm
+        torch.cuda.synchronize()
+    rec("matmul 4096 f32 torch", 2 * 4096**3 / (best(tmm, 3) / 3) / 1e12, "TFLOP/s")
+
+    hs = np.random.default_rng(1).standard_normal((4096, 4096)).astype(np.float32)
+    gs_, ts_ = gp.asarray(hs, device=dev), torch.from_numpy(hs).cuda()
+
+    def gsoft():
+        for _ in range(5):
+            y = gp.nn.functional.softmax(gs_, dim=1)
+        gsync(y)
+
+    def tsoft():
+        for _ in range(5):
+            torch.softmax(ts_, dim=1)
+        torch.cuda.synchronize()
+    rec("softmax 4096^2 per op grilly", best(gsoft) / 5 * 1e3, "ms")
+    rec("softmax 4096^2 per op torch", best(tsoft) / 5 * 1e3, "ms")
+    rec("download 256 MiB grilly (staged)", 4 * n / best(lambda: np.asarray(ga), 3) / 1e9, "GB/s")
+    rec("download 256 MiB torch", 4 * n / best(lambda: ta.cpu().numpy(), 3) / 1e9, "GB/s")
+    rec("upload 256 MiB grilly", 4 * n / best(lambda: gsync(gp.asarray(h, device=dev)), 3) / 1e9,
+        "GB/s")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
