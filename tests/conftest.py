@@ -17,7 +17,9 @@ def _device_names():
         raise RuntimeError("GRILLY_REQUIRE_VULKAN=1 but no Vulkan device was found")
     only = os.environ.get("GRILLY_TEST_DEVICES")
     if only:
-        names = [n for n in names if n in only.split(",")]
+        # "vulkan" picks every vulkan:N device; "vulkan:1" only that one
+        want = only.split(",")
+        names = [n for n in names if n in want or n.partition(":")[0] in want]
     return names
 
 

@@ -137,6 +137,11 @@ CASES = {
 }
 
 
+from test_autograd_linalg import CASES as _LINALG  # noqa: E402  (qr, svd, pinv, eig: gauge-free losses)
+
+CASES.update(_LINALG)
+
+
 @pytest.mark.parametrize("name", sorted({*rule_names(), *CASES}))
 def test_rule_matches_finite_differences(name):
     if name not in CASES:

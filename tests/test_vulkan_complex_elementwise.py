@@ -31,6 +31,15 @@ def _ref(op: str, *hs) -> np.ndarray:
         warnings.simplefilter("ignore")
         if op == "reciprocal":
             return np.divide(1, zs[0])
+        if op == "log1p":  # numpy's complex log1p is log(1 + z): inaccurate near 0
+            import mpmath
+            r = np.log1p(zs[0])
+            for i, v in enumerate(zs[0]):
+                m = complex(mpmath.log1p(complex(v))) if np.isfinite(v) else r[i]
+                if v.imag == 0 and np.signbit(v.imag) and np.isfinite(v):
+                    m = m.conjugate()  # log1p(conj z) = conj log1p(z) on the branch cut
+                r[i] = complex(m.real, m.imag or r[i].imag)  # mpmath has no signed zeros
+            return r
         r = getattr(np, NP_NAME.get(op, op))(*zs)
         z = zs[0]
         bad = ~np.isfinite(z)
@@ -91,10 +100,8 @@ def _finite(cd: str, n: int, rng, huge: bool) -> np.ndarray:
 @pytest.mark.parametrize("cd", CDTYPES)
 @pytest.mark.parametrize("op", U_OPS)
 def test_unary_finite(device, op, cd):
-    if device.backend.name == "cpu" and op in ("expm1", "log1p"):
-        pytest.xfail("the cpu backend computes exp(z) - 1 and log(1 + z): inaccurate near 0")
     rng = np.random.default_rng(1)
-    h = _finite(cd, 400, rng, op not in TRIG and device.backend.name == "vulkan")
+    h = _finite(cd, 400, rng, op not in TRIG)
     _check(_run(device, op, h), _ref(op, h), [h], RTOL[cd])
 
 
@@ -102,7 +109,7 @@ def test_unary_finite(device, op, cd):
 @pytest.mark.parametrize("op", B_OPS)
 def test_binary_finite(device, op, cd):
     rng = np.random.default_rng(2)
-    huge = op not in TRIG and device.backend.name == "vulkan"  # cpu complex64 overflows early
+    huge = op not in TRIG
     h1, h2 = _finite(cd, 400, rng, huge), _finite(cd, 400, rng, huge)
     if op == "pow":  # keep |result| in range; integer exponents take numpy's exact path
         h2 = (h2 / np.maximum(np.abs(h2), 1)).astype(cd)
@@ -114,7 +121,8 @@ def test_binary_finite(device, op, cd):
 @pytest.mark.parametrize("op", U_OPS)
 def test_unary_special_values(device, op, cd):
     _vulkan_only(device)
-    large = 1e9 if op in TRIG else (1e30 if cd == "complex64" else 1e300)
+    # square: lavapipe's double fma is not fused, so numpy's fma(x, x, -y*y) overflows to NaN
+    large = 1e9 if op in TRIG or op == "square" else (1e30 if cd == "complex64" else 1e300)
     parts = PARTS + [large, -large]
     h = np.array([complex(x, y) for x in parts for y in parts], dtype=cd)
     _check(_run(device, op, h), _ref(op, h), [h], RTOL[cd])
@@ -149,8 +157,10 @@ def test_strided_broadcast_and_where(device, cd):
     assert_close(x + 1.5j, h + np.array(1.5j, dtype=cd))
 
 
-@given(st.lists(st.complex_numbers(max_magnitude=1e6, allow_nan=True, allow_infinity=True,
-                                   width=64), min_size=1, max_size=30),
+_PART = st.floats(-1e6, 1e6, width=32) | st.sampled_from([np.inf, -np.inf, np.nan])
+
+
+@given(st.lists(st.builds(complex, _PART, _PART), min_size=1, max_size=30),
        st.sampled_from(["sqrt", "log", "exp", "tanh", "asinh", "acos", "atanh", "sign", "abs"]))
 def test_hypothesis_complex64(zs, op):
     vk = [d for d in gp.devices() if str(d).startswith("vulkan")]

@@ -32,6 +32,7 @@ def main() -> None:
     args = ap.parse_args()
     import torch
 
+    torch.backends.cuda.matmul.allow_tf32 = False
     dev = gp.backends.registry.device("vulkan")
     ctx = dev.ctx
     out = {"device": str(dev), "mem_types": ctx.phys.mem_types}
@@ -88,6 +89,43 @@ def main() -> None:
             vk_kernels.launch(ctx, "ew_float32", 40, [buf, buf, buf], (4,), "add")
     rec("kernels.launch alone", best(launch_only) / 200 * 1e6, "us")
     ctx.recorder.flush()
+    from grilly.backends.vulkan.runtime import ffi, lib
+    r = ctx.recorder
+    r._start()
+    cmd = r.cmd
+    for name, call in (
+            ("vkCmdBindPipeline", lambda: lib.vkCmdBindPipeline(
+                cmd, lib.VK_PIPELINE_BIND_POINT_COMPUTE, pipe)),
+            ("vkCmdPushDescriptorSetKHR x4", lambda: ctx.push_descriptors(
+                cmd, lib.VK_PIPELINE_BIND_POINT_COMPUTE, ctx.layout, 0, 4, r._writes)),
+            ("vkCmdPushConstants 120 B", lambda: lib.vkCmdPushConstants(
+                cmd, ctx.layout, lib.VK_SHADER_STAGE_COMPUTE_BIT, 0, 120, pc)),
+            ("vkCmdDispatch", lambda: lib.vkCmdDispatch(cmd, 1, 1, 1)),
+            ("vkCmdPipelineBarrier", lambda: lib.vkCmdPipelineBarrier(
+                cmd, r._stages, r._stages, 0, 1, r._barrier, 0, ffi.NULL, 0, ffi.NULL))):
+        def many(call=call):
+            for _ in range(200):
+                call()
+        rec(f"{name} (cffi call)", best(many) / 200 * 1e6, "us")
+    r.recording = True
+    r.flush()
+    import cProfile
+    import pstats
+    hx = gp.asarray(np.linspace(0, 1, 1024, dtype=np.float32), device=dev)
+
+    def chain():
+        y = hx * 1.5 + 0.5
+        y = gp.exp(-y * y) - 0.25
+        y = gp.tanh(y) * 2.0 + hx
+        y = gp.sin(y) + gp.cos(y)
+        return float(gp.sum(y * y))
+    chain()
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(200):
+        chain()
+    prof.disable()
+    pstats.Stats(prof).sort_stats("tottime").print_stats(14)
     sm = gp.ones((4, 64), device=dev)
 
     def softmax_only():
@@ -100,6 +138,61 @@ def main() -> None:
     h = np.random.default_rng(0).standard_normal(n).astype(np.float32)
     ga, gb = gp.asarray(h, device=dev), gp.asarray(h, device=dev)
     ta, tb = torch.from_numpy(h).cuda(), torch.from_numpy(h).cuda()
+
+    # GPU-side times: timestamps around the recorded work (grilly), CUDA events (torch)
+    qinfo = ffi.new("VkQueryPoolCreateInfo*", {
+        "sType": lib.VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+        "queryType": lib.VK_QUERY_TYPE_TIMESTAMP, "queryCount": 2})
+    qpool = ffi.new("VkQueryPool*")
+    lib.vkCreateQueryPool(ctx.device, qinfo, ffi.NULL, qpool)
+    stamps = ffi.new("uint64_t[2]")
+    from grilly.backends.vulkan import recorder as vk_rec
+
+    def gpu_ms(fn, reps=5):
+        r = ctx.recorder
+        r.flush()
+        old = vk_rec.SUBMIT_WORK
+        vk_rec.SUBMIT_WORK = 1 << 62
+        out = float("inf")
+        try:
+            for _ in range(reps):
+                r._start()
+                lib.vkCmdResetQueryPool(r.cmd, qpool[0], 0, 2)
+                lib.vkCmdWriteTimestamp(r.cmd, lib.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, qpool[0], 0)
+                fn()
+                lib.vkCmdWriteTimestamp(r.cmd, lib.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, qpool[0], 1)
+                r.flush()
+                lib.vkGetQueryPoolResults(ctx.device, qpool[0], 0, 2, 16, stamps, 8,
+                                          lib.VK_QUERY_RESULT_64_BIT | lib.VK_QUERY_RESULT_WAIT_BIT)
+                out = min(out, (stamps[1] - stamps[0]) * 1e-6)
+        finally:
+            vk_rec.SUBMIT_WORK = old
+        return out
+
+    def cuda_ms(fn, reps=5):
+        fn()
+        out = float("inf")
+        for _ in range(reps):
+            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            e0.record()
+            fn()
+            e1.record()
+            torch.cuda.synchronize()
+            out = min(out, e0.elapsed_time(e1))
+        return out
+    hs0 = np.random.default_rng(1).standard_normal((4096, 4096)).astype(np.float32)
+    gs0, ts0 = gp.asarray(hs0, device=dev), torch.from_numpy(hs0).cuda()
+    rec("GPU time add 64M grilly", gpu_ms(lambda: ga + gb), "ms")
+    rec("GPU time add 64M torch", cuda_ms(lambda: ta + tb), "ms")
+    for var in ("red4_float32", "red4u8_float32", "red4sg_float32"):
+        vk_red.RED4 = var
+        rec(f"GPU time sum 64M grilly {var}", gpu_ms(lambda: gp.sum(ga)), "ms")
+    vk_red.RED4 = "red4_float32"
+    rec("GPU time sum 64M torch", cuda_ms(lambda: ta.sum()), "ms")
+    rec("GPU time softmax 4096^2 grilly", gpu_ms(lambda: gp.nn.functional.softmax(gs0, dim=1)), "ms")
+    rec("GPU time softmax 4096^2 torch", cuda_ms(lambda: torch.softmax(ts0, dim=1)), "ms")
+    rec("GPU time matmul 4096 grilly", gpu_ms(lambda: gs0 @ gs0), "ms")
+    rec("GPU time matmul 4096 torch", cuda_ms(lambda: ts0 @ ts0), "ms")
     for k in (1, 10):
         def g():
             for _ in range(k):
@@ -132,14 +225,16 @@ def main() -> None:
             pool.type_index = orig
             pool.free.clear()
 
-    for groups in (1024, 4096, 2048):
-        vk_red.VEC4_GROUPS = groups
+    for var in ("red4_float32", "red4u8_float32", "red4sg_float32"):
+        for groups in (528, 1056, 2048):
+            vk_red.VEC4_GROUPS, vk_red.RED4 = groups, var
 
-        def gsg():
-            for _ in range(10):
-                y = gp.sum(ga)
-            gsync(y)
-        rec(f"sum 64M x10 per op grilly groups={groups}", best(gsg) / 10 * 1e3, "ms")
+            def gsg():
+                for _ in range(10):
+                    y = gp.sum(ga)
+                gsync(y)
+            rec(f"sum 64M x10 per op {var} groups={groups}", best(gsg) / 10 * 1e3, "ms")
+    vk_red.VEC4_GROUPS, vk_red.RED4 = 2048, "red4_float32"
     for k in (1, 10):
         def gs():
             for _ in range(k):

@@ -143,7 +143,7 @@ def scalar_operand(x, dtype, device, op: str) -> Array:
     """A Python scalar as a 0-d Array for use as a read-only kernel input, cached per (device,
     dtype, value): building one costs an allocation and a host write, more than many ops.
     Never hand the result to a user: it is shared."""
-    key = (device, dtype, type(x), repr(x))  # repr tells -0.0 from 0.0 and keeps NaN a key
+    key = (id(device), dtype.name, type(x), repr(x))  # repr tells -0.0 from 0.0; NaN is a key
     a = _SCALARS.get(key)
     if a is None:
         a = wrap(full_buf(device, (), x, dtype), dtype, device)

@@ -41,7 +41,6 @@ def _zeros(g, *args):
 
 # ---- elementwise: d(out)/dx as a function of (x, out) -----------------------------------------
 _UNARY = {
-    "abs": lambda x, o: N.sign(x),
     "acos": lambda x, o: -1.0 / N.sqrt(1.0 - x * x),
     "acosh": lambda x, o: 1.0 / N.sqrt(x * x - 1.0),
     "asin": lambda x, o: 1.0 / N.sqrt(1.0 - x * x),
@@ -64,6 +63,11 @@ def _unary_rule(deriv):
     def rule(g, out, x):
         return (g * _cj(deriv(x, out)),)
     return rule
+
+
+def _abs(g, out, x):
+    # not holomorphic: for complex x the gradient is g * x/|x| (torch's sgn), not its conjugate
+    return (g * N.sign(x),)
 
 
 def _negative(g, out, x):
@@ -509,6 +513,7 @@ for _n, _d in _UNARY.items():
 for _n in ("ceil", "floor", "trunc", "round", "sign"):
     RULES[_n] = (_zero_unary, False)
 RULES.update({
+    "abs": (_abs, False),
     "negative": (_negative, False), "positive": (_positive, False), "conj": (_conj, False),
     "real": (_real, False),
     "add": (_add, False), "subtract": (_subtract, False), "multiply": (_multiply, False),

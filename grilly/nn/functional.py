@@ -10,6 +10,7 @@ import grilly as gp
 from ..array import fused as _fused
 from ..array.array import Array
 from ..array.dtypes import DType
+from ..autograd.function import Function
 from . import _random
 from .module import _no_grad
 
@@ -290,14 +291,71 @@ def _detach(x):
 
 # ---- convolution and pooling --------------------------------------------------------------
 def _windows(x, kernel, stride, dilation, out):
-    """Stack of the strided kernel-offset views of ``x`` (N, C, H, W): (N, C, KH*KW, Ho, Wo)."""
+    """Stack of the strided kernel-offset views of ``x`` (N, C, H, W): (N, C, KW*KH, Ho, Wo),
+    ordered kw-major (so that col2im can fold the kh offsets first)."""
     (kh, kw), (sh, sw), (dh, dw), (ho, wo) = kernel, stride, dilation, out
     views = []
-    for i in range(kh):
-        for j in range(kw):
+    for j in range(kw):
+        for i in range(kh):
             r0, c0 = i * dh, j * dw
             views.append(x[:, :, r0:r0 + sh * (ho - 1) + 1:sh, c0:c0 + sw * (wo - 1) + 1:sw])
-    return gp.stack(views, axis=2)
+    return gp.expand_dims(views[0], axis=2) if len(views) == 1 else gp.stack(views, axis=2)
+
+
+def _col2im_axis(g, k: int, s: int, d: int, n: int):
+    """Adjoint of taking ``k`` windows (stride ``s``, dilation ``d``) along one axis:
+    ``g`` (B, k, o, E) -> (B, n, E) with ``out[:, i*s + j*d] += g[:, j, i]``."""
+    b, _, o, e = g.shape
+    z = dict(dtype=g.dtype, device=g.device)
+    if s > 1:
+        # window starts land s apart: interleave s-1 zero rows after each
+        g = gp.stack([g] + [gp.zeros((b, k, o, e), **z)] * (s - 1), axis=3)
+        g = gp.reshape(g, (b, k, o * s, e))[:, :, :(o - 1) * s + 1]
+    r = g.shape[2]
+    if k == 1:
+        g, t = gp.reshape(g, (b, r, e)), r
+    else:
+        # skew: give each of the k rows k*d trailing zeros, flatten, and re-read it with rows d
+        # shorter, so row j comes out shifted by j*d (what wraps in is the zeros); then one sum
+        t = r + (k - 1) * d
+        g = gp.concat([g, gp.zeros((b, k, k * d, e), **z)], axis=2)
+        g = gp.reshape(gp.reshape(g, (b, k * (r + k * d) * e))[:, :k * t * e], (b, k, t, e))
+        g = gp.sum(g, axis=1)
+    return g if n == t else gp.concat([g, gp.zeros((b, n - t, e), **z)], axis=1)
+
+
+def _col2im(g, kernel, stride, dilation, size):
+    """Sum the window gradients ``g`` (N, C, KW*KH, Ho, Wo) back onto the (N, C, H, W) image."""
+    n, c, _, ho, wo = g.shape
+    (kh, kw), (sh, sw), (dh, dw), (h, w) = kernel, stride, dilation, size
+    g = _col2im_axis(gp.reshape(g, (n * c * kw, kh, ho, wo)), kh, sh, dh, h)  # (n c kw, h, wo)
+    if kw > 1:
+        g = gp.permute_dims(gp.reshape(g, (n * c, kw, h, wo)), (0, 2, 1, 3))
+    g = _col2im_axis(gp.reshape(g, (n * c * h, kw, wo, 1)), kw, sw, dw, w)
+    return gp.reshape(g, (n, c, h, w))
+
+
+class _Im2col(Function):
+    """The kernel windows of a padded (N, C, H, W) input, (N, C, KW*KH, Ho, Wo); the backward is
+    one col2im (a few whole-array ops) instead of a tape of KH*KW slice gradients."""
+
+    @staticmethod
+    def forward(ctx, x, *, kernel, stride, dilation, pads, fill, out):
+        pt, pb, pl, pr = pads
+        xp = pad(x, (pl, pr, pt, pb), value=fill) if any(pads) else x
+        ctx.geom = (kernel, stride, dilation, tuple(xp.shape[2:]), pads, tuple(x.shape[2:]))
+        return _windows(xp, kernel, stride, dilation, out)
+
+    @staticmethod
+    def backward(ctx, g):
+        kernel, stride, dilation, padded, (pt, _, pl, _), (h, w) = ctx.geom
+        gx = _col2im(g, kernel, stride, dilation, padded)
+        return (gx[:, :, pt:pt + h, pl:pl + w] if padded != (h, w) else gx,)
+
+
+def _im2col(x, kernel, stride, dilation, pads, fill, out):
+    return _Im2col.apply(x, kernel=kernel, stride=stride, dilation=dilation, pads=pads, fill=fill,
+                         out=out)
 
 
 def _out_size(n, k, s, p, d, ceil_mode=False, op="conv"):
@@ -327,23 +385,27 @@ def conv2d(input: Array, weight: Array, bias: Array | None = None, stride: int |
                          f"expects {cg * groups} (and out_channels divisible by groups)")
     stride, dilation = _pair(stride, 2, "stride", "conv2d"), _pair(dilation, 2, "dilation", "conv2d")
     if padding == "valid":
-        padding = (0, 0)
+        pads = (0, 0, 0, 0)
     elif padding == "same":
         if stride != (1, 1):
             raise ValueError("conv2d: padding='same' needs stride 1")
-        tot = (dilation[0] * (kh - 1), dilation[1] * (kw - 1))
-        input = pad(input, (tot[1] // 2, tot[1] - tot[1] // 2, tot[0] // 2, tot[0] - tot[0] // 2))
-        padding = (0, 0)
-    padding = _pair(padding, 2, "padding", "conv2d")
-    if padding != (0, 0):
-        input = pad(input, (padding[1], padding[1], padding[0], padding[0]))
-    h, w = input.shape[2:]
-    ho = _out_size(h, kh, stride[0], 0, dilation[0], op="conv2d")
-    wo = _out_size(w, kw, stride[1], 0, dilation[1], op="conv2d")
-    cols = _windows(input, (kh, kw), stride, dilation, (ho, wo))
-    cols = gp.reshape(cols, (n, groups, cg * kh * kw, ho * wo))
-    wm = gp.reshape(weight, (1, groups, o // groups, cg * kh * kw))
-    y = gp.reshape(gp.matmul(wm, cols), (n, o, ho, wo))
+        th, tw = dilation[0] * (kh - 1), dilation[1] * (kw - 1)
+        pads = (th // 2, th - th // 2, tw // 2, tw - tw // 2)
+    else:
+        ph, pw = _pair(padding, 2, "padding", "conv2d")
+        pads = (ph, ph, pw, pw)
+    ho = _out_size(h + pads[0] + pads[1], kh, stride[0], 0, dilation[0], op="conv2d")
+    wo = _out_size(w + pads[2] + pads[3], kw, stride[1], 0, dilation[1], op="conv2d")
+    cols = _im2col(input, (kh, kw), stride, dilation, pads, 0.0, (ho, wo))
+    k = cg * kh * kw
+    # the windows come kw-major, so the weight's (kh, kw) axes are swapped to match
+    wt = gp.permute_dims(weight, (0, 1, 3, 2)) if kh > 1 and kw > 1 else weight
+    if groups == 1:
+        y = gp.matmul(gp.reshape(wt, (o, k)), gp.reshape(cols, (n, k, ho * wo)))
+    else:
+        y = gp.matmul(gp.reshape(wt, (1, groups, o // groups, k)),
+                      gp.reshape(cols, (n, groups, k, ho * wo)))
+    y = gp.reshape(y, (n, o, ho, wo))
     return y if bias is None else y + gp.reshape(bias, (1, o, 1, 1))
 
 
@@ -360,7 +422,7 @@ def conv1d(input: Array, weight: Array, bias: Array | None = None, stride: int |
     return gp.squeeze(y, axis=-2)
 
 
-def _pool_setup(input, kernel_size, stride, padding, dilation, ceil_mode, op, fill):
+def _pool_setup(input, kernel_size, stride, padding, dilation, ceil_mode, op):
     _check_float(input, op)
     if input.ndim not in (3, 4):
         raise ValueError(f"{op}: expected a 3-D or 4-D input, got shape {input.shape}")
@@ -377,9 +439,21 @@ def _pool_setup(input, kernel_size, stride, padding, dilation, ceil_mode, op, fi
     ph = max(0, (ho - 1) * s[0] + d[0] * (k[0] - 1) + 1 - h - p[0])
     pw = max(0, (wo - 1) * s[1] + d[1] * (k[1] - 1) + 1 - w - p[1])
     x = input if input.ndim == 4 else gp.expand_dims(input, axis=0)
-    if p != (0, 0) or ph or pw:
-        x = pad(x, (p[1], pw, p[0], ph), value=fill)
     return x, k, s, d, (ho, wo), p, (ph, pw)
+
+
+def _tiles(x, k, s, d, out, p, extra):
+    """Non-overlapping, unpadded windows as a (N, C, Ho, KH, Wo, KW) reshape view, else None."""
+    if s != k or any(d[i] != 1 and k[i] != 1 for i in (0, 1)) or p != (0, 0) or extra != (0, 0):
+        return None
+    (kh, kw), (ho, wo) = k, out
+    if x.shape[2] != ho * kh or x.shape[3] != wo * kw:
+        x = x[:, :, :ho * kh, :wo * kw]
+    return gp.reshape(x, (x.shape[0], x.shape[1], ho, kh, wo, kw))
+
+
+def _pool_windows(x, k, s, d, out, p, extra, fill):
+    return _im2col(x, k, s, d, (p[0], extra[0], p[1], extra[1]), fill, out)
 
 
 def max_pool2d(input: Array, kernel_size: int | tuple[int, int], stride: int | tuple[int, int] | None = None,
@@ -388,9 +462,13 @@ def max_pool2d(input: Array, kernel_size: int | tuple[int, int], stride: int | t
     """Maximum over each window of (N, C, H, W) (padding counts as -inf)."""
     if return_indices:
         raise NotImplementedError("max_pool2d: return_indices=True is not supported")
-    x, k, s, d, out, _, _ = _pool_setup(input, kernel_size, stride, padding, dilation, ceil_mode,
-                                        "max_pool2d", _neg_inf(input.dtype))
-    y = gp.max(_windows(x, k, s, d, out), axis=2)
+    x, k, s, d, out, p, extra = _pool_setup(input, kernel_size, stride, padding, dilation, ceil_mode,
+                                            "max_pool2d")
+    t = _tiles(x, k, s, d, out, p, extra)
+    if t is not None:
+        y = gp.max(t, axis=(3, 5))
+    else:
+        y = gp.max(_pool_windows(x, k, s, d, out, p, extra, _neg_inf(input.dtype)), axis=2)
     return y if input.ndim == 4 else gp.squeeze(y, axis=0)
 
 
@@ -399,8 +477,10 @@ def avg_pool2d(input: Array, kernel_size: int | tuple[int, int], stride: int | t
                divisor_override: int | None = None) -> Array:
     """Mean over each window of (N, C, H, W)."""
     x, k, s, d, out, p, extra = _pool_setup(input, kernel_size, stride, padding, 1, ceil_mode,
-                                            "avg_pool2d", 0.0)
-    total = gp.sum(_windows(x, k, s, d, out), axis=2)
+                                            "avg_pool2d")
+    t = _tiles(x, k, s, d, out, p, extra)
+    total = gp.sum(t, axis=(3, 5)) if t is not None else \
+        gp.sum(_pool_windows(x, k, s, d, out, p, extra, 0.0), axis=2)
     if divisor_override:
         y = total / float(divisor_override)
     elif not ceil_mode and (count_include_pad or p == (0, 0)):
@@ -415,7 +495,8 @@ def avg_pool2d(input: Array, kernel_size: int | tuple[int, int], stride: int | t
                               0, extra[0] - p[0] if extra[0] > p[0] else 0))
         else:
             ones = pad(ones, (p[1], extra[1], p[0], extra[0]))
-        ones = ones[:, :, :x.shape[2], :x.shape[3]]
+        hp, wp = h + p[0] + extra[0], w + p[1] + extra[1]
+        ones = ones[:, :, :hp, :wp]
         y = total / gp.sum(_windows(ones, k, s, d, out), axis=2)
     return y if input.ndim == 4 else gp.squeeze(y, axis=0)
 

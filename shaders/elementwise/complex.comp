@@ -441,10 +441,8 @@ Z cpow(Z p, Z q) {
         if (q.x == 2.0LF) return cmul(p, p);
         if (q.x == 3.0LF) return cmul(p, cmul(p, p));
         Z r = Z(1.0LF, 0.0LF), base = p;
-        while (true) {
-            if ((n & 1) != 0) r = cmul(r, base);
-            n >>= 1;
-            if (n == 0) break;
+        for (int k = 0; k < 7 && (n >> k) != 0; ++k) {  // n < 100: at most 7 bits
+            if (((n >> k) & 1) != 0) r = cmul(r, base);
             base = cmul(base, base);
         }
         return q.x < 0.0LF ? crecip(r) : r;

@@ -21,6 +21,26 @@ layout(set = 0, binding = 1) readonly buffer A { IN_TS a[]; };
 layout(set = 0, binding = 2) readonly buffer B { IN_TS b[]; };
 layout(set = 0, binding = 3) readonly buffer C { uint8_t c[]; };
 
+// VEC4=1 (specialization): contiguous 32-bit operands, 4 elements per step through 128-bit
+// aliases of bindings 0-2. pc.n counts quads; an operand with pc.st[k * MAXD] == 0 is one
+// broadcast element at pc.off[k], any other is contiguous from pc.off[k] (a multiple of 4).
+layout(constant_id = 2) const int VEC4 = 0;
+#if IN_BITS == 32 && !OUT_BOOL
+#define HAS_VEC4 1
+#if IN_KIND == K_F
+#define VT vec4
+#elif IN_KIND == K_I
+#define VT ivec4
+#else
+#define VT uvec4
+#endif
+layout(set = 0, binding = 0) writeonly buffer O4 { VT o4[]; };
+layout(set = 0, binding = 1) readonly buffer A4 { VT a4[]; };
+layout(set = 0, binding = 2) readonly buffer B4 { VT b4[]; };
+#else
+#define HAS_VEC4 0
+#endif
+
 #if IS_F32
 float copysign_(float x, float y) {
     return uintBitsToFloat((floatBitsToUint(x) & 0x7fffffffu) | (floatBitsToUint(y) & 0x80000000u));
@@ -139,7 +159,7 @@ TC un(TC x) {
     case OP_SIGN: return TC(x > 0u);
 #elif IS_FLOAT
     case OP_ABS: return abs(x);
-    case OP_SIGN: return x > TC(0) ? TC(1) : (x < TC(0) ? TC(-1) : x);
+    case OP_SIGN: return x > TC(0) ? TC(1) : (x < TC(0) ? TC(-1) : (isnan(x) ? x : TC(0)));
     case OP_CEIL: return ceil(x);
     case OP_FLOOR: return floor(x);
     case OP_TRUNC: return trunc(x);
@@ -238,6 +258,8 @@ TC bin(TC x, TC y) {
     case OP_DIVIDE: return x / y;
     case OP_FLOOR_DIVIDE: {
         if (y == TC(0)) return x / y;
+        // a finite x over an infinite y is a signed zero (the standard), not Python's -1
+        if (isinf(y) && !isinf(x) && !isnan(x)) return x / y;
         TC q = floor(x / y);
         // floor(x / y) may round across an integer; the remainder tells
         TC r = x - q * y;
@@ -344,9 +366,32 @@ bool pred2(TC x, TC y) {
     }
 }
 
+#if HAS_VEC4
+VT load4(int k, uint q) {
+    int off = pc.off[k];
+    if (pc.st[k * MAXD] == 0) return VT(k == 1 ? a[off] : b[off]);
+    return k == 1 ? a4[(off >> 2) + int(q)] : b4[(off >> 2) + int(q)];
+}
+#endif
+
 void main() {
     const int nops = OP < OP_ADD ? 2 : (OP == OP_WHERE ? 4 : 3);
     uint step = gl_NumWorkGroups.x * WG;
+#if HAS_VEC4
+    if (VEC4 != 0 && OP != OP_WHERE) {
+        for (uint q = gl_GlobalInvocationID.x; q < pc.n; q += step) {
+            VT x = load4(1, q), r;
+            if (nops == 2) {
+                for (int j = 0; j < 4; ++j) r[j] = un(x[j]);
+            } else {
+                VT y = load4(2, q);
+                for (int j = 0; j < 4; ++j) r[j] = bin(x[j], y[j]);
+            }
+            o4[(pc.off[0] >> 2) + int(q)] = r;
+        }
+        return;
+    }
+#endif
     for (uint i = gl_GlobalInvocationID.x; i < pc.n; i += step) {
         int ix[4];
         locate(i, nops, ix);

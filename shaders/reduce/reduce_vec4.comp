@@ -1,10 +1,20 @@
 #version 450
-// float32 sum/prod/max/min of contiguous rows whose length is a multiple of 4: vec4 loads, four
-// independent accumulators per invocation, one shared-memory tree per (row, chunk) work item.
+// float32 sum/prod/max/min of contiguous rows whose length is a multiple of 4: vec4 loads, UNROLL
+// independent accumulators per invocation, then a shared-memory tree (or, SUBGROUP=1, subgroup
+// butterflies and one shared value per subgroup) per (row, chunk) work item.
 // pc.shape = (rows, quads per row, chunks per row); pc.st[0] = row stride in floats;
 // pc.off = (out, a) in floats (a's a multiple of 4); result of (row r, chunk c) at out + r*chunks + c.
 // OP (specialization): 0 sum, 1 prod, 2 max, 3 min; max/min propagate NaN like numpy.
 #include "../common.glsl"
+#extension GL_KHR_shader_subgroup_basic : enable
+#extension GL_KHR_shader_subgroup_shuffle : enable
+
+#ifndef UNROLL
+#define UNROLL 4
+#endif
+#ifndef SUBGROUP
+#define SUBGROUP 0
+#endif
 
 layout(constant_id = 0) const int OP = 0;
 
@@ -43,18 +53,29 @@ void main() {
         int r = w / nch, c = w - r * nch;
         int base = (pc.off[1] + r * pc.st[0]) >> 2;
         int q0 = c * clen, q1 = min(quads, q0 + clen);
-        vec4 acc0 = vec4(ident()), acc1 = acc0, acc2 = acc0, acc3 = acc0;
+        vec4 acc[UNROLL];
+        for (int u = 0; u < UNROLL; ++u) acc[u] = vec4(ident());
         int q = q0 + tid;
-        for (; q + 3 * WG < q1; q += 4 * WG) {
-            // four independent loads in flight per invocation
-            acc0 = comb4(acc0, a[base + q]);
-            acc1 = comb4(acc1, a[base + q + WG]);
-            acc2 = comb4(acc2, a[base + q + 2 * WG]);
-            acc3 = comb4(acc3, a[base + q + 3 * WG]);
+        for (; q + (UNROLL - 1) * WG < q1; q += UNROLL * WG) {
+            // UNROLL independent loads in flight per invocation
+            for (int u = 0; u < UNROLL; ++u) acc[u] = comb4(acc[u], a[base + q + u * WG]);
         }
-        for (; q < q1; q += WG) acc0 = comb4(acc0, a[base + q]);
-        acc0 = comb4(comb4(acc0, acc1), comb4(acc2, acc3));
-        sv[tid] = comb(comb(acc0.x, acc0.y), comb(acc0.z, acc0.w));
+        for (; q < q1; q += WG) acc[0] = comb4(acc[0], a[base + q]);
+        for (int u = 1; u < UNROLL; ++u) acc[0] = comb4(acc[0], acc[u]);
+        float v = comb(comb(acc[0].x, acc[0].y), comb(acc[0].z, acc[0].w));
+#if SUBGROUP
+        // butterfly within the subgroup, then one value per subgroup through shared memory
+        for (uint o = gl_SubgroupSize / 2u; o > 0u; o >>= 1) v = comb(v, subgroupShuffleXor(v, o));
+        if (gl_SubgroupInvocationID == 0u) sv[gl_SubgroupID] = v;
+        barrier();
+        if (tid == 0) {
+            for (uint k = 1u; k < gl_NumSubgroups; ++k) v = comb(v, sv[k]);
+            res[pc.off[0] + w] = v;
+        }
+        barrier();
+        continue;
+#endif
+        sv[tid] = v;
         barrier();
         for (int s = WG / 2; s > 0; s >>= 1) {
             if (tid < s) sv[tid] = comb(sv[tid], sv[tid + s]);

@@ -6,6 +6,7 @@ literal would turn uint64 arithmetic into float64 in Numba."""
 import math
 
 import numpy as np
+from numba import njit
 
 
 def abs(a):
@@ -73,10 +74,61 @@ def exp__float32(x):
 
 
 def expm1(a): return np.expm1(a)
-def expm1__c(a): return np.exp(a) - 1
+
+
+def expm1__c(a):
+    # exp(z) - 1 cancels near 0; expm1(x) cos y - 2 sin^2(y/2) does not (cos y - 1 = -2 sin^2).
+    # Non-finite parts and overflowing exp keep exp(z) - 1: that path has the Annex G cases.
+    x, y = np.float64(a.real), np.float64(a.imag)
+    if not (np.isfinite(x) and np.isfinite(y)) or x > 700.0:
+        return np.exp(a) - 1
+    if y == 0:
+        return complex(np.expm1(x) + 0.0, y)  # + 0.0: expm1(-0 + 0j) is +0 + 0j
+    s = np.sin(y / 2)
+    return complex(np.expm1(x) * np.cos(y) - 2 * s * s + 0.0, np.exp(x) * np.sin(y))
+
+
 def log(a): return np.log(a)
 def log1p(a): return np.log1p(a)
-def log1p__c(a): return np.log(1 + a)
+
+
+@njit(inline="always")
+def _two_sum(a, b):
+    """a + b as a rounded sum and its exact error (Knuth)."""
+    s = a + b
+    v = s - a
+    return s, (a - (s - v)) + (b - v)
+
+
+@njit(inline="always")
+def _two_sq(a):
+    """a * a as a rounded product and its exact error (Dekker's split; |a| < 2^996)."""
+    c = 134217729.0 * a
+    h = c - (c - a)
+    lo = a - h
+    p = a * a
+    return p, ((h * h - p) + 2 * h * lo) + lo * lo
+
+
+def log1p__c(a):
+    # log|1 + z| = log1p(2x + x^2 + y^2) / 2, the sum in double-double where |1 + z| is near 1
+    # (the only place it cancels); the imaginary part is atan2(y, 1 + x), keeping y's signed zero
+    # on the cut (log(1 + z) would add +0j to it). Non-finite parts keep log(1 + z): Annex G.
+    x, y = np.float64(a.real), np.float64(a.imag)
+    if not (np.isfinite(x) and np.isfinite(y)):
+        return np.log(1 + a)
+    u = 1.0 + x
+    im = np.arctan2(y, u)
+    m = np.hypot(u, y)
+    if 0.7 < m < 1.4:
+        p, pe = _two_sq(x)
+        q, qe = _two_sq(y)
+        s1, e1 = _two_sum(2 * x, p)
+        s2, e2 = _two_sum(s1, q)
+        return complex(np.log1p(s2 + (e1 + e2 + pe + qe)) / 2, im)
+    if np.isinf(m):  # |1 + z| overflows, its half does not
+        return complex(np.log(np.hypot(u / 2, y / 2)) + np.log(2.0), im)
+    return complex(np.log(m), im)
 def log2(a): return np.log2(a)
 def log2__c(a):
     z = np.log(a)  # scale parts separately: complex division would turn inf into nan
@@ -314,9 +366,25 @@ def signbit(a): return np.signbit(a)
 def square(a): return a * a
 
 
+def square__complex64(a): return _cmul64(a, a)
+
+
 def add(a, b): return a + b
 def subtract(a, b): return a - b
 def multiply(a, b): return a * b
+
+
+@njit(inline="always")
+def _cmul64(a, b):
+    """A complex64 product computed in float64."""
+    # in float64, as numpy does: float32 products overflow (inf - inf = NaN) for parts ~1e19
+    # whose complex product is finite; the float32 parts multiply exactly in float64
+    ar, ai = np.float64(a.real), np.float64(a.imag)
+    br, bi = np.float64(b.real), np.float64(b.imag)
+    return complex(ar * br - ai * bi, ar * bi + ai * br)
+
+
+def multiply__complex64(a, b): return _cmul64(a, b)
 def divide(a, b): return a / b
 
 

@@ -4,6 +4,7 @@ it per device (see VulkanDevice)."""
 from __future__ import annotations
 
 import functools
+import math
 import struct
 
 import numpy as np
@@ -61,9 +62,7 @@ def collapse(shape: tuple, strides: list[list]) -> tuple[list, list[list]]:
 
 def launch(ctx, variant: str, op: int, bufs: list, shape: tuple, name: str) -> None:
     """Record one strided elementwise dispatch: bufs[0] (written) and inputs over ``shape``."""
-    n = 1
-    for s in shape:
-        n *= s
+    n = math.prod(shape)
     if n == 0:
         return
     if n >= 2**31:
@@ -71,8 +70,12 @@ def launch(ctx, variant: str, op: int, bufs: list, shape: tuple, name: str) -> N
     flat = _flat_strides(bufs, shape)
     if flat is not None:
         # every operand contiguous over ``shape`` or a single element: one flat axis
-        pipe = ctx.pipelines.get((variant, (op, 1))) or ctx.pipeline(variant, (op, 1))
         offs = [b.offset for b in bufs] + [0] * (4 - len(bufs))
+        spec = (op, 1)
+        if n % 4 == 0 and variant in VEC4_VARIANTS and op != _WHERE and all(
+                o % 4 == 0 or f == 0 for o, f in zip(offs, flat[::MAXD])):
+            spec, n = (op, 1, 1), n // 4   # 128-bit loads and stores, 4 elements per step
+        pipe = ctx.pipelines.get((variant, spec)) or ctx.pipeline(variant, spec)
         ctx.recorder.dispatch(pipe, bufs, _PC.pack(n, *offs, n, 0, 0, 0, 0, *flat), n)
         return
     dims, sts = collapse(tuple(shape), [bcast_strides(b, shape) for b in bufs])
@@ -81,6 +84,9 @@ def launch(ctx, variant: str, op: int, bufs: list, shape: tuple, name: str) -> N
 
 
 _ZEROS = (0,) * MAXD
+# elementwise variants with the VEC4 path (32-bit dtypes, output of the input's dtype)
+VEC4_VARIANTS = frozenset({"ew_float32", "ew_int32", "ew_uint32"})
+_WHERE = op_codes()["where"]
 
 
 def _flat_strides(bufs: list, shape: tuple):
@@ -122,11 +128,10 @@ def _launch(ctx, pipe, bufs, dims, sts, offs) -> None:
 
 
 def new_buffer(ctx, shape: tuple, dtype) -> Buffer:
-    shape = tuple(int(s) for s in shape)
-    n = 1
-    for s in shape:
-        n *= s
-    return Buffer(ctx, ctx.pool.alloc(n * dtype.itemsize), 0, shape, contiguous_strides(shape), dtype)
+    if type(shape) is not tuple:
+        shape = tuple(int(s) for s in shape)
+    return Buffer(ctx, ctx.pool.alloc(math.prod(shape) * dtype.itemsize), 0, shape,
+                  contiguous_strides(shape), dtype)
 
 
 def _host_fill(ctx, h: np.ndarray, dtype) -> Buffer:

@@ -109,6 +109,7 @@ class Pool:
         self.live = 0        # bytes handed out and not yet released
         self._type = None
         self._staging_type = -1   # -1: not probed yet
+        self._buckets: dict = {}  # request -> bucket size, for sizes checked against the limit
 
     def type_index(self, bits: int) -> int:
         i = _find_type(self.ctx.phys.mem_types, bits, (_HOST | _LOCAL, _HOST))
@@ -132,11 +133,15 @@ class Pool:
         return sum(s for s, fl in self.ctx.phys.heaps if fl & 1) - self.held
 
     def alloc(self, nbytes: int) -> Allocation:
-        limit = self.ctx.phys.max_storage
-        if nbytes > limit:
-            raise MemoryError(f"vulkan: an array of {nbytes} bytes exceeds {self.ctx.phys.name}'s "
-                              f"maxStorageBufferRange of {limit} bytes")
-        size = bucket(nbytes)
+        size = self._buckets.get(nbytes)
+        if size is None:
+            limit = self.ctx.phys.max_storage
+            if nbytes > limit:
+                raise MemoryError(f"vulkan: an array of {nbytes} bytes exceeds "
+                                  f"{self.ctx.phys.name}'s maxStorageBufferRange of {limit} bytes")
+            size = bucket(nbytes)
+            if len(self._buckets) < 4096:
+                self._buckets[nbytes] = size
         lst = self.free.get(size)
         if not lst:
             lst = self.free.setdefault(size, [])
@@ -243,8 +248,16 @@ class Buffer:
 
 
 def contiguous_strides(shape: tuple) -> tuple:
-    out, acc = [], 1
-    for s in reversed(shape):
-        out.append(acc)
-        acc *= max(s, 1)
-    return tuple(reversed(out))
+    st = _CONTIGUOUS.get(shape)
+    if st is None:
+        out, acc = [], 1
+        for s in reversed(shape):
+            out.append(acc)
+            acc *= max(s, 1)
+        st = tuple(reversed(out))
+        if len(_CONTIGUOUS) < 4096 and type(shape) is tuple:
+            _CONTIGUOUS[shape] = st
+    return st
+
+
+_CONTIGUOUS: dict = {}   # shape -> row-major element strides (asked for on every op)

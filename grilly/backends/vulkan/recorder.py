@@ -1,5 +1,8 @@
-"""Lazily recorded command buffers: dispatches accumulate in one command buffer and are
-submitted in a batch at a sync point (``to_host``), or when the batch grows large."""
+"""Lazily recorded command buffers: dispatches accumulate in a command buffer that is submitted
+without waiting once it holds enough work (so the GPU runs while Python records what follows) or
+many dispatches, and at a sync point (``to_host``, ``synchronize``), which also waits for all of it.
+A small ring of command buffers, each with its fence and the allocations its work uses, lets a few
+submissions be in flight at once."""
 from __future__ import annotations
 
 import time
@@ -9,6 +12,11 @@ from .runtime import MAX_BINDINGS, check, ffi, lib
 WG = 256
 SPIN_S = 0.002     # how long a sync polls the fence before a blocking wait
 BATCH_MAX = 256   # dispatches per submit; bounds the memory pending work keeps alive
+SUBMIT_WORK = 1 << 20   # items recorded after which the batch is submitted (GPU starts on it)
+RING = 4          # command buffers: at most RING - 1 submissions in flight while recording
+
+_BIND_COMPUTE = 1   # VK_PIPELINE_BIND_POINT_COMPUTE
+_STAGE_COMPUTE = 0x20   # VK_SHADER_STAGE_COMPUTE_BIT
 
 # counts host round trips and transfers; tests use these to prove data stays on the device
 stats = {"submits": 0, "dispatches": 0, "uploads": 0, "downloads": 0, "barriers": 0,
@@ -30,20 +38,17 @@ class Recorder:
         self.cmd_pool = pool[0]
         ainfo = ffi.new("VkCommandBufferAllocateInfo*", {
             "sType": lib.VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, "commandPool": self.cmd_pool,
-            "level": lib.VK_COMMAND_BUFFER_LEVEL_PRIMARY, "commandBufferCount": 1})
-        self._cmd = ffi.new("VkCommandBuffer[1]")
-        check(lib.vkAllocateCommandBuffers(dev, ainfo, self._cmd), "vkAllocateCommandBuffers")
-        self.cmd = self._cmd[0]
+            "level": lib.VK_COMMAND_BUFFER_LEVEL_PRIMARY, "commandBufferCount": RING})
+        cmds = ffi.new("VkCommandBuffer[]", RING)
+        check(lib.vkAllocateCommandBuffers(dev, ainfo, cmds), "vkAllocateCommandBuffers")
         finfo = ffi.new("VkFenceCreateInfo*", {"sType": lib.VK_STRUCTURE_TYPE_FENCE_CREATE_INFO})
-        self._fence = ffi.new("VkFence[1]")
-        check(lib.vkCreateFence(dev, finfo, ffi.NULL, self._fence), "vkCreateFence")
+        self._free = [_Slot(dev, cmds[i], finfo) for i in range(RING)]
+        self._inflight: list = []     # submitted slots, oldest first
+        self._cur = None              # the slot being recorded
         # structs reused by every dispatch: building one through cffi costs microseconds
         self._begin = ffi.new("VkCommandBufferBeginInfo*", {
             "sType": lib.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
             "flags": lib.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT})
-        self._submit = ffi.new("VkSubmitInfo*", {
-            "sType": lib.VK_STRUCTURE_TYPE_SUBMIT_INFO, "commandBufferCount": 1,
-            "pCommandBuffers": self._cmd})
         self._infos = ffi.new("VkDescriptorBufferInfo[]", MAX_BINDINGS)
         self._writes = ffi.new("VkWriteDescriptorSet[]", MAX_BINDINGS)
         for i in range(MAX_BINDINGS):
@@ -68,15 +73,27 @@ class Recorder:
         self._bound = None            # pipeline bound in the command buffer being recorded
         self._slots = [None] * MAX_BINDINGS   # allocation each descriptor info describes
         self.count = 0
-        self.keep: list = []          # allocations pending work reads or writes
+        self.work = 0                 # items dispatched into the command buffer being recorded
+        self.cmd = None
+        self.keep: list = []          # allocations the command buffer being recorded uses
         self._written: set = set()    # allocations written since the last barrier
         self._read: set = set()
         self.max_groups = min(ctx.phys.max_groups, 65535)
 
     def _start(self) -> None:
-        check(lib.vkBeginCommandBuffer(self.cmd, self._begin), "vkBeginCommandBuffer")
+        slot = self._free.pop() if self._free else self._retire(self._inflight.pop(0))
+        check(lib.vkBeginCommandBuffer(slot.cmd, self._begin), "vkBeginCommandBuffer")
+        self._cur, self.cmd, self.keep = slot, slot.cmd, slot.keep
         self._bound = None
         self.recording = True
+
+    def _retire(self, slot: "_Slot") -> "_Slot":
+        """Wait for a submitted slot, release what its work kept alive, make it reusable."""
+        self._wait(slot)
+        lib.vkResetFences(self.ctx.device, 1, slot.fence)
+        lib.vkResetCommandBuffer(slot.cmd, 0)
+        slot.keep.clear()
+        return slot
 
     def dispatch(self, pipeline, bufs: list, pc: bytes, n: int, writes: int = 1) -> None:
         """Record one dispatch of ``pipeline`` over ``n`` items; ``bufs[:writes]`` are written."""
@@ -86,41 +103,47 @@ class Recorder:
         allocs = [b.alloc for b in bufs]
         written, read = self._written, self._read
         hazard = False
-        for i, a in enumerate(allocs):
-            if a in written or (i < writes and a in read):
+        for a in allocs:
+            if a in written:
                 hazard = True
                 break
-        if hazard:
+        if hazard or (allocs[0] in read if writes == 1 else any(a in read for a in allocs[:writes])):
             lib.vkCmdPipelineBarrier(cmd, self._stages, self._stages, 0, 1, self._barrier,
                                      0, ffi.NULL, 0, ffi.NULL)
             stats["barriers"] += 1
             written.clear()
             read.clear()
-        written.update(allocs[:writes])
-        read.update(allocs[writes:])
+        if writes == 1:
+            written.add(allocs[0])
+            read.update(allocs)   # (the written one too: harmless, it is in ``written`` anyway)
+        else:
+            written.update(allocs[:writes])
+            read.update(allocs[writes:])
         self.keep += allocs
         if pipeline is not self._bound:
-            lib.vkCmdBindPipeline(cmd, lib.VK_PIPELINE_BIND_POINT_COMPUTE, pipeline)
+            lib.vkCmdBindPipeline(cmd, _BIND_COMPUTE, pipeline)
             self._bound = pipeline
-        infos, slots = self._infos, self._slots
+        slots = self._slots
+        na = len(allocs)
         for i in range(MAX_BINDINGS):
-            a = allocs[i] if i < len(allocs) else allocs[0]
+            a = allocs[i] if i < na else allocs[0]
             if slots[i] is not a:
                 # the cffi struct keeps its fields: write only slots whose buffer changed
                 slots[i] = a
-                info = infos[i]
+                info = self._infos[i]
                 info.buffer = a.chunk.buffer
                 info.offset = a.offset
                 info.range = a.size
-        self.ctx.push_descriptors(cmd, lib.VK_PIPELINE_BIND_POINT_COMPUTE, self.ctx.layout, 0,
-                                  MAX_BINDINGS, self._writes)
-        lib.vkCmdPushConstants(cmd, self.ctx.layout, lib.VK_SHADER_STAGE_COMPUTE_BIT, 0, len(pc), pc)
+        ctx = self.ctx
+        ctx.push_descriptors(cmd, _BIND_COMPUTE, ctx.layout, 0, MAX_BINDINGS, self._writes)
+        lib.vkCmdPushConstants(cmd, ctx.layout, _STAGE_COMPUTE, 0, len(pc), pc)
         groups = -(-n // WG)
         lib.vkCmdDispatch(cmd, groups if groups < self.max_groups else self.max_groups, 1, 1)
         stats["dispatches"] += 1
         self.count += 1
-        if self.count >= BATCH_MAX:
-            self.flush()
+        self.work += n
+        if self.work >= SUBMIT_WORK or self.count >= BATCH_MAX:
+            self.submit()
 
     def copy(self, src, src_offset: int, dst_buffer, nbytes: int) -> None:
         """Record a transfer of ``nbytes`` from allocation ``src`` (at byte ``src_offset`` of its
@@ -140,32 +163,55 @@ class Recorder:
         lib.vkCmdCopyBuffer(self.cmd, src.chunk.buffer, dst_buffer, 1, region)
         self.count += 1
 
-    def _wait(self) -> None:
-        """Wait for the fence: poll first (a blocking wait sleeps in the driver and wakes tens of
-        microseconds late, longer than a small batch takes), then block."""
-        dev, fence = self.ctx.device, self._fence[0]
+    def _wait(self, slot: "_Slot") -> None:
+        """Wait for a slot's fence: poll first (a blocking wait sleeps in the driver and wakes
+        tens of microseconds late, longer than a small batch takes), then block."""
+        dev, fence = self.ctx.device, slot.fence[0]
         status = lib.vkGetFenceStatus
         end = time.perf_counter() + SPIN_S
         while time.perf_counter() < end:
             if status(dev, fence) == 0:
                 return
-        check(lib.vkWaitForFences(dev, 1, self._fence, 1, 2**64 - 1), "vkWaitForFences")
+        check(lib.vkWaitForFences(dev, 1, slot.fence, 1, 2**64 - 1), "vkWaitForFences")
 
-    def flush(self) -> None:
-        """Submit what was recorded and wait for it (a sync point)."""
+    def submit(self) -> None:
+        """Submit what was recorded without waiting; recording goes on in another buffer."""
         if not self.recording:
             return
-        lib.vkCmdPipelineBarrier(self.cmd, self._stages, lib.VK_PIPELINE_STAGE_HOST_BIT, 0, 1,
+        slot = self._cur
+        # every submission ends with a host-visibility barrier, so a later sync needs nothing more
+        lib.vkCmdPipelineBarrier(slot.cmd, self._stages, lib.VK_PIPELINE_STAGE_HOST_BIT, 0, 1,
                                  self._host_barrier, 0, ffi.NULL, 0, ffi.NULL)
-        check(lib.vkEndCommandBuffer(self.cmd), "vkEndCommandBuffer")
+        check(lib.vkEndCommandBuffer(slot.cmd), "vkEndCommandBuffer")
         self.recording = False
-        check(lib.vkQueueSubmit(self.ctx.queue, 1, self._submit, self._fence[0]), "vkQueueSubmit")
+        self._cur = self.cmd = None
+        self.keep = []
+        self.count = self.work = 0
+        check(lib.vkQueueSubmit(self.ctx.queue, 1, slot.submit, slot.fence[0]), "vkQueueSubmit")
         stats["submits"] += 1
-        self._wait()
-        lib.vkResetFences(self.ctx.device, 1, self._fence)
-        lib.vkResetCommandBuffer(self.cmd, 0)
-        self.count = 0
+        self._inflight.append(slot)
+
+    def flush(self) -> None:
+        """Submit what was recorded and wait for everything submitted (a sync point)."""
+        self.submit()
+        while self._inflight:
+            self._free.append(self._retire(self._inflight.pop(0)))
         self._slots = [None] * MAX_BINDINGS
-        self.keep.clear()
         self._written.clear()
         self._read.clear()
+
+
+class _Slot:
+    """A command buffer, its fence, its submit info, and the allocations its work uses."""
+
+    __slots__ = ("cmd", "fence", "submit", "keep", "_cmds")
+
+    def __init__(self, dev, cmd, finfo):
+        self.cmd = cmd
+        self._cmds = ffi.new("VkCommandBuffer[1]", [cmd])
+        self.fence = ffi.new("VkFence[1]")
+        check(lib.vkCreateFence(dev, finfo, ffi.NULL, self.fence), "vkCreateFence")
+        self.submit = ffi.new("VkSubmitInfo*", {
+            "sType": lib.VK_STRUCTURE_TYPE_SUBMIT_INFO, "commandBufferCount": 1,
+            "pCommandBuffers": self._cmds})
+        self.keep: list = []

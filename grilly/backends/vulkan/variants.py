@@ -65,8 +65,6 @@ def variants() -> dict[str, tuple[str, list[str]]]:
         out[f"red_{c}"] = ("reduce/reduce.comp", _dtype_defines("IN", c) + ["-DARG=0"])
         out[f"mm_{c}"] = ("linalg/matmul.comp", _dtype_defines("IN", c))
     for c in COMPLEX:  # complex elementwise ops: complex, real (abs, real, imag), bool results
-        if c == "complex128" and not (SHADER_DIR / "math_f64.glsl").exists():
-            continue  # double transcendentals come from shaders/math_f64.glsl
         for k, tag in enumerate(("ewc", "ewcr", "ewcb")):
             out[f"{tag}_{c}"] = ("elementwise/complex.comp",
                                  [f"-DIS_F64={int(c == 'complex128')}", f"-DOUT_KIND={k}"])
@@ -74,6 +72,8 @@ def variants() -> dict[str, tuple[str, list[str]]]:
     for d in ("float16", "float32", "float64"):
         out[f"softmax_{d}"] = ("nn/softmax.comp", _dtype_defines("IN", d))
     out["red4_float32"] = ("reduce/reduce_vec4.comp", [])
+    out["red4u8_float32"] = ("reduce/reduce_vec4.comp", ["-DUNROLL=8"])
+    out["red4sg_float32"] = ("reduce/reduce_vec4.comp", ["-DSUBGROUP=1"])
     for bk in (8, 16):
         out[f"sgemm_k{bk}"] = ("linalg/sgemm.comp", [f"-DBK={bk}"])
     out["sgemm2_k16"] = ("linalg/sgemm2.comp", [])
