@@ -57,3 +57,54 @@ def test_errors():
         gp.from_dlpack(np.ones(2), copy="yes")
     with pytest.raises(ValueError, match="stream"):
         gp.asarray([1.0]).__dlpack__(stream=3)
+
+
+def test_dlpack_export_shares_device_memory(device):
+    h = np.arange(12, dtype=np.float32).reshape(3, 4)
+    y = gp.asarray(h, device=device) * 2  # pending device work: the export must sync first
+    e = np.from_dlpack(y, copy=False)
+    np.testing.assert_array_equal(e, h * 2)
+    assert e.flags.writeable and np.shares_memory(np.from_dlpack(y), e)
+    e[0, 0] = 42.0  # writes through the export reach the device array
+    assert float(gp.sum(y)) == float((h * 2).sum()) + 42.0
+    assert np.asarray(y)[0, 0] == 42.0
+    private = np.from_dlpack(y, copy=True)
+    private[0, 0] = -1.0
+    assert np.asarray(y)[0, 0] == 42.0
+    v = gp.matrix_transpose(y)[::-1, 1:]  # a strided, reversed view exports as one too
+    np.testing.assert_array_equal(np.from_dlpack(v, copy=False), np.asarray(y).T[::-1, 1:])
+    assert np.from_dlpack(gp.asarray(np.zeros((0, 3), np.float32), device=device)).shape == (0, 3)
+
+
+def test_dlpack_export_keeps_memory_alive(device):
+    import gc
+
+    y = gp.asarray(np.arange(64, dtype=np.float32), device=device) + 1
+    e = np.from_dlpack(y, copy=False)
+    del y
+    gc.collect()
+    # same-size arrays would take the freed block first: the export must still own it
+    others = [gp.full((64,), 9.0, dtype=gp.float32, device=device) + 1 for _ in range(4)]
+    gp.sum(others[-1]).item()
+    np.testing.assert_array_equal(e, np.arange(64, dtype=np.float32) + 1)
+
+
+def test_dlpack_copy_false_without_host_visible_memory(device, monkeypatch):
+    if device.backend.name == "cpu":
+        pytest.skip("cpu memory is host memory")
+    x = gp.asarray(np.arange(4.0, dtype=np.float32), device=device)
+    chunk = x._buf.alloc.chunk
+    monkeypatch.setattr(chunk, "host", None)  # the kernel's answer for unmapped memory
+    assert device.kernels["host_view"](x._buf) is None
+    monkeypatch.undo()
+    monkeypatch.setitem(device.kernels, "host_view", lambda buf: None)
+    with pytest.raises(BufferError, match="copy=False.*not host-visible"):
+        x.__dlpack__(copy=False)
+    c = np.from_dlpack(x)  # copy=None falls back to a private copy
+    c[0] = 5.0
+    assert np.asarray(x)[0] == 0.0
+
+
+def test_dlpack_copy_argument():
+    with pytest.raises(ValueError, match="__dlpack__: copy"):
+        gp.asarray([1.0]).__dlpack__(copy="yes")

@@ -184,10 +184,7 @@ def main() -> None:
     gs0, ts0 = gp.asarray(hs0, device=dev), torch.from_numpy(hs0).cuda()
     rec("GPU time add 64M grilly", gpu_ms(lambda: ga + gb), "ms")
     rec("GPU time add 64M torch", cuda_ms(lambda: ta + tb), "ms")
-    for var in ("red4_float32", "red4u8_float32", "red4sg_float32"):
-        vk_red.RED4 = var
-        rec(f"GPU time sum 64M grilly {var}", gpu_ms(lambda: gp.sum(ga)), "ms")
-    vk_red.RED4 = "red4_float32"
+    rec("GPU time sum 64M grilly", gpu_ms(lambda: gp.sum(ga)), "ms")
     rec("GPU time sum 64M torch", cuda_ms(lambda: ta.sum()), "ms")
     rec("GPU time softmax 4096^2 grilly", gpu_ms(lambda: gp.nn.functional.softmax(gs0, dim=1)), "ms")
     rec("GPU time softmax 4096^2 torch", cuda_ms(lambda: torch.softmax(ts0, dim=1)), "ms")
@@ -225,16 +222,14 @@ def main() -> None:
             pool.type_index = orig
             pool.free.clear()
 
-    for var in ("red4_float32", "red4u8_float32", "red4sg_float32"):
-        for groups in (528, 1056, 2048):
-            vk_red.VEC4_GROUPS, vk_red.RED4 = groups, var
+    for groups in (1056, 2048):
+        vk_red.VEC4_GROUPS = groups
 
-            def gsg():
-                for _ in range(10):
-                    y = gp.sum(ga)
-                gsync(y)
-            rec(f"sum 64M x10 per op {var} groups={groups}", best(gsg) / 10 * 1e3, "ms")
-    vk_red.VEC4_GROUPS, vk_red.RED4 = 2048, "red4_float32"
+        def gsg():
+            for _ in range(10):
+                y = gp.sum(ga)
+            gsync(y)
+        rec(f"sum 64M x10 per op groups={groups}", best(gsg) / 10 * 1e3, "ms")
     for k in (1, 10):
         def gs():
             for _ in range(k):
@@ -251,21 +246,16 @@ def main() -> None:
     torch.backends.cuda.matmul.allow_tf32 = False
     hm = np.random.default_rng(2).standard_normal((4096, 4096)).astype(np.float32)
     gm, tm = gp.asarray(hm, device=dev), torch.from_numpy(hm).cuda()
-    ref = None
-    for bk, var in ((0, ""), (8, "sgemm_k8"), (16, "sgemm_k16"), (16, "sgemm2_k16")):
-        vk_linalg.SGEMM_BK = bk if bk else 3  # 3: no k multiple -> the 64-tile shader
-        vk_linalg.SGEMM = var
+    for bk in (3, 16):  # 3 divides no k here: the general 64-tile shader
+        vk_linalg.SGEMM_BK = bk
 
         def gmm():
             for _ in range(3):
                 y = gm @ gm
             gsync(y)
-        tsec = best(gmm, 3) / 3
-        rec(f"matmul 4096 f32 grilly {var or 'tiled64'}", 2 * 4096**3 / tsec / 1e12, "TFLOP/s")
-        y = np.asarray(gm[:64] @ gm)
-        ref = y if ref is None else ref
-        rec(f"matmul {var} max abs diff vs first", float(np.abs(y - ref).max()), "")
-    vk_linalg.SGEMM_BK, vk_linalg.SGEMM = 16, "sgemm2_k16"
+        rec(f"matmul 4096 f32 grilly {'sgemm' if bk == 16 else 'tiled64'}",
+            2 * 4096**3 / (best(gmm, 3) / 3) / 1e12, "TFLOP/s")
+    vk_linalg.SGEMM_BK = 16
 
     def tmm():
         for _ in range(3):

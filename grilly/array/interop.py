@@ -1,6 +1,7 @@
-"""Array API: interop (DLPack). Arrays export their host buffer (the numpy array itself on the
-CPU backend, zero-copy; a host copy elsewhere, reported as a CPU tensor); imports go through
-numpy's DLPack consumer, so any producer numpy accepts works (numpy, torch, grilly, ...)."""
+"""Array API: interop (DLPack). Arrays export host memory as a kDLCPU tensor: zero-copy where
+the device's memory is host-visible (the numpy buffer itself on the CPU backend; the mapped
+allocation through a backend's ``host_view`` kernel, e.g. Vulkan), else a host copy. Imports go
+through numpy's DLPack consumer, so any producer numpy accepts works (numpy, torch, grilly)."""
 from __future__ import annotations
 
 import numpy as np
@@ -17,14 +18,28 @@ def _zero_copy(device) -> bool:
     return device.backend.name == "cpu"
 
 
+def _shared_host(x: Array):
+    """``x``'s memory as a numpy view shared with the device (a sync point), or None."""
+    if _zero_copy(x._device):
+        return x._host()
+    view = x._device.kernels.get("host_view")
+    return None if view is None else view(x._buf)
+
+
 def dlpack_export(x: Array, stream=None, max_version=None, dl_device=None, copy=None):
     """The DLPack capsule of ``x`` (Array.__dlpack__)."""
     check_array(x, "__dlpack__")
     if stream is not None and stream != -1:
         raise ValueError("__dlpack__: grilly exports host memory; stream must be None")
-    h = x._host()
-    if copy is False and not _zero_copy(x._device):
-        raise BufferError(f"__dlpack__: copy=False but device {x._device} can only export a copy")
+    if copy not in (None, True, False):
+        raise ValueError(f"__dlpack__: copy must be True, False or None, got {copy!r}")
+    # copy=True needs no shared view: the host copy below is private already
+    h = None if copy else _shared_host(x)
+    if h is None:
+        if copy is False:
+            raise BufferError(f"__dlpack__: copy=False but the memory of device {x._device} is "
+                              "not host-visible; only a copy can be exported")
+        h = x._host()
     kw = {"copy": copy}
     if max_version is not None:
         kw["max_version"] = max_version

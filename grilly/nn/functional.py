@@ -7,6 +7,7 @@ import math
 
 import grilly as gp
 
+from ..array import conv as _conv
 from ..array import fused as _fused
 from ..array.array import Array
 from ..array.dtypes import DType
@@ -123,9 +124,24 @@ def pad(input: Array, pad: tuple[int, ...], mode: str = "constant", value: float
 
 
 # ---- activations --------------------------------------------------------------------------
+class _ReLU(Function):
+    """max(x, 0) with a one-op backward (the generic ``maximum`` rule takes several)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        y = gp.maximum(x, 0.0)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        # as PyTorch: no gradient at x == 0
+        return (gp.where(ctx.saved_tensors[0] > 0, g, 0.0),)
+
+
 def relu(input: Array, inplace: bool = False) -> Array:
     """max(x, 0)."""
-    return gp.maximum(input, 0.0)
+    return _ReLU.apply(input) if input.requires_grad else gp.maximum(input, 0.0)
 
 
 def relu6(input: Array, inplace: bool = False) -> Array:
@@ -246,6 +262,39 @@ def rms_norm(input: Array, normalized_shape: int | tuple[int, ...], weight: Arra
     return y if weight is None else y * weight
 
 
+class _BatchNormTrain(Function):
+    """Training-mode batch norm with the closed-form backward: a handful of whole-array ops
+    instead of the tape of the composed forward. Batch statistics go into ``stats``."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, *, axes, bshape, eps, stats):
+        mean = gp.mean(x, axis=axes, keepdims=True)
+        c = x - mean
+        var = gp.mean(c * c, axis=axes, keepdims=True)
+        inv = 1.0 / gp.sqrt(var + eps)
+        scale = inv if weight is None else inv * gp.reshape(weight, bshape)
+        y = c * scale
+        if bias is not None:
+            y = y + gp.reshape(bias, bshape)
+        stats["mean"], stats["var"] = mean, var
+        ctx.save_for_backward(c, inv, scale)
+        ctx.geom = (axes, bshape, x.size // x.shape[1])
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        c, inv, scale = ctx.saved_tensors
+        axes, bshape, n = ctx.geom
+        ch = (bshape[1],)
+        sg = gp.sum(g, axis=axes, keepdims=True)
+        sgc = gp.sum(g * c, axis=axes, keepdims=True)
+        # d/dx of (x - mean) * inv * w: scale * (g - mean(g) - xhat * mean(g * xhat))
+        gx = g * scale + (c * (-scale * inv * inv * sgc / n) - scale * sg / n)
+        gw = gp.reshape(sgc * inv, ch) if ctx.needs_input_grad[1] else None
+        gb = gp.reshape(sg, ch) if ctx.needs_input_grad[2] else None
+        return gx, gw, gb
+
+
 def batch_norm(input: Array, running_mean: Array | None, running_var: Array | None,
                weight: Array | None = None, bias: Array | None = None, training: bool = False,
                momentum: float | None = 0.1, eps: float = 1e-5,
@@ -260,9 +309,8 @@ def batch_norm(input: Array, running_mean: Array | None, running_var: Array | No
         if n <= 1:
             raise ValueError(f"batch_norm: expected more than 1 value per channel when training, "
                              f"got input shape {input.shape}")
-        mean = gp.mean(input, axis=axes, keepdims=True)
-        c = input - mean
-        var = gp.mean(c * c, axis=axes, keepdims=True)
+        stats: dict = {}
+        y = _BatchNormTrain.apply(input, weight, bias, axes=axes, bshape=bshape, eps=eps, stats=stats)
         if running_mean is not None:
             with _no_grad():
                 if momentum is None:
@@ -270,15 +318,14 @@ def batch_norm(input: Array, running_mean: Array | None, running_var: Array | No
                     m = 1.0 / max(nbt, 1.0)
                 else:
                     m = momentum
-                bm = gp.reshape(mean, (input.shape[1],))
-                bv = gp.reshape(var, (input.shape[1],)) * (n / (n - 1))
-                running_mean[...] = running_mean * (1 - m) + _detach(bm) * m
-                running_var[...] = running_var * (1 - m) + _detach(bv) * m
-        y = c / gp.sqrt(var + eps)
-    else:
-        if running_mean is None or running_var is None:
-            raise ValueError("batch_norm: running_mean and running_var are needed in eval mode")
-        y = (input - gp.reshape(running_mean, bshape)) / gp.sqrt(gp.reshape(running_var, bshape) + eps)
+                bm = gp.reshape(stats["mean"], (input.shape[1],))
+                bv = gp.reshape(stats["var"], (input.shape[1],)) * (n / (n - 1))
+                running_mean[...] = running_mean * (1 - m) + bm * m
+                running_var[...] = running_var * (1 - m) + bv * m
+        return y
+    if running_mean is None or running_var is None:
+        raise ValueError("batch_norm: running_mean and running_var are needed in eval mode")
+    y = (input - gp.reshape(running_mean, bshape)) / gp.sqrt(gp.reshape(running_var, bshape) + eps)
     if weight is not None:
         y = y * gp.reshape(weight, bshape)
     return y if bias is None else y + gp.reshape(bias, bshape)
@@ -290,67 +337,18 @@ def _detach(x):
 
 
 # ---- convolution and pooling --------------------------------------------------------------
-def _windows(x, kernel, stride, dilation, out):
-    """Stack of the strided kernel-offset views of ``x`` (N, C, H, W): (N, C, KW*KH, Ho, Wo),
-    ordered kw-major (so that col2im can fold the kh offsets first)."""
-    (kh, kw), (sh, sw), (dh, dw), (ho, wo) = kernel, stride, dilation, out
-    views = []
-    for j in range(kw):
-        for i in range(kh):
-            r0, c0 = i * dh, j * dw
-            views.append(x[:, :, r0:r0 + sh * (ho - 1) + 1:sh, c0:c0 + sw * (wo - 1) + 1:sw])
-    return gp.expand_dims(views[0], axis=2) if len(views) == 1 else gp.stack(views, axis=2)
-
-
-def _col2im_axis(g, k: int, s: int, d: int, n: int):
-    """Adjoint of taking ``k`` windows (stride ``s``, dilation ``d``) along one axis:
-    ``g`` (B, k, o, E) -> (B, n, E) with ``out[:, i*s + j*d] += g[:, j, i]``."""
-    b, _, o, e = g.shape
-    z = dict(dtype=g.dtype, device=g.device)
-    if s > 1:
-        # window starts land s apart: interleave s-1 zero rows after each
-        g = gp.stack([g] + [gp.zeros((b, k, o, e), **z)] * (s - 1), axis=3)
-        g = gp.reshape(g, (b, k, o * s, e))[:, :, :(o - 1) * s + 1]
-    r = g.shape[2]
-    if k == 1:
-        g, t = gp.reshape(g, (b, r, e)), r
-    else:
-        # skew: give each of the k rows k*d trailing zeros, flatten, and re-read it with rows d
-        # shorter, so row j comes out shifted by j*d (what wraps in is the zeros); then one sum
-        t = r + (k - 1) * d
-        g = gp.concat([g, gp.zeros((b, k, k * d, e), **z)], axis=2)
-        g = gp.reshape(gp.reshape(g, (b, k * (r + k * d) * e))[:, :k * t * e], (b, k, t, e))
-        g = gp.sum(g, axis=1)
-    return g if n == t else gp.concat([g, gp.zeros((b, n - t, e), **z)], axis=1)
-
-
-def _col2im(g, kernel, stride, dilation, size):
-    """Sum the window gradients ``g`` (N, C, KW*KH, Ho, Wo) back onto the (N, C, H, W) image."""
-    n, c, _, ho, wo = g.shape
-    (kh, kw), (sh, sw), (dh, dw), (h, w) = kernel, stride, dilation, size
-    g = _col2im_axis(gp.reshape(g, (n * c * kw, kh, ho, wo)), kh, sh, dh, h)  # (n c kw, h, wo)
-    if kw > 1:
-        g = gp.permute_dims(gp.reshape(g, (n * c, kw, h, wo)), (0, 2, 1, 3))
-    g = _col2im_axis(gp.reshape(g, (n * c * h, kw, wo, 1)), kw, sw, dw, w)
-    return gp.reshape(g, (n, c, h, w))
-
-
 class _Im2col(Function):
     """The kernel windows of a padded (N, C, H, W) input, (N, C, KW*KH, Ho, Wo); the backward is
-    one col2im (a few whole-array ops) instead of a tape of KH*KW slice gradients."""
+    one col2im instead of a tape of KH*KW slice gradients."""
 
     @staticmethod
     def forward(ctx, x, *, kernel, stride, dilation, pads, fill, out):
-        pt, pb, pl, pr = pads
-        xp = pad(x, (pl, pr, pt, pb), value=fill) if any(pads) else x
-        ctx.geom = (kernel, stride, dilation, tuple(xp.shape[2:]), pads, tuple(x.shape[2:]))
-        return _windows(xp, kernel, stride, dilation, out)
+        ctx.geom = (kernel, stride, dilation, pads, tuple(x.shape[2:]))
+        return _conv.im2col(x, kernel, stride, dilation, pads, fill, out)
 
     @staticmethod
     def backward(ctx, g):
-        kernel, stride, dilation, padded, (pt, _, pl, _), (h, w) = ctx.geom
-        gx = _col2im(g, kernel, stride, dilation, padded)
-        return (gx[:, :, pt:pt + h, pl:pl + w] if padded != (h, w) else gx,)
+        return (_conv.col2im(g, *ctx.geom),)
 
 
 def _im2col(x, kernel, stride, dilation, pads, fill, out):
@@ -442,16 +440,6 @@ def _pool_setup(input, kernel_size, stride, padding, dilation, ceil_mode, op):
     return x, k, s, d, (ho, wo), p, (ph, pw)
 
 
-def _tiles(x, k, s, d, out, p, extra):
-    """Non-overlapping, unpadded windows as a (N, C, Ho, KH, Wo, KW) reshape view, else None."""
-    if s != k or any(d[i] != 1 and k[i] != 1 for i in (0, 1)) or p != (0, 0) or extra != (0, 0):
-        return None
-    (kh, kw), (ho, wo) = k, out
-    if x.shape[2] != ho * kh or x.shape[3] != wo * kw:
-        x = x[:, :, :ho * kh, :wo * kw]
-    return gp.reshape(x, (x.shape[0], x.shape[1], ho, kh, wo, kw))
-
-
 def _pool_windows(x, k, s, d, out, p, extra, fill):
     return _im2col(x, k, s, d, (p[0], extra[0], p[1], extra[1]), fill, out)
 
@@ -464,11 +452,7 @@ def max_pool2d(input: Array, kernel_size: int | tuple[int, int], stride: int | t
         raise NotImplementedError("max_pool2d: return_indices=True is not supported")
     x, k, s, d, out, p, extra = _pool_setup(input, kernel_size, stride, padding, dilation, ceil_mode,
                                             "max_pool2d")
-    t = _tiles(x, k, s, d, out, p, extra)
-    if t is not None:
-        y = gp.max(t, axis=(3, 5))
-    else:
-        y = gp.max(_pool_windows(x, k, s, d, out, p, extra, _neg_inf(input.dtype)), axis=2)
+    y = gp.max(_pool_windows(x, k, s, d, out, p, extra, _neg_inf(input.dtype)), axis=2)
     return y if input.ndim == 4 else gp.squeeze(y, axis=0)
 
 
@@ -478,9 +462,7 @@ def avg_pool2d(input: Array, kernel_size: int | tuple[int, int], stride: int | t
     """Mean over each window of (N, C, H, W)."""
     x, k, s, d, out, p, extra = _pool_setup(input, kernel_size, stride, padding, 1, ceil_mode,
                                             "avg_pool2d")
-    t = _tiles(x, k, s, d, out, p, extra)
-    total = gp.sum(t, axis=(3, 5)) if t is not None else \
-        gp.sum(_pool_windows(x, k, s, d, out, p, extra, 0.0), axis=2)
+    total = gp.sum(_pool_windows(x, k, s, d, out, p, extra, 0.0), axis=2)
     if divisor_override:
         y = total / float(divisor_override)
     elif not ceil_mode and (count_include_pad or p == (0, 0)):
@@ -497,7 +479,7 @@ def avg_pool2d(input: Array, kernel_size: int | tuple[int, int], stride: int | t
             ones = pad(ones, (p[1], extra[1], p[0], extra[0]))
         hp, wp = h + p[0] + extra[0], w + p[1] + extra[1]
         ones = ones[:, :, :hp, :wp]
-        y = total / gp.sum(_windows(ones, k, s, d, out), axis=2)
+        y = total / gp.sum(_conv.im2col(ones, k, s, d, (0, 0, 0, 0), 0.0, out), axis=2)
     return y if input.ndim == 4 else gp.squeeze(y, axis=0)
 
 

@@ -7,8 +7,8 @@
 // (glibc) and the CPU backend (grilly/backends/cpu_numba/scalar_ops.py) do.
 #include "../common.glsl"
 #include "ops.glsl"
-#if IS_F64
 #include "../math_f64.glsl"
+#if IS_F64
 #define CS dvec2
 #define RS double
 #else
@@ -123,22 +123,14 @@ D t_log1p(D x) {
     for (int k = 14; k >= 1; --k) p = p * -x + 1.0LF / D(k);
     return x * p;
 }
-// sin and cos with the argument reduced by pi/2 in double (three-part Cody-Waite, fma):
-// lavapipe's float sin/cos lose all accuracy for large arguments; good to |x| ~ 1e15
+// sin and cos of a float32 argument through the double library (Payne-Hanek reduction for huge
+// arguments): lavapipe's float sin/cos lose all accuracy for large arguments, and a double
+// Cody-Waite reduction is only good to |x| ~ 1e15
 void f_sincos(D x, out D s, out D c) {
     if (isinf(x) || isnan(x)) { s = NAN; c = NAN; return; }
     if (abs(x) < 0.78LF) { s = D(sin(float(x))); c = D(cos(float(x))); return; }  // keeps -0
-    D k = roundEven(x * 0.63661977236758134308LF);
-    D r = fma(-k, 1.5707963267948966LF, x);
-    r = fma(-k, 6.123233995736766e-17LF, r);
-    r = fma(-k, -1.4973849048591698e-33LF, r);
-    float rf = float(r);
-    D sr = D(sin(rf)), cr = D(cos(rf));
-    int q = int(k - 4.0LF * floor(0.25LF * k));
-    if (q == 0) { s = sr; c = cr; }
-    else if (q == 1) { s = cr; c = -sr; }
-    else if (q == 2) { s = -sr; c = -cr; }
-    else { s = -cr; c = sr; }
+    s = sin_d(x);
+    c = cos_d(x);
 }
 D t_sin(D x) { D s, c; f_sincos(x, s, c); return s; }
 D t_cos(D x) { D s, c; f_sincos(x, s, c); return c; }

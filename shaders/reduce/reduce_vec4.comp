@@ -1,20 +1,13 @@
 #version 450
 // float32 sum/prod/max/min of contiguous rows whose length is a multiple of 4: vec4 loads, UNROLL
-// independent accumulators per invocation, then a shared-memory tree (or, SUBGROUP=1, subgroup
-// butterflies and one shared value per subgroup) per (row, chunk) work item.
+// independent accumulators per invocation, one shared-memory tree per (row, chunk) work item
+// (on the H100 this matches torch's sum; subgroup butterflies or 8 accumulators were no faster).
 // pc.shape = (rows, quads per row, chunks per row); pc.st[0] = row stride in floats;
 // pc.off = (out, a) in floats (a's a multiple of 4); result of (row r, chunk c) at out + r*chunks + c.
 // OP (specialization): 0 sum, 1 prod, 2 max, 3 min; max/min propagate NaN like numpy.
 #include "../common.glsl"
-#extension GL_KHR_shader_subgroup_basic : enable
-#extension GL_KHR_shader_subgroup_shuffle : enable
 
-#ifndef UNROLL
 #define UNROLL 4
-#endif
-#ifndef SUBGROUP
-#define SUBGROUP 0
-#endif
 
 layout(constant_id = 0) const int OP = 0;
 
@@ -63,18 +56,6 @@ void main() {
         for (; q < q1; q += WG) acc[0] = comb4(acc[0], a[base + q]);
         for (int u = 1; u < UNROLL; ++u) acc[0] = comb4(acc[0], acc[u]);
         float v = comb(comb(acc[0].x, acc[0].y), comb(acc[0].z, acc[0].w));
-#if SUBGROUP
-        // butterfly within the subgroup, then one value per subgroup through shared memory
-        for (uint o = gl_SubgroupSize / 2u; o > 0u; o >>= 1) v = comb(v, subgroupShuffleXor(v, o));
-        if (gl_SubgroupInvocationID == 0u) sv[gl_SubgroupID] = v;
-        barrier();
-        if (tid == 0) {
-            for (uint k = 1u; k < gl_NumSubgroups; ++k) v = comb(v, sv[k]);
-            res[pc.off[0] + w] = v;
-        }
-        barrier();
-        continue;
-#endif
         sv[tid] = v;
         barrier();
         for (int s = WG / 2; s > 0; s >>= 1) {

@@ -77,15 +77,20 @@ def expm1(a): return np.expm1(a)
 
 
 def expm1__c(a):
-    # exp(z) - 1 cancels near 0; expm1(x) cos y - 2 sin^2(y/2) does not (cos y - 1 = -2 sin^2).
-    # Non-finite parts and overflowing exp keep exp(z) - 1: that path has the Annex G cases.
+    # exp(z) - 1 cancels near 0; e^x cos y - 1 = expm1(x) - 2 e^x sin^2(y/2) does not, and
+    # stays exactly -1 once e^x underflows. Non-finite parts and overflowing exp keep
+    # exp(z) - 1: that path has the Annex G cases.
     x, y = np.float64(a.real), np.float64(a.imag)
-    if not (np.isfinite(x) and np.isfinite(y)) or x > 700.0:
+    if not (np.isfinite(x) and np.isfinite(y)):
         return np.exp(a) - 1
     if y == 0:
         return complex(np.expm1(x) + 0.0, y)  # + 0.0: expm1(-0 + 0j) is +0 + 0j
+    if x > 700.0:  # the - 1 is lost; e^x in halves so e^x cos y may stay finite past e^709
+        h = np.exp(x / 2)
+        return complex(h * np.cos(y) * h, h * np.sin(y) * h)
     s = np.sin(y / 2)
-    return complex(np.expm1(x) * np.cos(y) - 2 * s * s + 0.0, np.exp(x) * np.sin(y))
+    e = np.exp(x)
+    return complex(np.expm1(x) - 2 * s * s * e + 0.0, e * np.sin(y))
 
 
 def log(a): return np.log(a)

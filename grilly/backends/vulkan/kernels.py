@@ -67,44 +67,58 @@ def launch(ctx, variant: str, op: int, bufs: list, shape: tuple, name: str) -> N
         return
     if n >= 2**31:
         raise ValueError(f"{name}: {n} elements exceed the Vulkan backend's 2**31 limit")
-    flat = _flat_strides(bufs, shape)
+    flat = _flat_pattern(bufs, shape)
     if flat is not None:
         # every operand contiguous over ``shape`` or a single element: one flat axis
-        offs = [b.offset for b in bufs] + [0] * (4 - len(bufs))
+        offs = [b.offset for b in bufs]
         spec = (op, 1)
-        if n % 4 == 0 and variant in VEC4_VARIANTS and op != _WHERE and all(
-                o % 4 == 0 or f == 0 for o, f in zip(offs, flat[::MAXD])):
-            spec, n = (op, 1, 1), n // 4   # 128-bit loads and stores, 4 elements per step
+        if (n & 3 == 0 and variant in VEC4_VARIANTS and op != _WHERE
+                and all(o & 3 == 0 or not c for o, c in zip(offs, flat))):
+            spec, n = (op, 1, 1), n >> 2   # 128-bit loads and stores, 4 elements per step
         pipe = ctx.pipelines.get((variant, spec)) or ctx.pipeline(variant, spec)
-        ctx.recorder.dispatch(pipe, bufs, _PC.pack(n, *offs, n, 0, 0, 0, 0, *flat), n)
+        offs += _PAD[len(offs)]
+        ctx.recorder.dispatch(pipe, bufs, _PC.pack(n, *offs, n, 0, 0, 0, 0, *_FLAT[flat]), n)
         return
     dims, sts = collapse(tuple(shape), [bcast_strides(b, shape) for b in bufs])
     offs = [b.offset for b in bufs]
     _launch(ctx, ctx.pipeline(variant, (op, min(len(dims), MAXD))), bufs, dims, sts, offs)
 
 
-_ZEROS = (0,) * MAXD
 # elementwise variants with the VEC4 path (32-bit dtypes, output of the input's dtype)
 VEC4_VARIANTS = frozenset({"ew_float32", "ew_int32", "ew_uint32"})
 _WHERE = op_codes()["where"]
 
 
-def _flat_strides(bufs: list, shape: tuple):
-    """Push-constant strides when each operand is contiguous with ``shape`` or one element."""
-    cs = None
-    flat = []
+def _flat_pattern(bufs: list, shape: tuple):
+    """Which operands are contiguous over ``shape`` (True) or one element (False), or None when
+    some operand needs real strides."""
+    cs = contiguous_strides(shape)
+    pat = []
     for b in bufs:
-        if b.shape == shape:
-            if cs is None:
-                cs = contiguous_strides(shape)
-            if b.strides != cs:
-                return None
-            flat += (1, 0, 0, 0, 0)
-        elif b.size == 1:
-            flat += _ZEROS
+        if b.shape == shape and b.strides == cs:
+            pat.append(True)
+        elif math.prod(b.shape) == 1:
+            pat.append(False)
         else:
             return None
-    return flat + [0] * (4 * MAXD - len(flat))
+    return tuple(pat)
+
+
+_PAD = [[0] * (4 - k) for k in range(5)]
+
+
+class _FlatStrides(dict):
+    """Push-constant strides of a flat pattern: 1 along the single axis, 0 for one element."""
+
+    def __missing__(self, pat):
+        row = []
+        for c in pat:
+            row += [int(c)] + [0] * (MAXD - 1)
+        self[pat] = row = tuple(row + [0] * (4 * MAXD - len(row)))
+        return row
+
+
+_FLAT = _FlatStrides()
 
 
 def _launch(ctx, pipe, bufs, dims, sts, offs) -> None:

@@ -26,8 +26,7 @@ def _stack3(buf: Buffer, batch: tuple, rows: int, cols: int) -> Buffer:
     return reshape(broadcast_to(buf, batch + (rows, cols)), (_prod(batch), rows, cols))
 
 
-SGEMM = "sgemm2_k16"   # the large-matmul shader variant
-SGEMM_BK = 16          # and the k depth of its slabs
+SGEMM_BK = 16   # k depth of the large-matmul shader's slabs (shaders/linalg/sgemm.comp)
 
 
 def _sgemm_ok(a3: Buffer, b3: Buffer, m: int, n: int, k: int) -> bool:
@@ -53,7 +52,7 @@ def matmul(out_shape, out_dtype, a: Buffer, b: Buffer) -> Buffer:
     args = ((out.offset, a3.offset, b3.offset), (nb, m, n, k), (a3.strides, b3.strides))
     if out_dtype.name == "float32" and _sgemm_ok(a3, b3, m, n, k):
         tiles = nb * (m // 128) * (n // 128)
-        dispatch(ctx, SGEMM, (0, 1), [out, a3, b3], 0, tiles * 256, *args)
+        dispatch(ctx, "sgemm_float32", (0, 1), [out, a3, b3], 0, tiles * 256, *args)
     elif out_dtype.name == "float32":
         tiles = nb * -(-m // TILE) * -(-n // TILE)
         dispatch(ctx, "mm_tiled_float32", (0, 1), [out, a3, b3], 0, tiles * 256, *args)

@@ -81,7 +81,6 @@ def _run(x, code: int, variant: str, out) -> None:
 
 VEC4_MIN = 1024    # row length from which float32 rows are reduced with vec4 loads
 VEC4_GROUPS = 2048  # workgroups the vec4 path aims for: enough to fill a large GPU
-RED4 = "red4_float32"   # the vec4 row-reduction shader variant
 
 
 def _vec4_rows(x) -> bool:
@@ -97,7 +96,7 @@ def _run_vec4(x, code: int, out) -> None:
     quads = red // 4
     chunks = max(1, min(VEC4_GROUPS // rows, quads // (4 * 256)))
     dst = out if chunks == 1 else new_buffer(x.ctx, (rows, chunks), out.dtype)
-    dispatch(x.ctx, RED4, (code, 1), [dst, x], rows * chunks, rows * chunks * 256,
+    dispatch(x.ctx, "red4_float32", (code, 1), [dst, x], rows * chunks, rows * chunks * 256,
              (dst.offset, x.offset), (rows, quads, chunks), ([x.strides[0]],))
     if chunks > 1:
         _run(reshape(dst, (rows, chunks, 1)), code, "red_float32", out)

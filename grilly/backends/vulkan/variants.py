@@ -72,11 +72,7 @@ def variants() -> dict[str, tuple[str, list[str]]]:
     for d in ("float16", "float32", "float64"):
         out[f"softmax_{d}"] = ("nn/softmax.comp", _dtype_defines("IN", d))
     out["red4_float32"] = ("reduce/reduce_vec4.comp", [])
-    out["red4u8_float32"] = ("reduce/reduce_vec4.comp", ["-DUNROLL=8"])
-    out["red4sg_float32"] = ("reduce/reduce_vec4.comp", ["-DSUBGROUP=1"])
-    for bk in (8, 16):
-        out[f"sgemm_k{bk}"] = ("linalg/sgemm.comp", [f"-DBK={bk}"])
-    out["sgemm2_k16"] = ("linalg/sgemm2.comp", [])
+    out["sgemm_float32"] = ("linalg/sgemm.comp", [])
     for bits, (ts, tc) in WORDS.items():
         out[f"gather_u{bits}"] = ("indexing/gather.comp", [f"-DW_TS={ts}", f"-DW_TC={tc}"])
     return out
