@@ -1,7 +1,25 @@
-for f in .gl/*.deb; do dpkg -x $f / ; done; ldconfig
+# Runs on the GPU machine (docs/benchmarks.md, ../shared/GPU.md), in the repository root, with the
+# git-ignored .gl/ (Vulkan loader + GL dispatch .debs), .whl/ (cffi, pycparser, vulkan, ndindex
+# wheels) and, for `conformance`, .aat/ (array-api-tests with its spec submodule, plugins/aat_seed.py)
+# carried along. Usage: bash tools/gpu_bench.sh bench|conformance|tests  (results under $OUT)
+set -u
+for f in .gl/*.deb; do dpkg -x "$f" / ; done; ldconfig
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl 2>&1 | tail -1
 export PYTHONPATH=/tmp/site:$PWD
-python3 -c "import grilly.backends.vulkan as v; assert v.VULKAN_AVAILABLE" 2>/dev/null || export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+python3 -c "import grilly.backends.vulkan as v; assert v.VULKAN_AVAILABLE" 2>/dev/null \
+  || export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-python3 bench/bench_gpu.py --device vulkan --json $OUT/gpu_bench.json 2>&1 | tail -12
-GRILLY_TEST_DEVICES=vulkan:0 timeout 300 python3 -m pytest -q -p no:cacheprovider -x tests/test_vulkan_elementwise.py tests/test_vulkan_runtime.py tests/test_vulkan_kernels.py 2>&1 | tail -4
+case "${1:-bench}" in
+  bench)
+    python3 bench/bench_gpu.py --device vulkan --json "$OUT/gpu_bench.json" 2>&1 | tail -14
+    python3 bench/bench_train.py --device vulkan --json "$OUT/train_vulkan.json" 2>&1 | tail -8 ;;
+  conformance)
+    (cd .aat && ARRAY_API_TESTS_MODULE=grilly GRILLY_DEVICE=vulkan PYTHONPATH="$PYTHONPATH:$PWD/plugins" \
+      timeout 540 python3 -m pytest -q -p no:cacheprovider --max-examples 20 --derandomize -p aat_seed \
+      -rf --tb=line array_api_tests/ > "$OUT/conformance_h100.log" 2>&1)
+    grep -E "^FAILED|passed|failed" "$OUT/conformance_h100.log" | tail -30 ;;
+  tests)
+    GRILLY_TEST_DEVICES=vulkan GRILLY_REQUIRE_VULKAN=1 timeout 560 python3 -m pytest -q \
+      -p no:cacheprovider tests 2>&1 | tail -15 ;;
+esac

@@ -65,24 +65,31 @@ def _pad(x: Array, pads, fill) -> Array:
 
 
 def im2col(x: Array, kernel: tuple, stride: tuple, dilation: tuple, pads: tuple, fill: float,
-           out: tuple) -> Array:
+           out: tuple, channel_major: bool = False) -> Array:
     """The kernel windows of (N, C, H, W) padded by ``pads`` (top, bottom, left, right) with
-    ``fill``: (N, C, KW*KH, Ho, Wo), kw-major."""
+    ``fill``: (N, C, KW*KH, Ho, Wo), kw-major, or (C, KW*KH, N, Ho, Wo) with ``channel_major``
+    (the layout whose (C*KW*KH, N*Ho*Wo) reshape is one matmul operand)."""
     k = x._device.kernels.get("im2col")
     if k is not None:
-        return core.wrap(k(x._buf, kernel, stride, dilation, pads, fill, out), x._dtype, x._device)
+        buf = k(x._buf, kernel, stride, dilation, pads, fill, out, channel_major)
+        return core.wrap(buf, x._dtype, x._device)
     xp = _pad(x, pads, fill) if any(pads) else x
-    return _windows(xp, kernel, stride, dilation, out)
+    cols = _windows(xp, kernel, stride, dilation, out)
+    return _ns().permute_dims(cols, (1, 2, 0, 3, 4)) if channel_major else cols
 
 
 def col2im(g: Array, kernel: tuple, stride: tuple, dilation: tuple, pads: tuple,
-           size: tuple) -> Array:
-    """Adjoint of ``im2col``: window values (N, C, KW*KH, Ho, Wo) summed onto the (N, C, H, W)
-    image of ``size`` (H, W); what falls on the padding is dropped."""
+           size: tuple, channel_major: bool = False) -> Array:
+    """Adjoint of ``im2col``: window values (N, C, KW*KH, Ho, Wo) (or (C, KW*KH, N, Ho, Wo) with
+    ``channel_major``) summed onto the (N, C, H, W) image of ``size`` (H, W); what falls on
+    the padding is dropped."""
     k = g._device.kernels.get("col2im")
     if k is not None:
-        return core.wrap(k(g._buf, kernel, stride, dilation, pads, size), g._dtype, g._device)
+        buf = k(g._buf, kernel, stride, dilation, pads, size, channel_major)
+        return core.wrap(buf, g._dtype, g._device)
     gp = _ns()
+    if channel_major:
+        g = gp.permute_dims(g, (2, 0, 1, 3, 4))
     n, c, _, ho, wo = g.shape
     (kh, kw), (sh, sw), (dh, dw) = kernel, stride, dilation
     pt, pb, pl, pr = pads

@@ -338,22 +338,22 @@ def _detach(x):
 
 # ---- convolution and pooling --------------------------------------------------------------
 class _Im2col(Function):
-    """The kernel windows of a padded (N, C, H, W) input, (N, C, KW*KH, Ho, Wo); the backward is
-    one col2im instead of a tape of KH*KW slice gradients."""
+    """The kernel windows of a padded (N, C, H, W) input (grilly.array.conv.im2col); the
+    backward is one col2im instead of a tape of KH*KW slice gradients."""
 
     @staticmethod
-    def forward(ctx, x, *, kernel, stride, dilation, pads, fill, out):
-        ctx.geom = (kernel, stride, dilation, pads, tuple(x.shape[2:]))
-        return _conv.im2col(x, kernel, stride, dilation, pads, fill, out)
+    def forward(ctx, x, *, kernel, stride, dilation, pads, fill, out, channel_major):
+        ctx.geom = (kernel, stride, dilation, pads, tuple(x.shape[2:]), channel_major)
+        return _conv.im2col(x, kernel, stride, dilation, pads, fill, out, channel_major)
 
     @staticmethod
     def backward(ctx, g):
         return (_conv.col2im(g, *ctx.geom),)
 
 
-def _im2col(x, kernel, stride, dilation, pads, fill, out):
+def _im2col(x, kernel, stride, dilation, pads, fill, out, channel_major=False):
     return _Im2col.apply(x, kernel=kernel, stride=stride, dilation=dilation, pads=pads, fill=fill,
-                         out=out)
+                         out=out, channel_major=channel_major)
 
 
 def _out_size(n, k, s, p, d, ceil_mode=False, op="conv"):
@@ -394,16 +394,16 @@ def conv2d(input: Array, weight: Array, bias: Array | None = None, stride: int |
         pads = (ph, ph, pw, pw)
     ho = _out_size(h + pads[0] + pads[1], kh, stride[0], 0, dilation[0], op="conv2d")
     wo = _out_size(w + pads[2] + pads[3], kw, stride[1], 0, dilation[1], op="conv2d")
-    cols = _im2col(input, (kh, kw), stride, dilation, pads, 0.0, (ho, wo))
+    # channel-major windows (C*KW*KH, N*Ho*Wo): one matmul per group, forward and backward
+    cols = _im2col(input, (kh, kw), stride, dilation, pads, 0.0, (ho, wo), channel_major=True)
     k = cg * kh * kw
     # the windows come kw-major, so the weight's (kh, kw) axes are swapped to match
     wt = gp.permute_dims(weight, (0, 1, 3, 2)) if kh > 1 and kw > 1 else weight
-    if groups == 1:
-        y = gp.matmul(gp.reshape(wt, (o, k)), gp.reshape(cols, (n, k, ho * wo)))
-    else:
-        y = gp.matmul(gp.reshape(wt, (1, groups, o // groups, k)),
-                      gp.reshape(cols, (n, groups, k, ho * wo)))
-    y = gp.reshape(y, (n, o, ho, wo))
+    # 2-D operands when ungrouped: the backend's single-GEMM path takes transposed views as is
+    lead = (groups,) if groups > 1 else ()
+    y = gp.matmul(gp.reshape(wt, (*lead, o // groups, k)),
+                  gp.reshape(cols, (*lead, k, n * ho * wo)))
+    y = gp.permute_dims(gp.reshape(y, (o, n, ho, wo)), (1, 0, 2, 3))
     return y if bias is None else y + gp.reshape(bias, (1, o, 1, 1))
 
 

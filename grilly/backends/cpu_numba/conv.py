@@ -16,44 +16,50 @@ _o = dict(cache=True, nogil=True)
 
 @njit(**_o)
 def _im2col_plane(x, out, p, kh, kw, sh, sw, dh, dw, pt, pl, fill):
-    h, w = x.shape[1], x.shape[2]
-    ho, wo = out.shape[2], out.shape[3]
+    # prange hands out unsigned indices: int64 keeps the index arithmetic integral
+    n = np.int64(p) // x.shape[1]
+    ch = np.int64(p) - n * x.shape[1]
+    h, w = x.shape[2], x.shape[3]
+    ho, wo = out.shape[3], out.shape[4]
     for j in range(kw):
         for i in range(kh):
-            k = j * kh + i
+            o = out[n, ch, j * kh + i]
             for a in range(ho):
                 r = a * sh + i * dh - pt
                 if r < 0 or r >= h:
                     for b in range(wo):
-                        out[p, k, a, b] = fill
+                        o[a, b] = fill
                     continue
                 for b in range(wo):
                     c = b * sw + j * dw - pl
-                    out[p, k, a, b] = x[p, r, c] if 0 <= c < w else fill
+                    o[a, b] = x[n, ch, r, c] if 0 <= c < w else fill
 
 
 @njit(**_o)
 def s_im2col(x, out, kh, kw, sh, sw, dh, dw, pt, pl, fill):
-    for p in range(x.shape[0]):
+    for p in range(x.shape[0] * x.shape[1]):
         _im2col_plane(x, out, p, kh, kw, sh, sw, dh, dw, pt, pl, fill)
 
 
 @njit(parallel=True, **_o)
 def p_im2col(x, out, kh, kw, sh, sw, dh, dw, pt, pl, fill):
-    for p in prange(x.shape[0]):
+    for p in prange(x.shape[0] * x.shape[1]):
         _im2col_plane(x, out, p, kh, kw, sh, sw, dh, dw, pt, pl, fill)
 
 
 @njit(**_o)
 def _col2im_plane(g, out, p, kh, kw, sh, sw, dh, dw, pt, pl):
-    h, w = out.shape[1], out.shape[2]
-    ho, wo = g.shape[2], g.shape[3]
+    n = np.int64(p) // out.shape[1]
+    ch = np.int64(p) - n * out.shape[1]
+    h, w = out.shape[2], out.shape[3]
+    ho, wo = g.shape[3], g.shape[4]
+    y = out[n, ch]
     for r in range(h):
         for c in range(w):
-            out[p, r, c] = 0
+            y[r, c] = 0
     for j in range(kw):
         for i in range(kh):
-            k = j * kh + i
+            v = g[n, ch, j * kh + i]
             for a in range(ho):
                 r = a * sh + i * dh - pt
                 if r < 0 or r >= h:
@@ -61,18 +67,18 @@ def _col2im_plane(g, out, p, kh, kw, sh, sw, dh, dw, pt, pl):
                 for b in range(wo):
                     c = b * sw + j * dw - pl
                     if 0 <= c < w:
-                        out[p, r, c] += g[p, k, a, b]
+                        y[r, c] += v[a, b]
 
 
 @njit(**_o)
 def s_col2im(g, out, kh, kw, sh, sw, dh, dw, pt, pl):
-    for p in range(g.shape[0]):
+    for p in range(out.shape[0] * out.shape[1]):
         _col2im_plane(g, out, p, kh, kw, sh, sw, dh, dw, pt, pl)
 
 
 @njit(parallel=True, **_o)
 def p_col2im(g, out, kh, kw, sh, sw, dh, dw, pt, pl):
-    for p in prange(g.shape[0]):
+    for p in prange(out.shape[0] * out.shape[1]):
         _col2im_plane(g, out, p, kh, kw, sh, sw, dh, dw, pt, pl)
 
 
@@ -87,35 +93,42 @@ def _run(serial, parallel, src, dst, tasks, *args):
         serial(src, dst, *args)
 
 
-def im2col(buf, kernel, stride, dilation, pads, fill, out):
-    """(N, C, H, W) -> (N, C, KW*KH, Ho, Wo) windows, kw-major; outside the image is ``fill``."""
+def im2col(buf, kernel, stride, dilation, pads, fill, out, channel_major=False):
+    """(N, C, H, W) -> (N, C, KW*KH, Ho, Wo) windows, kw-major, or (C, KW*KH, N, Ho, Wo) with
+    ``channel_major``; outside the image is ``fill``."""
     n, c, h, w = buf.shape
     (kh, kw), (sh, sw), (dh, dw), (ho, wo) = kernel, stride, dilation, out
-    res = pool.empty((n, c, kw * kh, ho, wo), buf.dtype)
+    k = kw * kh
+    ct = _ctype(buf.dtype)
+    res = pool.empty((c, k, n, ho, wo) if channel_major else (n, c, k, ho, wo), buf.dtype)
     if res.size == 0:
         return res
-    ct = _ctype(buf.dtype)
-    x = np.ascontiguousarray(buf, dtype=ct).reshape(n * c, h, w)
-    y = res.reshape(n * c, kw * kh, ho, wo) if ct == buf.dtype else np.empty((n * c, kw * kh, ho, wo), ct)
-    _run(s_im2col, p_im2col, x, y, n * c, kh, kw, sh, sw, dh, dw, pads[0], pads[2], ct.type(fill))
-    if ct != buf.dtype:
-        np.copyto(res.reshape(y.shape), y, casting="unsafe")
+    y = res if ct == buf.dtype else np.empty(res.shape, ct)
+    # the kernels always see the (N, C, K, Ho, Wo) order; channel-major is a transposed view
+    y5 = y.transpose(2, 0, 1, 3, 4) if channel_major else y
+    x = np.ascontiguousarray(buf, dtype=ct)
+    _run(s_im2col, p_im2col, x, y5, n * c, kh, kw, sh, sw, dh, dw, pads[0], pads[2], ct.type(fill))
+    if y is not res:
+        np.copyto(res, y, casting="unsafe")
     return res
 
 
-def col2im(buf, kernel, stride, dilation, pads, size):
-    """Adjoint of ``im2col``: (N, C, KW*KH, Ho, Wo) window values summed onto (N, C, H, W)."""
-    n, c, _, ho, wo = buf.shape
+def col2im(buf, kernel, stride, dilation, pads, size, channel_major=False):
+    """Adjoint of ``im2col``: window values (N, C, KW*KH, Ho, Wo) (or (C, KW*KH, N, Ho, Wo)
+    with ``channel_major``) summed onto (N, C, H, W); what falls on the padding is dropped."""
+    if channel_major:
+        buf = buf.transpose(2, 0, 1, 3, 4)
+    n, c = buf.shape[:2]
     (kh, kw), (sh, sw), (dh, dw), (h, w) = kernel, stride, dilation, size
     res = pool.empty((n, c, h, w), buf.dtype)
     if res.size == 0:
         return res
     ct = _ctype(buf.dtype)
-    g = np.ascontiguousarray(buf, dtype=ct).reshape(n * c, kw * kh, ho, wo)
-    y = res.reshape(n * c, h, w) if ct == buf.dtype else np.empty((n * c, h, w), ct)
+    g = buf if ct == buf.dtype else buf.astype(ct)
+    y = res if ct == buf.dtype else np.empty(res.shape, ct)
     _run(s_col2im, p_col2im, g, y, n * c, kh, kw, sh, sw, dh, dw, pads[0], pads[2])
-    if ct != buf.dtype:
-        np.copyto(res.reshape(y.shape), y, casting="unsafe")
+    if y is not res:
+        np.copyto(res, y, casting="unsafe")
     return res
 
 
