@@ -376,7 +376,7 @@ double cos_k_d(double r, double rl) {
 }
 
 double sin_d(double x) {
-    if (isinf(x) || isnan(x)) return x - x;
+    if (isinf(x) || isnan(x)) return D_NAN;  // not x - x: NVIDIA folds that to 0
     if (abs(x) < 7.450580596923828e-09LF) return x;   // 2^-27: x^3/6 < ulp(x)/4
     double r, rl;
     int q = rem_pio2_d(x, r, rl);
@@ -385,7 +385,7 @@ double sin_d(double x) {
 }
 
 double cos_d(double x) {
-    if (isinf(x) || isnan(x)) return x - x;
+    if (isinf(x) || isnan(x)) return D_NAN;  // not x - x: NVIDIA folds that to 0
     double r, rl;
     int q = rem_pio2_d(x, r, rl);
     double v = (q & 1) == 0 ? cos_k_d(r, rl) : sin_k_d(r, rl);
@@ -393,7 +393,7 @@ double cos_d(double x) {
 }
 
 double tan_d(double x) {
-    if (isinf(x) || isnan(x)) return x - x;
+    if (isinf(x) || isnan(x)) return D_NAN;  // not x - x: NVIDIA folds that to 0
     if (abs(x) < 7.450580596923828e-09LF) return x;
     double r, rl;
     int q = rem_pio2_d(x, r, rl);

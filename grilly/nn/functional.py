@@ -66,8 +66,29 @@ def linear(input: Array, weight: Array, bias: Array | None = None) -> Array:
     if weight.ndim != 2 or input.shape[-1] != weight.shape[1]:
         raise ValueError(f"linear: input last dimension {input.shape[-1:]} does not match weight "
                          f"shape {weight.shape} (out_features, in_features)")
+    if input.ndim == 2 and (weight.requires_grad or input.requires_grad):
+        return _Linear.apply(input, weight, bias)
     y = gp.matmul(input, gp.permute_dims(weight, (1, 0)))
     return y if bias is None else y + bias
+
+
+class _Linear(Function):
+    """``x @ w.T + b`` for a 2-D ``x`` as one node: backward is two matmuls and a column sum."""
+
+    @staticmethod
+    def forward(ctx, x, w, b):
+        ctx.save_for_backward(x, w)
+        y = gp.matmul(x, gp.permute_dims(w, (1, 0)))
+        return y if b is None else y + b
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        gx = gp.matmul(g, w) if need[0] else None
+        gw = gp.matmul(gp.permute_dims(g, (1, 0)), x) if need[1] else None
+        gb = gp.sum(g, axis=0) if need[2] else None
+        return gx, gw, gb
 
 
 def embedding(input: Array, weight: Array, padding_idx: int | None = None) -> Array:
@@ -403,8 +424,9 @@ def conv2d(input: Array, weight: Array, bias: Array | None = None, stride: int |
     lead = (groups,) if groups > 1 else ()
     y = gp.matmul(gp.reshape(wt, (*lead, o // groups, k)),
                   gp.reshape(cols, (*lead, k, n * ho * wo)))
-    y = gp.permute_dims(gp.reshape(y, (o, n, ho, wo)), (1, 0, 2, 3))
-    return y if bias is None else y + gp.reshape(bias, (1, o, 1, 1))
+    if bias is not None:  # added while the rows are contiguous
+        y = y + gp.reshape(bias, (*lead, o // groups, 1))
+    return gp.permute_dims(gp.reshape(y, (o, n, ho, wo)), (1, 0, 2, 3))
 
 
 def conv1d(input: Array, weight: Array, bias: Array | None = None, stride: int | tuple[int] = 1,
@@ -685,6 +707,31 @@ def nll_loss(input: Array, target: Array, weight: Array | None = None, ignore_in
     return _reduce(loss, reduction, "nll_loss")
 
 
+class _CrossEntropy(Function):
+    """Mean or summed cross entropy of (N, C) logits against a one-hot (N, C) target (rows of
+    out-of-range classes are all zero and drop out); backward is (softmax - onehot) * g."""
+
+    @staticmethod
+    def forward(ctx, x, oh, *, mean):
+        logp = log_softmax(x, dim=1)
+        loss = -gp.sum(logp * oh)
+        ctx.save_for_backward(logp, oh)
+        if mean:
+            ctx.denom = gp.sum(oh)
+            loss = loss / ctx.denom
+        else:
+            ctx.denom = None
+        return loss
+
+    @staticmethod
+    def backward(ctx, g):
+        logp, oh = ctx.saved_tensors
+        scale = g if ctx.denom is None else g / ctx.denom
+        # each row's softmax sums to its target count (0 or 1)
+        rows = gp.sum(oh, axis=1, keepdims=True)
+        return (gp.exp(logp) * rows - oh) * scale, None
+
+
 def cross_entropy(input: Array, target: Array, weight: Array | None = None,
                   ignore_index: int = -100, reduction: str = "mean",
                   label_smoothing: float = 0.0) -> Array:
@@ -696,6 +743,11 @@ def cross_entropy(input: Array, target: Array, weight: Array | None = None,
         raise ValueError(f"cross_entropy: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
     cax = 1 if input.ndim >= 2 else 0
     c = input.shape[cax]
+    if (input.ndim == 2 and weight is None and label_smoothing == 0 and reduction != "none"
+            and not 0 <= ignore_index < c and gp.isdtype(target.dtype, "integral")
+            and input.requires_grad):
+        oh, _ = _onehot_targets(input, target, "cross_entropy")
+        return _CrossEntropy.apply(input, oh, mean=reduction == "mean")
     logp = log_softmax(input, dim=cax)
     wb = None if weight is None else gp.reshape(weight, _class_bshape(input, weight))
     if gp.isdtype(target.dtype, "real floating"):

@@ -42,6 +42,7 @@ layout(set = 0, binding = 2) readonly buffer B4 { VT b4[]; };
 #endif
 
 #if IS_F32
+#define NAN_F uintBitsToFloat(0x7fc00000u)
 float copysign_(float x, float y) {
     return uintBitsToFloat((floatBitsToUint(x) & 0x7fffffffu) | (floatBitsToUint(y) & 0x80000000u));
 }
@@ -175,11 +176,12 @@ TC un(TC x) {
     case OP_ASINH: return x < 0.0 ? -asinh(-x) : asinh(x);
     case OP_ATAN: return atan_(x);
     case OP_ATANH: return atanh(x);
-    case OP_COS: return cos(x);
+    // NVIDIA's float sin/cos/tan return 0 for inf and NaN: the standard wants NaN
+    case OP_COS: return isinf(x) || isnan(x) ? NAN_F : cos(x);
     case OP_COSH: return cosh(x);
-    case OP_SIN: return sin(x);
+    case OP_SIN: return isinf(x) || isnan(x) ? NAN_F : sin(x);
     case OP_SINH: return abs(x) < 1e-4 ? x : sinh(x);
-    case OP_TAN: return tan(x);
+    case OP_TAN: return isinf(x) || isnan(x) ? NAN_F : tan(x);
     case OP_TANH: return abs(x) > 20.0 ? sign(x) : (abs(x) < 1e-4 ? x : tanh(x));
     case OP_EXP: return exp(x);
     case OP_EXPM1: return expm1_(x);

@@ -1,7 +1,5 @@
 """CPU kernels of the conv family: ``im2col`` and its adjoint ``col2im`` (docs/kernels/conv.md).
-
-One task per (n, c) image plane, so col2im's overlapping window sums never race. float16
-computes in float32, as the other CPU kernels do.
+float16 computes in float32, as the other CPU kernels do.
 """
 from __future__ import annotations
 
@@ -15,71 +13,121 @@ _o = dict(cache=True, nogil=True)
 
 
 @njit(**_o)
-def _im2col_plane(x, out, p, kh, kw, sh, sw, dh, dw, pt, pl, fill):
-    # prange hands out unsigned indices: int64 keeps the index arithmetic integral
-    n = np.int64(p) // x.shape[1]
-    ch = np.int64(p) - n * x.shape[1]
-    h, w = x.shape[2], x.shape[3]
-    ho, wo = out.shape[3], out.shape[4]
-    for j in range(kw):
-        for i in range(kh):
-            o = out[n, ch, j * kh + i]
-            for a in range(ho):
-                r = a * sh + i * dh - pt
-                if r < 0 or r >= h:
-                    for b in range(wo):
-                        o[a, b] = fill
-                    continue
-                for b in range(wo):
-                    c = b * sw + j * dw - pl
-                    o[a, b] = x[n, ch, r, c] if 0 <= c < w else fill
+def _span(n_out, s, off, n):
+    """The outputs b in [lo, hi) whose input b * s + off lies inside [0, n)."""
+    lo = 0 if off >= 0 else (-off + s - 1) // s
+    hi = 0 if n - off <= 0 else min(n_out, (n - off + s - 1) // s)
+    return lo, max(lo, hi)
 
 
 @njit(**_o)
-def s_im2col(x, out, kh, kw, sh, sw, dh, dw, pt, pl, fill):
-    for p in range(x.shape[0] * x.shape[1]):
-        _im2col_plane(x, out, p, kh, kw, sh, sw, dh, dw, pt, pl, fill)
+def _window(src, o, i, j, kh, sh, sw, dh, dw, pt, pl, fill):
+    """Window (i, j) of one image plane ``src`` into the (Ho, Wo) block ``o``."""
+    h, w = src.shape
+    ho, wo = o.shape
+    c0 = j * dw - pl
+    b0, b1 = _span(wo, sw, c0, w)
+    for a in range(ho):
+        r = a * sh + i * dh - pt
+        dst = o[a]
+        if r < 0 or r >= h:
+            for b in range(wo):
+                dst[b] = fill
+            continue
+        row = src[r]
+        for b in range(b0):
+            dst[b] = fill
+        if sw == 1:  # the common case as a plain shifted copy, which LLVM vectorizes
+            for b in range(b0, b1):
+                dst[b] = row[b + c0]
+        else:
+            for b in range(b0, b1):
+                dst[b] = row[b * sw + c0]
+        for b in range(b1, wo):
+            dst[b] = fill
+
+
+@njit(**_o)
+def _unwindow(v, y, i, j, sh, sw, dh, dw, pt, pl):
+    """Add the (Ho, Wo) block ``v`` of window (i, j) onto the image plane ``y``."""
+    h, w = y.shape
+    ho, wo = v.shape
+    c0 = j * dw - pl
+    b0, b1 = _span(wo, sw, c0, w)
+    for a in range(ho):
+        r = a * sh + i * dh - pt
+        if 0 <= r < h:
+            row, src = y[r], v[a]
+            if sw == 1:
+                for b in range(b0, b1):
+                    row[b + c0] += src[b]
+            else:
+                for b in range(b0, b1):
+                    row[b * sw + c0] += src[b]
+
+
+# Task t: one (n, c) plane in the batch-major layout; one (c, window) pair for all n in the
+# channel-major one, so writes follow the output's memory order. prange hands out unsigned
+# indices: int64 keeps the index arithmetic integral.
+@njit(**_o)
+def _im2col_task(x, out, cm, t, kh, kw, sh, sw, dh, dw, pt, pl, fill):
+    t = np.int64(t)
+    if cm:
+        ch, k = t // (kh * kw), t % (kh * kw)
+        j, i = k // kh, k % kh
+        for n in range(x.shape[0]):
+            _window(x[n, ch], out[ch, k, n], i, j, kh, sh, sw, dh, dw, pt, pl, fill)
+    else:
+        n, ch = t // x.shape[1], t % x.shape[1]
+        for k in range(kh * kw):
+            _window(x[n, ch], out[n, ch, k], k % kh, k // kh, kh, sh, sw, dh, dw, pt, pl, fill)
+
+
+@njit(**_o)
+def s_im2col(x, out, cm, kh, kw, sh, sw, dh, dw, pt, pl, fill):
+    tasks = x.shape[1] * kh * kw if cm else x.shape[0] * x.shape[1]
+    for t in range(tasks):
+        _im2col_task(x, out, cm, t, kh, kw, sh, sw, dh, dw, pt, pl, fill)
 
 
 @njit(parallel=True, **_o)
-def p_im2col(x, out, kh, kw, sh, sw, dh, dw, pt, pl, fill):
-    for p in prange(x.shape[0] * x.shape[1]):
-        _im2col_plane(x, out, p, kh, kw, sh, sw, dh, dw, pt, pl, fill)
+def p_im2col(x, out, cm, kh, kw, sh, sw, dh, dw, pt, pl, fill):
+    tasks = x.shape[1] * kh * kw if cm else x.shape[0] * x.shape[1]
+    for t in prange(tasks):
+        _im2col_task(x, out, cm, t, kh, kw, sh, sw, dh, dw, pt, pl, fill)
+
+
+# Task t: one channel (all n) in the channel-major layout, one (n, c) plane otherwise; either
+# way a task owns its output planes, so the overlapping window sums never race.
+@njit(**_o)
+def _col2im_task(g, out, cm, t, kh, kw, sh, sw, dh, dw, pt, pl):
+    t = np.int64(t)
+    if cm:
+        ch = t
+        for n in range(out.shape[0]):
+            out[n, ch] = 0
+        for k in range(kh * kw):
+            for n in range(out.shape[0]):
+                _unwindow(g[ch, k, n], out[n, ch], k % kh, k // kh, sh, sw, dh, dw, pt, pl)
+    else:
+        n, ch = t // out.shape[1], t % out.shape[1]
+        out[n, ch] = 0
+        for k in range(kh * kw):
+            _unwindow(g[n, ch, k], out[n, ch], k % kh, k // kh, sh, sw, dh, dw, pt, pl)
 
 
 @njit(**_o)
-def _col2im_plane(g, out, p, kh, kw, sh, sw, dh, dw, pt, pl):
-    n = np.int64(p) // out.shape[1]
-    ch = np.int64(p) - n * out.shape[1]
-    h, w = out.shape[2], out.shape[3]
-    ho, wo = g.shape[3], g.shape[4]
-    y = out[n, ch]
-    for r in range(h):
-        for c in range(w):
-            y[r, c] = 0
-    for j in range(kw):
-        for i in range(kh):
-            v = g[n, ch, j * kh + i]
-            for a in range(ho):
-                r = a * sh + i * dh - pt
-                if r < 0 or r >= h:
-                    continue
-                for b in range(wo):
-                    c = b * sw + j * dw - pl
-                    if 0 <= c < w:
-                        y[r, c] += v[a, b]
-
-
-@njit(**_o)
-def s_col2im(g, out, kh, kw, sh, sw, dh, dw, pt, pl):
-    for p in range(out.shape[0] * out.shape[1]):
-        _col2im_plane(g, out, p, kh, kw, sh, sw, dh, dw, pt, pl)
+def s_col2im(g, out, cm, kh, kw, sh, sw, dh, dw, pt, pl):
+    tasks = out.shape[1] if cm else out.shape[0] * out.shape[1]
+    for t in range(tasks):
+        _col2im_task(g, out, cm, t, kh, kw, sh, sw, dh, dw, pt, pl)
 
 
 @njit(parallel=True, **_o)
-def p_col2im(g, out, kh, kw, sh, sw, dh, dw, pt, pl):
-    for p in prange(out.shape[0] * out.shape[1]):
-        _col2im_plane(g, out, p, kh, kw, sh, sw, dh, dw, pt, pl)
+def p_col2im(g, out, cm, kh, kw, sh, sw, dh, dw, pt, pl):
+    tasks = out.shape[1] if cm else out.shape[0] * out.shape[1]
+    for t in prange(tasks):
+        _col2im_task(g, out, cm, t, kh, kw, sh, sw, dh, dw, pt, pl)
 
 
 def _ctype(dt: np.dtype) -> np.dtype:
@@ -104,10 +152,10 @@ def im2col(buf, kernel, stride, dilation, pads, fill, out, channel_major=False):
     if res.size == 0:
         return res
     y = res if ct == buf.dtype else np.empty(res.shape, ct)
-    # the kernels always see the (N, C, K, Ho, Wo) order; channel-major is a transposed view
-    y5 = y.transpose(2, 0, 1, 3, 4) if channel_major else y
     x = np.ascontiguousarray(buf, dtype=ct)
-    _run(s_im2col, p_im2col, x, y5, n * c, kh, kw, sh, sw, dh, dw, pads[0], pads[2], ct.type(fill))
+    tasks = c * kh * kw if channel_major else n * c
+    _run(s_im2col, p_im2col, x, y, tasks, bool(channel_major), kh, kw, sh, sw, dh, dw, pads[0],
+         pads[2], ct.type(fill))
     if y is not res:
         np.copyto(res, y, casting="unsafe")
     return res
@@ -116,17 +164,17 @@ def im2col(buf, kernel, stride, dilation, pads, fill, out, channel_major=False):
 def col2im(buf, kernel, stride, dilation, pads, size, channel_major=False):
     """Adjoint of ``im2col``: window values (N, C, KW*KH, Ho, Wo) (or (C, KW*KH, N, Ho, Wo)
     with ``channel_major``) summed onto (N, C, H, W); what falls on the padding is dropped."""
-    if channel_major:
-        buf = buf.transpose(2, 0, 1, 3, 4)
-    n, c = buf.shape[:2]
+    n, c = (buf.shape[2], buf.shape[0]) if channel_major else buf.shape[:2]
     (kh, kw), (sh, sw), (dh, dw), (h, w) = kernel, stride, dilation, size
     res = pool.empty((n, c, h, w), buf.dtype)
     if res.size == 0:
         return res
     ct = _ctype(buf.dtype)
-    g = buf if ct == buf.dtype else buf.astype(ct)
+    g = np.ascontiguousarray(buf, dtype=ct)
     y = res if ct == buf.dtype else np.empty(res.shape, ct)
-    _run(s_col2im, p_col2im, g, y, n * c, kh, kw, sh, sw, dh, dw, pads[0], pads[2])
+    tasks = c if channel_major else n * c
+    _run(s_col2im, p_col2im, g, y, tasks, bool(channel_major), kh, kw, sh, sw, dh, dw, pads[0],
+         pads[2])
     if y is not res:
         np.copyto(res, y, casting="unsafe")
     return res

@@ -238,8 +238,10 @@ class Context:
         self.pipeline_cache = out[0]
 
     def save_pipeline_cache(self) -> None:
-        """Write the driver's pipeline cache to disk (at exit), so later runs start fast."""
+        """Write the driver's pipeline cache to disk (at exit), so later runs start fast; what
+        other processes saved meanwhile is merged in, not overwritten."""
         try:
+            self._merge_saved_cache()
             n = ffi.new("size_t*")
             lib.vkGetPipelineCacheData(self.device, self.pipeline_cache, n, ffi.NULL)
             buf = ffi.new("char[]", n[0])
@@ -250,6 +252,21 @@ class Context:
             os.replace(tmp, self._cache_file)
         except Exception:
             pass  # a cache is an optimization; never fail at exit for it
+
+    def _merge_saved_cache(self) -> None:
+        try:
+            data = self._cache_file.read_bytes()
+        except OSError:
+            return
+        info = ffi.new("VkPipelineCacheCreateInfo*", {
+            "sType": lib.VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO,
+            "initialDataSize": len(data), "pInitialData": ffi.from_buffer(data)})
+        other = ffi.new("VkPipelineCache*")
+        if lib.vkCreatePipelineCache(self.device, info, ffi.NULL, other) != 0:
+            return  # the driver refuses stale or foreign data: keep ours only
+        src = ffi.new("VkPipelineCache[1]", [other[0]])
+        lib.vkMergePipelineCaches(self.device, self.pipeline_cache, 1, src)
+        lib.vkDestroyPipelineCache(self.device, other[0], ffi.NULL)
 
     # ---- pipelines -----------------------------------------------------------------------
     def load_spirv(self, variant: str) -> bytes:
