@@ -10,6 +10,11 @@
 
 #define D_INF uint64BitsToDouble(0x7ff0000000000000ul)
 #define D_NAN uint64BitsToDouble(0x7ff8000000000000ul)
+// inf or NaN, from the exponent bits: NVIDIA's compiler lost isinf/isnan tests on the path to
+// sin/cos/tan (x - x came out 0), an integer test it cannot
+bool nonfinite_d(double x) {
+    return (doubleBitsToUint64(x) & 0x7ff0000000000000ul) == 0x7ff0000000000000ul;
+}
 // ln2 split so that k * LN2_HI is exact for |k| < 2^11
 #define LN2_HI 0.6931471805598903LF
 #define LN2_LO 5.497923018708371e-14LF
@@ -376,7 +381,7 @@ double cos_k_d(double r, double rl) {
 }
 
 double sin_d(double x) {
-    if (isinf(x) || isnan(x)) return D_NAN;  // not x - x: NVIDIA folds that to 0
+    if (nonfinite_d(x)) return D_NAN;
     if (abs(x) < 7.450580596923828e-09LF) return x;   // 2^-27: x^3/6 < ulp(x)/4
     double r, rl;
     int q = rem_pio2_d(x, r, rl);
@@ -385,7 +390,7 @@ double sin_d(double x) {
 }
 
 double cos_d(double x) {
-    if (isinf(x) || isnan(x)) return D_NAN;  // not x - x: NVIDIA folds that to 0
+    if (nonfinite_d(x)) return D_NAN;
     double r, rl;
     int q = rem_pio2_d(x, r, rl);
     double v = (q & 1) == 0 ? cos_k_d(r, rl) : sin_k_d(r, rl);
@@ -393,7 +398,7 @@ double cos_d(double x) {
 }
 
 double tan_d(double x) {
-    if (isinf(x) || isnan(x)) return D_NAN;  // not x - x: NVIDIA folds that to 0
+    if (nonfinite_d(x)) return D_NAN;
     if (abs(x) < 7.450580596923828e-09LF) return x;
     double r, rl;
     int q = rem_pio2_d(x, r, rl);

@@ -13,38 +13,20 @@ _o = dict(cache=True, nogil=True)
 
 
 @njit(**_o)
-def _span(n_out, s, off, n):
-    """The outputs b in [lo, hi) whose input b * s + off lies inside [0, n)."""
-    lo = 0 if off >= 0 else (-off + s - 1) // s
-    hi = 0 if n - off <= 0 else min(n_out, (n - off + s - 1) // s)
-    return lo, max(lo, hi)
-
-
-@njit(**_o)
-def _window(src, o, i, j, kh, sh, sw, dh, dw, pt, pl, fill):
+def _window(src, o, i, j, sh, sw, dh, dw, pt, pl, fill):
     """Window (i, j) of one image plane ``src`` into the (Ho, Wo) block ``o``."""
     h, w = src.shape
     ho, wo = o.shape
-    c0 = j * dw - pl
-    b0, b1 = _span(wo, sw, c0, w)
     for a in range(ho):
         r = a * sh + i * dh - pt
-        dst = o[a]
         if r < 0 or r >= h:
             for b in range(wo):
-                dst[b] = fill
-            continue
-        row = src[r]
-        for b in range(b0):
-            dst[b] = fill
-        if sw == 1:  # the common case as a plain shifted copy, which LLVM vectorizes
-            for b in range(b0, b1):
-                dst[b] = row[b + c0]
+                o[a, b] = fill
         else:
-            for b in range(b0, b1):
-                dst[b] = row[b * sw + c0]
-        for b in range(b1, wo):
-            dst[b] = fill
+            # a select rather than split loops: LLVM vectorizes it (the rows are short)
+            for b in range(wo):
+                c = b * sw + j * dw - pl
+                o[a, b] = src[r, c] if 0 <= c < w else fill
 
 
 @njit(**_o)
@@ -52,18 +34,13 @@ def _unwindow(v, y, i, j, sh, sw, dh, dw, pt, pl):
     """Add the (Ho, Wo) block ``v`` of window (i, j) onto the image plane ``y``."""
     h, w = y.shape
     ho, wo = v.shape
-    c0 = j * dw - pl
-    b0, b1 = _span(wo, sw, c0, w)
     for a in range(ho):
         r = a * sh + i * dh - pt
         if 0 <= r < h:
-            row, src = y[r], v[a]
-            if sw == 1:
-                for b in range(b0, b1):
-                    row[b + c0] += src[b]
-            else:
-                for b in range(b0, b1):
-                    row[b * sw + c0] += src[b]
+            for b in range(wo):
+                c = b * sw + j * dw - pl
+                if 0 <= c < w:
+                    y[r, c] += v[a, b]
 
 
 # Task t: one (n, c) plane in the batch-major layout; one (c, window) pair for all n in the
@@ -76,11 +53,11 @@ def _im2col_task(x, out, cm, t, kh, kw, sh, sw, dh, dw, pt, pl, fill):
         ch, k = t // (kh * kw), t % (kh * kw)
         j, i = k // kh, k % kh
         for n in range(x.shape[0]):
-            _window(x[n, ch], out[ch, k, n], i, j, kh, sh, sw, dh, dw, pt, pl, fill)
+            _window(x[n, ch], out[ch, k, n], i, j, sh, sw, dh, dw, pt, pl, fill)
     else:
         n, ch = t // x.shape[1], t % x.shape[1]
         for k in range(kh * kw):
-            _window(x[n, ch], out[n, ch, k], k % kh, k // kh, kh, sh, sw, dh, dw, pt, pl, fill)
+            _window(x[n, ch], out[n, ch, k], k % kh, k // kh, sh, sw, dh, dw, pt, pl, fill)
 
 
 @njit(**_o)
