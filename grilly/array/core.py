@@ -143,7 +143,10 @@ def scalar_operand(x, dtype, device, op: str) -> Array:
     """A Python scalar as a 0-d Array for use as a read-only kernel input, cached per (device,
     dtype, value): building one costs an allocation and a host write, more than many ops.
     Never hand the result to a user: it is shared."""
-    key = (id(device), dtype.name, type(x), repr(x))  # repr tells -0.0 from 0.0; NaN is a key
+    t = type(x)
+    # a nonzero int or non-NaN float is its own key; repr tells -0.0 from 0.0 and keys NaN
+    v = x if (t is int or t is float) and x and x == x else repr(x)
+    key = (id(device), dtype.name, t, v)
     a = _SCALARS.get(key)
     if a is None:
         a = wrap(full_buf(device, (), x, dtype), dtype, device)

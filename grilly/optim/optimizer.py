@@ -83,11 +83,14 @@ class Optimizer:
                 loss = closure()
         with no_grad():
             for group in self.param_groups:
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    self._update(p, p.grad, self.state_of(p), group)
+                self._step_group(group)
         return loss
+
+    def _step_group(self, group: dict) -> None:
+        """Update every parameter of ``group`` that has a gradient (one ``_update`` each)."""
+        for p in group["params"]:
+            if p.grad is not None:
+                self._update(p, p.grad, self.state_of(p), group)
 
     def _update(self, p, grad, state, group) -> None:
         raise NotImplementedError(f"{type(self).__name__}: _update is not implemented")

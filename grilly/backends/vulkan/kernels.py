@@ -72,9 +72,12 @@ def launch(ctx, variant: str, op: int, bufs: list, shape: tuple, name: str) -> N
         # every operand contiguous over ``shape`` or a single element: one flat axis
         offs = [b.offset for b in bufs]
         spec = (op, 1)
-        if (n & 3 == 0 and variant in VEC4_VARIANTS and op != _WHERE
-                and all(o & 3 == 0 or not c for o, c in zip(offs, flat))):
-            spec, n = (op, 1, 1), n >> 2   # 128-bit loads and stores, 4 elements per step
+        if n & 3 == 0 and variant in VEC4_VARIANTS and op != _WHERE:
+            for o, c in zip(offs, flat):
+                if c and o & 3:
+                    break
+            else:
+                spec, n = (op, 1, 1), n >> 2   # 128-bit loads and stores, 4 elements per step
         pipe = ctx.pipelines.get((variant, spec)) or ctx.pipeline(variant, spec)
         offs += _PAD[len(offs)]
         ctx.recorder.dispatch(pipe, bufs, _PC.pack(n, *offs, n, 0, 0, 0, 0, *_FLAT[flat]), n)
@@ -95,9 +98,10 @@ def _flat_pattern(bufs: list, shape: tuple):
     cs = contiguous_strides(shape)
     pat = []
     for b in bufs:
-        if b.shape == shape and b.strides == cs:
+        bs = b.shape
+        if bs == shape and b.strides == cs:
             pat.append(True)
-        elif math.prod(b.shape) == 1:
+        elif not bs or math.prod(bs) == 1:
             pat.append(False)
         else:
             return None
