@@ -166,3 +166,19 @@ def test_staged_download_of_views(monkeypatch):
     big = gp.asarray(np.ones((600, 600), np.float64), device=d)
     assert float(gp.sum(big)) == 360000.0
     assert_close(np.asarray(big[1:, ::7]), np.ones((599, 86)), rtol=0)
+
+
+@needs_vk
+def test_namespace_info_reports_probed_capabilities():
+    info = gp.__array_namespace_info__().device_info(device=VK[0])
+    for k in ("shaderFloat64", "shaderInt64", "shaderFloat16", "shaderInt8", "storageBuffer8BitAccess",
+              "subgroup_size", "subgroup_arithmetic", "cooperative_matrix", "memory_heaps",
+              "memory_budget", "maxStorageBufferRange", "maxComputeWorkGroupCount"):
+        assert k in info, k
+    assert info["maxComputeWorkGroupCount"][0] >= 65535
+    assert VK[0].ctx.pool.available() > 0
+
+
+def test_lost_device_error_is_clear():
+    with pytest.raises(runtime.VulkanError, match="device was lost"):
+        runtime.check(-4, "vkQueueSubmit")

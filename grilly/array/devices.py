@@ -75,6 +75,13 @@ class Info:
     def default_device(self):
         return default_device()
 
+    def device_info(self, *, device=None) -> dict:
+        """What the backend probed on ``device`` (an extension: features, limits, memory)."""
+        from .core import resolve_device
+
+        dev = resolve_device(device)
+        return dev.backend.info(dev)
+
     def default_dtypes(self, *, device=None) -> dict:
         return {"real floating": dt.float64, "complex floating": dt.complex128,
                 "integral": dt.int64, "indexing": dt.int64}

@@ -415,18 +415,17 @@ def conv2d(input: Array, weight: Array, bias: Array | None = None, stride: int |
         pads = (ph, ph, pw, pw)
     ho = _out_size(h + pads[0] + pads[1], kh, stride[0], 0, dilation[0], op="conv2d")
     wo = _out_size(w + pads[2] + pads[3], kw, stride[1], 0, dilation[1], op="conv2d")
-    # channel-major windows (C*KW*KH, N*Ho*Wo): one matmul per group, forward and backward
-    cols = _im2col(input, (kh, kw), stride, dilation, pads, 0.0, (ho, wo), channel_major=True)
+    cols = _im2col(input, (kh, kw), stride, dilation, pads, 0.0, (ho, wo))
     k = cg * kh * kw
     # the windows come kw-major, so the weight's (kh, kw) axes are swapped to match
     wt = gp.permute_dims(weight, (0, 1, 3, 2)) if kh > 1 and kw > 1 else weight
-    # 2-D operands when ungrouped: the backend's single-GEMM path takes transposed views as is
-    lead = (groups,) if groups > 1 else ()
-    y = gp.matmul(gp.reshape(wt, (*lead, o // groups, k)),
-                  gp.reshape(cols, (*lead, k, n * ho * wo)))
-    if bias is not None:  # added while the rows are contiguous
-        y = y + gp.reshape(bias, (*lead, o // groups, 1))
-    return gp.permute_dims(gp.reshape(y, (o, n, ho, wo)), (1, 0, 2, 3))
+    if groups == 1:
+        y = gp.matmul(gp.reshape(wt, (o, k)), gp.reshape(cols, (n, k, ho * wo)))
+    else:
+        y = gp.matmul(gp.reshape(wt, (1, groups, o // groups, k)),
+                      gp.reshape(cols, (n, groups, k, ho * wo)))
+    y = gp.reshape(y, (n, o, ho, wo))
+    return y if bias is None else y + gp.reshape(bias, (1, o, 1, 1))
 
 
 def conv1d(input: Array, weight: Array, bias: Array | None = None, stride: int | tuple[int] = 1,

@@ -130,7 +130,13 @@ class Pool:
         return self._staging_type
 
     def available(self) -> int:
-        return sum(s for s, fl in self.ctx.phys.heaps if fl & 1) - self.held
+        """Device-local bytes left: the driver's budget minus usage (VK_EXT_memory_budget,
+        which counts other processes too) where it reports one, else heap size minus ours."""
+        phys = self.ctx.phys
+        budget = phys.memory_budget()
+        if budget:
+            return sum(b - u for (b, u), (_, fl) in zip(budget, phys.heaps) if fl & 1)
+        return sum(s for s, fl in phys.heaps if fl & 1) - self.held
 
     def alloc(self, nbytes: int) -> Allocation:
         size = self._buckets.get(nbytes)

@@ -30,9 +30,15 @@ class VulkanError(RuntimeError):
     """A Vulkan call failed."""
 
 
+_RESULTS = {-1: "out of host memory", -2: "out of device memory", -3: "initialization failed",
+            -4: "the device was lost (a driver reset or a hung shader); arrays on it are gone, "
+                "restart the process", -13: "a pipeline or shader could not be compiled"}
+
+
 def check(res: int, what: str) -> None:
     if res != 0:
-        raise VulkanError(f"vulkan: {what} failed with VkResult {res}")
+        why = _RESULTS.get(res, "")
+        raise VulkanError(f"vulkan: {what} failed with VkResult {res}" + (f": {why}" if why else ""))
 
 
 def _s(cdata) -> str:
@@ -79,10 +85,17 @@ class PhysicalDevice:
         self.max_storage = lim.maxStorageBufferRange
         self.min_offset_align = lim.minStorageBufferOffsetAlignment
         self.max_groups = lim.maxComputeWorkGroupCount[0]
+        self.max_group_counts = tuple(lim.maxComputeWorkGroupCount[i] for i in range(3))
         self.max_shared = lim.maxComputeSharedMemorySize
         self.subgroup_size = sub.subgroupSize
+        self.subgroup_arithmetic = bool(
+            sub.supportedOperations & lib.VK_SUBGROUP_FEATURE_ARITHMETIC_BIT
+            and sub.supportedStages & lib.VK_SHADER_STAGE_COMPUTE_BIT)
+        f1608 = ffi.new("VkPhysicalDeviceShaderFloat16Int8Features*",
+                        {"sType": lib.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES})
         f8 = ffi.new("VkPhysicalDevice8BitStorageFeatures*",
-                     {"sType": lib.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES})
+                     {"sType": lib.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES,
+                      "pNext": f1608})
         f16 = ffi.new("VkPhysicalDevice16BitStorageFeatures*",
                       {"sType": lib.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
                        "pNext": f8})
@@ -95,6 +108,7 @@ class PhysicalDevice:
             "shaderInt16": bool(f.shaderInt16),
             "storageBuffer8BitAccess": bool(f8.storageBuffer8BitAccess),
             "storageBuffer16BitAccess": bool(f16.storageBuffer16BitAccess),
+            "shaderFloat16": bool(f1608.shaderFloat16), "shaderInt8": bool(f1608.shaderInt8),
         }
         n = ffi.new("uint32_t*")
         lib.vkEnumerateDeviceExtensionProperties(handle, ffi.NULL, n, ffi.NULL)
@@ -108,6 +122,17 @@ class PhysicalDevice:
         self.mem_types = [(mp.memoryTypes[i].propertyFlags, mp.memoryTypes[i].heapIndex)
                           for i in range(mp.memoryTypeCount)]
         self.queue_family = self._compute_family()
+
+    def memory_budget(self) -> list | None:
+        """(budget, usage) bytes per memory heap from VK_EXT_memory_budget, or None without it."""
+        if "VK_EXT_memory_budget" not in self.extensions:
+            return None
+        b = ffi.new("VkPhysicalDeviceMemoryBudgetPropertiesEXT*", {
+            "sType": lib.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT})
+        mp = ffi.new("VkPhysicalDeviceMemoryProperties2*", {
+            "sType": lib.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2, "pNext": b})
+        lib.vkGetPhysicalDeviceMemoryProperties2(self.handle, mp)
+        return [(b.heapBudget[i], b.heapUsage[i]) for i in range(len(self.heaps))]
 
     def _compute_family(self) -> int:
         n = ffi.new("uint32_t*")
@@ -133,9 +158,12 @@ class PhysicalDevice:
         return {
             "name": self.name, "type": TYPE_NAMES.get(self.type, "other"), "api": self.api,
             **self.features, "subgroup_size": self.subgroup_size,
+            "subgroup_arithmetic": self.subgroup_arithmetic,
+            "maxComputeWorkGroupCount": list(self.max_group_counts),
             "maxStorageBufferRange": self.max_storage,
             "maxComputeSharedMemorySize": self.max_shared,
             "memory_heaps": [{"bytes": s, "device_local": bool(fl & 1)} for s, fl in self.heaps],
+            "memory_budget": [{"budget": b, "usage": u} for b, u in self.memory_budget() or ()],
             "cooperative_matrix": "VK_KHR_cooperative_matrix" in self.extensions,
             "cooperative_matrix2": "VK_NV_cooperative_matrix2" in self.extensions,
             "shader_float16_int8": "VK_KHR_shader_float16_int8" in self.extensions,
@@ -159,7 +187,8 @@ class Context:
             "sType": lib.VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
             "queueFamilyIndex": phys.queue_family, "queueCount": 1, "pQueuePriorities": prio})
         want = ["VK_KHR_push_descriptor", "VK_KHR_8bit_storage", "VK_KHR_16bit_storage",
-                "VK_KHR_shader_float16_int8", "VK_KHR_storage_buffer_storage_class"]
+                "VK_KHR_shader_float16_int8", "VK_KHR_storage_buffer_storage_class",
+                "VK_EXT_memory_budget"]
         names = [ffi.new("char[]", e.encode()) for e in want if e in phys.extensions]
         enames = ffi.new("char*[]", names)
         f8 = ffi.new("VkPhysicalDevice8BitStorageFeatures*", {
