@@ -415,6 +415,9 @@ def conv2d(input: Array, weight: Array, bias: Array | None = None, stride: int |
         pads = (ph, ph, pw, pw)
     ho = _out_size(h + pads[0] + pads[1], kh, stride[0], 0, dilation[0], op="conv2d")
     wo = _out_size(w + pads[2] + pads[3], kw, stride[1], 0, dilation[1], op="conv2d")
+    # batch-major windows and N small GEMMs: on the CPU one (O, CK) x (CK, N*L) GEMM (the
+    # channel_major layout) engages multi-threaded BLAS, whose threads fight numba's for the
+    # cores and made the whole step twice slower on a busy 2-core machine
     cols = _im2col(input, (kh, kw), stride, dilation, pads, 0.0, (ho, wo))
     k = cg * kh * kw
     # the windows come kw-major, so the weight's (kh, kw) axes are swapped to match

@@ -71,6 +71,7 @@ class Recorder:
         self._stages = lib.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | lib.VK_PIPELINE_STAGE_TRANSFER_BIT
         self.recording = False
         self._bound = None            # pipeline bound in the command buffer being recorded
+        self._pc = None               # push constants last recorded in it
         self._slots = [None] * MAX_BINDINGS   # allocation each descriptor info describes
         self.count = 0
         self.work = 0                 # items dispatched into the command buffer being recorded
@@ -84,7 +85,7 @@ class Recorder:
         slot = self._free.pop() if self._free else self._retire(self._inflight.pop(0))
         check(lib.vkBeginCommandBuffer(slot.cmd, self._begin), "vkBeginCommandBuffer")
         self._cur, self.cmd, self.keep = slot, slot.cmd, slot.keep
-        self._bound = None
+        self._bound = self._pc = None
         self.recording = True
 
     def _retire(self, slot: "_Slot") -> "_Slot":
@@ -136,7 +137,10 @@ class Recorder:
                 info.range = a.size
         ctx = self.ctx
         ctx.push_descriptors(cmd, _BIND_COMPUTE, ctx.layout, 0, MAX_BINDINGS, self._writes)
-        lib.vkCmdPushConstants(cmd, ctx.layout, _STAGE_COMPUTE, 0, len(pc), pc)
+        if pc != self._pc:
+            # push constants survive pipeline binds (one layout): same-shaped ops reuse them
+            lib.vkCmdPushConstants(cmd, ctx.layout, _STAGE_COMPUTE, 0, len(pc), pc)
+            self._pc = pc
         groups = -(-n // WG)
         lib.vkCmdDispatch(cmd, groups if groups < self.max_groups else self.max_groups, 1, 1)
         stats["dispatches"] += 1
