@@ -5,6 +5,26 @@
 #extension GL_EXT_shader_8bit_storage : require
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_ARB_gpu_shader_int64 : enable
+#extension GL_EXT_spirv_intrinsics : require
+
+// IEEE inf, NaN and signed zeros (SPV_KHR_float_controls): without this execution mode a driver
+// may assume they never occur, and NVIDIA's does (INF * x and isinf tests were folded away).
+// glslang keeps one such mode per shader, so tools/build_shaders.py adds the 32-bit twin.
+spirv_execution_mode(extensions = ["SPV_KHR_float_controls"], capabilities = [4466], 4461, 64);
+
+// isnan/isinf read the bit patterns: NVIDIA's compiler drops the builtins' tests on some double
+// paths (sin(inf) and cosh(inf + 1j) came out finite); integer compares cannot be folded away
+bool isnan_b(float x) { return (floatBitsToUint(x) & 0x7fffffffu) > 0x7f800000u; }
+bool isinf_b(float x) { return (floatBitsToUint(x) & 0x7fffffffu) == 0x7f800000u; }
+bvec4 isnan_b(vec4 x) { return greaterThan(floatBitsToUint(x) & uvec4(0x7fffffffu), uvec4(0x7f800000u)); }
+bool isnan_b(double x) {
+    return (doubleBitsToUint64(x) & 0x7fffffffffffffffUL) > 0x7ff0000000000000UL;
+}
+bool isinf_b(double x) {
+    return (doubleBitsToUint64(x) & 0x7fffffffffffffffUL) == 0x7ff0000000000000UL;
+}
+#define isnan(x) isnan_b(x)
+#define isinf(x) isinf_b(x)
 
 #define K_B 0
 #define K_I 1

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import shutil
+import struct
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -42,6 +43,24 @@ def source_digest(src: str, flags: list[str]) -> str:
     return h.hexdigest()
 
 
+SIGNED_ZERO_INF_NAN_PRESERVE = 4461   # SPIR-V execution mode (SPV_KHR_float_controls)
+
+
+def add_float_controls(spv: bytes) -> bytes:
+    """Give every SignedZeroInfNanPreserve execution mode for 64-bit floats a 32-bit twin
+    (shaders/common.glsl declares the 64-bit one; glslang keeps only one mode of a kind)."""
+    words = list(struct.unpack(f"<{len(spv) // 4}I", spv))
+    out, i = words[:5], 5
+    while i < len(words):
+        n, op = words[i] >> 16, words[i] & 0xFFFF
+        ins = words[i:i + n]
+        out += ins
+        if op == 16 and n == 4 and ins[2] == SIGNED_ZERO_INF_NAN_PRESERVE and ins[3] == 64:
+            out += [ins[0], ins[1], SIGNED_ZERO_INF_NAN_PRESERVE, 32]
+        i += n
+    return struct.pack(f"<{len(out)}I", *out)
+
+
 def build_one(name: str, src: str, flags: list[str], force: bool) -> str | None:
     out = SPV_DIR / f"{name}.spv"
     stamp = SPV_DIR / f"{name}.spv.sha256"
@@ -53,6 +72,7 @@ def build_one(name: str, src: str, flags: list[str], force: bool) -> str | None:
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode:
         return f"{name}: {r.stderr.strip()}"
+    out.write_bytes(add_float_controls(out.read_bytes()))
     stamp.write_text(digest + "\n")
     return ""
 

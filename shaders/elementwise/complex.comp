@@ -57,7 +57,8 @@ D zhypot(D x, D y) {
     return m * sqrt(1.0LF + r * r);
 }
 
-#if IS_F64
+// both dtypes compute in double through shaders/math_f64.glsl: the float32 builtins of some
+// drivers are approximations (NVIDIA: absolute, not relative, error near 0; sin(inf) = 0)
 D t_exp(D x) { return exp_d(x); }
 D t_expm1(D x) { return expm1_d(x); }
 D t_log(D x) { return log_d(x); }
@@ -69,113 +70,7 @@ D t_sinh(D x) { return sinh_d(x); }
 D t_cosh(D x) { return cosh_d(x); }
 D t_atan2(D y, D x) { return atan2_d(y, x); }
 D t_asinh(D x) { return asinh_d(x); }
-#else
-// float32 helpers as in elementwise.comp: lavapipe's GLSL atan is only good to 1e-4
-float f_copysign(float x, float y) {
-    return uintBitsToFloat((floatBitsToUint(x) & 0x7fffffffu) | (floatBitsToUint(y) & 0x80000000u));
-}
-float f_expm1(float x) {
-    // Kahan's trick: exact near zero without a series
-    float u = exp(x);
-    if (u == 1.0) return x;
-    float um1 = u - 1.0;
-    if (um1 == -1.0) return -1.0;
-    if (isinf(u)) return u;
-    return um1 * x / log(u);
-}
-float f_log1p(float x) {
-    float u = 1.0 + x;
-    if (u == 1.0) return x;
-    if (isinf(u)) return log(u);
-    return log(u) * x / (u - 1.0);
-}
-float f_atan(float x) {  // Cephes atanf
-    float a = abs(x), y = 0.0;
-    if (a > 2.414213562373095) { y = 1.5707963267948966; a = -1.0 / a; }
-    else if (a > 0.4142135623730950) { y = 0.7853981633974483; a = (a - 1.0) / (a + 1.0); }
-    float z = a * a;
-    y += (((8.05374449538e-2 * z - 1.38776856032e-1) * z + 1.99777106478e-1) * z
-          - 3.33329491539e-1) * z * a + a;
-    return isnan(x) ? x : f_copysign(y, x);
-}
-// The double-valued t_* take double arguments that may lie outside float range: they scale
-// (frexp) before rounding to float, so huge or tiny intermediates keep their meaning.
-D t_exp(D x) { return D(exp(float(x))); }
-// lavapipe's float log has an absolute (not relative) error near 1: the Kahan tricks of
-// expm1/log1p need it exact there, so small arguments take a series in double
-D t_expm1(D x) {
-    if (abs(x) >= 0.1LF) return D(f_expm1(float(x)));
-    return x * (((((((((x / 9.0LF + 1.0LF) * x / 8.0LF + 1.0LF) * x / 7.0LF + 1.0LF) * x / 6.0LF + 1.0LF)
-                   * x / 5.0LF + 1.0LF) * x / 4.0LF + 1.0LF) * x / 3.0LF + 1.0LF) * x / 2.0LF + 1.0LF));
-}
-D t_log(D x) {
-    if (isnan(x) || x < 0.0LF) return NAN;
-    if (x == 0.0LF) return -INF;
-    if (isinf(x)) return x;
-    int e;
-    D m = frexp(x, e);
-    if (m < 0.70710678118654752LF) { m *= 2.0LF; e -= 1; }
-    return D(log(float(m))) + D(e) * LN2;
-}
-D t_log1p(D x) {
-    if (abs(x) >= 0.1LF) return x > 1e30LF ? t_log(x) : D(f_log1p(float(x)));
-    D p = 0.0LF;
-    for (int k = 14; k >= 1; --k) p = p * -x + 1.0LF / D(k);
-    return x * p;
-}
-// sin and cos of a float32 argument through the double library (Payne-Hanek reduction for huge
-// arguments): lavapipe's float sin/cos lose all accuracy for large arguments, and a double
-// Cody-Waite reduction is only good to |x| ~ 1e15
-void f_sincos(D x, out D s, out D c) {
-    if (isinf(x) || isnan(x)) { s = NAN; c = NAN; return; }
-    if (abs(x) < 0.78LF) { s = D(sin(float(x))); c = D(cos(float(x))); return; }  // keeps -0
-    s = sin_d(x);
-    c = cos_d(x);
-}
-D t_sin(D x) { D s, c; f_sincos(x, s, c); return s; }
-D t_cos(D x) { D s, c; f_sincos(x, s, c); return c; }
-D t_tan(D x) { D s, c; f_sincos(x, s, c); return s / c; }
-D t_sinh(D x) {
-    D a = abs(x);
-    D s;
-    if (a < 1.0LF) {
-        D e = t_expm1(a);  // sinh = (e + e / (e + 1)) / 2 keeps small arguments exact
-        s = 0.5LF * (e + e / (e + 1.0LF));
-    } else {
-        D h = t_exp(0.5LF * a);  // squared in double: no early float overflow
-        s = 0.5LF * (h * h - 1.0LF / (h * h));
-    }
-    return zcopysign(s, x);
-}
-D t_cosh(D x) {
-    D h = t_exp(0.5LF * abs(x));
-    return isnan(x) ? x : 0.5LF * (h * h + 1.0LF / (h * h));
-}
-D t_atan2(D y, D x) {
-    if (isnan(x) || isnan(y)) return x + y;
-    if (x == 0.0LF && y == 0.0LF) return zsignbit(x) ? zcopysign(PI, y) : y;
-    if (isinf(x) && isinf(y)) return zcopysign(x > 0.0LF ? 0.25LF * PI : 0.75LF * PI, y);
-    if (x == 0.0LF || isinf(y)) return zcopysign(0.5LF * PI, y);
-    if (isinf(x)) return x > 0.0LF ? zcopysign(0.0LF, y) : zcopysign(PI, y);
-    // scale both to a float-safe range: only their ratio matters
-    int e;
-    frexp(max(abs(x), abs(y)), e);
-    x = ldexp(x, -e); y = ldexp(y, -e);
-    D r;
-    if (abs(y) <= abs(x)) {
-        r = D(f_atan(float(y / x)));
-        if (x < 0.0LF) r += zsignbit(y) ? -PI : PI;
-    } else {
-        r = zcopysign(0.5LF * PI, y) - D(f_atan(float(x / y)));
-    }
-    return r;
-}
-D t_asinh(D x) {
-    D a = abs(x);
-    D r = a > 268435456.0LF ? t_log(a) + LN2 : t_log1p(a + a * a / (1.0LF + sqrt(1.0LF + a * a)));
-    return zcopysign(r, x);
-}
-#endif
+
 
 // ---- complex functions ------------------------------------------------------------------
 Z cmul(Z p, Z q) { return Z(p.x * q.x - p.y * q.y, p.x * q.y + p.y * q.x); }

@@ -72,8 +72,11 @@ class PhysicalDevice:
         self.instance, self.handle, self.index = inst, handle, index
         props = ffi.new("VkPhysicalDeviceProperties2*",
                         {"sType": lib.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2})
+        fc = ffi.new("VkPhysicalDeviceFloatControlsProperties*",
+                     {"sType": lib.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES})
         sub = ffi.new("VkPhysicalDeviceSubgroupProperties*",
-                      {"sType": lib.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES})
+                      {"sType": lib.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES,
+                       "pNext": fc})
         props.pNext = sub
         lib.vkGetPhysicalDeviceProperties2(handle, props)
         p = props.properties
@@ -88,6 +91,9 @@ class PhysicalDevice:
         self.max_group_counts = tuple(lim.maxComputeWorkGroupCount[i] for i in range(3))
         self.max_shared = lim.maxComputeSharedMemorySize
         self.subgroup_size = sub.subgroupSize
+        # the shaders ask for IEEE inf/NaN/signed zeros (shaders/common.glsl)
+        self.ieee_preserve = {"float32": bool(fc.shaderSignedZeroInfNanPreserveFloat32),
+                              "float64": bool(fc.shaderSignedZeroInfNanPreserveFloat64)}
         self.subgroup_arithmetic = bool(
             sub.supportedOperations & lib.VK_SUBGROUP_FEATURE_ARITHMETIC_BIT
             and sub.supportedStages & lib.VK_SHADER_STAGE_COMPUTE_BIT)
@@ -159,6 +165,7 @@ class PhysicalDevice:
             "name": self.name, "type": TYPE_NAMES.get(self.type, "other"), "api": self.api,
             **self.features, "subgroup_size": self.subgroup_size,
             "subgroup_arithmetic": self.subgroup_arithmetic,
+            "signed_zero_inf_nan_preserve": self.ieee_preserve,
             "maxComputeWorkGroupCount": list(self.max_group_counts),
             "maxStorageBufferRange": self.max_storage,
             "maxComputeSharedMemorySize": self.max_shared,
@@ -188,7 +195,7 @@ class Context:
             "queueFamilyIndex": phys.queue_family, "queueCount": 1, "pQueuePriorities": prio})
         want = ["VK_KHR_push_descriptor", "VK_KHR_8bit_storage", "VK_KHR_16bit_storage",
                 "VK_KHR_shader_float16_int8", "VK_KHR_storage_buffer_storage_class",
-                "VK_EXT_memory_budget"]
+                "VK_EXT_memory_budget", "VK_KHR_shader_float_controls"]
         names = [ffi.new("char[]", e.encode()) for e in want if e in phys.extensions]
         enames = ffi.new("char*[]", names)
         f8 = ffi.new("VkPhysicalDevice8BitStorageFeatures*", {
