@@ -38,11 +38,11 @@ def test_strided_and_copy_semantics():
     g = gp.from_dlpack(h)
     assert_close(g, h)
     base = np.arange(3.0)
-    shared = gp.from_dlpack(base)
-    copied = gp.from_dlpack(base, copy=True)
+    shared = gp.from_dlpack(base, device="cpu")  # host memory is shared only with the cpu device
+    copied = gp.from_dlpack(base, copy=True, device="cpu")
     base[0] = 42
     assert shared.tolist()[0] == 42 and copied.tolist()[0] == 0
-    x = gp.asarray([1.0, 2.0])
+    x = gp.asarray([1.0, 2.0], device="cpu")
     assert gp.from_dlpack(x) is x
     y = gp.from_dlpack(x, copy=True)
     assert y is not x and y.tolist() == [1.0, 2.0]

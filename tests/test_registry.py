@@ -48,8 +48,12 @@ class Doubler:
 
 
 def test_builtin_cpu_comes_from_the_entry_point():
-    from importlib.metadata import entry_points
+    from importlib.metadata import PackageNotFoundError, distribution, entry_points
 
+    try:
+        distribution("grilly")
+    except PackageNotFoundError:
+        pytest.skip("grilly runs from a source tree without package metadata (no entry points)")
     eps = entry_points(group="grilly.backends")
     assert "cpu" in {e.name for e in eps}
     assert any(str(d) == "cpu" for d in gp.devices())
