@@ -66,7 +66,7 @@ def _tol(dtype: str, op: str) -> dict:
     if dtype == "float16":
         return {"rtol": 2e-3, "atol": 1e-3}
     if dtype == "float32":
-        return {"rtol": 2e-5, "atol": 2e-6} if op in vk._F32_ONLY or op == "reciprocal" else {}
+        return {"rtol": 2e-5, "atol": 2e-6} if op in vk.TRANSCENDENTAL or op == "reciprocal" else {}
     return {}
 
 

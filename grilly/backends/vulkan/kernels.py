@@ -21,8 +21,8 @@ _PC = struct.Struct(f"<I4i{MAXD}i{4 * MAXD}i")
 PREDICATES = {"isfinite", "isinf", "isnan", "signbit", "equal", "not_equal", "less",
               "less_equal", "greater", "greater_equal"}
 # Transcendentals: float32 uses the driver's GLSL.std.450 functions (tests loosen their
-# tolerance), float64 shaders/math_f64.glsl. The name is kept for tests that import it.
-_F32_ONLY = {"acos", "acosh", "asin", "asinh", "atan", "atanh", "cos", "cosh", "sin", "sinh",
+# tolerance) except sin/cos/tan; float64, and float32 sin/cos/tan, shaders/math_f64.glsl
+TRANSCENDENTAL = {"acos", "acosh", "asin", "asinh", "atan", "atanh", "cos", "cosh", "sin", "sinh",
              "tan", "tanh", "exp", "expm1", "log", "log1p", "log2", "log10", "pow", "atan2",
              "logaddexp"}
 # float16 computes in float32, where a float16 nextafter step is not one ulp

@@ -24,7 +24,8 @@ stats = {"submits": 0, "dispatches": 0, "uploads": 0, "downloads": 0, "barriers"
 
 
 class Recorder:
-    """One command buffer being recorded, a fence, and the allocations pending work uses."""
+    """Records dispatches into a ring of command buffers (``_Slot``), submits them, and tracks
+    the hazards between dispatches and the allocations each submission keeps alive."""
 
     def __init__(self, ctx):
         self.ctx = ctx
