@@ -600,41 +600,117 @@ def scaled_dot_product_attention(query: Array, key: Array, value: Array, attn_ma
     return gp.matmul(a, value)
 
 
+def _fa2_blocks(lq: int, sk: int, is_causal: bool, block_size: int):
+    """The (j0, j1) key blocks; ``computed`` is False for causal blocks no query can see."""
+    for j0 in range(0, sk, block_size):
+        yield j0, min(j0 + block_size, sk), not (is_causal and j0 >= max(lq, 1))
+
+
+def _fa2_scores(qs, key, attn_mask, is_causal, j0, j1):
+    """The biased scores (..., L, j1 - j0) of key block j0:j1; the causal or mask bias is built
+    for this block only, so no (L, S) array is ever made."""
+    s = gp.matmul(qs, gp.matrix_transpose(key[..., j0:j1, :]))
+    if is_causal:
+        r = gp.expand_dims(gp.arange(qs.shape[-2], device=qs.device), axis=1)
+        c = gp.expand_dims(gp.arange(j0, j1, device=qs.device), axis=0)
+        return s + gp.where(c <= r, gp.asarray(0.0, dtype=qs.dtype, device=qs.device),
+                            gp.asarray(-math.inf, dtype=qs.dtype, device=qs.device))
+    if attn_mask is not None:
+        blk = attn_mask if attn_mask.shape[-1] == 1 else attn_mask[..., j0:j1]
+        s = s + _mask_bias(blk, qs.dtype)
+    return s
+
+
+class _FlashAttention2(Function):
+    """Blocked online-softmax attention whose backward (FlashAttention-2) recomputes each key
+    block's scores from q, k, v and the row logsumexp, so it never stores an (L, S) array."""
+
+    @staticmethod
+    def forward(ctx, query, key, value, attn_mask, *, is_causal, scale, block_size):
+        qs = query * scale
+        lq, sk = qs.shape[-2], key.shape[-2]
+        # a finite floor keeps exp(m_old - m_new) defined while a row has seen only masked keys
+        m = gp.full((*qs.shape[:-1], 1), _neg_inf(qs.dtype), dtype=qs.dtype, device=qs.device)
+        den = gp.zeros((*qs.shape[:-1], 1), dtype=qs.dtype, device=qs.device)
+        acc = None
+        for j0, j1, computed in _fa2_blocks(lq, sk, is_causal, block_size):
+            if not computed:
+                break
+            s = _fa2_scores(qs, key, attn_mask, is_causal, j0, j1)
+            m_new = gp.maximum(m, gp.max(s, axis=-1, keepdims=True))
+            p = gp.exp(s - m_new)
+            alpha = gp.exp(m - m_new)
+            pv = gp.matmul(p, value[..., j0:j1, :])
+            den = den * alpha + gp.sum(p, axis=-1, keepdims=True)
+            acc = pv if acc is None else acc * alpha + pv
+            m = m_new
+        out = acc / den
+        # a row with every key masked has den == 0: out is nan there and lse is -inf
+        ctx.save_for_backward(qs, key, value, attn_mask, out, m + gp.log(den))
+        ctx.geom = (is_causal, scale, block_size)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        qs, key, value, attn_mask, out, lse = ctx.saved_tensors
+        is_causal, scale, block_size = ctx.geom
+        need_q, need_k, need_v = ctx.needs_input_grad[:3]
+        lq, sk = qs.shape[-2], key.shape[-2]
+        # fully masked rows (lse == -inf) contribute nothing, as in PyTorch, instead of nan
+        live = lse != -math.inf
+        zero = gp.asarray(0.0, dtype=g.dtype, device=g.device)
+        g = gp.where(live, g, zero)
+        lse = gp.where(live, lse, gp.asarray(0.0, dtype=lse.dtype, device=lse.device))
+        d = gp.sum(g * gp.where(live, out, zero), axis=-1, keepdims=True)
+        dq, dks, dvs = None, [], []
+        for j0, j1, computed in _fa2_blocks(lq, sk, is_causal, block_size):
+            if not computed:
+                dks.append(gp.zeros((*dks[0].shape[:-2], j1 - j0, key.shape[-1]),
+                                    dtype=dks[0].dtype, device=g.device) if need_k else None)
+                dvs.append(gp.zeros((*dvs[0].shape[:-2], j1 - j0, value.shape[-1]),
+                                    dtype=dvs[0].dtype, device=g.device) if need_v else None)
+                continue
+            kj = key[..., j0:j1, :]
+            p = gp.exp(_fa2_scores(qs, key, attn_mask, is_causal, j0, j1) - lse)
+            if need_v:
+                dvs.append(gp.matmul(gp.matrix_transpose(p), g))
+            if need_q or need_k:
+                ds = p * (gp.matmul(g, gp.matrix_transpose(value[..., j0:j1, :])) - d)
+                if need_q:
+                    dq = gp.matmul(ds, kj) if dq is None else dq + gp.matmul(ds, kj)
+                if need_k:
+                    dks.append(gp.matmul(gp.matrix_transpose(ds), qs))
+        # qs = query * scale: dQ = dS k * scale, dK = dS^T q * scale = dS^T qs
+        dq = dq * scale if need_q else None
+        dk = gp.concat(dks, axis=-2) if need_k else None
+        dv = gp.concat(dvs, axis=-2) if need_v else None
+        return dq, dk, dv, None
+
+
 def flash_attention2(query: Array, key: Array, value: Array, attn_mask: Array | None = None,
                      is_causal: bool = False, scale: float | None = None,
                      block_size: int = 128) -> Array:
-    """Attention with keys in blocks of ``block_size`` and an online softmax (FlashAttention-2
-    forward): peak memory O(L * block_size) instead of O(L * S)."""
+    """Attention with keys in blocks of ``block_size`` and an online softmax (FlashAttention-2):
+    peak memory O(L * block_size) instead of O(L * S), in the forward and in the backward."""
     if is_causal and attn_mask is not None:
         raise ValueError("flash_attention2: give attn_mask or is_causal, not both")
+    if not isinstance(block_size, int) or isinstance(block_size, bool):
+        raise TypeError(f"flash_attention2: block_size must be an int, got {type(block_size).__name__}")
     if block_size < 1:
         raise ValueError(f"flash_attention2: block_size must be positive, got {block_size}")
-    lq, sk = query.shape[-2], key.shape[-2]
+    for name, x in (("query", query), ("key", key), ("value", value)):
+        _check_float(x, "flash_attention2", name)
+        if x.ndim < 2:
+            raise ValueError(f"flash_attention2: {name} needs shape (..., length, features), "
+                             f"got {x.shape}")
+    if key.shape[-1] != query.shape[-1] or key.shape[-2] != value.shape[-2]:
+        raise ValueError(f"flash_attention2: expected query (..., L, E), key (..., S, E) and value "
+                         f"(..., S, Ev), got {query.shape}, {key.shape} and {value.shape}")
+    if key.shape[-2] == 0:
+        raise ValueError("flash_attention2: key has no positions (S == 0)")
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
-    q = query * scale
-    bias = _mask_bias(attn_mask, query.dtype)
-    lead = query.shape[:-1]
-    # a finite floor keeps exp(m_old - m_new) defined while a row has seen only masked keys
-    m = gp.full((*lead, 1), _neg_inf(query.dtype), dtype=query.dtype, device=query.device)
-    den = gp.zeros((*lead, 1), dtype=query.dtype, device=query.device)
-    acc = None
-    for j0 in range(0, sk, block_size):
-        j1 = min(j0 + block_size, sk)
-        if is_causal and j0 > lq - 1:
-            break
-        s = gp.matmul(q, gp.matrix_transpose(key[..., j0:j1, :]))
-        if is_causal:
-            s = s + _causal(lq, j1, query.dtype, query.device)[:, j0:j1]
-        if bias is not None:
-            s = s + bias[..., j0:j1]
-        m_new = gp.maximum(m, gp.max(s, axis=-1, keepdims=True))
-        p = gp.exp(s - m_new)
-        alpha = gp.exp(m - m_new)
-        pv = gp.matmul(p, value[..., j0:j1, :])
-        den = den * alpha + gp.sum(p, axis=-1, keepdims=True)
-        acc = pv if acc is None else acc * alpha + pv
-        m = m_new
-    return acc / den
+    return _FlashAttention2.apply(query, key, value, attn_mask, is_causal=is_causal, scale=scale,
+                                  block_size=block_size)
 
 
 # ---- losses -------------------------------------------------------------------------------

@@ -22,14 +22,17 @@ CODES = {"sum": 0, "prod": 1, "max": 2, "min": 3, "argmax": 2, "argmin": 3,
 def dispatch(ctx, variant: str, spec: tuple, bufs: list, n: int, items: int, offs=(),
              shape=(), strides=(), writes: int = 1) -> None:
     """Record one dispatch with raw push constants: ``n``, offsets, shape, per-operand strides."""
-    offs = list(offs) + [0] * (4 - len(offs))
-    shape = list(shape) + [0] * (MAXD - len(shape))
     flat = []
-    for k in range(4):
-        row = list(strides[k]) if k < len(strides) else []
-        flat += row + [0] * (MAXD - len(row))
-    ctx.recorder.dispatch(ctx.pipeline(variant, spec), bufs, _PC.pack(n, *offs, *shape, *flat),
-                          items, writes)
+    for row in strides:
+        flat += row
+        flat += _ZEROS[:MAXD - len(row)]
+    pc = _PC.pack(n, *offs, *_ZEROS[:4 - len(offs)], *shape, *_ZEROS[:MAXD - len(shape)], *flat,
+                  *_ZEROS[:4 * MAXD - len(flat)])
+    pipe = ctx.pipelines.get((variant, spec)) or ctx.pipeline(variant, spec)
+    ctx.recorder.dispatch(pipe, bufs, pc, items, writes)
+
+
+_ZEROS = (0,) * (4 * MAXD)
 
 
 def _prod(xs) -> int:
@@ -97,8 +100,12 @@ def _run_vec4(x, code: int, out) -> None:
     chunks = max(1, min(VEC4_GROUPS // rows, quads // (4 * 256)))
     dst = out if chunks == 1 else new_buffer(x.ctx, (rows, chunks), out.dtype)
     dispatch(x.ctx, "red4_float32", (code, 1), [dst, x], rows * chunks, rows * chunks * 256,
-             (dst.offset, x.offset), (rows, quads, chunks), ([x.strides[0]],))
-    if chunks > 1:
+             (dst.offset, x.offset), (rows, quads, chunks), ((x.strides[0],),))
+    if chunks % 4 == 0:
+        # the partials are contiguous rows of quads themselves: one more vec4 pass
+        dispatch(x.ctx, "red4_float32", (code, 1), [out, dst], rows, rows * 256,
+                 (out.offset, 0), (rows, chunks // 4, 1), ((chunks,),))
+    elif chunks > 1:
         _run(reshape(dst, (rows, chunks, 1)), code, "red_float32", out)
 
 

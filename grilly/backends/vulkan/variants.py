@@ -71,6 +71,7 @@ def variants() -> dict[str, tuple[str, list[str]]]:
     out["mm_tiled_float32"] = ("linalg/matmul_tiled.comp", [])
     for d in ("float16", "float32", "float64"):
         out[f"softmax_{d}"] = ("nn/softmax.comp", _dtype_defines("IN", d))
+        out[f"conv_{d}"] = ("nn/conv.comp", _dtype_defines("IN", d))
     out["red4_float32"] = ("reduce/reduce_vec4.comp", [])
     out["sgemm_float32"] = ("linalg/sgemm.comp", [])
     for bits, (ts, tc) in WORDS.items():

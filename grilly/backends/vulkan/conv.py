@@ -1,0 +1,79 @@
+"""im2col / col2im kernels of the Vulkan backend (docs/kernels/conv.md; shader
+shaders/nn/conv.comp), with the CPU backend's calling conventions.
+
+One invocation per output element: im2col reads its input through the view's strides, so a
+permuted or sliced image costs no copy; col2im gathers, per image pixel, the window entries that
+read it (no float atomics, so the sums are deterministic and in the CPU kernel's order).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .kernels import new_buffer
+from .reductions import dispatch
+
+_DTYPES = {"float16", "float32", "float64"}
+_LIMIT = 2**31  # the shader indexes with 32-bit ints
+
+
+def _check(op: str, buf, size: int) -> None:
+    if buf.dtype.name not in _DTYPES:
+        raise NotImplementedError(
+            f"{op}: dtype {buf.dtype.name} is not supported on Vulkan device "
+            f"{buf.ctx.phys.name!r}; expected float16, float32 or float64")
+    if size >= _LIMIT or buf.alloc.size // buf.dtype.itemsize >= _LIMIT:
+        raise ValueError(f"{op}: more than 2**31 elements exceed the Vulkan backend's limit")
+
+
+def _fill_bits(fill: float, dtype) -> list:
+    """``fill`` as the signed 32-bit words the shader rebuilds it from (float16: float32 bits of
+    the float16 value, rounded as the CPU kernel rounds it)."""
+    with np.errstate(over="ignore"):
+        if dtype.name == "float64":
+            return [int(w) for w in np.array([fill], np.float64).view(np.int32)]
+        v = np.float32(fill)
+        if dtype.name == "float16":
+            v = np.float32(np.float16(v))
+    return [int(np.array([v]).view(np.int32)[0])]
+
+
+def _run(op: int, cm: bool, out, src, image: tuple, kernel, stride, dilation, pads, hw,
+         src_strides, fill_words=()) -> None:
+    (kh, kw), (sh, sw), (dh, dw), (ho, wo) = kernel, stride, dilation, hw
+    dispatch(src.ctx, f"conv_{src.dtype.name}", (op, 1, int(cm)), [out, src], out.size,
+             out.size, (out.offset, src.offset), (*image, kh),
+             (src_strides, (kw, sh, sw, dh, dw), (pads[0], pads[2], ho, wo, *fill_words[:1]),
+              tuple(fill_words[1:])))
+
+
+def im2col(buf, kernel, stride, dilation, pads, fill, out, channel_major=False):
+    """(N, C, H, W) -> (N, C, KW*KH, Ho, Wo) windows, kw-major, or (C, KW*KH, N, Ho, Wo) with
+    ``channel_major``; outside the image is ``fill``."""
+    n, c, h, w = buf.shape
+    k = kernel[0] * kernel[1]
+    shape = (c, k, n, *out) if channel_major else (n, c, k, *out)
+    _check("im2col", buf, n * c * k * out[0] * out[1])
+    res = new_buffer(buf.ctx, shape, buf.dtype)
+    if res.size:
+        _run(0, channel_major, res, buf, (n, c, h, w), kernel, stride, dilation, pads, out,
+             buf.strides, _fill_bits(fill, buf.dtype))
+    return res
+
+
+def col2im(buf, kernel, stride, dilation, pads, size, channel_major=False):
+    """Adjoint of ``im2col``: window values (N, C, KW*KH, Ho, Wo) (or (C, KW*KH, N, Ho, Wo)
+    with ``channel_major``) summed onto (N, C, H, W); what falls on the padding is dropped."""
+    st = buf.strides
+    if channel_major:
+        c, _, n, ho, wo = buf.shape
+        st = (st[2], st[0], st[1], st[3], st[4])   # the shader reads (n, c, k, a, b) strides
+    else:
+        n, c, _, ho, wo = buf.shape
+    _check("col2im", buf, n * c * size[0] * size[1])
+    res = new_buffer(buf.ctx, (n, c, *size), buf.dtype)
+    if res.size:
+        _run(1, False, res, buf, (n, c, *size), kernel, stride, dilation, pads, (ho, wo), st)
+    return res
+
+
+KERNELS: dict = {"im2col": im2col, "col2im": col2im}

@@ -1,0 +1,95 @@
+#version 450
+// im2col (OP=0) and its adjoint col2im (OP=1), docs/kernels/conv.md; grid-stride, one
+// invocation per output element. Geometry is packed into the push constants
+// (grilly/backends/vulkan/conv.py):
+//   pc.n = output elements; pc.off = (output, input) element offsets
+//   pc.shape = (N, C, H, W, KH): the image (the im2col input, the col2im output)
+//   pc.st[0..4] = input strides: im2col (n, c, h, w), col2im (n, c, k, a, b) whatever the layout
+//   pc.st[5..13] = KW, SH, SW, DH, DW, top, left, Ho, Wo; pc.st[14..15] = fill bits (im2col)
+// Window k = j*KH + i for kernel offset (i, j) (kw-major). CM=1: im2col writes
+// (C, KW*KH, N, Ho, Wo) instead of (N, C, KW*KH, Ho, Wo). col2im is a gather (one invocation
+// per image pixel summing the window entries that read it, in the CPU kernel's k order), so
+// no float atomics and a deterministic result.
+#include "../common.glsl"
+
+layout(constant_id = 0) const int OP = 0;
+layout(constant_id = 2) const int CM = 0;
+
+#define TC IN_TC
+layout(set = 0, binding = 0) writeonly buffer O { IN_TS y[]; };
+layout(set = 0, binding = 1) readonly buffer A { IN_TS x[]; };
+
+TC fill_value() {
+#if IN_BITS == 64
+    return packDouble2x32(uvec2(uint(pc.st[14]), uint(pc.st[15])));
+#else
+    // float16 fills arrive as float32 bits: the variant computes in float32
+    return uintBitsToFloat(uint(pc.st[14]));
+#endif
+}
+
+void im2col(int g, int N, int C, int H, int W, int KH) {
+    int KW = pc.st[5], SH = pc.st[6], SW = pc.st[7], DH = pc.st[8], DW = pc.st[9];
+    int HO = pc.st[12], WO = pc.st[13], K = KH * KW;
+    int t = g / WO;
+    int b = g - t * WO;
+    int q = t / HO;
+    int a = t - q * HO;
+    int n, c, k;
+    if (CM != 0) {
+        int p = q / N;
+        n = q - p * N;
+        c = p / K;
+        k = p - c * K;
+    } else {
+        int p = q / K;
+        k = q - p * K;
+        n = p / C;
+        c = p - n * C;
+    }
+    int j = k / KH, i = k - j * KH;
+    int r = a * SH + i * DH - pc.st[10], col = b * SW + j * DW - pc.st[11];
+    TC v = fill_value();
+    if (r >= 0 && r < H && col >= 0 && col < W)
+        v = TC(x[pc.off[1] + n * pc.st[0] + c * pc.st[1] + r * pc.st[2] + col * pc.st[3]]);
+    y[pc.off[0] + g] = IN_TS(v);
+}
+
+void col2im(int g, int N, int C, int H, int W, int KH) {
+    int KW = pc.st[5], SH = pc.st[6], SW = pc.st[7], DH = pc.st[8], DW = pc.st[9];
+    int HO = pc.st[12], WO = pc.st[13];
+    int t = g / W;
+    int col = g - t * W;
+    int q = t / H;
+    int r = t - q * H;
+    int n = q / C, c = q - n * C;
+    int base = pc.off[1] + n * pc.st[0] + c * pc.st[1];
+    TC s = TC(0);
+    // window (i, j) at output (a, b) read pixel (a*SH + i*DH - top, b*SW + j*DW - left): the
+    // pixel's windows are the offsets whose remainder is a multiple of the stride, in range
+    for (int j = 0; j < KW; ++j) {
+        int u = col + pc.st[11] - j * DW;
+        if (u < 0) break;  // u only decreases with j
+        int b = u / SW;
+        if (b * SW != u || b >= WO) continue;
+        for (int i = 0; i < KH; ++i) {
+            int v = r + pc.st[10] - i * DH;
+            if (v < 0) break;
+            int a = v / SH;
+            if (a * SH != v || a >= HO) continue;
+            s += TC(x[base + (j * KH + i) * pc.st[2] + a * pc.st[3] + b * pc.st[4]]);
+        }
+    }
+    y[pc.off[0] + g] = IN_TS(s);
+}
+
+void main() {
+    int N = pc.shape[0], C = pc.shape[1], H = pc.shape[2], W = pc.shape[3], KH = pc.shape[4];
+    uint step = gl_NumWorkGroups.x * WG;
+    for (uint g = gl_GlobalInvocationID.x; g < pc.n; g += step) {
+        if (OP == 0)
+            im2col(int(g), N, C, H, W, KH);
+        else
+            col2im(int(g), N, C, H, W, KH);
+    }
+}

@@ -1,0 +1,98 @@
+"""The im2col/col2im kernels on strided views, with max-pool fills and every float dtype, per
+device (tests/test_conv_fast.py covers contiguous inputs and the conv/pool VJPs)."""
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import grilly as gp
+from grilly.array import conv as C
+from grilly.testing import assert_close
+
+fixture_ok = settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+GEOM = ((3, 2), (2, 1), (1, 2), (1, 2, 0, 3))
+
+
+def _out(kernel, stride, dilation, pads, size):
+    return tuple((size[a] + pads[2 * a] + pads[2 * a + 1] - dilation[a] * (kernel[a] - 1) - 1)
+                 // stride[a] + 1 for a in (0, 1))
+
+
+def _slices(kernel, stride, dilation, out):
+    """Window (i, j)'s strided slice of the padded image, kw-major."""
+    (kh, kw), (sh, sw), (dh, dw), (ho, wo) = kernel, stride, dilation, out
+    return [(slice(i * dh, i * dh + sh * (ho - 1) + 1, sh), slice(j * dw, j * dw + sw * (wo - 1) + 1, sw))
+            for j in range(kw) for i in range(kh)]
+
+
+def _ref_im2col(x, kernel, stride, dilation, pads, fill, out):
+    xp = np.pad(x, ((0, 0), (0, 0), pads[:2], pads[2:]), constant_values=fill)
+    return np.stack([xp[:, :, a, b] for a, b in _slices(kernel, stride, dilation, out)], axis=2)
+
+
+def _ref_col2im(g, kernel, stride, dilation, pads, size):
+    pt, pb, pl, pr = pads
+    y = np.zeros(g.shape[:2] + (size[0] + pt + pb, size[1] + pl + pr), g.dtype)
+    for k, (a, b) in enumerate(_slices(kernel, stride, dilation, g.shape[3:])):
+        y[:, :, a, b] += g[:, :, k]
+    return y[:, :, pt:pt + size[0], pl:pl + size[1]]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("cm", [False, True])
+def test_strided_views_and_lowest_fill(device, dtype, cm):
+    """A permuted, reversed, stepped image and a transposed cotangent: no copy is needed, and
+    the max-pool fill (the dtype's lowest finite value) comes out exactly."""
+    rng = np.random.default_rng(2)
+    base = rng.standard_normal((9, 3, 2, 20)).astype(dtype)
+    x = gp.permute_dims(gp.asarray(base, device=device), (2, 1, 0, 3))[:, :, ::-1, 1::2]
+    xh = base.transpose(2, 1, 0, 3)[:, :, ::-1, 1::2]
+    size = xh.shape[2:]
+    out = _out(*GEOM, size)
+    fill = -float(np.finfo(dtype).max)
+    ref = _ref_im2col(xh, *GEOM, fill, out)
+    ref = ref.transpose(1, 2, 0, 3, 4) if cm else ref
+    assert_close(C.im2col(x, *GEOM, fill, out, cm), ref, rtol=0, atol=0)
+    g = rng.standard_normal(ref.shape[::-1]).astype(dtype)
+    gv = gp.permute_dims(gp.asarray(g, device=device), (4, 3, 2, 1, 0))
+    gt = g.transpose(4, 3, 2, 1, 0)
+    want = _ref_col2im((gt.transpose(2, 0, 1, 3, 4) if cm else gt).astype(np.float64), *GEOM, size)
+    tol = {"float16": 2e-3, "float32": 1e-6, "float64": 1e-13}[dtype]
+    back = C.col2im(gv, *GEOM, size, cm)
+    assert back.dtype == getattr(gp, dtype)
+    assert_close(back, want.astype(dtype), rtol=tol, atol=tol)
+
+
+def test_kernels_match_cpu_bitwise(device):
+    """col2im sums each pixel's windows in the CPU kernel's order, so float32 results are equal;
+    large enough that the shader's grid-stride loop takes several turns on small devices."""
+    rng = np.random.default_rng(3)
+    geom = ((3, 3), (1, 1), (1, 1), (1, 1, 1, 1))
+    x = rng.standard_normal((8, 16, 64, 64)).astype(np.float32)
+    out = _out(*geom, (64, 64))
+    cols = C.im2col(gp.asarray(x, device=device), *geom, 0.0, out, True)
+    assert_close(cols, _ref_im2col(x, *geom, 0.0, out).transpose(1, 2, 0, 3, 4), rtol=0, atol=0)
+    g = rng.standard_normal(cols.shape).astype(np.float32)
+    cpu = C.col2im(gp.asarray(g), *geom, (64, 64), True)
+    assert_close(C.col2im(gp.asarray(g, device=device), *geom, (64, 64), True), cpu,
+                 rtol=0, atol=0)
+
+
+@fixture_ok
+@given(kh=st.integers(1, 3), kw=st.integers(1, 3), sh=st.integers(1, 3), sw=st.integers(1, 3),
+       dh=st.integers(1, 2), dw=st.integers(1, 2), p=st.integers(0, 2), h=st.integers(3, 7),
+       w=st.integers(3, 7), cm=st.booleans())
+def test_col2im_is_the_adjoint_on_device(device, kh, kw, sh, sw, dh, dw, p, h, w, cm):
+    """<im2col(x), g> == <x, col2im(g)> (float64 where the device has it)."""
+    kernel, stride, dilation, pads = (kh, kw), (sh, sw), (dh, dw), (p, 0, 0, p)
+    if h + p < dh * (kh - 1) + 1 or w + p < dw * (kw - 1) + 1:
+        return
+    dt = "float64" if device.backend.supports_dtype(device, gp.float64) else "float32"
+    out = _out(kernel, stride, dilation, pads, (h, w))
+    rng = np.random.default_rng(h * 7 + w)
+    x = rng.standard_normal((2, 3, h, w)).astype(dt)
+    cols = C.im2col(gp.asarray(x, device=device), kernel, stride, dilation, pads, 0.0, out, cm)
+    g = rng.standard_normal(cols.shape).astype(dt)
+    back = C.col2im(gp.asarray(g, device=device), kernel, stride, dilation, pads, (h, w), cm)
+    lhs, rhs = float(np.sum(np.asarray(cols) * g)), float(np.sum(x * np.asarray(back)))
+    assert abs(lhs - rhs) < (1e-9 if dt == "float64" else 1e-3)
