@@ -1,6 +1,8 @@
 """Stateless forms of the grilly.nn layers, activations and losses (``grilly.nn.functional``,
-also importable as ``grilly.functional``). Every function is a composition of namespace ops, so
-autograd differentiates it without a hand-written backward."""
+also importable as ``grilly.functional``). Every function is written with namespace ops, so it
+runs on every device; most are differentiated by autograd through those ops, and a few hot or
+memory-bound ones (linear, relu, batch_norm, cross_entropy, conv/pool windows, softmax,
+flash_attention2) carry a hand-written backward (``autograd.Function``), also in namespace ops."""
 from __future__ import annotations
 
 import math
