@@ -228,7 +228,9 @@ def gelu(input: Array, approximate: str = "none") -> Array:
     """x * Phi(x) ('none', via erfc) or the tanh approximation ('tanh')."""
     if approximate == "tanh":
         k = math.sqrt(2.0 / math.pi)
-        return 0.5 * input * (1.0 + gp.tanh(k * (input + 0.044715 * input * input * input)))
+        # (1 + tanh(u)) / 2 == sigmoid(2u): the same function without the cancellation of
+        # 1 + tanh(u) near -1, which leaves a float32 value (and its gradient) at 0 for x < -5
+        return input * sigmoid(2.0 * k * (input + 0.044715 * input * input * input))
     if approximate != "none":
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
     z = input * (1.0 / math.sqrt(2.0))
