@@ -128,7 +128,7 @@ def binary(op: str, x1, x2) -> Array:
     a = x1 if isinstance(x1, Array) and x1._dtype is cd else _operand(x1, cd, dev, op)
     b = x2 if isinstance(x2, Array) and x2._dtype is cd else _operand(x2, cd, dev, op)
     sa, sb = a._buf.shape, b._buf.shape
-    shape = sa if sa == sb else broadcast_shapes(sa, sb, op=op)
+    shape = sa if sa == sb or not sb else sb if not sa else broadcast_shapes(sa, sb, op=op)
     rd = result(cd)
     return Array._new(kernel(dev, op)(shape, rd, a._buf, b._buf), rd, dev)
 

@@ -84,6 +84,9 @@ class Recorder:
 
     def _start(self) -> None:
         slot = self._free.pop() if self._free else self._retire(self._inflight.pop(0))
+        # resets happen here, off the sync path: a reader gets its data without waiting for them
+        # (vkBeginCommandBuffer resets the buffer itself: its pool allows per-buffer resets)
+        lib.vkResetFences(self.ctx.device, 1, slot.fence)
         check(lib.vkBeginCommandBuffer(slot.cmd, self._begin), "vkBeginCommandBuffer")
         self._cur, self.cmd, self.keep = slot, slot.cmd, slot.keep
         self._bound = self._pc = None
@@ -92,8 +95,6 @@ class Recorder:
     def _retire(self, slot: "_Slot") -> "_Slot":
         """Wait for a submitted slot, release what its work kept alive, make it reusable."""
         self._wait(slot)
-        lib.vkResetFences(self.ctx.device, 1, slot.fence)
-        lib.vkResetCommandBuffer(slot.cmd, 0)
         slot.keep.clear()
         return slot
 
