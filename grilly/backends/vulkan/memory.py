@@ -107,7 +107,6 @@ class Pool:
         self.chunks: list[Chunk] = []
         self.held = 0        # bytes of VkDeviceMemory this pool owns
         self.live = 0        # bytes handed out and not yet released
-        self._type = None
         self._staging_type = -1   # -1: not probed yet
         self._buckets: dict = {}  # request -> bucket size, for sizes checked against the limit
 

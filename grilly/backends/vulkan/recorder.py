@@ -111,11 +111,7 @@ class Recorder:
                 hazard = True
                 break
         if hazard or (allocs[0] in read if writes == 1 else any(a in read for a in allocs[:writes])):
-            lib.vkCmdPipelineBarrier(cmd, self._stages, self._stages, 0, 1, self._barrier,
-                                     0, ffi.NULL, 0, ffi.NULL)
-            stats["barriers"] += 1
-            written.clear()
-            read.clear()
+            self._barrier_all()
         if writes == 1:
             written.add(allocs[0])
             read.update(allocs)   # (the written one too: harmless, it is in ``written`` anyway)
@@ -151,17 +147,21 @@ class Recorder:
         if self.work >= SUBMIT_WORK or self.count >= BATCH_MAX:
             self.submit()
 
+    def _barrier_all(self) -> None:
+        """Order everything recorded (and submitted) so far before what follows."""
+        lib.vkCmdPipelineBarrier(self.cmd, self._stages, self._stages, 0, 1, self._barrier,
+                                 0, ffi.NULL, 0, ffi.NULL)
+        stats["barriers"] += 1
+        self._written.clear()
+        self._read.clear()
+
     def copy(self, src, src_offset: int, dst_buffer, nbytes: int) -> None:
         """Record a transfer of ``nbytes`` from allocation ``src`` (at byte ``src_offset`` of its
         VkBuffer) to the start of ``dst_buffer`` (a staging buffer no dispatch touches)."""
         if not self.recording:
             self._start()
         if src in self._written:
-            lib.vkCmdPipelineBarrier(self.cmd, self._stages, self._stages, 0, 1, self._barrier,
-                                     0, ffi.NULL, 0, ffi.NULL)
-            stats["barriers"] += 1
-            self._written.clear()
-            self._read.clear()
+            self._barrier_all()
         self._read.add(src)
         self.keep.append(src)
         region = self._region
