@@ -19,6 +19,7 @@ import time
 import numpy as np
 
 import grilly as gp
+from grilly.backends.vulkan import fusion
 
 
 def timed(fn, sync, reps: int, batch: int = 1) -> float:
@@ -96,9 +97,21 @@ def main() -> None:
         y = xp.exp(-y * y) - 0.25
         y = xp.tanh(y) * 2.0 + x
         y = xp.sin(y) + xp.cos(y)
-        return float((y * y).sum() if xp is torch else xp.sum(y * y))
-    row("10-op chain on 1024 + read back", timed(lambda: chain(gp, gx), lambda: None, reps * 10),
-        timed(lambda: chain(torch, tx), lambda: None, reps * 10), 1e-6, "Mchains/s")
+        return (y * y).sum() if xp is torch else xp.sum(y * y)
+    hy = np.random.default_rng(4).standard_normal(1 << 20).astype(np.float32)
+    gy, ty = gp.asarray(hy, device=dev), torch.from_numpy(hy).to(tdev)
+    fuses = getattr(dev, "ctx", None) is not None and dev.ctx.fuser is not None
+    for fused in ((True, False) if fuses else (None,)):
+        if fused is not None:
+            fusion.enable(dev.ctx, fused)
+        tag = "" if fused is None else " (fusion on)" if fused else " (fusion off)"
+        row(f"10-op chain on 1024 + read back{tag}",
+            timed(lambda: float(chain(gp, gx)), lambda: None, reps * 10),
+            timed(lambda: float(chain(torch, tx)), lambda: None, reps * 10), 1e-6, "Mchains/s")
+        row(f"10-op chain on 1M stream{tag}", timed(lambda: chain(gp, gy), gsync, reps, batch),
+            timed(lambda: chain(torch, ty), tsync, reps, batch), 1e-6, "Mchains/s")
+    if fuses:
+        fusion.enable(dev.ctx, True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": str(dev), "torch_device": tdev, "batch": batch, "rows": rows}, f,

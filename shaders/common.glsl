@@ -36,6 +36,7 @@ bool isinf_b(double x) {
 layout(local_size_x = WG) in;
 layout(constant_id = 1) const int NDIM = 1;
 
+#ifndef OWN_PUSH_CONSTANTS   // fused.comp has a layout of its own
 // Operand 0 is the output; 1..3 the inputs. Offsets and strides are in elements.
 layout(push_constant) uniform PC {
     uint n;
@@ -60,6 +61,7 @@ void locate(uint i, int nops, out int o[4]) {
         for (int k = 0; k < nops; ++k) o[k] += c * pc.st[k * MAXD + d];
     }
 }
+#endif
 
 // Storage <-> compute conversions go through 32 bits: 8/16-bit types are storage-only.
 #define LOAD(X, v) X##_TC(v)

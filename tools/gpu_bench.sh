@@ -13,7 +13,7 @@ OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 case "${1:-bench}" in
   bench)
-    python3 bench/bench_gpu.py --device vulkan --json "$OUT/gpu_bench.json" 2>&1 | tail -14
+    python3 bench/bench_gpu.py --device vulkan --json "$OUT/gpu_bench.json" 2>&1 | tail -18
     python3 bench/bench_train.py --device vulkan --json "$OUT/train_vulkan.json" 2>&1 | tail -8 ;;
   conformance)
     # twice: with the suite's defaults (Hypothesis' 800 ms deadline also times first-call kernel

@@ -61,8 +61,13 @@ def main() -> None:
         for _ in range(200):
             y = y + 1.0
         return y
-    rec("record one tiny op (python) grilly", best(record_only, 5) / 200 * 1e6, "us")
-    ctx.recorder.flush()
+    from grilly.backends.vulkan import fusion
+    for on in (True, False):
+        fusion.enable(ctx, on)
+        rec(f"record one tiny op grilly (fusion {'on' if on else 'off'})",
+            best(record_only, 5) / 200 * 1e6, "us")
+        ctx.recorder.flush()
+    fusion.enable(ctx, fusion.wanted(ctx.phys))
 
     def torch_only():
         y = tx

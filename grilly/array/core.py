@@ -149,7 +149,10 @@ def scalar_operand(x, dtype, device, op: str) -> Array:
     key = (id(device), dtype.name, t, v)
     a = _SCALARS.get(key)
     if a is None:
-        a = wrap(full_buf(device, (), x, dtype), dtype, device)
+        check_device_dtype(device, dtype, "full")
+        k = device.kernels.get("scalar")   # optional: a backend may treat it as a constant
+        buf = k(x, dtype) if k is not None else full_buf(device, (), x, dtype)
+        a = wrap(buf, dtype, device)
         if len(_SCALARS) >= _SCALARS_MAX:
             _SCALARS.clear()
         _SCALARS[key] = a

@@ -10,6 +10,7 @@ import struct
 import numpy as np
 
 from ...array.elementwise import BINARY, UNARY
+from .fusion import FUSE_MAX, FUSED
 from .memory import Buffer, contiguous_strides
 from .recorder import stats
 from .variants import op_codes, variants
@@ -70,21 +71,30 @@ def launch(ctx, variant: str, op: int, bufs: list, shape: tuple, name: str) -> N
     flat = _flat_pattern(bufs, shape)
     if flat is not None:
         # every operand contiguous over ``shape`` or a single element: one flat axis
-        offs = [b.offset for b in bufs]
-        spec = (op, 1)
-        if n & 3 == 0 and variant in VEC4_VARIANTS and op != _WHERE:
-            for o, c in zip(offs, flat):
-                if c and o & 3:
-                    break
-            else:
-                spec, n = (op, 1, 1), n >> 2   # 128-bit loads and stores, 4 elements per step
-        pipe = ctx.pipelines.get((variant, spec)) or ctx.pipeline(variant, spec)
-        offs += _PAD[len(offs)]
-        ctx.recorder.dispatch(pipe, bufs, _PC.pack(n, *offs, n, 0, 0, 0, 0, *_FLAT[flat]), n)
+        fuser = ctx.fuser
+        if fuser is not None and n <= FUSE_MAX and variant in FUSED and op != _WHERE:
+            fuser.add(variant, op, bufs, flat, n)
+            return
+        dispatch_flat(ctx, variant, op, [b.alloc for b in bufs], [b.offset for b in bufs], flat, n)
         return
     dims, sts = collapse(tuple(shape), [bcast_strides(b, shape) for b in bufs])
     offs = [b.offset for b in bufs]
     _launch(ctx, ctx.pipeline(variant, (op, min(len(dims), MAXD))), bufs, dims, sts, offs)
+
+
+def dispatch_flat(ctx, variant: str, op: int, allocs: list, offs: list, flat: tuple, n: int) -> None:
+    """Record one elementwise dispatch whose operands are contiguous (``flat`` True) or one
+    element, at element offsets ``offs`` of ``allocs`` (the output first)."""
+    spec = (op, 1)
+    if n & 3 == 0 and variant in VEC4_VARIANTS and op != _WHERE:
+        for o, c in zip(offs, flat):
+            if c and o & 3:
+                break
+        else:
+            spec, n = (op, 1, 1), n >> 2   # 128-bit loads and stores, 4 elements per step
+    pipe = ctx.pipelines.get((variant, spec)) or ctx.pipeline(variant, spec)
+    ctx.recorder.dispatch_allocs(pipe, allocs, _PC.pack(n, *offs, *_PAD[len(offs)], n, 0, 0, 0, 0,
+                                                        *_FLAT[flat]), n)
 
 
 # elementwise variants with the VEC4 path (32-bit dtypes, output of the input's dtype)
@@ -192,6 +202,17 @@ def full(ctx, shape, value, dtype) -> Buffer:
     return _host_fill(ctx, np.broadcast_to(v.astype(dtype.np, casting="unsafe"), shape), dtype)
 
 
+def scalar(ctx, value, dtype) -> Buffer:
+    """A shared read-only 0-d operand (the array layer's ``scalar_operand``): 32-bit ones carry
+    their bits on the allocation, so fused kernels take them as immediates."""
+    out = full(ctx, (), value, dtype)
+    if dtype.itemsize == 4 and dtype.kind in "fiu":
+        v = np.asarray(value)
+        v = (v.real if v.dtype.kind == "c" else v).astype(dtype.np, casting="unsafe")
+        out.alloc.const = int(v.reshape(1).view(np.uint32)[0])
+    return out
+
+
 def arange(ctx, start, step, n: int, dtype) -> Buffer:
     h = start + step * np.arange(n, dtype=np.float64 if dtype.kind in "fc" else None)
     return _host_fill(ctx, h, dtype)
@@ -296,7 +317,7 @@ def slice_view(buf: Buffer, key: tuple) -> Buffer:
 
 STORAGE = {"to_host": to_host, "astype": astype, "assign": assign, "reshape": reshape,
            "permute": permute, "broadcast_to": broadcast_to, "slice": slice_view, "copy": copy}
-CREATION = {"from_host": from_host, "empty": empty, "full": full, "arange": arange,
+CREATION = {"from_host": from_host, "empty": empty, "full": full, "scalar": scalar, "arange": arange,
             "linspace": linspace, "eye": eye}
 
 

@@ -82,10 +82,11 @@ class Chunk:
 class Allocation:
     """A block of a chunk handed out by the pool; returns to it when no view references it."""
 
-    __slots__ = ("pool", "chunk", "offset", "size", "__weakref__")
+    __slots__ = ("pool", "chunk", "offset", "size", "const", "__weakref__")
 
     def __init__(self, pool, chunk: Chunk, offset: int, size: int):
         self.pool, self.chunk, self.offset, self.size = pool, chunk, offset, size
+        self.const = None   # bits of a shared scalar operand no kernel writes (kernels.scalar)
 
     def host(self) -> np.ndarray:
         """The block's bytes as a mapped numpy view (zero-copy)."""

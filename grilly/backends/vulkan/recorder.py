@@ -50,9 +50,9 @@ class Recorder:
         self._begin = ffi.new("VkCommandBufferBeginInfo*", {
             "sType": lib.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
             "flags": lib.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT})
-        self._infos = ffi.new("VkDescriptorBufferInfo[]", MAX_BINDINGS)
-        self._writes = ffi.new("VkWriteDescriptorSet[]", MAX_BINDINGS)
-        for i in range(MAX_BINDINGS):
+        self._infos = ffi.new("VkDescriptorBufferInfo[]", ctx.bindings)
+        self._writes = ffi.new("VkWriteDescriptorSet[]", ctx.bindings)
+        for i in range(ctx.bindings):
             w = self._writes[i]
             w.sType = lib.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET
             w.dstBinding = i
@@ -73,7 +73,8 @@ class Recorder:
         self.recording = False
         self._bound = None            # pipeline bound in the command buffer being recorded
         self._pc = None               # push constants last recorded in it
-        self._slots = [None] * MAX_BINDINGS   # allocation each descriptor info describes
+        self._slots = [None] * ctx.bindings   # allocation each descriptor info describes
+        self.pending = None           # an open fused run (fusion.Fuser), emitted before other work
         self.count = 0
         self.work = 0                 # items dispatched into the command buffer being recorded
         self.cmd = None
@@ -100,10 +101,15 @@ class Recorder:
 
     def dispatch(self, pipeline, bufs: list, pc: bytes, n: int, writes: int = 1) -> None:
         """Record one dispatch of ``pipeline`` over ``n`` items; ``bufs[:writes]`` are written."""
+        self.dispatch_allocs(pipeline, [b.alloc for b in bufs], pc, n, writes)
+
+    def dispatch_allocs(self, pipeline, allocs: list, pc: bytes, n: int, writes: int = 1) -> None:
+        """``dispatch`` with the allocations bound at bindings 0, 1, ... given directly."""
+        if self.pending is not None:
+            self.pending.emit()   # an open fused run goes first: the order of work stays
         if not self.recording:
             self._start()
         cmd = self.cmd
-        allocs = [b.alloc for b in bufs]
         written, read = self._written, self._read
         hazard = False
         for a in allocs:
@@ -124,7 +130,8 @@ class Recorder:
             self._bound = pipeline
         slots = self._slots
         na = len(allocs)
-        for i in range(MAX_BINDINGS):
+        nb = MAX_BINDINGS if na <= MAX_BINDINGS else na
+        for i in range(nb):
             a = allocs[i] if i < na else allocs[0]
             if slots[i] is not a:
                 # the cffi struct keeps its fields: write only slots whose buffer changed
@@ -134,7 +141,7 @@ class Recorder:
                 info.offset = a.offset
                 info.range = a.size
         ctx = self.ctx
-        ctx.push_descriptors(cmd, _BIND_COMPUTE, ctx.layout, 0, MAX_BINDINGS, self._writes)
+        ctx.push_descriptors(cmd, _BIND_COMPUTE, ctx.layout, 0, nb, self._writes)
         if pc != self._pc:
             # push constants survive pipeline binds (one layout): same-shaped ops reuse them
             lib.vkCmdPushConstants(cmd, ctx.layout, _STAGE_COMPUTE, 0, len(pc), pc)
@@ -158,6 +165,8 @@ class Recorder:
     def copy(self, src, src_offset: int, dst_buffer, nbytes: int) -> None:
         """Record a transfer of ``nbytes`` from allocation ``src`` (at byte ``src_offset`` of its
         VkBuffer) to the start of ``dst_buffer`` (a staging buffer no dispatch touches)."""
+        if self.pending is not None:
+            self.pending.emit()
         if not self.recording:
             self._start()
         if src in self._written:
@@ -182,6 +191,8 @@ class Recorder:
 
     def submit(self) -> None:
         """Submit what was recorded without waiting; recording goes on in another buffer."""
+        if self.pending is not None:
+            self.pending.emit()
         if not self.recording:
             return
         slot = self._cur
@@ -202,7 +213,7 @@ class Recorder:
         self.submit()
         while self._inflight:
             self._free.append(self._retire(self._inflight.pop(0)))
-        self._slots = [None] * MAX_BINDINGS
+        self._slots = [None] * self.ctx.bindings
         self._written.clear()
         self._read.clear()
 

@@ -15,10 +15,13 @@ except Exception as e:  # no loader (libvulkan.so) or no vulkan package
     ffi = lib = None
     IMPORT_ERROR = f"the Vulkan loader could not be loaded ({type(e).__name__}: {e})"
 
+from .fusion import Fuser
+from .fusion import wanted as fusion_wanted
 from .variants import SPV_DIR
 
 API_1_1 = (1 << 22) | (1 << 12)
-MAX_BINDINGS = 4
+MAX_BINDINGS = 4     # buffers of a kernel
+FUSED_BINDINGS = 8   # buffers of the fused elementwise kernel (where the device allows 8)
 PUSH_BYTES = 128
 # device type -> rank: a real GPU wins the default device over the CPU backend, a CPU
 # implementation of Vulkan (lavapipe) never does (see VulkanBackend.priority)
@@ -90,6 +93,7 @@ class PhysicalDevice:
         self.max_groups = lim.maxComputeWorkGroupCount[0]
         self.max_group_counts = tuple(lim.maxComputeWorkGroupCount[i] for i in range(3))
         self.max_shared = lim.maxComputeSharedMemorySize
+        self.max_stage_buffers = lim.maxPerStageDescriptorStorageBuffers
         self.subgroup_size = sub.subgroupSize
         # the shaders ask for IEEE inf/NaN/signed zeros (shaders/common.glsl)
         self.ieee_preserve = {"float32": bool(fc.shaderSignedZeroInfNanPreserveFloat32),
@@ -169,6 +173,7 @@ class PhysicalDevice:
             "maxComputeWorkGroupCount": list(self.max_group_counts),
             "maxStorageBufferRange": self.max_storage,
             "maxComputeSharedMemorySize": self.max_shared,
+            "elementwise_fusion": fusion_wanted(self),
             "memory_heaps": [{"bytes": s, "device_local": bool(fl & 1)} for s, fl in self.heaps],
             "memory_budget": [{"budget": b, "usage": u} for b, u in self.memory_budget() or ()],
             "cooperative_matrix": "VK_KHR_cooperative_matrix" in self.extensions,
@@ -220,6 +225,9 @@ class Context:
         q = ffi.new("VkQueue*")
         lib.vkGetDeviceQueue(dev, phys.queue_family, 0, q)
         self.queue = q[0]
+        # the descriptor set layout has room for the fused kernel's buffers where the device
+        # allows them (the Vulkan minimum is 4); elementwise fusion is off otherwise
+        self.bindings = FUSED_BINDINGS if phys.max_stage_buffers >= FUSED_BINDINGS else MAX_BINDINGS
         fn = lib.vkGetDeviceProcAddr(dev, b"vkCmdPushDescriptorSetKHR")
         self.push_descriptors = ffi.cast("PFN_vkCmdPushDescriptorSetKHR", fn)
         self._make_layout()
@@ -232,11 +240,12 @@ class Context:
         self.pool = Pool(self)
         self.recorder = Recorder(self)
         self.staging = Staging(self)
+        self.fuser = Fuser(self) if fusion_wanted(phys) else None
         atexit.register(self.save_pipeline_cache)
 
     def _make_layout(self) -> None:
-        b = ffi.new("VkDescriptorSetLayoutBinding[]", MAX_BINDINGS)
-        for i in range(MAX_BINDINGS):
+        b = ffi.new("VkDescriptorSetLayoutBinding[]", self.bindings)
+        for i in range(self.bindings):
             b[i].binding = i
             b[i].descriptorType = lib.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
             b[i].descriptorCount = 1
@@ -244,7 +253,7 @@ class Context:
         info = ffi.new("VkDescriptorSetLayoutCreateInfo*", {
             "sType": lib.VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
             "flags": lib.VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR,
-            "bindingCount": MAX_BINDINGS, "pBindings": b})
+            "bindingCount": self.bindings, "pBindings": b})
         out = ffi.new("VkDescriptorSetLayout*")
         check(lib.vkCreateDescriptorSetLayout(self.device, info, ffi.NULL, out),
               "vkCreateDescriptorSetLayout")
