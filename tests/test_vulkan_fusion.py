@@ -169,3 +169,19 @@ def test_env_setting(monkeypatch):
     assert not fusion.wanted(phys)
     monkeypatch.setenv("GRILLY_VULKAN_FUSION", "1")
     assert fusion.wanted(phys) == (phys.max_stage_buffers >= fusion.NB)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int32, np.uint32])
+def test_other_dtypes(dev, dtype):
+    if dtype == np.float64 and not dev.backend.supports_dtype(dev, gp.float64):
+        pytest.skip("no float64 on this device")
+    h = (np.arange(1, 257) % 17).astype(dtype)
+    x = gp.asarray(h, device=dev)
+    dev.synchronize()
+    y, n = _dispatches(lambda: np.asarray(((x * 3 + 5) // 2 - x) * 7 + 1))
+    want = ((h * dtype(3) + dtype(5)) // dtype(2) - h) * dtype(7) + dtype(1)
+    np.testing.assert_array_equal(y, want)
+    assert n == 1
+    if dtype == np.float64:   # immediates take two words: 3 fit
+        z = ((x * 0.1 + 0.2) * 0.3 + 0.4) * 0.5
+        np.testing.assert_allclose(np.asarray(z), ((h * 0.1 + 0.2) * 0.3 + 0.4) * 0.5, rtol=1e-15)

@@ -2,7 +2,7 @@
 # git-ignored folders carried along: .gl/ (Vulkan loader + GL dispatch .debs), .whl/ (cffi,
 # pycparser, vulkan, ndindex; pytest-json-report, pytest-metadata, pytest-xdist, execnet for
 # conformance) and, for `conformance`, .aat/ (array-api-tests with its spec submodule, plus
-# plugins/aat_seed.py). Usage: bash tools/gpu_bench.sh bench|conformance|tests (results in $OUT)
+# plugins/aat_seed.py). Usage: bash tools/gpu_bench.sh bench|profile|conformance|tests (results in $OUT)
 set -u
 for f in .gl/*.deb; do dpkg -x "$f" / ; done; ldconfig
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl 2>&1 | tail -1
@@ -25,6 +25,8 @@ case "${1:-bench}" in
         -n 8 -rf --tb=line $extra array_api_tests/ > "$log" 2>&1)
       grep -E "^FAILED|passed|failed" "$log" | tail -25
     done ;;
+  profile)
+    python3 tools/gpu_profile.py --json "$OUT/gpu_profile.json" 2>&1 | tail -60 ;;
   tests)
     GRILLY_TEST_DEVICES=vulkan GRILLY_REQUIRE_VULKAN=1 timeout 560 python3 -m pytest -q \
       -p no:cacheprovider tests 2>&1 | tail -15 ;;

@@ -46,7 +46,7 @@ def main() -> None:
         dev.synchronize()
 
     tx = torch.ones(4, device="cuda")
-    gx = gp.ones(4, device=dev)
+    gx = gp.ones(4, dtype=gp.float32, device=dev)
     rec("tiny sum round trip grilly", best(lambda: float(gp.sum(gx)), 50) * 1e6, "us")
     rec("tiny sum round trip torch", best(lambda: tx.sum().item(), 50) * 1e6, "us")
     rec("1-elem read grilly", best(lambda: np.asarray(gp.reshape(gx, (-1,))[:1]), 50) * 1e6, "us")

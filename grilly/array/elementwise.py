@@ -209,18 +209,21 @@ def _ns():
 _SCALARS = (bool, int, float, complex)
 
 
+_OPERANDS = (Array, *_SCALARS)
+
+
 def _operand_ok(other) -> bool:
-    return isinstance(other, (Array, *_SCALARS))
+    return isinstance(other, _OPERANDS)
 
 
 def _make_operator(fname):
     def op(self, other):
-        if not _operand_ok(other):
+        if not isinstance(other, _OPERANDS):
             return NotImplemented
         return getattr(_ns(), fname)(self, other)
 
     def rop(self, other):
-        if not _operand_ok(other):
+        if not isinstance(other, _OPERANDS):
             return NotImplemented
         return getattr(_ns(), fname)(other, self)
 

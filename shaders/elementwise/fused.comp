@@ -1,5 +1,6 @@
 #version 450
-// A run of elementwise ops of one 32-bit dtype (IN_*) in one dispatch: a small interpreter.
+// A run of elementwise ops of one dtype (IN_*: float32/64, int32, uint32) in one dispatch: a
+// small interpreter.
 // Each thread takes element i through every instruction in order, so a run behaves exactly as
 // its ops one by one would (every operand is element i of a contiguous array, or one broadcast
 // element). Results stay in registers; only results some array still holds are stored.
@@ -16,24 +17,28 @@
 
 // instruction: op (bits 0-7), operand a (8-13), operand b (14-19), store binding (20-22),
 // store flag (23). operand: 0-15 the result of that instruction, 16+k element i of binding k,
-// 24+k the one element of binding k (broadcast), 32+m immediate m
+// 24+k the one element of binding k (broadcast), 32+m the immediate at word m (two words for
+// float64)
 layout(push_constant) uniform FPC {
     uint n;          // items: elements, or quads when VEC4
     uint nins;
     int off[NB];     // element offset of each binding (a multiple of 4 for VEC4's contiguous)
     uint code[NI];
-    uint imm[NM];    // constants' bits
+    uint imm[NM];    // constants' bits (32-bit words)
 } fp;
 
-#if IN_KIND == K_F
+#if IN_BITS == 64
+#define VT dvec4
+#define IMM(m) packDouble2x32(uvec2(fp.imm[m], fp.imm[m + 1u]))
+#elif IN_KIND == K_F
 #define VT vec4
-#define FROM_BITS(u) uintBitsToFloat(u)
+#define IMM(m) uintBitsToFloat(fp.imm[m])
 #elif IN_KIND == K_I
 #define VT ivec4
-#define FROM_BITS(u) int(u)
+#define IMM(m) int(fp.imm[m])
 #else
 #define VT uvec4
-#define FROM_BITS(u) (u)
+#define IMM(m) fp.imm[m]
 #endif
 
 #define BIND(k) \
@@ -81,7 +86,7 @@ VT reg[NI];   // results; the scalar path uses component x
 
 VT operand(uint src, uint i) {
     if (src < 16u) return reg[src];
-    if (src >= 32u) return VT(FROM_BITS(fp.imm[src - 32u]));
+    if (src >= 32u) return VT(IMM(src - 32u));
     uint k = src & 7u;
     if (src >= 24u) return VT(load1(k, fp.off[k]));
     if (VEC4 != 0) return load4(k, (fp.off[k] >> 2) + int(i));

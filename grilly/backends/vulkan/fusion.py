@@ -17,14 +17,16 @@ import os
 import struct
 import weakref
 
-# elementwise variant -> fused variant (32-bit dtypes: the 128-bit path needs 4-byte elements)
-FUSED = {"ew_float32": "fuse_float32", "ew_int32": "fuse_int32", "ew_uint32": "fuse_uint32"}
+# elementwise variant -> fused variant
+FUSED = {"ew_float32": "fuse_float32", "ew_float64": "fuse_float64", "ew_int32": "fuse_int32",
+         "ew_uint32": "fuse_uint32"}
+_WIDE = {"ew_float64"}   # an immediate takes two 32-bit words
 FUSE_MAX = 1 << 20   # elements: above this a dispatch's host cost is small beside its GPU time
 NB = 8               # buffers of the fused kernel (runtime.FUSED_BINDINGS)
 NI = 16              # instructions per run
-NM = 6               # immediates (constants) per run
+NM = 6               # 32-bit words of immediates (constants) per run
 # operand codes: the result of instruction j (j), element i of binding k (BIND + k), the one
-# element of binding k (BCAST + k), immediate m (IMM + m)
+# element of binding k (BCAST + k), the immediate at word m (IMM + m)
 BIND, BCAST, IMM = 16, 24, 32
 STORE = 1 << 23
 _PC = struct.Struct(f"<II{NB}i{NI}I{NM}I")
@@ -74,6 +76,7 @@ class Fuser:
         self.input_ids: set = set()
         self.made: dict = {}            # id(alloc) -> (instruction, weakref, offset)
         self.imms: list[int] = []       # constants' bits
+        self.words = 1                  # 32-bit words per immediate
 
     def add(self, variant: str, op: int, bufs: list, flat: tuple, n: int) -> None:
         """Append the elementwise op writing ``bufs[0]`` from ``bufs[1:]`` to the open run, after
@@ -82,6 +85,7 @@ class Fuser:
         if self.first is not None:
             if n == self.n and variant == self.variant:
                 first, self.first = self.first, None
+                self.words = 2 if variant in _WIDE else 1
                 self._join(*first)   # the lone op becomes instruction 0
                 if self._join(op, bufs, flat):
                     return
@@ -112,13 +116,13 @@ class Fuser:
                 srcs.append(m[0])
                 continue
             if not contiguous and a.const is not None:
-                c = a.const
-                if c in self.imms:
-                    srcs.append(IMM + self.imms.index(c))
+                c, imms, w = a.const, self.imms, self.words
+                if c in imms:
+                    srcs.append(IMM + w * imms.index(c))
                     continue
-                if len(self.imms) < NM:
-                    self.imms.append(c)   # (kept if the op cannot join: harmless, unused)
-                    srcs.append(IMM + len(self.imms) - 1)
+                if (len(imms) + 1) * w <= NM:
+                    imms.append(c)   # (kept if the op cannot join: harmless, unused)
+                    srcs.append(IMM + w * (len(imms) - 1))
                     continue
             key = (id(a), b.offset, contiguous)
             k = bound.get(key)
@@ -180,6 +184,8 @@ class Fuser:
         variant = FUSED[self.variant]
         pipe = self.ctx.pipelines.get((variant, spec)) or self.ctx.pipeline(variant, spec)
         imms = self.imms
+        if self.words == 2:
+            imms = [w for c in imms for w in (c & 0xFFFFFFFF, c >> 32)]
         pc = _PC.pack(items, len(code), *offs, *code, *_ZEROS[:NI - len(code)], *imms,
                       *_ZEROS[:NM - len(imms)])
         self._reset()

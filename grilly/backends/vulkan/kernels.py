@@ -203,13 +203,13 @@ def full(ctx, shape, value, dtype) -> Buffer:
 
 
 def scalar(ctx, value, dtype) -> Buffer:
-    """A shared read-only 0-d operand (the array layer's ``scalar_operand``): 32-bit ones carry
-    their bits on the allocation, so fused kernels take them as immediates."""
+    """A shared read-only 0-d operand (the array layer's ``scalar_operand``): 32- and 64-bit ones
+    carry their bits on the allocation, so fused kernels take them as immediates."""
     out = full(ctx, (), value, dtype)
-    if dtype.itemsize == 4 and dtype.kind in "fiu":
+    if dtype.itemsize in (4, 8) and dtype.kind in "fiu":
         v = np.asarray(value)
         v = (v.real if v.dtype.kind == "c" else v).astype(dtype.np, casting="unsafe")
-        out.alloc.const = int(v.reshape(1).view(np.uint32)[0])
+        out.alloc.const = int(v.reshape(1).view(f"u{dtype.itemsize}")[0])
     return out
 
 
