@@ -185,3 +185,17 @@ def test_other_dtypes(dev, dtype):
     if dtype == np.float64:   # immediates take two words: 3 fit
         z = ((x * 0.1 + 0.2) * 0.3 + 0.4) * 0.5
         np.testing.assert_allclose(np.asarray(z), ((h * 0.1 + 0.2) * 0.3 + 0.4) * 0.5, rtol=1e-15)
+
+
+def test_in_place_writes_keep_order(dev):
+    """A kernel writing a buffer the open run reads is not fused into it (a broadcast read of
+    that buffer by another thread would see the write)."""
+    from grilly.backends.vulkan import kernels
+    from grilly.backends.vulkan.variants import op_codes
+
+    h = _h(256)
+    x = gp.asarray(h, device=dev)
+    buf = x._buf
+    for _ in range(3):   # x = x + x, in place
+        kernels.launch(dev.ctx, "ew_float32", op_codes()["add"], [buf, buf, buf], (256,), "add")
+    np.testing.assert_allclose(np.asarray(x), h * 8, rtol=1e-6)

@@ -89,6 +89,8 @@ class Fuser:
                 self._join(*first)   # the lone op becomes instruction 0
                 if self._join(op, bufs, flat):
                     return
+                self._reset()
+                self.first = first   # the op cannot join: the lone op stays lone
             self.emit()
         elif self.code:
             if (n == self.n and variant == self.variant and len(self.code) < NI

@@ -72,7 +72,8 @@ def launch(ctx, variant: str, op: int, bufs: list, shape: tuple, name: str) -> N
     if flat is not None:
         # every operand contiguous over ``shape`` or a single element: one flat axis
         fuser = ctx.fuser
-        if fuser is not None and n <= FUSE_MAX and variant in FUSED and op != _WHERE:
+        if (fuser is not None and n <= FUSE_MAX and variant in FUSED and op != _WHERE
+                and bufs[0].dtype is bufs[1].dtype):   # (registers hold one dtype)
             fuser.add(variant, op, bufs, flat, n)
             return
         dispatch_flat(ctx, variant, op, [b.alloc for b in bufs], [b.offset for b in bufs], flat, n)
