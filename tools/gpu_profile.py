@@ -164,8 +164,11 @@ def main() -> None:
                 r._start()
                 lib.vkCmdResetQueryPool(r.cmd, qpool[0], 0, 2)
                 lib.vkCmdWriteTimestamp(r.cmd, lib.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, qpool[0], 0)
-                fn()
+                keep = fn()   # held: fusion stores only results something holds
+                if r.pending is not None:
+                    r.pending.emit()
                 lib.vkCmdWriteTimestamp(r.cmd, lib.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, qpool[0], 1)
+                del keep
                 r.flush()
                 lib.vkGetQueryPoolResults(ctx.device, qpool[0], 0, 2, 16, stamps, 8,
                                           lib.VK_QUERY_RESULT_64_BIT | lib.VK_QUERY_RESULT_WAIT_BIT)
@@ -195,6 +198,26 @@ def main() -> None:
     rec("GPU time softmax 4096^2 torch", cuda_ms(lambda: torch.softmax(ts0, dim=1)), "ms")
     rec("GPU time matmul 4096 grilly", gpu_ms(lambda: gs0 @ gs0), "ms")
     rec("GPU time matmul 4096 torch", cuda_ms(lambda: ts0 @ ts0), "ms")
+    from grilly.backends.vulkan import kernels as vk_k
+
+    def chain(xp, x):
+        y = x * 1.5 + 0.5
+        y = xp.exp(-y * y) - 0.25
+        y = xp.tanh(y) * 2.0 + x
+        y = xp.sin(y) + xp.cos(y)
+        return y * y
+    old_max = vk_k.FUSE_MAX
+    vk_k.FUSE_MAX = 1 << 30
+    for m in (12, 16, 18, 20, 22):
+        hc = np.random.default_rng(5).standard_normal(1 << m).astype(np.float32)
+        gc, tc = gp.asarray(hc, device=dev), torch.from_numpy(hc).cuda()
+        for on in (True, False):
+            fusion.enable(ctx, on)
+            rec(f"GPU time 13-op chain 2^{m} grilly fusion {'on' if on else 'off'}",
+                gpu_ms(lambda: chain(gp, gc)), "ms")
+        rec(f"GPU time 13-op chain 2^{m} torch", cuda_ms(lambda: chain(torch, tc)), "ms")
+    vk_k.FUSE_MAX = old_max
+    fusion.enable(ctx, fusion.wanted(ctx.phys))
     for k in (1, 10):
         def g():
             for _ in range(k):
