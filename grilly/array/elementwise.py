@@ -212,10 +212,6 @@ _SCALARS = (bool, int, float, complex)
 _OPERANDS = (Array, *_SCALARS)
 
 
-def _operand_ok(other) -> bool:
-    return isinstance(other, _OPERANDS)
-
-
 def _make_operator(fname):
     def op(self, other):
         if not isinstance(other, _OPERANDS):
@@ -228,7 +224,7 @@ def _make_operator(fname):
         return getattr(_ns(), fname)(other, self)
 
     def iop(self, other):
-        if not _operand_ok(other):
+        if not isinstance(other, _OPERANDS):
             return NotImplemented
         res = getattr(_ns(), fname)(self, other)
         _assign_inplace(self, res, fname)
