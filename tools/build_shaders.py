@@ -2,6 +2,7 @@
 
     python tools/build_shaders.py            # rebuild what changed
     python tools/build_shaders.py --force    # rebuild everything
+    python tools/build_shaders.py --only 'ew*_float32'   # variants matching a pattern
 
 Writes grilly/shaders/<variant>.spv and, next to it, <variant>.spv.sha256: a digest of the
 GLSL sources and flags it came from (tests/test_vulkan_shaders.py fails when one is stale).
@@ -9,6 +10,7 @@ GLSL sources and flags it came from (tests/test_vulkan_shaders.py fails when one
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import hashlib
 import shutil
 import struct
@@ -80,6 +82,7 @@ def build_one(name: str, src: str, flags: list[str], force: bool) -> str | None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--force", action="store_true", help="rebuild every variant")
+    ap.add_argument("--only", metavar="PATTERN", help="build only variants whose name matches (fnmatch)")
     args = ap.parse_args()
     if shutil.which("glslc") is None:
         print("build_shaders: glslc not found (install shaderc / the Vulkan SDK)", file=sys.stderr)
@@ -87,6 +90,8 @@ def main() -> int:
     SPV_DIR.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(SHADER_DIR / "elementwise" / "ops.glsl", SPV_DIR / "ops.txt")
     vs = variants()
+    if args.only:
+        vs = {k: v for k, v in vs.items() if fnmatch.fnmatchcase(k, args.only)}
     with ThreadPoolExecutor(4) as ex:
         res = list(ex.map(lambda kv: build_one(kv[0], *kv[1], args.force), vs.items()))
     errors = [r for r in res if r]

@@ -9,72 +9,9 @@
 #endif
 
 #if IS_F32
-float copysign_(float x, float y) {
-    return uintBitsToFloat((floatBitsToUint(x) & 0x7fffffffu) | (floatBitsToUint(y) & 0x80000000u));
-}
-bool signbit_(float x) { return (floatBitsToUint(x) >> 31) != 0u; }
-float expm1_(float x) {
-    // Kahan's trick: exact near zero without a series
-    float u = exp(x);
-    if (u == 1.0) return x;
-    float um1 = u - 1.0;
-    if (um1 == -1.0) return -1.0;
-    if (isinf(u)) return u;
-    return um1 * x / log(u);
-}
-float log1p_(float x) {
-    float u = 1.0 + x;
-    if (u == 1.0) return x;
-    if (isinf(u)) return log(u);
-    return log(u) * x / (u - 1.0);
-}
-float pow_(float x, float y) {
-    if (y == 0.0 || x == 1.0) return 1.0;
-    if (isnan(x) || isnan(y)) return x + y;
-    float ay = abs(y);
-    bool yint = trunc(y) == y;
-    bool yodd = yint && ay < 16777216.0 && mod(ay, 2.0) == 1.0;
-    if (isinf(y)) {
-        float ax = abs(x);
-        if (ax == 1.0) return 1.0;
-        return (ax > 1.0) == (y > 0.0) ? y * y : 0.0;
-    }
-    if (x == 0.0) {
-        float r = y > 0.0 ? 0.0 : uintBitsToFloat(0x7f800000u);
-        return yodd ? copysign_(r, x) : r;
-    }
-    if (x < 0.0) {
-        if (!yint) return uintBitsToFloat(0x7fc00000u);
-        float r = pow(-x, y);
-        return yodd ? -r : r;
-    }
-    return pow(x, y);
-}
-// Cephes atanf: the GLSL atan of some drivers (lavapipe) is only good to 1e-4
-float atan_(float x) {
-    float a = abs(x), y = 0.0;
-    if (a > 2.414213562373095) { y = 1.5707963267948966; a = -1.0 / a; }
-    else if (a > 0.4142135623730950) { y = 0.7853981633974483; a = (a - 1.0) / (a + 1.0); }
-    float z = a * a;
-    y += (((8.05374449538e-2 * z - 1.38776856032e-1) * z + 1.99777106478e-1) * z
-          - 3.33329491539e-1) * z * a + a;
-    return isnan(x) ? x : copysign_(y, x);
-}
-float atan2_(float y, float x) {
-    if (isnan(x) || isnan(y)) return x + y;
-    if (x == 0.0 && y == 0.0) return signbit_(x) ? copysign_(3.14159265358979, y) : y;
-    if (isinf(x) && isinf(y)) return copysign_(x > 0.0 ? 0.78539816339745 : 2.35619449019234, y);
-    if (x == 0.0 || isinf(y)) return copysign_(1.5707963267948966, y);
-    float r = atan_(y / x);
-    if (x < 0.0) r += signbit_(y) ? -3.14159265358979 : 3.14159265358979;
-    return r;
-}
-float logaddexp_(float a, float b) {
-    if (a == b) return a + 0.69314718055994531;
-    float m = max(a, b);
-    if (isnan(a) || isnan(b)) return a + b;
-    return m + log1p_(exp(-abs(a - b)));
-}
+#include "../math_f32.glsl"
+float copysign_(float x, float y) { return copysign_f(x, y); }
+bool signbit_(float x) { return signbit_f(x); }
 float nextafter_(float x, float y) {
     if (isnan(x) || isnan(y)) return x + y;
     if (x == y) return y;
@@ -105,14 +42,7 @@ double nextafter_(double x, double y) {
 #if IS_F64
 double hypot_(double a, double b) { return hypot_d(a, b); }
 #elif IS_FLOAT
-TC hypot_(TC a, TC b) {
-    a = abs(a); b = abs(b);
-    if (isinf(a) || isinf(b)) return a + b + TC(1.0 / 0.0);
-    TC m = max(a, b), n = min(a, b);
-    if (m == TC(0)) return m;
-    TC r = n / m;
-    return m * sqrt(TC(1) + r * r);
-}
+float hypot_(float a, float b) { return hypot_f(a, b); }
 #endif
 
 TC un(int op, TC x) {
@@ -134,27 +64,25 @@ TC un(int op, TC x) {
     case OP_RECIPROCAL: return TC(1) / x;
 #endif
 #if IS_F32
-    // via atan: the GLSL acos/asin of some drivers (lavapipe) are only good to 1e-4
-    case OP_ACOS: return abs(x) > 1.0 ? uintBitsToFloat(0x7fc00000u) : 2.0 * atan2_(sqrt(1.0 - x), sqrt(1.0 + x));
-    case OP_ACOSH: return acosh(x);
-    case OP_ASIN: return abs(x) > 1.0 ? uintBitsToFloat(0x7fc00000u) : atan2_(x, sqrt((1.0 - x) * (1.0 + x)));
-    case OP_ASINH: return x < 0.0 ? -asinh(-x) : asinh(x);
-    case OP_ATAN: return atan_(x);
-    case OP_ATANH: return atanh(x);
-    // through the float64 library: drivers' float sin/cos/tan are approximations with an
-    // absolute error (NVIDIA: 1e-5 relative for tan near its zeros) and no reduction of large x
-    case OP_COS: return float(cos_d(double(x)));
-    case OP_COSH: return cosh(x);
-    case OP_SIN: return float(sin_d(double(x)));
-    case OP_SINH: return abs(x) < 1e-4 ? x : sinh(x);
-    case OP_TAN: return float(tan_d(double(x)));
-    case OP_TANH: return abs(x) > 20.0 ? sign(x) : (abs(x) < 1e-4 ? x : tanh(x));
-    case OP_EXP: return exp(x);
-    case OP_EXPM1: return expm1_(x);
-    case OP_LOG: return log(x);
-    case OP_LOG1P: return log1p_(x);
-    case OP_LOG2: return log2(x);
-    case OP_LOG10: return log(x) * 0.43429448190325176;
+    // shaders/math_f32.glsl
+    case OP_ACOS: return acos_f(x);
+    case OP_ACOSH: return acosh_f(x);
+    case OP_ASIN: return asin_f(x);
+    case OP_ASINH: return asinh_f(x);
+    case OP_ATAN: return atan_f(x);
+    case OP_ATANH: return atanh_f(x);
+    case OP_COS: return cos_f(x);
+    case OP_COSH: return cosh_f(x);
+    case OP_SIN: return sin_f(x);
+    case OP_SINH: return sinh_f(x);
+    case OP_TAN: return tan_f(x);
+    case OP_TANH: return tanh_f(x);
+    case OP_EXP: return exp_f(x);
+    case OP_EXPM1: return expm1_f(x);
+    case OP_LOG: return log_f(x);
+    case OP_LOG1P: return log1p_f(x);
+    case OP_LOG2: return log2_f(x);
+    case OP_LOG10: return log10_f(x);
 #endif
 #if IS_F64
     case OP_ACOS: return acos_d(x);
@@ -256,9 +184,9 @@ TC bin(int op, TC x, TC y) {
 #endif
 #endif
 #if IS_F32
-    case OP_POW: return pow_(x, y);
-    case OP_ATAN2: return atan2_(x, y);
-    case OP_LOGADDEXP: return logaddexp_(x, y);
+    case OP_POW: return pow_f(x, y);
+    case OP_ATAN2: return atan2_f(x, y);
+    case OP_LOGADDEXP: return logaddexp_f(x, y);
 #endif
 #if IS_F64
     case OP_POW: return pow_d(x, y);
