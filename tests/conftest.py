@@ -37,18 +37,50 @@ def _only(exc, kind) -> bool:
     return isinstance(exc, kind)
 
 
+KNOWN_GAPS_FILE = os.path.join(os.path.dirname(__file__), "known_gaps.txt")
+
+
+def _known_gaps() -> dict[str, str]:
+    """tests/known_gaps.txt: test id (its device part as a backend name, e.g. ``vulkan``) -> reason."""
+    gaps = {}
+    with open(KNOWN_GAPS_FILE, encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if line and not line.startswith("#"):
+                tid, _, why = line.partition("#")
+                gaps[tid.strip()] = why.strip()
+    return gaps
+
+
+KNOWN_GAPS = _known_gaps()
+
+
+def _gap_id(item, dev) -> str:
+    """The test id with its device named by backend (``vulkan:0`` -> ``vulkan``)."""
+    return item.nodeid.replace(str(dev), dev.backend.name)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_pyfunc_call(pyfuncitem):
-    """On a device other than cpu, a missing kernel is a counted xfail and a dtype the device
-    cannot hold a skip; both carry the backend's own error message. Anything else fails."""
+    """A kernel missing on a device fails the test unless tests/known_gaps.txt lists it (then an
+    xfail with the listed reason); a listed test that passes fails too, so the list only shrinks.
+    A dtype the device cannot hold is a skip carrying the backend's own message."""
     dev = pyfuncitem.funcargs.get("device")
+    gap = None if dev is None else KNOWN_GAPS.get(_gap_id(pyfuncitem, dev))
     try:
-        return (yield)
+        res = yield
     except BaseException as e:
         if dev is None or dev.backend.name == "cpu":
             raise
         if _only(e, NotImplementedError):
-            pytest.xfail(f"kernel not yet on {dev}: {str(e)[:200]}")
+            if gap is not None:
+                pytest.xfail(f"known gap on {dev} ({gap}): {str(e)[:200]}")
+            raise AssertionError(
+                f"a kernel is missing on {dev} and tests/known_gaps.txt does not list "
+                f"{_gap_id(pyfuncitem, dev)!r}: {e}") from e
         if _only(e, TypeError) and "does not support dtype" in str(e):
             pytest.skip(f"{dev} cannot hold this dtype: {str(e)[:200]}")
         raise
+    if gap is not None:
+        raise AssertionError(f"{_gap_id(pyfuncitem, dev)} passes on {dev}: remove it from tests/known_gaps.txt")
+    return res

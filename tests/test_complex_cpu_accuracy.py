@@ -69,11 +69,13 @@ def _ref_decimal(op: str, z: complex) -> complex:
     """expm1 or log1p of a finite z with 80 significant digits."""
     with decimal.localcontext() as ctx:
         ctx.prec = 80
+        ctx.traps[decimal.Overflow] = False  # exp of a huge x is Decimal infinity
         x, y = decimal.Decimal(z.real), decimal.Decimal(z.imag)
         if op == "expm1":
             s, c = _sincos(y)
             e = x.exp()
-            return complex(float(e * c - 1), float(e * s))
+            # infinity times a zero sine is the standard's +0 imaginary part, not NaN
+            return complex(float(e * c - 1), float(e * s) if s else 0.0)
         u = 1 + x
         return complex(float((u * u + y * y).ln() / 2), float(_atan2(y, u)))
 

@@ -5,13 +5,15 @@
     python tools/build_shaders.py --only 'ew*_float32'   # variants matching a pattern
 
 Writes grilly/shaders/<variant>.spv and, next to it, <variant>.spv.sha256: a digest of the
-GLSL sources and flags it came from (tests/test_vulkan_shaders.py fails when one is stale).
+variant's own GLSL sources (its shader and, transitively, its includes) and flags
+(tests/test_vulkan_runtime.py fails when one is stale).
 """
 from __future__ import annotations
 
 import argparse
 import fnmatch
 import hashlib
+import re
 import shutil
 import struct
 import subprocess
@@ -36,11 +38,27 @@ _v = _variants_module()
 SHADER_DIR, SPV_DIR, variants = _v.SHADER_DIR, _v.SPV_DIR, _v.variants
 
 
+_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def _sources(src: Path) -> list[Path]:
+    """``src`` and every file it includes, transitively (conditional includes too)."""
+    seen, todo = [], [src.resolve()]
+    while todo:
+        p = todo.pop()
+        if p in seen:
+            continue
+        seen.append(p)
+        todo += [(p.parent / inc).resolve() for inc in _INCLUDE.findall(p.read_text())]
+    return sorted(seen)
+
+
 def source_digest(src: str, flags: list[str]) -> str:
-    """Digest of the shader source, every shared include, and the variant's flags."""
+    """Digest of the variant's own sources (the shader and what it includes) and its flags, so
+    editing one include rebuilds only the variants that read it."""
     h = hashlib.sha256()
-    for p in sorted(SHADER_DIR.rglob("*.glsl")) + [SHADER_DIR / src]:
-        h.update(p.relative_to(SHADER_DIR).as_posix().encode() + b"\0" + p.read_bytes())
+    for p in _sources(SHADER_DIR / src):
+        h.update(p.relative_to(SHADER_DIR.resolve()).as_posix().encode() + b"\0" + p.read_bytes())
     h.update(" ".join(flags).encode())
     return h.hexdigest()
 
