@@ -1,9 +1,10 @@
 """``save`` / ``load`` of state dicts in the safetensors format, written and read here (no
 dependency): an 8-byte little-endian header length N, N bytes of UTF-8 JSON header mapping each
 tensor name to its dtype, shape and [begin, end) byte offsets, then the raw little-endian data.
-``load`` checks every header field against the spec before it allocates anything, so a
+``load`` checks every header field against the spec before it reads any tensor data, so a
 malformed or hostile file fails with a ``SafetensorsError`` (a ValueError) naming the file and
-the tensor. Files load in PyTorch with ``safetensors.torch.load_file``."""
+the tensor. Files load in PyTorch with ``safetensors.torch.load_file`` (but for complex128,
+which the spec lacks)."""
 from __future__ import annotations
 
 import json
