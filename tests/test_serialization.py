@@ -297,3 +297,11 @@ def test_save_rejects_bad_arguments(tmp_path):
     with pytest.raises(TypeError, match="save: metadata must be"):
         nn.save({"a": a}, p, metadata=["x"])
     assert not p.exists() and not (tmp_path / "x.safetensors.tmp").exists()
+
+
+def test_error_messages_stay_short(tmp_path):
+    long = "n" * 100_000
+    p = _write(tmp_path, "long", _file({long: _t("X" * 100_000)}, Z8))
+    with pytest.raises(SafetensorsError, match="unknown dtype 'XXX") as info:
+        nn.load(p)
+    assert len(str(info.value)) < 1000 and str(p) in str(info.value)

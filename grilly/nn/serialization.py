@@ -39,6 +39,12 @@ class SafetensorsError(ValueError):
     """A file that is not a valid safetensors file, or holds a dtype grilly cannot load."""
 
 
+def _show(x) -> str:
+    """repr of a value read from the file, cut short: a hostile header can hold huge strings."""
+    r = repr(x)
+    return r if len(r) <= 120 else r[:117] + "..."
+
+
 def _is_int(x) -> bool:
     # JSON true/false arrive as Python bools, which are ints; the spec's integers are not bools
     return isinstance(x, int) and not isinstance(x, bool)
@@ -90,41 +96,41 @@ def _read_header(f, where: str, size: int) -> tuple[dict, int]:
         raise SafetensorsError(f"{where}: the header must be a JSON object, got a "
                                f"{type(header).__name__}")
     if header.dups:
-        raise SafetensorsError(f"{where}: tensor name(s) {header.dups} occur more than once in "
+        raise SafetensorsError(f"{where}: tensor name(s) {_show(header.dups)} occur more than once in "
                                "the header; each name must be unique")
     meta = header.get("__metadata__")
     # null is allowed, as upstream (an optional map) allows it
     if meta is not None and not (isinstance(meta, dict) and not meta.dups
                                  and all(isinstance(v, str) for v in meta.values())):
         raise SafetensorsError(f"{where}: '__metadata__' must be an object of string -> string with "
-                               f"unique keys, got {meta!r:.200}")
+                               f"unique keys, got {_show(meta)}")
     return header, size - 8 - n
 
 
 def _check_entry(where: str, name: str, info, data_len: int) -> tuple[np.dtype, tuple, int, int]:
     """Validate one tensor entry; returns (numpy dtype, shape, begin, end)."""
-    at = f"{where}: tensor {name!r}"
+    at = f"{where}: tensor {_show(name)}"
     if not isinstance(info, dict):
         raise SafetensorsError(f"{at}: the entry must be an object with dtype, shape and "
                                f"data_offsets, got a {type(info).__name__}")
     if info.dups:
-        raise SafetensorsError(f"{at}: key(s) {info.dups} occur more than once in the entry")
+        raise SafetensorsError(f"{at}: key(s) {_show(info.dups)} occur more than once in the entry")
     if set(info) != _ENTRY_KEYS:
         missing, extra = sorted(_ENTRY_KEYS - set(info)), sorted(set(info) - _ENTRY_KEYS)
         raise SafetensorsError(f"{at}: the entry must have exactly dtype, shape and data_offsets "
-                               f"(missing {missing}, unexpected {extra})")
+                               f"(missing {missing}, unexpected {_show(extra)})")
     tag, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
     if tag in _SPEC_ONLY:
         raise SafetensorsError(f"{at}: dtype {tag!r} is valid safetensors but grilly has no such "
                                f"dtype (supported: {sorted(_NAMES)})")
     if not isinstance(tag, str) or tag not in _NAMES:
-        raise SafetensorsError(f"{at}: unknown dtype {tag!r}; wanted one of {sorted(_NAMES)}")
+        raise SafetensorsError(f"{at}: unknown dtype {_show(tag)}; wanted one of {sorted(_NAMES)}")
     if not (isinstance(shape, list) and all(_is_int(d) and d >= 0 for d in shape)):
         raise SafetensorsError(f"{at}: shape must be a list of non-negative integers, "
-                               f"got {shape!r:.200}")
+                               f"got {_show(shape)}")
     if not (isinstance(offsets, list) and len(offsets) == 2 and all(map(_is_int, offsets))):
         raise SafetensorsError(f"{at}: data_offsets must be a list of two integers [begin, end], "
-                               f"got {offsets!r:.200}")
+                               f"got {_show(offsets)}")
     lo, hi = offsets
     if not 0 <= lo <= hi <= data_len:
         raise SafetensorsError(f"{at}: data_offsets [{lo}, {hi}] must satisfy 0 <= begin <= end "
@@ -132,7 +138,7 @@ def _check_entry(where: str, name: str, info, data_len: int) -> tuple[np.dtype, 
     dt = np.dtype(_NAMES[tag]).newbyteorder("<")
     want = math.prod(shape) * dt.itemsize  # Python ints: no overflow on hostile shapes
     if hi - lo != want:
-        raise SafetensorsError(f"{at}: {tag} of shape {shape} needs {want} bytes but data_offsets "
+        raise SafetensorsError(f"{at}: {tag} of shape {_show(shape)} needs {want} bytes but data_offsets "
                                f"[{lo}, {hi}] hold {hi - lo}")
     return dt, tuple(shape), lo, hi
 
@@ -143,8 +149,8 @@ def _check_layout(where: str, spans: list, data_len: int) -> None:
     for lo, hi, name in sorted(spans):
         if lo != end:
             what = "overlaps" if lo < end else f"leaves a gap of {lo - end} bytes after"
-            other = f"tensor {prev!r}" if prev is not None else "the start of the data section"
-            raise SafetensorsError(f"{where}: tensor {name!r} (data_offsets [{lo}, {hi}]) {what} "
+            other = f"tensor {_show(prev)}" if prev is not None else "the start of the data section"
+            raise SafetensorsError(f"{where}: tensor {_show(name)} (data_offsets [{lo}, {hi}]) {what} "
                                    f"{other}; tensors must be contiguous")
         end, prev = hi, name
     if end != data_len:
@@ -186,7 +192,7 @@ def _check_save_args(state_dict, metadata) -> None:
                         f"{type(state_dict).__name__}")
     for name, value in state_dict.items():
         if not isinstance(name, str):
-            raise TypeError(f"save: state_dict keys must be str, got {type(name).__name__} {name!r}")
+            raise TypeError(f"save: state_dict keys must be str, got {type(name).__name__} {_show(name)}")
         if name == "__metadata__":
             raise ValueError("save: state_dict key '__metadata__' is reserved by the format")
         if not isinstance(value, gp.Array):
