@@ -1,81 +1,238 @@
-"""``save`` / ``load`` of state dicts in the safetensors format (written and read here: an
-8-byte little-endian header length, a JSON header of dtype/shape/byte offsets, raw data).
-Files load in PyTorch with ``safetensors.torch.load_file``."""
+"""``save`` / ``load`` of state dicts in the safetensors format, written and read here (no
+dependency): an 8-byte little-endian header length N, N bytes of UTF-8 JSON header mapping each
+tensor name to its dtype, shape and [begin, end) byte offsets, then the raw little-endian data.
+``load`` checks every header field against the spec before it reads any tensor data, so a
+malformed or hostile file fails with a ``SafetensorsError`` (a ValueError) naming the file and
+the tensor. Files load in PyTorch with ``safetensors.torch.load_file`` (but for complex128,
+which the spec lacks)."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import struct
-from collections import OrderedDict
+from collections import Counter, OrderedDict
+from collections.abc import Mapping
 
 import numpy as np
 
 import grilly as gp
 
-__all__ = ["save", "load"]
+__all__ = ["save", "load", "SafetensorsError"]
 
-# grilly dtype name -> safetensors dtype tag (little-endian data)
+# The upstream library refuses headers above 100 MB; so does grilly (it bounds the JSON parse).
+MAX_HEADER_BYTES = 100_000_000
+
+# grilly dtype name -> safetensors dtype tag (little-endian data). C128 is a grilly extension:
+# the spec has no complex128, so files holding one do not load in the upstream library.
 _TAGS = {"bool": "BOOL", "uint8": "U8", "int8": "I8", "int16": "I16", "uint16": "U16",
          "float16": "F16", "int32": "I32", "uint32": "U32", "float32": "F32", "int64": "I64",
          "uint64": "U64", "float64": "F64", "complex64": "C64", "complex128": "C128"}
 _NAMES = {v: k for k, v in _TAGS.items()}
+# Tags the spec defines that grilly has no dtype for: told apart from unknown tags in errors.
+_SPEC_ONLY = {"BF16", "F4", "F6_E2M3", "F6_E3M2", "F8_E5M2", "F8_E4M3", "F8_E8M0",
+              "F8_E4M3FNUZ", "F8_E5M2FNUZ"}
+_ENTRY_KEYS = {"dtype", "shape", "data_offsets"}
 
 
-def save(state_dict, path, metadata: dict | None = None) -> None:
+class SafetensorsError(ValueError):
+    """A file that is not a valid safetensors file, or holds a dtype grilly cannot load."""
+
+
+def _show(x) -> str:
+    """repr of a value read from the file, cut short: a hostile header can hold huge strings."""
+    r = repr(x)
+    return r if len(r) <= 120 else r[:117] + "..."
+
+
+def _is_int(x) -> bool:
+    # JSON true/false arrive as Python bools, which are ints; the spec's integers are not bools
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+class _Object(dict):
+    """A JSON object that remembers the keys it held twice (json.loads keeps the last)."""
+
+    dups: list
+
+
+def _object(pairs: list) -> _Object:
+    out = _Object(pairs)
+    out.dups = [] if len(out) == len(pairs) else sorted(
+        k for k, c in Counter(k for k, _ in pairs).items() if c > 1)
+    return out
+
+
+def _no_constant(token: str):
+    raise SafetensorsError(f"{token} in the header, which is not JSON")
+
+
+def _read_header(f, where: str, size: int) -> tuple[dict, int]:
+    """Parse and type-check the header; returns (header, length of the data section)."""
+    head = f.read(8)
+    if len(head) < 8:
+        raise SafetensorsError(f"{where}: not a safetensors file (too short: {size} bytes, wanted at "
+                               "least 8 for the header length)")
+    (n,) = struct.unpack("<Q", head)
+    if n > MAX_HEADER_BYTES:
+        raise SafetensorsError(f"{where}: header length {n} is over the {MAX_HEADER_BYTES}-byte limit")
+    if n > size - 8:
+        raise SafetensorsError(f"{where}: header length {n} runs past the end of the file "
+                               f"({size} bytes)")
+    raw = f.read(n)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise SafetensorsError(f"{where}: the header is not UTF-8 ({e})") from None
+    try:
+        header = json.loads(text, object_pairs_hook=_object, parse_constant=_no_constant)
+    except SafetensorsError as e:
+        raise SafetensorsError(f"{where}: {e}") from None
+    except ValueError as e:  # json.JSONDecodeError
+        raise SafetensorsError(f"{where}: the header is not valid JSON ({e})") from None
+    except RecursionError:
+        raise SafetensorsError(f"{where}: the header nests JSON too deeply") from None
+    if not isinstance(header, dict):
+        raise SafetensorsError(f"{where}: the header must be a JSON object, got a "
+                               f"{type(header).__name__}")
+    if header.dups:
+        raise SafetensorsError(f"{where}: tensor name(s) {_show(header.dups)} occur more than once in "
+                               "the header; each name must be unique")
+    meta = header.get("__metadata__")
+    # null is allowed, as upstream (an optional map) allows it
+    if meta is not None and not (isinstance(meta, dict) and not meta.dups
+                                 and all(isinstance(v, str) for v in meta.values())):
+        raise SafetensorsError(f"{where}: '__metadata__' must be an object of string -> string with "
+                               f"unique keys, got {_show(meta)}")
+    return header, size - 8 - n
+
+
+def _check_entry(where: str, name: str, info, data_len: int) -> tuple[np.dtype, tuple, int, int]:
+    """Validate one tensor entry; returns (numpy dtype, shape, begin, end)."""
+    at = f"{where}: tensor {_show(name)}"
+    if not isinstance(info, dict):
+        raise SafetensorsError(f"{at}: the entry must be an object with dtype, shape and "
+                               f"data_offsets, got a {type(info).__name__}")
+    if info.dups:
+        raise SafetensorsError(f"{at}: key(s) {_show(info.dups)} occur more than once in the entry")
+    if set(info) != _ENTRY_KEYS:
+        missing, extra = sorted(_ENTRY_KEYS - set(info)), sorted(set(info) - _ENTRY_KEYS)
+        raise SafetensorsError(f"{at}: the entry must have exactly dtype, shape and data_offsets "
+                               f"(missing {missing}, unexpected {_show(extra)})")
+    tag, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
+    if tag in _SPEC_ONLY:
+        raise SafetensorsError(f"{at}: dtype {tag!r} is valid safetensors but grilly has no such "
+                               f"dtype (supported: {sorted(_NAMES)})")
+    if not isinstance(tag, str) or tag not in _NAMES:
+        raise SafetensorsError(f"{at}: unknown dtype {_show(tag)}; wanted one of {sorted(_NAMES)}")
+    if not (isinstance(shape, list) and all(_is_int(d) and d >= 0 for d in shape)):
+        raise SafetensorsError(f"{at}: shape must be a list of non-negative integers, "
+                               f"got {_show(shape)}")
+    if not (isinstance(offsets, list) and len(offsets) == 2 and all(map(_is_int, offsets))):
+        raise SafetensorsError(f"{at}: data_offsets must be a list of two integers [begin, end], "
+                               f"got {_show(offsets)}")
+    lo, hi = offsets
+    if not 0 <= lo <= hi <= data_len:
+        raise SafetensorsError(f"{at}: data_offsets [{lo}, {hi}] must satisfy 0 <= begin <= end "
+                               f"<= {data_len} (the size of the data section)")
+    dt = np.dtype(_NAMES[tag]).newbyteorder("<")
+    want = math.prod(shape) * dt.itemsize  # Python ints: no overflow on hostile shapes
+    if hi - lo != want:
+        raise SafetensorsError(f"{at}: {tag} of shape {_show(shape)} needs {want} bytes but data_offsets "
+                               f"[{lo}, {hi}] hold {hi - lo}")
+    return dt, tuple(shape), lo, hi
+
+
+def _check_layout(where: str, spans: list, data_len: int) -> None:
+    """Tensors must tile the data section exactly: no gap, no overlap, nothing left over."""
+    end, prev = 0, None
+    for lo, hi, name in sorted(spans):
+        if lo != end:
+            what = "overlaps" if lo < end else f"leaves a gap of {lo - end} bytes after"
+            other = f"tensor {_show(prev)}" if prev is not None else "the start of the data section"
+            raise SafetensorsError(f"{where}: tensor {_show(name)} (data_offsets [{lo}, {hi}]) {what} "
+                                   f"{other}; tensors must be contiguous")
+        end, prev = hi, name
+    if end != data_len:
+        raise SafetensorsError(f"{where}: the tensors cover {end} bytes of a {data_len}-byte data "
+                               "section; the file has trailing bytes")
+
+
+def load(path: str | os.PathLike, device=None) -> "OrderedDict[str, gp.Array]":
+    """Read a safetensors file into an OrderedDict of name -> Array on ``device``."""
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        raise TypeError(f"load: path must be a str or os.PathLike, got {type(path).__name__}")
+    where = f"load: {os.fsdecode(path)!r}"
+    with open(path, "rb") as f:  # OSError (missing file, permissions) passes through
+        size = os.fstat(f.fileno()).st_size
+        header, data_len = _read_header(f, where, size)
+        entries, spans = [], []
+        for name, info in header.items():
+            if name == "__metadata__":
+                continue
+            dt, shape, lo, hi = _check_entry(where, name, info, data_len)
+            entries.append((name, dt, shape, lo))
+            spans.append((lo, hi, name))
+        _check_layout(where, spans, data_len)
+        # only now, with every size checked against the file, is the data read
+        data = f.read(data_len)
+    if len(data) != data_len:
+        raise SafetensorsError(f"{where}: the file shrank while it was read")
+    out = OrderedDict()
+    for name, dt, shape, lo in entries:
+        host = np.frombuffer(data, dtype=dt, count=math.prod(shape), offset=lo).reshape(shape)
+        host = host.astype(dt.newbyteorder("="), copy=False)
+        out[name] = gp.asarray(host, dtype=getattr(gp, dt.name), device=device)
+    return out
+
+
+def _check_save_args(state_dict, metadata) -> None:
+    if not isinstance(state_dict, Mapping):
+        raise TypeError(f"save: state_dict must be a mapping of str -> Array or a Module, got "
+                        f"{type(state_dict).__name__}")
+    for name, value in state_dict.items():
+        if not isinstance(name, str):
+            raise TypeError(f"save: state_dict keys must be str, got {type(name).__name__} {_show(name)}")
+        if name == "__metadata__":
+            raise ValueError("save: state_dict key '__metadata__' is reserved by the format")
+        if not isinstance(value, gp.Array):
+            raise TypeError(f"save: state_dict[{name!r}] is a {type(value).__name__}, "
+                            "expected a grilly Array")
+        if value.dtype.name not in _TAGS:
+            raise TypeError(f"save: state_dict[{name!r}] has dtype {value.dtype.name}, which the "
+                            f"format cannot hold (supported: {sorted(_TAGS)})")
+    if metadata is not None and not (
+            isinstance(metadata, Mapping)
+            and all(isinstance(k, str) and isinstance(v, str) for k, v in metadata.items())):
+        raise TypeError(f"save: metadata must be a mapping of str -> str, got {metadata!r:.200}")
+
+
+def save(state_dict, path: str | os.PathLike, metadata: dict | None = None) -> None:
     """Write a mapping of name -> Array (or a Module's state_dict) to ``path`` (safetensors)."""
     if hasattr(state_dict, "state_dict") and callable(state_dict.state_dict):
         state_dict = state_dict.state_dict()
-    header, chunks, off = {}, [], 0
-    for name, value in state_dict.items():
-        if not isinstance(name, str):
-            raise TypeError(f"save: keys must be str, got {type(name).__name__}")
-        if not isinstance(value, gp.Array):
-            raise TypeError(f"save: {name!r} is a {type(value).__name__}, expected a grilly Array")
-        host = np.ascontiguousarray(np.asarray(value)).astype(
-            np.dtype(value.dtype.name).newbyteorder("<"), copy=False)
-        data = host.tobytes()
-        header[name] = {"dtype": _TAGS[value.dtype.name], "shape": list(value.shape),
-                        "data_offsets": [off, off + len(data)]}
-        chunks.append(data)
-        off += len(data)
-    meta = {"format": "grilly"}
-    meta.update({str(k): str(v) for k, v in (metadata or {}).items()})
-    header["__metadata__"] = meta
+    _check_save_args(state_dict, metadata)
+    # tobytes() writes C order whatever the strides; ascontiguousarray would make 0-d 1-d
+    hosts = {name: np.asarray(v).astype(np.dtype(v.dtype.name).newbyteorder("<"), copy=False)
+             for name, v in state_dict.items()}
+    # Data goes widest itemsize first (stable), so with the 8-byte-aligned data section every
+    # tensor starts aligned to its element size (upstream lays out files the same way); the
+    # header keeps the caller's order, which is the order ``load`` returns.
+    order = sorted(hosts, key=lambda k: -hosts[k].dtype.itemsize)
+    spans, off = {}, 0
+    for name in order:
+        spans[name] = (off, off + hosts[name].nbytes)
+        off += hosts[name].nbytes
+    header = {"__metadata__": {"format": "grilly", **(metadata or {})}}
+    for name, host in hosts.items():
+        header[name] = {"dtype": _TAGS[host.dtype.name], "shape": list(host.shape),
+                        "data_offsets": list(spans[name])}
     hb = json.dumps(header, separators=(",", ":")).encode()
     hb += b" " * (-len(hb) % 8)  # safetensors aligns the data section to 8 bytes
-    tmp = f"{os.fspath(path)}.tmp"
+    tmp = f"{os.fsdecode(path)}.tmp"
     with open(tmp, "wb") as f:
         f.write(struct.pack("<Q", len(hb)))
         f.write(hb)
-        for c in chunks:
-            f.write(c)
+        for name in order:
+            f.write(hosts[name].tobytes())
     os.replace(tmp, path)
-
-
-def load(path, device=None) -> "OrderedDict[str, gp.Array]":
-    """Read a safetensors file into an OrderedDict of name -> Array on ``device``."""
-    with open(path, "rb") as f:
-        raw = f.read()
-    if len(raw) < 8:
-        raise ValueError(f"load: {os.fspath(path)!r} is not a safetensors file (too short)")
-    (n,) = struct.unpack("<Q", raw[:8])
-    if n > len(raw) - 8:
-        raise ValueError(f"load: {os.fspath(path)!r} has a corrupt header length {n}")
-    try:
-        header = json.loads(raw[8:8 + n])
-    except ValueError as e:
-        raise ValueError(f"load: {os.fspath(path)!r} has an unreadable header ({e})") from None
-    base = 8 + n
-    out = OrderedDict()
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        tag = info.get("dtype")
-        if tag not in _NAMES:
-            raise TypeError(f"load: {name!r} has dtype {tag!r}, which grilly does not support")
-        lo, hi = info["data_offsets"]
-        dt = np.dtype(_NAMES[tag]).newbyteorder("<")
-        host = np.frombuffer(raw, dtype=dt, count=(hi - lo) // dt.itemsize, offset=base + lo)
-        host = host.reshape(info["shape"]).astype(dt.newbyteorder("="), copy=False)
-        out[name] = gp.asarray(host, dtype=getattr(gp, _NAMES[tag]), device=device)
-    return out
