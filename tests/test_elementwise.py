@@ -203,3 +203,13 @@ def test_clip_scalar_bounds_and_bad_bounds(device):
         gp.clip(gx, min=0.5)
     with pytest.raises(ValueError):
         gp.clip(gx, min=gp.asarray(np.zeros(4, np.int16), device=device))
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_reciprocal_of_zero_is_one_over_zero(device, dtype):
+    # numba's complex division raised ZeroDivisionError on 0j; the standard asks for 1 / x
+    z = np.array([0j, complex(-0.0, 0.0), complex(0.0, -0.0), 2 - 1j, complex(np.nan, 0), 1e-300j],
+                 dtype)
+    with np.errstate(all="ignore"):
+        want = (np.ones((), dtype) / z).astype(dtype)
+    assert_close(gp.reciprocal(gp.asarray(z, device=device)), want, rtol=1e-6, equal_nan=True)
