@@ -1,4 +1,5 @@
-"""The ``grilly`` command: ``grilly info`` lists backends, devices and capabilities."""
+"""The ``grilly`` command: ``grilly info`` lists backends, devices and capabilities;
+``grilly warmup`` compiles the CPU kernels into the on-disk cache ahead of first use."""
 from __future__ import annotations
 
 import argparse
@@ -26,9 +27,17 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="grilly", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
     sub.add_parser("info", help="backends, devices, capabilities (JSON)")
+    w = sub.add_parser("warmup", help="compile the CPU kernels of every op and dtype ahead of use")
+    w.add_argument("-j", "--jobs", type=int, default=None, help="processes (default: all cores)")
+    w.add_argument("-v", "--verbose", action="store_true", help="seconds per group and dtype")
     args = p.parse_args(argv)
     if args.cmd == "info":
         print(json.dumps(info(), indent=2, default=str))
+    elif args.cmd == "warmup":
+        from grilly.backends.cpu_numba.jit import cache_dir
+        from grilly.warmup import warmup
+        secs = warmup(args.jobs, args.verbose)
+        print(f"grilly warmup: CPU kernels compiled into {cache_dir()} in {secs:.0f} s")
     return 0
 
 

@@ -174,3 +174,42 @@ def test_trig_of_inf_and_nan_is_nan(device, op, dt):
     got = np.asarray(getattr(gp, op)(x))
     assert np.isnan(got[:3]).all()
     assert_close(got[3:], getattr(np, op)(np.array([0.5], dt)))
+
+
+@pytest.mark.parametrize("xs,lo,hi", [
+    ((2, 1), (2, 0), None),  # the bounds broadcast x to a larger (empty) shape
+    ((3, 1), (1, 4), (3, 4)),
+    ((4,), (), (2, 1)),
+    ((2, 3), None, None),
+])
+def test_clip_broadcasts_x_with_its_bounds(device, xs, lo, hi):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(xs)
+    mn = None if lo is None else rng.standard_normal(lo) - 0.5
+    mx = None if hi is None else rng.standard_normal(hi) + 3.0
+    got = gp.clip(gp.asarray(x, device=device),
+                  min=None if mn is None else gp.asarray(mn, device=device),
+                  max=None if mx is None else gp.asarray(mx, device=device))
+    want = x.copy() if mn is None and mx is None else np.clip(x, mn, mx)
+    assert got.shape == want.shape
+    assert_close(got, want)
+
+
+def test_clip_scalar_bounds_and_bad_bounds(device):
+    x = np.arange(-4, 5, dtype=np.int16)
+    gx = gp.asarray(x, device=device)
+    assert_close(gp.clip(gx, min=-2, max=3), np.clip(x, -2, 3))
+    with pytest.raises(TypeError, match="clip"):
+        gp.clip(gx, min=0.5)
+    with pytest.raises(ValueError):
+        gp.clip(gx, min=gp.asarray(np.zeros(4, np.int16), device=device))
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_reciprocal_of_zero_is_one_over_zero(device, dtype):
+    # numba's complex division raised ZeroDivisionError on 0j; the standard asks for 1 / x
+    z = np.array([0j, complex(-0.0, 0.0), complex(0.0, -0.0), 2 - 1j, complex(np.nan, 0), 1e-300j],
+                 dtype)
+    with np.errstate(all="ignore"):
+        want = (np.ones((), dtype) / z).astype(dtype)
+    assert_close(gp.reciprocal(gp.asarray(z, device=device)), want, rtol=1e-6, equal_nan=True)

@@ -165,6 +165,9 @@ def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None) -> Array:
     d = _dtype(dtype, "eye") or dt.float64
     dev = resolve_device(device)
     check_device_dtype(dev, d, "eye")
+    # a diagonal outside the matrix is empty whatever its distance: clamping keeps a huge k
+    # (2**63, say) from overflowing the backends' int64 index arithmetic
+    k = max(-n_rows, min(k, n_cols))
     return wrap(kernel(dev, "eye")(n_rows, n_cols, k, d), d, dev)
 
 

@@ -163,7 +163,7 @@ for _n in BINARY:
 
 
 def clip(x: Array, /, min=None, max=None) -> Array:
-    """Clamp each element of x to the range [min, max] (bounds broadcast to x's shape)."""
+    """Clamp each element of x to [min, max]; the result has x, min and max broadcast together."""
     if not isinstance(x, Array):
         raise TypeError(f"clip: expected a grilly Array, got {type(x).__name__}")
     if x._dtype not in _REAL:
@@ -183,8 +183,6 @@ def clip(x: Array, /, min=None, max=None) -> Array:
         elif isinstance(bound, float) and x._dtype.kind in "iu":
             raise TypeError(f"clip: a float {name} cannot clip an integer array")
         out = binary(op, out, as_compute_array(bound, x._dtype, x._device, "clip"))
-    if out.shape != x.shape:
-        raise ValueError(f"clip: min/max broadcast beyond x's shape {x.shape} to {out.shape}")
     if out is x:
         out = Array._new(kernel(x._device, "copy")(x._buf), x._dtype, x._device)
     return out

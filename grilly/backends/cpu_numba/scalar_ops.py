@@ -410,6 +410,15 @@ def divide__c(a, b):
     return complex((ar * r + ai) / d, (ai * r - ar) / d)
 
 
+_c_div = njit(inline="always")(divide__c)
+
+
+def reciprocal__c(a):
+    # 1 / a by divide's rule (the standard asks for it): numba's own complex division raises
+    # ZeroDivisionError on 0j; this gives inf + nan j there, as numpy's 1 / 0j does
+    return _c_div(complex(1.0, 0.0), a)
+
+
 def floor_divide(a, b):
     if b == 0:
         return a - a

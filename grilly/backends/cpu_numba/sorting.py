@@ -35,28 +35,33 @@ def _sort_row(row, out, desc):
         out[:] = s
 
 
-@njit(**_o)
-def s_argsort(x, out, desc):
-    for r in range(x.shape[0]):
-        _argsort_row(x[r], out[r], desc)
-
-
 @njit(parallel=True, **_o)
 def p_argsort(x, out, desc):
     for r in prange(x.shape[0]):
         _argsort_row(x[r], out[r], desc)
 
 
-@njit(**_o)
-def s_sort(x, out, desc):
-    for r in range(x.shape[0]):
-        _sort_row(x[r], out[r], desc)
-
-
 @njit(parallel=True, **_o)
 def p_sort(x, out, desc):
     for r in prange(x.shape[0]):
         _sort_row(x[r], out[r], desc)
+
+
+def s_argsort(x: np.ndarray, out: np.ndarray, desc: bool) -> None:
+    """Stable argsort of each row, on one thread."""
+    # NumPy's C sort, not a Numba one: Numba compiles np.sort/argsort for 15-45 s per dtype,
+    # which a small array's first call cannot afford; numpy also orders NaN last, stably.
+    if desc:
+        # the stable ascending order of the reversed row, reversed: ties keep their order
+        out[:] = x.shape[1] - 1 - np.argsort(x[:, ::-1], axis=1, kind="stable")[:, ::-1]
+    else:
+        out[:] = np.argsort(x, axis=1, kind="stable")
+
+
+def s_sort(x: np.ndarray, out: np.ndarray, desc: bool) -> None:
+    """Sort each row, on one thread (NumPy's C sort: see s_argsort)."""
+    s = np.sort(x, axis=1)
+    out[:] = s[:, ::-1] if desc else s
 
 
 def _sortable(buf: np.ndarray) -> np.ndarray:
@@ -174,16 +179,16 @@ def _unique(flat, order):
     return values, index, inverse, counts
 
 
-@njit(**_o)
-def _order_complex(flat):
-    o1 = np.argsort(flat.imag, kind="mergesort")
-    o2 = np.argsort(flat.real[o1], kind="mergesort")
+def _order_complex(flat: np.ndarray) -> np.ndarray:
+    """Stable order by real part, then imaginary part (NaN last in each)."""
+    o1 = np.argsort(flat.imag, kind="stable")
+    o2 = np.argsort(flat.real[o1], kind="stable")
     return o1[o2]
 
 
-@njit(**_o)
-def _order(flat):
-    return np.argsort(flat, kind="mergesort")
+def _order(flat: np.ndarray) -> np.ndarray:
+    """Stable sorting order of a real 1-D buffer (NumPy's C sort: see s_argsort)."""
+    return np.argsort(flat, kind="stable")
 
 
 def unique(buf: np.ndarray) -> tuple:
@@ -197,7 +202,6 @@ def unique(buf: np.ndarray) -> tuple:
 
 @njit(**_o)
 def _isin_sorted(v, s, out, invert):
-    s = np.sort(s)
     n = s.shape[0]
     tmp = np.empty(1, np.int64)
     for j in range(v.shape[0]):
@@ -226,7 +230,7 @@ def isin(x1: np.ndarray, x2: np.ndarray, invert: bool) -> np.ndarray:
         if s.dtype.kind == "c":
             _isin_scan(v, s, out.reshape(-1), bool(invert))
         else:
-            _isin_sorted(v, s, out.reshape(-1), bool(invert))
+            _isin_sorted(v, np.sort(s), out.reshape(-1), bool(invert))
     return out
 
 
