@@ -67,3 +67,13 @@ def _load(name: str, source: str, deps: tuple) -> object:
 
 # Below this many elements a kernel runs serially: a parallel region costs 20-200 us here.
 PARALLEL_MIN = int(os.environ.get("GRILLY_PARALLEL_MIN", 1 << 17))
+
+
+def workqueue_layer() -> bool:
+    """Whether Numba runs parallel kernels on its workqueue threading layer (neither TBB nor
+    OpenMP found, or asked for), which aborts the process when two threads launch parallel
+    kernels at once. Starts Numba's thread pool: the first parallel kernel would anyway."""
+    from numba.np.ufunc import parallel
+
+    parallel._launch_threads()
+    return numba.threading_layer() == "workqueue"
