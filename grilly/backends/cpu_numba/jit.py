@@ -70,10 +70,32 @@ PARALLEL_MIN = int(os.environ.get("GRILLY_PARALLEL_MIN", 1 << 17))
 
 
 def workqueue_layer() -> bool:
-    """Whether Numba runs parallel kernels on its workqueue threading layer (neither TBB nor
-    OpenMP found, or asked for), which aborts the process when two threads launch parallel
-    kernels at once. Starts Numba's thread pool: the first parallel kernel would anyway."""
+    """Whether Numba runs (or will run) parallel kernels on its workqueue threading layer (no
+    TBB or OpenMP, or asked for), which aborts the process when two threads launch parallel
+    kernels at once. Follows Numba's own choice without starting its thread pool (a started
+    GNU OpenMP pool breaks children forked later)."""
     from numba.np.ufunc import parallel
 
-    parallel._launch_threads()
-    return numba.threading_layer() == "workqueue"
+    if getattr(parallel, "_is_initialized", False):
+        return numba.threading_layer() == "workqueue"
+    layer = str(numba.config.THREADING_LAYER).lower()
+    if layer in ("tbb", "omp", "safe", "threadsafe"):
+        return False   # (Numba raises at the first parallel kernel if that one is missing)
+    if layer == "default":
+        order = list(numba.config.THREADING_LAYER_PRIORITY)
+    elif layer == "forksafe":
+        order = ["tbb"] + (["omp"] if not sys.platform.startswith("linux") else []) + ["workqueue"]
+    else:
+        return layer == "workqueue"
+    for name in order:
+        if name == "workqueue" or _importable(f"numba.np.ufunc.{name}pool"):
+            return name == "workqueue"
+    return False
+
+
+def _importable(mod: str) -> bool:
+    try:
+        importlib.import_module(mod)   # loads the library; starts no thread
+    except Exception:
+        return False
+    return True
