@@ -39,15 +39,15 @@ def synchronize(device=None) -> None:
 
 @contextmanager
 def device_scope(device):
-    """Within the block, arrays are created on ``device`` by default."""
+    """Within the block, arrays this thread creates go on ``device`` by default (other threads
+    keep theirs)."""
     from ..backends import registry
 
-    old = registry._default
-    registry.set_default_device(device)
+    d = registry.push_scope(device)
     try:
-        yield registry.default_device()
+        yield d
     finally:
-        registry._default = old
+        registry.pop_scope()
 
 
 def astype(x, dtype, /, *, copy: bool = True, device=None):

@@ -8,7 +8,11 @@ __all__ = ["enable_grad", "is_grad_enabled", "no_grad", "set_grad_enabled"]
 
 
 class _State(threading.local):
-    enabled = True
+    """Per thread, as torch's: a worker thread starts with grad on, whatever other threads set."""
+
+    def __init__(self) -> None:
+        self.enabled = True
+        self.saved: list[bool] = []   # modes the enclosing set_grad_enabled blocks replaced
 
 
 state = _State()
@@ -24,15 +28,16 @@ class set_grad_enabled:
 
     def __init__(self, mode: bool = True) -> None:
         self.mode = bool(mode)
-        self.prev = []
 
     def __enter__(self):
-        self.prev.append(state.enabled)
+        # the mode to restore goes on this thread's stack, not on the object: one no_grad()
+        # instance may be entered by several threads at once
+        state.saved.append(state.enabled)
         state.enabled = self.mode
         return self
 
     def __exit__(self, *exc) -> None:
-        state.enabled = self.prev.pop()
+        state.enabled = state.saved.pop()
 
     def __call__(self, fn):
         mode = self.mode

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import threading
 
 import pluggy
 
@@ -19,13 +20,28 @@ class Registry:
         self.pm.add_hookspecs(hookspecs)
         self.backends: dict[str, Backend] = {}
         self._loaded = False
+        self._loading = False
         self._default: Device | None = None
+        # one lock for loading and (un)registering: threads making their first grilly call at
+        # once must all wait for the whole load, not see a half-built table (issue 10)
+        self._lock = threading.RLock()
+        self._scope = threading.local()   # device_scope's stack: per thread
 
     def load(self) -> None:
         """Discover entry-point plugins once (the built-in backends come this way)."""
         if self._loaded:
             return
-        self._loaded = True
+        with self._lock:
+            if self._loaded or self._loading:
+                return   # loaded meanwhile, or a plugin of this very load asks (same thread)
+            self._loading = True
+            try:
+                self._load()
+            finally:
+                self._loading = False
+            self._loaded = True
+
+    def _load(self) -> None:
         self.pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
         found = {b.name for lst in self.pm.hook.grilly_backends() for b in lst or ()}
         # a source tree that was never pip-installed has no entry points: register the built-ins
@@ -42,16 +58,22 @@ class Registry:
     def register(self, plugin, name: str | None = None) -> None:
         """Register a plugin at run time and rebuild the dispatch tables."""
         self.load()
-        self.pm.register(plugin, name=name)
-        self.rebuild()
+        with self._lock:
+            self.pm.register(plugin, name=name)
+            self.rebuild()
 
     def unregister(self, plugin=None, name: str | None = None) -> None:
         """Remove a plugin and rebuild the dispatch tables."""
-        self.pm.unregister(plugin, name=name)
-        self.rebuild()
+        with self._lock:
+            self.pm.unregister(plugin, name=name)
+            self.rebuild()
 
     def rebuild(self) -> None:
         """Resolve every plugin's backends and kernels into each device's ``kernels`` dict."""
+        with self._lock:
+            self._rebuild()
+
+    def _rebuild(self) -> None:
         backends: dict[str, Backend] = {}
         for lst in reversed(self.pm.hook.grilly_backends()):  # earliest registered first
             for b in lst or ():
@@ -99,20 +121,39 @@ class Registry:
             raise ValueError(f"device: {spec!r} is not a device; {name} has {len(devs)}") from None
 
     def default_device(self) -> Device:
-        """The default device: set_default_device, else $GRILLY_DEVICE, else the best device."""
-        if self._default is None:
+        """The default device: this thread's innermost device_scope, else set_default_device,
+        else $GRILLY_DEVICE, else the best device."""
+        stack = getattr(self._scope, "stack", None)
+        if stack:
+            return stack[-1]
+        d = self._default
+        if d is None:
             self.load()
             env = os.environ.get("GRILLY_DEVICE", "").strip()
             if env:
-                self._default = self.device(env)
+                d = self.device(env)
             else:
                 devs = self.devices()
-                self._default = max(
-                    devs, key=lambda d: (d.backend.priority + getattr(d, "rank", 0)))
-        return self._default
+                d = max(devs, key=lambda d: (d.backend.priority + getattr(d, "rank", 0)))
+            self._default = d   # (threads racing here compute the same device)
+        return d
 
     def set_default_device(self, device) -> None:
+        """Set the process-wide default device (every thread's, outside a device_scope)."""
         self._default = None if device is None else self.device(device)
+
+    def push_scope(self, device) -> Device:
+        """Make ``device`` this thread's default until the matching pop_scope."""
+        d = self.device(device)
+        stack = getattr(self._scope, "stack", None)
+        if stack is None:
+            stack = self._scope.stack = []
+        stack.append(d)
+        return d
+
+    def pop_scope(self) -> None:
+        """End this thread's innermost device scope."""
+        self._scope.stack.pop()
 
 
 registry = Registry()

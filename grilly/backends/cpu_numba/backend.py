@@ -1,12 +1,24 @@
 """The multithreaded Numba CPU backend: one device, ``cpu``."""
 from __future__ import annotations
 
+import functools
+import threading
+
 import numba
 
 from ...array.elementwise import BINARY, UNARY
 from ..base import Backend, Device
-from . import elementwise, storage
+from . import elementwise, jit, storage
 from .pool import pool
+
+# Numba's workqueue layer cannot run parallel kernels of two threads at once (it aborts the
+# process): there, one lock serializes the backend's kernels; TBB and OpenMP need none
+_SERIAL = threading.RLock()
+
+
+def _serial(fn, *args, **kw):
+    with _SERIAL:
+        return fn(*args, **kw)
 
 
 class CpuBackend(Backend):
@@ -28,6 +40,9 @@ class CpuBackend(Backend):
         table.update(elementwise.kernels(UNARY, BINARY))
         for fam in families.MODULES:
             table.update(fam.KERNELS)
+        if jit.workqueue_layer():
+            table = {name: functools.update_wrapper(functools.partial(_serial, fn), fn)
+                     for name, fn in table.items()}
         return table
 
     def info(self, device: Device) -> dict:

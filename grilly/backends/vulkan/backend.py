@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 
 from ..base import Backend, Device
 from . import runtime
@@ -13,7 +14,8 @@ _KIND_BY_DTYPE = {"float64": "shaderFloat64", "int64": "shaderInt64", "uint64": 
 
 
 class _Kernels(dict):
-    """A device's kernel table that binds creation kernels (which take no buffer) to it."""
+    """A device's kernel table: every kernel runs under the device's lock, and creation kernels
+    (which take no buffer) get the device's context."""
 
     def __init__(self, device):
         super().__init__()
@@ -26,12 +28,23 @@ class _Kernels(dict):
         for name, fn in dict(table, **kw).items():
             if CREATION.get(name) is fn:
                 fn = functools.partial(_with_ctx, fn, dev)
-                fn.__name__ = name
+            else:
+                fn = functools.partial(_locked, fn, dev.lock)
+            fn.__name__ = name
             self[name] = fn
 
 
+# A kernel allocates, records into the shared command buffer (and the open fused run), or syncs:
+# one device-wide re-entrant lock makes each kernel call atomic with respect to other threads'
+# (docs/architecture.md, "Threads"); kernels that call kernels take it again.
 def _with_ctx(fn, dev, *args):
-    return fn(dev.ctx, *args)
+    with dev.lock:
+        return fn(dev.ctx, *args)
+
+
+def _locked(fn, lock, *args, **kw):
+    with lock:
+        return fn(*args, **kw)
 
 
 class VulkanDevice(Device):
@@ -42,18 +55,24 @@ class VulkanDevice(Device):
         self.phys = phys
         self.rank = runtime.RANK.get(phys.type, 0)
         self._ctx = None
+        self.lock = threading.RLock()   # held by every kernel call on this device
         self.kernels = _Kernels(self)
 
     def synchronize(self) -> None:
         """Submit what is recorded and wait for it."""
         if self._ctx is not None:
-            self._ctx.recorder.flush()
+            with self.lock:
+                self._ctx.recorder.flush()
 
     @property
     def ctx(self):
-        if self._ctx is None:
-            self._ctx = runtime.Context(self.phys)
-        return self._ctx
+        ctx = self._ctx
+        if ctx is None:
+            with self.lock:   # threads using a fresh device at once make one logical device
+                if self._ctx is None:
+                    self._ctx = runtime.Context(self.phys, self.lock)
+                ctx = self._ctx
+        return ctx
 
 
 def _selected(phys: list) -> int | None:
@@ -81,10 +100,13 @@ class VulkanBackend(Backend):
     def __init__(self):
         self.unavailable_reason = ""
         self._devices = None
+        self._lock = threading.Lock()
 
     def devices(self) -> list[Device]:
         if self._devices is None:
-            self._devices = self._probe()
+            with self._lock:   # one probe (one VkInstance) however many threads ask first
+                if self._devices is None:
+                    self._devices = self._probe()
         return self._devices
 
     def _probe(self) -> list:
@@ -127,6 +149,7 @@ class VulkanBackend(Backend):
 
         out = device.phys.info()
         if device._ctx is not None:
-            out.update(pool_held_bytes=device._ctx.pool.held, pool_live_bytes=device._ctx.pool.live,
-                       **stats)
+            with device.lock:
+                    out.update(pool_held_bytes=device._ctx.pool.held,
+                           pool_live_bytes=device._ctx.pool.live, **stats)
         return out

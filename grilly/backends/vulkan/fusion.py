@@ -49,9 +49,10 @@ def wanted(phys) -> bool:
 
 def enable(ctx, on: bool) -> None:
     """Turn fusion on or off for a running device (tests run lavapipe both ways)."""
-    if ctx.recorder.pending is not None:
-        ctx.recorder.pending.emit()
-    ctx.fuser = Fuser(ctx) if on else None
+    with ctx.lock:
+        if ctx.recorder.pending is not None:
+            ctx.recorder.pending.emit()
+        ctx.fuser = Fuser(ctx) if on else None
 
 
 class Fuser:

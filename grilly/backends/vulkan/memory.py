@@ -6,6 +6,8 @@ always on lavapipe, resizable BAR on NVIDIA), mapped once, so uploads write stra
 """
 from __future__ import annotations
 
+from collections import deque
+
 import numpy as np
 
 from .runtime import check, ffi, lib
@@ -110,6 +112,8 @@ class Pool:
         self.live = 0        # bytes handed out and not yet released
         self._staging_type = -1   # -1: not probed yet
         self._buckets: dict = {}  # request -> bucket size, for sizes checked against the limit
+        # blocks released by a thread that could not take the device lock; alloc takes them back
+        self._deferred: deque = deque()
 
     def type_index(self, bits: int) -> int:
         i = _find_type(self.ctx.phys.mem_types, bits, (_HOST | _LOCAL, _HOST))
@@ -139,6 +143,9 @@ class Pool:
         return sum(s for s, fl in phys.heaps if fl & 1) - self.held
 
     def alloc(self, nbytes: int) -> Allocation:
+        """A block of at least ``nbytes`` (call with the device lock held)."""
+        if self._deferred:
+            self.take_deferred()
         size = self._buckets.get(nbytes)
         if size is None:
             limit = self.ctx.phys.max_storage
@@ -175,11 +182,33 @@ class Pool:
         lst.extend((chunk, off) for off in range(csize - size, -1, -size))
 
     def release(self, a: Allocation) -> None:
-        self.live -= a.size
-        self.free[a.size].append((a.chunk, a.offset))
+        """Return ``a``'s block. An allocation dies in whichever thread drops its last
+        reference, maybe one holding another device's lock: never wait for this one's (a
+        deadlock); queue the block instead when another thread holds it."""
+        lock = self.ctx.lock
+        if lock.acquire(blocking=False):
+            try:
+                self.live -= a.size
+                self.free[a.size].append((a.chunk, a.offset))
+            finally:
+                lock.release()
+        else:
+            self._deferred.append((a.size, a.chunk, a.offset))   # (deque.append is atomic)
+
+    def take_deferred(self) -> None:
+        """Put the queued released blocks back on the free lists (device lock held)."""
+        pop = self._deferred.popleft
+        while True:
+            try:
+                size, chunk, off = pop()
+            except IndexError:
+                return
+            self.live -= size
+            self.free[size].append((chunk, off))
 
     def trim(self) -> None:
         """Give back to the driver every chunk with no block in use."""
+        self.take_deferred()
         used = {}
         for size, lst in self.free.items():
             for chunk, _ in lst:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import atexit
 import hashlib
 import os
+import threading
 from pathlib import Path
 
 try:
@@ -191,8 +192,11 @@ def _cache_path(uuid: str) -> Path:
 class Context:
     """A logical device on one physical device: queue, recorder, layout, pipelines, memory."""
 
-    def __init__(self, phys: PhysicalDevice):
+    def __init__(self, phys: PhysicalDevice, lock=None):
         self.phys = phys
+        # the device's re-entrant lock (VulkanDevice.lock): held around everything that touches
+        # the recorder, the fused run, the pool, staging or the pipeline dict
+        self.lock = lock if lock is not None else threading.RLock()
         self._keep = []
         prio = ffi.new("float[]", [1.0])
         qinfo = ffi.new("VkDeviceQueueCreateInfo*", {
@@ -285,6 +289,10 @@ class Context:
     def save_pipeline_cache(self) -> None:
         """Write the driver's pipeline cache to disk (at exit), so later runs start fast; what
         other processes saved meanwhile is merged in, not overwritten."""
+        # the cache is externally synchronized: a thread still running kernels at exit may be
+        # creating a pipeline; wait for it a while, never forever (it may be stuck)
+        if not self.lock.acquire(timeout=5):
+            return
         try:
             self._merge_saved_cache()
             n = ffi.new("size_t*")
@@ -297,6 +305,8 @@ class Context:
             os.replace(tmp, self._cache_file)
         except Exception:
             pass  # a cache is an optimization; never fail at exit for it
+        finally:
+            self.lock.release()
 
     def _merge_saved_cache(self) -> None:
         try:
