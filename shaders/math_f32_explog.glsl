@@ -20,11 +20,13 @@
 //     log(1+r) with r^2/2 exact (Dekker), times 1/ln2 (head + tail); y*log2|x| as a Dekker
 //     product, then exp2 of head + tail as above (|y| clamped to 2^31: beyond that the
 //     result already over/underflows for every x != 1). Special cases as C99/numpy.
-//   sinh, cosh: |x| < 1: odd/even polynomials; else h = e^|x|/2 (scaled by 2^(k-1), so no
-//     premature overflow up to 89.4) and h -+ 0.25/h.
+//   sinh, cosh: |x| < 1: odd/even polynomials; else h = e^|x|/2 scaled by 2^(k-1) (no
+//     premature overflow up to 89.4), cosh = h + 0.25/h; sinh = (t - 0.25/h) + t*em1 with
+//     t = 2^(k-1) (t*em1 exact: one rounding less) for |x| <= 16, h beyond.
 //   tanh: |x| < 0.55: x + x^3*T7(x^2); else 1 - 2/(expm1(2|x|) + 2) with the sum kept in
 //     two parts and the quotient corrected by one exact residual step (el_div).
-//   asinh/acosh: log1p forms (fdlibm), log(x) + ln2 for huge x; atanh: (log1p(|x|) -
+//   asinh/acosh: log1p forms (fdlibm), log(x) + ln2 for huge x; acosh on [1, 2] with
+//     sqrt(2t + t^2) corrected by an exact residual step; atanh: (log1p(|x|) -
 //     log1p(-|x|))/2, no quotient at all.
 //   logaddexp: max + log1p(exp(-|a-b|)).
 // Division and sqrt are only 2.5 ulp in Vulkan: every quotient here either feeds a small
@@ -413,8 +415,12 @@ float sinh_f(float x) {
         p = p * z + 1.666666716e-01;
         return x + (x * z) * p;
     }
-    float h = el_exp_scaled(min(ax, 90.0), -1);   // e^|x| / 2
-    return copysign_f(h - 0.25 / h, x);
+    int k;
+    float em1 = el_expm1_r(el_exp_reduce(min(ax, 90.0), k));
+    if (ax > 16.0) return copysign_f(el_scale(1.0 + em1, k - 1), x);   // e^-|x| is below 2^-46
+    // e^|x|/2 = t + t*em1 (t = 2^(k-1), t*em1 exact): one rounding less than h - 0.25/h
+    float t = el_pow2i(k - 1), h = t + t * em1;
+    return copysign_f((t - 0.25 / h) + t * em1, x);
 }
 
 float cosh_f(float x) {
@@ -430,7 +436,7 @@ float cosh_f(float x) {
         p = p * z + 5.000000000e-01;
         return 1.0 + z * p;
     }
-    float h = el_exp_scaled(min(ax, 90.0), -1);
+    float h = el_exp_scaled(min(ax, 90.0), -1);   // e^|x| / 2
     return h + 0.25 / h;
 }
 
@@ -477,7 +483,17 @@ float acosh_f(float x) {
     if (x > 268435456.0) return el_log_f(x) + EL_LN2;
     if (x > 2.0) return el_log(2.0 * x - 1.0 / (x + sqrt(x * x - 1.0)));
     float t = x - 1.0;   // exact
-    return log1p_f(t + sqrt(2.0 * t + t * t));
+    if (t == 0.0) return 0.0;
+    // acosh(1 + t) ~ sqrt(2t) passes the sqrt's error straight through: a = 2t + t^2 in two
+    // parts, sqrt(a) with one exact residual step, t + sqrt(a) in two parts
+    float qh, ql, ah, al, s, p, pe, uh, ul;
+    el_two_prod(t, t, qh, ql);
+    el_two_sum(2.0 * t, qh, ah, al);
+    s = sqrt(ah);
+    el_two_prod(s, s, p, pe);
+    precise float sc = (((ah - p) - pe) + (al + ql)) / (2.0 * s);
+    el_two_sum(t, s, uh, ul);
+    return log1p_f(uh) + (ul + sc) / (1.0 + uh);
 }
 
 float atanh_f(float x) {
