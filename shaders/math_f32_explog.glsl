@@ -25,10 +25,12 @@
 //     t = 2^(k-1) (t*em1 exact: one rounding less) for |x| <= 16, h beyond.
 //   tanh: |x| < 0.55: x + x^3*T7(x^2); else 1 - 2/(expm1(2|x|) + 2) with the sum kept in
 //     two parts and the quotient corrected by one exact residual step (el_div).
-//   asinh/acosh: log1p forms (fdlibm), log(x) + ln2 for huge x; acosh on [1, 2] with
-//     sqrt(2t + t^2) corrected by an exact residual step; atanh: (log1p(|x|) -
+//   asinh/acosh: log1p forms (fdlibm), log(x) + ln2 for huge x; on |x| <= 2 the sums
+//     |x| + sqrt(x^2 + 1), t + sqrt(2t + t^2) (t = x - 1) in two parts, the sqrt corrected by
+//     an exact residual step, then log(hi) + lo/hi; atanh: (log1p(|x|) -
 //     log1p(-|x|))/2, no quotient at all.
-//   logaddexp: max + log1p(exp(-|a-b|)).
+//   logaddexp: max + log1p(exp(-|a-b|)), a - b in two parts (TwoSum), and for
+//     exp(-|a-b|) < sqrt(2)-1 the sum max + v formed exactly before log1p's small remainder.
 // Division and sqrt are only 2.5 ulp in Vulkan: every quotient here either feeds a small
 // correction term or is corrected (el_div); `precise` keeps the error-free transforms
 // (Veltkamp split, Dekker product, TwoSum) from being contracted or reassociated.
@@ -397,8 +399,14 @@ float logaddexp_f(float a, float b) {
     el_two_sum(a, -b, dh, dl);
     if (dh > 0.0) { dh = -dh; dl = -dl; }
     if (isinf(dh)) dl = 0.0;
-    float v = el_exp_scaled(max(dh, -105.0), 0);
-    return max(a, b) + log1p_f(v + v * dl);
+    float v = el_exp_scaled(max(dh, -105.0), 0), m = max(a, b);
+    v += v * dl;
+    if (isinf(m) || v >= 0.4142135) return m + log1p_f(v);
+    // log1p(v) = v - (hfsq - sr): add m + v exactly first, the result may cancel to ~0
+    float hfsq, sr, sh, sl;
+    el_log_kernel(v, hfsq, sr);
+    el_two_sum(m, v, sh, sl);
+    return sh + (sl - (hfsq - sr));
 }
 
 // ---- hyperbolic ----
@@ -471,8 +479,15 @@ float asinh_f(float x) {
     } else if (ax > 2.0) {
         r = el_log(2.0 * ax + 1.0 / (sqrt(ax * ax + 1.0) + ax));
     } else {
-        float z = ax * ax;
-        r = log1p_f(ax + z / (1.0 + sqrt(1.0 + z)));
+        // log(u), u = ax + sqrt(ax^2 + 1) in two parts (sqrt corrected by an exact residual)
+        float zh, zl, wh, wl, s, p, pe, uh, ul;
+        el_two_prod(ax, ax, zh, zl);
+        el_two_sum(1.0, zh, wh, wl);
+        s = sqrt(wh);
+        el_two_prod(s, s, p, pe);
+        precise float sc = (((wh - p) - pe) + (wl + zl)) / (2.0 * s);
+        el_two_sum(ax, s, uh, ul);
+        r = el_log(uh) + (ul + sc) / uh;
     }
     return copysign_f(r, x);
 }
