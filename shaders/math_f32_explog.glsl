@@ -211,7 +211,7 @@ float el_frexp(uint u, out int e) {
 void el_log_kernel(float f, out float hfsq, out float sr) {
     float s = f / (2.0 + f);
     float z = s * s;
-    float rz = 2.359609306e-01;
+    float rz = 2.359606326e-01;
     rz = rz * z + 2.853662074e-01;
     rz = rz * z + 4.000034630e-01;
     rz = rz * z + 6.666666269e-01;
@@ -454,9 +454,9 @@ float el_tanh_f(float x) {
     if (ax < 0.55) {
         if (ax < 2.44140625e-04) return x;
         float z = x * x;
-        float p = 3.495522542e-04;
-        p = p * z - 1.334386296e-03;
-        p = p * z + 3.557342570e-03;
+        float p = 3.495490819e-04;
+        p = p * z - 1.334382687e-03;
+        p = p * z + 3.557340940e-03;
         p = p * z - 8.857327513e-03;
         p = p * z + 2.186889760e-02;
         p = p * z - 5.396822095e-02;
