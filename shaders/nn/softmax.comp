@@ -16,8 +16,13 @@
 #define EXP exp_d
 #define LN log_d
 #else
-#define EXP exp
-#define LN log
+// the float32 library (float16 computes in float32). math_f32.glsl's trig part still calls the
+// float64 library (so the SPIR-V declares Float64): drop this include once it no longer does
+#include "../math_f64.glsl"
+#include "../math_f32.glsl"
+#define EXP exp_f
+#define LN log_f
+vec4 exp4_f(vec4 v) { return vec4(exp_f(v.x), exp_f(v.y), exp_f(v.z), exp_f(v.w)); }
 #endif
 
 layout(constant_id = 0) const int LOG = 0;
@@ -100,12 +105,12 @@ void main() {
             vec4 sv = vec4(0);
             for (int k = 0; k < K; ++k) {
                 // padding is -inf: exp gives 0 (a row of -inf is NaN everywhere anyway)
-                vec4 e = exp(r[k] - mx);
+                vec4 e = exp4_f(r[k] - mx);
                 sv += e;
                 if (LOG == 0) r[k] = e;
             }
             TC tot = red_sum((sv.x + sv.y) + (sv.z + sv.w));
-            TC a = LOG != 0 ? log(tot) : TC(1) / tot;
+            TC a = LOG != 0 ? LN(tot) : TC(1) / tot;
             for (int k = 0; k < K; ++k) {
                 int q = lane + k * lanes;
                 if (q < n4) y4[c4 + q] = LOG != 0 ? (r[k] - mx) - a : r[k] * a;

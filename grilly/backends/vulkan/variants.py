@@ -68,6 +68,8 @@ def variants() -> dict[str, tuple[str, list[str]]]:
         for k, tag in enumerate(("ewc", "ewcr", "ewcb")):
             out[f"{tag}_{c}"] = ("elementwise/complex.comp",
                                  [f"-DIS_F64={int(c == 'complex128')}", f"-DOUT_KIND={k}"])
+    # benchmark only: exp/log/tanh from the driver's built-ins, to price the float32 library
+    out["ew_float32_builtin"] = (out["ew_float32"][0], out["ew_float32"][1] + ["-DGRILLY_BUILTIN_MATH=1"])
     out["mm_tiled_float32"] = ("linalg/matmul_tiled.comp", [])
     for d in ("float16", "float32", "float64"):
         out[f"softmax_{d}"] = ("nn/softmax.comp", _dtype_defines("IN", d))
