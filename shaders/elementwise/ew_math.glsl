@@ -4,7 +4,7 @@
 #define IS_FLOAT (IN_KIND == K_F)
 #define IS_F32 (IN_KIND == K_F && !IS_F64)
 
-#if IS_FLOAT
+#if IS_F64
 #include "../math_f64.glsl"
 #endif
 
@@ -60,7 +60,11 @@ TC un(int op, TC x) {
     case OP_FLOOR: return floor(x);
     case OP_TRUNC: return trunc(x);
     case OP_ROUND: return roundEven(x);
+#if IS_F32
+    case OP_SQRT: return sqrt_f(x);  // Vulkan's sqrt is not correctly rounded
+#else
     case OP_SQRT: return sqrt(x);
+#endif
     case OP_RECIPROCAL: return TC(1) / x;
 #endif
 #if IS_F32
