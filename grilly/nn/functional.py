@@ -14,13 +14,13 @@ from ..array import fused as _fused
 from ..array.array import Array
 from ..array.dtypes import DType
 from ..autograd.function import Function
-from . import _random
+from . import _random, _special
 from .module import _no_grad
 
 __all__ = [
     "linear", "embedding", "one_hot", "dropout", "pad",
     "relu", "relu6", "leaky_relu", "gelu", "silu", "elu", "tanh", "sigmoid", "softplus",
-    "softmax", "log_softmax", "erf",
+    "softmax", "log_softmax", "erf", "erfc",
     "layer_norm", "rms_norm", "batch_norm",
     "conv1d", "conv2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
     "adaptive_avg_pool2d", "flatten",
@@ -207,25 +207,73 @@ def softplus(input: Array, beta: float = 1.0, threshold: float = 20.0) -> Array:
     return gp.where(z > threshold, input, sp)
 
 
-def _erfc_pos(z):
-    # Numerical Recipes' erfcc: fractional error below 1.2e-7 for every z >= 0.
-    t = 1.0 / (1.0 + 0.5 * z)
-    c = (-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807, -1.13520398,
-         1.48851587, -0.82215223, 0.17087277)
-    poly = c[-1]
-    for a in c[-2::-1]:
-        poly = a + t * poly
-    return t * gp.exp(-z * z + poly)
+def _in_float32(fn, x):
+    """fn(x), float16 computed in float32 (the composites' constants are float32/float64 ones)."""
+    if x.dtype == gp.float16:
+        return gp.astype(fn(gp.astype(x, gp.float32)), gp.float16)
+    return fn(x)
+
+
+class _Erf(Function):
+    """erf with its derivative 2/sqrt(pi) exp(-x^2) (not the composite's many-op tape)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return _special.erf(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        x = ctx.saved_tensors[0]
+        return (g * (2.0 / math.sqrt(math.pi)) * gp.exp(-(x * x)),)
+
+
+class _Erfc(Function):
+    """erfc with its derivative -2/sqrt(pi) exp(-x^2)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return _special.erfc(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        x = ctx.saved_tensors[0]
+        return (g * (-2.0 / math.sqrt(math.pi)) * gp.exp(-(x * x)),)
+
+
+class _Gelu(Function):
+    """x Phi(x) with its derivative Phi(x) + x phi(x)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return _special.gelu(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        x = ctx.saved_tensors[0]
+        cdf = 0.5 * erfc(x * -math.sqrt(0.5))   # no cancellation for x << 0
+        xc = gp.clip(x, -1e3, 1e3)              # x phi(x) -> 0 at +-inf, not inf * 0
+        pdf = xc * gp.exp(xc * xc * -0.5) * (1.0 / math.sqrt(2.0 * math.pi))
+        return (g * (cdf + pdf),)
 
 
 def erf(input: Array) -> Array:
-    """The error function (composed: grilly has no erf kernel yet)."""
-    e = _erfc_pos(gp.abs(input))
-    return gp.where(input >= 0, 1.0 - e, e - 1.0)
+    """The error function, within 2 ulp in float32 (a composite of array ops)."""
+    _check_float(input, "erf")
+    return _in_float32(_Erf.apply, input)
+
+
+def erfc(input: Array) -> Array:
+    """The complementary error function 1 - erf(x), accurate in relative terms for large x."""
+    _check_float(input, "erfc")
+    return _in_float32(_Erfc.apply, input)
 
 
 def gelu(input: Array, approximate: str = "none") -> Array:
-    """x * Phi(x) ('none', via erfc) or the tanh approximation ('tanh')."""
+    """x * Phi(x) ('none') or the tanh approximation ('tanh')."""
+    _check_float(input, "gelu")
     if approximate == "tanh":
         k = math.sqrt(2.0 / math.pi)
         # (1 + tanh(u)) / 2 == sigmoid(2u): the same function without the cancellation of
@@ -233,10 +281,7 @@ def gelu(input: Array, approximate: str = "none") -> Array:
         return input * sigmoid(2.0 * k * (input + 0.044715 * input * input * input))
     if approximate != "none":
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
-    z = input * (1.0 / math.sqrt(2.0))
-    e = _erfc_pos(gp.abs(z))
-    # x * erfc(-z) / 2 keeps full relative precision for very negative x.
-    return 0.5 * input * gp.where(input >= 0, 2.0 - e, e)
+    return _in_float32(_Gelu.apply, input)
 
 
 def _softmax_dim(ndim: int) -> int:

@@ -1,0 +1,181 @@
+"""The error function family as array-level composites (forward values only; grilly.nn.functional
+wraps them with their derivatives): erf, erfc and the exact GELU, x * Phi(x).
+
+Method (per float32 and float64 input; float16 is computed in float32 by the callers). With
+a = |x| and z = a (erf, erfc) or z = a / sqrt(2) (gelu):
+- small |x| (z < 1/2): erf(x) = x + x * P(x^2), gelu(x) = x * (1/2 + x * Q(x^2)); no cancellation.
+- larger z: erfc(z) = exp(-z^2) * R(z), R smooth: a polynomial in z for z < zb ("B"), and
+  R(z) = K(1/z^2) / z beyond ("C"), up to the cap where erfc underflows. exp(-z^2) is taken with
+  z^2 carried in two parts (a Veltkamp split of a makes hi = ah*ah exact, lo = a^2 - hi), as
+  exp(-s) * (1 - r), s = fl(hi + lo), r = hi + lo - s exactly (Fast2Sum): a rounded z^2 would
+  cost 2 z^2 ulp (200 ulp at z = 10).
+  erf = +-(1 - erfc); gelu = -a erfc(z) / 2 for x < 0 (relative accuracy down to underflow) and
+  x - a erfc(z) / 2 for x > 0; the polynomials absorb the constants (1/2, 1/sqrt(2)), so gelu
+  needs no division and erfc one (by a, region C).
+Coefficients: Chebyshev interpolants fitted with mpmath (tools: see the commit message of this
+file), written in powers of (v - m); for B and C, m is a float of the target precision where
+the function is within 2^-12 ulp of a float, so that the constant term carries no rounding.
+Fit error is below 2^-27 (float32) and 2^-56 (float64) relative. Measured (cpu, 10^6 points
+per range, tests/test_float_accuracy.py): see the table in the commit message.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import grilly as gp
+
+
+class _Pieces(NamedTuple):
+    """Where the pieces meet (c1, zb, cap in the variable a = |x|) and the (m, coefficients)
+    of the small-|x|, B and C polynomials."""
+    c1: float
+    zb: float
+    cap: float
+    small: tuple
+    B: tuple
+    C: tuple
+
+
+_ERF_F32 = _Pieces(0.5, 2.0, 10.3,
+    (0.125, (
+        0.08307523768907236, -0.34913647109517737, 0.10323657189409437, -0.024383163268193238,
+        0.004719505331889098, -0.0007694534279142308,
+    )),
+    (1.2500433921813965, (
+        0.3678138554096222, -0.20881261024305559, 0.10678903519402787, -0.050214260475677806,
+        0.0220093337207212, -0.00908344098820705, 0.0035535567706986714, -0.0013121525112571877,
+        0.00046973423533509215, -0.0001895603234353425, 6.229673869117625e-05,
+    )),
+    (0.12884902954101562, (
+        0.5332680344581604, -0.20684073295741903, 0.20584243650018064, -0.2998823209499117,
+        0.5470579452647596, -1.1427017759447469, 2.718226631230654, -9.370258545465587, 26.465552886463012,
+    )),
+)
+_GELU_F32 = _Pieces(0.7071067811865476, 2.8284271247461903, 14.56639969244288,
+    (0.25, (
+        0.3829249225525874, -0.06171919156773524, 0.009124910006595833, -0.0010775937558573862,
+        0.00010428731950077653, -8.50133963570917e-06,
+    )),
+    (1.7663360834121704, (
+        0.3250361382961273, 0.05347407004346366, -0.02667955441401819, 0.011028589192814908,
+        -0.004023078168533859, 0.001336591106910722, -0.0004114668215582058, 0.00011727019064362081,
+        -3.217010309410659e-05, 1.004873622602089e-05, -2.4694229953758485e-06,
+    )),
+    (0.0649779811501503, (
+        0.37691572308540344, -0.2918740568207091, 0.5794051680271811, -1.6827673237450949,
+        6.11799740977148, -25.4532137246402, 119.88488590335974, -826.9023925765674, 4774.650354936877,
+    )),
+)
+_ERF_F64 = _Pieces(0.5, 3.0, 27.5,
+    (0.125, (
+        0.08307523767617131, -0.34913647109358337, 0.10323658675594927, -0.024383165104478667,
+        0.004716969080927518, -0.0007691400523053416, 0.0001081874881429891, -1.3368122563503264e-05,
+        1.472638166720668e-06, -1.462091340945175e-07,
+    )),
+    (1.7500000000235199, (
+        0.28497223473435584, -0.1309763455118621, 0.05576363008551666, -0.022259995240597664,
+        0.008404319206971003, -0.003020974651277927, 0.0010392045224312417, -0.0003435333534590992,
+        0.00010950528813277564, -3.375535518245492e-05, 1.008668474604225e-05, -2.9279383718344193e-06,
+        8.271283496881545e-07, -2.2776185678430127e-07, 6.122702417008468e-08, -1.6084736066233616e-08,
+        4.127915796785671e-09, -1.0395722602194069e-09, 2.614848219702534e-10, -6.322189607918265e-11,
+        1.2849066222511116e-11, -3.035586536069986e-12, 1.2586318801674025e-12, -2.807223007514878e-13,
+    )),
+    (0.05621671257728921, (
+        0.5495102293332008, -0.24253094413952006, 0.29452098840472407, -0.5517460379039698,
+        1.349257219550055, -3.979214502920132, 13.521301606207382, -51.40365333017011, 214.24199757781122,
+        -964.5388537784846, 4634.772585544309, -23596.539626901034, 128775.63219678911, -724386.8863557662,
+        3370487.767781177, -19670483.3040627, 283829210.25509286, -1890421250.170531,
+    )),
+)
+_GELU_F64 = _Pieces(0.7071067811865476, 4.242640687119285, 38.890872965260115,
+    (0.25, (
+        0.3829249225480262, -0.06171919156745346, 0.009124911320210632, -0.0010775938370105036,
+        0.00010423127574284765, -8.497877291676294e-06, 5.976570820738031e-07, -3.6924570767133014e-08,
+        2.0338133475045113e-09, -1.0096237323207673e-10,
+    )),
+    (2.4748737340992384, (
+        0.35263514935577367, 0.027881815044810986, -0.01180514518895121, 0.004202159603951092,
+        -0.0013350947887379283, 0.0003897016959508847, -0.00010627520918456725, 2.7376322121527704e-05,
+        -6.713055129719059e-06, 1.5760442678932962e-06, -3.558440472479772e-07, 7.754363431805153e-08,
+        -1.6356783687574607e-08, 3.3480085969851035e-09, -6.664620428255405e-10, 1.2921381274412133e-10,
+        -2.439025673810643e-11, 4.5091100430389124e-12, -8.340406474598315e-13, 1.473110389384225e-13,
+        -2.1326465329705206e-14, 3.680073138434459e-15, -1.1584035862153919e-15, 1.8734566748246477e-16,
+    )),
+    (0.028108356294660533, (
+        0.3885624094908178, -0.34299055048723787, 0.83303115235465, -3.1211469187903202,
+        15.265102869431653, -90.0393458598548, 611.9042594020142, -4652.527594616824, 38781.94412246201,
+        -349200.36548112164, 3355933.8212224883, -34171439.45132528, 372974070.57025445,
+        -4196097057.8811555, 39047901249.43917, -455774440531.31384, 13152915226413.092,
+        -175207833296528.3,
+    )),
+)
+
+
+# Veltkamp splitting constants 2^s + 1: a * SPLIT - (a * SPLIT - a) keeps the high half of a's bits
+_SPLIT = {"float32": 4097.0, "float64": 134217729.0}
+_TABLES = {("erf", "float32"): _ERF_F32, ("erf", "float64"): _ERF_F64,
+           ("gelu", "float32"): _GELU_F32, ("gelu", "float64"): _GELU_F64}
+
+
+def _poly(v, piece):
+    """Horner's rule for sum c_k (v - m)^k, ``piece`` = (m, coefficients)."""
+    m, c = piece
+    u = v - m
+    r = u * c[-1] + c[-2]
+    for a in c[-3::-1]:
+        r = r * u + a
+    return r
+
+
+def _exp_neg_square(a, split: float, half: bool):
+    """exp(-a^2) (exp(-a^2/2) if ``half``) for 0 <= a <= cap, a^2 taken exactly in two parts."""
+    c = a * split
+    ah = c - (c - a)                  # the high half of a's bits: ah * ah is exact
+    if half:
+        hi = ah * (ah * 0.5)
+        lo = (a - ah) * ((a + ah) * 0.5)
+    else:
+        hi = ah * ah
+        lo = (a - ah) * (a + ah)      # a^2 - hi to a relative 2^-24 of itself; up to 2^-11 a^2
+    s = hi + lo
+    r = (hi - s) + lo                 # exactly what rounding hi + lo dropped: |r| <= ulp(s)/2
+    e = gp.exp(-s)
+    return e - e * r                  # exp(-r) = 1 - r to far below an ulp
+
+
+def _tail(x, kind: str):
+    """(|x|, T, table): T = erfc(|x|) for kind "erf", |x| erfc(|x| / sqrt(2)) / 2 for "gelu"
+    (whose B and C polynomials include the factor |x| / 2);
+    accurate for |x| >= table.c1 (values below are computed, not used)."""
+    d = x.dtype.name
+    t = _TABLES[kind, d]
+    a = gp.abs(x)
+    ac = gp.minimum(a, t.cap)         # beyond the cap the result underflows (nan stays nan)
+    e = _exp_neg_square(ac, _SPLIT[d], kind == "gelu")
+    tb = e * _poly(ac, t.B)
+    tc = e * _poly(1.0 / (ac * ac), t.C)
+    if kind == "erf":
+        tc = tc / ac
+    return a, gp.where(ac < t.zb, tb, tc), t
+
+
+def erf(x):
+    """erf(x) for a float32 or float64 array."""
+    a, tail, t = _tail(x, "erf")
+    small = x + x * _poly(x * x, t.small)
+    big = 1.0 - tail
+    return gp.where(a < t.c1, small, gp.where(x < 0, -big, big))
+
+
+def erfc(x):
+    """erfc(x) = 1 - erf(x), accurate in relative terms for large x, for float32/float64 arrays."""
+    a, tail, t = _tail(x, "erf")
+    small = 1.0 - (x + x * _poly(x * x, t.small))
+    return gp.where(a < t.c1, small, gp.where(x < 0, 2.0 - tail, tail))
+
+
+def gelu(x):
+    """x * Phi(x) (Phi the standard normal CDF) for float32 or float64 arrays."""
+    a, tail, t = _tail(x, "gelu")
+    small = x * (x * _poly(x * x, t.small) + 0.5)
+    return gp.where(a < t.c1, small, gp.where(x < 0, -tail, x - tail))
