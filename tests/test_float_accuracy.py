@@ -50,6 +50,12 @@ def _gelu64(x):
     return np.where(np.isneginf(x), -0.0, 0.5 * x * _erfc64(-x / math.sqrt(2.0)))
 
 
+def _gelu_tanh64(x):
+    # torch's tanh form 0.5 x (1 + tanh(u)) as x sigmoid(2u), which does not cancel for x << 0
+    v = math.sqrt(8.0 / math.pi) * (x + 0.044715 * x ** 3)
+    return np.where(np.isneginf(x), -0.0, x * _sigmoid64(v))
+
+
 def _silu64(x):
     return np.where(np.isneginf(x), -0.0, x * _sigmoid64(x))
 
@@ -83,6 +89,7 @@ UNARY = {
     "erf": (F.erf, _erf64, (-3, 3), (-F32_MAX, F32_MAX)),
     "erfc": (F.erfc, _erfc64, (-3, 10), (-F32_MAX, F32_MAX)),
     "gelu": (F.gelu, _gelu64, (-5, 5), (-F32_MAX, F32_MAX)),
+    "gelu_tanh": (lambda x: F.gelu(x, approximate="tanh"), _gelu_tanh64, (-5, 5), (-F32_MAX, F32_MAX)),
 }
 BINARY = {
     "atan2": (gp.atan2, np.arctan2, (-10, 10), (-F32_MAX, F32_MAX)),

@@ -20,6 +20,7 @@ per range, tests/test_float_accuracy.py): see the table in the commit message.
 """
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import grilly as gp
@@ -179,3 +180,63 @@ def gelu(x):
     a, tail, t = _tail(x, "gelu")
     small = x * (x * _poly(x * x, t.small) + 0.5)
     return gp.where(a < t.c1, small, gp.where(x < 0, -tail, x - tail))
+
+
+# gelu's tanh form is x * sigmoid(v), v = x (A + B x^2), A = 2 sqrt(2/pi), B = 0.044715 A (as
+# torch, the double 0.044715). For x < 0 the result's relative error is the absolute error of v
+# (up to 104 in float32), so v is carried in two parts: (A_hi, A_lo) = A rounded and the rest,
+# (B_hi, B_lo) = B's high half (so that B_hi times a split part is exact) and the rest, per dtype;
+# derived with mpmath from the definitions.
+_TANH_CONST = {
+    "float32": (1.5957691669464111, -4.534068042105272e-08, 0.07135009765625, 4.718616350245272e-06),
+    "float64": (1.5957691216057308, -9.96930880911092e-17, 0.071354815736413, 5.361872432578358e-10),
+}
+# |x| beyond which gelu_tanh(x) is x (x > 0) or -0 (x < 0) per dtype; v stays finite
+_TANH_CLIP = {"float32": 16.0, "float64": 30.0}
+
+
+def _split(a, split: float):
+    c = a * split
+    h = c - (c - a)
+    return h, a - h
+
+
+def _tanh_arg(x):
+    """v = x (A + B x^2) as v_hi + v_lo (|x| <= clip), to about 2^-36 |v| in float32."""
+    d = x.dtype.name
+    sp = _SPLIT[d]
+    a_hi, a_lo, b_hi, b_lo = _TANH_CONST[d]
+    xh, xl = _split(x, sp)
+    q1 = xh * xh                              # x^2 = q1 + q2, q1 exact
+    q2 = xl * (x + xh)
+    q1h, q1l = _split(q1, sp)
+    p1 = q1h * b_hi                           # exact
+    small = q1l * b_hi + (q1 * b_lo + q2 * (b_hi + b_lo))
+    s = p1 + a_hi                             # TwoSum: s + e = p1 + a_hi exactly
+    bb = s - p1
+    e = (p1 - (s - bb)) + (a_hi - bb)
+    t_lo = e + (small + a_lo)                 # T = A + B x^2 = s + t_lo
+    sh, sl = _split(s, sp)
+    v = x * s                                 # Dekker: v + err = x * s exactly
+    err = ((xh * sh - v) + xh * sl + xl * sh) + xl * sl
+    lo = err + x * t_lo                       # up to 2^-11 |v|: renormalize (Fast2Sum)
+    hi = v + lo
+    return hi, (v - hi) + lo
+
+
+# below this v, exp(-v) overflows: x exp(v + S) exp(-S) instead of x / (1 + exp(-v)); v + S is
+# exact there (S a multiple of v's ulp)
+_TANH_LOW = {"float32": (-64.0, 32.0), "float64": (-512.0, 512.0)}
+
+
+def gelu_tanh(x):
+    """x * sigmoid(v) = x (1 + tanh(v / 2)) / 2, v = sqrt(8/pi) (x + 0.044715 x^3)."""
+    low, shift = _TANH_LOW[x.dtype.name]
+    c = _TANH_CLIP[x.dtype.name]
+    xc = gp.clip(x, -c, c)
+    vh, vl = _tanh_arg(xc)
+    big = gp.exp(-vh)
+    main = x / (1.0 + (big - big * vl))       # exp(-v) = exp(-vh) (1 - vl): |vl| < 2^-20
+    small = gp.exp(vh + shift)
+    tail = xc * (small + small * vl) * math.exp(-shift)
+    return gp.where(vh < low, tail, main)

@@ -177,11 +177,17 @@ def leaky_relu(input: Array, negative_slope: float = 0.01, inplace: bool = False
     return gp.where(input >= 0, input, input * negative_slope)
 
 
+def _sigmoid_parts(x):
+    """(n, d) with sigmoid(x) = n / d, neither overflowing: (1, 1 + e) for x >= 0 and
+    (e, 1 + e) below, e = exp(-|x|); one division keeps the error near exp's."""
+    e = gp.exp(-gp.abs(x))
+    return gp.where(x >= 0, 1.0, e), 1.0 + e
+
+
 def sigmoid(input: Array) -> Array:
     """1 / (1 + exp(-x)), written so that neither branch overflows."""
-    e = gp.exp(-gp.abs(input))
-    r = 1.0 / (1.0 + e)
-    return gp.where(input >= 0, r, e * r)
+    n, d = _sigmoid_parts(input)
+    return n / d
 
 
 def tanh(input: Array) -> Array:
@@ -189,9 +195,21 @@ def tanh(input: Array) -> Array:
     return gp.tanh(input)
 
 
+# silu below this uses x exp(x + S) exp(-S): x exp(x) would multiply a subnormal exp(x) (50 ulp
+# lost at x = -104 in float32); x + S is exact there (S a multiple of x's ulp)
+_SILU_LOW = {"float32": (-64.0, 32.0), "float64": (-512.0, 512.0)}
+
+
 def silu(input: Array, inplace: bool = False) -> Array:
-    """x * sigmoid(x)."""
-    return input * sigmoid(input)
+    """x * sigmoid(x), also where sigmoid(x) is subnormal."""
+    x = input
+    if x.dtype == gp.float16:
+        return gp.astype(silu(gp.astype(x, gp.float32)), gp.float16)
+    low, shift = _SILU_LOW.get(x.dtype.name, (-64.0, 32.0))
+    xc = gp.maximum(x, 4.0 * low)    # -inf -> a finite value: silu(-inf) = -0, not -inf * 0
+    tail = xc * gp.exp(xc + shift) * math.exp(-shift)
+    # one rounding fewer than x * sigmoid(x); exp(-x) overflows only below ``low``
+    return gp.where(x < low, tail, x / (1.0 + gp.exp(-x)))
 
 
 def elu(input: Array, alpha: float = 1.0, inplace: bool = False) -> Array:
@@ -205,6 +223,24 @@ def softplus(input: Array, beta: float = 1.0, threshold: float = 20.0) -> Array:
     z = input * beta
     sp = (gp.maximum(z, 0.0) + gp.log1p(gp.exp(-gp.abs(z)))) / beta
     return gp.where(z > threshold, input, sp)
+
+
+class _GeluTanh(Function):
+    """x sigmoid(v), v = sqrt(8/pi) (x + 0.044715 x^3), with its derivative
+    s + x s (1 - s) v'."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return _special.gelu_tanh(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        x = ctx.saved_tensors[0]
+        a = math.sqrt(8.0 / math.pi)
+        xc = gp.clip(x, -1e3, 1e3)              # s (1 - s) = 0 there; keeps x v' finite
+        s = sigmoid(a * (xc + 0.044715 * xc * xc * xc))
+        return (g * (s + xc * s * (1.0 - s) * (a + (3.0 * 0.044715 * a) * xc * xc)),)
 
 
 def _in_float32(fn, x):
@@ -275,10 +311,8 @@ def gelu(input: Array, approximate: str = "none") -> Array:
     """x * Phi(x) ('none') or the tanh approximation ('tanh')."""
     _check_float(input, "gelu")
     if approximate == "tanh":
-        k = math.sqrt(2.0 / math.pi)
-        # (1 + tanh(u)) / 2 == sigmoid(2u): the same function without the cancellation of
-        # 1 + tanh(u) near -1, which leaves a float32 value (and its gradient) at 0 for x < -5
-        return input * sigmoid(2.0 * k * (input + 0.044715 * input * input * input))
+        # (1 + tanh(u)) / 2 == sigmoid(2u): no cancellation of 1 + tanh(u) near -1
+        return _in_float32(_GeluTanh.apply, input)
     if approximate != "none":
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
     return _in_float32(_Gelu.apply, input)
