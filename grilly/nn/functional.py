@@ -184,10 +184,28 @@ def _sigmoid_parts(x):
     return gp.where(x >= 0, 1.0, e), 1.0 + e
 
 
+class _Sigmoid(Function):
+    """sigmoid with its derivative s (1 - s) (the composite's abs has no slope at 0)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        n, d = _sigmoid_parts(x)
+        s = n / d
+        ctx.save_for_backward(s)
+        return s
+
+    @staticmethod
+    def backward(ctx, g):
+        s = ctx.saved_tensors[0]
+        return (g * (s * (1.0 - s)),)
+
+
 def sigmoid(input: Array) -> Array:
     """1 / (1 + exp(-x)), written so that neither branch overflows."""
-    n, d = _sigmoid_parts(input)
-    return n / d
+    _check_float(input, "sigmoid")
+    if input.dtype == gp.float16:
+        return gp.astype(sigmoid(gp.astype(input, gp.float32)), gp.float16)
+    return _Sigmoid.apply(input)
 
 
 def tanh(input: Array) -> Array:
@@ -202,7 +220,7 @@ _SILU_LOW = {"float32": (-64.0, 32.0), "float64": (-512.0, 512.0)}
 
 def silu(input: Array, inplace: bool = False) -> Array:
     """x * sigmoid(x), also where sigmoid(x) is subnormal."""
-    x = input
+    x = _check_float(input, "silu")
     if x.dtype == gp.float16:
         return gp.astype(silu(gp.astype(x, gp.float32)), gp.float16)
     low, shift = _SILU_LOW.get(x.dtype.name, (-64.0, 32.0))
@@ -220,8 +238,14 @@ def elu(input: Array, alpha: float = 1.0, inplace: bool = False) -> Array:
 
 def softplus(input: Array, beta: float = 1.0, threshold: float = 20.0) -> Array:
     """log(1 + exp(beta x)) / beta, linear above ``threshold``."""
-    z = input * beta
-    sp = (gp.maximum(z, 0.0) + gp.log1p(gp.exp(-gp.abs(z)))) / beta
+    _check_float(input, "softplus")
+    if input.dtype == gp.float16:
+        return gp.astype(softplus(gp.astype(input, gp.float32), beta, threshold), gp.float16)
+    z = input if beta == 1.0 else input * beta
+    sp = gp.maximum(z, 0.0) + gp.log1p(gp.exp(-gp.abs(z)))
+    if beta != 1.0:
+        # the rounding of beta * x costs up to |beta x| / 2 ulp where beta x << 0 (as in torch)
+        sp = sp / beta
     return gp.where(z > threshold, input, sp)
 
 
