@@ -32,6 +32,10 @@ def _erf64(x):
     return np.vectorize(math.erf, otypes=[np.float64])(x)
 
 
+def _erfc64(x):
+    return np.vectorize(math.erfc, otypes=[np.float64])(x)
+
+
 def _softplus64(x):
     return np.logaddexp(0.0, x)
 
@@ -41,7 +45,19 @@ def _sigmoid64(x):
 
 
 def _gelu64(x):
-    return 0.5 * x * (1.0 + _erf64(x / math.sqrt(2.0)))
+    # x * erfc(-x / sqrt 2) / 2: 1 + erf(x / sqrt 2) cancels in float64 for x << 0; the limit
+    # at -inf is -0 (x * 0 would be nan)
+    return np.where(np.isneginf(x), -0.0, 0.5 * x * _erfc64(-x / math.sqrt(2.0)))
+
+
+def _gelu_tanh64(x):
+    # torch's tanh form 0.5 x (1 + tanh(u)) as x sigmoid(2u), which does not cancel for x << 0
+    v = math.sqrt(8.0 / math.pi) * (x + 0.044715 * x ** 3)
+    return np.where(np.isneginf(x), -0.0, x * _sigmoid64(v))
+
+
+def _silu64(x):
+    return np.where(np.isneginf(x), -0.0, x * _sigmoid64(x))
 
 
 # name -> (grilly function, float64 reference, typical range, wide range (whole float32 domain));
@@ -68,9 +84,12 @@ UNARY = {
     "sqrt": (gp.sqrt, np.sqrt, (0, 10), (0, F32_MAX)),
     "reciprocal": (gp.reciprocal, np.reciprocal, (-10, 10), (-F32_MAX, F32_MAX)),
     "sigmoid": (F.sigmoid, _sigmoid64, (-10, 10), (-F32_MAX, F32_MAX)),
-    "softplus": (lambda x: F.softplus(x, threshold=1e30), _softplus64, (-10, 10), (-104, 88)),
+    "softplus": (lambda x: F.softplus(x, threshold=1e30), _softplus64, (-10, 10), (-F32_MAX, F32_MAX)),
+    "silu": (F.silu, _silu64, (-10, 10), (-F32_MAX, F32_MAX)),
     "erf": (F.erf, _erf64, (-3, 3), (-F32_MAX, F32_MAX)),
+    "erfc": (F.erfc, _erfc64, (-3, 10), (-F32_MAX, F32_MAX)),
     "gelu": (F.gelu, _gelu64, (-5, 5), (-F32_MAX, F32_MAX)),
+    "gelu_tanh": (lambda x: F.gelu(x, approximate="tanh"), _gelu_tanh64, (-5, 5), (-F32_MAX, F32_MAX)),
 }
 BINARY = {
     "atan2": (gp.atan2, np.arctan2, (-10, 10), (-F32_MAX, F32_MAX)),

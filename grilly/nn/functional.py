@@ -14,13 +14,13 @@ from ..array import fused as _fused
 from ..array.array import Array
 from ..array.dtypes import DType
 from ..autograd.function import Function
-from . import _random
+from . import _random, _special
 from .module import _no_grad
 
 __all__ = [
     "linear", "embedding", "one_hot", "dropout", "pad",
     "relu", "relu6", "leaky_relu", "gelu", "silu", "elu", "tanh", "sigmoid", "softplus",
-    "softmax", "log_softmax", "erf",
+    "softmax", "log_softmax", "erf", "erfc",
     "layer_norm", "rms_norm", "batch_norm",
     "conv1d", "conv2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
     "adaptive_avg_pool2d", "flatten",
@@ -177,11 +177,35 @@ def leaky_relu(input: Array, negative_slope: float = 0.01, inplace: bool = False
     return gp.where(input >= 0, input, input * negative_slope)
 
 
+def _sigmoid_parts(x):
+    """(n, d) with sigmoid(x) = n / d, neither overflowing: (1, 1 + e) for x >= 0 and
+    (e, 1 + e) below, e = exp(-|x|); one division keeps the error near exp's."""
+    e = gp.exp(-gp.abs(x))
+    return gp.where(x >= 0, 1.0, e), 1.0 + e
+
+
+class _Sigmoid(Function):
+    """sigmoid with its derivative s (1 - s) (the composite's abs has no slope at 0)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        n, d = _sigmoid_parts(x)
+        s = n / d
+        ctx.save_for_backward(s)
+        return s
+
+    @staticmethod
+    def backward(ctx, g):
+        s = ctx.saved_tensors[0]
+        return (g * (s * (1.0 - s)),)
+
+
 def sigmoid(input: Array) -> Array:
     """1 / (1 + exp(-x)), written so that neither branch overflows."""
-    e = gp.exp(-gp.abs(input))
-    r = 1.0 / (1.0 + e)
-    return gp.where(input >= 0, r, e * r)
+    _check_float(input, "sigmoid")
+    if input.dtype == gp.float16:
+        return gp.astype(sigmoid(gp.astype(input, gp.float32)), gp.float16)
+    return _Sigmoid.apply(input)
 
 
 def tanh(input: Array) -> Array:
@@ -189,9 +213,21 @@ def tanh(input: Array) -> Array:
     return gp.tanh(input)
 
 
+# silu below this uses x exp(x + S) exp(-S): x exp(x) would multiply a subnormal exp(x) (50 ulp
+# lost at x = -104 in float32); x + S is exact there (S a multiple of x's ulp)
+_SILU_LOW = {"float32": (-64.0, 32.0), "float64": (-512.0, 512.0)}
+
+
 def silu(input: Array, inplace: bool = False) -> Array:
-    """x * sigmoid(x)."""
-    return input * sigmoid(input)
+    """x * sigmoid(x), also where sigmoid(x) is subnormal."""
+    x = _check_float(input, "silu")
+    if x.dtype == gp.float16:
+        return gp.astype(silu(gp.astype(x, gp.float32)), gp.float16)
+    low, shift = _SILU_LOW.get(x.dtype.name, (-64.0, 32.0))
+    xc = gp.maximum(x, 4.0 * low)    # -inf -> a finite value: silu(-inf) = -0, not -inf * 0
+    tail = xc * gp.exp(xc + shift) * math.exp(-shift)
+    # one rounding fewer than x * sigmoid(x); exp(-x) overflows only below ``low``
+    return gp.where(x < low, tail, x / (1.0 + gp.exp(-x)))
 
 
 def elu(input: Array, alpha: float = 1.0, inplace: bool = False) -> Array:
@@ -202,41 +238,108 @@ def elu(input: Array, alpha: float = 1.0, inplace: bool = False) -> Array:
 
 def softplus(input: Array, beta: float = 1.0, threshold: float = 20.0) -> Array:
     """log(1 + exp(beta x)) / beta, linear above ``threshold``."""
-    z = input * beta
-    sp = (gp.maximum(z, 0.0) + gp.log1p(gp.exp(-gp.abs(z)))) / beta
+    _check_float(input, "softplus")
+    if input.dtype == gp.float16:
+        return gp.astype(softplus(gp.astype(input, gp.float32), beta, threshold), gp.float16)
+    z = input if beta == 1.0 else input * beta
+    sp = gp.maximum(z, 0.0) + gp.log1p(gp.exp(-gp.abs(z)))
+    if beta != 1.0:
+        # the rounding of beta * x costs up to |beta x| / 2 ulp where beta x << 0 (as in torch)
+        sp = sp / beta
     return gp.where(z > threshold, input, sp)
 
 
-def _erfc_pos(z):
-    # Numerical Recipes' erfcc: fractional error below 1.2e-7 for every z >= 0.
-    t = 1.0 / (1.0 + 0.5 * z)
-    c = (-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807, -1.13520398,
-         1.48851587, -0.82215223, 0.17087277)
-    poly = c[-1]
-    for a in c[-2::-1]:
-        poly = a + t * poly
-    return t * gp.exp(-z * z + poly)
+class _GeluTanh(Function):
+    """x sigmoid(v), v = sqrt(8/pi) (x + 0.044715 x^3), with its derivative
+    s + x s (1 - s) v'."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return _special.gelu_tanh(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        x = ctx.saved_tensors[0]
+        a = math.sqrt(8.0 / math.pi)
+        xc = gp.clip(x, -1e3, 1e3)              # s (1 - s) = 0 there; keeps x v' finite
+        s = sigmoid(a * (xc + 0.044715 * xc * xc * xc))
+        return (g * (s + xc * s * (1.0 - s) * (a + (3.0 * 0.044715 * a) * xc * xc)),)
+
+
+def _in_float32(fn, x):
+    """fn(x), float16 computed in float32 (the composites' constants are float32/float64 ones)."""
+    if x.dtype == gp.float16:
+        return gp.astype(fn(gp.astype(x, gp.float32)), gp.float16)
+    return fn(x)
+
+
+class _Erf(Function):
+    """erf with its derivative 2/sqrt(pi) exp(-x^2) (not the composite's many-op tape)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return _special.erf(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        x = ctx.saved_tensors[0]
+        return (g * (2.0 / math.sqrt(math.pi)) * gp.exp(-(x * x)),)
+
+
+class _Erfc(Function):
+    """erfc with its derivative -2/sqrt(pi) exp(-x^2)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return _special.erfc(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        x = ctx.saved_tensors[0]
+        return (g * (-2.0 / math.sqrt(math.pi)) * gp.exp(-(x * x)),)
+
+
+class _Gelu(Function):
+    """x Phi(x) with its derivative Phi(x) + x phi(x)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return _special.gelu(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        x = ctx.saved_tensors[0]
+        cdf = 0.5 * erfc(x * -math.sqrt(0.5))   # no cancellation for x << 0
+        xc = gp.clip(x, -1e3, 1e3)              # x phi(x) -> 0 at +-inf, not inf * 0
+        pdf = xc * gp.exp(xc * xc * -0.5) * (1.0 / math.sqrt(2.0 * math.pi))
+        return (g * (cdf + pdf),)
 
 
 def erf(input: Array) -> Array:
-    """The error function (composed: grilly has no erf kernel yet)."""
-    e = _erfc_pos(gp.abs(input))
-    return gp.where(input >= 0, 1.0 - e, e - 1.0)
+    """The error function, within 2 ulp in float32 (a composite of array ops)."""
+    _check_float(input, "erf")
+    return _in_float32(_Erf.apply, input)
+
+
+def erfc(input: Array) -> Array:
+    """The complementary error function 1 - erf(x), accurate in relative terms for large x."""
+    _check_float(input, "erfc")
+    return _in_float32(_Erfc.apply, input)
 
 
 def gelu(input: Array, approximate: str = "none") -> Array:
-    """x * Phi(x) ('none', via erfc) or the tanh approximation ('tanh')."""
+    """x * Phi(x) ('none') or the tanh approximation ('tanh')."""
+    _check_float(input, "gelu")
     if approximate == "tanh":
-        k = math.sqrt(2.0 / math.pi)
-        # (1 + tanh(u)) / 2 == sigmoid(2u): the same function without the cancellation of
-        # 1 + tanh(u) near -1, which leaves a float32 value (and its gradient) at 0 for x < -5
-        return input * sigmoid(2.0 * k * (input + 0.044715 * input * input * input))
+        # (1 + tanh(u)) / 2 == sigmoid(2u): no cancellation of 1 + tanh(u) near -1
+        return _in_float32(_GeluTanh.apply, input)
     if approximate != "none":
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
-    z = input * (1.0 / math.sqrt(2.0))
-    e = _erfc_pos(gp.abs(z))
-    # x * erfc(-z) / 2 keeps full relative precision for very negative x.
-    return 0.5 * input * gp.where(input >= 0, 2.0 - e, e)
+    return _in_float32(_Gelu.apply, input)
 
 
 def _softmax_dim(ndim: int) -> int:
