@@ -82,5 +82,6 @@ def pytest_pyfunc_call(pyfuncitem):
             pytest.skip(f"{dev} cannot hold this dtype: {str(e)[:200]}")
         raise
     if gap is not None:
-        raise AssertionError(f"{_gap_id(pyfuncitem, dev)} passes on {dev}: remove it from tests/known_gaps.txt")
+        raise AssertionError(
+            f"{_gap_id(pyfuncitem, dev)} passes on {dev}: remove it from tests/known_gaps.txt")
     return res

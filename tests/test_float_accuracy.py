@@ -193,7 +193,8 @@ def main(argv: list[str]) -> int:
     """Print the worst error per function and range on each device given (default: all)."""
     devs = argv or _devices()
     print(f"worst float32 error in ulp, {N} points per range (+ edges); bar {BAR}")
-    print(f"{'function':12s}" + "".join(f"{d + ' ' + r:>24s}" for d in devs for r in ("typical", "wide", "edges")))
+    cols = [f"{d} {r}" for d in devs for r in ("typical", "wide", "edges")]
+    print(f"{'function':12s}" + "".join(f"{c:>24s}" for c in cols))
     worst = 0.0
     for name in FUNCS:
         row = []
