@@ -182,3 +182,21 @@ def test_namespace_info_reports_probed_capabilities():
 def test_lost_device_error_is_clear():
     with pytest.raises(runtime.VulkanError, match="device was lost"):
         runtime.check(-4, "vkQueueSubmit")
+
+
+def test_denorm_preserve_patch():
+    """DenormPreserve (for devices that offer it) adds one capability and one execution mode per
+    entry point, once, and leaves every other word of the module as it was."""
+    from grilly.backends.vulkan import spirv
+    code = (_build_module().SPV_DIR / "ew_float32.spv").read_bytes()
+    new = spirv.add_denorm_preserve(code, 32)
+    assert spirv.add_denorm_preserve(new, 32) == new
+    words = spirv._words(new)
+    added = [ins for _, op, ins in spirv._instructions(words)
+             if (op == spirv.OP_CAPABILITY and ins[1] == spirv.CAP_DENORM_PRESERVE)
+             or (op == spirv.OP_EXECUTION_MODE and ins[2] == spirv.DENORM_PRESERVE)]
+    assert [len(i) for i in added] == [2, 4] and added[1][3] == 32
+    kept = [w for _, _, ins in spirv._instructions(words) if ins not in added for w in ins]
+    assert kept == spirv._words(code)[5:]
+    with pytest.raises(ValueError, match="SPIR-V"):
+        spirv.add_denorm_preserve(b"\0" * 20)

@@ -15,7 +15,6 @@ import fnmatch
 import hashlib
 import re
 import shutil
-import struct
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -23,18 +22,18 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-def _variants_module():
-    """variants.py loaded by path: importing grilly itself would start every backend."""
+def _load(name: str):
+    """A module of grilly/backends/vulkan loaded by path: importing grilly would start every backend."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(
-        "_grilly_variants", ROOT / "grilly" / "backends" / "vulkan" / "variants.py")
+        f"_grilly_{name}", ROOT / "grilly" / "backends" / "vulkan" / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
 
 
-_v = _variants_module()
+_v, _spirv = _load("variants"), _load("spirv")
 SHADER_DIR, SPV_DIR, variants = _v.SHADER_DIR, _v.SPV_DIR, _v.variants
 
 
@@ -63,24 +62,6 @@ def source_digest(src: str, flags: list[str]) -> str:
     return h.hexdigest()
 
 
-SIGNED_ZERO_INF_NAN_PRESERVE = 4461   # SPIR-V execution mode (SPV_KHR_float_controls)
-
-
-def add_float_controls(spv: bytes) -> bytes:
-    """Give every SignedZeroInfNanPreserve execution mode for 64-bit floats a 32-bit twin
-    (shaders/common.glsl declares the 64-bit one; glslang keeps only one mode of a kind)."""
-    words = list(struct.unpack(f"<{len(spv) // 4}I", spv))
-    out, i = words[:5], 5
-    while i < len(words):
-        n, op = words[i] >> 16, words[i] & 0xFFFF
-        ins = words[i:i + n]
-        out += ins
-        if op == 16 and n == 4 and ins[2] == SIGNED_ZERO_INF_NAN_PRESERVE and ins[3] == 64:
-            out += [ins[0], ins[1], SIGNED_ZERO_INF_NAN_PRESERVE, 32]
-        i += n
-    return struct.pack(f"<{len(out)}I", *out)
-
-
 def build_one(name: str, src: str, flags: list[str], force: bool) -> str | None:
     out = SPV_DIR / f"{name}.spv"
     stamp = SPV_DIR / f"{name}.spv.sha256"
@@ -92,7 +73,8 @@ def build_one(name: str, src: str, flags: list[str], force: bool) -> str | None:
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode:
         return f"{name}: {r.stderr.strip()}"
-    out.write_bytes(add_float_controls(out.read_bytes()))
+    # the 32-bit twin of shaders/common.glsl's 64-bit SignedZeroInfNanPreserve (glslang keeps one)
+    out.write_bytes(_spirv.add_float_mode_twin(out.read_bytes(), _spirv.SIGNED_ZERO_INF_NAN_PRESERVE, 64, 32))
     stamp.write_text(digest + "\n")
     return ""
 

@@ -16,6 +16,7 @@ except Exception as e:  # no loader (libvulkan.so) or no vulkan package
     ffi = lib = None
     IMPORT_ERROR = f"the Vulkan loader could not be loaded ({type(e).__name__}: {e})"
 
+from . import spirv
 from .fusion import Fuser
 from .fusion import wanted as fusion_wanted
 from .variants import SPV_DIR
@@ -99,6 +100,11 @@ class PhysicalDevice:
         # the shaders ask for IEEE inf/NaN/signed zeros (shaders/common.glsl)
         self.ieee_preserve = {"float32": bool(fc.shaderSignedZeroInfNanPreserveFloat32),
                               "float64": bool(fc.shaderSignedZeroInfNanPreserveFloat64)}
+        # IEEE subnormals on request (DenormPreserve), per float width: see denorm_modes()
+        self.denorm_preserve = {16: bool(fc.shaderDenormPreserveFloat16),
+                                32: bool(fc.shaderDenormPreserveFloat32),
+                                64: bool(fc.shaderDenormPreserveFloat64)}
+        self.denorm_independence = int(fc.denormBehaviorIndependence)
         self.subgroup_arithmetic = bool(
             sub.supportedOperations & lib.VK_SUBGROUP_FEATURE_ARITHMETIC_BIT
             and sub.supportedStages & lib.VK_SHADER_STAGE_COMPUTE_BIT)
@@ -165,12 +171,25 @@ class PhysicalDevice:
             out.append("a compute queue")
         return out
 
+    def denorm_modes(self) -> tuple[int, ...]:
+        """Float widths whose shaders ask for DenormPreserve: float32 wherever the device offers
+        it (a driver may otherwise flush subnormals, as NVIDIA's does), widths the device's
+        denormBehaviorIndependence ties to float32 with it, or none where that cannot be met."""
+        ok = self.denorm_preserve
+        if not ok[32]:
+            return ()
+        if self.denorm_independence == 2:   # NONE: every width alike
+            return (16, 32, 64) if ok[16] and ok[64] else ()
+        return (32,)  # 32_BIT_ONLY (16 and 64 alike, here both left as they are) or ALL
+
     def info(self) -> dict:
         return {
             "name": self.name, "type": TYPE_NAMES.get(self.type, "other"), "api": self.api,
             **self.features, "subgroup_size": self.subgroup_size,
             "subgroup_arithmetic": self.subgroup_arithmetic,
             "signed_zero_inf_nan_preserve": self.ieee_preserve,
+            "denorm_preserve": {f"float{b}": v for b, v in self.denorm_preserve.items()},
+            "denorm_preserve_requested": [f"float{b}" for b in self.denorm_modes()],
             "maxComputeWorkGroupCount": list(self.max_group_counts),
             "maxStorageBufferRange": self.max_storage,
             "maxComputeSharedMemorySize": self.max_shared,
@@ -334,6 +353,8 @@ class Context:
                 raise NotImplementedError(
                     f"vulkan: shader {variant}.spv is missing from {SPV_DIR}; "
                     "build shaders with `python tools/build_shaders.py`") from None
+            for bits in self.phys.denorm_modes():
+                code = spirv.add_denorm_preserve(code, bits)
             self.spirv[variant] = code
         return code
 
