@@ -969,7 +969,7 @@ def binary_cross_entropy(input: Array, target: Array, weight: Array | None = Non
     _check_float(input, "binary_cross_entropy")
     _check_same_shape(input, target, "binary_cross_entropy")
     lp = gp.maximum(gp.log(input), -100.0)
-    lq = gp.maximum(gp.log(1.0 - input), -100.0)
+    lq = gp.maximum(gp.log1p(-input), -100.0)     # log(1 - p) without 1 - p's rounding
     loss = -(target * lp + (1.0 - target) * lq)
     if weight is not None:
         loss = loss * weight
