@@ -7,6 +7,13 @@ NumPy's float64 function of the float32 input, rounded to float32; the error of 
 distance from the reference in float32 steps (subnormal steps included). Bar: 4 ulp.
 Special values (nan, +-inf, +-0) must match the reference exactly, sign of zero included.
 
+Subnormals: functions of grilly's shader library (shaders/math_f32*.glsl) must get subnormal
+inputs and results right on every device, also on one whose float32 arithmetic flushes them to
+zero (NVIDIA's Vulkan driver: shaderDenormPreserveFloat32 is false there), since they read and
+build such values from bits. The activations written as array-level composites (COMPOSITES) are as
+exact as the device's arithmetic: on a flushing device their subnormal inputs count as +-0 and a
+subnormal result may come out as +-0 (docs/vulkan.md, floating-point semantics).
+
     python tests/test_float_accuracy.py [DEVICE ...]     # prints the table of worst errors
 """
 from __future__ import annotations
@@ -119,6 +126,23 @@ def _wide(rng, n: int, lo: float, hi: float) -> np.ndarray:
     return np.where(o < 0, (-o) | np.int64(-2**31), o).astype(np.int32).view(np.float32)
 
 
+# composites of array operations (grilly/nn/functional.py), not shader-library functions
+COMPOSITES = {"sigmoid", "softplus", "silu", "erf", "erfc", "gelu", "gelu_tanh"}
+F32_MIN = float(np.finfo(np.float32).tiny)
+
+
+def flushes_subnormals(device) -> bool:
+    """Whether float32 arithmetic on ``device`` flushes subnormal results to zero."""
+    x = gp.asarray(np.array([1e-20], np.float32), device=device)
+    return float(np.asarray(x * x)[0]) == 0.0
+
+
+def _flush(v: np.ndarray) -> np.ndarray:
+    """Subnormals replaced by zeros of their sign (what a flushing device's arithmetic sees)."""
+    with np.errstate(invalid="ignore"):
+        return np.where(np.abs(v) < F32_MIN, np.copysign(0.0, v), v).astype(v.dtype)
+
+
 def _points(rng, rng_typ, rng_wide, n: int) -> dict[str, np.ndarray]:
     lo, hi = rng_typ
     typ = rng.uniform(lo, hi, n).astype(np.float32)
@@ -144,6 +168,7 @@ def ulp_error(got: np.ndarray, ref64: np.ndarray) -> np.ndarray:
 def measure(name: str, device, n: int = N, seed: int = 0) -> dict[str, tuple[float, float]]:
     """Worst ulp error (and the input where it occurs) per range of function ``name``."""
     fn, ref_fn, typ, wide = FUNCS[name]
+    ftz = name in COMPOSITES and flushes_subnormals(device)
     rng = np.random.default_rng(seed)
     out = {}
     for rname, x in _points(rng, typ, wide, n).items():
@@ -162,6 +187,11 @@ def measure(name: str, device, n: int = N, seed: int = 0) -> dict[str, tuple[flo
                 warnings.simplefilter("ignore")
                 ref = ref_fn(x.astype(np.float64))
         err = ulp_error(got, ref)
+        if ftz:  # a flushing device: inputs read as +-0, a subnormal result may come out 0
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                ref0 = ref_fn(_flush(x).astype(np.float64))
+            err = np.fmin(err, np.fmin(ulp_error(got, ref0), ulp_error(got, _flush(ref0))))
         if name == "logaddexp":  # cancels near a zero result: ulps of max(|result|, |max(a, b)|)
             with np.errstate(all="ignore"):
                 scale = np.fmax(np.abs(ref), np.abs(np.fmax(x, y))).astype(np.float32)
