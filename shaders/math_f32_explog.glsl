@@ -23,8 +23,9 @@
 //   sinh, cosh: |x| < 1: odd/even polynomials; else h = e^|x|/2 scaled by 2^(k-1) (no
 //     premature overflow up to 89.4), cosh = h + 0.25/h; sinh = (t - 0.25/h) + t*em1 with
 //     t = 2^(k-1) (t*em1 exact: one rounding less) for |x| <= 16, h beyond.
-//   tanh: |x| < 0.55: x + x^3*T7(x^2); else 1 - 2/(expm1(2|x|) + 2) with the sum kept in
-//     two parts and the quotient corrected by one exact residual step (el_div).
+//   tanh: |x| < 0.55: x + x^3*T7(x^2); else 1 - 2/(e^{2|x|} + 1) with e^{2|x|} + 1 kept in
+//     two parts and the quotient corrected by one Newton step (its error is damped: q <= 0.5
+//     and the result >= 0.5); both evaluated, one selected (no divergent branches).
 //   asinh/acosh: log1p forms (fdlibm), log(x) + ln2 for huge x; on |x| <= 2 the sums
 //     |x| + sqrt(x^2 + 1), t + sqrt(2t + t^2) (t = x - 1) in two parts, the sqrt corrected by
 //     an exact residual step, then log(hi) + lo/hi; atanh: (log1p(|x|) -
@@ -32,7 +33,7 @@
 //   logaddexp: max + log1p(exp(-|a-b|)), a - b in two parts (TwoSum), and for
 //     exp(-|a-b|) < sqrt(2)-1 the sum max + v formed exactly before log1p's small remainder.
 // Division and sqrt are only 2.5 ulp in Vulkan: every quotient here either feeds a small
-// correction term or is corrected (el_div); `precise` keeps the error-free transforms
+// correction term or is corrected by a residual step; `precise` keeps the error-free transforms
 // (Veltkamp split, Dekker product, TwoSum) from being contracted or reassociated.
 // Measured on lavapipe (tests/test_float_accuracy.py, 10^6 points per range, whole float32
 // domain): see the table in the commit message / docs; all <= 2 ulp except as noted there.
@@ -87,15 +88,6 @@ void el_two_prod(float a, float b, out float p, out float e) {
     precise float ee = ((ah * bh - pp) + ah * bl + al * bh) + al * bl;
     p = pp;
     e = ee;
-}
-
-// a / (bh + bl) to ~0.5 ulp: the quotient plus one residual step (a - q*b computed exactly)
-float el_div(float a, float bh, float bl) {
-    float q = a / bh;
-    float p, pe;
-    el_two_prod(q, bh, p, pe);
-    precise float r = ((a - p) - pe) - q * bl;
-    return q + r / bh;
 }
 
 // ---- exp family ----
@@ -371,23 +363,30 @@ float el_pow_pos(float x, float y) {
     return el_exp2_dd(zh, ze + yc * ll);
 }
 
+// Every test on x and y reads their bits: a device that flushes float32 subnormals (NVIDIA)
+// sees a subnormal as 0 in a compare, and abs() may flush too.
 float pow_f(float x, float y) {
-    if (y == 0.0 || x == 1.0) return 1.0;
-    if (isnan(x) || isnan(y)) return x + y;
-    float ax = abs(x), ay = abs(y);
-    if (isinf(y)) {
-        if (ax == 1.0) return 1.0;
-        return (ax > 1.0) == (y > 0.0) ? F_INF : 0.0;
+    uint ux = floatBitsToUint(x), uy = floatBitsToUint(y);
+    uint bx = ux & 0x7fffffffu, by = uy & 0x7fffffffu;
+    if (by == 0u || ux == 0x3f800000u) return 1.0;
+    if (bx > 0x7f800000u || by > 0x7f800000u) return F_NAN;
+    bool ypos = (uy >> 31) == 0u, xneg = (ux >> 31) != 0u;
+    if (by == 0x7f800000u) {
+        if (bx == 0x3f800000u) return 1.0;
+        return (bx > 0x3f800000u) == ypos ? F_INF : 0.0;
     }
-    bool yint = floor(ay) == ay;
-    bool yodd = yint && ay < 16777216.0 && fract(ay * 0.5) != 0.0;
-    bool neg = signbit_f(x) && yodd;
-    if (x == 0.0 || isinf(x)) {
-        float r = (y > 0.0) == (x == 0.0) ? 0.0 : F_INF;
+    float ay = uintBitsToFloat(by);   // |y| >= 2^-149; read as a float only when normal
+    bool yint = by >= 0x3f800000u && floor(ay) == ay;
+    bool yodd = yint && by < 0x4b800000u && fract(ay * 0.5) != 0.0;   // |y| < 2^24
+    bool neg = xneg && yodd;
+    if (bx == 0u || bx == 0x7f800000u) {
+        float r = ypos == (bx == 0u) ? 0.0 : F_INF;
         return neg ? -r : r;
     }
-    if (x < 0.0 && !yint) return F_NAN;
-    float r = el_pow_pos(ax, y);
+    if (xneg && !yint) return F_NAN;
+    // a subnormal y: |y log2 x| < 2^-118 for every finite x, so x^y rounds to 1
+    if (by < 0x00800000u) return 1.0;
+    float r = el_pow_pos(uintBitsToFloat(bx), y);
     return neg ? -r : r;
 }
 
@@ -448,26 +447,37 @@ float cosh_f(float x) {
     return h + 0.25 / h;
 }
 
+// Straight-line (both parts evaluated, one selected): the vec4 path runs 4 elements per
+// thread and most warps hold both kinds anyway, so branches would only add their overhead.
 float el_tanh_f(float x) {
-    if (isnan(x)) return x;
-    float ax = abs(x);
-    if (ax < 0.55) {
-        if (ax < 2.44140625e-04) return x;
-        float z = x * x;
-        float p = 3.495490819e-04;
-        p = p * z - 1.334382687e-03;
-        p = p * z + 3.557340940e-03;
-        p = p * z - 8.857327513e-03;
-        p = p * z + 2.186889760e-02;
-        p = p * z - 5.396822095e-02;
-        p = p * z + 1.333333254e-01;
-        p = p * z - 3.333333433e-01;
-        return x + (x * z) * p;
-    }
-    if (ax > 9.1) return copysign_f(1.0, x);
-    float em = el_expm1(2.0 * ax), dh, dl;
-    el_two_sum(em, 2.0, dh, dl);
-    return copysign_f(1.0 - el_div(2.0, dh, dl), x);
+    float ax = abs(x), z = x * x;
+    float p = 3.495490819e-04;
+    p = p * z - 1.334382687e-03;
+    p = p * z + 3.557340940e-03;
+    p = p * z - 8.857327513e-03;
+    p = p * z + 2.186889760e-02;
+    p = p * z - 5.396822095e-02;
+    p = p * z + 1.333333254e-01;
+    p = p * z - 3.333333433e-01;
+    float small = x + (x * z) * p;
+    // |x| >= 0.55: 1 - 2/(e^{2|x|} + 1), the denominator exact in two parts (d + dl)
+    int k;
+    float r = el_exp_reduce(2.0 * min(ax, 9.01), k);   // k in [1, 26]
+    float em1 = el_expm1_r(r), t = el_pow2i(k);
+    precise float eh = 1.0 + em1;
+    precise float el = em1 - (eh - 1.0);   // Fast2Sum tail: 1 + em1 = eh + el exactly
+    precise float eth = t * eh;
+    precise float d = eth + 1.0;
+    precise float dl = (1.0 - (d - eth)) + t * el;
+    float q = 2.0 / d;
+    // one Newton step on the quotient (division is only 2.5 ulp in Vulkan): with or without
+    // a fused fma the residual 2 - q*(d + dl) is good to a fraction of itself
+    float res = fma(-q, d, 2.0) - q * dl;
+    q = fma(0.5 * q, res, q);
+    float big = ax > 9.01 ? 1.0 : 1.0 - q;   // beyond 9.01, 1 - tanh < 2^-25
+    // |x| < 2^-12 returns x itself: x + x^3 p would flush a subnormal x on some devices
+    float rt = ax < 0.55 ? (ax < 2.44140625e-04 ? x : small) : copysign_f(big, x);
+    return isnan(x) ? x : rt;
 }
 
 float asinh_f(float x) {
