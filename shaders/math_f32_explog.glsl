@@ -30,8 +30,15 @@
 //     |x| + sqrt(x^2 + 1), t + sqrt(2t + t^2) (t = x - 1) in two parts, the sqrt corrected by
 //     an exact residual step, then log(hi) + lo/hi; atanh: (log1p(|x|) -
 //     log1p(-|x|))/2, no quotient at all.
-//   logaddexp: max + log1p(exp(-|a-b|)), a - b in two parts (TwoSum), and for
-//     exp(-|a-b|) < sqrt(2)-1 the sum max + v formed exactly before log1p's small remainder.
+//   logaddexp: m + log1p(e^d), m = max, d = -|a - b| in two parts (TwoSum); e^d = vh + vl
+//     (the rounding of 1 + em1 carried); log1p(v) = [ln2 +] log1p(w), w = v or (v - 1)/2
+//     in two parts, m + [ln2_hi] + w summed exactly and the small terms added last (the
+//     result may cancel to ~0). |m| < 2^-60 with e^d < 2^-59: m + e^d summed at 2^64 scale
+//     (m read from its bits, the result built as bits if subnormal), so a device that
+//     flushes subnormals still gets e.g. logaddexp(1e-40, -1e38) = 1e-40.
+//   Subnormal operands: every test that could see one reads the bits (pow classifies x
+//     and y by their bits; small-|x| paths return x itself), because a flushing device
+//     (NVIDIA) reads a subnormal as 0 in compares and arithmetic.
 // Division and sqrt are only 2.5 ulp in Vulkan: every quotient here either feeds a small
 // correction term or is corrected by a residual step; `precise` keeps the error-free transforms
 // (Veltkamp split, Dekker product, TwoSum) from being contracted or reassociated.
@@ -390,22 +397,66 @@ float pow_f(float x, float y) {
     return neg ? -r : r;
 }
 
+// x * 2^64 for |x| < 2^-60, read from the bits (a subnormal x is exact, no float operation sees it)
+float el_up64(float x) {
+    uint u = floatBitsToUint(x);
+    if ((u & 0x7f800000u) != 0u) return x * 1.8446744e19;
+    float t = float(u & 0x7fffffu) * 2.5849394e-26;   // mantissa * 2^-149 * 2^64 = * 2^-85
+    return (u >> 31) != 0u ? -t : t;
+}
+
+// s * 2^-64 rounded once; a subnormal result is built from the bits
+float el_down64(float s) {
+    uint u = floatBitsToUint(s);
+    if ((u & 0x7fffffffu) >= 0x20800000u) return s * 2.3283064e-10 * 2.3283064e-10;  // >= 2^-62
+    uint mag = uint(roundEven(uintBitsToFloat(u & 0x7fffffffu) * 3.8685626e25));   // * 2^85
+    return uintBitsToFloat((u & 0x80000000u) | mag);
+}
+
 float logaddexp_f(float a, float b) {
     if (isnan(a) || isnan(b)) return a + b;
     if (a == b) return a + EL_LN2;   // also both +inf or both -inf
-    // d = -|a - b| in two parts: the rounding of a - b alone would be ~8 ulp of e^d
+    // a select, not max(): a min/max instruction may flush a subnormal operand
+    bool ab = a > b;
+    float m = ab ? a : b, o = ab ? b : a;
+    uint bm = floatBitsToUint(m) & 0x7fffffffu;
+    if (bm == 0x7f800000u) return m;
+    // d = o - m <= 0 in two parts: the rounding of a - b alone would be ~8 ulp of e^d
     float dh, dl;
-    el_two_sum(a, -b, dh, dl);
-    if (dh > 0.0) { dh = -dh; dl = -dl; }
+    el_two_sum(o, -m, dh, dl);
     if (isinf(dh)) dl = 0.0;
-    float v = el_exp_scaled(max(dh, -105.0), 0), m = max(a, b);
-    v += v * dl;
-    if (isinf(m) || v >= 0.4142135) return m + log1p_f(v);
-    // log1p(v) = v - (hfsq - sr): add m + v exactly first, the result may cancel to ~0
-    float hfsq, sr, sh, sl;
-    el_log_kernel(v, hfsq, sr);
-    el_two_sum(m, v, sh, sl);
-    return sh + (sl - (hfsq - sr));
+    // |m| < 2^-60 and e^d < 2^-59: the result m + e^d (+ e^2d/2, below 2^-118 of it) may be
+    // subnormal or have a subnormal term: summed at 2^64 scale, so nothing is flushed
+    bool tiny = bm < 0x21800000u && dh < -41.0;
+    int k, sk;
+    float r = el_exp_reduce(max(dh, -150.0), k);   // exact reduction for |k| < 256
+    sk = k + (tiny ? 64 : 0);
+    // v = e^d (* 2^64 if tiny) = vh + vl, the rounding of 1 + em1 carried in vl
+    float em1 = el_expm1_r(r);
+    precise float eh = 1.0 + em1;
+    precise float el = em1 - (eh - 1.0);
+    float vh = el_scale(eh, sk);
+    int k1 = sk >> 1;
+    float vl = sk >= -125 ? el * el_pow2i(k1) * el_pow2i(sk - k1) : 0.0;
+    vl += vh * dl;
+    if (tiny) {
+        float sh, sl;
+        el_two_sum(el_up64(m), vh, sh, sl);
+        return el_down64(sh + (sl + vl));
+    }
+    // log1p(v): for v >= sqrt(2) - 1, 1 + v = 2 (1 + w) with w = (v - 1)/2 in [-0.293, 0]
+    bool hiv = vh >= 0.4142135;
+    float th, tl;
+    el_two_sum(vh, -1.0, th, tl);
+    float wh = hiv ? 0.5 * th : vh;
+    float wl = hiv ? 0.5 * (tl + vl) : vl;
+    float hfsq, sr, s1, e1, s2, e2;
+    el_log_kernel(wh, hfsq, sr);
+    // m + [ln2] + w formed exactly (the result may cancel to ~0), the small terms added last
+    el_two_sum(m, hiv ? EL_LN2_HI : 0.0, s1, e1);
+    el_two_sum(s1, wh, s2, e2);
+    precise float rest = (e1 + e2) + (((hiv ? EL_LN2_LO : 0.0) + wl / (1.0 + wh)) - (hfsq - sr));
+    return s2 + rest;
 }
 
 // ---- hyperbolic ----
