@@ -23,16 +23,24 @@
 //   sinh, cosh: |x| < 1: odd/even polynomials; else h = e^|x|/2 scaled by 2^(k-1) (no
 //     premature overflow up to 89.4), cosh = h + 0.25/h; sinh = (t - 0.25/h) + t*em1 with
 //     t = 2^(k-1) (t*em1 exact: one rounding less) for |x| <= 16, h beyond.
-//   tanh: |x| < 0.55: x + x^3*T7(x^2); else 1 - 2/(expm1(2|x|) + 2) with the sum kept in
-//     two parts and the quotient corrected by one exact residual step (el_div).
+//   tanh: |x| < 0.55: x + x^3*T7(x^2); else 1 - 2/(e^{2|x|} + 1) with e^{2|x|} + 1 kept in
+//     two parts and the quotient corrected by one Newton step (its error is damped: q <= 0.5
+//     and the result >= 0.5); both evaluated, one selected (no divergent branches).
 //   asinh/acosh: log1p forms (fdlibm), log(x) + ln2 for huge x; on |x| <= 2 the sums
 //     |x| + sqrt(x^2 + 1), t + sqrt(2t + t^2) (t = x - 1) in two parts, the sqrt corrected by
 //     an exact residual step, then log(hi) + lo/hi; atanh: (log1p(|x|) -
 //     log1p(-|x|))/2, no quotient at all.
-//   logaddexp: max + log1p(exp(-|a-b|)), a - b in two parts (TwoSum), and for
-//     exp(-|a-b|) < sqrt(2)-1 the sum max + v formed exactly before log1p's small remainder.
+//   logaddexp: m + log1p(e^d), m = max, d = -|a - b| in two parts (TwoSum); e^d = vh + vl
+//     (the rounding of 1 + em1 carried); log1p(v) = [ln2 +] log1p(w), w = v or (v - 1)/2
+//     in two parts, m + [ln2_hi] + w summed exactly and the small terms added last (the
+//     result may cancel to ~0). |m| < 2^-60 with e^d < 2^-59: m + e^d summed at 2^64 scale
+//     (m read from its bits, the result built as bits if subnormal), so a device that
+//     flushes subnormals still gets e.g. logaddexp(1e-40, -1e38) = 1e-40.
+//   Subnormal operands: every test that could see one reads the bits (pow classifies x
+//     and y by their bits; small-|x| paths return x itself), because a flushing device
+//     (NVIDIA) reads a subnormal as 0 in compares and arithmetic.
 // Division and sqrt are only 2.5 ulp in Vulkan: every quotient here either feeds a small
-// correction term or is corrected (el_div); `precise` keeps the error-free transforms
+// correction term or is corrected by a residual step; `precise` keeps the error-free transforms
 // (Veltkamp split, Dekker product, TwoSum) from being contracted or reassociated.
 // Measured on lavapipe (tests/test_float_accuracy.py, 10^6 points per range, whole float32
 // domain): see the table in the commit message / docs; all <= 2 ulp except as noted there.
@@ -87,15 +95,6 @@ void el_two_prod(float a, float b, out float p, out float e) {
     precise float ee = ((ah * bh - pp) + ah * bl + al * bh) + al * bl;
     p = pp;
     e = ee;
-}
-
-// a / (bh + bl) to ~0.5 ulp: the quotient plus one residual step (a - q*b computed exactly)
-float el_div(float a, float bh, float bl) {
-    float q = a / bh;
-    float p, pe;
-    el_two_prod(q, bh, p, pe);
-    precise float r = ((a - p) - pe) - q * bl;
-    return q + r / bh;
 }
 
 // ---- exp family ----
@@ -371,42 +370,93 @@ float el_pow_pos(float x, float y) {
     return el_exp2_dd(zh, ze + yc * ll);
 }
 
+// Every test on x and y reads their bits: a device that flushes float32 subnormals (NVIDIA)
+// sees a subnormal as 0 in a compare, and abs() may flush too.
 float pow_f(float x, float y) {
-    if (y == 0.0 || x == 1.0) return 1.0;
-    if (isnan(x) || isnan(y)) return x + y;
-    float ax = abs(x), ay = abs(y);
-    if (isinf(y)) {
-        if (ax == 1.0) return 1.0;
-        return (ax > 1.0) == (y > 0.0) ? F_INF : 0.0;
+    uint ux = floatBitsToUint(x), uy = floatBitsToUint(y);
+    uint bx = ux & 0x7fffffffu, by = uy & 0x7fffffffu;
+    if (by == 0u || ux == 0x3f800000u) return 1.0;
+    if (bx > 0x7f800000u || by > 0x7f800000u) return F_NAN;
+    bool ypos = (uy >> 31) == 0u, xneg = (ux >> 31) != 0u;
+    if (by == 0x7f800000u) {
+        if (bx == 0x3f800000u) return 1.0;
+        return (bx > 0x3f800000u) == ypos ? F_INF : 0.0;
     }
-    bool yint = floor(ay) == ay;
-    bool yodd = yint && ay < 16777216.0 && fract(ay * 0.5) != 0.0;
-    bool neg = signbit_f(x) && yodd;
-    if (x == 0.0 || isinf(x)) {
-        float r = (y > 0.0) == (x == 0.0) ? 0.0 : F_INF;
+    float ay = uintBitsToFloat(by);   // |y| >= 2^-149; read as a float only when normal
+    bool yint = by >= 0x3f800000u && floor(ay) == ay;
+    bool yodd = yint && by < 0x4b800000u && fract(ay * 0.5) != 0.0;   // |y| < 2^24
+    bool neg = xneg && yodd;
+    if (bx == 0u || bx == 0x7f800000u) {
+        float r = ypos == (bx == 0u) ? 0.0 : F_INF;
         return neg ? -r : r;
     }
-    if (x < 0.0 && !yint) return F_NAN;
-    float r = el_pow_pos(ax, y);
+    if (xneg && !yint) return F_NAN;
+    // a subnormal y: |y log2 x| < 2^-118 for every finite x, so x^y rounds to 1
+    if (by < 0x00800000u) return 1.0;
+    float r = el_pow_pos(uintBitsToFloat(bx), y);
     return neg ? -r : r;
+}
+
+// x * 2^64 for |x| < 2^-60, read from the bits (a subnormal x is exact, no float operation sees it)
+float el_up64(float x) {
+    uint u = floatBitsToUint(x);
+    if ((u & 0x7f800000u) != 0u) return x * 1.8446744e19;
+    float t = float(u & 0x7fffffu) * 2.5849394e-26;   // mantissa * 2^-149 * 2^64 = * 2^-85
+    return (u >> 31) != 0u ? -t : t;
+}
+
+// s * 2^-64 rounded once; a subnormal result is built from the bits
+float el_down64(float s) {
+    uint u = floatBitsToUint(s);
+    if ((u & 0x7fffffffu) >= 0x20800000u) return s * 2.3283064e-10 * 2.3283064e-10;  // >= 2^-62
+    uint mag = uint(roundEven(uintBitsToFloat(u & 0x7fffffffu) * 3.8685626e25));   // * 2^85
+    return uintBitsToFloat((u & 0x80000000u) | mag);
 }
 
 float logaddexp_f(float a, float b) {
     if (isnan(a) || isnan(b)) return a + b;
     if (a == b) return a + EL_LN2;   // also both +inf or both -inf
-    // d = -|a - b| in two parts: the rounding of a - b alone would be ~8 ulp of e^d
+    // a select, not max(): a min/max instruction may flush a subnormal operand
+    bool ab = a > b;
+    float m = ab ? a : b, o = ab ? b : a;
+    uint bm = floatBitsToUint(m) & 0x7fffffffu;
+    if (bm == 0x7f800000u) return m;
+    // d = o - m <= 0 in two parts: the rounding of a - b alone would be ~8 ulp of e^d
     float dh, dl;
-    el_two_sum(a, -b, dh, dl);
-    if (dh > 0.0) { dh = -dh; dl = -dl; }
+    el_two_sum(o, -m, dh, dl);
     if (isinf(dh)) dl = 0.0;
-    float v = el_exp_scaled(max(dh, -105.0), 0), m = max(a, b);
-    v += v * dl;
-    if (isinf(m) || v >= 0.4142135) return m + log1p_f(v);
-    // log1p(v) = v - (hfsq - sr): add m + v exactly first, the result may cancel to ~0
-    float hfsq, sr, sh, sl;
-    el_log_kernel(v, hfsq, sr);
-    el_two_sum(m, v, sh, sl);
-    return sh + (sl - (hfsq - sr));
+    // |m| < 2^-60 and e^d < 2^-59: the result m + e^d (+ e^2d/2, below 2^-118 of it) may be
+    // subnormal or have a subnormal term: summed at 2^64 scale, so nothing is flushed
+    bool tiny = bm < 0x21800000u && dh < -41.0;
+    int k, sk;
+    float r = el_exp_reduce(max(dh, -150.0), k);   // exact reduction for |k| < 256
+    sk = k + (tiny ? 64 : 0);
+    // v = e^d (* 2^64 if tiny) = vh + vl, the rounding of 1 + em1 carried in vl
+    float em1 = el_expm1_r(r);
+    precise float eh = 1.0 + em1;
+    precise float el = em1 - (eh - 1.0);
+    float vh = el_scale(eh, sk);
+    int k1 = sk >> 1;
+    float vl = sk >= -125 ? el * el_pow2i(k1) * el_pow2i(sk - k1) : 0.0;
+    vl += vh * dl;
+    if (tiny) {
+        float sh, sl;
+        el_two_sum(el_up64(m), vh, sh, sl);
+        return el_down64(sh + (sl + vl));
+    }
+    // log1p(v): for v >= sqrt(2) - 1, 1 + v = 2 (1 + w) with w = (v - 1)/2 in [-0.293, 0]
+    bool hiv = vh >= 0.4142135;
+    float th, tl;
+    el_two_sum(vh, -1.0, th, tl);
+    float wh = hiv ? 0.5 * th : vh;
+    float wl = hiv ? 0.5 * (tl + vl) : vl;
+    float hfsq, sr, s1, e1, s2, e2;
+    el_log_kernel(wh, hfsq, sr);
+    // m + [ln2] + w formed exactly (the result may cancel to ~0), the small terms added last
+    el_two_sum(m, hiv ? EL_LN2_HI : 0.0, s1, e1);
+    el_two_sum(s1, wh, s2, e2);
+    precise float rest = (e1 + e2) + (((hiv ? EL_LN2_LO : 0.0) + wl / (1.0 + wh)) - (hfsq - sr));
+    return s2 + rest;
 }
 
 // ---- hyperbolic ----
@@ -448,26 +498,37 @@ float cosh_f(float x) {
     return h + 0.25 / h;
 }
 
+// Straight-line (both parts evaluated, one selected): the vec4 path runs 4 elements per
+// thread and most warps hold both kinds anyway, so branches would only add their overhead.
 float el_tanh_f(float x) {
-    if (isnan(x)) return x;
-    float ax = abs(x);
-    if (ax < 0.55) {
-        if (ax < 2.44140625e-04) return x;
-        float z = x * x;
-        float p = 3.495490819e-04;
-        p = p * z - 1.334382687e-03;
-        p = p * z + 3.557340940e-03;
-        p = p * z - 8.857327513e-03;
-        p = p * z + 2.186889760e-02;
-        p = p * z - 5.396822095e-02;
-        p = p * z + 1.333333254e-01;
-        p = p * z - 3.333333433e-01;
-        return x + (x * z) * p;
-    }
-    if (ax > 9.1) return copysign_f(1.0, x);
-    float em = el_expm1(2.0 * ax), dh, dl;
-    el_two_sum(em, 2.0, dh, dl);
-    return copysign_f(1.0 - el_div(2.0, dh, dl), x);
+    float ax = abs(x), z = x * x;
+    float p = 3.495490819e-04;
+    p = p * z - 1.334382687e-03;
+    p = p * z + 3.557340940e-03;
+    p = p * z - 8.857327513e-03;
+    p = p * z + 2.186889760e-02;
+    p = p * z - 5.396822095e-02;
+    p = p * z + 1.333333254e-01;
+    p = p * z - 3.333333433e-01;
+    float small = x + (x * z) * p;
+    // |x| >= 0.55: 1 - 2/(e^{2|x|} + 1), the denominator exact in two parts (d + dl)
+    int k;
+    float r = el_exp_reduce(2.0 * min(ax, 9.01), k);   // k in [1, 26]
+    float em1 = el_expm1_r(r), t = el_pow2i(k);
+    precise float eh = 1.0 + em1;
+    precise float el = em1 - (eh - 1.0);   // Fast2Sum tail: 1 + em1 = eh + el exactly
+    precise float eth = t * eh;
+    precise float d = eth + 1.0;
+    precise float dl = (1.0 - (d - eth)) + t * el;
+    float q = 2.0 / d;
+    // one Newton step on the quotient (division is only 2.5 ulp in Vulkan): with or without
+    // a fused fma the residual 2 - q*(d + dl) is good to a fraction of itself
+    float res = fma(-q, d, 2.0) - q * dl;
+    q = fma(0.5 * q, res, q);
+    float big = ax > 9.01 ? 1.0 : 1.0 - q;   // beyond 9.01, 1 - tanh < 2^-25
+    // |x| < 2^-12 returns x itself: x + x^3 p would flush a subnormal x on some devices
+    float rt = ax < 0.55 ? (ax < 2.44140625e-04 ? x : small) : copysign_f(big, x);
+    return isnan(x) ? x : rt;
 }
 
 float asinh_f(float x) {

@@ -16,9 +16,7 @@
 #define EXP exp_d
 #define LN log_d
 #else
-// the float32 library (float16 computes in float32). math_f32.glsl's trig part still calls the
-// float64 library (so the SPIR-V declares Float64): drop this include once it no longer does
-#include "../math_f64.glsl"
+// the float32 library (float16 computes in float32); no double, so no shaderFloat64 needed
 #include "../math_f32.glsl"
 #define EXP exp_f
 #define LN log_f
