@@ -15,6 +15,7 @@ float copysign_f(float x, float y) {
 }
 bool signbit_f(float x) { return (floatBitsToUint(x) >> 31) != 0u; }
 
+#include "math_f32_arith.glsl"
 #include "math_f32_explog.glsl"
 #include "math_f32_trig.glsl"
 

@@ -65,7 +65,11 @@ TC un(int op, TC x) {
 #else
     case OP_SQRT: return sqrt(x);
 #endif
+#if IS_F32
+    case OP_RECIPROCAL: return recip_f(x);  // Vulkan's division is 2.5 ulp; NVIDIA flushes subnormals
+#else
     case OP_RECIPROCAL: return TC(1) / x;
+#endif
 #endif
 #if IS_F32
     // shaders/math_f32.glsl
@@ -155,7 +159,11 @@ TC bin(int op, TC x, TC y) {
         return x <= y ? x : y;
 #endif
 #if IS_FLOAT
+#if IS_F32
+    case OP_DIVIDE: return div_f(x, y);  // correctly rounded, subnormals read from the bits
+#else
     case OP_DIVIDE: return x / y;
+#endif
     case OP_FLOOR_DIVIDE: {
         if (y == TC(0)) return x / y;
         // a finite x over an infinite y is a signed zero (the standard), not Python's -1
