@@ -6,8 +6,9 @@ Run: python bench/bench_transcendental.py [--device vulkan] [--n 67108864] [--js
 Each op is timed as ``--batch`` calls back to back, then one synchronize (per call, best of
 ``--reps``). ``negative`` moves the same bytes with no arithmetic: the memory-bound floor.
 Columns: library and built-in times, library cost over the floor (1.00 = free), torch's time over
-the library's (1.0 = as fast as torch). The built-in variant (``ew_float32_builtin``) is built for
-this benchmark only; nothing else dispatches it.
+the library's (1.0 = as fast as torch). Last, divide against add (the same bytes moved). The
+built-in variant (``ew_float32_builtin``) is built for this benchmark only; nothing else
+dispatches it.
 """
 from __future__ import annotations
 
@@ -83,6 +84,14 @@ def main() -> None:
                      "torch_device": tdev if torch else None})
         print(f"{op:6s} {lib * 1e3:11.3f} {bi * 1e3:12.3f} {lib / floor:10.2f} {bi / floor:15.2f}"
               f" {tt * 1e3:9.3f} {tt / lib:10.2f}")
+    # division (correctly rounded, shaders/math_f32_arith.glsl) against add: same bytes moved
+    y = gp.asarray(rng.uniform(0.5, 2.0, args.n).astype(np.float32), device=dev)
+    add = timed(lambda: gp.add(x, y), sync, args.reps, args.batch)
+    div = timed(lambda: gp.divide(x, y), sync, args.reps, args.batch)
+    tdiv = (timed(lambda: torch.div(tx, tx), tsync, args.reps, args.batch) if torch else float("nan"))
+    rows.append({"op": "divide", "library_s": div, "floor_s": add, "torch_s": tdiv})
+    print(f"divide {div * 1e3:11.3f} {'':>12s} {div / add:10.2f} {'(floor: add)':>15s} {tdiv * 1e3:9.3f}"
+          f" {tdiv / div:10.2f}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": str(dev), "n": args.n, "rows": rows}, f, indent=1)
