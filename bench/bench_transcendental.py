@@ -85,10 +85,12 @@ def main() -> None:
         print(f"{op:6s} {lib * 1e3:11.3f} {bi * 1e3:12.3f} {lib / floor:10.2f} {bi / floor:15.2f}"
               f" {tt * 1e3:9.3f} {tt / lib:10.2f}")
     # division (correctly rounded, shaders/math_f32_arith.glsl) against add: same bytes moved
-    y = gp.asarray(rng.uniform(0.5, 2.0, args.n).astype(np.float32), device=dev)
+    hy = rng.uniform(0.5, 2.0, args.n).astype(np.float32)
+    y = gp.asarray(hy, device=dev)
     add = timed(lambda: gp.add(x, y), sync, args.reps, args.batch)
     div = timed(lambda: gp.divide(x, y), sync, args.reps, args.batch)
-    tdiv = (timed(lambda: torch.div(tx, tx), tsync, args.reps, args.batch) if torch else float("nan"))
+    ty = torch.from_numpy(hy).to(tdev) if torch else None
+    tdiv = (timed(lambda: torch.div(tx, ty), tsync, args.reps, args.batch) if torch else float("nan"))
     rows.append({"op": "divide", "library_s": div, "floor_s": add, "torch_s": tdiv})
     print(f"divide {div * 1e3:11.3f} {'':>12s} {div / add:10.2f} {'(floor: add)':>15s} {tdiv * 1e3:9.3f}"
           f" {tdiv / div:10.2f}")

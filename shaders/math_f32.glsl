@@ -14,6 +14,9 @@ float copysign_f(float x, float y) {
     return uintBitsToFloat((floatBitsToUint(x) & 0x7fffffffu) | (floatBitsToUint(y) & 0x80000000u));
 }
 bool signbit_f(float x) { return (floatBitsToUint(x) >> 31) != 0u; }
+// -x and |x| from the bits: exact for subnormals also where float arithmetic flushes them (NVIDIA)
+float neg_f(float x) { return uintBitsToFloat(floatBitsToUint(x) ^ 0x80000000u); }
+float abs_f(float x) { return uintBitsToFloat(floatBitsToUint(x) & 0x7fffffffu); }
 
 #include "math_f32_arith.glsl"
 #include "math_f32_explog.glsl"

@@ -388,13 +388,13 @@ float pow_f(float x, float y) {
     bool neg = xneg && yodd;
     if (bx == 0u || bx == 0x7f800000u) {
         float r = ypos == (bx == 0u) ? 0.0 : F_INF;
-        return neg ? -r : r;
+        return neg ? neg_f(r) : r;
     }
     if (xneg && !yint) return F_NAN;
     // a subnormal y: |y log2 x| < 2^-118 for every finite x, so x^y rounds to 1
     if (by < 0x00800000u) return 1.0;
     float r = el_pow_pos(uintBitsToFloat(bx), y);
-    return neg ? -r : r;
+    return neg ? neg_f(r) : r;   // a subnormal r keeps its bits (NVIDIA's -r flushes it)
 }
 
 // x * 2^64 for |x| < 2^-60, read from the bits (a subnormal x is exact, no float operation sees it)

@@ -237,5 +237,17 @@ def main(argv: list[str]) -> int:
     return 0 if worst <= BAR else 1
 
 
+
+@pytest.mark.parametrize("dev", _devices())
+def test_negative_abs_exact(dev):
+    """negative and abs change only the sign bit, subnormals and NaN payloads included, also on a
+    device whose float32 arithmetic flushes subnormals."""
+    x = np.concatenate([EDGES, _wide(np.random.default_rng(1), 10000, -F32_MAX, F32_MAX)])
+    a = gp.asarray(x, device=gp.backends.registry.device(dev))
+    bits = x.view(np.uint32)
+    assert np.array_equal(np.asarray(gp.negative(a)).view(np.uint32), bits ^ np.uint32(0x80000000))
+    assert np.array_equal(np.asarray(gp.abs(a)).view(np.uint32), bits & np.uint32(0x7FFFFFFF))
+
+
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

@@ -53,8 +53,13 @@ TC un(int op, TC x) {
 #elif IN_KIND == K_U
     case OP_ABS: return x;
     case OP_SIGN: return TC(x > 0u);
-#elif IS_FLOAT
+#elif IS_F32
+    case OP_ABS: return abs_f(x);   // from the bits: subnormals survive where arithmetic flushes
+#endif
+#if IS_FLOAT
+#if IS_F64
     case OP_ABS: return abs(x);
+#endif
     case OP_SIGN: return x > TC(0) ? TC(1) : (x < TC(0) ? TC(-1) : (isnan(x) ? x : TC(0)));
     case OP_CEIL: return ceil(x);
     case OP_FLOOR: return floor(x);
@@ -118,8 +123,12 @@ TC un(int op, TC x) {
 #elif !IS_FLOAT
     case OP_BITWISE_INVERT: return ~x;
 #endif
-#if IN_KIND != K_B
+#if IS_F32
+    case OP_NEGATIVE: return neg_f(x);
+#elif IN_KIND != K_B
     case OP_NEGATIVE: return -x;
+#endif
+#if IN_KIND != K_B
     case OP_SQUARE: return x * x;
     case OP_IMAG: return TC(0);
 #endif
