@@ -1,6 +1,6 @@
 """CPU kernels: linalg. Float/complex matmul calls BLAS through ``np.dot`` inside njit; integer
-matmul is a parallel Numba loop; decompositions loop over the batch calling LAPACK through
-Numba's ``np.linalg``. Kernels take ``(..., M, N)`` buffers; batch dims of two-operand kernels
+matmul is a parallel Numba loop; decompositions call NumPy's batched ``np.linalg`` (LAPACK,
+nothing to compile). Kernels take ``(..., M, N)`` buffers; batch dims of two-operand kernels
 broadcast (the loop maps each output matrix to its operands' matrices, nothing is copied)."""
 from __future__ import annotations
 
@@ -136,107 +136,65 @@ def cross(out_shape, out_dtype, a, b):
     return out
 
 
-# ---- decompositions: each loops over a (B, M, N) stack ---------------------------------------
-@njit(**_opts)
+# ---- decompositions: each takes a (B, M, N) stack ---------------------------------------------
+# NumPy's own batched LAPACK calls, not Numba's np.linalg: the LAPACK routines are the same, and
+# they compile nothing (Numba's took 1-3 s per kernel and dtype on a first call, over the array
+# API suite's 800 ms deadline); NumPy loops over the batch in C and releases the GIL.
 def _cholesky(a, out):
-    for i in range(a.shape[0]):
-        out[i] = np.linalg.cholesky(a[i])
+    out[...] = np.linalg.cholesky(a)
 
 
-@njit(**_opts)
 def _inv(a, out):
-    for i in range(a.shape[0]):
-        out[i] = np.linalg.inv(a[i])
+    out[...] = np.linalg.inv(a)
 
 
-@njit(**_opts)
 def _det(a, out):
-    for i in range(a.shape[0]):
-        out[i] = np.linalg.det(a[i])
+    out[...] = np.linalg.det(a)
 
 
-@njit(**_opts)
 def _slogdet(a, sign, logabs):
-    for i in range(a.shape[0]):
-        s, v = np.linalg.slogdet(a[i])
-        sign[i] = s
-        logabs[i] = v
+    sign[...], logabs[...] = np.linalg.slogdet(a)
 
 
-@njit(**_opts)
 def _solve(a, b, out, ia, ib):
-    for i in range(out.shape[0]):
-        out[i] = np.linalg.solve(a[ia[i]], b[ib[i]])
+    out[...] = np.linalg.solve(a[ia], b[ib])
 
 
-@njit(**_opts)
 def _eig(a, w, v):
-    for i in range(a.shape[0]):
-        wi, vi = np.linalg.eig(a[i])
-        w[i] = wi
-        v[i] = vi
+    w[...], v[...] = np.linalg.eig(a)
 
 
-@njit(**_opts)
 def _eigvals(a, w):
-    for i in range(a.shape[0]):
-        w[i] = np.linalg.eigvals(a[i])
+    w[...] = np.linalg.eigvals(a)
 
 
-@njit(**_opts)
 def _eigh(a, w, v):
-    for i in range(a.shape[0]):
-        wi, vi = np.linalg.eigh(a[i])
-        w[i] = wi
-        v[i] = vi
+    w[...], v[...] = np.linalg.eigh(a)
 
 
-@njit(**_opts)
 def _eigvalsh(a, w):
-    for i in range(a.shape[0]):
-        w[i] = np.linalg.eigvalsh(a[i])
+    w[...] = np.linalg.eigvalsh(a)
 
 
-@njit(**_opts)
 def _svd(a, full, u, s, vh):
-    for i in range(a.shape[0]):
-        ui, si, vi = np.linalg.svd(a[i], full)
-        u[i] = ui
-        s[i] = si
-        vh[i] = vi
+    u[...], s[...], vh[...] = np.linalg.svd(a, full_matrices=full)
 
 
-@njit(**_opts)
 def _svdvals(a, s):
-    for i in range(a.shape[0]):
-        s[i] = np.linalg.svd(a[i], False)[1]
+    s[...] = np.linalg.svd(a, compute_uv=False)
 
 
-@njit(**_opts)
 def _qr(a, q, r):
-    for i in range(a.shape[0]):
-        qi, ri = np.linalg.qr(a[i])
-        q[i] = qi
-        r[i] = ri
+    q[...], r[...] = np.linalg.qr(a)
 
 
-@njit(**_opts)
 def _pinv(a, rtol, out):
-    for i in range(a.shape[0]):
-        out[i] = np.linalg.pinv(a[i], rtol[i])
+    out[...] = np.linalg.pinv(a, rcond=rtol)
 
 
-@njit(**_opts)
 def _rank(a, rtol, out):
-    for i in range(a.shape[0]):
-        s = np.linalg.svd(a[i], False)[1]
-        c = 0
-        if s.size:
-            tol = s.max() * rtol[i]
-            for v in s:
-                if v > tol:
-                    c += 1
-        out[i] = c
+    s = np.linalg.svd(a, compute_uv=False)
+    out[...] = np.count_nonzero(s > s.max(axis=-1, keepdims=True) * rtol[:, None], axis=-1)
 
 
 _REAL = {np.dtype(np.complex64): np.dtype(np.float32), np.dtype(np.complex128): np.dtype(np.float64)}
@@ -248,6 +206,12 @@ def _real(d: np.dtype) -> np.dtype:
 
 def _complex(d: np.dtype) -> np.dtype:
     return np.dtype(np.complex64) if d in (np.float32, np.complex64) else np.dtype(np.complex128)
+
+
+def _msg(e: Exception) -> str:
+    """NumPy's LinAlgError text as the tail of grilly's ("inv: singular matrix")."""
+    t = str(e)
+    return t[:1].lower() + t[1:]
 
 
 def _lapack(op: str, fn, x: np.ndarray, outs: list, *extra):
@@ -264,7 +228,7 @@ def _lapack(op: str, fn, x: np.ndarray, outs: list, *extra):
         try:
             fn(a, *extra, *[r.reshape((-1,) + tuple(s)) for r, (s, _) in zip(res, outs)])
         except np.linalg.LinAlgError as e:
-            raise np.linalg.LinAlgError(f"{op}: {e}") from None
+            raise np.linalg.LinAlgError(f"{op}: {_msg(e)}") from None
     if half:
         res = [r.astype(np.float16) if d == np.float16 else r for r, (_, d) in zip(res, outs)]
     return res
@@ -312,7 +276,7 @@ def solve(out_shape, out_dtype, a, b):
     try:
         _solve(_stack(a), _stack(b), res.reshape((-1,) + res.shape[-2:]), ia, ib)
     except np.linalg.LinAlgError as e:
-        raise np.linalg.LinAlgError(f"solve: {e}") from None
+        raise np.linalg.LinAlgError(f"solve: {_msg(e)}") from None
     if half:
         out[...] = res
     return out
