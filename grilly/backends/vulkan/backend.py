@@ -150,6 +150,6 @@ class VulkanBackend(Backend):
         out = device.phys.info()
         if device._ctx is not None:
             with device.lock:
-                    out.update(pool_held_bytes=device._ctx.pool.held,
+                out.update(pool_held_bytes=device._ctx.pool.held,
                            pool_live_bytes=device._ctx.pool.live, **stats)
         return out
