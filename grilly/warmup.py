@@ -1,7 +1,7 @@
 """Compile the CPU device's Numba kernels ahead of use (``grilly warmup``).
 
-A kernel compiles on its first call (about 0.15 s for an elementwise one), then loads from the on-disk cache in
-milliseconds in every later process. Running each op once per dtype on tiny arrays fills that
+A kernel compiles on its first call (about 0.15 s for an elementwise one), then loads from the
+on-disk cache in milliseconds in every later process. Running each op once per dtype on tiny arrays fills that
 cache, so a fresh process's first calls are cheap (Hypothesis' 800 ms deadline in the Array API
 suite trips on first-call compiles otherwise). Groups run in separate processes, in parallel.
 """
