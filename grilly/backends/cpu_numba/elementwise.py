@@ -2,6 +2,8 @@
 1-D loops over contiguous data, with scalar variants so that ``x + 1`` never broadcasts."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from . import jit, scalar_ops
@@ -121,48 +123,80 @@ def _flat(a: np.ndarray, shape: tuple) -> np.ndarray:
     return np.ascontiguousarray(a).reshape(-1)
 
 
+_F16, _F32 = np.dtype(np.float16), np.dtype(np.float32)
+
+
+def _half(run, shape: tuple, od: np.dtype, *bufs):
+    """float16 has no Numba arithmetic: compute in float32 (exact conversions) and round once
+    to float16. float32 carries 2 * 11 + 2 bits, so + - * / sqrt stay correctly rounded."""
+    res = run(shape, _F32 if od == _F16 else od, *(b.astype(_F32) for b in bufs))
+    with np.errstate(over="ignore"):   # inf is the answer, as from the other dtypes' kernels
+        return res.astype(_F16) if od == _F16 else res
+
+
+def _unary(op: str, shape: tuple, od: np.dtype, a):
+    if a.dtype == _F16:
+        return _half(functools.partial(_unary, op), shape, od, a)
+    out = pool.empty(shape, od)
+    n = out.size
+    if n == 0:
+        return out
+    m = loops(op, a.dtype, 1)
+    (m.p_v if n >= jit.PARALLEL_MIN else m.s_v)(_flat(a, shape), out.reshape(-1))
+    return out
+
+
+def _binary(op: str, shape: tuple, od: np.dtype, a, b):
+    if a.dtype == _F16:
+        if op == "nextafter":   # a float16 step, which float32 cannot take: NumPy's C loop
+            return np.nextafter(np.broadcast_to(a, shape), np.broadcast_to(b, shape))
+        return _half(functools.partial(_binary, op), shape, od, a, b)
+    out = pool.empty(shape, od)
+    n = out.size
+    if n == 0:
+        return out
+    m = loops(op, a.dtype, 2)
+    par = n >= jit.PARALLEL_MIN
+    if b.size == 1 and a.shape == shape:
+        fn, a, b = (m.p_vs if par else m.s_vs), _flat(a, shape), b.reshape(1)
+    elif a.size == 1 and b.shape == shape:
+        fn, a, b = (m.p_sv if par else m.s_sv), a.reshape(1), _flat(b, shape)
+    else:
+        fn, a, b = (m.p_vv if par else m.s_vv), _flat(a, shape), _flat(b, shape)
+    fn(a, b, out.reshape(-1))
+    return out
+
+
 def _unary_kernel(op: str):
     def k(shape, out_dtype, a):
-        out = pool.empty(shape, out_dtype.np)
-        n = out.size
-        if n == 0:
-            return out
-        m = loops(op, a.dtype, 1)
-        (m.p_v if n >= jit.PARALLEL_MIN else m.s_v)(_flat(a, shape), out.reshape(-1))
-        return out
+        return _unary(op, tuple(shape), out_dtype.np, a)
     k.__name__ = op
     return k
 
 
 def _binary_kernel(op: str):
     def k(shape, out_dtype, a, b):
-        out = pool.empty(shape, out_dtype.np)
-        n = out.size
-        if n == 0:
-            return out
-        m = loops(op, a.dtype, 2)
-        par = n >= jit.PARALLEL_MIN
-        if b.size == 1 and a.shape == shape:
-            fn, a, b = (m.p_vs if par else m.s_vs), _flat(a, shape), b.reshape(1)
-        elif a.size == 1 and b.shape == shape:
-            fn, a, b = (m.p_sv if par else m.s_sv), a.reshape(1), _flat(b, shape)
-        else:
-            fn, a, b = (m.p_vv if par else m.s_vv), _flat(a, shape), _flat(b, shape)
-        fn(a, b, out.reshape(-1))
-        return out
+        return _binary(op, tuple(shape), out_dtype.np, a, b)
     k.__name__ = op
     return k
 
 
-def where(shape, out_dtype, c, a, b):
-    """Choose from ``a`` where ``c`` is true, else from ``b`` (broadcast to ``shape``)."""
-    out = pool.empty(shape, out_dtype.np)
+def _where(shape: tuple, od: np.dtype, c, a, b):
+    if a.dtype == _F16:   # a choice moves bits: the int16 loops do it exactly
+        i16 = np.dtype(np.int16)
+        return _where(shape, i16, c, a.view(i16), b.view(i16)).view(_F16)
+    out = pool.empty(shape, od)
     n = out.size
     if n:
         m = loops("where", a.dtype, 3)
         (m.p_vvv if n >= jit.PARALLEL_MIN else m.s_vvv)(
             _flat(c, shape), _flat(a, shape), _flat(b, shape), out.reshape(-1))
     return out
+
+
+def where(shape, out_dtype, c, a, b):
+    """Choose from ``a`` where ``c`` is true, else from ``b`` (broadcast to ``shape``)."""
+    return _where(tuple(shape), out_dtype.np, c, a, b)
 
 
 def kernels(unary_ops, binary_ops) -> dict:
