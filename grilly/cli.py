@@ -15,11 +15,13 @@ def info() -> dict:
            "default_device": str(gp.default_device()), "backends": {}}
     registry.load()
     for name, b in registry.backends.items():
-        devs = b.devices()
+        devs = registry.devices_of(b)
         out["backends"][name] = {
             "devices": {str(d): {"description": d.description, **b.info(d)} for d in devs},
             **({"unavailable": b.unavailable_reason} if getattr(b, "unavailable_reason", "") else {}),
         }
+    if registry.problems:   # plugins left out (failed to import, raised, duplicate names)
+        out["plugin_problems"] = dict(registry.problems)
     return out
 
 

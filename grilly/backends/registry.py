@@ -1,8 +1,14 @@
-"""The backend registry: pluggy for discovery, a plain dict per device for the hot path."""
+"""The backend registry: pluggy for discovery, a plain dict per device for the hot path.
+
+Plugins are isolated: one that fails to import, whose ``grilly_backends`` raises, whose backend
+reuses a taken name, or whose ``devices()`` raises is left out with a warning and recorded in
+``registry.problems`` (``grilly info`` shows them); every other backend keeps working."""
 from __future__ import annotations
 
 import os
 import threading
+import warnings
+from importlib.metadata import entry_points
 
 import pluggy
 
@@ -26,6 +32,8 @@ class Registry:
         # once must all wait for the whole load, not see a half-built table (issue 10)
         self._lock = threading.RLock()
         self._scope = threading.local()   # device_scope's stack: per thread
+        self.problems: dict[str, str] = {}   # plugin or backend -> what went wrong
+        self._origin: dict[str, str] = {}    # backend name -> the plugin that provides it
 
     def load(self) -> None:
         """Discover entry-point plugins once (the built-in backends come this way)."""
@@ -41,9 +49,23 @@ class Registry:
                 self._loading = False
             self._loaded = True
 
+    def _problem(self, who: str, what: str) -> None:
+        if self.problems.get(who) != what:   # (the tables are rebuilt more than once)
+            warnings.warn(f"grilly: plugin {who}: {what}; it is left out", RuntimeWarning, stacklevel=3)
+        self.problems[who] = what
+
     def _load(self) -> None:
-        self.pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
-        found = {b.name for lst in self.pm.hook.grilly_backends() for b in lst or ()}
+        for ep in entry_points(group=ENTRY_POINT_GROUP):
+            who = f"{ep.name} ({ep.dist.name if ep.dist else ep.value})"
+            try:
+                plugin = ep.load()
+            except Exception as e:   # a broken plugin must not take the others down
+                self._problem(who, f"import failed: {type(e).__name__}: {e}")
+                continue
+            if self.pm.is_registered(plugin):
+                continue
+            self.pm.register(plugin, name=who)
+        found = set(self._origin) | {b.name for _, bs in self._provided() for b in bs}
         # a source tree that was never pip-installed has no entry points: register the built-ins
         if "cpu" not in found:
             from .cpu_numba import plugin as cpu_plugin
@@ -55,11 +77,43 @@ class Registry:
             self.pm.register(vulkan_plugin, name="grilly.vulkan")
         self.rebuild()
 
+    def _provided(self) -> list:
+        """(plugin name, [Backend]) per plugin, earliest registered first; a plugin whose
+        ``grilly_backends`` raises is recorded as a problem and provides nothing."""
+        out = []
+        for impl in self.pm.hook.grilly_backends.get_hookimpls():
+            try:
+                out.append((impl.plugin_name, list(impl.function() or ())))
+            except Exception as e:
+                self._problem(impl.plugin_name, f"grilly_backends() raised {type(e).__name__}: {e}")
+        return out
+
+    def devices_of(self, b: Backend) -> list[Device]:
+        """``b.devices()``, or none (recorded in ``problems``) when it raises."""
+        try:
+            return list(b.devices())
+        except Exception as e:
+            if f"backend {b.name}" not in self.problems:
+                self._problem(f"backend {b.name}", f"devices() raised {type(e).__name__}: {e}")
+            return []
+
     def register(self, plugin, name: str | None = None) -> None:
-        """Register a plugin at run time and rebuild the dispatch tables."""
+        """Register a plugin at run time and rebuild the dispatch tables; a backend name that
+        another plugin already provides is a ValueError naming both."""
         self.load()
         with self._lock:
             self.pm.register(plugin, name=name)
+            who = self.pm.get_name(plugin)
+            impl = getattr(plugin, "grilly_backends", None)
+            try:
+                names = [b.name for b in (impl() or ())] if callable(impl) else []
+            except Exception:   # recorded (and warned about) by the rebuild below
+                names = []
+            taken = [n for n in names if n in self._origin and self._origin[n] != who]
+            if taken:
+                self.pm.unregister(plugin)
+                raise ValueError(f"register: backend {taken[0]!r} of plugin {who!r} is already "
+                                 f"provided by {self._origin[taken[0]]!r}; unregister that first")
             self.rebuild()
 
     def unregister(self, plugin=None, name: str | None = None) -> None:
@@ -75,27 +129,32 @@ class Registry:
 
     def _rebuild(self) -> None:
         backends: dict[str, Backend] = {}
-        for lst in reversed(self.pm.hook.grilly_backends()):  # earliest registered first
-            for b in lst or ():
-                backends[b.name] = b
+        origin: dict[str, str] = {}
+        for who, lst in self._provided():
+            for b in lst:
+                if b.name in backends:   # the first plugin to provide a name keeps it
+                    self._problem(who, f"backend name {b.name!r} is already provided by "
+                                       f"{origin[b.name]!r}")
+                    continue
+                backends[b.name], origin[b.name] = b, who
         for b in self.backends.values():
             if b.name not in backends:
-                for d in b.devices():
+                for d in self.devices_of(b):
                     d.kernels.clear()
         for name, b in backends.items():
             table = dict(b.kernels())
             for extra in reversed(self.pm.hook.grilly_kernels(backend=name)):
                 table.update(extra or {})
-            for d in b.devices():
+            for d in self.devices_of(b):
                 d.kernels.clear()
                 d.kernels.update(table)
-        self.backends = backends
+        self.backends, self._origin = backends, origin
         if self._default is not None and self._default.backend.name not in backends:
             self._default = None
 
     def devices(self) -> list[Device]:
         self.load()
-        return [d for b in self.backends.values() for d in b.devices()]
+        return [d for b in self.backends.values() for d in self.devices_of(b)]
 
     def device(self, spec) -> Device:
         """The device named by ``spec`` (a Device, ``"cpu"``, ``"vulkan"``, ``"vulkan:1"``)."""
@@ -109,9 +168,10 @@ class Registry:
         if b is None:
             raise ValueError(
                 f"device: unknown device {spec!r}; available: {[str(d) for d in self.devices()]}")
-        devs = b.devices()
+        devs = self.devices_of(b)
         if not devs:
-            why = getattr(b, "unavailable_reason", "") or "it found no device"
+            why = (getattr(b, "unavailable_reason", "") or self.problems.get(f"backend {name}")
+                   or "it found no device")
             raise ValueError(f"device: backend {name!r} has no device ({why})")
         if not idx:
             return max(devs, key=lambda d: getattr(d, "rank", 0))
