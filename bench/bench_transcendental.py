@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 
 import numpy as np
 
@@ -22,19 +21,7 @@ import grilly as gp
 from grilly.backends.vulkan import kernels
 from grilly.backends.vulkan.variants import op_codes
 
-
-def timed(fn, sync, reps: int, batch: int) -> float:
-    """Best over ``reps`` of (``batch`` calls of fn, then sync), per call, in seconds."""
-    fn()
-    sync()
-    best = float("inf")
-    for _ in range(reps):
-        t = time.perf_counter()
-        for _ in range(batch):
-            fn()
-        sync()
-        best = min(best, (time.perf_counter() - t) / batch)
-    return best
+from bench_gpu import timed   # (bench/ is on sys.path when run as a script)
 
 
 def main() -> None:

@@ -177,6 +177,13 @@ def leaky_relu(input: Array, negative_slope: float = 0.01, inplace: bool = False
     return gp.where(input >= 0, input, input * negative_slope)
 
 
+def _in_float32(fn, x):
+    """fn(x), float16 computed in float32 (the composites' constants are float32/float64 ones)."""
+    if x.dtype == gp.float16:
+        return gp.astype(fn(gp.astype(x, gp.float32)), gp.float16)
+    return fn(x)
+
+
 def _sigmoid_parts(x):
     """(n, d) with sigmoid(x) = n / d, neither overflowing: (1, 1 + e) for x >= 0 and
     (e, 1 + e) below, e = exp(-|x|); one division keeps the error near exp's."""
@@ -203,9 +210,7 @@ class _Sigmoid(Function):
 def sigmoid(input: Array) -> Array:
     """1 / (1 + exp(-x)), written so that neither branch overflows."""
     _check_float(input, "sigmoid")
-    if input.dtype == gp.float16:
-        return gp.astype(sigmoid(gp.astype(input, gp.float32)), gp.float16)
-    return _Sigmoid.apply(input)
+    return _in_float32(_Sigmoid.apply, input)
 
 
 def tanh(input: Array) -> Array:
@@ -220,9 +225,10 @@ _SILU_LOW = {"float32": (-64.0, 32.0), "float64": (-512.0, 512.0)}
 
 def silu(input: Array, inplace: bool = False) -> Array:
     """x * sigmoid(x), also where sigmoid(x) is subnormal."""
-    x = _check_float(input, "silu")
-    if x.dtype == gp.float16:
-        return gp.astype(silu(gp.astype(x, gp.float32)), gp.float16)
+    return _in_float32(_silu, _check_float(input, "silu"))
+
+
+def _silu(x):
     low, shift = _SILU_LOW.get(x.dtype.name, (-64.0, 32.0))
     xc = gp.maximum(x, 4.0 * low)    # -inf -> a finite value: silu(-inf) = -0, not -inf * 0
     tail = xc * gp.exp(xc + shift) * math.exp(-shift)
@@ -239,8 +245,10 @@ def elu(input: Array, alpha: float = 1.0, inplace: bool = False) -> Array:
 def softplus(input: Array, beta: float = 1.0, threshold: float = 20.0) -> Array:
     """log(1 + exp(beta x)) / beta, linear above ``threshold``."""
     _check_float(input, "softplus")
-    if input.dtype == gp.float16:
-        return gp.astype(softplus(gp.astype(input, gp.float32), beta, threshold), gp.float16)
+    return _in_float32(lambda x: _softplus(x, beta, threshold), input)
+
+
+def _softplus(input, beta: float, threshold: float):
     z = input if beta == 1.0 else input * beta
     sp = gp.maximum(z, 0.0) + gp.log1p(gp.exp(-gp.abs(z)))
     if beta != 1.0:
@@ -265,13 +273,6 @@ class _GeluTanh(Function):
         xc = gp.clip(x, -1e3, 1e3)              # s (1 - s) = 0 there; keeps x v' finite
         s = sigmoid(a * (xc + 0.044715 * xc * xc * xc))
         return (g * (s + xc * s * (1.0 - s) * (a + (3.0 * 0.044715 * a) * xc * xc)),)
-
-
-def _in_float32(fn, x):
-    """fn(x), float16 computed in float32 (the composites' constants are float32/float64 ones)."""
-    if x.dtype == gp.float16:
-        return gp.astype(fn(gp.astype(x, gp.float32)), gp.float16)
-    return fn(x)
 
 
 class _Erf(Function):
