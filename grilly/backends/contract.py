@@ -1,0 +1,136 @@
+"""The backend contract as data: every kernel name, its family, its tier and its call.
+
+A leaf module (it imports nothing of grilly), so backends, the array layer, the conformance kit
+and ``grilly kernels`` all read the one list. Tiers:
+
+- ``required``: a primitive; without it a device cannot run the core of the namespace.
+- ``composed``: the array layer has a default composition from other kernels on the same
+  device; a backend may provide the kernel to override it (a fused or faster version).
+- ``optional``: no composition; where a device lacks it, the op that needs it raises
+  NotImplementedError naming the op and the device (the kit lists it as missing).
+
+docs/backends.md is the prose reference; ``tests/test_contract.py`` keeps the two backends, the
+array layer's compositions and this table in step.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+REQUIRED, COMPOSED, OPTIONAL = "required", "composed", "optional"
+
+
+class Kernel(NamedTuple):
+    """One entry of the contract."""
+
+    family: str
+    tier: str
+    call: str
+
+
+# The elementwise ops: each is one kernel named after the op, called
+# ``kernel(out_shape, out_dtype, *bufs)`` with inputs promoted to one dtype (the array layer's
+# table, grilly/array/elementwise.py, says which dtypes each accepts and computes in).
+UNARY_OPS = (
+    "abs", "acos", "acosh", "asin", "asinh", "atan", "atanh", "bitwise_invert", "ceil", "conj",
+    "cos", "cosh", "exp", "expm1", "floor", "imag", "isfinite", "isinf", "isnan", "log", "log10",
+    "log1p", "log2", "logical_not", "negative", "positive", "real", "reciprocal", "round", "sign",
+    "signbit", "sin", "sinh", "sqrt", "square", "tan", "tanh", "trunc",
+)
+BINARY_OPS = (
+    "add", "atan2", "bitwise_and", "bitwise_left_shift", "bitwise_or", "bitwise_right_shift",
+    "bitwise_xor", "copysign", "divide", "equal", "floor_divide", "greater", "greater_equal",
+    "hypot", "less", "less_equal", "logaddexp", "logical_and", "logical_or", "logical_xor",
+    "maximum", "minimum", "multiply", "nextafter", "not_equal", "pow", "remainder", "subtract",
+)
+ELEMENTWISE_OPS = UNARY_OPS + BINARY_OPS
+
+_EW_CALL = "(out_shape, out_dtype, *bufs) -> buf"
+
+# The core elementwise ops a device needs to run arithmetic, comparisons, masks and the
+# compositions of the array layer; the rest of the table is optional.
+_EW_REQUIRED = frozenset({
+    "add", "subtract", "multiply", "divide", "negative", "equal", "less", "less_equal",
+    "logical_and", "logical_or", "logical_not", "maximum", "minimum", "exp", "log", "sqrt",
+})
+
+KERNELS: dict[str, Kernel] = {
+    # storage: buffers in, buffers out; views share memory
+    "from_host": Kernel("storage", REQUIRED, "(np_array, dtype) -> buf (a private copy)"),
+    "to_host": Kernel("storage", REQUIRED, "(buf) -> np.ndarray (waits for pending writes)"),
+    "empty": Kernel("storage", REQUIRED, "(shape, dtype) -> buf"),
+    "full": Kernel("storage", REQUIRED, "(shape, value, dtype) -> buf"),
+    "copy": Kernel("storage", REQUIRED, "(buf) -> buf (always new)"),
+    "astype": Kernel("storage", REQUIRED, "(buf, dtype) -> buf (always new)"),
+    "assign": Kernel("storage", REQUIRED, "(dst_view, src) -> None (src broadcast into dst)"),
+    "slice": Kernel("storage", REQUIRED, "(buf, key) -> view (key: normalized ints/slices)"),
+    "reshape": Kernel("storage", REQUIRED, "(buf, shape, copy=None) -> view or buf"),
+    "permute": Kernel("storage", REQUIRED, "(buf, axes) -> view"),
+    "broadcast_to": Kernel("storage", REQUIRED, "(buf, shape) -> view"),
+    "host_view": Kernel("storage", COMPOSED, "(buf) -> np.ndarray or None (zero-copy DLPack)"),
+    "scalar": Kernel("storage", COMPOSED, "(value, dtype) -> buf (0-d, shared, never written)"),
+    # creation
+    "arange": Kernel("creation", REQUIRED, "(start, step, n, dtype) -> buf"),
+    "linspace": Kernel("creation", REQUIRED, "(start, stop, num, endpoint, dtype) -> buf"),
+    "eye": Kernel("creation", REQUIRED, "(n_rows, n_cols, k, dtype) -> buf"),
+    # elementwise
+    **{op: Kernel("elementwise", REQUIRED if op in _EW_REQUIRED else OPTIONAL, _EW_CALL)
+       for op in ELEMENTWISE_OPS},
+    "where": Kernel("elementwise", REQUIRED, "(out_shape, out_dtype, cond, a, b) -> buf"),
+    # reductions and scans (docs/kernels/reductions.md)
+    **{op: Kernel("reductions", REQUIRED, "(buf, axes, keepdims, out_dtype) -> buf")
+       for op in ("sum", "prod", "max", "min", "all", "any", "count_nonzero")},
+    **{op: Kernel("reductions", REQUIRED, "(buf, axis, keepdims) -> int64 buf")
+       for op in ("argmax", "argmin")},
+    **{op: Kernel("reductions", REQUIRED, "(buf, axis, include_initial, out_dtype) -> buf")
+       for op in ("cumulative_sum", "cumulative_prod")},
+    # indexing (docs/kernels/indexing.md)
+    "gather": Kernel("indexing", REQUIRED, "(buf, indices) -> buf"),
+    "scatter": Kernel("indexing", REQUIRED, "(buf, indices, values) -> None (writes buf)"),
+    "normalize_indices": Kernel("indexing", REQUIRED, "(idx, n) -> (buf, bad)"),
+    "mask_indices": Kernel("indexing", REQUIRED, "(mask) -> tuple of int64 bufs"),
+    "nonzero": Kernel("sorting", REQUIRED, "(buf) -> tuple of int64 1-D bufs"),
+    "repeat_indices": Kernel("indexing", REQUIRED, "(counts) -> int64 buf or None"),
+    "diagonal": Kernel("linalg", REQUIRED, "(buf, offset) -> view (..., K)"),
+    # sorting and sets
+    "sort": Kernel("sorting", REQUIRED, "(buf, axis, descending, stable) -> buf"),
+    "argsort": Kernel("sorting", REQUIRED, "(buf, axis, descending, stable) -> int64 buf"),
+    "searchsorted": Kernel("sorting", REQUIRED, "(x1, x2, side, sorter) -> int64 buf"),
+    "unique": Kernel("sorting", REQUIRED, "(buf) -> (values, indices, inverse, counts)"),
+    "isin": Kernel("sorting", REQUIRED, "(x1, x2, invert) -> bool buf"),
+    # linear algebra (docs/kernels/linalg.md)
+    "matmul": Kernel("linalg", REQUIRED, "(out_shape, out_dtype, a, b) -> buf"),
+    "cross": Kernel("linalg", REQUIRED, "(out_shape, out_dtype, a, b) -> buf (last axis 3)"),
+    **{op: Kernel("linalg", OPTIONAL, "see docs/kernels/linalg.md")
+       for op in ("cholesky", "det", "eig", "eigh", "eigvals", "eigvalsh", "inv", "matrix_rank",
+                  "pinv", "qr", "slogdet", "solve", "svd", "svdvals")},
+    # fft
+    **{op: Kernel("fft", OPTIONAL, "see docs/kernels/linalg.md (fft)")
+       for op in ("fft_c2c", "fft_r2c", "fft_c2r")},
+    "fft_roll": Kernel("fft", REQUIRED, "(buf, shifts, axes) -> buf"),
+    # fused kernels with default compositions
+    "softmax": Kernel("nn", COMPOSED, "(buf, axis) -> buf"),
+    "log_softmax": Kernel("nn", COMPOSED, "(buf, axis) -> buf"),
+    "im2col": Kernel("nn", COMPOSED,
+                     "(buf, kernel, stride, dilation, pads, fill, out, channel_major=False) -> buf"),
+    "col2im": Kernel("nn", COMPOSED,
+                     "(buf, kernel, stride, dilation, pads, size, channel_major=False) -> buf"),
+}
+
+FAMILIES = tuple(dict.fromkeys(k.family for k in KERNELS.values()))
+
+
+def names(tier: str | None = None, family: str | None = None) -> tuple:
+    """Kernel names of one tier and/or family (all when both are None), in table order."""
+    return tuple(n for n, k in KERNELS.items()
+                 if (tier is None or k.tier == tier) and (family is None or k.family == family))
+
+
+def status(kernels: dict) -> dict:
+    """Per contract kernel: 'provided', 'composed' (absent, composition used) or 'missing'."""
+    out = {}
+    for n, k in KERNELS.items():
+        if n in kernels:
+            out[n] = "provided"
+        else:
+            out[n] = "composed" if k.tier == COMPOSED else "missing"
+    return out
