@@ -6,7 +6,7 @@ import threading
 
 import numba
 
-from ...array.elementwise import BINARY, UNARY
+from ..contract import BINARY_OPS as BINARY, UNARY_OPS as UNARY
 from ..base import Backend, Device
 from . import elementwise, jit, storage
 from .pool import pool

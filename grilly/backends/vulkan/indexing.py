@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 
-from ...array import dtypes as _dt
+from .. import dtypes as _dt
 from .kernels import (MAXD, arange, astype, collapse, elementwise, full, new_buffer, reshape,
                       slice_view, to_host)
 from .memory import Buffer

@@ -9,7 +9,7 @@ import struct
 
 import numpy as np
 
-from ...array.elementwise import BINARY, UNARY
+from ..contract import BINARY_OPS as BINARY, UNARY_OPS as UNARY
 from .fusion import FUSE_MAX, FUSED
 from .memory import Buffer, contiguous_strides
 from .recorder import stats

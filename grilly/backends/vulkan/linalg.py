@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...array import dtypes as _dt
+from .. import dtypes as _dt
 from ..cpu_numba import fft as _cpu_fft
 from ..cpu_numba import linalg as _cpu_linalg
 from .kernels import (assign, broadcast_to, elementwise, from_host, full, new_buffer, reshape,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import struct
 
-from ...array import dtypes as _dt
+from .. import dtypes as _dt
 from .kernels import MAXD, astype, new_buffer, permute, reshape
 
 _PC = struct.Struct(f"<I4i{MAXD}i{4 * MAXD}i")

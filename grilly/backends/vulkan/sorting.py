@@ -10,7 +10,7 @@ the parts, which are float views of the complex buffer.
 """
 from __future__ import annotations
 
-from ...array import dtypes as _dt
+from .. import dtypes as _dt
 from .indexing import _compact, _ew, _scalar, gather, mask_indices, scatter
 from .kernels import assign, astype, full, new_buffer, permute, reshape, slice_view
 from .memory import Buffer
