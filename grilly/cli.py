@@ -22,6 +22,9 @@ def info() -> dict:
         }
     if registry.problems:   # plugins left out (failed to import, raised, duplicate names)
         out["plugin_problems"] = dict(registry.problems)
+    if registry.overridden:   # kernels a plugin replaced deliberately (grilly.backends.overrides)
+        out["kernel_overrides"] = {f"{b}.{op}": f"{who} (was {was})"
+                                   for (b, op), (who, was) in registry.overridden.items()}
     return out
 
 

@@ -4,7 +4,11 @@ import os
 import pytest
 from hypothesis import settings
 
-import grilly as gp
+# grilly's own tests run in checked mode: every kernel result is validated against the contract
+# (grilly/backends/checked.py); GRILLY_CHECK=0 turns it off, e.g. to time something
+os.environ.setdefault("GRILLY_CHECK", "1")
+
+import grilly as gp  # noqa: E402
 
 settings.register_profile("ci", max_examples=25, deadline=None, derandomize=True)
 settings.register_profile("dev", max_examples=10, deadline=None)

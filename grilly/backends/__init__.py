@@ -1,7 +1,8 @@
 """Backend plugins: hookspecs, the registry, and the built-in backends."""
 from .base import Backend, Device
 from .hookspecs import hookimpl, hookspec
-from .registry import ENTRY_POINT_GROUP, registry
+from .checked import KernelResultError
+from .registry import ENTRY_POINT_GROUP, Overrides, overrides, registry
 
 
 def register(plugin, name: str | None = None) -> None:
@@ -15,4 +16,4 @@ def unregister(plugin=None, name: str | None = None) -> None:
 
 
 __all__ = ["Backend", "Device", "hookimpl", "hookspec", "registry", "register", "unregister",
-           "ENTRY_POINT_GROUP"]
+           "ENTRY_POINT_GROUP", "KernelResultError", "Overrides", "overrides"]

@@ -42,8 +42,11 @@ class Backend:
 
     name = "backend"
     single_device = True  # devices are named "name" rather than "name:i"
-    # rank among backends when choosing the default device; higher wins (cpu_numba is 0)
+    # rank among backends when choosing the default device; higher wins (cpu_numba is 10)
     priority = 0
+    # the class (or tuple of classes) of this backend's buffers; checked mode (GRILLY_CHECK=1)
+    # rejects kernel results of any other type when it is set
+    buffer_type = None
 
     def devices(self) -> list[Device]:
         raise NotImplementedError
@@ -53,6 +56,10 @@ class Backend:
 
     def supports_dtype(self, device: Device, dtype) -> bool:
         return True
+
+    def buffer_device(self, buf) -> Device | None:
+        """The device holding ``buf``, or None when the backend cannot tell (checked mode)."""
+        return None
 
     def info(self, device: Device) -> dict:
         """Capabilities and facts shown by ``grilly info`` and ``__array_namespace_info__``."""

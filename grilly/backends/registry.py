@@ -5,6 +5,7 @@ reuses a taken name, or whose ``devices()`` raises is left out with a warning an
 ``registry.problems`` (``grilly info`` shows them); every other backend keeps working."""
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import warnings
@@ -12,10 +13,22 @@ from importlib.metadata import entry_points
 
 import pluggy
 
-from . import hookspecs
+from . import checked, hookspecs
 from .base import Backend, Device
 
 ENTRY_POINT_GROUP = "grilly.backends"
+log = logging.getLogger("grilly.backends")
+
+
+class Overrides(dict):
+    """Kernels a plugin returns from ``grilly_kernels`` to replace kernels another plugin
+    provides: ``return grilly.backends.overrides({"matmul": my_matmul})``. A plain dict may only
+    add kernels a backend lacks; replacing one without this flag is refused (and reported)."""
+
+
+def overrides(kernels: dict) -> Overrides:
+    """Mark ``kernels`` as deliberate replacements of existing kernels."""
+    return Overrides(kernels)
 
 
 class Registry:
@@ -34,6 +47,9 @@ class Registry:
         self._scope = threading.local()   # device_scope's stack: per thread
         self.problems: dict[str, str] = {}   # plugin or backend -> what went wrong
         self._origin: dict[str, str] = {}    # backend name -> the plugin that provides it
+        # (backend, op) -> (plugin that replaced the kernel, plugin whose kernel it replaced)
+        self.overridden: dict[tuple, tuple] = {}
+        self.checked = os.environ.get("GRILLY_CHECK", "").strip() not in ("", "0")
 
     def load(self) -> None:
         """Discover entry-point plugins once (the built-in backends come this way)."""
@@ -141,16 +157,52 @@ class Registry:
             if b.name not in backends:
                 for d in self.devices_of(b):
                     d.kernels.clear()
+        self.overridden = {}
         for name, b in backends.items():
-            table = dict(b.kernels())
-            for extra in reversed(self.pm.hook.grilly_kernels(backend=name)):
-                table.update(extra or {})
+            table = self._kernel_table(b, origin[name])
             for d in self.devices_of(b):
                 d.kernels.clear()
                 d.kernels.update(table)
+                if self.checked:   # after update: a device table may wrap what it stores
+                    for op, fn in list(d.kernels.items()):
+                        d.kernels[op] = checked.wrap(b, d, op, fn)
         self.backends, self._origin = backends, origin
         if self._default is not None and self._default.backend.name not in backends:
             self._default = None
+
+    def _kernel_table(self, b: Backend, owner: str) -> dict:
+        """``b``'s kernels plus the ``grilly_kernels`` of every plugin, earliest first; another
+        plugin may add kernels, but replaces one only through ``overrides`` (logged)."""
+        table = dict(b.kernels())
+        source = dict.fromkeys(table, owner)
+        for impl in self.pm.hook.grilly_kernels.get_hookimpls():
+            who = impl.plugin_name
+            try:
+                extra = impl.function(backend=b.name) or {}
+            except Exception as e:
+                self._problem(who, f"grilly_kernels(backend={b.name!r}) raised "
+                                   f"{type(e).__name__}: {e}")
+                continue
+            for op, fn in extra.items():
+                was = source.get(op)
+                if was is not None and was != who:
+                    if not isinstance(extra, Overrides):
+                        self._problem(f"{who} kernel {op!r}", f"would replace the {b.name!r} "
+                                      f"kernel of {was!r}; return grilly.backends.overrides"
+                                      "({...}) to replace it deliberately")
+                        continue
+                    log.info("grilly: plugin %s overrides kernel %r of backend %r (was %s)",
+                             who, op, b.name, was)
+                    self.overridden[(b.name, op)] = (who, was)
+                table[op], source[op] = fn, who
+        return table
+
+    def set_checked(self, on: bool = True) -> None:
+        """Turn checked mode (every kernel result validated; also ``GRILLY_CHECK=1``) on or off."""
+        with self._lock:
+            self.load()
+            self.checked = bool(on)
+            self.rebuild()
 
     def devices(self) -> list[Device]:
         self.load()

@@ -5,6 +5,7 @@ import functools
 import threading
 
 import numba
+import numpy as np
 
 from ..contract import BINARY_OPS as BINARY, UNARY_OPS as UNARY
 from ..base import Backend, Device
@@ -26,6 +27,7 @@ class CpuBackend(Backend):
 
     name = "cpu"
     priority = 10  # vulkan: 5 + device rank, so a GPU wins and lavapipe (rank 0) does not
+    buffer_type = np.ndarray
 
     def __init__(self):
         self._devices = [Device(self, 0, "host CPU, Numba kernels")]
@@ -44,6 +46,10 @@ class CpuBackend(Backend):
             table = {name: functools.update_wrapper(functools.partial(_serial, fn), fn)
                      for name, fn in table.items()}
         return table
+
+    def buffer_device(self, buf) -> Device | None:
+        """The one cpu device."""
+        return self._devices[0]
 
     def info(self, device: Device) -> dict:
         return {"numba": numba.__version__, "threads": numba.config.NUMBA_NUM_THREADS,

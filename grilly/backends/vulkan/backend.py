@@ -7,6 +7,7 @@ import threading
 
 from ..base import Backend, Device
 from . import runtime
+from .memory import Buffer
 
 # complex64 is two float32s (always there); complex128 is two doubles
 _KIND_BY_DTYPE = {"float64": "shaderFloat64", "int64": "shaderInt64", "uint64": "shaderInt64",
@@ -70,9 +71,23 @@ class VulkanDevice(Device):
         if ctx is None:
             with self.lock:   # threads using a fresh device at once make one logical device
                 if self._ctx is None:
-                    self._ctx = runtime.Context(self.phys, self.lock)
+                    self._ctx = open_context(self.phys, self.lock)
                 ctx = self._ctx
         return ctx
+
+
+def open_context(phys, lock) -> "runtime.Context":
+    """A device context with its memory pool, recorder, staging and (on GPUs) fuser."""
+    from .fusion import Fuser, wanted
+    from .kernels import dispatch_flat
+    from .memory import Pool, Staging
+    from .recorder import Recorder
+
+    ctx = runtime.Context(phys, lock)
+    ctx.pool, ctx.recorder, ctx.staging = Pool(ctx), Recorder(ctx), Staging(ctx)
+    ctx.new_fuser = functools.partial(Fuser, ctx, dispatch_flat)
+    ctx.fuser = ctx.new_fuser() if wanted(phys) else None
+    return ctx
 
 
 def _selected(phys: list) -> int | None:
@@ -96,6 +111,7 @@ class VulkanBackend(Backend):
     # default device = max(priority + rank): a discrete (10) or integrated (8) GPU beats the
     # cpu backend (priority 10); lavapipe (rank 0) does not
     priority = 5
+    buffer_type = Buffer
 
     def __init__(self):
         self.unavailable_reason = ""
@@ -140,6 +156,13 @@ class VulkanBackend(Backend):
             table.update(fam.KERNELS)
         return table
 
+    def buffer_device(self, buf) -> Device | None:
+        """The device whose context allocated ``buf``."""
+        for d in self._devices or ():
+            if d._ctx is not None and d._ctx is getattr(buf, "ctx", None):
+                return d
+        return None
+
     def supports_dtype(self, device: Device, dtype) -> bool:
         feat = _KIND_BY_DTYPE.get(dtype.name)
         return feat is None or device.phys.features.get(feat, False)
@@ -147,7 +170,10 @@ class VulkanBackend(Backend):
     def info(self, device: Device) -> dict:
         from .recorder import stats
 
+        from .fusion import wanted
+
         out = device.phys.info()
+        out["elementwise_fusion"] = wanted(device.phys)
         if device._ctx is not None:
             with device.lock:
                 out.update(pool_held_bytes=device._ctx.pool.held,

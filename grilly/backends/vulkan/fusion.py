@@ -52,15 +52,13 @@ def enable(ctx, on: bool) -> None:
     with ctx.lock:
         if ctx.recorder.pending is not None:
             ctx.recorder.pending.emit()
-        ctx.fuser = Fuser(ctx) if on else None
+        ctx.fuser = ctx.new_fuser() if on else None
 
 
 class Fuser:
     """The open run of one device: instructions, input bindings, results' buffers (weakly)."""
 
-    def __init__(self, ctx):
-        from .kernels import dispatch_flat   # (kernels imports this module)
-
+    def __init__(self, ctx, dispatch_flat):
         self.ctx = ctx
         self.rec = ctx.recorder
         self._dispatch_flat = dispatch_flat

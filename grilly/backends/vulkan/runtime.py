@@ -17,8 +17,6 @@ except Exception as e:  # no loader (libvulkan.so) or no vulkan package
     IMPORT_ERROR = f"the Vulkan loader could not be loaded ({type(e).__name__}: {e})"
 
 from . import spirv
-from .fusion import Fuser
-from .fusion import wanted as fusion_wanted
 from .variants import SPV_DIR
 
 API_1_1 = (1 << 22) | (1 << 12)
@@ -193,7 +191,6 @@ class PhysicalDevice:
             "maxComputeWorkGroupCount": list(self.max_group_counts),
             "maxStorageBufferRange": self.max_storage,
             "maxComputeSharedMemorySize": self.max_shared,
-            "elementwise_fusion": fusion_wanted(self),
             "memory_heaps": [{"bytes": s, "device_local": bool(fl & 1)} for s, fl in self.heaps],
             "memory_budget": [{"budget": b, "usage": u} for b, u in self.memory_budget() or ()],
             "cooperative_matrix": "VK_KHR_cooperative_matrix" in self.extensions,
@@ -257,13 +254,9 @@ class Context:
         self._make_pipeline_cache()
         self.pipelines: dict = {}
         self.spirv: dict = {}
-        from .memory import Pool, Staging
-        from .recorder import Recorder
-
-        self.pool = Pool(self)
-        self.recorder = Recorder(self)
-        self.staging = Staging(self)
-        self.fuser = Fuser(self) if fusion_wanted(phys) else None
+        # pool, recorder, staging and fuser are attached by vulkan/backend.py (open_context),
+        # which sits above the modules that define them
+        self.pool = self.recorder = self.staging = self.fuser = self.new_fuser = None
         atexit.register(self.save_pipeline_cache)
 
     def _make_layout(self) -> None:

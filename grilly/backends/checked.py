@@ -1,0 +1,161 @@
+"""Checked mode: every kernel result validated against the contract (``GRILLY_CHECK=1``).
+
+A kernel that returns the wrong kind of object, shape or dtype otherwise fails far away (or not
+at all); in checked mode the registry wraps each kernel so that the call itself raises
+``KernelResultError`` naming the backend, the kernel and what was wrong. The expected shape and
+dtype come from the kernel's own arguments (its call in the contract); kernels whose result
+shape depends on the data get the type checks only. It costs a Python call per kernel: on in
+the conformance kit and in tests, off by default.
+"""
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+from .contract import ELEMENTWISE_OPS
+
+
+class KernelResultError(RuntimeError):
+    """A kernel returned something its contract does not allow."""
+
+
+def _dtype_name(d) -> str | None:
+    d = getattr(d, "dtype", d)
+    return getattr(d, "name", None)
+
+
+def _is_shape(s) -> bool:
+    return isinstance(s, tuple) and all(isinstance(n, (int, np.integer)) and n >= 0 for n in s)
+
+
+def _reduced(shape, axes, keepdims) -> tuple:
+    axes = set(range(len(shape))) if axes is None else {a % max(len(shape), 1) for a in (
+        axes if isinstance(axes, (tuple, list)) else (axes,))}
+    return tuple(1 if i in axes else n for i, n in enumerate(shape)
+                 if keepdims or i not in axes)
+
+
+def _sliced(shape, key) -> tuple:
+    out = []
+    for i, k in enumerate(key):
+        if isinstance(k, slice):
+            out.append(len(range(*k.indices(shape[i]))))
+    return tuple(out) + tuple(shape[len(key):])
+
+
+def _reshaped(shape, new) -> tuple | None:
+    new = tuple(new)
+    if -1 in new:   # the kernel may receive an unresolved -1
+        known = math.prod(n for n in new if n != -1)
+        return None if known == 0 else tuple(math.prod(shape) // known if n == -1 else n
+                                              for n in new)
+    return new
+
+
+def _cumulative(buf, axis, include_initial, out_dtype):
+    shape = list(buf.shape)
+    if shape and include_initial:
+        shape[axis] += 1
+    return tuple(shape), out_dtype
+
+
+# kernel -> f(*args) -> (expected shape or None, expected dtype or None)
+_EXPECT = {
+    "from_host": lambda h, dtype: (tuple(np.shape(h)), dtype),
+    "empty": lambda shape, dtype: (tuple(shape), dtype),
+    "full": lambda shape, value, dtype: (tuple(shape), dtype),
+    "arange": lambda start, step, n, dtype: ((n,), dtype),
+    "linspace": lambda start, stop, num, endpoint, dtype: ((num,), dtype),
+    "eye": lambda rows, cols, k, dtype: ((rows, cols), dtype),
+    "astype": lambda buf, dtype: (tuple(buf.shape), dtype),
+    "copy": lambda buf: (tuple(buf.shape), buf.dtype),
+    "reshape": lambda buf, shape, copy=None: (_reshaped(buf.shape, shape), buf.dtype),
+    "permute": lambda buf, axes: (tuple(buf.shape[a] for a in axes), buf.dtype),
+    "broadcast_to": lambda buf, shape: (tuple(shape), buf.dtype),
+    "slice": lambda buf, key: (_sliced(buf.shape, key), buf.dtype),
+    "sort": lambda buf, *a, **k: (tuple(buf.shape), buf.dtype),
+    "argsort": lambda buf, *a, **k: (tuple(buf.shape), "int64"),
+    "argmax": lambda buf, axis, keepdims: (_reduced(buf.shape, axis, keepdims), "int64"),
+    "argmin": lambda buf, axis, keepdims: (_reduced(buf.shape, axis, keepdims), "int64"),
+    "cumulative_sum": _cumulative,
+    "cumulative_prod": _cumulative,
+    "softmax": lambda buf, *a, **k: (tuple(buf.shape), buf.dtype),
+    "log_softmax": lambda buf, *a, **k: (tuple(buf.shape), buf.dtype),
+    **{op: (lambda buf, axes, keepdims, out_dtype: (_reduced(buf.shape, axes, keepdims),
+                                                    out_dtype))
+       for op in ("sum", "prod", "max", "min", "all", "any", "count_nonzero")},
+    # (out_shape, out_dtype, *bufs)
+    **{op: (lambda out_shape, out_dtype, *bufs: (tuple(out_shape), out_dtype))
+       for op in (*ELEMENTWISE_OPS, "where", "matmul", "cross", "solve")},
+}
+_RETURNS_NONE = frozenset({"assign", "scatter"})
+_RETURNS_HOST = frozenset({"to_host", "host_view"})
+
+
+def _check_buffer(r, where: str, buffer_type) -> None:
+    if buffer_type is not None and not isinstance(r, buffer_type):
+        names = getattr(buffer_type, "__name__", None) or "/".join(t.__name__ for t in buffer_type)
+        raise KernelResultError(f"{where} returned a {type(r).__name__}, expected a buffer of "
+                                f"type {names}")
+    if not _is_shape(getattr(r, "shape", None)):
+        raise KernelResultError(f"{where} returned a {type(r).__name__} without a valid shape "
+                                f"tuple, expected a buffer")
+    if _dtype_name(r) is None:
+        raise KernelResultError(f"{where} returned a buffer without a dtype")
+
+
+def check(backend, device, op: str, args: tuple, kwargs: dict, r) -> None:
+    """Raise KernelResultError when ``r`` is not a result ``op`` may return for ``args``."""
+    where = f"checked mode: backend {backend.name!r} kernel {op!r} on {device}"
+    if op in _RETURNS_NONE:
+        if r is not None:
+            raise KernelResultError(f"{where} returned a {type(r).__name__}, expected None "
+                                    "(it writes in place)")
+        return
+    if op in _RETURNS_HOST:
+        if r is None and op == "host_view":
+            return
+        if not isinstance(r, np.ndarray):
+            raise KernelResultError(f"{where} returned a {type(r).__name__}, expected a "
+                                    "numpy.ndarray")
+        src = args[0]
+        if tuple(r.shape) != tuple(src.shape) or _dtype_name(r) != _dtype_name(src):
+            raise KernelResultError(f"{where} returned shape {r.shape} dtype {r.dtype}, expected "
+                                    f"{tuple(src.shape)} {_dtype_name(src)}")
+        return
+    buffer_type = getattr(backend, "buffer_type", None)
+    results = r if isinstance(r, tuple) else (r,)
+    if isinstance(r, list):
+        raise KernelResultError(f"{where} returned a list, expected a buffer or a tuple of them")
+    if op == "normalize_indices":   # (buf, the first bad index or None)
+        results = results[:1]
+    for x in results:
+        if x is None and op == "repeat_indices":
+            continue
+        _check_buffer(x, where, buffer_type)
+        owner = backend.buffer_device(x)
+        if owner is not None and owner is not device:
+            raise KernelResultError(f"{where} returned a buffer on {owner}, expected {device}")
+    expect = _EXPECT.get(op)
+    if expect is None or isinstance(r, tuple):
+        return
+    shape, dtype = expect(*args, **kwargs)
+    if shape is not None and tuple(r.shape) != tuple(shape):
+        raise KernelResultError(f"{where} returned shape {tuple(r.shape)}, expected {tuple(shape)}")
+    want = _dtype_name(dtype) if not isinstance(dtype, str) else dtype
+    if want is not None and _dtype_name(r) != want:
+        raise KernelResultError(f"{where} returned dtype {_dtype_name(r)}, expected {want}")
+
+
+def wrap(backend, device, op: str, fn):
+    """``fn`` with its every result checked."""
+    @functools.wraps(fn)
+    def checked(*args, **kwargs):
+        r = fn(*args, **kwargs)
+        check(backend, device, op, args, kwargs, r)
+        return r
+
+    checked.__grilly_checked__ = True
+    return checked
