@@ -1,9 +1,46 @@
-"""The grilly Array: a backend buffer plus dtype and device. Operators are attached by
-elementwise.py (table-driven) and indexing by indexing.py; autograd state lives in slots here."""
+"""The grilly Array: a backend buffer plus dtype and device, and every method it has.
+
+Methods that compute (operators, indexing, ``T``, ``to_device``) call the namespace functions
+through ``dispatch.OPS``, so autograd records them through its dispatch hook like any call;
+autograd's state (``requires_grad``, ``grad``, the tape node) lives in slots here."""
 from __future__ import annotations
 
+from ..backends import registry
+from . import dispatch
 from . import dtypes as _dt
 from .dtypes import DType
+
+_OPS = dispatch.OPS
+_SCALARS = (bool, int, float, complex)
+
+
+def _arith(name: str, scalars: bool = True):
+    """The operator, reflected operator and augmented assignment for namespace function ``name``."""
+    # the operand types are looked up at call time: Array does not exist yet when this runs
+    def op(self, other):
+        ok = isinstance(other, _OPERANDS if scalars else Array)
+        return _OPS[name](self, other) if ok else NotImplemented
+
+    def rop(self, other):
+        ok = isinstance(other, _OPERANDS if scalars else Array)
+        return _OPS[name](other, self) if ok else NotImplemented
+
+    def iop(self, other):
+        ok = isinstance(other, _OPERANDS if scalars else Array)
+        return dispatch.inplace(self, name, other) if ok else NotImplemented
+    return op, rop, iop
+
+
+def _compare(name: str):
+    def op(self, other):
+        return _OPS[name](self, other) if isinstance(other, _OPERANDS) else NotImplemented
+    return op
+
+
+def _unary(name: str):
+    def op(self):
+        return _OPS[name](self)
+    return op
 
 
 class Array:
@@ -54,15 +91,31 @@ class Array:
     def T(self) -> "Array":
         if self.ndim != 2:
             raise ValueError(f"Array.T: needs a 2-D array, got {self.ndim}-D; use .mT or permute_dims")
-        from .manipulation import permute_dims
-
-        return permute_dims(self, (1, 0))
+        return _OPS["permute_dims"](self, (1, 0))
 
     @property
     def mT(self) -> "Array":
-        from .linear_algebra import matrix_transpose
+        return _OPS["matrix_transpose"](self)
 
-        return matrix_transpose(self)
+    # ---- operators (each one namespace function) ----------------------------------------
+    __add__, __radd__, __iadd__ = _arith("add")
+    __sub__, __rsub__, __isub__ = _arith("subtract")
+    __mul__, __rmul__, __imul__ = _arith("multiply")
+    __truediv__, __rtruediv__, __itruediv__ = _arith("divide")
+    __floordiv__, __rfloordiv__, __ifloordiv__ = _arith("floor_divide")
+    __mod__, __rmod__, __imod__ = _arith("remainder")
+    __pow__, __rpow__, __ipow__ = _arith("pow")
+    __and__, __rand__, __iand__ = _arith("bitwise_and")
+    __or__, __ror__, __ior__ = _arith("bitwise_or")
+    __xor__, __rxor__, __ixor__ = _arith("bitwise_xor")
+    __lshift__, __rlshift__, __ilshift__ = _arith("bitwise_left_shift")
+    __rshift__, __rrshift__, __irshift__ = _arith("bitwise_right_shift")
+    __matmul__, __rmatmul__, __imatmul__ = _arith("matmul", scalars=False)
+    __lt__, __le__ = _compare("less"), _compare("less_equal")
+    __gt__, __ge__ = _compare("greater"), _compare("greater_equal")
+    __eq__, __ne__ = _compare("equal"), _compare("not_equal")
+    __neg__, __pos__ = _unary("negative"), _unary("positive")
+    __abs__, __invert__ = _unary("abs"), _unary("bitwise_invert")
 
     def __len__(self) -> int:
         if self.ndim == 0:
@@ -149,15 +202,7 @@ class Array:
     # ---- devices ------------------------------------------------------------------------
     def to_device(self, device, /, *, stream=None) -> "Array":
         """A copy of this array on ``device`` (the same array when it is already there)."""
-        from ..backends import registry
-
-        if stream is not None:
-            raise ValueError("to_device: grilly has no streams; pass stream=None")
-        dev = registry.device(device)
-        if dev is self._device:
-            return self
-        h = self._host()
-        return Array._new(dev.kernels["from_host"](h, self._dtype), self._dtype, dev)
+        return _OPS["to_device"](self, device, stream=stream)
 
     # ---- DLPack -------------------------------------------------------------------------
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
@@ -173,11 +218,57 @@ class Array:
 
     # ---- indexing (indexing.py) ---------------------------------------------------------
     def __getitem__(self, key):
-        from .indexing import getitem
-
-        return getitem(self, key)
+        return _OPS["__getitem__"](self, key)
 
     def __setitem__(self, key, value):
-        from .indexing import setitem
+        h = dispatch.hooks.setitem
+        if h is not None and (self.requires_grad or getattr(value, "requires_grad", False)):
+            h(self, key, value)
+        else:
+            _OPS["__setitem__"](self, key, value)
 
-        setitem(self, key, value)
+    # ---- autograd (grilly.autograd provides the graph; these read and set the state) ----
+    def backward(self, gradient=None, retain_graph: bool | None = None,
+                 create_graph: bool = False) -> None:
+        """Accumulate the gradient of this array into the ``.grad`` of the graph's leaves."""
+        _OPS["autograd.backward"]([self], None if gradient is None else [gradient],
+                                  retain_graph, create_graph)
+
+    def detach(self) -> "Array":
+        """This array's data without its graph (shares memory; does not require grad)."""
+        return _OPS["autograd.detach"](self)
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Array":
+        """Set ``requires_grad`` in place (only floating-point arrays can); returns self."""
+        if requires_grad and self._dtype.kind not in "fc":
+            raise RuntimeError(f"requires_grad_: only floating-point arrays can require grad, "
+                               f"got {self._dtype.name}")
+        if not requires_grad and self._node is not None:
+            raise RuntimeError("requires_grad_: cannot turn grad off on a non-leaf array; "
+                               "use detach()")
+        self.requires_grad = bool(requires_grad)
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._node is None
+
+    @property
+    def grad_fn(self):
+        return None if self._node is None else self._node[0]
+
+
+_OPERANDS = (Array, *_SCALARS)
+
+
+def _to_device(x: Array, device, /, *, stream=None) -> Array:
+    """A copy of ``x`` on ``device`` (``x`` itself when it is already there)."""
+    if stream is not None:
+        raise ValueError("to_device: grilly has no streams; pass stream=None")
+    dev = registry.device(device)
+    if dev is x._device:
+        return x
+    return Array._new(dev.kernels["from_host"](x._host(), x._dtype), x._dtype, dev)
+
+
+dispatch.op("to_device", _to_device)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 
+from . import dispatch
 from . import dtypes as dt
 from .array import Array
 from .core import check_device_dtype, kernel, normalize_shape, resolve_device, wrap
@@ -232,3 +233,5 @@ def from_dlpack(x, /, *, device=None, copy=None) -> Array:
     from .interop import from_dlpack as _fd
 
     return _fd(x, device=device, copy=copy)
+
+dispatch.export(globals())

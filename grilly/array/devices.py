@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
+from . import dispatch
 from . import dtypes as dt
 
 __all__ = ["devices", "default_device", "set_default_device", "device_scope", "synchronize",
@@ -103,3 +104,5 @@ class Info:
 def __array_namespace_info__() -> Info:
     """Inspection of the namespace: capabilities, devices, dtypes."""
     return Info()
+
+dispatch.export(globals())

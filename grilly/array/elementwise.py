@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 
+from . import dispatch
 from . import dtypes as dt
 from .array import Array
 from .core import as_compute_array, broadcast_shapes, common_device, kernel, scalar_operand
@@ -188,88 +189,6 @@ def clip(x: Array, /, min=None, max=None) -> Array:
     return out
 
 
-# ---- operators ----------------------------------------------------------------------------
-_OPERATORS = {
-    "add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divide",
-    "floordiv": "floor_divide", "mod": "remainder", "pow": "pow", "and": "bitwise_and",
-    "or": "bitwise_or", "xor": "bitwise_xor", "lshift": "bitwise_left_shift",
-    "rshift": "bitwise_right_shift",
-}
-_COMPARISONS = {"lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal",
-                "eq": "equal", "ne": "not_equal"}
-_UNARY_OPERATORS = {"neg": "negative", "pos": "positive", "abs": "abs", "invert": "bitwise_invert"}
-
-
-def _ns():
-    return sys.modules["grilly"]
-
-
-_SCALARS = (bool, int, float, complex)
-
-
-_OPERANDS = (Array, *_SCALARS)
-
-
-def _make_operator(fname):
-    def op(self, other):
-        if not isinstance(other, _OPERANDS):
-            return NotImplemented
-        return getattr(_ns(), fname)(self, other)
-
-    def rop(self, other):
-        if not isinstance(other, _OPERANDS):
-            return NotImplemented
-        return getattr(_ns(), fname)(other, self)
-
-    def iop(self, other):
-        if not isinstance(other, _OPERANDS):
-            return NotImplemented
-        res = getattr(_ns(), fname)(self, other)
-        _assign_inplace(self, res, fname)
-        return self
-    return op, rop, iop
-
-
-def _assign_inplace(self: Array, res: Array, fname: str) -> None:
-    if res._dtype is not self._dtype:
-        raise TypeError(f"{fname} (in place): result dtype {res._dtype.name} cannot be stored in "
-                        f"an array of dtype {self._dtype.name}")
-    if res._buf.shape != self._buf.shape:
-        raise ValueError(f"{fname} (in place): result shape {res.shape} does not match the "
-                         f"array's shape {self.shape}")
-    kernel(self._device, "assign")(self._buf, res._buf)
-
-
-for _py, _fn in _OPERATORS.items():
-    _o, _r, _i = _make_operator(_fn)
-    setattr(Array, f"__{_py}__", _o)
-    setattr(Array, f"__r{_py}__", _r)
-    setattr(Array, f"__i{_py}__", _i)
-for _py, _fn in _COMPARISONS.items():
-    setattr(Array, f"__{_py}__", _make_operator(_fn)[0])
-for _py, _fn in _UNARY_OPERATORS.items():
-    setattr(Array, f"__{_py}__", (lambda fn: lambda self: getattr(_ns(), fn)(self))(_fn))
-
-
-def _matmul_op(self, other):
-    if not isinstance(other, Array):
-        return NotImplemented
-    return _ns().matmul(self, other)
-
-
-def _rmatmul_op(self, other):
-    if not isinstance(other, Array):
-        return NotImplemented
-    return _ns().matmul(other, self)
-
-
-def _imatmul_op(self, other):
-    if not isinstance(other, Array):
-        return NotImplemented
-    _assign_inplace(self, _ns().matmul(self, other), "matmul")
-    return self
-
-
-Array.__matmul__, Array.__rmatmul__, Array.__imatmul__ = _matmul_op, _rmatmul_op, _imatmul_op
-
 __all__ = sorted([*UNARY, *BINARY, "clip"])
+
+dispatch.export(globals())

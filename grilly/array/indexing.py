@@ -8,6 +8,7 @@ its indexed axes permuted to the front.
 """
 from __future__ import annotations
 
+from . import dispatch
 from . import dtypes as dt
 from .array import Array
 from .core import (AxisError, broadcast_shapes, check_array, check_device_dtype, common_device,
@@ -336,3 +337,8 @@ def take_along_axis(x: Array, indices: Array, /, *, axis: int = -1) -> Array:
             s[d] = n
             key.append(reshape(arange(n, dtype=dt.int64, device=x.device), tuple(s)))
     return getitem(xb, tuple(key))
+
+dispatch.export(globals())
+# Array.__getitem__/__setitem__ dispatch by these names (autograd has rules for both)
+getitem = dispatch.op("__getitem__", getitem)
+dispatch.op("__setitem__", setitem)

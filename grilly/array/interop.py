@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import dispatch
 from . import dtypes as dt
 from .array import Array
 from .core import check_array, kernel, resolve_device, wrap
@@ -82,3 +83,5 @@ def from_dlpack(x, /, *, device=None, copy: bool | None = None) -> Array:
     if copy is False:
         raise ValueError(f"from_dlpack: copy=False but device {dev} needs a copy")
     return wrap(kernel(dev, "from_host")(h, d), d, dev)
+
+dispatch.export(globals())

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from . import dispatch
 from . import dtypes as dt
 from .array import Array
 from .core import (as_compute_array, broadcast_shapes, check_array, common_device, kernel,
@@ -132,3 +133,5 @@ def vecdot(x1: Array, x2: Array, /, *, axis: int = -1) -> Array:
     bbuf = rs(pm(bt(b._buf, shape), perm), rest + (k, 1))
     out = kernel(dev, "matmul")(rest + (1, 1), d, abuf, bbuf)
     return wrap(rs(out, rest), d, dev)
+
+dispatch.export(globals())

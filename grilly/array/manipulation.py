@@ -2,6 +2,7 @@
 broadcast_to, slice, assign, empty) plus gather and repeat_indices for array repeats."""
 from __future__ import annotations
 
+from . import dispatch
 from . import dtypes as dt
 from .array import Array
 from .core import AxisError, astype_buf, check_array, common_device, kernel, wrap
@@ -321,3 +322,5 @@ def unstack(x: Array, /, *, axis: int = 0) -> tuple[Array, ...]:
     pre = (slice(None),) * axis
     return tuple(x[pre + (i,)] for i in range(x.shape[axis]))
 
+
+dispatch.export(globals())

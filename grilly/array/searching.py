@@ -1,6 +1,7 @@
 """Array API: searching functions."""
 from __future__ import annotations
 
+from . import dispatch
 from . import dtypes as dt
 from .array import Array
 from .core import (as_compute_array, broadcast_shapes, check_array, common_device, kernel,
@@ -95,3 +96,5 @@ def where(condition: Array, x1, x2, /) -> Array:
     b = as_compute_array(x2, d, dev, "where")
     shape = broadcast_shapes(condition.shape, a.shape, b.shape, op="where")
     return wrap(kernel(dev, "where")(shape, d, condition._buf, a._buf, b._buf), d, dev)
+
+dispatch.export(globals())

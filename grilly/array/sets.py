@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from collections import namedtuple
 
+from . import dispatch
 from . import dtypes as dt
 from .array import Array
 from .core import as_compute_array, check_array, common_device, kernel, wrap
@@ -62,3 +63,5 @@ def isin(x1, x2, /, *, invert: bool = False) -> Array:
     a = as_compute_array(x1, d, dev, "isin")
     b = as_compute_array(x2, d, dev, "isin")
     return wrap(kernel(dev, "isin")(a._buf, b._buf, bool(invert)), dt.bool, dev)
+
+dispatch.export(globals())

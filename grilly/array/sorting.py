@@ -2,6 +2,7 @@
 reverse of ascending order, except that equal elements keep their original order."""
 from __future__ import annotations
 
+from . import dispatch
 from . import dtypes as dt
 from .array import Array
 from .core import check_array, kernel, normalize_axis, wrap
@@ -27,3 +28,5 @@ def argsort(x: Array, /, *, axis: int = -1, descending: bool = False, stable: bo
 def sort(x: Array, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Array:
     """A sorted copy of x along axis."""
     return _sort("sort", x, axis, descending, stable)
+
+dispatch.export(globals())

@@ -2,6 +2,7 @@
 (docs/kernels/reductions.md); mean, var and std compose from them."""
 from __future__ import annotations
 
+from . import dispatch
 from . import dtypes as dt
 from .array import Array
 from .core import (as_compute_array, check_array, check_device_dtype, kernel, normalize_axes,
@@ -154,3 +155,5 @@ def cumulative_sum(x: Array, /, *, axis=None, dtype=None, include_initial: bool 
 def cumulative_prod(x: Array, /, *, axis=None, dtype=None, include_initial: bool = False) -> Array:
     """Cumulative product of x along axis."""
     return _cumulative("cumulative_prod", x, axis, dtype, include_initial)
+
+dispatch.export(globals())

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import builtins
 
+from . import dispatch
 from . import dtypes as dt
 from .array import Array
 from .core import check_array, common_device, kernel, normalize_axis, wrap
@@ -94,3 +95,5 @@ def diff(x: Array, /, *, axis: int = -1, n: int = 1, prepend=None, append=None) 
             break
         x = op(_along(x, ax, 1, m), _along(x, ax, 0, m - 1))
     return x
+
+dispatch.export(globals())

@@ -6,6 +6,7 @@ import sys
 from collections.abc import Sequence
 from typing import Literal
 
+from ..array import dispatch
 from ..array import dtypes as dt
 from ..array.array import Array
 from ..array.core import (as_compute_array, check_array, kernel, normalize_axis, resolve_device,
@@ -204,3 +205,5 @@ def fftshift(x: Array, /, *, axes: int | Sequence[int] | None = None) -> Array:
 def ifftshift(x: Array, /, *, axes: int | Sequence[int] | None = None) -> Array:
     """Inverse of fftshift."""
     return _shift(x, axes, "ifftshift", -1)
+
+dispatch.export(globals(), "fft.")

@@ -6,6 +6,7 @@ import math
 import sys
 from typing import Literal, NamedTuple
 
+from ..array import dispatch
 from ..array import dtypes as dt
 from ..array.array import Array
 from ..array.core import (as_compute_array, broadcast_shapes, check_array, common_device, kernel,
@@ -346,3 +347,5 @@ def trace(x: Array, /, *, offset: int = 0, dtype: dt.DType | None = None) -> Arr
     if x._dtype.kind == "b":
         raise TypeError("trace: dtype bool is not supported; expected a numeric array")
     return _ns().sum(diagonal(x, offset=offset), axis=-1, dtype=dtype)
+
+dispatch.export(globals(), "linalg.")

@@ -1,0 +1,86 @@
+"""Dispatch: every public namespace function, by name, and the hooks a recorder attaches to.
+
+Each array-layer module ends with ``export(globals())``: its public functions are replaced by
+thin wrappers that, when an argument requires grad, hand the call to ``hooks.record`` (set by
+grilly.autograd), and are listed in ``OPS`` under their namespace name (``"add"``,
+``"linalg.svd"``). Array's methods call ``OPS`` too, so operators, indexing and ``to_device``
+record exactly like the functions. Nothing here imports the rest of grilly: the array layer
+sits below autograd, and autograd plugs in, rather than patching the Array class.
+"""
+from __future__ import annotations
+
+import functools
+import types
+from typing import Callable
+
+OPS: dict[str, Callable] = {}   # namespace name -> the exported (hooked) function
+_SEQ = (list, tuple)
+
+
+class _Hooks:
+    """What grilly.autograd installs; None means no recorder (every call runs plainly)."""
+
+    # record(name, fn, args, kw): runs an op whose inputs require grad
+    record: Callable | None = None
+    # inplace(x, name, other): ``x op= other`` where x or other requires grad
+    inplace: Callable | None = None
+    # setitem(x, key, value): ``x[key] = value`` where x or value requires grad
+    setitem: Callable | None = None
+
+
+hooks = _Hooks()
+
+
+def _tracked(args) -> bool:
+    for a in args:
+        if getattr(a, "requires_grad", False):
+            return True
+        if isinstance(a, _SEQ):
+            for b in a:
+                if getattr(b, "requires_grad", False):
+                    return True
+    return False
+
+
+def op(name: str, fn: Callable) -> Callable:
+    """``fn`` as the namespace function ``name``: recorded through ``hooks.record`` when an
+    argument (or an element of a list/tuple argument) requires grad."""
+    @functools.wraps(fn)
+    def dispatch(*args, **kw):
+        rec = hooks.record
+        if rec is not None and _tracked(args):
+            return rec(name, fn, args, kw)
+        return fn(*args, **kw)
+
+    dispatch.__grilly_op__ = name
+    OPS[name] = dispatch
+    return dispatch
+
+
+def export(namespace: dict, prefix: str = "") -> None:
+    """Replace each function named in ``namespace['__all__']`` by its dispatching wrapper."""
+    for name in namespace.get("__all__", ()):
+        fn = namespace.get(name)
+        if isinstance(fn, types.FunctionType) and not hasattr(fn, "__grilly_op__"):
+            namespace[name] = op(prefix + name, fn)
+        elif hasattr(fn, "__grilly_op__"):
+            OPS.setdefault(prefix + name, fn)
+
+
+def inplace(x, name: str, other):
+    """``x`` updated in place with ``name(x, other)`` (the augmented assignment operators)."""
+    if hooks.inplace is not None and (x.requires_grad or getattr(other, "requires_grad", False)):
+        return hooks.inplace(x, name, other)
+    store(x, OPS[name](x, other), name)
+    return x
+
+
+def store(x, res, name: str) -> None:
+    """Write ``res`` into ``x``'s buffer; TypeError/ValueError when it does not fit."""
+    if res._dtype is not x._dtype:
+        raise TypeError(f"{name} (in place): result dtype {res._dtype.name} cannot be stored in "
+                        f"an array of dtype {x._dtype.name}")
+    if res._buf.shape != x._buf.shape:
+        raise ValueError(f"{name} (in place): result shape {res.shape} does not match the "
+                         f"array's shape {x.shape}")
+    x._device.kernels["assign"](x._buf, res._buf)
