@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 import grilly as gp
+from grilly.array import fused as _fused
 from grilly.autograd import gradcheck, rule_names
 
 R = np.random.default_rng(7)
@@ -63,6 +64,8 @@ CASES = {
     "var": (lambda x: gp.var(x, axis=0, correction=1), [_a((4, 3))]),
     "std": (lambda x: gp.std(x, axis=1), [_a((3, 4))]),
     "logsumexp": (lambda x: gp.logsumexp(x, axis=1), [_a((3, 4))]),
+    "fused.softmax": (lambda x: _fused.softmax(x, axis=0), [_a((3, 4))]),
+    "fused.log_softmax": (lambda x: _fused.log_softmax(x, axis=1), [_a((3, 4))]),
     "tensordot/2": (lambda a, b: gp.tensordot(a, b, axes=([2, 0], [0, 1])),
                     [_a((2, 3, 4)), _a((4, 2, 5))]),
     "cumulative_sum": (lambda x: gp.cumulative_sum(x, axis=1), [_a((3, 4))]),
@@ -148,8 +151,8 @@ def test_rule_matches_finite_differences(name):
         pytest.fail(f"rule {name} has no gradcheck case")
     fn, inputs, *opts = CASES[name]
     base = name.split(".")[-1].split("/")[0]
-    if base not in ("__getitem__", "__setitem__", "to_device") and not hasattr(
-            gp.linalg if name.startswith("linalg.") else gp, base):
+    owner = {"linalg": gp.linalg, "fused": _fused}.get(name.partition(".")[0], gp)
+    if base not in ("__getitem__", "__setitem__", "to_device") and not hasattr(owner, base):
         pytest.skip(f"{name} is not in the namespace yet")
     args = [gp.asarray(x) for x in inputs]
     assert gradcheck(fn, args, **(opts[0] if opts else {}))

@@ -134,9 +134,7 @@ class Array:
         if api_version is not None and api_version not in ("2021.12", "2022.12", "2023.12",
                                                            "2024.12", "2025.12"):
             raise ValueError(f"__array_namespace__: unsupported api_version {api_version!r}")
-        import grilly
-
-        return grilly
+        return dispatch.namespace()
 
     # ---- host conversion (sync points) --------------------------------------------------
     def _host(self):
@@ -206,15 +204,11 @@ class Array:
 
     # ---- DLPack -------------------------------------------------------------------------
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        from .interop import dlpack_export
-
-        return dlpack_export(self, stream=stream, max_version=max_version,
+        return _OPS["__dlpack__"](self, stream=stream, max_version=max_version,
                              dl_device=dl_device, copy=copy)
 
     def __dlpack_device__(self):
-        from .interop import dlpack_device
-
-        return dlpack_device(self)
+        return _OPS["__dlpack_device__"](self)
 
     # ---- indexing (indexing.py) ---------------------------------------------------------
     def __getitem__(self, key):

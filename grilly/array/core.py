@@ -1,6 +1,7 @@
 """Shared helpers of the array layer: kernel lookup, argument checks, axes, broadcasting."""
 from __future__ import annotations
 
+from ..backends import registry
 from . import dtypes as dt
 from .array import Array
 
@@ -94,14 +95,10 @@ def broadcast_shapes(*shapes, op: str = "broadcast_shapes") -> tuple:
 
 
 def default_device():
-    from ..backends import registry
-
     return registry.default_device()
 
 
 def resolve_device(device, op: str = "device"):
-    from ..backends import registry
-
     if device is None:
         return registry.default_device()
     return registry.device(device)

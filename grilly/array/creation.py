@@ -183,8 +183,7 @@ def _tri(op, x, k, lower):
     n, m = x.shape[-2:]
     rows = arange(n, dtype=dt.int64, device=x.device)
     cols = arange(m, dtype=dt.int64, device=x.device)
-    from .manipulation import reshape
-
+    reshape = dispatch.ns.reshape   # (manipulation imports this module)
     diff = binary("subtract", reshape(cols, (1, m)), reshape(rows, (n, 1)))
     keep = binary("less_equal" if lower else "greater_equal", diff, k)
     return where(keep, x, zeros((), dtype=x.dtype, device=x.device))
@@ -202,8 +201,7 @@ def triu(x: Array, /, *, k: int = 0) -> Array:
 
 def meshgrid(*arrays: Array, indexing: str = "xy") -> tuple[Array, ...]:
     """Coordinate matrices from coordinate vectors."""
-    from .manipulation import broadcast_to, reshape
-
+    broadcast_to, reshape = dispatch.ns.broadcast_to, dispatch.ns.reshape
     if indexing not in ("xy", "ij"):
         raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
     for a in arrays:

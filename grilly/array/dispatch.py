@@ -4,14 +4,16 @@ Each array-layer module ends with ``export(globals())``: its public functions ar
 thin wrappers that, when an argument requires grad, hand the call to ``hooks.record`` (set by
 grilly.autograd), and are listed in ``OPS`` under their namespace name (``"add"``,
 ``"linalg.svd"``). Array's methods call ``OPS`` too, so operators, indexing and ``to_device``
-record exactly like the functions. Nothing here imports the rest of grilly: the array layer
-sits below autograd, and autograd plugs in, rather than patching the Array class.
+record exactly like the functions. Nothing here imports the rest of grilly but the leaf dtype
+table: the array layer sits below autograd, and autograd plugs in rather than patching Array.
 """
 from __future__ import annotations
 
 import functools
 import types
 from typing import Callable
+
+from ..backends import dtypes as _dtypes   # the leaf dtype table
 
 OPS: dict[str, Callable] = {}   # namespace name -> the exported (hooked) function
 _SEQ = (list, tuple)
@@ -29,6 +31,19 @@ class _Hooks:
 
 
 hooks = _Hooks()
+_namespace: list = []   # the top-level namespace module, registered by grilly/__init__.py
+
+
+def set_namespace(module) -> None:
+    """Register the module ``Array.__array_namespace__`` returns (grilly registers itself)."""
+    _namespace[:] = [module]
+
+
+def namespace():
+    """The registered top-level namespace module."""
+    if not _namespace:
+        raise RuntimeError("the grilly namespace is not imported yet")
+    return _namespace[0]
 
 
 def _tracked(args) -> bool:
@@ -84,3 +99,29 @@ def store(x, res, name: str) -> None:
         raise ValueError(f"{name} (in place): result shape {res.shape} does not match the "
                          f"array's shape {x.shape}")
     x._device.kernels["assign"](x._buf, res._buf)
+
+
+class _Namespace:
+    """The namespace's functions and dtypes by attribute (``ns.matmul``, ``ns.linalg.svd``,
+    ``ns.float32``), looked up at call time: what code inside grilly that composes namespace
+    functions uses, instead of importing the top-level package it sits below."""
+
+    __slots__ = ("_prefix",)
+
+    def __init__(self, prefix: str = ""):
+        self._prefix = prefix
+
+    def __getattr__(self, name: str):
+        f = OPS.get(self._prefix + name)
+        if f is not None:
+            return f
+        if not self._prefix:
+            if name in ("linalg", "fft"):
+                return _Namespace(name + ".")
+            d = getattr(_dtypes, name, None)
+            if isinstance(d, _dtypes.DType):
+                return d
+        raise AttributeError(f"grilly namespace has no function {self._prefix + name!r}")
+
+
+ns = _Namespace()

@@ -18,6 +18,11 @@ from ..backends.dtypes import (  # noqa: F401  (the table; re-exported)
 _builtin_bool = type(True)
 
 
+def _is_array(x) -> _builtin_bool:
+    # an array is what carries a grilly dtype (this module sits below array.py)
+    return not isinstance(x, DType) and isinstance(getattr(x, "dtype", None), DType)
+
+
 # Category predicates, as isdtype names them.
 def is_bool(d: DType) -> _builtin_bool:
     return d.kind == "b"
@@ -115,11 +120,9 @@ def promote(a: DType, b: DType, op: str = "result_type") -> DType:
 
 def result_type(*arrays_and_dtypes) -> DType:
     """The dtype that results from applying type promotion to the arguments."""
-    from .array import Array
-
     dts, scalars = [], []
     for x in arrays_and_dtypes:
-        if isinstance(x, Array):
+        if _is_array(x):
             dts.append(x.dtype)
         elif isinstance(x, DType):
             dts.append(x)
@@ -162,9 +165,7 @@ def scalar_result(d: DType, s, op: str) -> DType:
 
 def can_cast(from_, to) -> _builtin_bool:
     """Whether ``from_`` can be cast to ``to`` under the promotion rules."""
-    from .array import Array
-
-    if isinstance(from_, Array):
+    if _is_array(from_):
         from_ = from_.dtype
     from_ = as_dtype(from_, "can_cast")
     to = as_dtype(to, "can_cast")
@@ -220,9 +221,7 @@ class iinfo_object:
 
 
 def _dtype_of(type_, op):
-    from .array import Array
-
-    if isinstance(type_, Array):
+    if _is_array(type_):
         return type_.dtype
     return as_dtype(type_, op)
 

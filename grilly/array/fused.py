@@ -6,22 +6,16 @@ gets the same result composed from namespace ops on that device.
 """
 from __future__ import annotations
 
-import sys
 
-from ..autograd.function import differentiable
 from . import core
+from . import dispatch as _dispatch
 from .array import Array
 
 __all__ = ["softmax", "log_softmax"]
 
 
-def _ns():
-    # the namespace's (autograd-wrapped) functions, looked up at call time
-    return sys.modules["grilly"]
-
-
 def _composed(x: Array, axis: int, log: bool) -> Array:
-    gp = _ns()
+    gp = _dispatch.ns
     z = x - gp.max(x, axis=axis, keepdims=True)
     if log:
         return z - gp.log(gp.sum(gp.exp(z), axis=axis, keepdims=True))
@@ -48,35 +42,15 @@ def _run(op: str, x, axis) -> Array:
     return core.wrap(out, x._dtype, dev)
 
 
-def _softmax(x: Array, /, *, axis: int = -1) -> Array:
-    return _run("softmax", x, axis)
-
-
-def _log_softmax(x: Array, /, *, axis: int = -1) -> Array:
-    return _run("log_softmax", x, axis)
-
-
-def _softmax_vjp(g, out, x, axis=-1):
-    gp = _ns()
-    ax = core.normalize_axis(axis, max(x.ndim, 1), "softmax") if x.ndim else None
-    return (out * (g - gp.sum(g * out, axis=ax, keepdims=True)),)
-
-
-def _log_softmax_vjp(g, out, x, axis=-1):
-    gp = _ns()
-    ax = core.normalize_axis(axis, max(x.ndim, 1), "log_softmax") if x.ndim else None
-    return (g - gp.exp(out) * gp.sum(g, axis=ax, keepdims=True),)
-
-
-_sm = differentiable("softmax", _softmax, _softmax_vjp)
-_lsm = differentiable("log_softmax", _log_softmax, _log_softmax_vjp)
-
-
 def softmax(x: Array, /, *, axis: int = -1) -> Array:
     """exp(x - max) / sum(exp(x - max)) along ``axis``, in one fused kernel."""
-    return _sm(x, axis=axis)
+    return _run("softmax", x, axis)
 
 
 def log_softmax(x: Array, /, *, axis: int = -1) -> Array:
     """(x - max) - log(sum(exp(x - max))) along ``axis``, in one fused kernel."""
-    return _lsm(x, axis=axis)
+    return _run("log_softmax", x, axis)
+
+
+# dispatched (and differentiated: autograd/rules.py) as "fused.softmax" and "fused.log_softmax"
+_dispatch.export(globals(), "fused.")

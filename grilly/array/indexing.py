@@ -45,8 +45,7 @@ def _as_int(k, op: str) -> int | None:
 
 def _parse(x: Array, key, op: str) -> list:
     """The key as a list of items: None, Ellipsis, slice, int, ('bool', value), ('arr', Array)."""
-    from .creation import asarray
-
+    asarray = dispatch.ns.asarray   # (creation sits above this module)
     if not isinstance(key, tuple):
         key = (key,)
     items = []
@@ -307,9 +306,8 @@ def take(x: Array, indices: Array, /, *, axis: int | None = None) -> Array:
 
 def take_along_axis(x: Array, indices: Array, /, *, axis: int = -1) -> Array:
     """Elements of x at the 1-D ``indices`` along ``axis``, matched index by index elsewhere."""
-    from .creation import arange
-    from .manipulation import broadcast_to, reshape
-
+    ns = dispatch.ns
+    arange, broadcast_to, reshape = ns.arange, ns.broadcast_to, ns.reshape
     op = "take_along_axis"
     check_array(x, op)
     _check_indices(indices, x, op)

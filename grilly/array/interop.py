@@ -85,3 +85,7 @@ def from_dlpack(x, /, *, device=None, copy: bool | None = None) -> Array:
     return wrap(kernel(dev, "from_host")(h, d), d, dev)
 
 dispatch.export(globals())
+
+# Array.__dlpack__ and __dlpack_device__ dispatch to these
+dispatch.OPS["__dlpack__"] = dlpack_export
+dispatch.OPS["__dlpack_device__"] = dlpack_device

@@ -279,9 +279,7 @@ def repeat(x: Array, repeats: int | Array, /, *, axis: int | None = None) -> Arr
             idx = kernel(dev, "repeat_indices")(counts)
             if idx is None:
                 raise ValueError("repeat: repeats must not contain negative values")
-            from .indexing import getitem
-
-            return getitem(x, (slice(None),) * axis + (wrap(idx, dt.int64, dev),))
+            return dispatch.OPS["__getitem__"](x, (slice(None),) * axis + (wrap(idx, dt.int64, dev),))
         repeats = int(repeats)
     (r,) = _ints(repeats, "repeat", "repeats")
     if r < 0:

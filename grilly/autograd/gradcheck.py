@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..array.array import Array
+from ..array.creation import asarray
 from . import mode
 from .tape import grad
 
@@ -18,8 +19,6 @@ def gradcheck(fn, inputs, *, eps: float = 1e-6, atol: float = 1e-6, rtol: float 
               seed: int = 0, raise_exception: bool = True) -> bool:
     """Compare the reverse-mode gradient of ``sum(v * fn(*inputs))`` (v random) with central
     differences, element by element of every float input; True when they agree."""
-    import grilly as gp
-
     inputs = tuple(inputs)
     diff = [i for i, x in enumerate(inputs) if isinstance(x, Array) and x.dtype.kind == "f"]
     if not diff:
@@ -28,11 +27,11 @@ def gradcheck(fn, inputs, *, eps: float = 1e-6, atol: float = 1e-6, rtol: float 
     leaves = list(inputs)
     for i in diff:
         x = inputs[i]
-        leaves[i] = gp.asarray(np.asarray(x), device=x.device)
+        leaves[i] = asarray(np.asarray(x), device=x.device)
         leaves[i].requires_grad = True
     with mode.enable_grad():
         outs = _outputs(fn(*leaves))
-    vs = [gp.asarray(rng.standard_normal(o.shape).astype(np.asarray(o).dtype), device=o.device)
+    vs = [asarray(rng.standard_normal(o.shape).astype(np.asarray(o).dtype), device=o.device)
           for o in outs]
     used = [o for o in outs if o.requires_grad]
     if not used:
@@ -54,7 +53,7 @@ def gradcheck(fn, inputs, *, eps: float = 1e-6, atol: float = 1e-6, rtol: float 
             for sgn in (1.0, -1.0):
                 xp = flat.copy()
                 xp[j] += sgn * eps
-                args[i] = gp.asarray(xp.reshape(x.shape), device=inputs[i].device)
+                args[i] = asarray(xp.reshape(x.shape), device=inputs[i].device)
                 num.reshape(-1)[j] += sgn * proj(args)
         num /= 2 * eps
         a = np.zeros(x.shape) if analytic[k] is None else np.asarray(analytic[k])

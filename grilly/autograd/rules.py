@@ -9,22 +9,15 @@ them back over broadcast axes and casts them to the input's dtype.
 from __future__ import annotations
 
 import math
-import sys
 
+from ..array import dispatch
 from ..array.array import Array
 from ..array.core import normalize_axes, normalize_axis
 
 __all__ = ["RULES", "rule_names"]
 
 
-class _Namespace:
-    """The grilly namespace, looked up at call time (rules run after grilly is imported)."""
-
-    def __getattr__(self, name):
-        return getattr(sys.modules["grilly"], name)
-
-
-N = _Namespace()
+N = dispatch.ns   # the namespace's functions, looked up at call time
 
 
 def _rg(a) -> bool:
@@ -815,3 +808,16 @@ RULES.update({
     "linalg.qr": (_qr, True), "linalg.svd": (_svd, True), "linalg.pinv": (_pinv, True),
     "linalg.eig": (_eig, True), "linalg.eigvals": (_eigvals, False),
 })
+
+
+def _softmax(g, out, x, axis=-1):
+    ax = normalize_axis(axis, max(x.ndim, 1), "softmax") if x.ndim else None
+    return (out * (g - N.sum(g * out, axis=ax, keepdims=True)),)
+
+
+def _log_softmax(g, out, x, axis=-1):
+    ax = normalize_axis(axis, max(x.ndim, 1), "log_softmax") if x.ndim else None
+    return (g - N.exp(out) * N.sum(g, axis=ax, keepdims=True),)
+
+
+RULES.update({"fused.softmax": (_softmax, True), "fused.log_softmax": (_log_softmax, True)})

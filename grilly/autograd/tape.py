@@ -7,10 +7,10 @@ input itself for a leaf (``requires_grad`` and no node), whose ``.grad`` accumul
 """
 from __future__ import annotations
 
-import sys
 
 from ..array.array import Array
 from . import mode
+from ..array import dispatch as _dispatch
 
 __all__ = ["backward", "grad"]
 
@@ -29,7 +29,7 @@ class Node:
 
 
 def _ns():
-    return sys.modules["grilly"]
+    return _dispatch.ns
 
 
 def edge_of(x: Array):

@@ -2,7 +2,6 @@
 fft_roll); hfft/ihfft and the frequency helpers are composed."""
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from typing import Literal
 
@@ -145,7 +144,7 @@ def irfftn(x: Array, /, *, s: Sequence[int] | None = None, axes: Sequence[int] |
 def hfft(x: Array, /, *, n: int | None = None, axis: int = -1, norm: Norm = "backward") -> Array:
     """DFT of a signal with Hermitian symmetry (real spectrum of length n)."""
     x = _input(x, "hfft", False)
-    conj = sys.modules["grilly"].conj
+    conj = dispatch.ns.conj
     c = as_compute_array(x, _complex_of(x._dtype), x._device, "hfft")
     return irfft(conj(c), n=n, axis=axis, norm=_SWAP[_norm(norm, "hfft")])
 
@@ -153,7 +152,7 @@ def hfft(x: Array, /, *, n: int | None = None, axis: int = -1, norm: Norm = "bac
 def ihfft(x: Array, /, *, n: int | None = None, axis: int = -1, norm: Norm = "backward") -> Array:
     """Inverse of hfft: the Hermitian half-spectrum of real input."""
     x = _input(x, "ihfft", True)
-    return sys.modules["grilly"].conj(rfft(x, n=n, axis=axis, norm=_SWAP[_norm(norm, "ihfft")]))
+    return dispatch.ns.conj(rfft(x, n=n, axis=axis, norm=_SWAP[_norm(norm, "ihfft")]))
 
 
 def _freq_dtype(dtype, op: str) -> dt.DType:
@@ -165,7 +164,7 @@ def _freq_dtype(dtype, op: str) -> dt.DType:
 
 def fftfreq(n: int, /, *, d: float = 1.0, dtype: dt.DType | None = None, device=None) -> Array:
     """Sample frequencies of an n-point DFT with sample spacing d."""
-    ns = sys.modules["grilly"]
+    ns = dispatch.ns
     n = _size(n, "fftfreq", "n")
     fd = _freq_dtype(dtype, "fftfreq")
     dev = resolve_device(device)
@@ -178,7 +177,7 @@ def fftfreq(n: int, /, *, d: float = 1.0, dtype: dt.DType | None = None, device=
 
 def rfftfreq(n: int, /, *, d: float = 1.0, dtype: dt.DType | None = None, device=None) -> Array:
     """Non-negative sample frequencies of an n-point real DFT with sample spacing d."""
-    ns = sys.modules["grilly"]
+    ns = dispatch.ns
     n = _size(n, "rfftfreq", "n")
     fd = _freq_dtype(dtype, "rfftfreq")
     return ns.divide(ns.arange(n // 2 + 1, dtype=fd, device=resolve_device(device)), float(d * n))

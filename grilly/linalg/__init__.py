@@ -3,7 +3,6 @@ matrix_power are composed from other namespace functions."""
 from __future__ import annotations
 
 import math
-import sys
 from typing import Literal, NamedTuple
 
 from ..array import dispatch
@@ -48,7 +47,7 @@ class SVDResult(NamedTuple):
 
 
 def _ns():
-    return sys.modules["grilly"]
+    return dispatch.ns
 
 
 def _float(x, op: str) -> Array:

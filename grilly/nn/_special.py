@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-import grilly as gp
+from ..array import api as gp
 
 
 class _Pieces(NamedTuple):

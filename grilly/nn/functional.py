@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-import grilly as gp
+from ..array import api as gp
 
 from ..array import conv as _conv
 from ..array import fused as _fused

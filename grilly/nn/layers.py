@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 
-import grilly as gp
+from ..array import api as gp
 
 from . import functional as F
 from . import init

@@ -2,11 +2,11 @@
 ``Sequential``, ``ModuleList`` and ``ModuleDict``."""
 from __future__ import annotations
 
-import contextlib
 from collections import OrderedDict, namedtuple
 from typing import Any, Iterable, Iterator
 
-import grilly as gp
+from ..array import api as gp
+from ..autograd import no_grad
 
 from .parameter import Parameter, is_parameter
 
@@ -16,9 +16,8 @@ IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_k
 
 
 def _no_grad():
-    """gp.no_grad() when autograd provides it (state copies must not be recorded)."""
-    ng = getattr(gp, "no_grad", None)
-    return ng() if ng is not None else contextlib.nullcontext()
+    """A no_grad() block: state copies must not be recorded."""
+    return no_grad()
 
 
 def _addindent(s: str, n: int) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import weakref
 
-import grilly as gp
+from ..array import api as gp
 
 __all__ = ["Parameter", "is_parameter"]
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-import grilly as gp
+from ..array import api as gp
 
 __all__ = ["save", "load", "SafetensorsError"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-import grilly as gp
+from ..array import api as gp
 
 from ..array.array import Array
 from ..autograd.mode import no_grad

@@ -1,6 +1,8 @@
 """Gradient clipping (re-exported by grilly.nn.utils)."""
 from __future__ import annotations
 
+from ..array import api as gp
+
 import math
 
 from ..array.array import Array
@@ -18,8 +20,6 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
                     error_if_nonfinite: bool = False):
     """Scale the gradients in place so that their joint ``norm_type`` norm is at most
     ``max_norm``; returns the norm before clipping (a 0-d Array)."""
-    import grilly as gp
-
     ps = _params(parameters)
     if not ps:
         return gp.asarray(0.0)
@@ -42,8 +42,6 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
 
 def clip_grad_value_(parameters, clip_value: float) -> None:
     """Clamp every gradient element to [-clip_value, clip_value] in place."""
-    import grilly as gp
-
     with no_grad():
         for p in _params(parameters):
             p.grad[...] = gp.clip(p.grad, min=-float(clip_value), max=float(clip_value))

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import copy
 
+from ..array import api as gp
 from ..array.array import Array
 from ..autograd.mode import no_grad
 
@@ -62,8 +63,6 @@ class Optimizer:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Clear every parameter's gradient (to None, or to zeros in place)."""
-        import grilly as gp
-
         for g in self.param_groups:
             for p in g["params"]:
                 if p.grad is None:
@@ -122,8 +121,6 @@ class Optimizer:
             for k, v in saved.items():
                 if k != "params":
                     mine[k] = copy.deepcopy(v) if not isinstance(v, Array) else v
-        import grilly as gp
-
         self._state = {}
         for i, s in state_dict["state"].items():
             p = by_index[int(i)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-import grilly as gp
+from ..array import api as gp
 
 from .optimizer import Optimizer
 

@@ -10,17 +10,18 @@ across devices up to each device's rounding of those functions.
 from __future__ import annotations
 
 import math
-import sys
 
+from ..array.array import Array
 from .philox import philox4x32
 from ..array.core import normalize_shape
+from ..array import dispatch as _dispatch
 
 __all__ = ["Generator", "bernoulli", "default_generator", "get_state", "integers", "normal",
            "permutation", "philox4x32", "random_raw", "seed", "set_state", "uniform"]
 
 
 def _ns():
-    return sys.modules["grilly"]
+    return _dispatch.ns
 
 
 def _size(shape) -> int:
@@ -168,7 +169,7 @@ class Generator:
         """1 with probability ``p`` (a float or an Array of probabilities), else 0."""
         ns = _ns()
         d = _float_dtype(dtype, "bernoulli")
-        if isinstance(p, ns.Array):
+        if isinstance(p, Array):
             shape = p.shape if shape is None else shape
             device = p.device if device is None else device
         elif not 0.0 <= p <= 1.0:
@@ -180,7 +181,7 @@ class Generator:
     def permutation(self, x, *, device=None):
         """A random permutation of ``range(x)`` (an int) or of ``x``'s first axis (an Array)."""
         ns = _ns()
-        if isinstance(x, ns.Array):
+        if isinstance(x, Array):
             if x.ndim == 0:
                 raise ValueError("permutation: needs an array of at least one dimension")
             perm = self.permutation(x.shape[0], device=x.device)

@@ -2,7 +2,7 @@
 produces the same words for the same key and counter."""
 from __future__ import annotations
 
-import sys
+from ..array import dispatch as _dispatch
 
 __all__ = ["philox4x32"]
 
@@ -12,7 +12,7 @@ MASK16 = 0xFFFF
 
 
 def _ns():
-    return sys.modules["grilly"]
+    return _dispatch.ns
 
 
 def _mulhilo_u64(ns, m: int, x):
