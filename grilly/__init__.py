@@ -22,7 +22,9 @@ from .array.utility import *  # noqa: F401,F403
 from .array.linear_algebra import *  # noqa: F401,F403
 from .array.interop import *  # noqa: F401,F403
 from .array.devices import *  # noqa: F401,F403
+from .array.host import device_stats  # noqa: F401
 from . import backends, linalg, fft  # noqa: F401,E402
+from .array import composites  # noqa: F401,E402  (fills the array layer's composite registry)
 
 import builtins as _b
 

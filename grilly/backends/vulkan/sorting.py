@@ -1,5 +1,5 @@
-"""Sorting and searching kernels of the Vulkan backend (sort, argsort, searchsorted, nonzero,
-unique, isin), with the CPU backend's calling conventions.
+"""Sorting and searching kernels of the Vulkan backend (sort, argsort, searchsorted, unique,
+isin), with the CPU backend's calling conventions.
 
 sort/argsort run a bitonic network per row (shaders/sort/sort.comp) that carries the original
 index: ties break by it, so the result is stable and matches numpy's order exactly. unique and
@@ -11,7 +11,7 @@ the parts, which are float views of the complex buffer.
 from __future__ import annotations
 
 from .. import dtypes as _dt
-from .indexing import _compact, _ew, _scalar, gather, mask_indices, scatter
+from .indexing import _compact, _ew, _scalar, gather, scatter
 from .kernels import assign, astype, full, new_buffer, permute, reshape, slice_view
 from .memory import Buffer
 from .reductions import KERNELS as _RED
@@ -75,11 +75,6 @@ def searchsorted(x1: Buffer, x2: Buffer, side: str, sorter) -> Buffer:
         dispatch(x1.ctx, f"sort_{x1.dtype.name}", (2, 1), [a, out, v], n, n,
                  (a.offset, 0, v.offset, int(side == "right")), (1, a.size), writes=2)
     return out
-
-
-def nonzero(buf: Buffer) -> tuple:
-    """Per-axis int64 index buffers of the nonzero elements, in row-major order."""
-    return mask_indices(astype(buf, _dt.bool))
 
 
 def parts(buf: Buffer) -> tuple[Buffer, Buffer]:
@@ -182,4 +177,4 @@ def _isin_complex(x1: Buffer, x2: Buffer, invert: bool) -> Buffer:
 
 
 KERNELS: dict = {"sort": sort, "argsort": argsort, "searchsorted": searchsorted,
-                 "nonzero": nonzero, "unique": unique, "isin": isin}
+                 "unique": unique, "isin": isin}
