@@ -177,6 +177,8 @@ def isinf(device, shape, d, x: Array) -> Array:
     if k == "f":
         return binary("logical_or", binary("equal", x, math.inf), binary("equal", x, -math.inf))
     if k == "c":
+        if device.kernels.get("real") is None or device.kernels.get("imag") is None:
+            _real_only("isinf", device, x)
         return binary("logical_or", unary("isinf", unary("real", x)),
                       unary("isinf", unary("imag", x)))
     return _full(device, x.shape, False, dt.bool)
