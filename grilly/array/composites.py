@@ -333,7 +333,9 @@ def isin(device, a: Array, b: Array, invert: bool) -> Array:
     if m == 0 or a.size == 0:
         return _full(device, a.shape, bool(invert), dt.bool)
     flat = _reshape(b, (m,))
-    if a._dtype.kind == "c":   # no order to search in: compare with every element of b
+    if a._dtype.kind == "c" and _orders_complex(device):
+        hit = _isin_by_unique(device, a, flat)
+    elif a._dtype.kind == "c":   # no order to search in: compare with every element of b
         eq = binary("equal", _reshape(a, a.shape + (1,)), flat)
         hit = any_(device, eq, (a.ndim,), False, dt.bool)
     else:
@@ -343,6 +345,22 @@ def isin(device, a: Array, b: Array, invert: bool) -> Array:
         i = binary("minimum", searching.searchsorted(sb, a), m - 1)
         hit = binary("equal", _reshape(_gather(sb, _reshape(i, (i.size,))), a.shape), a)
     return unary("logical_not", hit) if invert else hit
+
+
+def _orders_complex(device) -> bool:
+    """Whether ``unique`` of a complex array runs on ``device`` (a kernel, or real and imag)."""
+    k = device.kernels
+    return k.get("unique") is not None or (k.get("real") is not None and k.get("imag") is not None)
+
+
+def _isin_by_unique(device, a: Array, flat_b: Array) -> Array:
+    """isin through unique of b ++ a: an element of a is in b when the first index of its group
+    (the smallest: the sort is stable) points into b."""
+    m, n = flat_b.size, a.size
+    both = manipulation.concat([flat_b, _reshape(a, (n,))])
+    _, first, inverse, _ = (wrap(r, dt.int64, device) for r in core.call(device, "unique", both))
+    g = _gather(first, _slice(inverse, (slice(m, m + n, 1),)))
+    return _reshape(binary("less", g, m), a.shape)
 
 
 # ---- linalg, fft, nn -----------------------------------------------------------------------
