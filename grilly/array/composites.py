@@ -290,9 +290,9 @@ def diagonal(device, x: Array, offset: int) -> Array:
     sr, sc = max(-offset, 0), max(offset, 0)
     k = max(0, min(r - sr, c - sc))
     flat = _reshape(x, x.shape[:-2] + (r * c,))
-    start = sr * c + sc if k else 0
-    stop = start + (k - 1) * (c + 1) + 1 if k else 0
-    return _slice(flat, (slice(0, None, 1),) * (x.ndim - 2) + (slice(start, stop, c + 1),))
+    start = sr * c + sc
+    key = slice(start, start + (k - 1) * (c + 1) + 1, c + 1) if k else slice(0, 0, 1)
+    return _slice(flat, (slice(0, None, 1),) * (x.ndim - 2) + (key,))
 
 
 # ---- sorting and sets ----------------------------------------------------------------------
@@ -323,7 +323,8 @@ def unique(device, x: Array) -> tuple:
     group = binary("subtract", statistical.cumulative_sum(new, axis=0), 1)
     inverse = _empty(device, (n,), dt.int64)
     core.kernel(device, "scatter")(inverse._buf, (order._buf,), group._buf)
-    ends = manipulation.concat([_slice(starts, (slice(1, m, 1),)), _full(device, (1,), n, dt.int64)])
+    rest = _slice(starts, (slice(1, m, 1) if m > 1 else slice(0, 0, 1),))
+    ends = manipulation.concat([rest, _full(device, (1,), n, dt.int64)])
     return _gather(s, starts), _gather(order, starts), inverse, binary("subtract", ends, starts)
 
 
