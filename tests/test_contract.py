@@ -419,3 +419,16 @@ def test_optional_op_names_op_and_device(mini, op):
     x = _on(mini, np.array([1, 2, 3]))
     with pytest.raises(NotImplementedError, match=rf"{op}: not available on device mini"):
         getattr(gp, op)(x) if op == "sin" else getattr(gp, op)(x, x)
+
+
+def test_vulkan_backend_imports_no_other_backend():
+    import subprocess
+    import sys
+
+    code = ("import importlib, pkgutil, sys\n"
+            "sys.modules['grilly.backends.cpu_numba'] = None   # importing it now fails\n"
+            "import grilly.backends.vulkan as v\n"
+            "for m in pkgutil.iter_modules(v.__path__):\n"
+            "    importlib.import_module('grilly.backends.vulkan.' + m.name)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
