@@ -11,6 +11,7 @@ from .array.api import e, inf, nan, newaxis, pi  # noqa: F401
 from .array.api import bool, linalg, fft  # noqa: F401
 from .array import dispatch as _dispatch  # noqa: E402
 from . import backends  # noqa: F401,E402
+from .array import composites  # noqa: F401,E402  (fills the array layer's composite registry)
 
 from . import autograd, random, nn, optim  # noqa: E402,F401
 

@@ -19,6 +19,39 @@ def kernel(device, op: str):
     return k
 
 
+# op -> default composition (grilly/array/composites.py fills it when grilly is imported):
+# ``f(device, *kernel_args)`` with Arrays where the kernel takes buffers, returning what the
+# kernel returns with Arrays in place of buffers.
+COMPOSITES: dict = {}
+
+
+def composite(device, op: str):
+    """The default composition of ``op``, or NotImplementedError naming the op and ``device``."""
+    f = COMPOSITES.get(op)
+    if f is None:
+        raise NotImplementedError(f"{op}: not available on device {device}; "
+                                  f"backend {device.backend.name!r} provides no {op!r} kernel "
+                                  "and grilly has no composition of it")
+    return f
+
+
+def _bufs(res):
+    if isinstance(res, Array):
+        return res._buf
+    if isinstance(res, tuple):
+        return tuple(_bufs(r) for r in res)
+    return res
+
+
+def call(device, op: str, *args):
+    """Run ``op`` on ``device``: its kernel when the backend has one (Arrays in ``args`` passed
+    as their buffers), else its default composition; buffers come back either way."""
+    k = device.kernels.get(op)
+    if k is not None:
+        return k(*[a._buf if isinstance(a, Array) else a for a in args])
+    return _bufs(composite(device, op)(device, *args))
+
+
 def wrap(buf, dtype, device) -> Array:
     return Array._new(buf, dtype, device)
 

@@ -6,7 +6,7 @@ import math
 from . import dispatch
 from . import dtypes as dt
 from .array import Array
-from .core import check_device_dtype, kernel, normalize_shape, resolve_device, wrap
+from .core import call, check_device_dtype, kernel, normalize_shape, resolve_device, wrap
 from .host import to_numpy
 
 __all__ = ["arange", "asarray", "empty", "empty_like", "eye", "from_dlpack", "full", "full_like",
@@ -139,7 +139,7 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None) -> Array:
             raise OverflowError(f"arange: values do not fit in {d.name}")
     dev = resolve_device(device)
     check_device_dtype(dev, d, "arange")
-    return wrap(kernel(dev, "arange")(start, step, n, d), d, dev)
+    return wrap(call(dev, "arange", start, step, n, d), d, dev)
 
 
 def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True) -> Array:
@@ -154,7 +154,7 @@ def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True) -> 
         raise TypeError("linspace: complex start/stop need a complex dtype")
     dev = resolve_device(device)
     check_device_dtype(dev, d, "linspace")
-    return wrap(kernel(dev, "linspace")(start, stop, num, endpoint, d), d, dev)
+    return wrap(call(dev, "linspace", start, stop, num, endpoint, d), d, dev)
 
 
 def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None) -> Array:
@@ -169,7 +169,7 @@ def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None) -> Array:
     # a diagonal outside the matrix is empty whatever its distance: clamping keeps a huge k
     # (2**63, say) from overflowing the backends' int64 index arithmetic
     k = max(-n_rows, min(k, n_cols))
-    return wrap(kernel(dev, "eye")(n_rows, n_cols, k, d), d, dev)
+    return wrap(call(dev, "eye", n_rows, n_cols, k, d), d, dev)
 
 
 def _tri(op, x, k, lower):

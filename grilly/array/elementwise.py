@@ -2,7 +2,8 @@
 
 Each entry names the op, which input dtypes it accepts, the dtype it computes in, and the dtype
 it returns. Every op dispatches to the backend kernel of the same name, called as
-``kernel(out_shape, out_dtype, *buffers)`` with inputs already promoted to one dtype.
+``kernel(out_shape, out_dtype, *buffers)`` with inputs already promoted to one dtype, or, where
+the device has no such kernel, to its default composition (grilly/array/composites.py).
 """
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import sys
 from . import dispatch
 from . import dtypes as dt
 from .array import Array
-from .core import as_compute_array, broadcast_shapes, common_device, kernel, scalar_operand
+from .core import (as_compute_array, broadcast_shapes, common_device, composite, kernel,
+                   scalar_operand)
 
 _ALL = frozenset(dt.ALL)
 _NUMERIC = frozenset(d for d in dt.ALL if d.kind != "b")
@@ -103,7 +105,10 @@ def unary(op: str, x) -> Array:
         x = as_compute_array(x, cd, x._device, op)
     rd = result(cd)
     dev = x._device
-    return Array._new(kernel(dev, op)(x._buf.shape, rd, x._buf), rd, dev)
+    k = dev.kernels.get(op)
+    if k is None:
+        return composite(dev, op)(dev, x._buf.shape, rd, x)
+    return Array._new(k(x._buf.shape, rd, x._buf), rd, dev)
 
 
 def binary(op: str, x1, x2) -> Array:
@@ -131,7 +136,10 @@ def binary(op: str, x1, x2) -> Array:
     sa, sb = a._buf.shape, b._buf.shape
     shape = sa if sa == sb or not sb else sb if not sa else broadcast_shapes(sa, sb, op=op)
     rd = result(cd)
-    return Array._new(kernel(dev, op)(shape, rd, a._buf, b._buf), rd, dev)
+    k = dev.kernels.get(op)
+    if k is None:
+        return composite(dev, op)(dev, shape, rd, a, b)
+    return Array._new(k(shape, rd, a._buf, b._buf), rd, dev)
 
 
 def _operand(x, dtype, dev, op: str) -> Array:

@@ -1,10 +1,42 @@
 """The host boundary: Python objects and numpy arrays in, numpy arrays out (numpy is the host
-interchange format; it never computes an op for the array layer)."""
+interchange format), and the one host round-trip path: the documented short list of ops that
+compute with NumPy/SciPy on the host (``HOST_OPS``) when a device has no kernel for them."""
 from __future__ import annotations
+
+import threading
 
 import numpy as np
 
 from . import dtypes as dt
+from .array import Array
+from .core import resolve_device
+
+# The ops a device may leave to the host (docs/kernels/linalg.md, "Host round trips").
+HOST_OPS = ("cholesky", "det", "eig", "eigh", "eigvals", "eigvalsh", "inv", "matrix_rank", "pinv",
+            "qr", "slogdet", "solve", "svd", "svdvals", "fft_c2c", "fft_r2c", "fft_c2r")
+
+_TRIPS: dict = {}   # device -> host round trips made by host_call
+_TRIPS_LOCK = threading.Lock()
+
+
+def host_call(op: str, fn, device, *args):
+    """``fn`` (NumPy on host arrays) applied to ``args`` with each Array downloaded, its numpy
+    results uploaded to ``device``; counts one host round trip on ``device``."""
+    with _TRIPS_LOCK:
+        _TRIPS[device] = _TRIPS.get(device, 0) + 1
+    res = fn(*[a._host() if isinstance(a, Array) else a for a in args])
+    kernels = device.kernels
+
+    def up(h):
+        h = np.asarray(h)
+        d = dt.from_numpy(h.dtype)
+        return Array._new(kernels["from_host"](h, d), d, device)
+    return tuple(up(r) for r in res) if isinstance(res, (tuple, list)) else up(res)
+
+
+def host_round_trips(device) -> int:
+    """How many host round trips ``host_call`` has made for ``device``."""
+    return _TRIPS.get(device, 0)
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
@@ -63,3 +95,9 @@ def _flatten(obj):
             yield from _flatten(o)
     else:
         yield obj
+
+
+def device_stats(device=None) -> dict:
+    """The array layer's counters for ``device`` (a Device, a name, or None for the default):
+    ``host_round_trips``, the calls served on the host (docs/kernels/linalg.md)."""
+    return {"host_round_trips": host_round_trips(resolve_device(device))}

@@ -11,8 +11,8 @@ from __future__ import annotations
 from . import dispatch
 from . import dtypes as dt
 from .array import Array
-from .core import (AxisError, broadcast_shapes, check_array, check_device_dtype, common_device,
-                   kernel, normalize_axis, wrap)
+from .core import (AxisError, broadcast_shapes, call, check_array, check_device_dtype,
+                   common_device, kernel, normalize_axis, wrap)
 
 __all__ = ["take", "take_along_axis"]
 
@@ -171,7 +171,7 @@ def _index_bufs(x: Array, adv, op: str):
         elif isinstance(idx, tuple):
             buf = idx[1]
         else:
-            buf, bad = kernel(dev, "normalize_indices")(idx._buf, n)
+            buf, bad = call(dev, "normalize_indices", idx, n)
             if bad is not None:
                 raise IndexError(f"{op}: index {bad} is out of bounds for axis {ax} with size {n}")
         bufs.append(buf)

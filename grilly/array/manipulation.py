@@ -5,7 +5,7 @@ from __future__ import annotations
 from . import dispatch
 from . import dtypes as dt
 from .array import Array
-from .core import AxisError, astype_buf, check_array, common_device, kernel, wrap
+from .core import AxisError, astype_buf, call, check_array, common_device, kernel, wrap
 from .core import broadcast_shapes as _bshapes
 
 __all__ = ["broadcast_arrays", "broadcast_shapes", "broadcast_to", "concat", "expand_dims",
@@ -276,7 +276,7 @@ def repeat(x: Array, repeats: int | Array, /, *, axis: int | None = None) -> Arr
                              f"{axis} of size {n}")
         if repeats.size != 1 or n == 1:
             counts = kernel(dev, "broadcast_to")(repeats._buf, (n,))
-            idx = kernel(dev, "repeat_indices")(counts)
+            idx = call(dev, "repeat_indices", wrap(counts, repeats._dtype, dev))
             if idx is None:
                 raise ValueError("repeat: repeats must not contain negative values")
             return dispatch.OPS["__getitem__"](x, (slice(None),) * axis + (wrap(idx, dt.int64, dev),))

@@ -4,7 +4,7 @@ from __future__ import annotations
 from . import dispatch
 from . import dtypes as dt
 from .array import Array
-from .core import (as_compute_array, broadcast_shapes, check_array, common_device, kernel,
+from .core import (as_compute_array, broadcast_shapes, call, check_array, common_device, kernel,
                    normalize_axis, wrap)
 from .statistical import _check_kind, _reduce
 
@@ -25,7 +25,7 @@ def _arg(op: str, x: Array, axis, keepdims: bool) -> Array:
         if x.ndim == 0:
             ax = None
     dev = x._device
-    return wrap(kernel(dev, op)(x._buf, ax, bool(keepdims)), dt.int64, dev)
+    return wrap(call(dev, op, x, ax, bool(keepdims)), dt.int64, dev)
 
 
 def argmax(x: Array, /, *, axis=None, keepdims: bool = False) -> Array:
@@ -50,7 +50,7 @@ def nonzero(x: Array, /) -> tuple:
     if x.ndim == 0:
         raise ValueError("nonzero: needs an array of at least one dimension, got a 0-d array")
     dev = x._device
-    return tuple(wrap(b, dt.int64, dev) for b in kernel(dev, "nonzero")(x._buf))
+    return tuple(wrap(b, dt.int64, dev) for b in call(dev, "nonzero", x))
 
 
 def searchsorted(x1: Array, x2, /, *, side: str = "left", sorter=None) -> Array:

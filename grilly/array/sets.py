@@ -6,7 +6,7 @@ from collections import namedtuple
 from . import dispatch
 from . import dtypes as dt
 from .array import Array
-from .core import as_compute_array, check_array, common_device, kernel, wrap
+from .core import as_compute_array, call, check_array, common_device, kernel, wrap
 
 __all__ = ["isin", "unique_all", "unique_counts", "unique_inverse", "unique_values"]
 
@@ -18,7 +18,7 @@ UniqueInverseResult = namedtuple("UniqueInverseResult", ["values", "inverse_indi
 def _unique(x: Array, op: str):
     check_array(x, op)
     dev = x._device
-    values, index, inverse, counts = kernel(dev, "unique")(x._buf)
+    values, index, inverse, counts = call(dev, "unique", x)
     inverse = kernel(dev, "reshape")(inverse, x.shape)
     i64 = dt.int64
     return (wrap(values, x._dtype, dev), wrap(index, i64, dev), wrap(inverse, i64, dev),
@@ -62,6 +62,7 @@ def isin(x1, x2, /, *, invert: bool = False) -> Array:
         d = dt.scalar_result(arrays[0]._dtype, x2 if arrays[0] is x1 else x1, "isin")
     a = as_compute_array(x1, d, dev, "isin")
     b = as_compute_array(x2, d, dev, "isin")
-    return wrap(kernel(dev, "isin")(a._buf, b._buf, bool(invert)), dt.bool, dev)
+    return wrap(call(dev, "isin", a, b, bool(invert)), dt.bool, dev)
+
 
 dispatch.export(globals())

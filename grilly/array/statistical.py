@@ -5,7 +5,7 @@ from __future__ import annotations
 from . import dispatch
 from . import dtypes as dt
 from .array import Array
-from .core import (as_compute_array, check_array, check_device_dtype, kernel, normalize_axes,
+from .core import (as_compute_array, call, check_array, check_device_dtype, normalize_axes,
                    normalize_axis, wrap)
 
 __all__ = ["cumulative_prod", "cumulative_sum", "max", "mean", "min", "prod", "std", "sum", "var"]
@@ -41,7 +41,7 @@ def _reduce(op: str, x: Array, axis, keepdims: bool, out_dtype) -> Array:
     axes = normalize_axes(axis, x.ndim, op)
     dev = x._device
     check_device_dtype(dev, out_dtype, op)
-    return wrap(kernel(dev, op)(x._buf, axes, bool(keepdims), out_dtype), out_dtype, dev)
+    return wrap(call(dev, op, x, axes, bool(keepdims), out_dtype), out_dtype, dev)
 
 
 def _count(x: Array, axis, op: str) -> int:
@@ -144,7 +144,7 @@ def _cumulative(op: str, x: Array, axis, dtype, include_initial: bool) -> Array:
     out = _accumulator(x, dtype, op)
     dev = x._device
     check_device_dtype(dev, out, op)
-    return wrap(kernel(dev, op)(x._buf, ax, bool(include_initial), out), out, dev)
+    return wrap(call(dev, op, x, ax, bool(include_initial), out), out, dev)
 
 
 def cumulative_sum(x: Array, /, *, axis=None, dtype=None, include_initial: bool = False) -> Array:

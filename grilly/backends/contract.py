@@ -47,11 +47,21 @@ ELEMENTWISE_OPS = UNARY_OPS + BINARY_OPS
 _EW_CALL = "(out_shape, out_dtype, *bufs) -> buf"
 
 # The core elementwise ops a device needs to run arithmetic, comparisons, masks and the
-# compositions of the array layer; the rest of the table is optional.
+# compositions of the array layer; _EW_COMPOSED have default compositions from those (exact:
+# e.g. greater(a, b) is less(b, a), negative(x) is -0.0 - x); the rest of the table is optional.
 _EW_REQUIRED = frozenset({
-    "add", "subtract", "multiply", "divide", "negative", "equal", "less", "less_equal",
-    "logical_and", "logical_or", "logical_not", "maximum", "minimum", "exp", "log", "sqrt",
+    "add", "subtract", "multiply", "divide", "equal", "less", "logical_and", "logical_or",
+    "logical_not", "maximum", "minimum", "exp", "log", "sqrt",
 })
+_EW_COMPOSED = frozenset({
+    "negative", "positive", "conj", "real", "imag", "square", "greater", "greater_equal",
+    "less_equal", "not_equal", "logical_xor", "isnan", "isinf", "isfinite",
+})
+
+
+def _ew_tier(op: str) -> str:
+    return REQUIRED if op in _EW_REQUIRED else COMPOSED if op in _EW_COMPOSED else OPTIONAL
+
 
 KERNELS: dict[str, Kernel] = {
     # storage: buffers in, buffers out; views share memory
@@ -68,45 +78,48 @@ KERNELS: dict[str, Kernel] = {
     "broadcast_to": Kernel("storage", REQUIRED, "(buf, shape) -> view"),
     "host_view": Kernel("storage", COMPOSED, "(buf) -> np.ndarray or None (zero-copy DLPack)"),
     "scalar": Kernel("storage", COMPOSED, "(value, dtype) -> buf (0-d, shared, never written)"),
-    # creation
-    "arange": Kernel("creation", REQUIRED, "(start, step, n, dtype) -> buf"),
-    "linspace": Kernel("creation", REQUIRED, "(start, stop, num, endpoint, dtype) -> buf"),
-    "eye": Kernel("creation", REQUIRED, "(n_rows, n_cols, k, dtype) -> buf"),
+    # creation: composed from host numbers built from the Python arguments, then from_host
+    "arange": Kernel("creation", COMPOSED, "(start, step, n, dtype) -> buf"),
+    "linspace": Kernel("creation", COMPOSED, "(start, stop, num, endpoint, dtype) -> buf"),
+    "eye": Kernel("creation", COMPOSED, "(n_rows, n_cols, k, dtype) -> buf"),
     # elementwise
-    **{op: Kernel("elementwise", REQUIRED if op in _EW_REQUIRED else OPTIONAL, _EW_CALL)
-       for op in ELEMENTWISE_OPS},
+    **{op: Kernel("elementwise", _ew_tier(op), _EW_CALL) for op in ELEMENTWISE_OPS},
     "where": Kernel("elementwise", REQUIRED, "(out_shape, out_dtype, cond, a, b) -> buf"),
     # reductions and scans (docs/kernels/reductions.md)
-    **{op: Kernel("reductions", REQUIRED, "(buf, axes, keepdims, out_dtype) -> buf")
+    **{op: Kernel("reductions", REQUIRED if op in ("sum", "prod", "max", "min") else COMPOSED,
+                  "(buf, axes, keepdims, out_dtype) -> buf")
        for op in ("sum", "prod", "max", "min", "all", "any", "count_nonzero")},
-    **{op: Kernel("reductions", REQUIRED, "(buf, axis, keepdims) -> int64 buf")
+    **{op: Kernel("reductions", COMPOSED, "(buf, axis, keepdims) -> int64 buf")
        for op in ("argmax", "argmin")},
-    **{op: Kernel("reductions", REQUIRED, "(buf, axis, include_initial, out_dtype) -> buf")
-       for op in ("cumulative_sum", "cumulative_prod")},
+    "cumulative_sum": Kernel("reductions", REQUIRED,
+                             "(buf, axis, include_initial, out_dtype) -> buf"),
+    "cumulative_prod": Kernel("reductions", COMPOSED,
+                              "(buf, axis, include_initial, out_dtype) -> buf"),
     # indexing (docs/kernels/indexing.md)
     "gather": Kernel("indexing", REQUIRED, "(buf, indices) -> buf"),
     "scatter": Kernel("indexing", REQUIRED, "(buf, indices, values) -> None (writes buf)"),
-    "normalize_indices": Kernel("indexing", REQUIRED, "(idx, n) -> (buf, bad)"),
+    "normalize_indices": Kernel("indexing", COMPOSED, "(idx, n) -> (buf, bad)"),
     "mask_indices": Kernel("indexing", REQUIRED, "(mask) -> tuple of int64 bufs"),
-    "nonzero": Kernel("sorting", REQUIRED, "(buf) -> tuple of int64 1-D bufs"),
-    "repeat_indices": Kernel("indexing", REQUIRED, "(counts) -> int64 buf or None"),
-    "diagonal": Kernel("linalg", REQUIRED, "(buf, offset) -> view (..., K)"),
+    "nonzero": Kernel("sorting", COMPOSED, "(buf) -> tuple of int64 1-D bufs"),
+    "repeat_indices": Kernel("indexing", COMPOSED, "(counts) -> int64 buf or None"),
+    "diagonal": Kernel("linalg", COMPOSED, "(buf, offset) -> view (..., K)"),
     # sorting and sets
     "sort": Kernel("sorting", REQUIRED, "(buf, axis, descending, stable) -> buf"),
     "argsort": Kernel("sorting", REQUIRED, "(buf, axis, descending, stable) -> int64 buf"),
     "searchsorted": Kernel("sorting", REQUIRED, "(x1, x2, side, sorter) -> int64 buf"),
-    "unique": Kernel("sorting", REQUIRED, "(buf) -> (values, indices, inverse, counts)"),
-    "isin": Kernel("sorting", REQUIRED, "(x1, x2, invert) -> bool buf"),
+    "unique": Kernel("sorting", COMPOSED, "(buf) -> (values, indices, inverse, counts)"),
+    "isin": Kernel("sorting", COMPOSED, "(x1, x2, invert) -> bool buf"),
     # linear algebra (docs/kernels/linalg.md)
     "matmul": Kernel("linalg", REQUIRED, "(out_shape, out_dtype, a, b) -> buf"),
-    "cross": Kernel("linalg", REQUIRED, "(out_shape, out_dtype, a, b) -> buf (last axis 3)"),
-    **{op: Kernel("linalg", OPTIONAL, "see docs/kernels/linalg.md")
+    "cross": Kernel("linalg", COMPOSED, "(out_shape, out_dtype, a, b) -> buf (last axis 3)"),
+    # the host path: composed as a host round trip (NumPy/SciPy, grilly.array.host_kernels)
+    **{op: Kernel("linalg", COMPOSED, "see docs/kernels/linalg.md")
        for op in ("cholesky", "det", "eig", "eigh", "eigvals", "eigvalsh", "inv", "matrix_rank",
                   "pinv", "qr", "slogdet", "solve", "svd", "svdvals")},
     # fft
-    **{op: Kernel("fft", OPTIONAL, "see docs/kernels/linalg.md (fft)")
+    **{op: Kernel("fft", COMPOSED, "see docs/kernels/linalg.md (fft)")
        for op in ("fft_c2c", "fft_r2c", "fft_c2r")},
-    "fft_roll": Kernel("fft", REQUIRED, "(buf, shifts, axes) -> buf"),
+    "fft_roll": Kernel("fft", COMPOSED, "(buf, shifts, axes) -> buf"),
     # fused kernels with default compositions
     "softmax": Kernel("nn", COMPOSED, "(buf, axis) -> buf"),
     "log_softmax": Kernel("nn", COMPOSED, "(buf, axis) -> buf"),

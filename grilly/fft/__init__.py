@@ -8,7 +8,7 @@ from typing import Literal
 from ..array import dispatch
 from ..array import dtypes as dt
 from ..array.array import Array
-from ..array.core import (as_compute_array, check_array, kernel, normalize_axis, resolve_device,
+from ..array.core import (as_compute_array, call, check_array, normalize_axis, resolve_device,
                           wrap)
 
 __all__ = ["fft", "fftfreq", "fftn", "fftshift", "hfft", "ifft", "ifftn", "ifftshift", "irfft",
@@ -77,14 +77,14 @@ def _c2c(x, s, axes, norm, op, inverse) -> Array:
     x = _input(x, op, False)
     s, axes = _plan(x, s, axes, op)
     c = _complex_of(x._dtype)
-    xb = as_compute_array(x, c, x._device, op)._buf
-    return wrap(kernel(x._device, "fft_c2c")(xb, s, axes, _norm(norm, op), inverse), c, x._device)
+    xc = as_compute_array(x, c, x._device, op)
+    return wrap(call(x._device, "fft_c2c", xc, s, axes, _norm(norm, op), inverse), c, x._device)
 
 
 def _r2c(x, s, axes, norm, op) -> Array:
     x = _input(x, op, True)
     s, axes = _plan(x, s, axes, op)
-    return wrap(kernel(x._device, "fft_r2c")(x._buf, s, axes, _norm(norm, op)),
+    return wrap(call(x._device, "fft_r2c", x, s, axes, _norm(norm, op)),
                 _complex_of(x._dtype), x._device)
 
 
@@ -92,8 +92,8 @@ def _c2r(x, s, axes, norm, op) -> Array:
     x = _input(x, op, False)
     s, axes = _plan(x, s, axes, op, last=lambda m: 2 * (m - 1))
     c = _complex_of(x._dtype)
-    xb = as_compute_array(x, c, x._device, op)._buf
-    return wrap(kernel(x._device, "fft_c2r")(xb, s, axes, _norm(norm, op)),
+    xc = as_compute_array(x, c, x._device, op)
+    return wrap(call(x._device, "fft_c2r", xc, s, axes, _norm(norm, op)),
                 dt.complex_to_real(c), x._device)
 
 
@@ -193,7 +193,7 @@ def _shift(x, axes, op: str, sign: int) -> Array:
         raise TypeError(f"{op}: axes must be an int, a sequence of ints or None, got {axes!r}")
     axes = tuple(normalize_axis(a, x.ndim, op, "axes") for a in axes)
     shifts = tuple(sign * (x.shape[a] // 2) for a in axes)
-    return wrap(kernel(x._device, "fft_roll")(x._buf, shifts, axes), x._dtype, x._device)
+    return wrap(call(x._device, "fft_roll", x, shifts, axes), x._dtype, x._device)
 
 
 def fftshift(x: Array, /, *, axes: int | Sequence[int] | None = None) -> Array:

@@ -8,8 +8,8 @@ from typing import Literal, NamedTuple
 from ..array import dispatch
 from ..array import dtypes as dt
 from ..array.array import Array
-from ..array.core import (as_compute_array, broadcast_shapes, check_array, common_device, kernel,
-                          normalize_axes, normalize_axis, wrap)
+from ..array.core import (as_compute_array, broadcast_shapes, call, check_array, common_device,
+                          kernel, normalize_axes, normalize_axis, wrap)
 from ..array.linear_algebra import matmul, matrix_transpose, numeric_pair, tensordot, vecdot
 
 __all__ = [
@@ -77,7 +77,9 @@ def _complex_of(d: dt.DType) -> dt.DType:
 
 
 def _call(x: Array, op: str, *args):
-    return kernel(x._device, op)(x._buf, *args)
+    """Buffers of op's kernel on x's device, or of its default composition (the host path for
+    the decompositions, grilly.array.host)."""
+    return call(x._device, op, x, *args)
 
 
 def cholesky(x: Array, /, *, upper: bool = False) -> Array:
@@ -108,7 +110,7 @@ def cross(x1: Array, x2: Array, /, *, axis: int = -1) -> Array:
     perm = tuple(i for i in range(n) if i != ax) + (ax,)
     pm, bt = kernel(dev, "permute"), kernel(dev, "broadcast_to")
     pshape = tuple(shape[i] for i in perm)
-    out = kernel(dev, "cross")(pshape, d, pm(bt(a._buf, shape), perm), pm(bt(b._buf, shape), perm))
+    out = call(dev, "cross", pshape, d, *(wrap(pm(bt(v._buf, shape), perm), d, dev) for v in (a, b)))
     inv_perm = tuple(perm.index(i) for i in range(n))
     return wrap(pm(out, inv_perm), d, dev)
 
@@ -133,7 +135,7 @@ def eig(x: Array, /) -> EigResult:
     """Eigenvalues and eigenvectors (complex) of general square matrices."""
     _matrices(x, "eig", square=True)
     c = _complex_of(x._dtype)
-    w, v = kernel(x._device, "eig")(as_compute_array(x, c, x._device, "eig")._buf)
+    w, v = _call(as_compute_array(x, c, x._device, "eig"), "eig")
     return EigResult(wrap(w, c, x._device), wrap(v, c, x._device))
 
 
@@ -141,7 +143,7 @@ def eigvals(x: Array, /) -> Array:
     """Eigenvalues (complex) of general square matrices."""
     _matrices(x, "eigvals", square=True)
     c = _complex_of(x._dtype)
-    return wrap(kernel(x._device, "eigvals")(as_compute_array(x, c, x._device, "eigvals")._buf),
+    return wrap(_call(as_compute_array(x, c, x._device, "eigvals"), "eigvals"),
                 c, x._device)
 
 
@@ -219,7 +221,7 @@ def matrix_norm(x: Array, /, *, keepdims: bool = False,
 def _eye_like(x: Array) -> Array:
     n = x.shape[-1]
     dev = x._device
-    e = kernel(dev, "eye")(n, n, 0, x._dtype)
+    e = call(dev, "eye", n, n, 0, x._dtype)
     return wrap(kernel(dev, "copy")(kernel(dev, "broadcast_to")(e, x.shape)), x._dtype, dev)
 
 
@@ -262,10 +264,10 @@ def _rtol_buf(x: Array, rtol, op: str):
         if len(rtol.shape) > x.ndim - 2:
             raise ValueError(f"{op}: rtol of shape {rtol.shape} does not broadcast to the batch "
                              f"shape {x.shape[:-2]}")
-        return as_compute_array(rtol, dt.float64, x._device, op)._buf
+        return as_compute_array(rtol, dt.float64, x._device, op)
     if isinstance(rtol, bool) or not isinstance(rtol, (int, float)):
         raise TypeError(f"{op}: rtol must be a float, an array or None, got {rtol!r}")
-    return kernel(x._device, "full")((), float(rtol), dt.float64)
+    return wrap(kernel(x._device, "full")((), float(rtol), dt.float64), dt.float64, x._device)
 
 
 def matrix_rank(x: Array, /, *, rtol: float | Array | None = None) -> Array:
@@ -315,12 +317,14 @@ def solve(x1: Array, x2: Array, /) -> Array:
         raise ValueError(f"solve: x1 must be a stack of square matrices, got shape {a.shape}")
     m = a.shape[-1]
     vec = b.ndim == 1
-    bbuf = kernel(dev, "reshape")(b._buf, (m, 1)) if vec and b.shape[0] == m else b._buf
+    if vec and b.shape[0] == m:
+        b = wrap(kernel(dev, "reshape")(b._buf, (m, 1)), d, dev)
+    bbuf = b._buf
     if len(bbuf.shape) < 2 or bbuf.shape[-2] != m:
         raise ValueError(f"solve: x2 of shape {b.shape} does not match x1 of shape {a.shape}; "
                          f"expected (M,) or (..., M, K) with M={m}")
     batch = broadcast_shapes(a.shape[:-2], tuple(bbuf.shape[:-2]), op="solve")
-    out = kernel(dev, "solve")(batch + (m, bbuf.shape[-1]), d, a._buf, bbuf)
+    out = call(dev, "solve", batch + (m, bbuf.shape[-1]), d, a, b)
     if vec:
         out = kernel(dev, "reshape")(out, batch + (m,))
     return wrap(out, d, dev)

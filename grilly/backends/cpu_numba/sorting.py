@@ -1,4 +1,4 @@
-"""CPU kernels: sort, argsort, searchsorted, nonzero, unique, isin. Conventions:
+"""CPU kernels: sort, argsort, searchsorted, unique, isin. Conventions:
 docs/kernels/reductions.md. Floats order NaN after everything (as numpy), and descending order
 is the exact reverse of that, with ties kept in their original order."""
 from __future__ import annotations
@@ -130,34 +130,6 @@ def searchsorted(x1: np.ndarray, x2: np.ndarray, side: str, sorter) -> np.ndarra
 
 
 @njit(**_o)
-def _nonzero(flat, shape):
-    n = 0
-    for i in range(flat.shape[0]):
-        if flat[i] != 0:
-            n += 1
-    nd = len(shape)
-    out = np.empty((nd, n), np.int64)
-    k = 0
-    for i in range(flat.shape[0]):
-        if flat[i] != 0:
-            r = i
-            for d in range(nd - 1, -1, -1):
-                out[d, k] = r % shape[d]
-                r //= shape[d]
-            k += 1
-    return out
-
-
-def nonzero(buf: np.ndarray) -> tuple:
-    """Per-axis int64 index buffers of the nonzero elements, in row-major order."""
-    flat = np.ascontiguousarray(buf).reshape(-1)
-    if flat.dtype.kind == "b":
-        flat = flat.view(np.uint8)
-    idx = _nonzero(flat, np.asarray(buf.shape, np.int64))
-    return tuple(np.ascontiguousarray(idx[d]) for d in range(buf.ndim))
-
-
-@njit(**_o)
 def _unique(flat, order):
     n = flat.shape[0]
     s = flat[order]
@@ -236,5 +208,5 @@ def isin(x1: np.ndarray, x2: np.ndarray, invert: bool) -> np.ndarray:
 
 KERNELS: dict = {
     "sort": _sort_kernel(True), "argsort": _sort_kernel(False), "searchsorted": searchsorted,
-    "nonzero": nonzero, "unique": unique, "isin": isin,
+    "unique": unique, "isin": isin,
 }

@@ -4,8 +4,8 @@ gather/scatter move raw words (shaders/indexing/gather.comp, one variant per ele
 addressed by a flat element offset per index tuple, computed on the device with the int64
 elementwise kernels. scatter keeps NumPy's "last index wins" for duplicates by a claim pass:
 an atomicMax of the iteration index per destination element, then only the winner writes.
-The data-dependent kernels (normalize_indices, mask_indices, repeat_indices) compose device
-kernels and download only the scalars their result shape or error needs.
+mask_indices composes device kernels and downloads only the count its result shape needs;
+normalize_indices and repeat_indices are the array layer's compositions.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from .kernels import (MAXD, arange, astype, collapse, elementwise, full, new_buf
                       slice_view, to_host)
 from .memory import Buffer
 from .reductions import KERNELS as _RED
-from .reductions import _prod, cumulative_max, dispatch
+from .reductions import _prod, dispatch
 
 I64 = _dt.int64
 
@@ -92,30 +92,6 @@ def scatter(buf: Buffer, indices: tuple, values: Buffer) -> None:
     _launch(buf, 2, [buf, vals, offs, claim], n, (buf.offset, vals.offset), rest)
 
 
-def _first_true(mask: Buffer) -> int | None:
-    """Flat index of the first True of a bool buffer, or None (a sync point)."""
-    if mask.size == 0 or not bool(to_host(_RED["any"](mask, tuple(range(len(mask.shape))),
-                                                       False, _dt.bool))):
-        return None
-    return int(to_host(_RED["argmax"](mask, None, False)))
-
-
-def normalize_indices(idx: Buffer, n: int):
-    """(int64 copy of ``idx`` with negatives wrapped by ``n``, first out-of-range value or None)."""
-    ew = _ew()
-    ctx, shape = idx.ctx, tuple(idx.shape)
-    x = astype(idx, I64)
-    zero, nn = _scalar(ctx, 0), _scalar(ctx, n)
-    wrapped = ew["where"](shape, I64, ew["less"](shape, _dt.bool, x, zero),
-                          ew["add"](shape, I64, x, nn), x)
-    bad = ew["logical_or"](shape, _dt.bool, ew["less"](shape, _dt.bool, wrapped, zero),
-                           ew["greater_equal"](shape, _dt.bool, wrapped, nn))
-    pos = _first_true(bad)
-    if pos is None:
-        return wrapped, None
-    return wrapped, int(to_host(reshape(x, (x.size,)))[pos])
-
-
 def _compact(mask: Buffer):
     """(flat positions of the True elements of a 1-D bool buffer, their count)."""
     ctx, n = mask.ctx, mask.size
@@ -143,29 +119,6 @@ def mask_indices(mask: Buffer) -> tuple:
     return tuple(out)
 
 
-def repeat_indices(counts: Buffer):
-    """int64 buffer holding i counts[i] times for each i, or None when a count is negative."""
-    ew, ctx = _ew(), counts.ctx
-    c = astype(reshape(counts, (counts.size,)), I64)
-    m = c.size
-    if m == 0:
-        return new_buffer(ctx, (0,), I64)
-    zero = _scalar(ctx, 0)
-    if _first_true(ew["less"]((m,), _dt.bool, c, zero)) is not None:
-        return None
-    cs = _RED["cumulative_sum"](c, 0, False, I64)
-    total = int(to_host(slice_view(cs, (slice(m - 1, m, 1),)))[0])
-    # each i with a positive count marks where its run starts; a running max fills the runs
-    start = ew["where"]((m,), I64, ew["greater"]((m,), _dt.bool, c, zero),
-                        ew["subtract"]((m,), I64, cs, c), _scalar(ctx, total))
-    marks = full(ctx, (total + 1,), 0, I64)
-    scatter(marks, (start,), arange(ctx, 0, 1, m, I64))
-    if total == 0:
-        return new_buffer(ctx, (0,), I64)
-    return cumulative_max(slice_view(marks, (slice(0, total, 1),)), 0, False, I64)
-
-
 KERNELS: dict = {
-    "gather": gather, "scatter": scatter, "normalize_indices": normalize_indices,
-    "mask_indices": mask_indices, "repeat_indices": repeat_indices,
+    "gather": gather, "scatter": scatter, "mask_indices": mask_indices,
 }

@@ -168,5 +168,4 @@ def _arg_kernel(op: str):
 KERNELS: dict = {op: _reduce_kernel(op) for op in
                  ("sum", "prod", "max", "min", "any", "all", "count_nonzero")}
 KERNELS.update({op: _cumulative_kernel(op) for op in ("cumulative_sum", "cumulative_prod")})
-cumulative_max = _cumulative_kernel("cumulative_max")  # internal: repeat_indices uses it
 KERNELS.update({op: _arg_kernel(op) for op in ("argmax", "argmin")})

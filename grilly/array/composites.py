@@ -1,0 +1,442 @@
+"""Default compositions: one per kernel of the contract's ``composed`` tier, built from other
+kernels on the same device (mostly the ``required`` primitives), or on the host for the
+documented short list (``host.HOST_OPS``).
+
+The array layer runs a composite only where the device's kernel table lacks the kernel
+(``core.call`` and the elementwise/reduction dispatch), so a backend's own kernel overrides it.
+A composite takes the device, then the kernel's arguments with Arrays in place of buffers, and
+returns what the kernel returns with Arrays in place of buffers (docs/architecture.md, "The
+backend contract"). Composites call the array layer's own functions, never the namespace's
+autograd-recording ones. tests/test_contract.py checks that ``COMPOSITES`` names exactly the
+contract's composed tier and that each result equals numpy's.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import conv, core, fused, host, host_kernels, manipulation, searching, statistical
+from . import dtypes as dt
+from .array import Array
+from .core import as_compute_array, wrap
+from .elementwise import binary, unary
+
+
+def _zero(d: dt.DType):
+    """The zero of ``d`` as a Python scalar of the matching kind."""
+    return {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}[d.kind]
+
+
+def _full(device, shape, value, d: dt.DType) -> Array:
+    return wrap(core.full_buf(device, tuple(shape), value, d), d, device)
+
+
+def _copy(x: Array) -> Array:
+    return wrap(core.kernel(x._device, "copy")(x._buf), x._dtype, x._device)
+
+
+def _reshape(x: Array, shape) -> Array:
+    return wrap(core.kernel(x._device, "reshape")(x._buf, tuple(shape)), x._dtype, x._device)
+
+
+def _slice(x: Array, key: tuple) -> Array:
+    return wrap(core.kernel(x._device, "slice")(x._buf, key), x._dtype, x._device)
+
+
+def _along(x: Array, axis: int, i) -> Array:
+    """``x[..., i, ...]`` (an int or a slice) along ``axis``, as a view."""
+    return _slice(x, (slice(0, None, 1),) * axis + (i,))
+
+
+def _assign(dst: Array, src: Array) -> None:
+    core.kernel(dst._device, "assign")(dst._buf, src._buf)
+
+
+def _empty(device, shape, d: dt.DType) -> Array:
+    return wrap(core.kernel(device, "empty")(tuple(shape), d), d, device)
+
+
+def _gather(x: Array, idx: Array) -> Array:
+    """``x[idx]`` along the first axis, idx int64."""
+    return wrap(core.kernel(x._device, "gather")(x._buf, (idx._buf,)), x._dtype, x._device)
+
+
+def _iota(device, n: int) -> Array:
+    return arange(device, 0, 1, n, dt.int64)
+
+
+def _real_only(op: str, device, x: Array) -> None:
+    if x._dtype.kind == "c":
+        raise NotImplementedError(f"{op}: not available for {x._dtype.name} on device {device}; "
+                                  f"backend {device.backend.name!r} provides no {op!r} kernel "
+                                  "(the composition covers real dtypes only)")
+
+
+# ---- creation: the numbers are made on the host from the Python arguments, then uploaded ------
+def _upload(device, h: np.ndarray, d: dt.DType) -> Array:
+    return wrap(core.kernel(device, "from_host")(h, d), d, device)
+
+
+def arange(device, start, step, n: int, d: dt.DType) -> Array:
+    """start + i * step for i < n (float dtypes computed in float64, then rounded once)."""
+    h = start + step * np.arange(n, dtype=np.float64 if d.kind == "f" else None)
+    return _upload(device, np.asarray(h).astype(d.np), d)
+
+
+def linspace(device, start, stop, num: int, endpoint: bool, d: dt.DType) -> Array:
+    """NumPy's linspace, rounded once to ``d``."""
+    return _upload(device, np.linspace(start, stop, num, endpoint=endpoint).astype(d.np), d)
+
+
+def eye(device, n_rows: int, n_cols: int, k: int, d: dt.DType) -> Array:
+    """Ones on the k-th diagonal of an (n_rows, n_cols) matrix."""
+    return _upload(device, np.eye(n_rows, n_cols, k, dtype=d.np), d)
+
+
+# ---- elementwise: (out_shape, out_dtype, *arrays of the compute dtype) -------------------------
+def negative(device, shape, d, x: Array) -> Array:
+    """-x: floats as -0.0 - x (exact: keeps -0.0, inf and NaN), integers as 0 - x (wraps)."""
+    k = x._dtype.kind
+    zero = complex(-0.0, -0.0) if k == "c" else -0.0 if k == "f" else 0
+    return binary("subtract", zero, x)
+
+
+def positive(device, shape, d, x: Array) -> Array:
+    """+x: a copy."""
+    return _copy(x)
+
+
+def conj(device, shape, d, x: Array) -> Array:
+    """The conjugate of a real array is a copy of it (complex needs the kernel)."""
+    _real_only("conj", device, x)
+    return _copy(x)
+
+
+def real(device, shape, d, x: Array) -> Array:
+    """The real part of a real array is a copy of it (complex needs the kernel)."""
+    _real_only("real", device, x)
+    return _copy(x)
+
+
+def imag(device, shape, d, x: Array) -> Array:
+    """The imaginary part of a real array is zeros (complex needs the kernel)."""
+    _real_only("imag", device, x)
+    return _full(device, x.shape, _zero(x._dtype), x._dtype)
+
+
+def square(device, shape, d, x: Array) -> Array:
+    """x * x."""
+    return binary("multiply", x, x)
+
+
+def greater(device, shape, d, a: Array, b: Array) -> Array:
+    """b < a."""
+    return binary("less", b, a)
+
+
+def greater_equal(device, shape, d, a: Array, b: Array) -> Array:
+    """b <= a."""
+    return binary("less_equal", b, a)
+
+
+def less_equal(device, shape, d, a: Array, b: Array) -> Array:
+    """a < b or a == b (False where either is NaN)."""
+    return binary("logical_or", binary("less", a, b), binary("equal", a, b))
+
+
+def not_equal(device, shape, d, a: Array, b: Array) -> Array:
+    """not (a == b) (True where either is NaN)."""
+    return unary("logical_not", binary("equal", a, b))
+
+
+def logical_xor(device, shape, d, a: Array, b: Array) -> Array:
+    """a != b on bools."""
+    return binary("not_equal", a, b)
+
+
+def isnan(device, shape, d, x: Array) -> Array:
+    """x != x for floats (either part, for complex); False for integers and bool."""
+    if x._dtype.kind in "fc":
+        return binary("not_equal", x, x)
+    return _full(device, x.shape, False, dt.bool)
+
+
+def isfinite(device, shape, d, x: Array) -> Array:
+    """x * 0 == 0: NaN exactly where x (either part) is infinite or NaN; True for integers."""
+    k = x._dtype.kind
+    if k in "fc":
+        z = _zero(x._dtype)
+        return binary("equal", binary("multiply", x, z), z)
+    return _full(device, x.shape, True, dt.bool)
+
+
+def isinf(device, shape, d, x: Array) -> Array:
+    """x == inf or x == -inf (either part, for complex: needs real/imag); False for integers."""
+    k = x._dtype.kind
+    if k == "f":
+        return binary("logical_or", binary("equal", x, math.inf), binary("equal", x, -math.inf))
+    if k == "c":
+        if device.kernels.get("real") is None or device.kernels.get("imag") is None:
+            _real_only("isinf", device, x)
+        return binary("logical_or", unary("isinf", unary("real", x)),
+                      unary("isinf", unary("imag", x)))
+    return _full(device, x.shape, False, dt.bool)
+
+
+# ---- reductions: (x, axes, keepdims, out_dtype) ---------------------------------------------
+def count_nonzero(device, x: Array, axes, keepdims: bool, out_dtype) -> Array:
+    """sum(x != 0) as int64."""
+    nz = x if x._dtype is dt.bool else binary("not_equal", x, _zero(x._dtype))
+    ones = as_compute_array(nz, dt.int64, device, "count_nonzero")
+    return statistical._reduce("sum", ones, axes, keepdims, out_dtype)
+
+
+def any_(device, x: Array, axes, keepdims: bool, out_dtype) -> Array:
+    """count_nonzero(x) > 0."""
+    return binary("less", 0, count_nonzero(device, x, axes, keepdims, dt.int64))
+
+
+def all_(device, x: Array, axes, keepdims: bool, out_dtype) -> Array:
+    """count_nonzero(x) == the number of elements reduced (True when there are none)."""
+    n = math.prod(x.shape[a] for a in axes)
+    return binary("equal", count_nonzero(device, x, axes, keepdims, dt.int64), n)
+
+
+def _arg(device, x: Array, axis, keepdims: bool, op: str) -> Array:
+    """The first index of the max (min) along ``axis`` (flattened when None); NaN wins."""
+    if x._dtype is dt.bool:
+        x = as_compute_array(x, dt.uint8, device, op)
+    nd = x.ndim
+    if axis is None:
+        x, ax = _reshape(x, (x.size,)), 0
+    else:
+        ax = axis
+    n = x.shape[ax]
+    m = (statistical.max if op == "argmax" else statistical.min)(x, axis=ax, keepdims=True)
+    hit = binary("equal", x, m)
+    if x._dtype.kind == "f":   # a NaN is the max and the min, and m is NaN then
+        hit = binary("logical_or", hit, unary("isnan", x))
+    idx = _reshape(_iota(device, n), tuple(n if i == ax else 1 for i in range(x.ndim)))
+    first = statistical.min(searching.where(hit, idx, n), axis=ax, keepdims=keepdims)
+    if axis is None and keepdims:
+        first = _reshape(first, (1,) * nd)
+    return first
+
+
+def argmax(device, x: Array, axis, keepdims: bool) -> Array:
+    """First index of the largest element (NaN counts as largest)."""
+    return _arg(device, x, axis, keepdims, "argmax")
+
+
+def argmin(device, x: Array, axis, keepdims: bool) -> Array:
+    """First index of the smallest element (NaN counts as smallest)."""
+    return _arg(device, x, axis, keepdims, "argmin")
+
+
+def cumulative_prod(device, x: Array, axis: int, include_initial: bool, out_dtype) -> Array:
+    """Running product along ``axis`` in NumPy's order (one multiply per step: O(n) kernel
+    calls, exact where a tree-shaped scan would round differently)."""
+    x = as_compute_array(x, out_dtype, device, "cumulative_prod")
+    n = x.shape[axis]
+    shape = list(x.shape)
+    shape[axis] = n + int(include_initial)
+    out = _empty(device, shape, out_dtype)
+    at = 0
+    if include_initial:
+        _assign(_along(out, axis, 0), _full(device, (), 1, out_dtype))
+        at = 1
+    acc = None
+    for i in range(n):
+        xi = _along(x, axis, i)
+        acc = xi if acc is None else binary("multiply", acc, xi)
+        _assign(_along(out, axis, at + i), acc)
+    return out
+
+
+# ---- indexing ------------------------------------------------------------------------------
+def normalize_indices(device, idx: Array, n: int):
+    """(int64 idx with negatives wrapped by n, the first out-of-range value or None)."""
+    i = as_compute_array(idx, dt.int64, device, "normalize_indices")
+    w = searching.where(binary("less", i, 0), binary("add", i, n), i)
+    bad = binary("logical_or", binary("less", w, 0), unary("logical_not", binary("less", w, n)))
+    if not bool(any_(device, bad, tuple(range(bad.ndim)), False, dt.bool)):
+        return w, None
+    first = argmax(device, bad, None, False)   # of the flattened mask: row-major order
+    return w, int(_reshape(_gather(_reshape(i, (i.size,)), _reshape(first, (1,))), ()))
+
+
+def repeat_indices(device, counts: Array):
+    """i repeated counts[i] times for each i (int64), or None when a count is negative: the
+    index of output j is the number of running totals <= j."""
+    c = as_compute_array(counts, dt.int64, device, "repeat_indices")
+    if bool(any_(device, binary("less", c, 0), (0,), False, dt.bool)):
+        return None
+    ends = statistical.cumulative_sum(c, axis=0)
+    total = int(_slice(ends, (c.size - 1,))) if c.size else 0
+    return searching.searchsorted(ends, _iota(device, total), side="right")
+
+
+def nonzero(device, x: Array) -> tuple:
+    """The coordinates of the nonzero elements: mask_indices of x cast to bool (NaN is nonzero)."""
+    mask = as_compute_array(x, dt.bool, device, "nonzero")
+    return tuple(wrap(b, dt.int64, device) for b in core.kernel(device, "mask_indices")(mask._buf))
+
+
+def diagonal(device, x: Array, offset: int) -> Array:
+    """The offset diagonal of the last two axes: a strided slice of the matrices flattened (a
+    view where the reshape is one)."""
+    r, c = x.shape[-2:]
+    sr, sc = max(-offset, 0), max(offset, 0)
+    k = max(0, min(r - sr, c - sc))
+    flat = _reshape(x, x.shape[:-2] + (r * c,))
+    start = sr * c + sc
+    key = slice(start, start + (k - 1) * (c + 1) + 1, c + 1) if k else slice(0, 0, 1)
+    return _slice(flat, (slice(0, None, 1),) * (x.ndim - 2) + (key,))
+
+
+# ---- sorting and sets ----------------------------------------------------------------------
+def _order(device, flat: Array) -> Array:
+    """A stable sorting order of 1-D ``flat`` (complex: by real part, then imaginary part)."""
+    if flat._dtype.kind != "c":
+        return wrap(core.kernel(device, "argsort")(flat._buf, 0, False, True), dt.int64, device)
+    o1 = _order(device, unary("imag", flat))
+    o2 = _order(device, _gather(unary("real", flat), o1))
+    return _gather(o1, o2)
+
+
+def unique(device, x: Array) -> tuple:
+    """(sorted values, first indices, flat inverse indices, counts); every NaN is distinct."""
+    n = x.size
+    flat = _reshape(x, (n,))
+    if n == 0:
+        return (_copy(flat), *(_empty(device, (0,), dt.int64) for _ in range(3)))
+    order = _order(device, flat)
+    s = _gather(flat, order)
+    new = _empty(device, (n,), dt.bool)
+    _assign(_slice(new, (slice(0, 1, 1),)), _full(device, (), True, dt.bool))
+    if n > 1:
+        _assign(_slice(new, (slice(1, n, 1),)),
+                binary("not_equal", _slice(s, (slice(1, n, 1),)), _slice(s, (slice(0, n - 1, 1),))))
+    (starts,) = nonzero(device, new)
+    m = starts.shape[0]
+    group = binary("subtract", statistical.cumulative_sum(new, axis=0), 1)
+    inverse = _empty(device, (n,), dt.int64)
+    core.kernel(device, "scatter")(inverse._buf, (order._buf,), group._buf)
+    rest = _slice(starts, (slice(1, m, 1) if m > 1 else slice(0, 0, 1),))
+    ends = manipulation.concat([rest, _full(device, (1,), n, dt.int64)])
+    return _gather(s, starts), _gather(order, starts), inverse, binary("subtract", ends, starts)
+
+
+def isin(device, a: Array, b: Array, invert: bool) -> Array:
+    """Whether each element of a equals some element of b (binary search in sorted b)."""
+    m = b.size
+    if m == 0 or a.size == 0:
+        return _full(device, a.shape, bool(invert), dt.bool)
+    flat = _reshape(b, (m,))
+    if a._dtype.kind == "c" and _orders_complex(device):
+        hit = _isin_by_unique(device, a, flat)
+    elif a._dtype.kind == "c":   # no order to search in: compare with every element of b
+        eq = binary("equal", _reshape(a, a.shape + (1,)), flat)
+        hit = any_(device, eq, (a.ndim,), False, dt.bool)
+    else:
+        if a._dtype is dt.bool:
+            a, flat = (as_compute_array(v, dt.uint8, device, "isin") for v in (a, flat))
+        sb = wrap(core.kernel(device, "sort")(flat._buf, 0, False, True), flat._dtype, device)
+        i = binary("minimum", searching.searchsorted(sb, a), m - 1)
+        hit = binary("equal", _reshape(_gather(sb, _reshape(i, (i.size,))), a.shape), a)
+    return unary("logical_not", hit) if invert else hit
+
+
+def _orders_complex(device) -> bool:
+    """Whether ``unique`` of a complex array runs on ``device`` (a kernel, or real and imag)."""
+    k = device.kernels
+    return k.get("unique") is not None or (k.get("real") is not None and k.get("imag") is not None)
+
+
+def _isin_by_unique(device, a: Array, flat_b: Array) -> Array:
+    """isin through unique of b ++ a: an element of a is in b when the first index of its group
+    (the smallest: the sort is stable) points into b."""
+    m, n = flat_b.size, a.size
+    both = manipulation.concat([flat_b, _reshape(a, (n,))])
+    _, first, inverse, _ = (wrap(r, dt.int64, device) for r in core.call(device, "unique", both))
+    g = _gather(first, _slice(inverse, (slice(m, m + n, 1),)))
+    return _reshape(binary("less", g, m), a.shape)
+
+
+# ---- linalg, fft, nn -----------------------------------------------------------------------
+def cross(device, shape, d, a: Array, b: Array) -> Array:
+    """3-vector cross product along the last axis (a and b broadcast to ``shape``)."""
+    bt = core.kernel(device, "broadcast_to")
+    a, b = (wrap(bt(v._buf, tuple(shape)), d, device) for v in (a, b))
+    out = _empty(device, shape, d)
+    last = len(shape) - 1
+    for i in range(3):
+        j, k = (i + 1) % 3, (i + 2) % 3
+        t = binary("subtract", binary("multiply", _along(a, last, j), _along(b, last, k)),
+                   binary("multiply", _along(a, last, k), _along(b, last, j)))
+        _assign(_along(out, last, i), t)
+    return out
+
+
+def fft_roll(device, x: Array, shifts: tuple, axes: tuple) -> Array:
+    """A copy of x rolled by ``shifts`` along ``axes`` (grilly.roll)."""
+    return manipulation.roll(x, shifts, axis=axes) if axes else _copy(x)
+
+
+def softmax(device, x: Array, axis: int) -> Array:
+    """exp(x - max) / sum(exp(x - max)) along ``axis``."""
+    return fused._composed(x, axis, False)
+
+
+def log_softmax(device, x: Array, axis: int) -> Array:
+    """(x - max) - log(sum(exp(x - max))) along ``axis``."""
+    return fused._composed(x, axis, True)
+
+
+def im2col(device, x: Array, *args) -> Array:
+    """Kernel windows from strided slices (grilly.array.conv)."""
+    return conv.im2col(x, *args)   # composes where the device has no im2col kernel
+
+
+def col2im(device, g: Array, *args) -> Array:
+    """The adjoint of im2col from slices and sums (grilly.array.conv)."""
+    return conv.col2im(g, *args)
+
+
+def host_view(device, x: Array):
+    """No zero-copy view of device memory: None (callers copy through to_host)."""
+    return None
+
+
+def scalar(device, value, d: dt.DType) -> Array:
+    """A 0-d array of ``value`` (the full kernel)."""
+    return _full(device, (), value, d)
+
+
+def _host_path(op: str):
+    fn = host_kernels.FUNCTIONS[op]
+
+    def f(device, *args):
+        return host.host_call(op, fn, device, *args)
+    f.__name__ = f.__qualname__ = op
+    f.__doc__ = f"{op} on the host (grilly.array.host_kernels), one counted round trip."
+    return f
+
+
+COMPOSITES = {
+    "host_view": host_view, "scalar": scalar,
+    "arange": arange, "linspace": linspace, "eye": eye,
+    "negative": negative, "positive": positive, "conj": conj, "real": real, "imag": imag,
+    "square": square, "greater": greater, "greater_equal": greater_equal,
+    "less_equal": less_equal, "not_equal": not_equal, "logical_xor": logical_xor,
+    "isnan": isnan, "isfinite": isfinite, "isinf": isinf,
+    "count_nonzero": count_nonzero, "any": any_, "all": all_, "argmax": argmax, "argmin": argmin,
+    "cumulative_prod": cumulative_prod,
+    "normalize_indices": normalize_indices, "repeat_indices": repeat_indices,
+    "nonzero": nonzero, "diagonal": diagonal, "unique": unique, "isin": isin,
+    "cross": cross, "fft_roll": fft_roll,
+    "softmax": softmax, "log_softmax": log_softmax, "im2col": im2col, "col2im": col2im,
+    **{op: _host_path(op) for op in host.HOST_OPS},
+}
+core.COMPOSITES.update(COMPOSITES)

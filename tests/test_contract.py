@@ -1,0 +1,434 @@
+"""The backend contract (grilly.backends.contract): the built-in backends provide every required
+kernel and nothing outside the contract; the composed tier is exactly the array layer's
+composite registry; and a "mini" backend holding only the required kernels (the cpu backend's)
+runs every composed op equal to numpy, while an optional op names itself and the device."""
+import math
+
+import numpy as np
+import pytest
+
+import grilly as gp
+from grilly.array import composites, conv, core, fused
+from grilly.backends import Backend, Device, contract, hookimpl
+from grilly.backends.cpu_numba.backend import CpuBackend
+
+REQUIRED = set(contract.names(contract.REQUIRED))
+COMPOSED = set(contract.names(contract.COMPOSED))
+
+
+def test_required_is_small():
+    assert len(REQUIRED) <= 40
+
+
+@pytest.mark.parametrize("name", sorted({d.backend.name for d in gp.devices()} & {"cpu", "vulkan"}))
+def test_builtin_backend_kernels(name):
+    dev = next(d for d in gp.devices() if d.backend.name == name)
+    have = set(dev.kernels)
+    assert REQUIRED - have == set(), f"{name} lacks required kernels"
+    assert have - set(contract.KERNELS) == set(), f"{name} has kernels outside the contract"
+
+
+def test_composed_tier_is_the_composite_registry():
+    assert set(core.COMPOSITES) == COMPOSED
+    assert set(composites.COMPOSITES) == COMPOSED
+
+
+# ---- the minimal backend -------------------------------------------------------------------
+class Mini(Backend):
+    """The cpu backend's kernels, filtered to the required tier."""
+
+    name = "mini"
+    priority = -100   # never the default device
+
+    def __init__(self):
+        self._devices = [Device(self, 0, "required kernels only")]
+
+    def devices(self):
+        return self._devices
+
+    def kernels(self):
+        return {n: k for n, k in CpuBackend().kernels().items() if n in REQUIRED}
+
+
+class MiniPlugin:
+    @hookimpl
+    def grilly_backends(self):
+        return [Mini()]
+
+
+@pytest.fixture(scope="module")
+def mini():
+    gp.backends.register(MiniPlugin(), name="mini-plugin")
+    try:
+        dev = gp.backends.registry.device("mini")
+        assert set(dev.kernels) == REQUIRED
+        yield dev
+    finally:
+        gp.backends.unregister(name="mini-plugin")
+
+
+def _edge(dtype: str) -> np.ndarray:
+    """Edge values of ``dtype``: zeros of both signs, infinities, NaN, extremes, ordinary."""
+    d = np.dtype(dtype)
+    if d.kind == "b":
+        return np.array([True, False, False, True, True, False])
+    if d.kind in "iu":
+        i = np.iinfo(d)
+        v = [0, 1, 3, i.max, i.max - 1, 2, 0, i.min]
+        if d.kind == "i":
+            v += [-1, -7, i.min + 1]
+        return np.array(v, d)
+    f = np.finfo(d if d.kind == "f" else np.dtype(d.char.lower()))
+    real = [0.0, -0.0, 1.5, -2.25, np.inf, -np.inf, np.nan, f.tiny / 4, -f.max, 1.5, 0.0]
+    if d.kind == "f":
+        return np.array(real, d)
+    imag = [0.0, -0.0, np.nan, 1.0, 0.0, -np.inf, 2.0, 0.0, 3.0, 0.0, -0.0]
+    return (np.array(real) + 1j * np.array(imag)).astype(d)
+
+
+REAL = ["int8", "uint8", "int32", "int64", "uint64", "float16", "float32", "float64"]
+ALL = ["bool", *REAL, "complex64", "complex128"]
+
+
+def _same(got, want) -> None:
+    """Equal dtype, shape and values, NaN equal to NaN and -0.0 told from 0.0."""
+    g = np.asarray(got)
+    want = np.asarray(want)
+    assert g.dtype == want.dtype, (g.dtype, want.dtype)
+    assert g.shape == want.shape, (g.shape, want.shape)
+    np.testing.assert_array_equal(g, want)
+    if want.dtype.kind in "fc":
+        for part in (np.real, np.imag) if want.dtype.kind == "c" else (np.real,):
+            gp_, wp = part(g), part(want)
+            ok = np.isnan(wp) | (np.signbit(gp_) == np.signbit(wp))
+            assert ok.all(), "signed zero differs"
+
+
+def _on(dev, h):
+    return gp.asarray(h, device=dev)
+
+
+def _grid(dtype):
+    """Every pair of edge values: (a, b) of shape (n, n)."""
+    v = _edge(dtype)
+    return np.repeat(v[:, None], v.size, 1), np.repeat(v[None, :], v.size, 0)
+
+
+# ---- checks, one per composed op -------------------------------------------------------------
+def _unary(op, kinds):
+    def check(dev):
+        for dtype in ALL:
+            x = _edge(dtype)
+            if np.dtype(dtype).kind not in kinds:
+                continue
+            _same(getattr(gp, op)(_on(dev, x)), getattr(np, op)(x))
+    return check
+
+
+def _complex_needs_kernel(op):
+    def check(dev):
+        _unary(op, "iuf")(dev)
+        for dtype in ("complex64", "complex128"):
+            with pytest.raises(NotImplementedError, match=f"{op}.*mini"):
+                getattr(gp, op)(_on(dev, _edge(dtype)))
+    return check
+
+
+def _binary(op, kinds):
+    def check(dev):
+        for dtype in ALL:
+            if np.dtype(dtype).kind not in kinds:
+                continue
+            a, b = _grid(dtype)
+            _same(getattr(gp, op)(_on(dev, a), _on(dev, b)), getattr(np, op)(a, b))
+            # broadcasting and a Python scalar
+            _same(getattr(gp, op)(_on(dev, a[:, :1]), _on(dev, b[0])), getattr(np, op)(a[:, :1], b[0]))
+        if "i" in kinds:
+            h = np.array([1, 5, 3])
+            _same(getattr(gp, op)(_on(dev, h), 3), getattr(np, op)(h, 3))
+    return check
+
+
+def _creation(dev):
+    cpu = gp.backends.registry.device("cpu")
+    cases = [("arange", (5,), {}), ("arange", (1.5, 7.25, 0.75), {}), ("arange", (10, -3, -3), {}),
+             ("arange", (0.1, 1.0, 0.1), {"dtype": gp.float32}), ("arange", (3, 3), {}),
+             ("arange", (2, 250, 3), {"dtype": gp.uint8}), ("arange", (0, 5), {"dtype": gp.float16}),
+             ("linspace", (0, 1, 7), {}), ("linspace", (-2.5, 3.0, 11), {"endpoint": False}),
+             ("linspace", (0, 1, 5), {"dtype": gp.float32}), ("linspace", (1j, 2 + 3j, 4), {}),
+             ("linspace", (0, 1, 0), {}), ("eye", (3,), {}), ("eye", (2, 5), {"k": 2}),
+             ("eye", (4, 3), {"k": -1, "dtype": gp.int8}), ("eye", (3,), {"k": 7, "dtype": gp.bool}),
+             ("eye", (0, 2), {})]
+    for op, args, kw in cases:
+        got = getattr(gp, op)(*args, device=dev, **kw)
+        _same(got, np.asarray(getattr(gp, op)(*args, device=cpu, **kw)))   # the cpu kernel's numbers
+    _same(gp.arange(1.5, 7.25, 0.75, device=dev), np.arange(1.5, 7.25, 0.75))
+    _same(gp.linspace(-2.5, 3.0, 11, device=dev), np.linspace(-2.5, 3.0, 11))
+    _same(gp.eye(4, 3, k=-1, device=dev), np.eye(4, 3, k=-1))
+
+
+def _reduction(op):
+    def check(dev):
+        for dtype in ALL:
+            x = _edge(dtype)[:6].reshape(2, 3)
+            for h in (x, np.zeros((0, 3), x.dtype), x[:1]):
+                for axis in (None, 0, 1, (0, 1)):
+                    for keepdims in (False, True):
+                        got = getattr(gp, op)(_on(dev, h), axis=axis, keepdims=keepdims)
+                        want = getattr(np, op)(h, axis=axis, keepdims=keepdims)
+                        _same(got, np.asarray(want, np.int64 if op == "count_nonzero" else bool))
+    return check
+
+
+def _arg(op):
+    def check(dev):
+        cases = {d: [_edge(d)] for d in ["bool", *REAL]}
+        cases["float64"] += [np.array([1.0, 3.0, np.nan, 3.0, np.nan]), np.array([-0.0, 0.0, -0.0])]
+        cases["int32"].append(np.array([2, 9, 9, -4, -4], np.int32))
+        for dtype, arrays in cases.items():
+            for x in arrays:
+                for h in (x, x[:6].reshape(2, 3) if x.size >= 6 else x, np.array(x[1])):
+                    axes = [None] + list(range(h.ndim))
+                    for axis in axes:
+                        for keepdims in (False, True):
+                            got = getattr(gp, op)(_on(dev, h), axis=axis, keepdims=keepdims)
+                            _same(got, getattr(np, op)(h, axis=axis, keepdims=keepdims))
+    return check
+
+
+def _cumulative_prod(dev):
+    for dtype in ALL:
+        x = _edge(dtype)[:6]
+        if np.dtype(dtype).kind == "f":
+            x = np.where(np.isfinite(x), x, 1.5).astype(dtype)   # keep it readable
+        x2 = x.reshape(2, 3)
+        for h, axis in ((x, 0), (x2, 0), (x2, 1), (np.zeros((2, 0), x.dtype), 1)):
+            for init in (False, True):
+                got = gp.cumulative_prod(_on(dev, h), axis=axis, include_initial=init)
+                want = np.cumulative_prod(h, axis=axis, include_initial=init)
+                _same(got, want)
+    x = np.array([3.0, np.inf, 0.0, np.nan, -0.0, 2.0])
+    _same(gp.cumulative_prod(_on(dev, x)), np.cumulative_prod(x))
+
+
+def _normalize_indices(dev):
+    x = np.arange(10.0)
+    for idx in ([0, -1, 3, -10, 9], [], [[1, -2], [-3, 4]]):
+        i = np.array(idx, np.int32)
+        _same(_on(dev, x)[_on(dev, i)], x[i])
+    for bad in ([1, 10, -11], [-11]):
+        with pytest.raises(IndexError, match=f"index {bad[-1] if bad == [-11] else 10} is out"):
+            _on(dev, x)[_on(dev, np.array(bad))]
+    _same(gp.take(_on(dev, x), _on(dev, np.array([-1, 2], np.uint8 if False else np.int8))),
+          np.take(x, [-1, 2]))
+
+
+def _repeat_indices(dev):
+    x = np.array([1.5, -0.0, np.nan, 4.0])
+    for r in ([2, 0, 3, 1], [0, 0, 0, 0], [1, 1, 1, 1]):
+        for dtype in (np.int64, np.uint8, np.int16):
+            rep = np.array(r, dtype)
+            _same(gp.repeat(_on(dev, x), _on(dev, rep)), np.repeat(x, rep))
+    m = np.arange(6).reshape(2, 3)
+    _same(gp.repeat(_on(dev, m), _on(dev, np.array([2, 0, 1])), axis=1), np.repeat(m, [2, 0, 1], 1))
+    with pytest.raises(ValueError, match="negative"):
+        gp.repeat(_on(dev, x), _on(dev, np.array([1, -1, 0, 0])))
+
+
+def _nonzero(dev):
+    for dtype in ALL:
+        x = _edge(dtype)
+        for h in (x, x[:6].reshape(2, 3), np.zeros((0, 2), x.dtype), x[:6].reshape(1, 2, 3)):
+            got = gp.nonzero(_on(dev, h))
+            want = np.nonzero(h)
+            assert len(got) == len(want)
+            for g, w in zip(got, want):
+                _same(g, w.astype(np.int64))
+
+
+def _diagonal(dev):
+    for shape in ((3, 4), (4, 3), (2, 3, 3), (0, 3), (3, 0), (1, 1)):
+        x = np.arange(math.prod(shape), dtype=np.float32).reshape(shape)
+        for k in range(-4, 5):
+            _same(gp.linalg.diagonal(_on(dev, x), offset=k), np.diagonal(x, k, -2, -1))
+    x = np.arange(12.0).reshape(3, 4)
+    _same(gp.linalg.trace(_on(dev, x), offset=1), np.trace(x, 1))
+
+
+def _unique(dev):
+    for dtype in ["bool", *REAL]:
+        x = np.concatenate([_edge(dtype), _edge(dtype)[::-1]])
+        for h in (x, x.reshape(2, -1), x[:0]):
+            r = gp.unique_all(_on(dev, h))
+            w = np.unique_all(h)
+            for g, ww in zip(r, w):
+                _same(g, np.asarray(ww).astype(np.int64) if ww.dtype.kind in "iu"
+                      and ww is not w.values else ww)
+    with pytest.raises(NotImplementedError, match="mini"):
+        gp.unique_values(_on(dev, _edge("complex128")))
+
+
+def _isin(dev):
+    for dtype in ALL:
+        v = _edge(dtype)
+        a, b = v.reshape(-1, 1)[:8], v[2:5]
+        for inv in (False, True):
+            _same(gp.isin(_on(dev, a), _on(dev, b), invert=inv), np.isin(a, b, invert=inv))
+            _same(gp.isin(_on(dev, v), _on(dev, v[:0]), invert=inv), np.isin(v, v[:0], invert=inv))
+    _same(gp.isin(_on(dev, np.array([1, 4, 9])), 4), np.isin([1, 4, 9], 4))
+
+
+def _cross(dev):
+    rng = np.random.default_rng(0)
+    for dtype in ("int32", "float32", "float64", "complex128"):
+        a = rng.integers(-9, 9, (4, 3)).astype(dtype)
+        b = rng.integers(-9, 9, (2, 1, 3)).astype(dtype)
+        _same(gp.linalg.cross(_on(dev, a), _on(dev, b)), np.cross(a, b))
+    a = np.array([[1.0, np.inf, -0.0], [np.nan, 2.0, 3.0]])
+    b = np.array([[0.0, 1.0, 2.0], [1.0, -0.0, 0.5]])
+    _same(gp.linalg.cross(_on(dev, a.T), _on(dev, b.T), axis=0), np.cross(a.T, b.T, axis=0))
+
+
+def _fft_roll(dev):
+    for shape in ((5,), (4, 3), (0, 3), (2, 3, 4)):
+        x = np.arange(math.prod(shape), dtype=np.float64).reshape(shape)
+        for axes in (None, 0, (-1,), tuple(range(len(shape)))):
+            _same(gp.fft.fftshift(_on(dev, x), axes=axes), np.fft.fftshift(x, axes=axes))
+            _same(gp.fft.ifftshift(_on(dev, x), axes=axes), np.fft.ifftshift(x, axes=axes))
+
+
+def _softmax(log):
+    def check(dev):
+        rng = np.random.default_rng(1)
+        for dtype in ("float32", "float64"):
+            x = rng.normal(size=(3, 5)).astype(dtype)
+            x[0, 1] = -np.inf
+            for axis in (0, 1, -1):
+                m = x - x.max(axis=axis, keepdims=True)
+                e = np.exp(m)
+                want = m - np.log(e.sum(axis=axis, keepdims=True)) if log else e / e.sum(
+                    axis=axis, keepdims=True)
+                f = fused.log_softmax if log else fused.softmax
+                got = np.asarray(f(_on(dev, x), axis=axis))
+                np.testing.assert_allclose(got, want, rtol=4 * np.finfo(dtype).eps, atol=0)
+    return check
+
+
+def _conv(adjoint):
+    def check(dev):
+        cpu = gp.backends.registry.device("cpu")
+        rng = np.random.default_rng(2)
+        args = ((3, 2), (1, 2), (1, 1), (1, 0, 2, 1))
+        if not adjoint:
+            x = rng.normal(size=(2, 3, 6, 7)).astype(np.float32)
+            out = (5, 5)
+            for cm in (False, True):
+                got = conv.im2col(_on(dev, x), *args, 0.0, out, cm)
+                want = conv.im2col(_on(cpu, x), *args, 0.0, out, cm)
+                _same(got, np.asarray(want))
+        else:
+            g = rng.normal(size=(2, 3, 6, 5, 5)).astype(np.float64)
+            got = conv.col2im(_on(dev, g), *args, (6, 7))
+            want = conv.col2im(_on(cpu, g), *args, (6, 7))
+            np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-13, atol=1e-13)
+    return check
+
+
+def _host_view(dev):
+    x = np.array([[1.0, -0.0], [np.nan, 4.0]])
+    a = _on(dev, x)
+    _same(np.asarray(a), x)
+    _same(np.from_dlpack(a), x)
+
+
+def _scalar(dev):
+    x = np.array([1.0, -0.0, np.nan], np.float32)
+    _same(_on(dev, x) * 2.5 + 1, x * np.float32(2.5) + np.float32(1))
+
+
+HOST_CASES = {
+    "cholesky": lambda a: (gp.linalg.cholesky(a), np.linalg.cholesky),
+    "det": lambda a: (gp.linalg.det(a), np.linalg.det),
+    "eig": lambda a: (gp.linalg.eig(a)[0], lambda h: np.linalg.eig(h)[0]),
+    "eigh": lambda a: (gp.linalg.eigh(a)[0], lambda h: np.linalg.eigh(h)[0]),
+    "eigvals": lambda a: (gp.linalg.eigvals(a), np.linalg.eigvals),
+    "eigvalsh": lambda a: (gp.linalg.eigvalsh(a), np.linalg.eigvalsh),
+    "inv": lambda a: (gp.linalg.inv(a), np.linalg.inv),
+    "matrix_rank": lambda a: (gp.linalg.matrix_rank(a), np.linalg.matrix_rank),
+    "pinv": lambda a: (gp.linalg.pinv(a), np.linalg.pinv),
+    "qr": lambda a: (gp.linalg.qr(a)[1], lambda h: np.linalg.qr(h)[1]),
+    "slogdet": lambda a: (gp.linalg.slogdet(a)[1], lambda h: np.linalg.slogdet(h)[1]),
+    "solve": lambda a: (gp.linalg.solve(a, a[..., :1]), lambda h: np.linalg.solve(h, h[..., :1])),
+    "svd": lambda a: (gp.linalg.svd(a)[1], lambda h: np.linalg.svd(h)[1]),
+    "svdvals": lambda a: (gp.linalg.svdvals(a), lambda h: np.linalg.svd(h, compute_uv=False)),
+    "fft_c2c": lambda a: (gp.fft.fft(a), np.fft.fft),
+    "fft_r2c": lambda a: (gp.fft.rfft(a), np.fft.rfft),
+    "fft_c2r": lambda a: (gp.fft.irfft(a), np.fft.irfft),
+}
+
+
+def _host(op):
+    def check(dev):
+        rng = np.random.default_rng(3)
+        m = rng.normal(size=(2, 4, 4))
+        h = m @ np.swapaxes(m, -1, -2) + 4 * np.eye(4)   # symmetric positive definite
+        a = _on(dev, h)
+        before = gp.device_stats(dev)["host_round_trips"]
+        got, ref = HOST_CASES[op](a)
+        want = ref(h)
+        assert gp.device_stats(dev)["host_round_trips"] > before
+        if op == "eig" or op == "eigvals":
+            got, want = np.sort_complex(np.asarray(got)), np.sort_complex(want)
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-10, atol=1e-10)
+    return check
+
+
+CHECKS = {
+    "host_view": _host_view, "scalar": _scalar,
+    "arange": _creation, "linspace": _creation, "eye": _creation,
+    "negative": _unary("negative", "iufc"), "positive": _unary("positive", "iufc"),
+    "conj": _complex_needs_kernel("conj"), "real": _complex_needs_kernel("real"),
+    "imag": _complex_needs_kernel("imag"), "square": _unary("square", "iufc"),
+    "isnan": _unary("isnan", "biufc"), "isfinite": _unary("isfinite", "biufc"),
+    "isinf": _complex_needs_kernel("isinf"),
+    "greater": _binary("greater", "iuf"), "greater_equal": _binary("greater_equal", "iuf"),
+    "less_equal": _binary("less_equal", "iuf"), "not_equal": _binary("not_equal", "biufc"),
+    "logical_xor": _binary("logical_xor", "b"),
+    "count_nonzero": _reduction("count_nonzero"), "any": _reduction("any"),
+    "all": _reduction("all"), "argmax": _arg("argmax"), "argmin": _arg("argmin"),
+    "cumulative_prod": _cumulative_prod, "normalize_indices": _normalize_indices,
+    "repeat_indices": _repeat_indices, "nonzero": _nonzero, "diagonal": _diagonal,
+    "unique": _unique, "isin": _isin, "cross": _cross, "fft_roll": _fft_roll,
+    "softmax": _softmax(False), "log_softmax": _softmax(True),
+    "im2col": _conv(False), "col2im": _conv(True),
+    **{op: _host(op) for op in HOST_CASES},
+}
+
+
+def test_every_composed_op_is_checked():
+    assert set(CHECKS) == COMPOSED
+
+
+@pytest.mark.parametrize("op", sorted(COMPOSED))
+def test_composed_op_on_required_kernels_only(mini, op):
+    CHECKS[op](mini)
+
+
+@pytest.mark.parametrize("op", ["sin", "bitwise_and", "floor_divide"])
+def test_optional_op_names_op_and_device(mini, op):
+    x = _on(mini, np.array([1, 2, 3]))
+    with pytest.raises(NotImplementedError, match=rf"{op}: not available on device mini"):
+        getattr(gp, op)(x) if op == "sin" else getattr(gp, op)(x, x)
+
+
+def test_vulkan_backend_imports_no_other_backend():
+    import subprocess
+    import sys
+
+    code = ("import importlib, pkgutil, sys\n"
+            "sys.modules['grilly.backends.cpu_numba'] = None   # importing it now fails\n"
+            "import grilly.backends.vulkan as v\n"
+            "for m in pkgutil.iter_modules(v.__path__):\n"
+            "    importlib.import_module('grilly.backends.vulkan.' + m.name)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
