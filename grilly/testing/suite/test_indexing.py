@@ -75,7 +75,8 @@ def test_take(device, axis):
 def test_take_along_axis(device):
     a = _sample("int32")
     idx = np.argsort(a, axis=1, kind="stable")
-    assert_close(gp.take_along_axis(on(device, a), on(device, idx), axis=1), np.take_along_axis(a, idx, axis=1))
+    assert_close(gp.take_along_axis(on(device, a), on(device, idx), axis=1),
+                 np.take_along_axis(a, idx, axis=1))
 
 
 @K("nonzero")

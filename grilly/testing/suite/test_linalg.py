@@ -139,7 +139,8 @@ def test_eigh(device, dtype):
     real = np.float32 if dtype in ("float32", "complex64") else np.float64
     assert_close(w, np.linalg.eigvalsh(_wide(a)).astype(real), rtol=_tol(dtype))
     np.testing.assert_allclose(a @ v, v * w[..., None, :], rtol=_tol(dtype), atol=_tol(dtype) * 10)
-    assert_close(gp.linalg.eigvalsh(on(device, a)), np.linalg.eigvalsh(_wide(a)).astype(real), rtol=_tol(dtype))
+    assert_close(gp.linalg.eigvalsh(on(device, a)), np.linalg.eigvalsh(_wide(a)).astype(real),
+                 rtol=_tol(dtype))
 
 
 @K("eig", "eigvals")

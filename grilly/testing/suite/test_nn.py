@@ -37,7 +37,8 @@ def _conv_ref(x, w, stride, pad, dilation):
     out = np.zeros((n, o, oh, ow))
     for i in range(kh):
         for j in range(kw):
-            patch = x[:, :, i * dilation:i * dilation + stride * oh:stride, j * dilation:j * dilation + stride * ow:stride]
+            di, dj = i * dilation, j * dilation
+            patch = x[:, :, di:di + stride * oh:stride, dj:dj + stride * ow:stride]
             out += np.einsum("nchw,oc->nohw", patch, w[:, :, i, j])
     return out
 

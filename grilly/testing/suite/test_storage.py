@@ -103,7 +103,8 @@ def test_concat_stack(device):
 
 @K("arange")
 @pytest.mark.parametrize("args, dtype", [((5,), None), ((2, 11, 3), "int8"), ((0.5, 3.0, 0.25), "float32"),
-                                         ((10, 0, -2), "int64"), ((1.0, 2.0, 0.1), "float64"), ((3, 3), None)])
+                                         ((10, 0, -2), "int64"), ((1.0, 2.0, 0.1), "float64"),
+                                         ((3, 3), None)])
 def test_arange(device, args, dtype):
     got = gp.arange(*args, dtype=dtype and dt.from_name(dtype), device=device)
     want = np.arange(*args, dtype=dtype)
