@@ -153,3 +153,10 @@ def test_kernels_command(capsys):
     table = json.loads(capsys.readouterr().out)
     assert table["device"] == "cpu" and "sin" in table["families"]["elementwise"]["provided"]
     assert not any(f["missing_required"] for f in table["families"].values())
+
+
+def test_docs_contract_table_is_current():
+    """docs/backends.md's kernel table is generated from grilly.backends.contract."""
+    tool = os.path.join(os.path.dirname(__file__), "..", "tools", "contract_table.py")
+    r = subprocess.run([sys.executable, tool, "--check"], capture_output=True, text=True)
+    assert r.returncode == 0, "docs/backends.md is stale: run python3 tools/contract_table.py"

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import numpy as np
 
-import grilly as gp
-
 # The kit's tolerances (relative), per dtype: "exact" ops (correctly rounded arithmetic) and
 # "math" ops (library functions: exp, sin, ...). float64 allows a few ulp either way.
 RTOL = {
@@ -56,7 +54,9 @@ def require(device, *kernels: str, dtypes=()) -> None:
         pytest.skip(f"{device} lacks {', '.join(missing)}")
 
 
-def on(device, a, dtype=None) -> "gp.Array":
+def on(device, a, dtype=None):
     """A numpy array (or nested list) as a grilly array on ``device``."""
+    import grilly as gp   # here, not at import: the pytest11 plugin imports this package
+
     a = np.asarray(a) if dtype is None else np.asarray(a, dtype=dtype)
     return gp.asarray(a, device=device)
