@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 
 def info() -> dict:
@@ -42,13 +43,19 @@ def main(argv=None) -> int:
     k.add_argument("device", help="device name (cpu, vulkan, vulkan:1, ...)")
     k.add_argument("--json", action="store_true", help="print JSON instead of text")
     args = p.parse_args(argv)
+    if args.cmd in ("conformance", "kernels"):
+        from grilly.backends import registry
+        try:
+            dev = registry.device(args.device)
+        except ValueError as e:   # an unknown device: the message lists the available ones
+            print(f"grilly {args.cmd}: {e}", file=sys.stderr)
+            return 2
     if args.cmd == "conformance":
         from grilly.testing.report import run
-        return run(args.device, args.json, args.xfails)
+        return run(str(dev), args.json, args.xfails)
     if args.cmd == "kernels":
-        from grilly.backends import registry
         from grilly.testing.report import kernel_table, print_kernels
-        table = kernel_table(registry.device(args.device))
+        table = kernel_table(dev)
         if args.json:
             print(json.dumps(table, indent=2))
         else:

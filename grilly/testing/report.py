@@ -50,7 +50,9 @@ class Collector:
 
     def pytest_runtest_logreport(self, report) -> None:
         tid, ks, fam = self._items.get(report.nodeid, (report.nodeid, (), "untagged"))
-        rec = self.tests.setdefault(tid, {"family": fam, "kernels": list(ks), "outcome": "passed"})
+        rec = self.tests.setdefault(tid, {"family": fam, "kernels": list(ks), "outcome": "passed",
+                                          "seconds": 0.0})
+        rec["seconds"] = round(rec["seconds"] + report.duration, 4)
         cat, msg = _category(report)
         if cat is not None and (rec["outcome"] == "passed" or cat == "failed"):
             rec["outcome"] = cat
@@ -73,12 +75,13 @@ class Collector:
 
     def counts(self) -> dict[str, dict[str, int]]:
         """{family: {column: count}} and a ``total`` row."""
-        out: dict[str, dict[str, int]] = {}
+        out: dict[str, dict] = {}
         for rec in self.tests.values():
             for fam in (rec["family"], "total"):
-                row = out.setdefault(fam, dict.fromkeys(COLUMNS, 0))
+                row = out.setdefault(fam, {**dict.fromkeys(COLUMNS, 0), "seconds": 0.0})
                 row[rec["outcome"]] += 1
-        total = out.pop("total", dict.fromkeys(COLUMNS, 0))
+                row["seconds"] = round(row["seconds"] + rec["seconds"], 2)
+        total = out.pop("total", {**dict.fromkeys(COLUMNS, 0), "seconds": 0.0})
         return {**dict(sorted(out.items())), "total": total}
 
 
@@ -153,7 +156,7 @@ def run(device: str, json_path: str | None = None, xfails: str | None = None,
     args = ["-p", "grilly.testing.plugin", "-p", "no:terminal", "-p", "no:cacheprovider",
             "-c", os.devnull, "--rootdir", SUITE,
             "--grilly-device", str(dev), *(["--grilly-xfails", xfails] if xfails else []),
-            "-W", "ignore::RuntimeWarning", *extra_args, SUITE]
+            *extra_args, SUITE]
     print(f"grilly conformance: device {dev} ({dev.description})")
     rc = pytest.main(args, plugins=[col])
     counts = col.counts()
@@ -178,9 +181,9 @@ def run(device: str, json_path: str | None = None, xfails: str | None = None,
 
 
 def _print_counts(counts: dict) -> None:
-    heads = ("family",) + COLUMNS
+    heads = ("family",) + COLUMNS + ("seconds",)
     widths = [max(12, len(h)) for h in heads]
     print("  ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(heads, widths))))
     for fam, row in counts.items():
-        cells = [fam] + [str(row[c]) for c in COLUMNS]
+        cells = [fam] + [str(row[c]) for c in COLUMNS] + [f"{row['seconds']:.1f}"]
         print("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))))

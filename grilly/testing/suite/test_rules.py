@@ -20,7 +20,7 @@ def test_required_kernels_provided(device):
     assert not missing, f"{device} lacks required kernels: {' '.join(missing)}"
 
 
-@K("add", "multiply", "astype")
+@K("add", "multiply", "astype", family="rules")
 @pytest.mark.parametrize("a, b, want", [
     ("int8", "int16", "int16"), ("uint8", "int8", "int16"), ("uint32", "int64", "int64"),
     ("float32", "float64", "float64"), ("float16", "float32", "float32"),
@@ -33,7 +33,7 @@ def test_promotion(device, a, b, want):
     assert np.asarray(x + y).dtype == np.dtype(want)
 
 
-@K("add", "multiply", "full")
+@K("add", "multiply", "full", family="rules")
 def test_python_scalar_keeps_dtype(device):
     for d in ("int8", "uint16", "float16", "float32", "complex64"):
         x = on(device, np.ones(3, d))
@@ -52,7 +52,7 @@ def test_no_cross_kind_promotion(device):
         i + 1.5
 
 
-@K("add", "equal", "broadcast_to")
+@K("add", "equal", "broadcast_to", family="rules")
 @pytest.mark.parametrize("sa, sb", [((3, 1), (1, 4)), ((2, 3, 4), (4,)), ((), (2, 2)), ((0, 3), (1, 3)),
                                     ((5, 1, 2), (3, 1))])
 def test_result_shapes(device, sa, sb):
@@ -62,7 +62,7 @@ def test_result_shapes(device, sa, sb):
     assert gp.equal(x, y).dtype == gp.bool
 
 
-@K("from_host", "add")
+@K("from_host", "add", family="rules")
 def test_cross_device_is_a_value_error(device):
     others = [d for d in gp.devices() if d != device]
     if not others:
