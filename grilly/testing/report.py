@@ -43,6 +43,10 @@ class Collector:
         self.total = 0
         self.done = 0
 
+    def pytest_collectreport(self, report) -> None:
+        if report.failed:   # pytest's own terminal output is off: say why collection failed
+            self.stream.write(f"ERROR collecting {report.nodeid}:\n{report.longrepr}\n")
+
     def pytest_collection_finish(self, session) -> None:
         self.total = len(session.items)
         for it in session.items:
