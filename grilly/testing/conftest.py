@@ -45,6 +45,7 @@ def _in_kit(item) -> bool:
     return str(item.path).startswith(report.SUITE + os.sep)
 
 
+@pytest.hookimpl(tryfirst=True)   # before -k/-m deselect: the xfail ids are checked against all
 def pytest_collection_modifyitems(config, items) -> None:
     path = config.getoption("--grilly-xfails", None)
     xfails = _read_xfails(path) if path else {}
