@@ -1,9 +1,12 @@
 """The ``grilly`` command: ``grilly info`` lists backends, devices and capabilities;
-``grilly warmup`` compiles the CPU kernels into the on-disk cache ahead of first use."""
+``grilly warmup`` compiles the CPU kernels into the on-disk cache ahead of first use;
+``grilly conformance DEVICE`` runs the backend conformance kit; ``grilly kernels DEVICE`` lists
+which contract kernels a device provides, composes or lacks."""
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 
 def info() -> dict:
@@ -35,7 +38,32 @@ def main(argv=None) -> int:
     w = sub.add_parser("warmup", help="compile the CPU kernels of every op and dtype ahead of use")
     w.add_argument("-j", "--jobs", type=int, default=None, help="processes (default: all cores)")
     w.add_argument("-v", "--verbose", action="store_true", help="seconds per group and dtype")
+    c = sub.add_parser("conformance", help="run the backend conformance kit on a device")
+    c.add_argument("device", help="device name (cpu, vulkan, vulkan:1, ...)")
+    c.add_argument("--json", metavar="F", help="write counts and per-test outcomes to F")
+    c.add_argument("--xfails", metavar="F", help="file of kit test ids expected to fail")
+    k = sub.add_parser("kernels", help="kernels a device provides, composes by default, or lacks")
+    k.add_argument("device", help="device name (cpu, vulkan, vulkan:1, ...)")
+    k.add_argument("--json", action="store_true", help="print JSON instead of text")
     args = p.parse_args(argv)
+    if args.cmd in ("conformance", "kernels"):
+        from grilly.backends import registry
+        try:
+            dev = registry.device(args.device)
+        except ValueError as e:   # an unknown device: the message lists the available ones
+            print(f"grilly {args.cmd}: {e}", file=sys.stderr)
+            return 2
+    if args.cmd == "conformance":
+        from grilly.testing.report import run
+        return run(str(dev), args.json, args.xfails)
+    if args.cmd == "kernels":
+        from grilly.testing.report import kernel_table, print_kernels
+        table = kernel_table(dev)
+        if args.json:
+            print(json.dumps(table, indent=2))
+        else:
+            print_kernels(table)
+        return 1 if any(f["missing_required"] for f in table["families"].values()) else 0
     if args.cmd == "info":
         print(json.dumps(info(), indent=2, default=str))
     elif args.cmd == "warmup":

@@ -1,14 +1,30 @@
-"""The backend conformance kit: helpers any backend's tests use to compare against numpy."""
+"""The backend conformance kit: numpy-referenced helpers and a device-parametrised test suite.
+
+Run it with ``grilly conformance DEVICE`` or ``pytest --pyargs grilly.testing --grilly-device
+DEVICE`` (docs/conformance.md). The helpers below are also used by grilly's own tests/.
+"""
 from __future__ import annotations
 
 import numpy as np
 
-import grilly as gp
+# The kit's tolerances (relative), per dtype: "exact" ops (correctly rounded arithmetic) and
+# "math" ops (library functions: exp, sin, ...). float64 allows a few ulp either way.
+RTOL = {
+    "exact": {"float16": 1e-3, "float32": 2e-6, "float64": 1e-12, "complex64": 2e-6,
+              "complex128": 1e-12},
+    "math": {"float16": 1e-3, "float32": 1e-5, "float64": 1e-12, "complex64": 1e-5,
+             "complex128": 1e-12},
+}
 
 
 def to_numpy(x) -> np.ndarray:
     """Host copy of a grilly array (or pass numpy through)."""
-    return np.asarray(x) if isinstance(x, gp.Array) else np.asarray(x)
+    return np.asarray(x)
+
+
+def rtol_for(dtype, kind: str = "exact") -> float:
+    """The kit's relative tolerance for a (float or complex) dtype; 0 for exact dtypes."""
+    return RTOL[kind].get(np.dtype(dtype).name, 0.0)
 
 
 def assert_close(actual, expected, rtol=None, atol=0.0, equal_nan=True) -> None:
@@ -36,3 +52,11 @@ def require(device, *kernels: str, dtypes=()) -> None:
                 if not device.backend.supports_dtype(device, from_numpy(np.dtype(d)))]
     if missing:
         pytest.skip(f"{device} lacks {', '.join(missing)}")
+
+
+def on(device, a, dtype=None):
+    """A numpy array (or nested list) as a grilly array on ``device``."""
+    import grilly as gp   # here, not at import: the pytest11 plugin imports this package
+
+    a = np.asarray(a) if dtype is None else np.asarray(a, dtype=dtype)
+    return gp.asarray(a, device=device)
