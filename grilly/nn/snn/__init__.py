@@ -1,0 +1,10 @@
+"""Spiking neural networks written once against the grilly namespace (every device): neuron
+layers, surrogate-gradient spike functions, encoders, readouts and losses, and STDP/Hebbian
+plasticity. See docs/snn.md for the update equations."""
+from . import functional, surrogate  # noqa: F401
+from .neurons import *  # noqa: F401,F403
+
+from . import neurons as _n
+
+__all__ = ["functional", "surrogate", *_n.__all__]
+del _n
