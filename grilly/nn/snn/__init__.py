@@ -2,9 +2,11 @@
 layers, surrogate-gradient spike functions, encoders, readouts and losses, and STDP/Hebbian
 plasticity. See docs/snn.md for the update equations."""
 from . import functional, surrogate  # noqa: F401
+from .encoding import *  # noqa: F401,F403
+from .loss import *  # noqa: F401,F403
 from .neurons import *  # noqa: F401,F403
 
-from . import neurons as _n
+from . import encoding as _e, loss as _lo, neurons as _n
 
-__all__ = ["functional", "surrogate", *_n.__all__]
-del _n
+__all__ = ["functional", "surrogate", *_e.__all__, *_lo.__all__, *_n.__all__]
+del _e, _lo, _n
