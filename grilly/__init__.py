@@ -37,6 +37,8 @@ from . import autograd, random, nn, optim  # noqa: E402,F401
 
 autograd.install(globals())
 
+from .compute import Compute, SNNCompute, VulkanCompute  # noqa: E402,F401  (the seed API)
+
 
 def __getattr__(name: str):
     # probed on first use, so importing grilly never starts a Vulkan instance
