@@ -69,7 +69,7 @@ def plot(history, path: str) -> None:
     ax2 = ax.twinx()
     ax2.plot(ep, [h[2] for h in history], "s-", color="tab:green", label="test accuracy")
     ax2.set_ylabel("test accuracy")
-    fig.legend(loc="center right")
+    fig.legend(loc="center", bbox_to_anchor=(0.55, 0.55))
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     print(f"wrote {path}")
