@@ -18,6 +18,8 @@ from . import autograd, random, nn, optim  # noqa: E402,F401
 autograd.install(globals())
 _dispatch.set_namespace(_sys.modules[__name__])   # what Array.__array_namespace__ returns
 
+from .compute import Compute, SNNCompute, VulkanCompute  # noqa: E402,F401  (the seed API)
+
 
 def __getattr__(name: str):
     # probed on first use, so importing grilly never starts a Vulkan instance

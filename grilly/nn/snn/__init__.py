@@ -1,0 +1,14 @@
+"""Spiking neural networks written once against the grilly namespace (every device): neuron
+layers, surrogate-gradient spike functions, encoders, readouts and losses, and STDP/Hebbian
+plasticity. See docs/snn.md for the update equations."""
+from . import functional, surrogate  # noqa: F401
+from .encoding import *  # noqa: F401,F403
+from .loss import *  # noqa: F401,F403
+from .neurons import *  # noqa: F401,F403
+from .plasticity import *  # noqa: F401,F403
+
+from . import encoding as _e, loss as _lo, neurons as _n, plasticity as _p
+
+__all__ = ["functional", "surrogate", *_e.__all__, *_lo.__all__, *_n.__all__,
+           *_p.__all__]
+del _e, _lo, _n, _p

@@ -1,0 +1,208 @@
+"""Stateless spiking-neuron steps: each takes the input current and the old state and returns the
+spikes and the new state, written with namespace ops so they run (and differentiate) on every
+device. The update equations are in docs/snn.md; in short, with ``reset_delay=True`` (snnTorch's
+default) the reset of step t comes from the membrane of step t-1, and with ``reset_delay=False``
+(SpikingJelly's convention) a spike resets the membrane within the same step.
+
+    spk, mem = lif_step(x, mem, beta=0.9)                      # snnTorch Leaky
+    spk, syn, mem = synaptic_step(x, syn, mem, alpha=0.8, beta=0.9)
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import grilly as gp
+
+from ...array.array import Array
+from .surrogate import (Surrogate, atan, fast_sigmoid, heaviside, sigmoid, straight_through,
+                        triangle)
+
+__all__ = ["lif_step", "if_step", "synaptic_step", "adaptive_lif_step", "beta_from_tau",
+           "Surrogate", "atan", "fast_sigmoid", "heaviside", "sigmoid", "straight_through",
+           "triangle", "RESETS"]
+
+RESETS = ("subtract", "zero", "none")
+_DEFAULT_SURROGATE = atan(2.0)
+
+
+def beta_from_tau(tau: float, dt: float = 1.0) -> float:
+    """The per-step decay exp(-dt / tau) of a membrane time constant ``tau``."""
+    tau, dt = float(tau), float(dt)
+    if not (tau > 0 and dt > 0):
+        raise ValueError(f"beta_from_tau: tau and dt must be > 0, got tau={tau}, dt={dt}")
+    return math.exp(-dt / tau)
+
+
+def _check_input(x, op: str, arg: str = "input") -> Array:
+    if not isinstance(x, gp.Array):
+        raise TypeError(f"{op}: expected a grilly Array for {arg!r}, got {type(x).__name__}")
+    if not gp.isdtype(x.dtype, "real floating"):
+        raise TypeError(f"{op}: {arg} must have a real floating dtype, got {x.dtype}")
+    return x
+
+
+def _decay(v, op: str, arg: str):
+    """A decay factor in [0, 1]: a float is checked, an Array clipped (as snnTorch clamps)."""
+    if isinstance(v, gp.Array):
+        return gp.clip(v, 0.0, 1.0)
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise TypeError(f"{op}: {arg} must be a float or an Array, got {type(v).__name__}")
+    if not 0.0 <= float(v) <= 1.0:
+        raise ValueError(f"{op}: {arg} must be in [0, 1], got {v}")
+    return float(v)
+
+
+def _scalar_or_array(v, op: str, arg: str):
+    if isinstance(v, gp.Array):
+        return v
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise TypeError(f"{op}: {arg} must be a float or an Array, got {type(v).__name__}")
+    return float(v)
+
+
+def _check_options(reset: str, surrogate, refractory: int, op: str) -> Callable:
+    if reset not in RESETS:
+        raise ValueError(f"{op}: reset must be one of {RESETS}, got {reset!r}")
+    if isinstance(refractory, bool) or not isinstance(refractory, int) or refractory < 0:
+        raise ValueError(f"{op}: refractory must be an int >= 0 (steps), got {refractory!r}")
+    if surrogate is None:
+        return _DEFAULT_SURROGATE
+    if not callable(surrogate):
+        raise TypeError(f"{op}: surrogate must be a Surrogate (or a callable spike function), "
+                        f"got {type(surrogate).__name__}")
+    return surrogate
+
+
+def _state(s, like: Array, op: str, arg: str) -> Array:
+    """The state ``s``, or zeros shaped like the input when it is None."""
+    if s is None:
+        return gp.zeros_like(like)
+    return _check_input(s, op, arg)
+
+
+def _fire(cur, mem, beta, thr_reset, thr_spike, reset, spike_fn, detach_reset, reset_delay,
+          zero_after, active):
+    """One integrate-fire-reset; returns (spk, mem, r) where r is the reset signal used.
+
+    zero_after: the zero reset multiplies the new membrane (snnTorch Synaptic/RLeaky) instead of
+    the old one (snnTorch Leaky); active: None or the float mask of non-refractory neurons."""
+    if active is not None:
+        cur = cur * active
+    if reset_delay:
+        if detach_reset:
+            r = gp.astype(mem > thr_reset, mem.dtype)
+        else:
+            r = spike_fn(mem - thr_reset)
+        if reset == "subtract":
+            mem = beta * mem + cur - r * thr_reset
+        elif reset == "zero":
+            mem = (1.0 - r) * (beta * mem + cur) if zero_after else beta * ((1.0 - r) * mem) + cur
+        else:
+            mem = beta * mem + cur
+        spk = spike_fn(mem - thr_spike)
+        if active is not None:
+            spk = spk * active
+        return spk, mem, r
+    h = beta * mem + cur
+    spk = spike_fn(h - thr_spike)
+    if active is not None:
+        spk = spk * active
+    r = gp.astype(spk > 0, h.dtype) if detach_reset else spk
+    if reset == "subtract":
+        h = h - r * thr_spike
+    elif reset == "zero":
+        h = h * (1.0 - r)
+    return spk, h, r
+
+
+def _refractory(ref, refractory: int, like: Array, op: str):
+    if refractory == 0:
+        if ref is not None:
+            raise ValueError(f"{op}: ref (the refractory counter) is given but refractory=0")
+        return None, None
+    ref = _state(ref, like, op, "ref")
+    return ref, gp.astype(ref <= 0, like.dtype)
+
+
+def _count_down(ref, spk, refractory: int):
+    return gp.where(spk > 0, float(refractory), gp.maximum(ref - 1.0, 0.0))
+
+
+def lif_step(input: Array, mem: Array | None = None, *, beta: float | Array,
+             threshold: float | Array = 1.0, reset: str = "subtract",
+             surrogate: Surrogate | None = None, detach_reset: bool = True,
+             reset_delay: bool = True, refractory: int = 0, ref: Array | None = None) -> tuple:
+    """One leaky integrate-and-fire step: (spk, mem), or (spk, mem, ref) when refractory > 0."""
+    op = "lif_step"
+    x = _check_input(input, op)
+    mem = _state(mem, x, op, "mem")
+    sg = _check_options(reset, surrogate, refractory, op)
+    b = _decay(beta, op, "beta")
+    thr = _scalar_or_array(threshold, op, "threshold")
+    ref, active = _refractory(ref, refractory, x, op)
+    spk, mem, _ = _fire(x, mem, b, thr, thr, reset, sg, detach_reset, reset_delay, False, active)
+    if refractory:
+        return spk, mem, _count_down(ref, spk, refractory)
+    return spk, mem
+
+
+def if_step(input: Array, mem: Array | None = None, *, threshold: float | Array = 1.0,
+            reset: str = "subtract", surrogate: Surrogate | None = None,
+            detach_reset: bool = True, reset_delay: bool = True, refractory: int = 0,
+            ref: Array | None = None) -> tuple:
+    """One integrate-and-fire step (no leak, beta = 1): (spk, mem) or (spk, mem, ref)."""
+    return lif_step(input, mem, beta=1.0, threshold=threshold, reset=reset, surrogate=surrogate,
+                    detach_reset=detach_reset, reset_delay=reset_delay, refractory=refractory,
+                    ref=ref)
+
+
+def synaptic_step(input: Array, syn: Array | None = None, mem: Array | None = None, *,
+                  alpha: float | Array, beta: float | Array, threshold: float | Array = 1.0,
+                  reset: str = "subtract", surrogate: Surrogate | None = None,
+                  detach_reset: bool = True, reset_delay: bool = True, refractory: int = 0,
+                  ref: Array | None = None) -> tuple:
+    """One second-order LIF step (snnTorch Synaptic): (spk, syn, mem), or with ref appended."""
+    op = "synaptic_step"
+    x = _check_input(input, op)
+    syn = _state(syn, x, op, "syn")
+    mem = _state(mem, x, op, "mem")
+    sg = _check_options(reset, surrogate, refractory, op)
+    a = _decay(alpha, op, "alpha")
+    b = _decay(beta, op, "beta")
+    thr = _scalar_or_array(threshold, op, "threshold")
+    ref, active = _refractory(ref, refractory, x, op)
+    syn = a * syn + x
+    spk, mem, _ = _fire(syn, mem, b, thr, thr, reset, sg, detach_reset, reset_delay, True, active)
+    if refractory:
+        return spk, syn, mem, _count_down(ref, spk, refractory)
+    return spk, syn, mem
+
+
+def adaptive_lif_step(input: Array, mem: Array | None = None, adapt: Array | None = None, *,
+                      beta: float | Array, rho: float | Array = 0.95, gamma: float | Array = 0.1,
+                      threshold: float | Array = 1.0, reset: str = "subtract",
+                      surrogate: Surrogate | None = None, detach_reset: bool = True,
+                      reset_delay: bool = True) -> tuple:
+    """One adaptive-threshold LIF step (threshold + gamma * adapt, adapt decays by rho and
+    grows by 1 per spike): (spk, mem, adapt)."""
+    op = "adaptive_lif_step"
+    x = _check_input(input, op)
+    mem = _state(mem, x, op, "mem")
+    adapt = _state(adapt, x, op, "adapt")
+    sg = _check_options(reset, surrogate, 0, op)
+    b = _decay(beta, op, "beta")
+    p = _decay(rho, op, "rho")
+    g = _scalar_or_array(gamma, op, "gamma")
+    thr = _scalar_or_array(threshold, op, "threshold")
+    if reset_delay:
+        # the previous step's spike (the reset signal) is what raises the threshold now
+        thr_old = thr + g * adapt
+        r = gp.astype(mem > thr_old, mem.dtype) if detach_reset else sg(mem - thr_old)
+        adapt = p * adapt + r
+        spk, mem, _ = _fire(x, mem, b, thr_old, thr + g * adapt, reset, sg, detach_reset, True,
+                            False, None)
+        return spk, mem, adapt
+    spk, mem, r = _fire(x, mem, b, thr, thr + g * adapt, reset, sg, detach_reset, False, False,
+                        None)
+    return spk, mem, p * adapt + r

@@ -1,0 +1,322 @@
+"""Spiking neuron layers (grilly.nn Modules) over the steps of grilly.nn.snn.functional.
+
+A layer keeps its state (membrane, ...) between calls, as snnTorch's and SpikingJelly's do:
+``reset_state()`` (or ``grilly.nn.snn.reset(model)``) starts a new sequence. Called with the
+state, a single step is the snnTorch idiom ``spk, mem = lif(x, mem)``. With ``step_mode="m"``
+(or ``lif.multi_step(x)``) an input of shape (T, batch, ...) runs all T steps in one call and
+returns the spike train (T, batch, ...), with the membrane trace too when ``return_mem=True``.
+"""
+from __future__ import annotations
+
+import grilly as gp
+
+from ...array.array import Array
+from ..layers import Linear
+from ..module import Module
+from ..parameter import Parameter
+from . import functional as F
+from .surrogate import Surrogate
+
+__all__ = ["LIF", "IF", "Synaptic", "AdaptiveLIF", "RLeaky", "reset"]
+
+
+def reset(model: Module) -> Module:
+    """Reset the state of every spiking layer in ``model`` (a new sequence starts)."""
+    for m in model.modules():
+        if isinstance(m, _Neuron):
+            m.reset_state()
+    return model
+
+
+class _Neuron(Module):
+    """Shared options, parameters and the step loops; subclasses define ``_step``."""
+
+    _state_names: tuple = ("mem",)
+
+    def __init__(self, *, threshold, reset: str, surrogate: Surrogate | None, detach_reset: bool,
+                 reset_delay: bool, learn_threshold: bool, step_mode: str, return_mem: bool,
+                 dtype) -> None:
+        super().__init__()
+        op = type(self).__name__
+        F._check_options(reset, surrogate, 0, op)
+        if step_mode not in ("s", "m"):
+            raise ValueError(f"{op}: step_mode must be 's' (one step per call) or 'm' (a (T, ...) "
+                             f"sequence per call), got {step_mode!r}")
+        self.reset_mechanism, self.step_mode, self.return_mem = reset, step_mode, bool(return_mem)
+        self.surrogate = surrogate if surrogate is not None else F.atan(2.0)
+        self.detach_reset, self.reset_delay = bool(detach_reset), bool(reset_delay)
+        self._dtype = dtype or gp.float32
+        self._set_param("threshold", threshold, learn_threshold)
+        self.state = None
+
+    def _set_param(self, name: str, value, learn: bool) -> None:
+        """A float stays a float; learnable values and per-neuron arrays become Arrays."""
+        op = type(self).__name__
+        if isinstance(value, bool) or not isinstance(value, (int, float, gp.Array, list, tuple)):
+            raise TypeError(f"{op}: {name} must be a float or an array of per-neuron values, got "
+                            f"{type(value).__name__}")
+        if not learn and isinstance(value, (int, float)):
+            object.__setattr__(self, "_" + name, float(value))
+            return
+        arr = gp.asarray(value, dtype=self._dtype, copy=True)
+        if learn:
+            self.register_parameter("_" + name, Parameter(arr))
+        else:
+            self.register_buffer("_" + name, arr)
+
+    def _decay(self, name: str):
+        v = getattr(self, "_" + name)
+        return gp.clip(v, 0.0, 1.0) if isinstance(v, gp.Array) else v
+
+    @property
+    def threshold(self):
+        """The firing threshold (a float, or an Array when learnable or per neuron)."""
+        return self._threshold
+
+    # ---- state ---------------------------------------------------------------------------
+    def init_state(self, like: Array) -> tuple:
+        """A zero state for inputs shaped like ``like`` (one Array per state variable)."""
+        return tuple(gp.zeros_like(like) for _ in self._state_names)
+
+    def reset_state(self) -> None:
+        """Forget the state: the next call starts from zeros."""
+        self.state = None
+
+    def _current_state(self, x: Array, given: tuple) -> tuple:
+        op = type(self).__name__
+        if len(given) > len(self._state_names):
+            raise TypeError(f"{op}: takes the input and at most {len(self._state_names)} state "
+                            f"arrays {self._state_names}, got {len(given)}")
+        if any(s is not None for s in given):
+            given = (*given, *(None,) * (len(self._state_names) - len(given)))
+            base = self.state if self.state is not None else self.init_state(x)
+            return tuple(b if s is None else F._check_input(s, op, n)
+                         for s, b, n in zip(given, base, self._state_names))
+        if self.state is None:
+            return self.init_state(x)
+        if self.state[0].shape != x.shape:
+            raise ValueError(f"{op}: input shape {x.shape} does not match the kept state "
+                             f"{self.state[0].shape}; call reset_state() (or snn.reset(model)) "
+                             "before a new sequence")
+        return self.state
+
+    # ---- calls ---------------------------------------------------------------------------
+    def forward(self, x: Array, *state):
+        """One step (step_mode 's', returns spikes and state) or a (T, ...) sequence ('m')."""
+        if self.step_mode == "m":
+            if state:
+                raise TypeError(f"{type(self).__name__}: step_mode 'm' takes the input sequence "
+                                "only; pass a starting state by calling the layer in 's' mode")
+            return self.multi_step(x, return_mem=self.return_mem)
+        x = F._check_input(x, type(self).__name__)
+        st = self._current_state(x, state)
+        spk, st = self._step(x, st, self._params())
+        self.state = st
+        return (spk, *self._visible(st))
+
+    def multi_step(self, x_seq: Array, return_mem: bool = False):
+        """Run every step of ``x_seq`` (T, batch, ...): the spike train, and the membrane trace
+        too when ``return_mem``; the final state is kept."""
+        op = type(self).__name__
+        x_seq = F._check_input(x_seq, op)
+        if x_seq.ndim < 1 or x_seq.shape[0] == 0:
+            raise ValueError(f"{op}.multi_step: input must be (T, ...) with T >= 1, got shape "
+                             f"{x_seq.shape}")
+        st = self._current_state(x_seq[0], ())
+        p = self._params()
+        spikes, mems = [], []
+        for x in gp.unstack(x_seq, axis=0):
+            spk, st = self._step(x, st, p)
+            spikes.append(spk)
+            if return_mem:
+                mems.append(st[self._mem_index])
+        self.state = st
+        spk_seq = gp.stack(spikes, axis=0)
+        return (spk_seq, gp.stack(mems, axis=0)) if return_mem else spk_seq
+
+    _mem_index = 0
+
+    def _visible(self, st: tuple) -> tuple:
+        """The state variables a single-step call returns."""
+        return st
+
+    def _params(self) -> dict:
+        return {"thr": self._threshold}
+
+    def extra_repr(self) -> str:
+        return (f"threshold={self._threshold if isinstance(self._threshold, float) else 'array'}, "
+                f"reset={self.reset_mechanism!r}, surrogate={self.surrogate!r}, "
+                f"step_mode={self.step_mode!r}")
+
+
+class LIF(_Neuron):
+    """Leaky integrate-and-fire (snnTorch ``Leaky``): mem = beta mem + x - reset thr.
+
+    ``beta`` (or ``tau`` with ``dt``: beta = exp(-dt/tau)) is a float or per-neuron values;
+    ``learn_beta``/``learn_threshold`` make them Parameters; ``refractory`` steps block input
+    and spikes after each spike."""
+
+    def __init__(self, beta: float | Array | None = None, threshold: float | Array = 1.0, *,
+                 tau: float | None = None, dt: float = 1.0, reset: str = "subtract",
+                 surrogate: Surrogate | None = None, detach_reset: bool = True,
+                 reset_delay: bool = True, refractory: int = 0, learn_beta: bool = False,
+                 learn_threshold: bool = False, step_mode: str = "s", return_mem: bool = False,
+                 dtype=None) -> None:
+        super().__init__(threshold=threshold, reset=reset, surrogate=surrogate,
+                         detach_reset=detach_reset, reset_delay=reset_delay,
+                         learn_threshold=learn_threshold, step_mode=step_mode,
+                         return_mem=return_mem, dtype=dtype)
+        self._set_param("beta", _beta_arg(beta, tau, dt, type(self).__name__), learn_beta)
+        F._check_options(reset, surrogate, refractory, type(self).__name__)
+        self.refractory = refractory
+        if refractory:
+            self._state_names = ("mem", "ref")
+
+    @property
+    def beta(self):
+        """The membrane decay per step (a float, or an Array when learnable or per neuron)."""
+        return self._beta
+
+    def _params(self) -> dict:
+        return {"thr": self._threshold, "beta": self._decay("beta")}
+
+    def _step(self, x, st, p):
+        active = gp.astype(st[1] <= 0, x.dtype) if self.refractory else None
+        spk, mem, _ = F._fire(x, st[0], p["beta"], p["thr"], p["thr"], self.reset_mechanism,
+                              self.surrogate, self.detach_reset, self.reset_delay, False, active)
+        if self.refractory:
+            return spk, (mem, F._count_down(st[1], spk, self.refractory))
+        return spk, (mem,)
+
+    def _visible(self, st):
+        return st[:1]
+
+
+class IF(LIF):
+    """Integrate-and-fire: LIF without leak (beta = 1)."""
+
+    def __init__(self, threshold: float | Array = 1.0, **kw) -> None:
+        for k in ("beta", "tau", "learn_beta"):
+            if k in kw:
+                raise TypeError(f"IF: got {k!r}; IF has no leak (use LIF)")
+        super().__init__(1.0, threshold, **kw)
+
+
+class Synaptic(_Neuron):
+    """Second-order LIF (snnTorch ``Synaptic``): syn = alpha syn + x, mem = beta mem + syn - reset."""
+
+    _state_names = ("syn", "mem")
+    _mem_index = 1
+
+    def __init__(self, alpha: float | Array, beta: float | Array, threshold: float | Array = 1.0,
+                 *, reset: str = "subtract", surrogate: Surrogate | None = None,
+                 detach_reset: bool = True, reset_delay: bool = True, learn_alpha: bool = False,
+                 learn_beta: bool = False, learn_threshold: bool = False, step_mode: str = "s",
+                 return_mem: bool = False, dtype=None) -> None:
+        super().__init__(threshold=threshold, reset=reset, surrogate=surrogate,
+                         detach_reset=detach_reset, reset_delay=reset_delay,
+                         learn_threshold=learn_threshold, step_mode=step_mode,
+                         return_mem=return_mem, dtype=dtype)
+        _check_decay(alpha, "alpha", "Synaptic")
+        _check_decay(beta, "beta", "Synaptic")
+        self._set_param("alpha", alpha, learn_alpha)
+        self._set_param("beta", beta, learn_beta)
+
+    def _params(self) -> dict:
+        return {"thr": self._threshold, "alpha": self._decay("alpha"), "beta": self._decay("beta")}
+
+    def _step(self, x, st, p):
+        syn = p["alpha"] * st[0] + x
+        spk, mem, _ = F._fire(syn, st[1], p["beta"], p["thr"], p["thr"], self.reset_mechanism,
+                              self.surrogate, self.detach_reset, self.reset_delay, True, None)
+        return spk, (syn, mem)
+
+
+class AdaptiveLIF(_Neuron):
+    """LIF with an adaptive threshold thr + gamma * a; a = rho a + spike (Bellec et al. 2018)."""
+
+    _state_names = ("mem", "adapt")
+
+    def __init__(self, beta: float | Array | None = None, threshold: float | Array = 1.0, *,
+                 rho: float | Array = 0.95, gamma: float | Array = 0.1, tau: float | None = None,
+                 dt: float = 1.0, reset: str = "subtract", surrogate: Surrogate | None = None,
+                 detach_reset: bool = True, reset_delay: bool = True, learn_beta: bool = False,
+                 learn_threshold: bool = False, step_mode: str = "s", return_mem: bool = False,
+                 dtype=None) -> None:
+        super().__init__(threshold=threshold, reset=reset, surrogate=surrogate,
+                         detach_reset=detach_reset, reset_delay=reset_delay,
+                         learn_threshold=learn_threshold, step_mode=step_mode,
+                         return_mem=return_mem, dtype=dtype)
+        self._set_param("beta", _beta_arg(beta, tau, dt, "AdaptiveLIF"), learn_beta)
+        _check_decay(rho, "rho", "AdaptiveLIF")
+        self._set_param("rho", rho, False)
+        self._set_param("gamma", gamma, False)
+
+    def _params(self) -> dict:
+        return {"thr": self._threshold, "beta": self._decay("beta"), "rho": self._decay("rho"),
+                "gamma": self._gamma}
+
+    def _step(self, x, st, p):
+        spk, mem, adapt = F.adaptive_lif_step(
+            x, st[0], st[1], beta=p["beta"], rho=p["rho"], gamma=p["gamma"], threshold=p["thr"],
+            reset=self.reset_mechanism, surrogate=self.surrogate, detach_reset=self.detach_reset,
+            reset_delay=self.reset_delay)
+        return spk, (mem, adapt)
+
+
+class RLeaky(_Neuron):
+    """Recurrent LIF (snnTorch ``RLeaky``): mem = beta mem + x + V(spk_prev) - reset thr, V a
+    Linear(n, n) over the previous spikes (``n_features``), or one-to-one weights ``V``."""
+
+    _state_names = ("spk", "mem")
+    _mem_index = 1
+
+    def __init__(self, beta: float | Array, n_features: int | None = None, *,
+                 V: float | Array | None = None, threshold: float | Array = 1.0,
+                 reset: str = "subtract", surrogate: Surrogate | None = None,
+                 detach_reset: bool = True, reset_delay: bool = True, learn_beta: bool = False,
+                 learn_threshold: bool = False, learn_recurrent: bool = True,
+                 step_mode: str = "s", return_mem: bool = False, dtype=None) -> None:
+        super().__init__(threshold=threshold, reset=reset, surrogate=surrogate,
+                         detach_reset=detach_reset, reset_delay=reset_delay,
+                         learn_threshold=learn_threshold, step_mode=step_mode,
+                         return_mem=return_mem, dtype=dtype)
+        _check_decay(beta, "beta", "RLeaky")
+        self._set_param("beta", beta, learn_beta)
+        if (n_features is None) == (V is None):
+            raise ValueError("RLeaky: give exactly one of n_features (a Linear(n, n) recurrence) "
+                             "or V (one-to-one recurrent weights)")
+        if V is None:
+            self.recurrent = Linear(n_features, n_features, dtype=self._dtype)
+            if not learn_recurrent:
+                self.recurrent.requires_grad_(False)
+        else:
+            self._set_param("V", V, learn_recurrent)
+
+    def _params(self) -> dict:
+        return {"thr": self._threshold, "beta": self._decay("beta")}
+
+    def _step(self, x, st, p):
+        rec = self.recurrent(st[0]) if "recurrent" in self._modules else self._V * st[0]
+        spk, mem, _ = F._fire(x + rec, st[1], p["beta"], p["thr"], p["thr"], self.reset_mechanism,
+                              self.surrogate, self.detach_reset, self.reset_delay, True, None)
+        return spk, (spk, mem)
+
+    def _visible(self, st):
+        return st[1:]
+
+
+def _check_decay(v, name: str, op: str) -> None:
+    if isinstance(v, (int, float)) and not isinstance(v, bool) and not 0.0 <= v <= 1.0:
+        raise ValueError(f"{op}: {name} must be in [0, 1], got {v}")
+
+
+def _beta_arg(beta, tau, dt, op: str):
+    if (beta is None) == (tau is None):
+        raise ValueError(f"{op}: give exactly one of beta (decay per step) or tau (with dt)")
+    if tau is not None:
+        return F.beta_from_tau(tau, dt)
+    _check_decay(beta, "beta", op)
+    return beta
+
+

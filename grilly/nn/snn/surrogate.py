@@ -1,0 +1,148 @@
+"""Surrogate spike functions: the forward is the Heaviside step, spike = 1 where x > 0 (snnTorch's
+convention; SpikingJelly spikes at x >= 0, which differs only at exactly 0), and the backward
+replaces the step's zero/infinite derivative with a smooth bump (Neftci, Mostafa & Zenke 2019).
+
+Each factory returns a ``Surrogate`` object; calling it on an Array spikes with that backward:
+
+    spk = atan(alpha=2.0)(mem - threshold)
+
+The derivatives (what backward multiplies the incoming gradient by), as in snnTorch/SpikingJelly:
+- fast_sigmoid(slope=25):  1 / (slope |x| + 1)^2
+- atan(alpha=2):           (alpha / 2) / (1 + (pi/2 alpha x)^2)
+- sigmoid(slope=25):       slope s (1 - s), s = sigmoid(slope x)
+- triangle(width=1):       max(0, 1 - |x| / width) / width
+- straight_through():      1
+"""
+from __future__ import annotations
+
+import math
+
+import grilly as gp
+
+from ...array.array import Array
+from ...autograd.function import Function
+
+__all__ = ["Surrogate", "fast_sigmoid", "atan", "sigmoid", "triangle", "straight_through",
+           "heaviside"]
+
+
+def heaviside(x: Array) -> Array:
+    """The step without a gradient: 1 where x > 0 else 0, in x's dtype."""
+    return gp.astype(x > 0, x.dtype)
+
+
+class _Spike(Function):
+    """Heaviside forward; backward ``g * surrogate.grad(x)``."""
+
+    @staticmethod
+    def forward(ctx, x, *, sg):
+        ctx.save_for_backward(x)
+        ctx.sg = sg
+        return heaviside(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * ctx.sg.grad(x)
+
+
+class Surrogate:
+    """A spike function: Heaviside forward, ``grad(x)`` as its backward derivative."""
+
+    name = "surrogate"
+
+    def __call__(self, x: Array) -> Array:
+        """Spikes (1 where x > 0) whose gradient is ``grad(x)``."""
+        if not isinstance(x, gp.Array) or not gp.isdtype(x.dtype, "real floating"):
+            raise TypeError(f"{self.name}: expected a real floating grilly Array, got "
+                            f"{getattr(x, 'dtype', type(x).__name__)}")
+        return _Spike.apply(x, sg=self)
+
+    def grad(self, x: Array) -> Array:
+        """The surrogate derivative at ``x``."""
+        raise NotImplementedError(f"{self.name}: subclasses define grad(x)")
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v}" for k, v in vars(self).items())
+        return f"{self.name}({args})"
+
+
+def _positive(v, what: str, op: str) -> float:
+    v = float(v)
+    if not v > 0:
+        raise ValueError(f"{op}: {what} must be > 0, got {v}")
+    return v
+
+
+class _FastSigmoid(Surrogate):
+    name = "fast_sigmoid"
+
+    def __init__(self, slope: float):
+        self.slope = _positive(slope, "slope", self.name)
+
+    def grad(self, x):
+        return 1.0 / gp.square(self.slope * gp.abs(x) + 1.0)
+
+
+class _ATan(Surrogate):
+    name = "atan"
+
+    def __init__(self, alpha: float):
+        self.alpha = _positive(alpha, "alpha", self.name)
+
+    def grad(self, x):
+        return (self.alpha / 2) / (1.0 + gp.square((math.pi / 2 * self.alpha) * x))
+
+
+class _Sigmoid(Surrogate):
+    name = "sigmoid"
+
+    def __init__(self, slope: float):
+        self.slope = _positive(slope, "slope", self.name)
+
+    def grad(self, x):
+        # s (1 - s) = 1 / (e^(z/2) + e^(-z/2))^2: no overflow to inf/inf for large |z|
+        h = (self.slope / 2) * x
+        return self.slope / gp.square(gp.exp(h) + gp.exp(-h))
+
+
+class _Triangle(Surrogate):
+    name = "triangle"
+
+    def __init__(self, width: float):
+        self.width = _positive(width, "width", self.name)
+
+    def grad(self, x):
+        return gp.maximum(1.0 - gp.abs(x) / self.width, 0.0) / self.width
+
+
+class _StraightThrough(Surrogate):
+    name = "straight_through"
+
+    def grad(self, x):
+        return gp.ones_like(x)
+
+
+def fast_sigmoid(slope: float = 25.0) -> Surrogate:
+    """Heaviside spike with derivative 1 / (slope |x| + 1)^2 (snnTorch's fast_sigmoid)."""
+    return _FastSigmoid(slope)
+
+
+def atan(alpha: float = 2.0) -> Surrogate:
+    """Heaviside spike with derivative (alpha/2) / (1 + (pi/2 alpha x)^2) (snnTorch's default)."""
+    return _ATan(alpha)
+
+
+def sigmoid(slope: float = 25.0) -> Surrogate:
+    """Heaviside spike with the logistic derivative slope s (1 - s), s = sigmoid(slope x)."""
+    return _Sigmoid(slope)
+
+
+def triangle(width: float = 1.0) -> Surrogate:
+    """Heaviside spike with the triangular derivative max(0, 1 - |x|/width) / width."""
+    return _Triangle(width)
+
+
+def straight_through() -> Surrogate:
+    """Heaviside spike whose backward passes the gradient unchanged."""
+    return _StraightThrough()

@@ -1,0 +1,128 @@
+"""STDP and Hebbian plasticity against a direct numpy implementation of the equations in
+grilly/nn/snn/plasticity.py (docs/snn.md), on every device."""
+import math
+
+import numpy as np
+import pytest
+
+import grilly as gp
+from grilly.nn import snn
+
+
+def _np(x):
+    return np.asarray(x.to_device("cpu"))
+
+
+def _g(a, device):
+    return gp.asarray(np.asarray(a, dtype=np.float64), device=device)
+
+
+def _np_stdp(w, pre, post, a_plus, a_minus, tau_plus, tau_minus, dt, w_min, w_max, bounds):
+    """The documented pair-based STDP over a (T, batch, n) spike train, in numpy."""
+    xp = np.zeros(pre.shape[1:])
+    xq = np.zeros(post.shape[1:])
+    for t in range(pre.shape[0]):
+        xp = xp * math.exp(-dt / tau_plus) + pre[t]
+        xq = xq * math.exp(-dt / tau_minus) + post[t]
+        ltp = np.einsum("bi,bj->ij", post[t], xp) / pre.shape[1]
+        ltd = np.einsum("bi,bj->ij", xq, pre[t]) / pre.shape[1]
+        if bounds == "soft":
+            w = w + a_plus * (w_max - w) * ltp - a_minus * (w - w_min) * ltd
+        else:
+            w = w + a_plus * ltp - a_minus * ltd
+            if bounds == "hard":
+                w = np.clip(w, w_min, w_max)
+    return w, xp, xq
+
+
+@pytest.mark.parametrize("bounds", ["hard", "soft", None])
+def test_stdp_matches_numpy(bounds, device):
+    rng = np.random.default_rng(0)
+    T, B, n_pre, n_post = 15, 3, 6, 4
+    pre = (rng.uniform(size=(T, B, n_pre)) < 0.3).astype(float)
+    post = (rng.uniform(size=(T, B, n_post)) < 0.3).astype(float)
+    w0 = rng.uniform(0.2, 0.8, (n_post, n_pre))
+    kw = dict(a_plus=0.05, a_minus=0.06, tau_plus=5.0, tau_minus=8.0, dt=1.0, w_min=0.1,
+              w_max=0.9, bounds=bounds)
+    want_w, want_xp, want_xq = _np_stdp(w0, pre, post, **kw)
+    w, xp, xq = _g(w0, device), None, None
+    for t in range(T):
+        w, xp, xq = snn.stdp(w, _g(pre[t], device), _g(post[t], device), xp, xq, **kw)
+    np.testing.assert_allclose(_np(w), want_w, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(_np(xp), want_xp, rtol=1e-12)
+    np.testing.assert_allclose(_np(xq), want_xq, rtol=1e-12)
+    if bounds is not None:
+        assert _np(w).min() >= 0.1 - 1e-12 and _np(w).max() <= 0.9 + 1e-12
+
+
+def test_stdp_timing_sign_and_rule_object(device):
+    # pre fires 3 steps before post: potentiation; post 3 steps before pre: depression
+    lin = gp.nn.Linear(1, 1, bias=False, dtype=gp.float64).to(device)
+    with gp.no_grad():
+        lin.weight[...] = 0.5
+    rule = snn.STDP(lin, a_plus=0.1, a_minus=0.1, tau_plus=10.0, tau_minus=10.0, bounds=None)
+    weight_before = lin.weight
+    for t in range(6):
+        rule.step(_g([float(t == 0)], device), _g([float(t == 3)], device))
+    up = float(_np(lin.weight)[0, 0]) - 0.5
+    assert lin.weight is weight_before  # updated in place
+    assert up == pytest.approx(0.1 * math.exp(-3 / 10), rel=1e-12)
+    rule.reset()
+    with gp.no_grad():
+        lin.weight[...] = 0.5
+    for t in range(6):
+        rule.step(_g([float(t == 3)], device), _g([float(t == 0)], device))
+    assert float(_np(lin.weight)[0, 0]) - 0.5 == pytest.approx(-0.1 * math.exp(-3 / 10), rel=1e-12)
+
+
+@pytest.mark.parametrize("rule", ["plain", "oja"])
+def test_hebbian_matches_numpy(rule, device):
+    rng = np.random.default_rng(1)
+    w = rng.standard_normal((3, 5)) * 0.1
+    x = rng.standard_normal((8, 5))
+    y = rng.standard_normal((8, 3))
+    corr = y.T @ x / 8
+    if rule == "oja":
+        want = w + 0.05 * (corr - (y * y).mean(0)[:, None] * w)
+    else:
+        want = w + 0.05 * corr - 0.01 * w
+    got = snn.hebbian(_g(w, device), _g(x, device), _g(y, device), lr=0.05, rule=rule,
+                      weight_decay=0.01)
+    np.testing.assert_allclose(_np(got), want, rtol=1e-12, atol=1e-15)
+    one = snn.hebbian(_g(w, device), _g(x[0], device), _g(y[0], device), lr=0.05, rule=rule,
+                      weight_decay=0.01)
+    corr1 = np.outer(y[0], x[0])
+    want1 = (w + 0.05 * (corr1 - (y[0] ** 2)[:, None] * w) if rule == "oja"
+             else w + 0.05 * corr1 - 0.01 * w)
+    np.testing.assert_allclose(_np(one), want1, rtol=1e-12, atol=1e-15)
+
+
+def test_oja_finds_the_principal_component(device):
+    # Oja's rule on zero-mean data converges to the unit-norm first principal component
+    rng = np.random.default_rng(2)
+    cov = np.array([[3.0, 1.0], [1.0, 1.0]])
+    data = rng.multivariate_normal([0, 0], cov, size=4000)
+    lin = gp.nn.Linear(2, 1, bias=False, dtype=gp.float64).to(device)
+    rule = snn.Hebbian(lin, lr=0.01, rule="oja")
+    for i in range(0, 4000, 20):
+        rule.step(_g(data[i:i + 20], device))
+    w = _np(lin.weight)[0]
+    pc = np.linalg.eigh(cov)[1][:, -1]
+    assert abs(np.linalg.norm(w) - 1) < 0.05
+    assert abs(abs(w @ pc) - 1) < 0.01
+
+
+def test_plasticity_errors():
+    w = gp.zeros((3, 4))
+    with pytest.raises(ValueError, match=r"stdp: weight \(3, 4\) must be \(n_post, n_pre\)"):
+        snn.stdp(w, gp.zeros(3), gp.zeros(4))
+    with pytest.raises(ValueError, match="stdp: bounds must be"):
+        snn.stdp(w, gp.zeros(4), gp.zeros(3), bounds="clip")
+    with pytest.raises(ValueError, match="stdp: tau_plus and dt must be > 0"):
+        snn.stdp(w, gp.zeros(4), gp.zeros(3), tau_plus=0.0)
+    with pytest.raises(ValueError, match="hebbian: rule must be"):
+        snn.hebbian(w, gp.zeros(4), gp.zeros(3), rule="bcm")
+    with pytest.raises(TypeError, match="hebbian: pre must have a real floating"):
+        snn.hebbian(w, gp.zeros(4, dtype=gp.int32), gp.zeros(3))
+    with pytest.raises(TypeError, match="STDP: expected an nn.Linear"):
+        snn.STDP(gp.nn.ReLU())
