@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-import grilly as gp
+from . import backends as _backends
+from .array import api as gp
 
 from .array.array import Array
 from .nn import functional as F
@@ -45,7 +46,7 @@ class Compute:
     """The seed's compute backend object: numpy in, numpy out, on one device."""
 
     def __init__(self, device=None) -> None:
-        reg = gp.backends.registry
+        reg = _backends.registry
         self.device = reg.default_device() if device is None else reg.device(device)
         self._closed = False
 

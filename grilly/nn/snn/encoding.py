@@ -11,7 +11,8 @@ membrane trace -> per-class scores), written with namespace ops.
 from __future__ import annotations
 
 
-import grilly as gp
+from ... import random as _random
+from ...array import api as gp
 
 from ...array.array import Array
 from .functional import _check_input
@@ -32,7 +33,7 @@ def rate(data: Array, num_steps: int, *, gain: float = 1.0, generator=None) -> A
     num_steps = _steps(num_steps, "rate")
     p = gp.clip(data * float(gain), 0.0, 1.0)
     p = gp.broadcast_to(gp.expand_dims(p, axis=0), (num_steps, *data.shape))
-    gen = generator if generator is not None else gp.random.default_generator
+    gen = generator if generator is not None else _random.default_generator
     return gen.bernoulli(p, dtype=data.dtype)
 
 

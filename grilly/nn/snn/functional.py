@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-import grilly as gp
+from ...array import api as gp
 
 from ...array.array import Array
 from .surrogate import (Surrogate, atan, fast_sigmoid, heaviside, sigmoid, straight_through,

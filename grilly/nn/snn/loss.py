@@ -3,7 +3,7 @@ snnTorch.functional defines them: mse_count_loss, ce_rate_loss, ce_count_loss,
 ce_max_membrane_loss."""
 from __future__ import annotations
 
-import grilly as gp
+from ...array import api as gp
 
 from ...array.array import Array
 from .. import functional as NF

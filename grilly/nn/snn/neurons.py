@@ -8,7 +8,7 @@ returns the spike train (T, batch, ...), with the membrane trace too when ``retu
 """
 from __future__ import annotations
 
-import grilly as gp
+from ...array import api as gp
 
 from ...array.array import Array
 from ..layers import Linear

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import math
 
-import grilly as gp
+from ...array import api as gp
+from ...autograd import no_grad
 
 from ...array.array import Array
 from ..layers import Linear
@@ -70,7 +71,7 @@ def stdp(weight: Array, pre: Array, post: Array, pre_trace: Array | None = None,
     if not w_min <= w_max:
         raise ValueError(f"{op}: w_min ({w_min}) must be <= w_max ({w_max})")
     dp, dm = _decay(tau_plus, dt, op, "tau_plus"), _decay(tau_minus, dt, op, "tau_minus")
-    with gp.no_grad():
+    with no_grad():
         pre_trace = pre if pre_trace is None else pre_trace * dp + pre
         post_trace = post if post_trace is None else post_trace * dm + post
         ltp = _outer_mean(post, pre_trace)
@@ -91,7 +92,7 @@ def hebbian(weight: Array, pre: Array, post: Array, *, lr: float = 0.01, rule: s
     weight, pre, post = _pair(weight, pre, post, op)
     if rule not in ("plain", "oja"):
         raise ValueError(f"{op}: rule must be 'plain' or 'oja', got {rule!r}")
-    with gp.no_grad():
+    with no_grad():
         corr = _outer_mean(post, pre)
         if rule == "oja":
             y2 = post * post if post.ndim == 1 else gp.mean(post * post, axis=0)
@@ -108,7 +109,7 @@ class _Rule:
         self.layer = layer
 
     def _write(self, new: Array) -> None:
-        with gp.no_grad():
+        with no_grad():
             self.layer.weight[...] = gp.astype(new, self.layer.weight.dtype)
 
 
@@ -146,6 +147,6 @@ class Hebbian(_Rule):
     def step(self, pre: Array, post: Array | None = None) -> None:
         """Update the weight in place; ``post`` defaults to the layer's output for ``pre``."""
         if post is None:
-            with gp.no_grad():
+            with no_grad():
                 post = self.layer(pre)
         self._write(hebbian(self.layer.weight, pre, post, **self.params))

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 
-import grilly as gp
+from ...array import api as gp
 
 from ...array.array import Array
 from ...autograd.function import Function
