@@ -131,11 +131,19 @@ def test_missing_variant_is_clear():
 
 
 @needs_vk
-def test_unsupported_kernel_is_refused_not_faked():
-    # float16 computes in float32, where nextafter would step by a float32 ulp
-    x = gp.asarray(np.ones(3, np.float16), device=VK[0])
-    with pytest.raises(NotImplementedError, match="nextafter.*float16"):
-        gp.nextafter(x, x)
+def test_float16_nextafter_steps_float16_bits():
+    # float16 computes in float32, where a float32 step would be wrong: the shader steps the
+    # float16 bit pattern (subnormals, zeros, the largest finite value and infinities included)
+    rng = np.random.default_rng(1)
+    bits = np.concatenate([np.arange(0, 2**16, dtype=np.uint16), rng.integers(0, 2**16, 2**16)
+                           .astype(np.uint16)])
+    x = bits[: 2**16].view(np.float16)
+    y = bits[2**16:].view(np.float16)
+    y[::7] = np.float16(np.inf) * np.sign(x[::7].astype(np.float32) + 0.5).astype(np.float16)
+    got = np.asarray(gp.nextafter(gp.asarray(x, device=VK[0]), gp.asarray(y, device=VK[0])))
+    want = np.nextafter(x, y)
+    same = (got.view(np.uint16) == want.view(np.uint16)) | (np.isnan(got) & np.isnan(want))
+    assert same.all(), (x[~same][:5], y[~same][:5], got[~same][:5], want[~same][:5])
 
 
 @needs_vk

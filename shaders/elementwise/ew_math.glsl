@@ -22,6 +22,39 @@ float nextafter_(float x, float y) {
 }
 #endif
 
+#if IS_F16
+// float16 computes in float32, where a float16 step is not one float32 ulp: step the float16 bit
+// pattern, built from the float32 bits by hand (x is a float16 value, so every step is exact;
+// no packHalf2x16, whose handling of float16 subnormals is the driver's choice)
+uint h16_bits(float x) {
+    uint u = floatBitsToUint(x);
+    uint s = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+    if (a == 0u) return s;
+    if (a >= 0x7f800000u) return s | 0x7c00u;
+    int e = int(a >> 23) - 127;
+    if (e >= -14) return s | (uint(e + 15) << 10) | ((a & 0x7fffffu) >> 13);
+    return s | (((a & 0x7fffffu) | 0x800000u) >> uint(-1 - e));   // subnormal: k * 2^-24
+}
+float h16_value(uint h) {
+    uint s = (h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    if (e == 31u) return uintBitsToFloat(s | 0x7f800000u);
+    if (e == 0u) {   // k * 2^-24: a normal float32, built from bits (no rounding, no flush)
+        if (m == 0u) return uintBitsToFloat(s);
+        int p = findMSB(m);                    // m = 2^p * 1.f
+        return uintBitsToFloat(s | (uint(p - 24 + 127) << 23) | ((m << (23 - p)) & 0x7fffffu));
+    }
+    return uintBitsToFloat(s | ((e - 15u + 127u) << 23) | (m << 13));
+}
+float nextafter_h(float x, float y) {
+    if (isnan(x) || isnan(y)) return x + y;
+    if (x == y) return y;
+    if (x == 0.0) return copysign_(h16_value(1u), y);
+    uint h = h16_bits(x);
+    h = ((y > x) == (x > 0.0)) ? h + 1u : h - 1u;
+    return h16_value(h);
+}
+#endif
+
 #if IS_F64
 double copysign_(double x, double y) {
     uvec2 a = unpackDouble2x32(x), b = unpackDouble2x32(y);
@@ -199,7 +232,7 @@ TC bin(int op, TC x, TC y) {
     case OP_COPYSIGN: return copysign_(x, y);
     case OP_HYPOT: return hypot_(x, y);
 #if IS_F16
-    // float16 computes in float32, where a float16 step is not one ulp
+    case OP_NEXTAFTER: return nextafter_h(x, y);
 #else
     case OP_NEXTAFTER: return nextafter_(x, y);
 #endif

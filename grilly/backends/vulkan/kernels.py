@@ -26,8 +26,8 @@ PREDICATES = {"isfinite", "isinf", "isnan", "signbit", "equal", "not_equal", "le
 TRANSCENDENTAL = {"acos", "acosh", "asin", "asinh", "atan", "atanh", "cos", "cosh", "sin", "sinh",
              "tan", "tanh", "exp", "expm1", "log", "log1p", "log2", "log10", "pow", "atan2",
              "logaddexp"}
-# float16 computes in float32, where a float16 nextafter step is not one ulp
-UNSUPPORTED = {"nextafter": {"float16"}}
+# (op -> dtypes a shader variant cannot compute); none today
+UNSUPPORTED: dict = {}
 
 
 def _unsupported(op: str, dtype, ctx) -> NotImplementedError:
