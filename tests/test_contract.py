@@ -334,6 +334,47 @@ def _conv(adjoint):
     return check
 
 
+def _optim(op):
+    """The composition on the required kernels equals the cpu kernel over three steps."""
+    from grilly.array import optim_steps
+
+    kws = {"sgd_step": [dict(lr=0.1, momentum=0.9, dampening=0.1, weight_decay=0.01,
+                             nesterov=False, maximize=True), dict(lr=0.1, momentum=0.9,
+                                                                    nesterov=True)],
+           "adam_step": [dict(lr=0.1, beta1=0.9, beta2=0.99, eps=1e-8, weight_decay=0.1),
+                         dict(lr=0.1, beta1=0.9, beta2=0.99, eps=1e-8, weight_decay=0.1,
+                              decoupled=True, maximize=True)],
+           "rmsprop_step": [dict(lr=0.01, alpha=0.9, eps=1e-8, momentum=0.5, weight_decay=0.1),
+                            dict(lr=0.01, alpha=0.9, eps=1e-8, maximize=True)],
+           "adagrad_step": [dict(lr=0.1, eps=1e-10, lr_decay=0.1, weight_decay=0.1)]}[op]
+
+    def run(dev, kw, extra):
+        rng = np.random.default_rng(4)
+        p = _on(dev, rng.standard_normal(9).astype(np.float32))
+        st = [_on(dev, np.full(9, 0.5, np.float32)) for _ in range(3)]
+        for t in range(1, 4):
+            g = _on(dev, rng.standard_normal(9).astype(np.float32))
+            if op == "sgd_step":
+                optim_steps.sgd_step(p, g, st[0] if kw.get("momentum") else None,
+                                     first=t == 1, **kw)
+            elif op == "adam_step":
+                optim_steps.adam_step(p, g, st[0], st[1], st[2] if extra else None, step=t, **kw)
+            elif op == "rmsprop_step":
+                optim_steps.rmsprop_step(p, g, st[0], st[1] if extra else None,
+                                         st[2] if kw.get("momentum") else None, **kw)
+            else:
+                optim_steps.adagrad_step(p, g, st[0], step=t, **kw)
+        return [np.asarray(a) for a in (p, *st)]
+
+    def check(dev):
+        cpu = gp.backends.registry.device("cpu")
+        for kw in kws:
+            for extra in (False, True):
+                for got, want in zip(run(dev, kw, extra), run(cpu, kw, extra)):
+                    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    return check
+
+
 def _host_view(dev):
     x = np.array([[1.0, -0.0], [np.nan, 4.0]])
     a = _on(dev, x)
@@ -401,6 +442,7 @@ CHECKS = {
     "unique": _unique, "isin": _isin, "cross": _cross, "fft_roll": _fft_roll,
     "softmax": _softmax(False), "log_softmax": _softmax(True),
     "im2col": _conv(False), "col2im": _conv(True),
+    **{op: _optim(op) for op in ("sgd_step", "adam_step", "rmsprop_step", "adagrad_step")},
     **{op: _host(op) for op in HOST_CASES},
 }
 

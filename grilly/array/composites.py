@@ -404,6 +404,84 @@ def col2im(device, g: Array, *args) -> Array:
     return conv.col2im(g, *args)
 
 
+# ---- optimizer updates: the unfused rules, in torch.optim's order (grilly/array/optim_steps.py)
+def _neg(x: Array) -> Array:
+    return binary("subtract", -0.0, x)
+
+
+def _axpy(a, x: Array, y: Array) -> Array:
+    """a * x + y."""
+    return binary("add", binary("multiply", a, x), y)
+
+
+def sgd_step(device, p: Array, g: Array, buf, lr, momentum, dampening, weight_decay,
+             nesterov, maximize, first) -> None:
+    """SGD with momentum/dampening/Nesterov and L2 decay: several elementwise passes."""
+    d = _neg(g) if maximize else g
+    if weight_decay:
+        d = _axpy(weight_decay, p, d)
+    if buf is not None:
+        if first:
+            _assign(buf, d)
+        else:
+            _assign(buf, _axpy(1.0 - dampening, d, binary("multiply", buf, momentum)))
+        d = _axpy(momentum, buf, d) if nesterov else buf
+    _assign(p, binary("subtract", p, binary("multiply", lr, d)))
+
+
+def adam_step(device, p: Array, g: Array, m: Array, v: Array, vmax, lr, beta1, beta2, eps,
+              weight_decay, decoupled, maximize, step_size, bc2_sqrt) -> None:
+    """Adam/AdamW (L2 or decoupled decay, amsgrad when ``vmax`` is given)."""
+    if maximize:
+        g = _neg(g)
+    if weight_decay:
+        if decoupled:
+            _assign(p, binary("multiply", p, 1.0 - lr * weight_decay))
+        else:
+            g = _axpy(weight_decay, p, g)
+    _assign(m, _axpy(1.0 - beta1, binary("subtract", g, m), m))
+    _assign(v, _axpy(1.0 - beta2, binary("multiply", g, g), binary("multiply", v, beta2)))
+    if vmax is not None:
+        _assign(vmax, binary("maximum", vmax, v))
+        v = vmax
+    denom = binary("add", binary("divide", unary("sqrt", v), bc2_sqrt), eps)
+    _assign(p, binary("subtract", p, binary("multiply", step_size, binary("divide", m, denom))))
+
+
+def rmsprop_step(device, p: Array, g: Array, square_avg: Array, grad_avg, buf, lr, alpha, eps,
+                 weight_decay, momentum, maximize) -> None:
+    """RMSprop, centered when ``grad_avg`` is given, with momentum when ``buf`` is."""
+    if maximize:
+        g = _neg(g)
+    if weight_decay:
+        g = _axpy(weight_decay, p, g)
+    sq = square_avg
+    _assign(sq, _axpy(1.0 - alpha, binary("multiply", g, g), binary("multiply", sq, alpha)))
+    if grad_avg is not None:
+        _assign(grad_avg, _axpy(1.0 - alpha, binary("subtract", g, grad_avg), grad_avg))
+        var = binary("subtract", sq, binary("multiply", grad_avg, grad_avg))
+        avg = binary("add", unary("sqrt", var), eps)
+    else:
+        avg = binary("add", unary("sqrt", sq), eps)
+    if buf is not None:
+        _assign(buf, binary("add", binary("multiply", buf, momentum), binary("divide", g, avg)))
+        _assign(p, binary("subtract", p, binary("multiply", lr, buf)))
+    else:
+        _assign(p, binary("subtract", p, binary("multiply", lr, binary("divide", g, avg))))
+
+
+def adagrad_step(device, p: Array, g: Array, state_sum: Array, clr, eps, weight_decay,
+                 maximize) -> None:
+    """Adagrad with L2 decay (``clr``: the decayed learning rate of this step)."""
+    if maximize:
+        g = _neg(g)
+    if weight_decay:
+        g = _axpy(weight_decay, p, g)
+    _assign(state_sum, binary("add", state_sum, binary("multiply", g, g)))
+    std = binary("add", unary("sqrt", state_sum), eps)
+    _assign(p, binary("subtract", p, binary("multiply", clr, binary("divide", g, std))))
+
+
 def host_view(device, x: Array):
     """No zero-copy view of device memory: None (callers copy through to_host)."""
     return None
@@ -437,6 +515,8 @@ COMPOSITES = {
     "nonzero": nonzero, "diagonal": diagonal, "unique": unique, "isin": isin,
     "cross": cross, "fft_roll": fft_roll,
     "softmax": softmax, "log_softmax": log_softmax, "im2col": im2col, "col2im": col2im,
+    "sgd_step": sgd_step, "adam_step": adam_step, "rmsprop_step": rmsprop_step,
+    "adagrad_step": adagrad_step,
     **{op: _host_path(op) for op in host.HOST_OPS},
 }
 core.COMPOSITES.update(COMPOSITES)

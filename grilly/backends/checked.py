@@ -90,7 +90,8 @@ _EXPECT = {
     **{op: (lambda out_shape, out_dtype, *bufs: (tuple(out_shape), out_dtype))
        for op in (*ELEMENTWISE_OPS, "where", "matmul", "cross", "solve")},
 }
-_RETURNS_NONE = frozenset({"assign", "scatter"})
+_RETURNS_NONE = frozenset({"assign", "scatter", "sgd_step", "adam_step", "rmsprop_step",
+                           "adagrad_step"})
 _RETURNS_HOST = frozenset({"to_host", "host_view"})
 
 

@@ -127,6 +127,20 @@ KERNELS: dict[str, Kernel] = {
                      "(buf, kernel, stride, dilation, pads, fill, out, channel_major=False) -> buf"),
     "col2im": Kernel("nn", COMPOSED,
                      "(buf, kernel, stride, dilation, pads, size, channel_major=False) -> buf"),
+    # fused optimizer updates (docs/kernels/optim.md): each writes the parameter and its state
+    # buffers in place, one pass; float32/float64 buffers of one shape (other dtypes: the
+    # composition); a state buffer passed as None is not used
+    "sgd_step": Kernel("optim", COMPOSED,
+                       "(p, g, buf, lr, momentum, dampening, weight_decay, nesterov, maximize, "
+                       "first) -> None"),
+    "adam_step": Kernel("optim", COMPOSED,
+                        "(p, g, m, v, vmax, lr, beta1, beta2, eps, weight_decay, decoupled, "
+                        "maximize, step_size, bc2_sqrt) -> None"),
+    "rmsprop_step": Kernel("optim", COMPOSED,
+                           "(p, g, square_avg, grad_avg, buf, lr, alpha, eps, weight_decay, "
+                           "momentum, maximize) -> None"),
+    "adagrad_step": Kernel("optim", COMPOSED,
+                           "(p, g, state_sum, clr, eps, weight_decay, maximize) -> None"),
 }
 
 FAMILIES = tuple(dict.fromkeys(k.family for k in KERNELS.values()))

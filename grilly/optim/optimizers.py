@@ -2,9 +2,8 @@
 torch.optim uses (so float32 trajectories agree to rounding)."""
 from __future__ import annotations
 
-import math
-
 from ..array import api as gp
+from ..array import optim_steps
 
 from .optimizer import Optimizer
 
@@ -17,8 +16,13 @@ def _check(name: str, **values) -> None:
             raise ValueError(f"{name}: {k} must be >= 0, got {v}")
 
 
-def _assign(p, new) -> None:
-    p[...] = new
+def _grad(p, g):
+    """``g`` in ``p``'s dtype and shape (a gradient set by hand may differ), as the kernels take."""
+    if g.dtype != p.dtype:
+        g = gp.astype(g, p.dtype)
+    if g.shape != p.shape:
+        g = gp.broadcast_to(g, p.shape)
+    return g
 
 
 class SGD(Optimizer):
@@ -35,19 +39,16 @@ class SGD(Optimizer):
                                       maximize=maximize))
 
     def _update(self, p, g, state, group) -> None:
-        d = -g if group["maximize"] else g
-        if group["weight_decay"]:
-            d = d + group["weight_decay"] * p
-        mom = group["momentum"]
-        if mom:
+        buf, first = None, False
+        if group["momentum"]:
             buf = state.get("momentum_buffer")
             if buf is None:
-                buf = state["momentum_buffer"] = gp.asarray(d, copy=True)
-            else:
-                buf *= mom
-                buf += (1.0 - group["dampening"]) * d
-            d = d + mom * buf if group["nesterov"] else buf
-        p -= group["lr"] * d
+                # torch starts the buffer as the first (decayed) gradient: the kernel writes it
+                buf = state["momentum_buffer"] = gp.empty_like(p)
+                first = True
+        optim_steps.sgd_step(p, _grad(p, g), buf, lr=group["lr"], momentum=group["momentum"],
+                             dampening=group["dampening"], weight_decay=group["weight_decay"],
+                             nesterov=group["nesterov"], maximize=group["maximize"], first=first)
 
 
 class Adam(Optimizer):
@@ -64,106 +65,21 @@ class Adam(Optimizer):
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
                                       weight_decay=weight_decay, amsgrad=amsgrad,
                                       maximize=maximize))
-        self._flat: dict = {}  # id(group) -> flat moment buffers (see _flat_state)
 
     def _update(self, p, g, state, group) -> None:
-        lr, (b1, b2), wd = group["lr"], group["betas"], group["weight_decay"]
-        if group["maximize"]:
-            g = -g
         if not state:
             state["step"] = 0
             state["exp_avg"] = gp.zeros_like(p)
             state["exp_avg_sq"] = gp.zeros_like(p)
             if group["amsgrad"]:
                 state["max_exp_avg_sq"] = gp.zeros_like(p)
-        if wd:
-            if self._decoupled:
-                p *= 1.0 - lr * wd
-            else:
-                g = g + wd * p
         state["step"] += 1
-        t = state["step"]
-        m, v = state["exp_avg"], state["exp_avg_sq"]
-        m += (1.0 - b1) * (g - m)
-        v *= b2
-        v += (1.0 - b2) * (g * g)
-        step_size = lr / (1.0 - b1 ** t)
-        bc2 = math.sqrt(1.0 - b2 ** t)
-        if group["amsgrad"]:
-            mx = state["max_exp_avg_sq"]
-            _assign(mx, gp.maximum(mx, v))
-            denom = gp.sqrt(mx) / bc2 + group["eps"]
-        else:
-            denom = gp.sqrt(v) / bc2 + group["eps"]
-        p -= step_size * (m / denom)
-
-
-    def _step_group(self, group: dict) -> None:
-        if not self._flat_step(group):
-            super()._step_group(group)
-
-    def _flat_step(self, group: dict) -> bool:
-        """The whole group's update on concatenated buffers: a dozen ops per step instead of a
-        dozen per parameter. Needs every parameter with a gradient, one dtype and device and one
-        step count, and no amsgrad; returns False (per-parameter path) otherwise."""
-        ps = group["params"]
-        if len(ps) < 2 or group["amsgrad"] or any(p.grad is None for p in ps):
-            return False
-        dt, dev = ps[0].dtype, ps[0].device
-        if any(p.dtype != dt or p.grad.dtype != dt or p.device != dev for p in ps):
-            return False
-        states = [self.state_of(p) for p in ps]
-        if len({s.get("step", 0) for s in states}) != 1:
-            return False
-        m, v, sizes = self._flat_state(group, ps, states)
-        lr, (b1, b2), wd = group["lr"], group["betas"], group["weight_decay"]
-        g = gp.concat([gp.reshape(p.grad, (-1,)) for p in ps])
-        if group["maximize"]:
-            g = -g
-        if wd:
-            if self._decoupled:
-                for p in ps:
-                    p *= 1.0 - lr * wd
-            else:
-                g = g + wd * gp.concat([gp.reshape(p, (-1,)) for p in ps])
-        t = states[0].get("step", 0) + 1
-        m += (1.0 - b1) * (g - m)
-        v *= b2
-        v += (1.0 - b2) * (g * g)
-        u = (m / (gp.sqrt(v) / math.sqrt(1.0 - b2 ** t) + group["eps"])) * (lr / (1.0 - b1 ** t))
-        o = 0
-        for p, s, n in zip(ps, states, sizes):
-            p -= gp.reshape(u[o:o + n], p.shape)
-            s["step"] = t
-            o += n
-        return True
-
-    def _flat_state(self, group: dict, ps: list, states: list) -> tuple:
-        """Flat moment buffers of ``group``; each parameter's ``exp_avg``/``exp_avg_sq`` state is
-        a view into them. Rebuilt (from the per-parameter state) when those views were replaced,
-        e.g. by ``load_state_dict``."""
-        key = id(group)
-        hit = self._flat.get(key)
-        if hit is not None and hit[0] == [id(p) for p in ps] and all(
-                s.get("exp_avg") is a and s.get("exp_avg_sq") is b
-                for s, a, b in zip(states, hit[4], hit[5])):
-            return hit[1], hit[2], hit[3]
-
-        def flat(name):
-            return gp.concat([gp.reshape(s[name], (-1,)) if name in s
-                              else gp.zeros((p.size,), dtype=p.dtype, device=p.device)
-                              for p, s in zip(ps, states)])
-        m, v = flat("exp_avg"), flat("exp_avg_sq")
-        sizes = [p.size for p in ps]
-        o = 0
-        for p, s, n in zip(ps, states, sizes):
-            s["exp_avg"] = gp.reshape(m[o:o + n], p.shape)
-            s["exp_avg_sq"] = gp.reshape(v[o:o + n], p.shape)
-            s.setdefault("step", 0)
-            o += n
-        self._flat[key] = ([id(p) for p in ps], m, v, sizes, [s["exp_avg"] for s in states],
-                      [s["exp_avg_sq"] for s in states])
-        return m, v, sizes
+        b1, b2 = group["betas"]
+        optim_steps.adam_step(p, _grad(p, g), state["exp_avg"], state["exp_avg_sq"],
+                              state.get("max_exp_avg_sq") if group["amsgrad"] else None,
+                              lr=group["lr"], beta1=b1, beta2=b2, eps=group["eps"],
+                              step=state["step"], weight_decay=group["weight_decay"],
+                              decoupled=self._decoupled, maximize=group["maximize"])
 
 
 class AdamW(Adam):
@@ -189,9 +105,6 @@ class RMSprop(Optimizer):
                                       momentum=momentum, centered=centered, maximize=maximize))
 
     def _update(self, p, g, state, group) -> None:
-        a = group["alpha"]
-        if group["maximize"]:
-            g = -g
         if not state:
             state["step"] = 0
             state["square_avg"] = gp.zeros_like(p)
@@ -200,24 +113,13 @@ class RMSprop(Optimizer):
             if group["centered"]:
                 state["grad_avg"] = gp.zeros_like(p)
         state["step"] += 1
-        if group["weight_decay"]:
-            g = g + group["weight_decay"] * p
-        sq = state["square_avg"]
-        sq *= a
-        sq += (1.0 - a) * (g * g)
-        if group["centered"]:
-            ga = state["grad_avg"]
-            ga += (1.0 - a) * (g - ga)
-            avg = gp.sqrt(sq - ga * ga) + group["eps"]
-        else:
-            avg = gp.sqrt(sq) + group["eps"]
-        if group["momentum"] > 0:
-            buf = state["momentum_buffer"]
-            buf *= group["momentum"]
-            buf += g / avg
-            p -= group["lr"] * buf
-        else:
-            p -= group["lr"] * (g / avg)
+        optim_steps.rmsprop_step(
+            p, _grad(p, g), state["square_avg"],
+            state.get("grad_avg") if group["centered"] else None,
+            state.get("momentum_buffer") if group["momentum"] > 0 else None,
+            lr=group["lr"], alpha=group["alpha"], eps=group["eps"],
+            weight_decay=group["weight_decay"], momentum=group["momentum"],
+            maximize=group["maximize"])
 
 
 class Adagrad(Optimizer):
@@ -233,18 +135,13 @@ class Adagrad(Optimizer):
                                       eps=eps, maximize=maximize))
 
     def _update(self, p, g, state, group) -> None:
-        if group["maximize"]:
-            g = -g
         if not state:
             state["step"] = 0
             state["sum"] = gp.full_like(p, group["initial_accumulator_value"])
         state["step"] += 1
-        if group["weight_decay"]:
-            g = g + group["weight_decay"] * p
-        clr = group["lr"] / (1.0 + (state["step"] - 1) * group["lr_decay"])
-        s = state["sum"]
-        s += g * g
-        p -= clr * (g / (gp.sqrt(s) + group["eps"]))
+        optim_steps.adagrad_step(p, _grad(p, g), state["sum"], lr=group["lr"], eps=group["eps"],
+                                 step=state["step"], lr_decay=group["lr_decay"],
+                                 weight_decay=group["weight_decay"], maximize=group["maximize"])
 
 
 class NLMS(Optimizer):

@@ -1,0 +1,101 @@
+"""Fused optimizer updates: one kernel per rule (docs/kernels/optim.md), called by grilly.optim.
+
+Each function updates the parameter ``p`` and its state arrays in place from the gradient
+``g``: the device's kernel (one pass reading and writing every buffer once) for float32 and
+float64, the composition (grilly/array/composites.py: the unfused rule, several elementwise
+passes) for other dtypes or where the backend has no kernel. Both compute the same operations
+in the same order, the order torch.optim uses.
+
+These write into arrays (often leaves that require grad) behind autograd's back, so they are
+not exported through the dispatch hook and never recorded: the optimizers call them under
+no_grad.
+"""
+from __future__ import annotations
+
+import math
+
+from . import core
+from .array import Array
+
+__all__ = ["sgd_step", "adam_step", "rmsprop_step", "adagrad_step"]
+
+_KERNEL_DTYPES = frozenset({"float32", "float64"})   # what the kernels take (the contract)
+
+
+def _check(op: str, p, g, **state) -> None:
+    """TypeError/ValueError unless ``p`` is a real floating Array and ``g`` and every given
+    state array match its shape, dtype and device."""
+    core.check_array(p, op, "p")
+    if p._dtype.kind != "f":
+        raise TypeError(f"{op}: p must have a real floating dtype, got {p._dtype.name}")
+    for name, a in (("g", g), *state.items()):
+        if a is None:
+            continue
+        core.check_array(a, op, name)
+        if a._dtype is not p._dtype:
+            raise TypeError(f"{op}: {name} has dtype {a._dtype.name}, expected p's dtype "
+                            f"{p._dtype.name}")
+        if a.shape != p.shape:
+            raise ValueError(f"{op}: {name} has shape {a.shape}, expected p's shape {p.shape}")
+        core.common_device(op, p, a)
+
+
+def _run(op: str, p: Array, arrays: tuple, scalars: tuple) -> None:
+    dev = p._device
+    k = dev.kernels.get(op)
+    if k is not None and p._dtype.name in _KERNEL_DTYPES:
+        k(*[a._buf if a is not None else None for a in arrays], *scalars)
+    else:
+        core.composite(dev, op)(dev, *arrays, *scalars)
+
+
+def sgd_step(p: Array, g: Array, momentum_buffer: Array | None = None, *, lr: float,
+             momentum: float = 0.0, dampening: float = 0.0, weight_decay: float = 0.0,
+             nesterov: bool = False, maximize: bool = False, first: bool = False) -> None:
+    """One SGD update of ``p`` in place; ``first``: the momentum buffer starts as the gradient."""
+    _check("sgd_step", p, g, momentum_buffer=momentum_buffer)
+    if momentum and momentum_buffer is None:
+        raise ValueError("sgd_step: momentum > 0 needs a momentum_buffer")
+    _run("sgd_step", p, (p, g, momentum_buffer if momentum else None),
+         (lr, momentum, dampening, weight_decay, nesterov, maximize, first))
+
+
+def adam_step(p: Array, g: Array, exp_avg: Array, exp_avg_sq: Array,
+              max_exp_avg_sq: Array | None = None, *, lr: float, beta1: float, beta2: float,
+              eps: float, step: int, weight_decay: float = 0.0, decoupled: bool = False,
+              maximize: bool = False) -> None:
+    """One Adam (``decoupled``: AdamW) update of ``p`` at ``step`` (from 1), in place; amsgrad
+    when ``max_exp_avg_sq`` is given."""
+    _check("adam_step", p, g, exp_avg=exp_avg, exp_avg_sq=exp_avg_sq,
+           max_exp_avg_sq=max_exp_avg_sq)
+    if step < 1:
+        raise ValueError(f"adam_step: step counts from 1, got {step}")
+    # bias corrections in float64 on the host, as torch.optim computes them
+    step_size = lr / (1.0 - beta1 ** step)
+    bc2_sqrt = math.sqrt(1.0 - beta2 ** step)
+    _run("adam_step", p, (p, g, exp_avg, exp_avg_sq, max_exp_avg_sq),
+         (lr, beta1, beta2, eps, weight_decay, decoupled, maximize, step_size, bc2_sqrt))
+
+
+def rmsprop_step(p: Array, g: Array, square_avg: Array, grad_avg: Array | None = None,
+                 momentum_buffer: Array | None = None, *, lr: float, alpha: float, eps: float,
+                 weight_decay: float = 0.0, momentum: float = 0.0,
+                 maximize: bool = False) -> None:
+    """One RMSprop update of ``p`` in place; centered when ``grad_avg`` is given."""
+    _check("rmsprop_step", p, g, square_avg=square_avg, grad_avg=grad_avg,
+           momentum_buffer=momentum_buffer)
+    if momentum > 0 and momentum_buffer is None:
+        raise ValueError("rmsprop_step: momentum > 0 needs a momentum_buffer")
+    _run("rmsprop_step", p, (p, g, square_avg, grad_avg, momentum_buffer if momentum > 0 else None),
+         (lr, alpha, eps, weight_decay, momentum, maximize))
+
+
+def adagrad_step(p: Array, g: Array, state_sum: Array, *, lr: float, eps: float, step: int,
+                 lr_decay: float = 0.0, weight_decay: float = 0.0,
+                 maximize: bool = False) -> None:
+    """One Adagrad update of ``p`` at ``step`` (from 1) in place."""
+    _check("adagrad_step", p, g, state_sum=state_sum)
+    if step < 1:
+        raise ValueError(f"adagrad_step: step counts from 1, got {step}")
+    clr = lr / (1.0 + (step - 1) * lr_decay)
+    _run("adagrad_step", p, (p, g, state_sum), (clr, eps, weight_decay, maximize))

@@ -1,0 +1,214 @@
+"""CPU kernels of the optim family: fused optimizer updates (docs/kernels/optim.md).
+
+Each kernel reads the parameter, its gradient and its state once and writes the parameter and
+the state in place, in one (parallel above a size threshold) loop, computing in the parameter's
+dtype with the operations of the unfused rule in the same order (grilly/array/composites.py),
+so float32 results equal the composition's. Hyperparameters come as Python numbers and are cast
+to the dtype once per call. A buffer the kernel does not use is passed as None.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from .reductions import par, use_threads
+
+_o = dict(cache=True, nogil=True, error_model="numpy")
+
+
+# ---- the per-element rules (inlined into the serial and the parallel loop) ----------------------
+@njit(inline="always", **_o)
+def _sgd(i, p, g, buf, lr, mom, damp1, wd, has_buf, nesterov, maximize, first):
+    gi = g[i]
+    if maximize:
+        gi = -gi
+    pi = p[i]
+    if wd != 0:
+        gi = wd * pi + gi
+    if has_buf:
+        bi = gi if first else damp1 * gi + buf[i] * mom
+        buf[i] = bi
+        gi = mom * bi + gi if nesterov else bi
+    p[i] = pi - lr * gi
+
+
+@njit(inline="always", **_o)
+def _adam(i, p, g, m, v, vmax, decay, c1, b2, c2, eps, wd, step_size, bc2, decoupled,
+          amsgrad, maximize):
+    gi = g[i]
+    if maximize:
+        gi = -gi
+    pi = p[i]
+    if wd != 0:
+        if decoupled:
+            pi = pi * decay
+        else:
+            gi = wd * pi + gi
+    mi = m[i]
+    mi = c1 * (gi - mi) + mi
+    vi = c2 * (gi * gi) + v[i] * b2
+    m[i] = mi
+    v[i] = vi
+    if amsgrad:
+        vx = vmax[i]
+        if vi > vx or vi != vi:   # np.maximum: NaN wins
+            vx = vi
+        vmax[i] = vx
+        vi = vx
+    p[i] = pi - step_size * (mi / (np.sqrt(vi) / bc2 + eps))
+
+
+@njit(inline="always", **_o)
+def _rmsprop(i, p, g, sq, ga, buf, lr, alpha, c, eps, wd, mom, centered, has_buf, maximize):
+    gi = g[i]
+    if maximize:
+        gi = -gi
+    pi = p[i]
+    if wd != 0:
+        gi = wd * pi + gi
+    si = c * (gi * gi) + sq[i] * alpha
+    sq[i] = si
+    if centered:
+        gai = ga[i]
+        gai = c * (gi - gai) + gai
+        ga[i] = gai
+        avg = np.sqrt(si - gai * gai) + eps
+    else:
+        avg = np.sqrt(si) + eps
+    if has_buf:
+        bi = buf[i] * mom + gi / avg
+        buf[i] = bi
+        p[i] = pi - lr * bi
+    else:
+        p[i] = pi - lr * (gi / avg)
+
+
+@njit(inline="always", **_o)
+def _adagrad(i, p, g, s, clr, eps, wd, maximize):
+    gi = g[i]
+    if maximize:
+        gi = -gi
+    pi = p[i]
+    if wd != 0:
+        gi = wd * pi + gi
+    si = s[i] + gi * gi
+    s[i] = si
+    p[i] = pi - clr * (gi / (np.sqrt(si) + eps))
+
+
+# ---- loops: serial and parallel over a flat index -------------------------------------------
+@njit(**_o)
+def s_sgd(p, g, buf, lr, mom, damp1, wd, has_buf, nesterov, maximize, first):
+    for i in range(p.shape[0]):
+        _sgd(i, p, g, buf, lr, mom, damp1, wd, has_buf, nesterov, maximize, first)
+
+
+@njit(parallel=True, **_o)
+def p_sgd(p, g, buf, lr, mom, damp1, wd, has_buf, nesterov, maximize, first):
+    for i in prange(p.shape[0]):
+        _sgd(i, p, g, buf, lr, mom, damp1, wd, has_buf, nesterov, maximize, first)
+
+
+@njit(**_o)
+def s_adam(p, g, m, v, vmax, decay, c1, b2, c2, eps, wd, step_size, bc2, decoupled, amsgrad,
+           maximize):
+    for i in range(p.shape[0]):
+        _adam(i, p, g, m, v, vmax, decay, c1, b2, c2, eps, wd, step_size, bc2, decoupled,
+              amsgrad, maximize)
+
+
+@njit(parallel=True, **_o)
+def p_adam(p, g, m, v, vmax, decay, c1, b2, c2, eps, wd, step_size, bc2, decoupled, amsgrad,
+           maximize):
+    for i in prange(p.shape[0]):
+        _adam(i, p, g, m, v, vmax, decay, c1, b2, c2, eps, wd, step_size, bc2, decoupled,
+              amsgrad, maximize)
+
+
+@njit(**_o)
+def s_rmsprop(p, g, sq, ga, buf, lr, alpha, c, eps, wd, mom, centered, has_buf, maximize):
+    for i in range(p.shape[0]):
+        _rmsprop(i, p, g, sq, ga, buf, lr, alpha, c, eps, wd, mom, centered, has_buf, maximize)
+
+
+@njit(parallel=True, **_o)
+def p_rmsprop(p, g, sq, ga, buf, lr, alpha, c, eps, wd, mom, centered, has_buf, maximize):
+    for i in prange(p.shape[0]):
+        _rmsprop(i, p, g, sq, ga, buf, lr, alpha, c, eps, wd, mom, centered, has_buf, maximize)
+
+
+@njit(**_o)
+def s_adagrad(p, g, s, clr, eps, wd, maximize):
+    for i in range(p.shape[0]):
+        _adagrad(i, p, g, s, clr, eps, wd, maximize)
+
+
+@njit(parallel=True, **_o)
+def p_adagrad(p, g, s, clr, eps, wd, maximize):
+    for i in prange(p.shape[0]):
+        _adagrad(i, p, g, s, clr, eps, wd, maximize)
+
+
+# ---- host side: flat views, the dtype's scalars, serial or parallel --------------------------
+_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _run(op: str, serial, parallel, state: list, p: np.ndarray, g: np.ndarray, scalars: tuple,
+         flags: tuple) -> None:
+    """Run one update over flat views of ``p``, ``g`` and ``state`` (None: an unused slot).
+    A strided parameter or state buffer is updated through a contiguous copy written back
+    (parameters and optimizer state are contiguous in practice; gradients may be broadcasts)."""
+    if p.dtype not in _DTYPES:
+        raise TypeError(f"{op}: the cpu kernel takes float32 or float64 buffers, got {p.dtype}")
+    for b in (g, *state):
+        if b is not None and (b.dtype != p.dtype or b.shape != p.shape):
+            raise ValueError(f"{op}: every buffer must have the parameter's shape {p.shape} and "
+                             f"dtype {p.dtype}, got {b.shape} {b.dtype}")
+    out = [p, *state]
+    work = [b if b is None or b.flags.c_contiguous else np.ascontiguousarray(b) for b in out]
+    flat = [np.empty(1, p.dtype) if b is None else b.reshape(-1) for b in work]
+    gf = np.ascontiguousarray(g).reshape(-1)
+    t = p.dtype.type
+    args = (flat[0], gf, *flat[1:], *[t(s) for s in scalars], *flags)
+    n = p.size
+    if use_threads(n):
+        par(parallel, n, n * p.itemsize * (2 + 2 * len(state)), *args)
+    else:
+        serial(*args)
+    for b, w in zip(out, work):
+        if w is not b:
+            np.copyto(b, w)
+
+
+def sgd_step(p, g, buf, lr, momentum, dampening, weight_decay, nesterov, maximize,
+             first) -> None:
+    """SGD (momentum, dampening, Nesterov, L2 decay) in one pass, in place."""
+    _run("sgd_step", s_sgd, p_sgd, [buf], p, g, (lr, momentum, 1.0 - dampening, weight_decay),
+         (buf is not None, bool(nesterov), bool(maximize), bool(first)))
+
+
+def adam_step(p, g, m, v, vmax, lr, beta1, beta2, eps, weight_decay, decoupled, maximize,
+              step_size, bc2_sqrt) -> None:
+    """Adam/AdamW (amsgrad when ``vmax`` is given) in one pass, in place."""
+    _run("adam_step", s_adam, p_adam, [m, v, vmax], p, g,
+         (1.0 - lr * weight_decay, 1.0 - beta1, beta2, 1.0 - beta2, eps, weight_decay,
+          step_size, bc2_sqrt),
+         (bool(decoupled), vmax is not None, bool(maximize)))
+
+
+def rmsprop_step(p, g, square_avg, grad_avg, buf, lr, alpha, eps, weight_decay, momentum,
+                 maximize) -> None:
+    """RMSprop (centered when ``grad_avg`` is given, momentum when ``buf`` is) in one pass."""
+    _run("rmsprop_step", s_rmsprop, p_rmsprop, [square_avg, grad_avg, buf], p, g,
+         (lr, alpha, 1.0 - alpha, eps, weight_decay, momentum),
+         (grad_avg is not None, buf is not None, bool(maximize)))
+
+
+def adagrad_step(p, g, state_sum, clr, eps, weight_decay, maximize) -> None:
+    """Adagrad (L2 decay; ``clr`` the decayed learning rate) in one pass, in place."""
+    _run("adagrad_step", s_adagrad, p_adagrad, [state_sum], p, g, (clr, eps, weight_decay),
+         (bool(maximize),))
+
+
+KERNELS = {"sgd_step": sgd_step, "adam_step": adam_step, "rmsprop_step": rmsprop_step,
+           "adagrad_step": adagrad_step}

@@ -1,0 +1,206 @@
+"""The fused optimizer kernels (grilly.array.optim_steps): each rule, on every device, by kernel
+and by composition, equals a float64 numpy reference of the rule over several steps; the
+kernel and the composition agree with each other; bad arguments name the op and the argument."""
+import math
+
+import numpy as np
+import pytest
+
+import grilly as gp
+from grilly.array import core, optim_steps
+
+N = 1000   # not a multiple of 4 or of a workgroup
+STEPS = 6
+
+
+# ---- float64 references, written from the papers' / torch.optim's formulas ---------------------
+def ref_sgd(p, g, st, *, lr, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False,
+            maximize=False, first=False):
+    d = -g if maximize else g
+    d = d + weight_decay * p
+    if momentum:
+        st["buf"] = d.copy() if first else momentum * st["buf"] + (1 - dampening) * d
+        d = d + momentum * st["buf"] if nesterov else st["buf"]
+    return p - lr * d
+
+
+def ref_adam(p, g, st, *, lr, beta1, beta2, eps, step, weight_decay=0.0, decoupled=False,
+             maximize=False, amsgrad=False):
+    g = -g if maximize else g
+    if decoupled:
+        p = p * (1 - lr * weight_decay)
+    else:
+        g = g + weight_decay * p
+    st["m"] = beta1 * st["m"] + (1 - beta1) * g
+    st["v"] = beta2 * st["v"] + (1 - beta2) * g * g
+    v = st["v"]
+    if amsgrad:
+        st["vmax"] = v = np.maximum(st["vmax"], v)
+    mhat = st["m"] / (1 - beta1 ** step)
+    return p - lr * mhat / (np.sqrt(v) / math.sqrt(1 - beta2 ** step) + eps)
+
+
+def ref_rmsprop(p, g, st, *, lr, alpha, eps, weight_decay=0.0, momentum=0.0, maximize=False,
+                centered=False):
+    g = (-g if maximize else g) + weight_decay * p
+    st["sq"] = alpha * st["sq"] + (1 - alpha) * g * g
+    var = st["sq"]
+    if centered:
+        st["ga"] = alpha * st["ga"] + (1 - alpha) * g
+        var = var - st["ga"] ** 2
+    u = g / (np.sqrt(var) + eps)
+    if momentum:
+        st["buf"] = momentum * st["buf"] + u
+        u = st["buf"]
+    return p - lr * u
+
+
+def ref_adagrad(p, g, st, *, lr, eps, step, lr_decay=0.0, weight_decay=0.0, maximize=False):
+    g = (-g if maximize else g) + weight_decay * p
+    st["sum"] = st["sum"] + g * g
+    return p - lr / (1 + (step - 1) * lr_decay) * g / (np.sqrt(st["sum"]) + eps)
+
+
+CASES = [
+    ("sgd", dict(lr=0.05)),
+    ("sgd", dict(lr=0.05, momentum=0.9)),
+    ("sgd", dict(lr=0.05, momentum=0.9, dampening=0.3, weight_decay=0.01, maximize=True)),
+    ("sgd", dict(lr=0.05, momentum=0.9, nesterov=True, weight_decay=0.02)),
+    ("adam", dict(lr=0.01, beta1=0.9, beta2=0.999, eps=1e-8)),
+    ("adam", dict(lr=0.01, beta1=0.8, beta2=0.9, eps=1e-6, weight_decay=0.1, amsgrad=True,
+                  maximize=True)),
+    ("adam", dict(lr=0.01, beta1=0.9, beta2=0.99, eps=1e-8, weight_decay=0.3, decoupled=True)),
+    ("adam", dict(lr=0.01, beta1=0.9, beta2=0.99, eps=1e-8, weight_decay=0.3, decoupled=True,
+                  amsgrad=True)),
+    ("rmsprop", dict(lr=0.01, alpha=0.99, eps=1e-8)),
+    ("rmsprop", dict(lr=0.01, alpha=0.9, eps=1e-8, momentum=0.9, centered=True,
+                     weight_decay=0.01)),
+    ("rmsprop", dict(lr=0.01, alpha=0.9, eps=1e-8, momentum=0.5, maximize=True)),
+    ("rmsprop", dict(lr=0.01, alpha=0.9, eps=1e-8, centered=True)),
+    ("adagrad", dict(lr=0.1, eps=1e-10)),
+    ("adagrad", dict(lr=0.1, eps=1e-10, lr_decay=0.01, weight_decay=0.01, maximize=True)),
+]
+REFS = {"sgd": ref_sgd, "adam": ref_adam, "rmsprop": ref_rmsprop, "adagrad": ref_adagrad}
+STATE = {"sgd": ("buf",), "adam": ("m", "v", "vmax"), "rmsprop": ("sq", "ga", "buf"),
+         "adagrad": ("sum",)}
+
+
+def _grilly_step(rule, p, g, st, kw, step, first):
+    kw = dict(kw)
+    if rule == "sgd":
+        optim_steps.sgd_step(p, g, st.get("buf") if kw.get("momentum") else None, first=first,
+                             **kw)
+    elif rule == "adam":
+        ams = kw.pop("amsgrad", False)
+        optim_steps.adam_step(p, g, st["m"], st["v"], st["vmax"] if ams else None, step=step, **kw)
+    elif rule == "rmsprop":
+        centered = kw.pop("centered", False)
+        optim_steps.rmsprop_step(p, g, st["sq"], st["ga"] if centered else None,
+                                 st["buf"] if kw.get("momentum") else None, **kw)
+    else:
+        optim_steps.adagrad_step(p, g, st["sum"], step=step, **kw)
+
+
+def _run(rule, kw, dtype, device, composed=False, monkeypatch=None, strided=False):
+    """STEPS updates in grilly (kernel, or the composition) and in the float64 reference."""
+    rng = np.random.default_rng(7)
+    p0 = rng.standard_normal(N)
+    grads = [rng.standard_normal(N) for _ in range(STEPS)]
+    if strided:   # a parameter and state that are every other element of a larger buffer
+        big = gp.asarray(np.repeat(p0, 2).astype(dtype), device=device)
+        p = big[::2]
+    else:
+        p = gp.asarray(p0.astype(dtype), device=device)
+    st = {k: gp.zeros((N,), dtype=getattr(gp, dtype), device=device) for k in STATE[rule]}
+    rst = {k: np.zeros(N) for k in STATE[rule]}
+    if rule == "adagrad":
+        st["sum"] = gp.full((N,), 0.1, dtype=getattr(gp, dtype), device=device)
+        rst["sum"] = np.full(N, np.float64(np.asarray(0.1, dtype)))
+    if composed:
+        monkeypatch.setattr(optim_steps, "_KERNEL_DTYPES", frozenset())
+    want = p0.astype(dtype).astype(np.float64)
+    for t, gh in enumerate(grads, 1):
+        g = gp.asarray(gh.astype(dtype), device=device)
+        _grilly_step(rule, p, g, st, kw, t, t == 1)
+        rkw = dict(kw)
+        if rule == "sgd":
+            rkw["first"] = t == 1
+        if rule in ("adam", "adagrad"):
+            rkw["step"] = t
+        want = REFS[rule](want, gh.astype(dtype).astype(np.float64), rst, **rkw)
+    if strided:
+        np.testing.assert_array_equal(np.asarray(big)[1::2], np.repeat(p0, 2).astype(dtype)[1::2])
+    return np.asarray(p), want
+
+
+TOL = {"float32": 2e-5, "float64": 1e-12}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("rule,kw", CASES, ids=[f"{r}-{i}" for i, (r, _) in enumerate(CASES)])
+def test_kernel_matches_reference(device, rule, kw, dtype):
+    got, want = _run(rule, kw, dtype, device)
+    np.testing.assert_allclose(got, want, rtol=TOL[dtype], atol=TOL[dtype])
+
+
+@pytest.mark.parametrize("rule,kw", CASES, ids=[f"{r}-{i}" for i, (r, _) in enumerate(CASES)])
+def test_composition_matches_kernel(device, rule, kw, monkeypatch):
+    # float32: the kernel computes the composition's operations in the same order, so the two
+    # agree to a few float32 roundings (Vulkan's correctly rounded sqrt/divide: bit-for-bit)
+    got, want = _run(rule, kw, "float32", device)
+    comp, _ = _run(rule, kw, "float32", device, composed=True, monkeypatch=monkeypatch)
+    np.testing.assert_allclose(got, comp, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(comp, want, rtol=TOL["float32"], atol=TOL["float32"])
+
+
+@pytest.mark.parametrize("rule,kw", [CASES[2], CASES[5], CASES[9], CASES[13]])
+def test_strided_parameter(device, rule, kw):
+    got, want = _run(rule, kw, "float32", device, strided=True)
+    np.testing.assert_allclose(got, want, rtol=TOL["float32"], atol=TOL["float32"])
+
+
+def test_float16_uses_the_composition(device):
+    p = gp.asarray(np.linspace(-1, 1, 8), dtype=gp.float16, device=device)
+    g = gp.ones((8,), dtype=gp.float16, device=device)
+    optim_steps.sgd_step(p, g, lr=0.25)
+    np.testing.assert_array_equal(np.asarray(p), np.linspace(-1, 1, 8).astype(np.float16) - 0.25)
+
+
+def test_kernel_is_used(device):
+    """The device's kernel runs (no elementwise passes) where the backend has one."""
+    if "adam_step" not in device.kernels:
+        pytest.skip(f"{device} has no adam_step kernel")
+    calls = []
+    real = core.composite
+
+    def spy(dev, op):
+        calls.append(op)
+        return real(dev, op)
+    p = gp.zeros((4,), device=device)
+    m, v = gp.zeros_like(p), gp.zeros_like(p)
+    try:
+        core.composite = spy
+        optim_steps.adam_step(p, gp.ones_like(p), m, v, lr=0.1, beta1=0.9, beta2=0.999,
+                              eps=1e-8, step=1)
+    finally:
+        core.composite = real
+    assert calls == []
+    np.testing.assert_allclose(np.asarray(p), -0.1 * np.ones(4), rtol=1e-6)
+
+
+def test_errors(device):
+    p = gp.zeros((3,), dtype=gp.float64, device=device)
+    with pytest.raises(TypeError, match="adam_step: p must have a real floating dtype"):
+        optim_steps.adam_step(gp.zeros((3,), dtype=gp.int32, device=device), p, p, p, lr=0.1,
+                              beta1=0.9, beta2=0.9, eps=1e-8, step=1)
+    with pytest.raises(ValueError, match=r"sgd_step: g has shape \(2,\), expected p's shape"):
+        optim_steps.sgd_step(p, gp.zeros((2,), device=device), lr=0.1)
+    with pytest.raises(TypeError, match="rmsprop_step: square_avg has dtype float32"):
+        optim_steps.rmsprop_step(p, p, gp.zeros((3,), dtype=gp.float32, device=device), lr=0.1,
+                                 alpha=0.9, eps=1e-8)
+    with pytest.raises(TypeError, match="adagrad_step: expected a grilly Array for 'g'"):
+        optim_steps.adagrad_step(p, np.zeros(3), p, lr=0.1, eps=1e-8, step=1)
+    with pytest.raises(ValueError, match="adam_step: step counts from 1"):
+        optim_steps.adam_step(p, p, p, p, lr=0.1, beta1=0.9, beta2=0.9, eps=1e-8, step=0)
+    with pytest.raises(ValueError, match="sgd_step: momentum > 0 needs a momentum_buffer"):
+        optim_steps.sgd_step(p, p, lr=0.1, momentum=0.9)
