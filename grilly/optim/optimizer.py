@@ -70,7 +70,8 @@ class Optimizer:
                 if set_to_none:
                     p.grad = None
                 else:
-                    p.grad = gp.zeros_like(p.grad)
+                    # zeroed in place, as torch does: no new buffer, holders of .grad see it
+                    p.grad[...] = 0
 
     def step(self, closure=None):
         """One update of every parameter that has a gradient; returns closure()'s loss if given."""
