@@ -1,7 +1,8 @@
 """One training step (forward, loss, backward, Adam step) of the digits MLP and CNN: grilly on a
 chosen device against torch on the CPU (and on CUDA when torch has it), same run, same shapes.
 
-Run: python bench/bench_train.py [--device cpu|vulkan] [--reps 20] [--json out.json]. Times are
+Run: python bench/bench_train.py [--device cpu|vulkan] [--reps 20] [--models mlp,cnn,wide]
+[--json out.json] ("wide": the 1024-4096-4096-10 MLP at batch 512, --wide-reps steps). Times are
 best-of-reps wall times after warm-up steps; ratio = torch time / grilly time (> 1: grilly
 faster). grilly syncs by reading the loss (``float(loss)``, after the step, so the whole step is
 flushed), torch by ``loss.item()`` (plus ``cuda.synchronize()``).
@@ -24,11 +25,18 @@ from grilly import nn, optim  # noqa: E402
 from train_digits_cnn import make_model as grilly_cnn  # noqa: E402
 
 BATCH = 128
+WIDE_BATCH = 512
 
 
 def grilly_mlp() -> nn.Module:
     """The digits MLP, 64-128-10."""
     return nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
+
+
+def grilly_wide() -> nn.Module:
+    """The wide MLP of issue 16, 1024-4096-4096-10 (21 M parameters: the optimizer step counts)."""
+    return nn.Sequential(nn.Linear(1024, 4096), nn.ReLU(), nn.Linear(4096, 4096), nn.ReLU(),
+                         nn.Linear(4096, 10))
 
 
 def torch_model(kind: str):
@@ -37,6 +45,9 @@ def torch_model(kind: str):
 
     if kind == "mlp":
         return tnn.Sequential(tnn.Linear(64, 128), tnn.ReLU(), tnn.Linear(128, 10))
+    if kind == "wide":
+        return tnn.Sequential(tnn.Linear(1024, 4096), tnn.ReLU(), tnn.Linear(4096, 4096),
+                              tnn.ReLU(), tnn.Linear(4096, 10))
     return tnn.Sequential(
         tnn.Conv2d(1, 16, 3, padding=1), tnn.ReLU(),
         tnn.Conv2d(16, 32, 3, padding=1), tnn.BatchNorm2d(32), tnn.ReLU(),
@@ -58,7 +69,7 @@ def best(step, reps: int, warmup: int) -> float:
 
 def grilly_step(kind: str, x: np.ndarray, y: np.ndarray, device: str):
     nn.manual_seed(0)
-    model = (grilly_mlp() if kind == "mlp" else grilly_cnn()).to(device)
+    model = {"mlp": grilly_mlp, "wide": grilly_wide, "cnn": grilly_cnn}[kind]().to(device)
     opt = optim.Adam(model.parameters(), lr=1e-3)
     loss_fn = nn.CrossEntropyLoss()
     xb, yb = gp.asarray(x, device=device), gp.asarray(y, device=device)
@@ -100,23 +111,29 @@ def main(argv=None) -> dict:
     ap.add_argument("--device", default="cpu", help="grilly device (cpu, vulkan, vulkan:1, ...)")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--models", default="mlp,cnn", help="comma-separated: mlp, cnn, wide")
+    ap.add_argument("--wide-reps", type=int, default=3)
     ap.add_argument("--json", default=None, help="write the results to this file")
     a = ap.parse_args(argv)
     import torch
 
     rng = np.random.default_rng(0)
     data = {"mlp": rng.uniform(0, 1, (BATCH, 64)).astype(np.float32),
-            "cnn": rng.uniform(0, 1, (BATCH, 1, 8, 8)).astype(np.float32)}
-    y = rng.integers(0, 10, BATCH).astype(np.int64)
+            "cnn": rng.uniform(0, 1, (BATCH, 1, 8, 8)).astype(np.float32),
+            "wide": rng.uniform(0, 1, (WIDE_BATCH, 1024)).astype(np.float32)}
+    labels = {k: rng.integers(0, 10, len(v)).astype(np.int64) for k, v in data.items()}
     torch_devs = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
     rows = []
-    for kind in ("mlp", "cnn"):
+    for kind in a.models.split(","):
+        y = labels[kind]
+        reps, warm = (a.wide_reps, 1) if kind == "wide" else (a.reps, a.warmup)
         step, model = grilly_step(kind, data[kind], y, a.device)
-        row = {"model": kind, "batch": BATCH, "grilly_device": a.device,
-               "grilly_ms": best(step, a.reps, a.warmup) * 1e3}
+        row = {"model": kind, "batch": len(y), "grilly_device": a.device,
+               "grilly_ms": best(step, reps, warm) * 1e3}
         state = model.state_dict()
+        del step, model   # the wide model's buffers
         for td in torch_devs:
-            t = best(torch_step(kind, data[kind], y, td, state), a.reps, a.warmup) * 1e3
+            t = best(torch_step(kind, data[kind], y, td, state), reps, warm) * 1e3
             row[f"torch_{td}_ms"] = t
             row[f"ratio_{td}"] = t / row["grilly_ms"]
         rows.append(row)
