@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from . import conv, core, fused, host, host_kernels, manipulation, searching, statistical
+from . import conv, core, fused, host, host_kernels, manipulation, searching, spiking, statistical
 from . import dtypes as dt
 from .array import Array
 from .core import as_compute_array, wrap
@@ -404,6 +404,19 @@ def col2im(device, g: Array, *args) -> Array:
     return conv.col2im(g, *args)
 
 
+def lif_forward(device, x: Array, mem0: Array, beta: Array, thr: Array, reset: str,
+                delay: bool, store: bool) -> tuple:
+    """All T steps of LIF, one step at a time (grilly.array.spiking)."""
+    return spiking.composed_forward(x, mem0, beta, thr, reset, delay, store)
+
+
+def lif_backward(device, gs: Array, gm: Array, x: Array, mem0: Array, beta: Array, thr: Array,
+                 trace, reset: str, delay: bool, surrogate: str, slope: float) -> tuple:
+    """BPTT of lif_forward, one step at a time in reverse (grilly.array.spiking)."""
+    return spiking.composed_backward(gs, gm, x, mem0, beta, thr, trace, reset, delay, surrogate,
+                                     slope)
+
+
 def host_view(device, x: Array):
     """No zero-copy view of device memory: None (callers copy through to_host)."""
     return None
@@ -437,6 +450,7 @@ COMPOSITES = {
     "nonzero": nonzero, "diagonal": diagonal, "unique": unique, "isin": isin,
     "cross": cross, "fft_roll": fft_roll,
     "softmax": softmax, "log_softmax": log_softmax, "im2col": im2col, "col2im": col2im,
+    "lif_forward": lif_forward, "lif_backward": lif_backward,
     **{op: _host_path(op) for op in host.HOST_OPS},
 }
 core.COMPOSITES.update(COMPOSITES)
