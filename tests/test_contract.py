@@ -419,7 +419,8 @@ CHECKS = {
     "cumulative_prod": _cumulative_prod, "normalize_indices": _normalize_indices,
     "repeat_indices": _repeat_indices, "nonzero": _nonzero, "diagonal": _diagonal,
     "unique": _unique, "isin": _isin, "cross": _cross, "fft_roll": _fft_roll,
-    "lif_forward": _lif(False), "lif_backward": _lif(True), "softmax": _softmax(False), "log_softmax": _softmax(True),
+    "lif_forward": _lif(False), "lif_backward": _lif(True),
+    "softmax": _softmax(False), "log_softmax": _softmax(True),
     "im2col": _conv(False), "col2im": _conv(True),
     **{op: _host(op) for op in HOST_CASES},
 }
