@@ -27,39 +27,48 @@ _o = dict(cache=True, nogil=True, error_model="numpy")
 def _fwd_block(b, x, m0, beta, thr, code, delay, store, spk, tr, mout):
     T, N = x.shape
     lo = b * BLOCK
-    n = min(lo + BLOCK, N) - lo
+    hi = min(lo + BLOCK, N)
     one, zero = x.dtype.type(1), x.dtype.type(0)
-    m = m0[lo:lo + n].copy()
+    m = m0[lo:hi].copy()
+    be, th = beta[lo:hi], thr[lo:hi]
+    n = hi - lo
+    # one branch-free loop per option, so LLVM vectorizes the loop over neurons
     for t in range(T):
-        for j in range(n):
-            i = lo + j
-            th, u = thr[i], m[j]
-            if delay:
-                # snnTorch: the reset of step t comes from the membrane of step t-1
-                r = one if u > th else zero
-                if code == 0:
-                    u = beta[i] * u + x[t, i] - r * th
-                elif code == 1:
-                    u = beta[i] * ((one - r) * u) + x[t, i]
-                else:
-                    u = beta[i] * u + x[t, i]
-                if store:
-                    tr[t, i] = u
-                spk[t, i] = one if u > th else zero
-                m[j] = u
+        xt, st = x[t, lo:hi], spk[t, lo:hi]
+        tt = tr[t, lo:hi] if store else tr[0, :0]
+        if delay:
+            if code == 0:
+                for j in range(n):
+                    u = m[j]
+                    r = one if u > th[j] else zero
+                    m[j] = be[j] * u + xt[j] - r * th[j]
+            elif code == 1:
+                for j in range(n):
+                    u = m[j]
+                    r = one if u > th[j] else zero
+                    m[j] = be[j] * ((one - r) * u) + xt[j]
             else:
-                # SpikingJelly: the spike resets the membrane within its step
-                h = beta[i] * u + x[t, i]
-                if store:
-                    tr[t, i] = h
-                s = one if h > th else zero
-                spk[t, i] = s
-                if code == 0:
-                    h = h - s * th
-                elif code == 1:
-                    h = h * (one - s)
-                m[j] = h
-    mout[lo:lo + n] = m
+                for j in range(n):
+                    m[j] = be[j] * m[j] + xt[j]
+            for j in range(n):
+                st[j] = one if m[j] > th[j] else zero
+            if store:
+                tt[:] = m
+        else:
+            for j in range(n):
+                m[j] = be[j] * m[j] + xt[j]
+            for j in range(n):
+                st[j] = one if m[j] > th[j] else zero
+            if store:
+                tt[:] = m
+            # SpikingJelly: the spike resets the membrane within its step
+            if code == 0:
+                for j in range(n):
+                    m[j] = m[j] - st[j] * th[j]
+            elif code == 1:
+                for j in range(n):
+                    m[j] = m[j] * (one - st[j])
+    mout[lo:hi] = m
 
 
 @njit(**_o)
@@ -75,22 +84,30 @@ def p_fwd(x, m0, beta, thr, code, delay, store, spk, tr, mout):
 
 
 @njit(**_o)
-def _sg(kind, a, c1, c2, one, v):
-    """The surrogate derivative at v (grilly.nn.snn.surrogate); c1, c2: slope-derived constants
-    rounded once to v's precision, as the composition's Python scalars are."""
+def _surrogate(kind, a, c1, c2, one, v, th, gs, d):
+    """d = gs * sg(v - th), the surrogate derivative of grilly.nn.snn.surrogate; c1, c2:
+    slope-derived constants rounded once to v's precision, as the composition's Python scalars
+    are. One loop per kind, so each vectorizes."""
+    n = v.shape[0]
     if kind == 0:
-        z = c1 * v
-        return c2 / (one + z * z)
-    if kind == 1:
-        d = a * abs(v) + one
-        return one / (d * d)
-    if kind == 2:
-        h = c2 * v
-        e = np.exp(h) + np.exp(-h)
-        return a / (e * e)
-    if kind == 3:
-        return max(one - abs(v) / a, one - one) / a
-    return one
+        for j in range(n):
+            z = c1 * (v[j] - th[j])
+            d[j] = gs[j] * (c2 / (one + z * z))
+    elif kind == 1:
+        for j in range(n):
+            e = a * abs(v[j] - th[j]) + one
+            d[j] = gs[j] * (one / (e * e))
+    elif kind == 2:
+        for j in range(n):
+            h = c2 * (v[j] - th[j])
+            e = np.exp(h) + np.exp(-h)
+            d[j] = gs[j] * (a / (e * e))
+    elif kind == 3:
+        for j in range(n):
+            d[j] = gs[j] * (max(one - abs(v[j] - th[j]) / a, one - one) / a)
+    else:
+        for j in range(n):
+            d[j] = gs[j]
 
 
 @njit(**_o)
@@ -98,55 +115,58 @@ def _bwd_block(b, gs, gm, x, m0, beta, thr, tr, code, delay, kind, a, c1, c2,
                gx, gm0, gb, gth):
     T, N = x.shape
     lo = b * BLOCK
-    n = min(lo + BLOCK, N) - lo
+    hi = min(lo + BLOCK, N)
+    n = hi - lo
     one, zero = x.dtype.type(1), x.dtype.type(0)
-    gu = gm[lo:lo + n].copy()            # dL/dU[t], carried back from step t+1
+    be, th, mz = beta[lo:hi], thr[lo:hi], m0[lo:hi]
+    g = gm[lo:hi].copy()                 # dL/dU[t], carried back from step t+1
     acc_b = np.zeros(n, x.dtype)
     acc_t = np.zeros(n, x.dtype)
+    d = np.empty(n, x.dtype)
+    up = np.empty(n, x.dtype)
     for t in range(T - 1, -1, -1):
-        for j in range(n):
-            i = lo + j
-            th, be, g = thr[i], beta[i], gu[j]
-            if delay:
-                u = tr[t, i]
-                up = tr[t - 1, i] if t > 0 else m0[i]
-                r = one if up > th else zero
-                d = _sg(kind, a, c1, c2, one, u - th)
-                g = g + gs[t, i] * d
-                acc_t[j] -= gs[t, i] * d
-                gx[t, i] = g
+        v, gxt = tr[t, lo:hi], gx[t, lo:hi]
+        _surrogate(kind, a, c1, c2, one, v, th, gs[t, lo:hi], d)
+        prev = tr[t - 1, lo:hi] if t > 0 else mz
+        if delay:
+            # U[t] = beta U[t-1] + x[t] - R[t] thr, R[t] = H(U[t-1] - thr) (detached)
+            for j in range(n):
+                gj = g[j] + d[j]
+                acc_t[j] -= d[j]
+                gxt[j] = gj
+                r = one if prev[j] > th[j] else zero
                 if code == 0:
-                    acc_t[j] -= g * r
-                    acc_b[j] += g * up
-                    g = g * be
+                    acc_t[j] -= gj * r
+                    acc_b[j] += gj * prev[j]
+                    g[j] = gj * be[j]
                 elif code == 1:
-                    acc_b[j] += g * ((one - r) * up)
-                    g = g * (be * (one - r))
+                    acc_b[j] += gj * ((one - r) * prev[j])
+                    g[j] = gj * (be[j] * (one - r))
                 else:
-                    acc_b[j] += g * up
-                    g = g * be
+                    acc_b[j] += gj * prev[j]
+                    g[j] = gj * be[j]
+        else:
+            # h[t] = beta U[t-1] + x[t]; U[t] = h[t] reset by S[t] = H(h[t] - thr) (detached)
+            if t > 0:
+                for j in range(n):
+                    sp = one if prev[j] > th[j] else zero
+                    up[j] = (prev[j] - sp * th[j] if code == 0 else
+                             prev[j] * (one - sp) if code == 1 else prev[j])
             else:
-                h = tr[t, i]
-                s = one if h > th else zero
-                d = _sg(kind, a, c1, c2, one, h - th)
-                gh = g * (one - s) if code == 1 else g
+                up[:] = mz
+            for j in range(n):
+                s = one if v[j] > th[j] else zero
+                gh = g[j] * (one - s) if code == 1 else g[j]
                 if code == 0:
-                    acc_t[j] -= g * s
-                gh = gh + gs[t, i] * d
-                acc_t[j] -= gs[t, i] * d
-                gx[t, i] = gh
-                if t > 0:
-                    hp = tr[t - 1, i]
-                    sp = one if hp > th else zero
-                    up = hp - sp * th if code == 0 else hp * (one - sp) if code == 1 else hp
-                else:
-                    up = m0[i]
-                acc_b[j] += gh * up
-                g = gh * be
-            gu[j] = g
-    gm0[lo:lo + n] = gu
-    gb[lo:lo + n] = acc_b
-    gth[lo:lo + n] = acc_t
+                    acc_t[j] -= g[j] * s
+                gh = gh + d[j]
+                acc_t[j] -= d[j]
+                gxt[j] = gh
+                acc_b[j] += gh * up[j]
+                g[j] = gh * be[j]
+    gm0[lo:hi] = g
+    gb[lo:hi] = acc_b
+    gth[lo:hi] = acc_t
 
 
 @njit(**_o)
