@@ -41,12 +41,6 @@ def _reset_peak() -> float:
     return _status_mb("VmRSS")
 
 
-def _timed(f) -> float:
-    t = time.perf_counter()
-    f()
-    return time.perf_counter() - t
-
-
 # ---- one library per subprocess ---------------------------------------------------------------
 def _grilly(cfg):
     import numpy as np
