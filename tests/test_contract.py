@@ -372,6 +372,23 @@ def _optim(op):
             for extra in (False, True):
                 for got, want in zip(run(dev, kw, extra), run(cpu, kw, extra)):
                     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+def _lif(backward):
+    def check(dev):
+        from test_snn_fused import _case, ref_backward, ref_forward   # the numpy reference
+        from grilly.array import spiking
+        for reset in ("subtract", "zero", "none"):
+            for delay in (True, False):
+                x, m0, beta, thr, gs, gm = _case(1)
+                X, M0, B, TH, GS, GM = (_on(dev, v) for v in (x, m0, beta, thr, gs, gm))
+                if not backward:
+                    got = spiking.lif_forward(X, M0, B, TH, reset=reset, reset_delay=delay)
+                    want = ref_forward(x, m0, beta, thr, reset, delay)
+                else:
+                    got = spiking.lif_backward(GS, GM, X, M0, B, TH, None, reset=reset,
+                                               reset_delay=delay, surrogate="sigmoid", slope=4.0)
+                    want = ref_backward(gs, gm, x, m0, beta, thr, reset, delay, "sigmoid", 4.0)
+                for g, w in zip(got, want):
+                    np.testing.assert_allclose(np.asarray(g), w, rtol=1e-12, atol=1e-12)
     return check
 
 
@@ -440,6 +457,7 @@ CHECKS = {
     "cumulative_prod": _cumulative_prod, "normalize_indices": _normalize_indices,
     "repeat_indices": _repeat_indices, "nonzero": _nonzero, "diagonal": _diagonal,
     "unique": _unique, "isin": _isin, "cross": _cross, "fft_roll": _fft_roll,
+    "lif_forward": _lif(False), "lif_backward": _lif(True),
     "softmax": _softmax(False), "log_softmax": _softmax(True),
     "im2col": _conv(False), "col2im": _conv(True),
     **{op: _optim(op) for op in ("sgd_step", "adam_step", "rmsprop_step", "adagrad_step")},

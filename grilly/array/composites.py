@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from . import conv, core, fused, host, host_kernels, manipulation, searching, statistical
+from . import conv, core, fused, host, host_kernels, manipulation, searching, spiking, statistical
 from . import dtypes as dt
 from .array import Array
 from .core import as_compute_array, wrap
@@ -480,6 +480,17 @@ def adagrad_step(device, p: Array, g: Array, state_sum: Array, clr, eps, weight_
     _assign(state_sum, binary("add", state_sum, binary("multiply", g, g)))
     std = binary("add", unary("sqrt", state_sum), eps)
     _assign(p, binary("subtract", p, binary("multiply", clr, binary("divide", g, std))))
+def lif_forward(device, x: Array, mem0: Array, beta: Array, thr: Array, reset: str,
+                delay: bool, store: bool) -> tuple:
+    """All T steps of LIF, one step at a time (grilly.array.spiking)."""
+    return spiking.composed_forward(x, mem0, beta, thr, reset, delay, store)
+
+
+def lif_backward(device, gs: Array, gm: Array, x: Array, mem0: Array, beta: Array, thr: Array,
+                 trace, reset: str, delay: bool, surrogate: str, slope: float) -> tuple:
+    """BPTT of lif_forward, one step at a time in reverse (grilly.array.spiking)."""
+    return spiking.composed_backward(gs, gm, x, mem0, beta, thr, trace, reset, delay, surrogate,
+                                     slope)
 
 
 def host_view(device, x: Array):
@@ -517,6 +528,7 @@ COMPOSITES = {
     "softmax": softmax, "log_softmax": log_softmax, "im2col": im2col, "col2im": col2im,
     "sgd_step": sgd_step, "adam_step": adam_step, "rmsprop_step": rmsprop_step,
     "adagrad_step": adagrad_step,
+    "lif_forward": lif_forward, "lif_backward": lif_backward,
     **{op: _host_path(op) for op in host.HOST_OPS},
 }
 core.COMPOSITES.update(COMPOSITES)

@@ -90,6 +90,32 @@ _EXPECT = {
     **{op: (lambda out_shape, out_dtype, *bufs: (tuple(out_shape), out_dtype))
        for op in (*ELEMENTWISE_OPS, "where", "matmul", "cross", "solve")},
 }
+# kernels returning a tuple: f(*args) -> [(shape, dtype) or None where None is returned]
+_EXPECT_TUPLE = {
+    "lif_forward": lambda x, m0, b, th, reset, delay, store: [
+        (x.shape, x.dtype), (m0.shape, x.dtype), (x.shape, x.dtype) if store else None],
+    "lif_backward": lambda gs, gm, x, m0, *a: [
+        (x.shape, x.dtype), (m0.shape, x.dtype), (m0.shape, x.dtype), (m0.shape, x.dtype)],
+}
+
+
+def _check_tuple(where: str, results: tuple, want: list) -> None:
+    if len(results) != len(want):
+        raise KernelResultError(f"{where} returned {len(results)} results, expected {len(want)}")
+    for k, (r, w) in enumerate(zip(results, want)):
+        if w is None or r is None:
+            if (w is None) != (r is None):
+                raise KernelResultError(f"{where} result {k}: expected "
+                                        f"{'None' if w is None else 'a buffer'}, got "
+                                        f"{type(r).__name__}")
+            continue
+        if tuple(getattr(r, "shape", ())) != tuple(w[0]) or _dtype_name(r) != _dtype_name(w[1]):
+            raise KernelResultError(f"{where} result {k} has shape {getattr(r, 'shape', None)} "
+                                    f"dtype {_dtype_name(r)}, expected {tuple(w[0])} "
+                                    f"{_dtype_name(w[1])}")
+
+
+
 _RETURNS_NONE = frozenset({"assign", "scatter", "sgd_step", "adam_step", "rmsprop_step",
                            "adagrad_step"})
 _RETURNS_HOST = frozenset({"to_host", "host_view"})
@@ -132,8 +158,10 @@ def check(backend, device, op: str, args: tuple, kwargs: dict, r) -> None:
         raise KernelResultError(f"{where} returned a list, expected a buffer or a tuple of them")
     if op == "normalize_indices":   # (buf, the first bad index or None)
         results = results[:1]
+    if op in _EXPECT_TUPLE:
+        _check_tuple(where, results, _EXPECT_TUPLE[op](*args, **kwargs))
     for x in results:
-        if x is None and op == "repeat_indices":
+        if x is None and op in ("repeat_indices", "lif_forward"):
             continue
         _check_buffer(x, where, buffer_type)
         owner = backend.buffer_device(x)

@@ -141,6 +141,13 @@ KERNELS: dict[str, Kernel] = {
                            "momentum, maximize) -> None"),
     "adagrad_step": Kernel("optim", COMPOSED,
                            "(p, g, state_sum, clr, eps, weight_decay, maximize) -> None"),
+    # spiking neurons: every time step of a LIF layer in one call (docs/snn.md, the fused path)
+    "lif_forward": Kernel("snn", COMPOSED,
+                          "(x (T, N), mem0, beta, thr (N,), reset, delay, store) -> "
+                          "(spikes, mem (N,), trace or None)"),
+    "lif_backward": Kernel("snn", COMPOSED,
+                           "(g_spikes, g_mem, x, mem0, beta, thr, trace or None, reset, delay, "
+                           "surrogate, slope) -> (g_x, g_mem0, g_beta, g_thr)"),
 }
 
 FAMILIES = tuple(dict.fromkeys(k.family for k in KERNELS.values()))

@@ -68,8 +68,14 @@ def linear(input: Array, weight: Array, bias: Array | None = None) -> Array:
     if weight.ndim != 2 or input.shape[-1] != weight.shape[1]:
         raise ValueError(f"linear: input last dimension {input.shape[-1:]} does not match weight "
                          f"shape {weight.shape} (out_features, in_features)")
-    if input.ndim == 2 and (weight.requires_grad or input.requires_grad):
-        return _Linear.apply(input, weight, bias)
+    if input.ndim >= 2 and (weight.requires_grad or input.requires_grad):
+        if input.ndim == 2:
+            return _Linear.apply(input, weight, bias)
+        # leading axes folded into one: the weight gradient is one matmul, not a batch of
+        # (n, n) products summed afterwards (a (T, batch, n) spike sequence, say)
+        lead = input.shape[:-1]
+        y = _Linear.apply(gp.reshape(input, (-1, input.shape[-1])), weight, bias)
+        return gp.reshape(y, (*lead, weight.shape[0]))
     y = gp.matmul(input, gp.permute_dims(weight, (1, 0)))
     return y if bias is None else y + bias
 

@@ -15,6 +15,7 @@ from ..layers import Linear
 from ..module import Module
 from ..parameter import Parameter
 from . import functional as F
+from . import fused as _fused
 from .surrogate import Surrogate
 
 __all__ = ["LIF", "IF", "Synaptic", "AdaptiveLIF", "RLeaky", "reset"]
@@ -124,6 +125,9 @@ class _Neuron(Module):
                              f"{x_seq.shape}")
         st = self._current_state(x_seq[0], ())
         p = self._params()
+        out = self._fused_multi_step(x_seq, st, p, return_mem)
+        if out is not None:
+            return out
         spikes, mems = [], []
         for x in gp.unstack(x_seq, axis=0):
             spk, st = self._step(x, st, p)
@@ -135,6 +139,10 @@ class _Neuron(Module):
         return (spk_seq, gp.stack(mems, axis=0)) if return_mem else spk_seq
 
     _mem_index = 0
+
+    def _fused_multi_step(self, x_seq: Array, st: tuple, p: dict, return_mem: bool):
+        """The spike train from one fused kernel call, or None where it does not apply."""
+        return None
 
     def _visible(self, st: tuple) -> tuple:
         """The state variables a single-step call returns."""
@@ -154,19 +162,22 @@ class LIF(_Neuron):
 
     ``beta`` (or ``tau`` with ``dt``: beta = exp(-dt/tau)) is a float or per-neuron values;
     ``learn_beta``/``learn_threshold`` make them Parameters; ``refractory`` steps block input
-    and spikes after each spike."""
+    and spikes after each spike. Multi-step calls run all T steps in one fused kernel forward
+    and one backward (``fused=False``: step by step) where the options allow (docs/snn.md);
+    ``recompute=True`` keeps no membrane trace for backward and recomputes it there."""
 
     def __init__(self, beta: float | Array | None = None, threshold: float | Array = 1.0, *,
                  tau: float | None = None, dt: float = 1.0, reset: str = "subtract",
                  surrogate: Surrogate | None = None, detach_reset: bool = True,
                  reset_delay: bool = True, refractory: int = 0, learn_beta: bool = False,
                  learn_threshold: bool = False, step_mode: str = "s", return_mem: bool = False,
-                 dtype=None) -> None:
+                 fused: bool = True, recompute: bool = False, dtype=None) -> None:
         super().__init__(threshold=threshold, reset=reset, surrogate=surrogate,
                          detach_reset=detach_reset, reset_delay=reset_delay,
                          learn_threshold=learn_threshold, step_mode=step_mode,
                          return_mem=return_mem, dtype=dtype)
         self._set_param("beta", _beta_arg(beta, tau, dt, type(self).__name__), learn_beta)
+        self.fused, self.recompute = bool(fused), bool(recompute)
         F._check_options(reset, surrogate, refractory, type(self).__name__)
         self.refractory = refractory
         if refractory:
@@ -179,6 +190,18 @@ class LIF(_Neuron):
 
     def _params(self) -> dict:
         return {"thr": self._threshold, "beta": self._decay("beta")}
+
+    def _fused_multi_step(self, x_seq, st, p, return_mem):
+        # one kernel call for all T steps (grilly.nn.snn.fused); other options run per step
+        if not (self.fused and _fused.supported(
+                x_seq, self.surrogate, detach_reset=self.detach_reset,
+                refractory=self.refractory, return_mem=return_mem)):
+            return None
+        spk, mem = _fused.lif_sequence(x_seq, st[0], p["beta"], p["thr"],
+                                       reset=self.reset_mechanism, reset_delay=self.reset_delay,
+                                       surrogate=self.surrogate, recompute=self.recompute)
+        self.state = (mem,)
+        return spk
 
     def _step(self, x, st, p):
         active = gp.astype(st[1] <= 0, x.dtype) if self.refractory else None

@@ -1,0 +1,84 @@
+"""The fused multi-step LIF path: all T steps forward in one kernel call and all T steps backward
+in another (grilly.array.spiking, the contract's lif_forward/lif_backward), wrapped as one
+autograd Function. LIF/IF's multi_step use it when ``supported`` says the options allow.
+
+Memory: the forward keeps one float per neuron per step (the pre-reset membrane, what the
+surrogate is evaluated at), or nothing with ``recompute=True`` (backward then runs the forward
+again, holding its trace only while it runs).
+"""
+from __future__ import annotations
+
+import math
+
+from ...array import api as gp
+from ...array import spiking
+
+from ...array.array import Array
+from ...autograd.function import Function
+from .surrogate import _ATan, _FastSigmoid, _Sigmoid, _StraightThrough, _Triangle
+
+__all__ = ["lif_sequence", "supported"]
+
+_KINDS = {_ATan: ("atan", "alpha"), _FastSigmoid: ("fast_sigmoid", "slope"),
+          _Sigmoid: ("sigmoid", "slope"), _Triangle: ("triangle", "width"),
+          _StraightThrough: ("straight_through", None)}
+
+
+def surrogate_kind(sg) -> tuple | None:
+    """(kernel surrogate name, slope) of a built-in Surrogate, None for any other callable."""
+    k = _KINDS.get(type(sg))
+    if k is None:
+        return None
+    return k[0], float(getattr(sg, k[1])) if k[1] else 1.0
+
+
+def supported(x: Array, surrogate, *, detach_reset: bool, refractory: int,
+              return_mem: bool) -> bool:
+    """Whether the fused kernels cover these options (else the per-step composition runs)."""
+    return (detach_reset and refractory == 0 and not return_mem
+            and surrogate_kind(surrogate) is not None
+            and x.dtype in (gp.float32, gp.float64) and x.ndim >= 2 and x.size > 0)
+
+
+def _per_neuron(v, shape: tuple, n: int, like: Array) -> Array:
+    """A float or an Array broadcastable to the neuron shape, as a contiguous (N,) array."""
+    if isinstance(v, Array):
+        return gp.reshape(gp.astype(gp.broadcast_to(v, shape), like.dtype), (n,), copy=True)
+    return gp.full((n,), float(v), dtype=like.dtype, device=like.device)
+
+
+class _LIFSequence(Function):
+    @staticmethod
+    def forward(ctx, x, mem0, beta, thr, *, reset, reset_delay, kind, slope, recompute):
+        T, shape = x.shape[0], x.shape[1:]
+        n = math.prod(shape)
+        x2 = gp.reshape(x, (T, n))
+        m0 = gp.reshape(mem0, (n,))
+        b, th = _per_neuron(beta, shape, n, x), _per_neuron(thr, shape, n, x)
+        store = not recompute and any(ctx.needs_input_grad)
+        spk, mem, tr = spiking.lif_forward(x2, m0, b, th, reset=reset, reset_delay=reset_delay,
+                                           store=store)
+        ctx.saved = (x2, m0, b, th, tr)
+        ctx.opts = dict(reset=reset, reset_delay=reset_delay, surrogate=kind, slope=slope)
+        ctx.shape = x.shape
+        return gp.reshape(spk, x.shape), gp.reshape(mem, shape)
+
+    @staticmethod
+    def backward(ctx, g_spk, g_mem):
+        x2, m0, b, th, tr = ctx.saved
+        shape = ctx.shape[1:]
+        gx, gm0, gb, gth = spiking.lif_backward(
+            gp.reshape(g_spk, x2.shape), gp.reshape(g_mem, m0.shape), x2, m0, b, th, tr,
+            **ctx.opts)
+        need = ctx.needs_input_grad
+        return (gp.reshape(gx, ctx.shape), gp.reshape(gm0, shape),
+                gp.reshape(gb, shape) if need[2] else None,
+                gp.reshape(gth, shape) if need[3] else None)
+
+
+def lif_sequence(x: Array, mem0: Array, beta, threshold, *, reset: str, reset_delay: bool,
+                 surrogate, recompute: bool = False) -> tuple:
+    """All T steps of LIF on x (T, ...) from membrane mem0 (...): (spikes (T, ...), final mem)."""
+    kind, slope = surrogate_kind(surrogate)
+    return _LIFSequence.apply(x, mem0, beta, threshold, reset=reset, reset_delay=reset_delay,
+                              kind=kind, slope=slope, recompute=recompute)
