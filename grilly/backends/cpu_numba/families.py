@@ -1,4 +1,4 @@
 """The kernel modules of the CPU backend beyond storage and elementwise; each has KERNELS."""
-from . import conv, indexing, linalg, reductions, softmax, sorting
+from . import conv, indexing, linalg, reductions, softmax, sorting, topk
 
-MODULES = (reductions, indexing, sorting, linalg, softmax, conv)
+MODULES = (reductions, indexing, sorting, topk, linalg, softmax, conv)
