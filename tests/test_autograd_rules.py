@@ -120,6 +120,8 @@ CASES = {
     "meshgrid": (lambda a, b: gp.meshgrid(a, b), [_a(3), _a(2)]),
     "meshgrid/ij": (lambda a, b, c: gp.meshgrid(a, b, c, indexing="ij"), [_a(3), _a(2), _a(2)]),
     "sort": (lambda x: gp.sort(x, axis=0, descending=True), [_a((4, 2))]),
+    "topk": (lambda x: gp.topk(x, 2, axis=0)[0], [_a((4, 3))]),
+    "topk/small": (lambda x: gp.topk(x, 3, largest=False)[0] * 2.0, [_a((2, 5))]),
     "linalg.cross": (la.cross, [_a((2, 3)), _a(3)]),
     "linalg.diagonal": (lambda x: la.diagonal(x, offset=1), [_a((2, 3, 4))]),
     "linalg.diagonal/neg": (lambda x: la.diagonal(x, offset=-1), [_a((4, 3))]),

@@ -372,6 +372,9 @@ def _optim(op):
             for extra in (False, True):
                 for got, want in zip(run(dev, kw, extra), run(cpu, kw, extra)):
                     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    return check
+
+
 def _lif(backward):
     def check(dev):
         from test_snn_fused import _case, ref_backward, ref_forward   # the numpy reference
@@ -390,6 +393,31 @@ def _lif(backward):
                 for g, w in zip(got, want):
                     np.testing.assert_allclose(np.asarray(g), w, rtol=1e-12, atol=1e-12)
     return check
+
+
+def _ref_topk(x: np.ndarray, k: int, axis: int, largest: bool) -> np.ndarray:
+    """topk's indices by Python's stable sort: NaN the largest value, ties by index."""
+    def order(row):
+        v = row.tolist()
+        def key(j):
+            nan = v[j] != v[j]
+            return (not nan, -v[j]) if largest else (nan, 0 if nan else v[j])
+        return sorted(range(len(v)), key=key)[:k]
+    m = np.moveaxis(x, axis, -1)
+    idx = np.array([order(r) for r in m.reshape(-1, m.shape[-1])], np.int64)
+    return np.moveaxis(idx.reshape(m.shape[:-1] + (k,)), -1, axis)
+
+
+def _topk(dev):
+    cpu = gp.backends.registry.device("cpu")
+    for dtype in ("bool", "int8", "uint64", "float16", "float64"):
+        x = np.stack([_edge(dtype), _edge(dtype)[::-1]])
+        for axis, largest, k in ((1, True, 4), (0, False, 1), (1, False, x.shape[1]), (1, True, 0)):
+            want = _ref_topk(x, k, axis, largest)
+            for d in (dev, cpu):
+                v, i = gp.topk(_on(d, x), k, axis=axis, largest=largest)
+                _same(i, want)
+                _same(v, np.take_along_axis(x, want, axis=axis))
 
 
 def _host_view(dev):
@@ -456,8 +484,8 @@ CHECKS = {
     "all": _reduction("all"), "argmax": _arg("argmax"), "argmin": _arg("argmin"),
     "cumulative_prod": _cumulative_prod, "normalize_indices": _normalize_indices,
     "repeat_indices": _repeat_indices, "nonzero": _nonzero, "diagonal": _diagonal,
-    "unique": _unique, "isin": _isin, "cross": _cross, "fft_roll": _fft_roll,
     "lif_forward": _lif(False), "lif_backward": _lif(True),
+    "unique": _unique, "isin": _isin, "topk": _topk, "cross": _cross, "fft_roll": _fft_roll,
     "softmax": _softmax(False), "log_softmax": _softmax(True),
     "im2col": _conv(False), "col2im": _conv(True),
     **{op: _optim(op) for op in ("sgd_step", "adam_step", "rmsprop_step", "adagrad_step")},

@@ -16,7 +16,8 @@ import math
 
 import numpy as np
 
-from . import conv, core, fused, host, host_kernels, manipulation, searching, spiking, statistical
+from . import (conv, core, fused, host, host_kernels, indexing, manipulation, searching, spiking,
+               statistical)
 from . import dtypes as dt
 from .array import Array
 from .core import as_compute_array, wrap
@@ -364,6 +365,16 @@ def _isin_by_unique(device, a: Array, flat_b: Array) -> Array:
     return _reshape(binary("less", g, m), a.shape)
 
 
+def topk(device, x: Array, k: int, axis: int, largest: bool, sorted_: bool) -> tuple:
+    """The first k of a stable argsort (descending when ``largest``) and the elements they name:
+    ties keep their original order, NaN counts as the largest value."""
+    key = (slice(0, None, 1),) * axis + (slice(0, k, 1),)
+    i = wrap(core.kernel(device, "argsort")(x._buf, axis, largest, True), dt.int64, device)
+    i = _copy(_slice(i, key))
+    # gathered, not sorted separately: a second sort may order 0.0 and -0.0 differently
+    return indexing.take_along_axis(x, i, axis=axis), i
+
+
 # ---- linalg, fft, nn -----------------------------------------------------------------------
 def cross(device, shape, d, a: Array, b: Array) -> Array:
     """3-vector cross product along the last axis (a and b broadcast to ``shape``)."""
@@ -523,7 +534,7 @@ COMPOSITES = {
     "count_nonzero": count_nonzero, "any": any_, "all": all_, "argmax": argmax, "argmin": argmin,
     "cumulative_prod": cumulative_prod,
     "normalize_indices": normalize_indices, "repeat_indices": repeat_indices,
-    "nonzero": nonzero, "diagonal": diagonal, "unique": unique, "isin": isin,
+    "nonzero": nonzero, "diagonal": diagonal, "unique": unique, "isin": isin, "topk": topk,
     "cross": cross, "fft_roll": fft_roll,
     "softmax": softmax, "log_softmax": log_softmax, "im2col": im2col, "col2im": col2im,
     "sgd_step": sgd_step, "adam_step": adam_step, "rmsprop_step": rmsprop_step,

@@ -612,6 +612,13 @@ def _sort(g, out, x, /, *, axis=-1, descending=False, stable=True):
     return (N.take_along_axis(g, inv, axis=axis),)
 
 
+def _topk(g, out, x, k, /, *, axis=-1, largest=True, sorted=True):
+    # the values' gradient goes back to the positions the indices name; indices have none
+    if x.ndim == 0:
+        return (N.reshape(g[0], ()), None)
+    return (_take_along_axis(g[0], None, x, out[1], axis=axis)[0], None)
+
+
 def _cross(g, out, x1, x2, /, *, axis=-1):
     return (N.linalg.cross(x2, g, axis=axis) if _rg(x1) else None,
             N.linalg.cross(g, x1, axis=axis) if _rg(x2) else None)
@@ -680,6 +687,7 @@ RULES.update({
     "tril": (_tril, False), "triu": (_triu, False), "diff": (_diff, False),
     "cumulative_prod": (_cumulative_prod, True), "take_along_axis": (_take_along_axis, False),
     "repeat": (_repeat, False), "meshgrid": (_meshgrid, True), "sort": (_sort, False),
+    "topk": (_topk, True),
     "linalg.cross": (_cross, False), "linalg.diagonal": (_diagonal, False),
     "linalg.matrix_power": (_matrix_power, False), "linalg.svdvals": (_svdvals, False),
     "linalg.eigvalsh": (_eigvalsh, False), "linalg.matrix_norm": (_matrix_norm_full, True),

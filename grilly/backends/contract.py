@@ -109,6 +109,8 @@ KERNELS: dict[str, Kernel] = {
     "searchsorted": Kernel("sorting", REQUIRED, "(x1, x2, side, sorter) -> int64 buf"),
     "unique": Kernel("sorting", COMPOSED, "(buf) -> (values, indices, inverse, counts)"),
     "isin": Kernel("sorting", COMPOSED, "(x1, x2, invert) -> bool buf"),
+    "topk": Kernel("sorting", COMPOSED,
+                   "(buf, k, axis, largest, sorted) -> (values buf, int64 indices buf)"),
     # linear algebra (docs/kernels/linalg.md)
     "matmul": Kernel("linalg", REQUIRED, "(out_shape, out_dtype, a, b) -> buf"),
     "cross": Kernel("linalg", COMPOSED, "(out_shape, out_dtype, a, b) -> buf (last axis 3)"),

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..array import api as gp
 
-__all__ = ["save", "load", "SafetensorsError"]
+__all__ = ["save", "load", "load_metadata", "SafetensorsError"]
 
 # The upstream library refuses headers above 100 MB; so does grilly (it bounds the JSON parse).
 MAX_HEADER_BYTES = 100_000_000
@@ -184,6 +184,14 @@ def load(path: str | os.PathLike, device=None) -> "OrderedDict[str, gp.Array]":
         host = host.astype(dt.newbyteorder("="), copy=False)
         out[name] = gp.asarray(host, dtype=getattr(gp, dt.name), device=device)
     return out
+
+
+def load_metadata(path: str | os.PathLike) -> dict:
+    """The ``__metadata__`` mapping (str -> str) of a safetensors file, reading no tensor data."""
+    where = f"load_metadata: {os.fsdecode(path)!r}"
+    with open(path, "rb") as f:
+        header, _ = _read_header(f, where, os.fstat(f.fileno()).st_size)
+    return dict(header.get("__metadata__") or {})   # _read_header checked its types
 
 
 def _check_save_args(state_dict, metadata) -> None:

@@ -1,4 +1,4 @@
 """The kernel modules of the CPU backend beyond storage and elementwise; each has KERNELS."""
-from . import conv, indexing, linalg, optim, reductions, snn, softmax, sorting
+from . import conv, indexing, linalg, optim, reductions, snn, softmax, sorting, topk
 
-MODULES = (reductions, indexing, sorting, linalg, softmax, conv, optim, snn)
+MODULES = (reductions, indexing, sorting, topk, linalg, softmax, conv, optim, snn)

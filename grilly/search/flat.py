@@ -1,0 +1,134 @@
+"""IndexFlat: exact (brute-force) nearest-neighbour search, the semantics of faiss's IndexFlatL2 and
+IndexFlatIP (ids are positions: remove_ids renumbers the vectors after the removed ones)."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ..array import api as gp
+from ..nn import serialization
+from . import distances as _d
+
+__all__ = ["IndexFlat"]
+
+# index metric -> the knn metric it ranks by; cosine is inner product on unit rows
+_KNN = {"l2": "sqeuclidean", "ip": "ip", "cosine": "cosine"}
+
+
+class IndexFlat:
+    """A flat index of d-dimensional vectors on one device: add, search, remove_ids, save/load.
+
+    search returns (D, I): D the squared L2 distance ("l2", as faiss IndexFlatL2), the inner
+    product ("ip", as IndexFlatIP) or the cosine similarity ("cosine"), best first; I int64
+    positions, -1 (and D = -/+ the dtype's max, as faiss) where the index holds fewer than k."""
+
+    def __init__(self, d: int, metric: str = "l2", *, dtype=gp.float32, device=None):
+        if isinstance(d, bool) or not isinstance(d, int) or d < 1:
+            raise ValueError(f"IndexFlat: d must be a positive int, got {d!r}")
+        if metric not in _KNN:
+            raise ValueError(f"IndexFlat: metric must be 'l2', 'ip' or 'cosine', got {metric!r}")
+        if dtype not in (gp.float16, gp.float32, gp.float64):
+            raise TypeError(f"IndexFlat: dtype must be a real floating dtype, got {dtype!r}")
+        self.d, self.metric, self.dtype = d, metric, dtype
+        # resolved (a name or a Device, checked) by the array layer, as any creation call does
+        self.device = gp.zeros((0,), dtype=dtype, device=device).device
+        self.reset()
+
+    # ---- contents ---------------------------------------------------------------------------
+    @property
+    def ntotal(self) -> int:
+        """The number of vectors held."""
+        return self._db.mat.shape[0]
+
+    def reset(self) -> None:
+        """Remove every vector."""
+        self._db = _d.prepare(gp.zeros((0, self.d), dtype=self.dtype, device=self.device),
+                              _KNN[self.metric])
+
+    def _vectors(self, x, op: str, arg: str) -> gp.Array:
+        """``x`` (an Array on the index's device, or array-like) as (n, d) of the index dtype."""
+        if not isinstance(x, gp.Array):
+            x = gp.asarray(np.asarray(x, dtype=np.dtype(self.dtype.name)), device=self.device)
+        elif x.device != self.device:
+            raise ValueError(f"IndexFlat.{op}: {arg} is on {x.device}, the index on "
+                             f"{self.device}; move it with to_device() first")
+        _d.check_matrix(x, f"IndexFlat.{op}", arg)
+        if x.shape[1] != self.d:
+            raise ValueError(f"IndexFlat.{op}: {arg} has rows of length {x.shape[1]}, the index "
+                             f"d={self.d}")
+        return gp.astype(x, self.dtype, copy=False)
+
+    def add(self, x) -> None:
+        """Append the rows of x (n, d); they get the next ids ntotal, ntotal + 1, ..."""
+        new = _d.prepare(self._vectors(x, "add", "x"), _KNN[self.metric])
+        if self.ntotal == 0:
+            self._db = new
+            return
+        add = None if new.add is None else gp.concat([self._db.add, new.add])
+        self._db = _d.Prepared(gp.concat([self._db.mat, new.mat]), add, new.metric)
+
+    def reconstruct_all(self) -> gp.Array:
+        """The stored vectors (n, d); for "cosine", the unit-normalized ones it keeps."""
+        if self.metric == "l2":
+            return self._db.mat * -0.5   # stored as -2 x: exact in binary floating point
+        return self._db.mat
+
+    def remove_ids(self, ids) -> int:
+        """Remove the vectors at positions ``ids`` (others move down, as faiss); the count removed."""
+        h = np.asarray(ids.to_device("cpu") if isinstance(ids, gp.Array) else ids)
+        if h.size and h.dtype.kind not in "iu":
+            raise TypeError(f"IndexFlat.remove_ids: ids must be integers, got dtype {h.dtype}")
+        h = h.reshape(-1).astype(np.int64)
+        drop = np.zeros(self.ntotal, bool)
+        drop[h[(h >= 0) & (h < self.ntotal)]] = True   # ids not held are ignored, as faiss
+        n = int(drop.sum())
+        if n:
+            keep = gp.asarray(np.flatnonzero(~drop), device=self.device)
+            db = self._db
+            self._db = _d.Prepared(gp.take(db.mat, keep, axis=0),
+                                   None if db.add is None else gp.take(db.add, keep), db.metric)
+        return n
+
+    # ---- search -----------------------------------------------------------------------------
+    def search(self, queries, k: int, *, chunk: int | None = None) -> tuple[gp.Array, gp.Array]:
+        """(D, I) of the k best vectors for each query row, best first (see the class)."""
+        q = self._vectors(queries, "search", "queries")
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise ValueError(f"IndexFlat.search: k must be a positive int, got {k!r}")
+        kk = min(k, self.ntotal)
+        n = q.shape[0]
+        if kk:
+            dist, ids = _d.knn_prepared(q, self._db, kk, chunk, "IndexFlat.search")
+        else:
+            dist = gp.zeros((n, 0), dtype=self.dtype, device=self.device)
+            ids = gp.zeros((n, 0), dtype=gp.int64, device=self.device)
+        if kk < k:
+            big = float(np.finfo(np.dtype(self.dtype.name)).max)
+            pad = big if self.metric == "l2" else -big
+            dist = gp.concat([dist, gp.full((n, k - kk), pad, dtype=self.dtype,
+                                            device=self.device)], axis=1)
+            ids = gp.concat([ids, gp.full((n, k - kk), -1, dtype=gp.int64, device=self.device)],
+                            axis=1)
+        return dist, ids
+
+    # ---- files ------------------------------------------------------------------------------
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the index to ``path`` (safetensors: the vectors, metric and d in the metadata)."""
+        state = {"vectors": self.reconstruct_all()}
+        serialization.save(state, path, metadata={"grilly_index": "IndexFlat", "d": str(self.d),
+                                                  "metric": self.metric})
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, *, device=None) -> "IndexFlat":
+        """An index read from a file written by save()."""
+        meta = serialization.load_metadata(path)
+        if meta.get("grilly_index") != "IndexFlat":
+            raise ValueError(f"IndexFlat.load: {os.fsdecode(path)!r} is not a saved IndexFlat")
+        x = serialization.load(path, device=device)["vectors"]
+        index = cls(int(meta["d"]), meta["metric"], dtype=x.dtype, device=x.device)
+        if meta["metric"] == "cosine":   # already unit rows: normalizing again would round them
+            index._db = _d.Prepared(x, None, "cosine")
+        elif x.shape[0]:
+            index.add(x)
+        return index
