@@ -2,7 +2,7 @@
 # git-ignored folders carried along: .gl/ (Vulkan loader + GL dispatch .debs), .whl/ (cffi,
 # pycparser, vulkan, ndindex; pytest-json-report, pytest-metadata, pytest-xdist, execnet for
 # conformance) and, for `conformance`, .aat/ (array-api-tests with its spec submodule, plus
-# plugins/aat_seed.py). Usage: bash tools/gpu_bench.sh bench|profile|accuracy|conformance|kit|tests
+# plugins/aat_seed.py). Usage: bash tools/gpu_bench.sh bench|profile|accuracy|conformance|kit|tests|run
 # (results in $OUT). conformance reads AAT_MAX_EXAMPLES (20), AAT_TIMEOUT (280 s per pass),
 # AAT_PASSES ("default nodeadline") and AAT_ARGS (extra pytest arguments, e.g. a subset of files).
 set -u
@@ -39,6 +39,9 @@ case "${1:-bench}" in
   kit)
     # the backend conformance kit (grilly.testing) on the GPU, checked mode on
     python3 -m grilly.cli conformance vulkan --json "$OUT/kit_vulkan.json" 2>&1 | tail -24 ;;
+  run)
+    # any command in this environment: bash tools/gpu_bench.sh run 'python3 bench/x.py ...'
+    shift; eval "$@" ;;
   tests)
     GRILLY_TEST_DEVICES=vulkan GRILLY_REQUIRE_VULKAN=1 timeout 560 python3 -m pytest -q \
       -p no:cacheprovider tests 2>&1 | tail -15 ;;
