@@ -204,3 +204,16 @@ def test_errors(device):
         optim_steps.adam_step(p, p, p, p, lr=0.1, beta1=0.9, beta2=0.9, eps=1e-8, step=0)
     with pytest.raises(ValueError, match="sgd_step: momentum > 0 needs a momentum_buffer"):
         optim_steps.sgd_step(p, p, lr=0.1, momentum=0.9)
+
+
+@pytest.mark.parametrize("rule,kw", CASES, ids=[f"{r}-{i}" for i, (r, _) in enumerate(CASES)])
+def test_cpu_parallel_loop_equals_serial(rule, kw, monkeypatch):
+    # the cpu kernels run their parallel loop from jit.PARALLEL_MIN elements: force it here
+    from grilly.backends.cpu_numba import jit, reductions
+
+    cpu = gp.backends.registry.device("cpu")
+    serial, want = _run(rule, kw, "float32", cpu)
+    monkeypatch.setattr(jit, "PARALLEL_MIN", 1)
+    monkeypatch.setattr(reductions, "_serial_until", [0.0])
+    got, _ = _run(rule, kw, "float32", cpu)
+    np.testing.assert_array_equal(got, serial)

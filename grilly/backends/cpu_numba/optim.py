@@ -123,6 +123,8 @@ def _loops(rule: str) -> tuple:
 
 # ---- host side: flat views, the dtype's scalars, serial or parallel --------------------------
 _DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+# what an unused state slot is bound to (never read or written: its flag is off), per dtype
+_UNUSED = {d: np.empty(1, d) for d in _DTYPES}
 
 
 def _run(op: str, state: list, p: np.ndarray, g: np.ndarray, scalars: tuple,
@@ -138,7 +140,7 @@ def _run(op: str, state: list, p: np.ndarray, g: np.ndarray, scalars: tuple,
                              f"dtype {p.dtype}, got {b.shape} {b.dtype}")
     out = [p, *state]
     work = [b if b is None or b.flags.c_contiguous else np.ascontiguousarray(b) for b in out]
-    flat = [np.empty(1, p.dtype) if b is None else b.reshape(-1) for b in work]
+    flat = [_UNUSED[p.dtype] if b is None else b.reshape(-1) for b in work]
     gf = np.ascontiguousarray(g).reshape(-1)
     t = p.dtype.type
     args = (flat[0], gf, *flat[1:], *[t(s) for s in scalars], *flags)
