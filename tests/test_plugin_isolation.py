@@ -75,7 +75,8 @@ def test_plugin_whose_hooks_raise(monkeypatch):
     with pytest.warns(RuntimeWarning, match="driver exploded"):
         r.register(_Plugin(_Named("shaky", fail_devices=True)), name="shaky-plugin")
     assert "raiser" in r.problems and "backend shaky" in r.problems
-    assert [str(d) for d in r.devices()][:1] == ["cpu"]
+    names = [str(d) for d in r.devices()]   # (an installed third-party plugin may list first)
+    assert "cpu" in names and "shaky" not in names
     with pytest.raises(ValueError, match="driver exploded"):
         r.device("shaky")
     _cpu_works(r)
