@@ -1,13 +1,17 @@
 """The Open Neuromorphic SNN-library benchmark configuration, side by side in one run: one
 Linear(n, n) + one LIF layer, batch 16, T=500 steps, float32; forward and backward (of the sum of
 the spikes) timed separately, peak memory recorded. grilly (cpu, or ``--device vulkan``) against
-snnTorch (``Leaky``, a Python loop over steps, as the benchmark writes it) and SpikingJelly
-(``LIFNode``, torch backend, multi-step mode) on the CPU.
+snnTorch (``Leaky``, a Python loop over steps, as the benchmark writes it), SpikingJelly
+(``LIFNode``, multi-step mode; ``--sj-backend cupy`` for its fused CUDA kernels, SpikingJelly
+0.0.0.0.14 where it has a backend argument) and Norse (``norse.torch.LIF``, where installed), on the
+CPU or, with ``--peer-device cuda``, on a CUDA GPU (torch synchronised before each clock read).
 
 Run: python bench/bench_snn.py [--n 4096] [--large (n = 16384 too)] [--T 500] [--batch 16]
-[--reps 3] [--device cpu] [--lif-only] [--json out.json]. Each library runs in its own
-subprocess, so its peak memory is its own: the rise of peak RSS during one forward + backward
-over the resident memory before it (inputs and weights created, a 2-step warm-up run done).
+[--reps 3] [--device cpu] [--peer-device cpu] [--sj-backend torch] [--lif-only] [--json out.json].
+Each library runs in its own subprocess, so its peak memory is its own: on the CPU the rise of
+peak RSS during one forward + backward over the resident memory before it (inputs and weights
+created, a 2-step warm-up run done); on CUDA the rise of torch's peak allocated bytes; on Vulkan
+the rise of the bytes grilly's memory pool holds (it keeps freed blocks, so that is its peak).
 ratio = the other library's time / grilly's (> 1: grilly faster).
 ``--lif-only`` also times the neuron layer alone on given input currents (no Linear), where
 the fused kernels are the whole cost.
@@ -70,17 +74,44 @@ def _grilly(cfg):
         np.asarray(probe.grad[:1])
         probe.grad = None
 
-    return fwd, bwd
+    def mem():
+        st = gp.device_stats(dev)
+        return st.get("held_bytes", 0) / 2**20 if "held_bytes" in st else None
+
+    return fwd, bwd, mem
+
+
+def _cuda_mem(torch, dev):
+    """Peak-memory probe for a torch device: MB of torch's peak allocation on CUDA, None on cpu."""
+    if dev.type != "cuda":
+        return lambda: None
+    calls = []
+
+    def probe():   # first call: the resident MB (and a peak reset); then the peak since
+        calls.append(1)
+        if len(calls) == 1:
+            torch.cuda.synchronize(dev)
+            torch.cuda.reset_peak_memory_stats(dev)
+            return torch.cuda.memory_allocated(dev) / 2**20
+        return torch.cuda.max_memory_allocated(dev) / 2**20
+    return probe
+
+
+def _sync(torch, dev, out=None):
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+    return out
 
 
 def _snntorch(cfg):
     import snntorch
     import torch
 
+    dev = torch.device(cfg["peer_device"])
     T, B, n = cfg["T"], cfg["batch"], cfg["n"]
-    x = torch.rand((T, B, n), generator=torch.Generator().manual_seed(0))
-    fc = torch.nn.Linear(n, n)
-    lif = snntorch.Leaky(beta=BETA)
+    x = torch.rand((T, B, n), generator=torch.Generator().manual_seed(0)).to(dev)
+    fc = torch.nn.Linear(n, n).to(dev)
+    lif = snntorch.Leaky(beta=BETA).to(dev)
     if cfg["lif_only"]:
         x.requires_grad_()
 
@@ -90,44 +121,79 @@ def _snntorch(cfg):
         for xt in x:
             spk, mem = lif(xt if cfg["lif_only"] else fc(xt), mem)
             out.append(spk)
-        return torch.stack(out)
+        return _sync(torch, dev, torch.stack(out))
 
     def bwd(out):
         out.sum().backward()
+        _sync(torch, dev)
         fc.zero_grad()
         x.grad = None
 
-    return fwd, bwd
+    return fwd, bwd, _cuda_mem(torch, dev)
 
 
 def _spikingjelly(cfg):
+    import numpy as np
     import torch
+
+    if not hasattr(np, "int"):
+        np.int = int   # SpikingJelly 0.0.0.0.14's cupy backend still names the alias numpy 1.24 removed
     from spikingjelly.activation_based import functional, layer, neuron
 
+    dev = torch.device(cfg["peer_device"])
     T, B, n = cfg["T"], cfg["batch"], cfg["n"]
-    x = torch.rand((T, B, n), generator=torch.Generator().manual_seed(0))
+    x = torch.rand((T, B, n), generator=torch.Generator().manual_seed(0)).to(dev)
     kw = dict(tau=1 / (1 - BETA), step_mode="m")
     if "backend" in inspect.signature(neuron.LIFNode.__init__).parameters:
-        kw["backend"] = "torch"   # SpikingJelly >= 0.0.0.0.14; 2.0 has no backend argument
+        kw["backend"] = cfg["sj_backend"]   # SpikingJelly 0.0.0.0.14; 2.0 has no backend argument
+    elif cfg["sj_backend"] != "torch":
+        raise RuntimeError(f"this SpikingJelly has no {cfg['sj_backend']!r} backend")
     lif = neuron.LIFNode(**kw)
     model = lif if cfg["lif_only"] else torch.nn.Sequential(layer.Linear(n, n, step_mode="m"),
                                                             lif)
+    model.to(dev)
     if cfg["lif_only"]:
         x.requires_grad_()
 
     def fwd():
         functional.reset_net(model)
-        return model(x)
+        return _sync(torch, dev, model(x))
 
     def bwd(out):
         out.sum().backward()
+        _sync(torch, dev)
         model.zero_grad()
         x.grad = None
 
-    return fwd, bwd
+    return fwd, bwd, _cuda_mem(torch, dev)
 
 
-LIBS = {"grilly": _grilly, "snntorch": _snntorch, "spikingjelly": _spikingjelly}
+def _norse(cfg):
+    import norse.torch as norse
+    import torch
+
+    dev = torch.device(cfg["peer_device"])
+    T, B, n = cfg["T"], cfg["batch"], cfg["n"]
+    x = torch.rand((T, B, n), generator=torch.Generator().manual_seed(0)).to(dev)
+    fc = torch.nn.Linear(n, n).to(dev)
+    lif = norse.LIF().to(dev)   # its multi-step module: a (T, batch, n) input, a loop over T
+    if cfg["lif_only"]:
+        x.requires_grad_()
+
+    def fwd():
+        z, _ = lif(x if cfg["lif_only"] else fc(x))
+        return _sync(torch, dev, z)
+
+    def bwd(out):
+        out.sum().backward()
+        _sync(torch, dev)
+        fc.zero_grad()
+        x.grad = None
+
+    return fwd, bwd, _cuda_mem(torch, dev)
+
+
+LIBS = {"grilly": _grilly, "snntorch": _snntorch, "spikingjelly": _spikingjelly, "norse": _norse}
 
 
 def worker(lib: str, cfg: dict) -> dict:
@@ -135,13 +201,15 @@ def worker(lib: str, cfg: dict) -> dict:
     if lib != "grilly":
         import torch
         torch.set_num_threads(os.cpu_count() or 1)
-    fwd, bwd = LIBS[lib](dict(cfg, T=2))
+    fwd, bwd, _ = LIBS[lib](dict(cfg, T=2))
     bwd(fwd())                          # warm-up on 2 steps: imports, compilation
     del fwd, bwd
-    fwd, bwd = LIBS[lib](cfg)
+    fwd, bwd, mem = LIBS[lib](cfg)
     base = _reset_peak()                # the inputs and weights are resident: not counted
+    dbase = mem()
     bwd(fwd())                          # the peak memory of one forward + backward
     peak = _status_mb("VmHWM") - base
+    dpeak = mem()
     tf, tb = [], []
     for _ in range(cfg["reps"]):
         t = time.perf_counter()
@@ -151,7 +219,9 @@ def worker(lib: str, cfg: dict) -> dict:
         bwd(out)
         tb.append(time.perf_counter() - t)
         out = None   # the graph goes before the next forward
-    return {"forward_s": min(tf), "backward_s": min(tb), "peak_mb": peak}
+    return {"forward_s": min(tf), "backward_s": min(tb),
+            "peak_mb": peak if dbase is None else dpeak - dbase,
+            "memory": "host RSS" if dbase is None else "device"}
 
 
 def _run_sub(lib: str, cfg: dict) -> dict:
@@ -170,6 +240,8 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--device", default="cpu", help="grilly's device (cpu, vulkan, vulkan:1)")
+    ap.add_argument("--peer-device", default="cpu", help="torch device of the peers (cpu, cuda)")
+    ap.add_argument("--sj-backend", default="torch", help="SpikingJelly backend (torch, cupy)")
     ap.add_argument("--lif-only", action="store_true", help="also time the LIF layer alone")
     ap.add_argument("--libs", default="grilly,snntorch,spikingjelly")
     ap.add_argument("--unfused", action="store_true", help="grilly's per-step path (fused=False)")
@@ -185,7 +257,8 @@ def main() -> None:
     for n in [a.n] + ([16384] if a.large and a.n != 16384 else []):
         for lif_only in [False] + ([True] if a.lif_only else []):
             cfg = dict(n=n, T=a.T, batch=a.batch, reps=a.reps, device=a.device,
-                       lif_only=lif_only, unfused=a.unfused)
+                       lif_only=lif_only, unfused=a.unfused, peer_device=a.peer_device,
+                       sj_backend=a.sj_backend)
             row = {"config": cfg, "libs": {lib: _run_sub(lib, cfg) for lib in libs}}
             results.append(row)
             _print(row)
@@ -199,7 +272,8 @@ def _print(row: dict) -> None:
     c = row["config"]
     what = "LIF only" if c["lif_only"] else "Linear + LIF"
     print(f"\n{what}: n={c['n']} batch={c['batch']} T={c['T']} float32, grilly on {c['device']}"
-          f"{' (unfused)' if c['unfused'] else ''}")
+          f"{' (unfused)' if c['unfused'] else ''}, peers on {c['peer_device']}"
+          f" (SpikingJelly backend {c['sj_backend']})")
     print(f"{'library':<14}{'forward ms':>12}{'backward ms':>13}{'peak MB':>10}"
           f"{'fwd ratio':>11}{'bwd ratio':>11}")
     g = row["libs"].get("grilly", {})

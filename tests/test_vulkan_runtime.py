@@ -75,6 +75,26 @@ def test_info_and_rank():
 
 
 @needs_vk
+def test_device_stats_count_this_device():
+    d = VK[0]
+    x = gp.asarray(np.arange(1000, dtype=np.float32), device=d)
+    gp.synchronize(d)
+    before = gp.device_stats(d)
+    assert set(before) >= {"submits", "dispatches", "uploads", "downloads", "held_bytes",
+                           "live_bytes", "host_round_trips"}
+    y = gp.sqrt(x * x + 1.0)
+    mid = gp.device_stats(str(d))
+    assert mid["dispatches"] >= before["dispatches"] + 1
+    assert mid["submits"] == before["submits"] and mid["downloads"] == before["downloads"]
+    np.testing.assert_allclose(np.asarray(y), np.sqrt(np.arange(1000.0) ** 2 + 1), rtol=1e-6)
+    after = gp.device_stats(d)
+    assert after["submits"] == before["submits"] + 1
+    assert after["downloads"] == before["downloads"] + 1
+    assert after["live_bytes"] >= 2 * 4000 and after["held_bytes"] >= after["live_bytes"]
+    assert "submits" not in gp.device_stats("cpu")
+
+
+@needs_vk
 def test_chain_stays_on_device():
     d = VK[0]
     x = gp.asarray(np.arange(1000, dtype=np.float32), device=d)

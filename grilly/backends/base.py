@@ -64,3 +64,8 @@ class Backend:
     def info(self, device: Device) -> dict:
         """Capabilities and facts shown by ``grilly info`` and ``__array_namespace_info__``."""
         return {}
+
+    def stats(self, device: Device) -> dict:
+        """Monotonic counters and memory figures for ``gp.device_stats`` (docs/backends.md):
+        ints only; a backend reports what it counts (none by default)."""
+        return {}

@@ -167,6 +167,17 @@ class VulkanBackend(Backend):
         feat = _KIND_BY_DTYPE.get(dtype.name)
         return feat is None or device.phys.features.get(feat, False)
 
+    def stats(self, device: Device) -> dict:
+        """This device's submits, dispatches, transfers and pool bytes (zeros before first use)."""
+        ctx = device._ctx
+        if ctx is None:
+            return dict.fromkeys(("submits", "dispatches", "uploads", "downloads", "held_bytes",
+                                  "live_bytes"), 0)
+        with device.lock:
+            return {"submits": ctx.recorder.n_submits, "dispatches": ctx.recorder.n_dispatches,
+                    "uploads": ctx.n_uploads, "downloads": ctx.n_downloads,
+                    "held_bytes": ctx.pool.held, "live_bytes": ctx.pool.live}
+
     def info(self, device: Device) -> dict:
         from .recorder import stats
 

@@ -170,6 +170,7 @@ def _host_fill(ctx, h: np.ndarray, dtype) -> Buffer:
         dst = out.alloc.host()[:out.size * dtype.itemsize].view(dtype.np).reshape(h.shape)
         np.copyto(dst, h, casting="unsafe")
     stats["uploads"] += 1
+    ctx.n_uploads += 1
     return out
 
 
@@ -185,6 +186,7 @@ def to_host(buf: Buffer) -> np.ndarray:
     """Sync point: wait for pending work, copy the view out of mapped memory."""
     stats["downloads"] += 1
     ctx = buf.ctx
+    ctx.n_downloads += 1
     if ctx.pool.staged_reads() is not None and buf.size * buf.dtype.itemsize >= STAGE_MIN:
         return ctx.staging.read(buf)
     ctx.recorder.flush()

@@ -20,13 +20,34 @@ def _stack3(buf: Buffer, batch: tuple, rows: int, cols: int) -> Buffer:
 
 
 SGEMM_BK = 16   # k depth of the large-matmul shader's slabs (shaders/linalg/sgemm.comp)
+SGEMM_MIN_TILES = 32   # fewer 128x128 tiles than this: the 64x64 shader keeps more SMs busy
 
 
-def _sgemm_ok(a3: Buffer, b3: Buffer, m: int, n: int, k: int) -> bool:
-    """Whether the vec4, 128x128-tile shader applies: aligned rows, tile-multiple sizes."""
-    return (m % 128 == 0 and n % 128 == 0 and k % SGEMM_BK == 0 and a3.strides[2] == 1
-            and b3.strides[2] == 1 and all(v % 4 == 0 for v in (
-                a3.strides[0], a3.strides[1], b3.strides[0], b3.strides[1], a3.offset, b3.offset)))
+def _layout(st: tuple, rows: int, cols: int) -> str | None:
+    """'n' for a (rows, cols) operand with unit column stride, 't' for a transposed view (unit
+    row stride), None for any other layout; the contiguous length must be a multiple of 4."""
+    if st[2] == 1 and cols % 4 == 0:
+        return "n"
+    if st[1] == 1 and rows % 4 == 0:
+        return "t"
+    return None
+
+
+def _sgemm_variant(a3: Buffer, b3: Buffer, m: int, n: int, k: int) -> str | None:
+    """The vec4, 128x128-tile shader variant for these operands (their layouts as they are, no
+    copy), or None where it does not apply: unaligned strides, N not a multiple of 4, or too
+    small a product for its tiles."""
+    ta, tb = _layout(a3.strides, m, k), _layout(b3.strides, k, n)
+    if ta is None or tb is None or n % 4:
+        return None
+    other = (a3.strides[0], a3.strides[2 if ta == "t" else 1],
+             b3.strides[0], b3.strides[2 if tb == "t" else 1], a3.offset, b3.offset)
+    if any(v % 4 for v in other):
+        return None
+    aligned = m % 128 == 0 and n % 128 == 0 and k % SGEMM_BK == 0
+    if not aligned and a3.shape[0] * -(-m // 128) * -(-n // 128) < SGEMM_MIN_TILES:
+        return None
+    return f"sgemm_{ta}{tb}{'' if aligned else '_edge'}_float32"
 
 
 def matmul(out_shape, out_dtype, a: Buffer, b: Buffer) -> Buffer:
@@ -43,9 +64,10 @@ def matmul(out_shape, out_dtype, a: Buffer, b: Buffer) -> Buffer:
     a3, b3 = _stack3(a, batch, m, k), _stack3(b, batch, k, n)
     nb = a3.shape[0]
     args = ((out.offset, a3.offset, b3.offset), (nb, m, n, k), (a3.strides, b3.strides))
-    if out_dtype.name == "float32" and _sgemm_ok(a3, b3, m, n, k):
-        tiles = nb * (m // 128) * (n // 128)
-        dispatch(ctx, "sgemm_float32", (0, 1), [out, a3, b3], 0, tiles * 256, *args)
+    variant = _sgemm_variant(a3, b3, m, n, k) if out_dtype.name == "float32" else None
+    if variant is not None:
+        tiles = nb * -(-m // 128) * -(-n // 128)
+        dispatch(ctx, variant, (0, 1), [out, a3, b3], 0, tiles * 256, *args)
     elif out_dtype.name == "float32":
         tiles = nb * -(-m // TILE) * -(-n // TILE)
         dispatch(ctx, "mm_tiled_float32", (0, 1), [out, a3, b3], 0, tiles * 256, *args)

@@ -29,6 +29,7 @@ class Recorder:
 
     def __init__(self, ctx):
         self.ctx = ctx
+        self.n_dispatches = self.n_submits = 0   # this device's counts (gp.device_stats)
         dev = ctx.device
         pinfo = ffi.new("VkCommandPoolCreateInfo*", {
             "sType": lib.VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
@@ -149,6 +150,7 @@ class Recorder:
         groups = -(-n // WG)
         lib.vkCmdDispatch(cmd, groups if groups < self.max_groups else self.max_groups, 1, 1)
         stats["dispatches"] += 1
+        self.n_dispatches += 1
         self.count += 1
         self.work += n
         if self.work >= SUBMIT_WORK or self.count >= BATCH_MAX:
@@ -206,6 +208,7 @@ class Recorder:
         self.count = self.work = 0
         check(lib.vkQueueSubmit(self.ctx.queue, 1, slot.submit, slot.fence[0]), "vkQueueSubmit")
         stats["submits"] += 1
+        self.n_submits += 1
         self._inflight.append(slot)
 
     def flush(self) -> None:

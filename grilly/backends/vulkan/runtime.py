@@ -214,6 +214,7 @@ class Context:
         # the recorder, the fused run, the pool, staging or the pipeline dict
         self.lock = lock if lock is not None else threading.RLock()
         self._keep = []
+        self.n_uploads = self.n_downloads = 0   # host transfers (gp.device_stats)
         prio = ffi.new("float[]", [1.0])
         qinfo = ffi.new("VkDeviceQueueCreateInfo*", {
             "sType": lib.VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,

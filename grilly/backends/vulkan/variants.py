@@ -81,7 +81,13 @@ def variants() -> dict[str, tuple[str, list[str]]]:
         out[f"fuse_{d}"] = ("elementwise/fused.comp",
                             _dtype_defines("IN", d) + [f"-DIS_F64={int(d == 'float64')}", "-DIS_F16=0"])
     out["red4_float32"] = ("reduce/reduce_vec4.comp", [])
-    out["sgemm_float32"] = ("linalg/sgemm.comp", [])
+    # the large-matmul shader by operand layout (n: as stored, t: transposed view) and edges
+    for ta in "nt":
+        for tb in "nt":
+            for edge in ("", "_edge"):
+                defs = (["-DTA"] if ta == "t" else []) + (["-DTB"] if tb == "t" else [])
+                out[f"sgemm_{ta}{tb}{edge}_float32"] = (
+                    "linalg/sgemm.comp", defs + (["-DEDGE"] if edge else []))
     for bits, (ts, tc) in WORDS.items():
         out[f"gather_u{bits}"] = ("indexing/gather.comp", [f"-DW_TS={ts}", f"-DW_TC={tc}"])
     return out
