@@ -91,6 +91,7 @@ def test_device_stats_count_this_device():
     assert after["submits"] == before["submits"] + 1
     assert after["downloads"] == before["downloads"] + 1
     assert after["live_bytes"] >= 2 * 4000 and after["held_bytes"] >= after["live_bytes"]
+    assert after["peak_live_bytes"] >= after["live_bytes"]
     assert "submits" not in gp.device_stats("cpu")
 
 

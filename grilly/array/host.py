@@ -101,6 +101,6 @@ def device_stats(device=None) -> dict:
     """Counters for ``device`` (a Device, a name, or None for the default): the array layer's
     ``host_round_trips`` (calls served on the host, docs/kernels/linalg.md) and what its backend
     counts (Vulkan: ``submits``, ``dispatches``, ``uploads``, ``downloads``, ``held_bytes``,
-    ``live_bytes``; docs/backends.md)."""
+    ``live_bytes``, ``peak_live_bytes``; docs/backends.md)."""
     dev = resolve_device(device)
     return {**dev.backend.stats(dev), "host_round_trips": host_round_trips(dev)}

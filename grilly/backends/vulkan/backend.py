@@ -172,11 +172,12 @@ class VulkanBackend(Backend):
         ctx = device._ctx
         if ctx is None:
             return dict.fromkeys(("submits", "dispatches", "uploads", "downloads", "held_bytes",
-                                  "live_bytes"), 0)
+                                  "live_bytes", "peak_live_bytes"), 0)
         with device.lock:
             return {"submits": ctx.recorder.n_submits, "dispatches": ctx.recorder.n_dispatches,
                     "uploads": ctx.n_uploads, "downloads": ctx.n_downloads,
-                    "held_bytes": ctx.pool.held, "live_bytes": ctx.pool.live}
+                    "held_bytes": ctx.pool.held, "live_bytes": ctx.pool.live,
+                    "peak_live_bytes": ctx.pool.peak}
 
     def info(self, device: Device) -> dict:
         from .recorder import stats

@@ -110,6 +110,7 @@ class Pool:
         self.chunks: list[Chunk] = []
         self.held = 0        # bytes of VkDeviceMemory this pool owns
         self.live = 0        # bytes handed out and not yet released
+        self.peak = 0        # the most ``live`` has been (gp.device_stats: peak_live_bytes)
         self._staging_type = -1   # -1: not probed yet
         self._buckets: dict = {}  # request -> bucket size, for sizes checked against the limit
         # blocks released by a thread that could not take the device lock; alloc takes them back
@@ -161,6 +162,8 @@ class Pool:
             self._grow(size, lst)
         chunk, off = lst.pop()
         self.live += size
+        if self.live > self.peak:
+            self.peak = self.live
         return Allocation(self, chunk, off, size)
 
     def _grow(self, size: int, lst: list) -> None:
