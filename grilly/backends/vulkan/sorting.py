@@ -74,4 +74,57 @@ def searchsorted(x1: Buffer, x2: Buffer, side: str, sorter) -> Buffer:
     return out
 
 
-KERNELS: dict = {"sort": sort, "argsort": argsort, "searchsorted": searchsorted}
+TOPK_KMAX = (16, 64)   # the register-list variants of shaders/sort/topk.comp (variants.py)
+TOPK_SCAN = 128        # elements each invocation of a pass scans, at least (8 k for larger k)
+
+
+def _topk_rows(x: Buffer, k: int, largest: bool, kmax: int) -> tuple[Buffer, Buffer]:
+    """(rows, k) best values and int64 indices of the contiguous (rows, L) buffer ``x``: passes
+    of shaders/sort/topk.comp, each cutting a row to P*k candidates, until P = 1."""
+    ctx = x.ctx
+    rows, n = x.shape
+    variant = f"topk{kmax}_{x.dtype.name}"
+    vals, idx, has_idx = x, x, 0
+    while True:
+        scan = max(TOPK_SCAN, 8 * k)
+        p = max(1, -(-n // scan))
+        ov, oi = new_buffer(ctx, (rows, p * k), x.dtype), new_buffer(ctx, (rows, p * k), I64)
+        total = rows * p
+        dispatch(ctx, variant, (0, 1), [ov, oi, vals, idx], total, total,
+                 (0, 0, vals.offset, idx.offset if has_idx else 0), (rows, n, p, k, has_idx),
+                 ((int(largest),),), writes=2)
+        if p == 1:
+            return ov, oi
+        vals, idx, has_idx, n = ov, oi, 1, p * k
+
+
+def topk(buf: Buffer, k: int, axis: int, largest: bool, sorted: bool) -> tuple:
+    """(values, int64 indices) of the k best elements along ``axis``, best first, in topk's
+    order (NaN largest, ties to the smaller index): register-list passes for k <= 64, the
+    stable bitonic argsort for larger k."""
+    nd = len(buf.shape)
+    n = buf.shape[axis]
+    order = tuple(a for a in range(nd) if a != axis) + (axis,)
+    moved = permute(buf, order)
+    outer = moved.shape[:-1]
+    if k == 0 or buf.size == 0:
+        shape = outer + (k,)
+        v, i = new_buffer(buf.ctx, shape, buf.dtype), new_buffer(buf.ctx, shape, I64)
+    else:
+        x = reshape(astype(moved, buf.dtype), (buf.size // n, n))
+        kmax = next((m for m in TOPK_KMAX if k <= m), None)
+        if kmax is not None:
+            v, i = _topk_rows(x, k, largest, kmax)
+        else:
+            keys, idx = _sort_rows(x, largest)
+            cut = (slice(0, x.shape[0], 1), slice(0, k, 1))
+            v, i = slice_view(keys, cut), slice_view(idx, cut)
+        v, i = reshape(v, outer + (k,)), reshape(i, outer + (k,))
+    back = [0] * nd
+    for j, a in enumerate(order):
+        back[a] = j
+    v, i = permute(v, tuple(back)), permute(i, tuple(back))
+    return astype(v, v.dtype), astype(i, I64)
+
+
+KERNELS: dict = {"sort": sort, "argsort": argsort, "searchsorted": searchsorted, "topk": topk}

@@ -7,6 +7,8 @@ from pathlib import Path
 
 # dtype name: (storage type, compute type, kind, bits). bool is stored as uint8 (0 or 1), so
 # host transfers of bool arrays are plain byte copies; float16 computes in float32.
+TOPK_KMAX = (16, 64)   # register list sizes of shaders/sort/topk.comp (larger k: a full sort)
+
 DTYPES = {
     "bool": ("uint8_t", "uint", "K_B", 8),
     "int8": ("int8_t", "int", "K_I", 8), "int16": ("int16_t", "int", "K_I", 16),
@@ -54,6 +56,8 @@ def variants() -> dict[str, tuple[str, list[str]]]:
         out[f"red_{d}"] = ("reduce/reduce.comp", _dtype_defines("IN", d) + ["-DARG=0"])
         out[f"arg_{d}"] = ("reduce/reduce.comp", _dtype_defines("IN", d) + ["-DARG=1"])
         out[f"sort_{d}"] = ("sort/sort.comp", _dtype_defines("IN", d))
+        for kmax in TOPK_KMAX:
+            out[f"topk{kmax}_{d}"] = ("sort/topk.comp", _dtype_defines("IN", d) + [f"-DKMAX={kmax}"])
         if d != "bool":
             out[f"mm_{d}"] = ("linalg/matmul.comp", _dtype_defines("IN", d))
     for c in COMPLEX:
