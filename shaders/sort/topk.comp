@@ -42,12 +42,16 @@ void main() {
         TC v[KMAX];
         int64_t ix[KMAX];
         int c = 0;
+        // the k-th best so far, in registers: most elements fail this one compare and never
+        // touch the (dynamically indexed, so local-memory) lists
+        TC worst = TC(0);
+        int64_t wix = -1;
         int base = pc.off[2] + r * L, ibase = pc.off[3] + r * L;
         for (int j = p; j < L; j += P) {
             int64_t jx = has_idx ? sidx[ibase + j] : int64_t(j);
             if (jx < 0) continue;   // an unfilled slot of the previous pass
             TC x = TC(src[base + j]);
-            if (c == k && !better(x, jx, v[k - 1], ix[k - 1], largest)) continue;
+            if (c == k && !better(x, jx, worst, wix, largest)) continue;
             int pos = c < k ? c : k - 1;
             while (pos > 0 && better(x, jx, v[pos - 1], ix[pos - 1], largest)) {
                 v[pos] = v[pos - 1];
@@ -57,6 +61,8 @@ void main() {
             v[pos] = x;
             ix[pos] = jx;
             if (c < k) ++c;
+            worst = v[c - 1];
+            wix = ix[c - 1];
         }
         int o = r * P * k + p * k;
         for (int q = 0; q < k; ++q) {

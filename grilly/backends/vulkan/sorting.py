@@ -75,7 +75,7 @@ def searchsorted(x1: Buffer, x2: Buffer, side: str, sorter) -> Buffer:
 
 
 TOPK_KMAX = (16, 64)   # the register-list variants of shaders/sort/topk.comp (variants.py)
-TOPK_SCAN = 128        # elements each invocation of a pass scans, at least (8 k for larger k)
+TOPK_SCAN = 256        # elements each invocation of a pass scans, at least (8 k for larger k)
 
 
 def _topk_rows(x: Buffer, k: int, largest: bool, kmax: int) -> tuple[Buffer, Buffer]:
