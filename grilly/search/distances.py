@@ -18,6 +18,9 @@ METRICS = ("sqeuclidean", "euclidean", "cosine", "ip")
 # enough that 1M database rows never need an (n, 1M) matrix
 BLOCK_ELEMS = 1 << 24
 KNN_ROWS = 1024
+# knn's blocks on a device other than the cpu backend hold this many times more: a GPU pays per
+# op (recording, dispatch), not for cache misses, so fewer, larger blocks
+DEVICE_BLOCK_FACTOR = 8
 
 
 def check_matrix(x, op: str, arg: str) -> gp.Array:
@@ -129,7 +132,8 @@ def knn_prepared(x: gp.Array, db: Prepared, k: int, chunk: int | None,
     l2 = db.metric in ("sqeuclidean", "euclidean")
     # 1024 query rows per block by default: BLAS runs near its peak on (1024, d) @ (d, 16384)
     chunk = _check_chunk(chunk, n, BLOCK_ELEMS // KNN_ROWS, op)
-    step = max(k, BLOCK_ELEMS // chunk)   # database rows per block
+    elems = BLOCK_ELEMS * (1 if str(x.device) == "cpu" else DEVICE_BLOCK_FACTOR)
+    step = max(k, elems // chunk)   # database rows per block
     if db.metric == "cosine":
         x = unit_rows(x)
     best_d, best_i = [], []
