@@ -11,8 +11,9 @@ Labels are used afterwards only, to read the result out: each neuron is labelled
 it fires most for on the training digits, and a test digit gets the class whose neurons fire most.
 
 Run: python examples/stdp_unsupervised.py [--device cpu] [--neurons 100] [--epochs 1]
-[--steps 40] [--eval-steps 100] [--out stdp_receptive_fields.png]. Writes the learned receptive fields as a PNG
-grid (no matplotlib needed) and prints progress and the test accuracy of the neuron vote.
+[--steps 40] [--eval-steps 100] [--out stdp_receptive_fields.png]. Writes the learned receptive
+fields as a PNG grid (no matplotlib needed) and prints progress and the test accuracy of the
+neuron vote.
 """
 from __future__ import annotations
 
