@@ -19,6 +19,8 @@ autograd.install(globals())
 _dispatch.set_namespace(_sys.modules[__name__])   # what Array.__array_namespace__ returns
 
 from .compute import Compute, SNNCompute, VulkanCompute  # noqa: E402,F401  (the seed API)
+from . import learning  # noqa: E402,F401
+from .learning import Learning  # noqa: E402,F401  (the seed API)
 
 
 def __getattr__(name: str):

@@ -146,19 +146,41 @@ class Adagrad(Optimizer):
 
 class NLMS(Optimizer):
     """Normalized least mean squares for a linear filter ``y = w . x``: with the loss
-    ``e**2 / 2`` (``e = d - y``) the gradient is ``-e x``, so ``w -= lr * grad / (eps + x . x)``
-    is the NLMS update ``w += mu e x / (eps + x . x)``. Pass the filter input to ``step(x)``."""
+    ``e**2 / 2`` (``e = d - y``) the gradient is ``-e x``, so ``w -= mu * grad / (eps + x . x)``
+    is the NLMS update ``w += mu e x / (eps + x . x)``.
 
-    def __init__(self, params, lr: float = 0.5, eps: float = 1e-6) -> None:
+    The rule needs the filter input's energy ``x . x``: give the input with ``set_input(x)``
+    before ``step()`` (or, as before, ``step(x)``). ``step_size`` (the seed's name) and ``lr``
+    are the same mu."""
+
+    def __init__(self, params, lr: float | None = None, eps: float = 1e-6, *,
+                 step_size: float | None = None) -> None:
+        if lr is not None and step_size is not None:
+            raise TypeError("NLMS: give lr or step_size (the same mu), not both")
+        lr = 0.5 if lr is None and step_size is None else (lr if lr is not None else step_size)
         _check("NLMS", lr=lr, eps=eps)
         super().__init__(params, dict(lr=lr, eps=eps))
         self._energy = None
 
-    def step(self, x=None, closure=None):
-        """One NLMS update, normalized by the energy ``x . x`` of the input ``x``."""
-        if x is None:
-            raise TypeError("NLMS.step: pass the filter input x (the regressor of this sample)")
-        self._energy = gp.sum(x * x) if isinstance(x, gp.Array) else float(x)
+    def set_input(self, x) -> None:
+        """The filter input of the sample whose gradient the next ``step()`` applies."""
+        if isinstance(x, gp.Array):
+            self._energy = gp.sum(x * x)
+        elif isinstance(x, (int, float)) and not isinstance(x, bool):
+            self._energy = float(x) ** 2
+        else:
+            raise TypeError(f"NLMS.set_input: x must be a grilly Array or a number, got "
+                            f"{type(x).__name__}")
+
+    def step(self, closure=None):
+        """One NLMS update, normalized by the energy of the input given to ``set_input``
+        (or passed here as ``step(x)``, the older form)."""
+        if isinstance(closure, (gp.Array, int, float)) and not isinstance(closure, bool):
+            self.set_input(closure)
+            closure = None
+        if self._energy is None:
+            raise RuntimeError("NLMS.step: call set_input(x) with the filter input first (NLMS "
+                               "normalizes the step by its energy x . x)")
         return super().step(closure)
 
     def _update(self, p, g, state, group) -> None:
