@@ -395,6 +395,16 @@ def _lif(backward):
     return check
 
 
+def _leaky(dev):
+    from test_snn_fused import _ref_leaky
+    from grilly.array import spiking
+    rng = np.random.default_rng(2)
+    x, s0, al = rng.standard_normal((5, 7)), rng.standard_normal(7), rng.random(7)
+    for reverse in (False, True):
+        got = spiking.leaky_integrate(_on(dev, x), _on(dev, s0), _on(dev, al), reverse=reverse)
+        np.testing.assert_allclose(np.asarray(got), _ref_leaky(x, s0, al, reverse), rtol=1e-13)
+
+
 def _ref_topk(x: np.ndarray, k: int, axis: int, largest: bool) -> np.ndarray:
     """topk's indices by Python's stable sort: NaN the largest value, ties by index."""
     def order(row):
@@ -484,7 +494,7 @@ CHECKS = {
     "all": _reduction("all"), "argmax": _arg("argmax"), "argmin": _arg("argmin"),
     "cumulative_prod": _cumulative_prod, "normalize_indices": _normalize_indices,
     "repeat_indices": _repeat_indices, "nonzero": _nonzero, "diagonal": _diagonal,
-    "lif_forward": _lif(False), "lif_backward": _lif(True),
+    "lif_forward": _lif(False), "lif_backward": _lif(True), "leaky_integrate": _leaky,
     "unique": _unique, "isin": _isin, "topk": _topk, "cross": _cross, "fft_roll": _fft_roll,
     "softmax": _softmax(False), "log_softmax": _softmax(True),
     "im2col": _conv(False), "col2im": _conv(True),

@@ -140,6 +140,32 @@ def test_kernel_bad_arguments():
         spiking.lif_backward(gm, gm, x, m0, beta, thr, None)
 
 
+def _ref_leaky(x, s0, alpha, reverse):
+    out, s = np.empty_like(x), s0.copy()
+    for t in (range(len(x) - 1, -1, -1) if reverse else range(len(x))):
+        s = alpha * s + x[t]
+        out[t] = s
+    return out
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_leaky_integrate_kernel(reverse, device):
+    rng = np.random.default_rng(8)
+    x, s0, al = rng.standard_normal((9, 300)), rng.standard_normal(300), rng.random(300)
+    for dt in (np.float64, np.float32):
+        got = spiking.leaky_integrate(*(gp.asarray(v.astype(dt), device=device)
+                                        for v in (x, s0, al)), reverse=reverse)
+        assert got.dtype == gp.asarray(x.astype(dt)).dtype and got.shape == x.shape
+        want = _ref_leaky(*(v.astype(dt) for v in (x, s0, al)), reverse)
+        np.testing.assert_array_equal(np.asarray(got), want)   # the same operations, in order
+    with pytest.raises(ValueError, match="leaky_integrate: alpha must have shape"):
+        spiking.leaky_integrate(gp.asarray(x, device=device), gp.asarray(s0, device=device),
+                                gp.asarray(al[:5], device=device))
+    with pytest.raises(TypeError, match="leaky_integrate: x must be a real floating"):
+        spiking.leaky_integrate(gp.asarray(x[0], device=device), gp.asarray(s0, device=device),
+                                gp.asarray(al, device=device))
+
+
 # ---- the layer: fused equals the per-step path -------------------------------------------------
 def _run_layer(make, xs, w, device, fused, calls=1, **grad_of):
     lif = make(fused)
@@ -176,6 +202,57 @@ def test_layer_fused_equals_per_step(reset, delay, device):
             np.testing.assert_array_equal(sa, sb)
         for ga, gb in zip(a[1], b[1]):
             np.testing.assert_allclose(ga, gb, rtol=1e-11, atol=1e-12)
+
+
+@pytest.mark.parametrize("delay", [True, False])
+@pytest.mark.parametrize("reset", RESETS)
+def test_synaptic_fused_equals_per_step(reset, delay, device):
+    rng = np.random.default_rng(9)
+    xs = rng.normal(0.3, 0.7, (12, 2, 5))
+    w = rng.standard_normal(xs.shape)
+    alpha = rng.uniform(0.3, 0.95, 5).tolist()
+
+    def make(fused):
+        return snn.Synaptic(alpha, 0.85, 0.9, reset=reset, reset_delay=delay,
+                            surrogate=snn.surrogate.fast_sigmoid(10.0), learn_alpha=True,
+                            learn_beta=True, learn_threshold=True, step_mode="m", fused=fused,
+                            dtype=gp.float64)
+
+    def run(fused):
+        syn = make(fused).to(device)
+        x = gp.asarray(xs, device=device)
+        x.requires_grad_()
+        loss, spikes = 0.0, []
+        for _ in range(2):   # the state (current and membrane) carries over between calls
+            s = syn(x)
+            spikes.append(np.asarray(s))
+            loss = loss + gp.sum(s * gp.asarray(w, device=device)) \
+                + gp.sum(0.3 * syn.state[1]) + gp.sum(0.2 * syn.state[0])
+        params = [x, syn._alpha, syn._beta, syn._threshold]
+        return spikes, [np.asarray(g) for g in grad(loss, params)]
+
+    a, b = run(True), run(False)
+    for sa, sb in zip(a[0], b[0]):
+        np.testing.assert_array_equal(sa, sb)
+    for ga, gb in zip(a[1], b[1]):
+        np.testing.assert_allclose(ga, gb, rtol=1e-11, atol=1e-12)
+
+
+def test_synaptic_fused_path_taken(monkeypatch):
+    calls = []
+    real = spiking.leaky_integrate
+
+    def spy(*a, **k):
+        calls.append(k.get("reverse", False))
+        return real(*a, **k)
+    monkeypatch.setattr(snn_fused.spiking, "leaky_integrate", spy)
+    x = gp.asarray(np.random.default_rng(6).random((5, 2, 3)), dtype=gp.float32)
+    x.requires_grad_()
+    gp.sum(snn.Synaptic(0.8, 0.9, step_mode="m")(x)).backward()
+    assert calls == [False, True]   # one scan forward, one in reverse for backward
+    snn.Synaptic(0.8, 0.9, step_mode="m", fused=False)(x)
+    snn.Synaptic(0.8, 0.9, step_mode="m", return_mem=True)(x)
+    assert calls == [False, True]
 
 
 def test_if_and_float32_fused(device):

@@ -504,6 +504,12 @@ def lif_backward(device, gs: Array, gm: Array, x: Array, mem0: Array, beta: Arra
                                      slope)
 
 
+def leaky_integrate(device, x: Array, s0: Array, alpha: Array, reverse: bool) -> Array:
+    """out[t] = alpha out[t-1] + x[t] from out[-1] = s0 (reverse: out[t] = alpha out[t+1] +
+    x[t] from out[T] = s0), one step at a time (grilly.array.spiking)."""
+    return spiking.composed_leaky(x, s0, alpha, reverse)
+
+
 def host_view(device, x: Array):
     """No zero-copy view of device memory: None (callers copy through to_host)."""
     return None
@@ -539,7 +545,7 @@ COMPOSITES = {
     "softmax": softmax, "log_softmax": log_softmax, "im2col": im2col, "col2im": col2im,
     "sgd_step": sgd_step, "adam_step": adam_step, "rmsprop_step": rmsprop_step,
     "adagrad_step": adagrad_step,
-    "lif_forward": lif_forward, "lif_backward": lif_backward,
+    "lif_forward": lif_forward, "lif_backward": lif_backward, "leaky_integrate": leaky_integrate,
     **{op: _host_path(op) for op in host.HOST_OPS},
 }
 core.COMPOSITES.update(COMPOSITES)

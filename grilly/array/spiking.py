@@ -14,7 +14,7 @@ from . import core
 from . import dispatch as _dispatch
 from .array import Array
 
-__all__ = ["lif_forward", "lif_backward"]
+__all__ = ["lif_forward", "lif_backward", "leaky_integrate"]
 
 RESETS = ("subtract", "zero", "none")
 SURROGATES = ("atan", "fast_sigmoid", "sigmoid", "triangle", "straight_through")
@@ -108,6 +108,17 @@ def composed_backward(gs: Array, gm: Array, x: Array, mem0: Array, beta: Array, 
     return gp.stack(gx, axis=0), g, gb, gt
 
 
+def composed_leaky(x: Array, s0: Array, alpha: Array, reverse: bool) -> Array:
+    """leaky_integrate one step at a time."""
+    gp = _dispatch.ns
+    steps = gp.unstack(x, axis=0)
+    out, s = [None] * len(steps), s0
+    for t in (range(len(steps) - 1, -1, -1) if reverse else range(len(steps))):
+        s = alpha * s + steps[t]
+        out[t] = s
+    return gp.stack(out, axis=0)
+
+
 # ---- the public calls ---------------------------------------------------------------------------
 def _check(op: str, x, like: tuple, arg: str) -> None:
     core.check_array(x, op, arg)
@@ -163,6 +174,24 @@ def lif_backward(grad_spikes: Array, grad_mem: Array, x: Array, mem0: Array, bet
     res = core.call(dev, op, grad_spikes, grad_mem, x, mem0, beta, thr, trace, reset,
                     bool(reset_delay), surrogate, float(slope))
     return tuple(core.wrap(r, x._dtype, dev) for r in res)
+
+
+def leaky_integrate(x: Array, s0: Array, alpha: Array, *, reverse: bool = False) -> Array:
+    """All T steps of a leaky integrator on x (T, N): out[t] = alpha out[t-1] + x[t] from
+    out[-1] = s0; ``reverse``: out[t] = alpha out[t+1] + x[t] from out[T] = s0 (the backward
+    of the forward scan). A Synaptic layer's current; not differentiable itself."""
+    op = "leaky_integrate"
+    core.check_array(x, op, "x")
+    if x.ndim != 2 or x._dtype.kind != "f":
+        raise TypeError(f"{op}: x must be a real floating (T, N) array, got {x._dtype.name} of "
+                        f"shape {x.shape}")
+    for a, name in ((s0, "s0"), (alpha, "alpha")):
+        _check(op, a, (x.shape[1],), name)
+        if a._dtype is not x._dtype:
+            raise TypeError(f"{op}: {name} must have x's dtype {x._dtype.name}, got "
+                            f"{a._dtype.name}")
+    dev = core.common_device(op, x, s0, alpha)
+    return core.wrap(core.call(dev, op, x, s0, alpha, bool(reverse)), x._dtype, dev)
 
 
 _dispatch.export(globals(), "spiking.")

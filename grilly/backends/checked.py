@@ -89,6 +89,7 @@ _EXPECT = {
     # (out_shape, out_dtype, *bufs)
     **{op: (lambda out_shape, out_dtype, *bufs: (tuple(out_shape), out_dtype))
        for op in (*ELEMENTWISE_OPS, "where", "matmul", "cross", "solve")},
+    "leaky_integrate": lambda x, s0, alpha, reverse: (tuple(x.shape), x.dtype),
 }
 # kernels returning a tuple: f(*args) -> [(shape, dtype) or None where None is returned]
 _EXPECT_TUPLE = {

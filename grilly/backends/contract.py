@@ -150,6 +150,10 @@ KERNELS: dict[str, Kernel] = {
     "lif_backward": Kernel("snn", COMPOSED,
                            "(g_spikes, g_mem, x, mem0, beta, thr, trace or None, reset, delay, "
                            "surrogate, slope) -> (g_x, g_mem0, g_beta, g_thr)"),
+    # a leaky integrator over T steps: a Synaptic layer's current, and its backward (reverse)
+    "leaky_integrate": Kernel("snn", COMPOSED,
+                              "(x (T, N), s0, alpha (N,), reverse) -> (T, N): out[t] = alpha "
+                              "out[t -/+ 1] + x[t], from s0"),
 }
 
 FAMILIES = tuple(dict.fromkeys(k.family for k in KERNELS.values()))

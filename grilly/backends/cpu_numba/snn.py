@@ -249,4 +249,45 @@ def lif_backward(gs, gm, x, mem0, beta, thr, trace, reset: str, delay: bool, sur
     return tuple(_back(v, d) for v in (gx, gm0, gb, gth))
 
 
-KERNELS: dict = {"lif_forward": lif_forward, "lif_backward": lif_backward}
+@njit(**_o)
+def _leaky_block(b, x, s0, alpha, reverse, out):
+    T, N = x.shape
+    lo = b * BLOCK
+    hi = min(lo + BLOCK, N)
+    s = s0[lo:hi].copy()
+    al = alpha[lo:hi]
+    n = hi - lo
+    for k in range(T):
+        t = T - 1 - k if reverse else k
+        xt, ot = x[t, lo:hi], out[t, lo:hi]
+        for j in range(n):
+            s[j] = al[j] * s[j] + xt[j]
+        ot[:] = s
+
+
+@njit(**_o)
+def s_leaky(x, s0, alpha, reverse, out):
+    for b in range((x.shape[1] + BLOCK - 1) // BLOCK):
+        _leaky_block(b, x, s0, alpha, reverse, out)
+
+
+@njit(parallel=True, **_o)
+def p_leaky(x, s0, alpha, reverse, out):
+    for b in prange((x.shape[1] + BLOCK - 1) // BLOCK):
+        _leaky_block(b, x, s0, alpha, reverse, out)
+
+
+def leaky_integrate(x, s0, alpha, reverse: bool):
+    """out[t] = alpha out[t -/+ 1] + x[t] over the T steps of x (T, N), from s0."""
+    d = x.dtype
+    ct = _ctype(d)
+    T, N = x.shape
+    xs, s, a = (_c(v, ct) for v in (x, s0, alpha))
+    out = _out((T, N), d, ct)
+    if x.size:
+        _run(s_leaky, p_leaky, N, 2 * xs.nbytes, xs, s, a, bool(reverse), out)
+    return _back(out, d)
+
+
+KERNELS: dict = {"lif_forward": lif_forward, "lif_backward": lif_backward,
+                 "leaky_integrate": leaky_integrate}

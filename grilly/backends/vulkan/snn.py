@@ -102,4 +102,19 @@ def lif_backward(gs, gm, x, mem0, beta, thr, trace, reset: str, delay: bool, sur
             _rows(out, T + 1, T + 2, N, (N,)), _rows(out, T + 2, T + 3, N, (N,)))
 
 
-KERNELS: dict = {"lif_forward": lif_forward, "lif_backward": lif_backward}
+def leaky_integrate(x, s0, alpha, reverse: bool):
+    """out[t] = alpha out[t -/+ 1] + x[t] over the T steps of x (T, N), from s0
+    (shaders/nn/leaky.comp, one invocation per neuron)."""
+    _check("leaky_integrate", x)
+    T, N = x.shape
+    out = new_buffer(x.ctx, (T, N), x.dtype)
+    if T and N:
+        xs = _flat(x)
+        params = _pack([s0, alpha], N, x)
+        dispatch(x.ctx, f"leaky_{x.dtype.name}", (0, 1, int(bool(reverse))), [out, xs, params], N, N,
+                 (out.offset, xs.offset, params.offset), (T,))
+    return out
+
+
+KERNELS: dict = {"lif_forward": lif_forward, "lif_backward": lif_backward,
+                 "leaky_integrate": leaky_integrate}

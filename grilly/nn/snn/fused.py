@@ -17,7 +17,7 @@ from ...array.array import Array
 from ...autograd.function import Function
 from .surrogate import _ATan, _FastSigmoid, _Sigmoid, _StraightThrough, _Triangle
 
-__all__ = ["lif_sequence", "supported"]
+__all__ = ["lif_sequence", "synaptic_current", "supported"]
 
 _KINDS = {_ATan: ("atan", "alpha"), _FastSigmoid: ("fast_sigmoid", "slope"),
           _Sigmoid: ("sigmoid", "slope"), _Triangle: ("triangle", "width"),
@@ -82,3 +82,38 @@ def lif_sequence(x: Array, mem0: Array, beta, threshold, *, reset: str, reset_de
     kind, slope = surrogate_kind(surrogate)
     return _LIFSequence.apply(x, mem0, beta, threshold, reset=reset, reset_delay=reset_delay,
                               kind=kind, slope=slope, recompute=recompute)
+
+
+class _Leaky(Function):
+    """The synaptic current of all T steps: syn[t] = alpha syn[t-1] + x[t] (one kernel call);
+    backward is the same scan in reverse (a second call)."""
+
+    @staticmethod
+    def forward(ctx, x, syn0, alpha):
+        T, shape = x.shape[0], x.shape[1:]
+        n = math.prod(shape)
+        x2 = gp.reshape(x, (T, n))
+        s0 = gp.reshape(syn0, (n,))
+        a = _per_neuron(alpha, shape, n, x)
+        out = spiking.leaky_integrate(x2, s0, a)
+        ctx.saved = (s0, a, out)
+        ctx.shape = x.shape
+        return gp.reshape(out, x.shape)
+
+    @staticmethod
+    def backward(ctx, g):
+        s0, a, out = ctx.saved
+        shape = ctx.shape[1:]
+        G = spiking.leaky_integrate(gp.reshape(g, out.shape), gp.zeros_like(s0), a, reverse=True)
+        need = ctx.needs_input_grad
+        ga = None
+        if need[2]:
+            prev = gp.concat([gp.reshape(s0, (1, -1)), out[:-1]], axis=0)
+            ga = gp.reshape(gp.sum(G * prev, axis=0), shape)
+        return (gp.reshape(G, ctx.shape), gp.reshape(a * G[0], shape) if need[1] else None, ga)
+
+
+def synaptic_current(x: Array, syn0: Array, alpha) -> Array:
+    """The synaptic currents (T, ...) of a Synaptic layer from its inputs x (T, ...) and
+    starting current syn0 (...): syn[t] = alpha syn[t-1] + x[t], as one fused kernel call."""
+    return _Leaky.apply(x, syn0, alpha)

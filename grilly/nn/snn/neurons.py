@@ -226,7 +226,9 @@ class IF(LIF):
 
 
 class Synaptic(_Neuron):
-    """Second-order LIF (snnTorch ``Synaptic``): syn = alpha syn + x, mem = beta mem + syn - reset."""
+    """Second-order LIF (snnTorch ``Synaptic``): syn = alpha syn + x, mem = beta mem + syn - reset.
+    Multi-step calls run two fused kernels per direction (the current's leaky scan, then LIF's)
+    where the options allow (``fused=False``: step by step; ``recompute`` as LIF's)."""
 
     _state_names = ("syn", "mem")
     _mem_index = 1
@@ -235,11 +237,13 @@ class Synaptic(_Neuron):
                  *, reset: str = "subtract", surrogate: Surrogate | None = None,
                  detach_reset: bool = True, reset_delay: bool = True, learn_alpha: bool = False,
                  learn_beta: bool = False, learn_threshold: bool = False, step_mode: str = "s",
-                 return_mem: bool = False, dtype=None) -> None:
+                 return_mem: bool = False, fused: bool = True, recompute: bool = False,
+                 dtype=None) -> None:
         super().__init__(threshold=threshold, reset=reset, surrogate=surrogate,
                          detach_reset=detach_reset, reset_delay=reset_delay,
                          learn_threshold=learn_threshold, step_mode=step_mode,
                          return_mem=return_mem, dtype=dtype)
+        self.fused, self.recompute = bool(fused), bool(recompute)
         _check_decay(alpha, "alpha", "Synaptic")
         _check_decay(beta, "beta", "Synaptic")
         self._set_param("alpha", alpha, learn_alpha)
@@ -247,6 +251,23 @@ class Synaptic(_Neuron):
 
     def _params(self) -> dict:
         return {"thr": self._threshold, "alpha": self._decay("alpha"), "beta": self._decay("beta")}
+
+    def _fused_multi_step(self, x_seq, st, p, return_mem):
+        # two fused kernels per direction: the synaptic current's leaky scan, then LIF on it.
+        # snnTorch's Synaptic zeroes the new membrane ((1 - r)(beta mem + syn)) where Leaky,
+        # and the LIF kernel, zero the old one: that option runs per step
+        if self.reset_mechanism == "zero" and self.reset_delay:
+            return None
+        if not (self.fused and _fused.supported(
+                x_seq, self.surrogate, detach_reset=self.detach_reset, refractory=0,
+                return_mem=return_mem)):
+            return None
+        syn = _fused.synaptic_current(x_seq, st[0], p["alpha"])
+        spk, mem = _fused.lif_sequence(syn, st[1], p["beta"], p["thr"],
+                                       reset=self.reset_mechanism, reset_delay=self.reset_delay,
+                                       surrogate=self.surrogate, recompute=self.recompute)
+        self.state = (syn[-1], mem)
+        return spk
 
     def _step(self, x, st, p):
         syn = p["alpha"] * st[0] + x
