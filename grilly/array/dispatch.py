@@ -28,6 +28,9 @@ class _Hooks:
     inplace: Callable | None = None
     # setitem(x, key, value): ``x[key] = value`` where x or value requires grad
     setitem: Callable | None = None
+    # cast(name, args) -> args: grilly.amp's autocast policy, installed only while a region
+    # is active somewhere (so the hot path pays one attribute check otherwise)
+    cast: Callable | None = None
 
 
 hooks = _Hooks()
@@ -62,6 +65,8 @@ def op(name: str, fn: Callable) -> Callable:
     argument (or an element of a list/tuple argument) requires grad."""
     @functools.wraps(fn)
     def dispatch(*args, **kw):
+        if hooks.cast is not None:
+            args = hooks.cast(name, args)
         rec = hooks.record
         if rec is not None and _tracked(args):
             return rec(name, fn, args, kw)
@@ -70,6 +75,13 @@ def op(name: str, fn: Callable) -> Callable:
     dispatch.__grilly_op__ = name
     OPS[name] = dispatch
     return dispatch
+
+
+def autocast(name: str, *args) -> tuple:
+    """``args`` as the active autocast policy casts them for ``name`` (unchanged without one):
+    for layers that run as their own autograd Function (linear, attention, losses)."""
+    cast = hooks.cast
+    return args if cast is None else cast(name, args)
 
 
 def export(namespace: dict, prefix: str = "") -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 from ..array import api as gp
+from ..array import dispatch as _dispatch
 
 from ..array import conv as _conv
 from ..array import fused as _fused
@@ -65,6 +66,7 @@ def _neg_inf(dtype) -> float:
 # ---- linear, embedding, dropout, pad ------------------------------------------------------
 def linear(input: Array, weight: Array, bias: Array | None = None) -> Array:
     """``input @ weight.T + bias``."""
+    input, weight, bias = _dispatch.autocast("linear", input, weight, bias)
     if weight.ndim != 2 or input.shape[-1] != weight.shape[1]:
         raise ValueError(f"linear: input last dimension {input.shape[-1:]} does not match weight "
                          f"shape {weight.shape} (out_features, in_features)")
@@ -806,6 +808,7 @@ def flash_attention2(query: Array, key: Array, value: Array, attn_mask: Array | 
                      block_size: int = 128) -> Array:
     """Attention with keys in blocks of ``block_size`` and an online softmax (FlashAttention-2):
     peak memory O(L * block_size) instead of O(L * S), in the forward and in the backward."""
+    query, key, value = _dispatch.autocast("flash_attention2", query, key, value)
     if is_causal and attn_mask is not None:
         raise ValueError("flash_attention2: give attn_mask or is_causal, not both")
     if not isinstance(block_size, int) or isinstance(block_size, bool):
@@ -928,6 +931,7 @@ def cross_entropy(input: Array, target: Array, weight: Array | None = None,
                   ignore_index: int = -100, reduction: str = "mean",
                   label_smoothing: float = 0.0) -> Array:
     """log_softmax over the class axis then NLL; ``target`` holds class indices or probabilities."""
+    input, target = _dispatch.autocast("cross_entropy", input, target)
     _check_float(input, "cross_entropy")
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")

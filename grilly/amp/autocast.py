@@ -1,0 +1,113 @@
+"""autocast: a thread-local region in which namespace ops (and the layers that consult the
+policy: linear, flash attention, cross entropy) run in the dtypes grilly.amp.policy gives.
+The casts are namespace ``astype`` calls, so autograd records them and each gradient comes back
+in its parameter's own dtype (float32 master weights)."""
+from __future__ import annotations
+
+import functools
+import threading
+
+from ..array import api as gp
+from ..array import dispatch as _dispatch
+from ..array.array import Array
+from .policy import FLOAT32, LOWER, POLICY
+
+__all__ = ["autocast", "is_autocast_enabled", "get_autocast_dtype"]
+
+_local = threading.local()
+_lock = threading.Lock()
+_active = [0]   # regions open in any thread: the dispatch hook is installed while > 0
+_LOW = ("float16", "bfloat16")
+
+
+def _stack() -> list:
+    st = getattr(_local, "stack", None)
+    if st is None:
+        st = _local.stack = []
+    return st
+
+
+def _cast_one(a, target, kind: str, device_type):
+    if isinstance(a, Array):
+        d = a.dtype
+        if d.kind != "f" or d is target:
+            return a
+        if kind == LOWER and d.name != "float32":   # float64 stays (and the other low dtype)
+            return a
+        if kind == FLOAT32 and d.name not in _LOW:
+            return a
+        if device_type is not None and str(a.device).split(":")[0] != device_type:
+            return a
+        return gp.astype(a, target)
+    if isinstance(a, (list, tuple)):
+        return type(a)(_cast_one(x, target, kind, device_type) for x in a)
+    return a
+
+
+def _hook(name: str, args: tuple) -> tuple:
+    st = getattr(_local, "stack", None)
+    if not st:
+        return args
+    enabled, dtype, device_type = st[-1]
+    kind = POLICY.get(name) if enabled else None
+    if kind is None:
+        return args
+    target = dtype if kind == LOWER else gp.float32
+    return tuple(_cast_one(a, target, kind, device_type) for a in args)
+
+
+class autocast:
+    """``with grilly.amp.autocast(device_type=None, dtype=gp.float16, enabled=True):`` (or as a
+    decorator): ops in the policy's LOWER list run in ``dtype``, those in its FLOAT32 list in
+    float32, inside the region of this thread; ``device_type`` ("cpu", "vulkan") limits the
+    casts to arrays on that kind of device (None: every device). Regions nest; an inner
+    ``enabled=False`` region turns autocast off."""
+
+    def __init__(self, device_type: str | None = None, dtype=None, enabled: bool = True,
+                 cache_enabled=None) -> None:
+        if device_type is not None and not isinstance(device_type, str):
+            raise TypeError(f"autocast: device_type must be a str such as 'cpu' or 'vulkan', got "
+                            f"{type(device_type).__name__}")
+        dtype = gp.float16 if dtype is None else dtype
+        if getattr(dtype, "name", None) not in _LOW or getattr(gp, dtype.name, None) is not dtype:
+            raise ValueError(f"autocast: dtype must be a grilly low-precision float "
+                             f"({', '.join(n for n in _LOW if hasattr(gp, n))}), got {dtype!r}")
+        if not isinstance(enabled, bool):
+            raise TypeError(f"autocast: enabled must be a bool, got {type(enabled).__name__}")
+        self.device_type = device_type.split(":")[0] if device_type else None
+        self.dtype, self.enabled = dtype, enabled
+
+    def __enter__(self) -> "autocast":
+        _stack().append((self.enabled, self.dtype, self.device_type))
+        with _lock:
+            _active[0] += 1
+            _dispatch.hooks.cast = _hook
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        _stack().pop()
+        with _lock:
+            _active[0] -= 1
+            if _active[0] == 0:
+                _dispatch.hooks.cast = None
+        return False
+
+    def __call__(self, fn):
+        """Use as a decorator: ``fn`` runs inside this region on every call."""
+        @functools.wraps(fn)
+        def wrapped(*a, **k):
+            with autocast(self.device_type, self.dtype, self.enabled):
+                return fn(*a, **k)
+        return wrapped
+
+
+def is_autocast_enabled() -> bool:
+    """Whether this thread is inside an enabled autocast region."""
+    st = getattr(_local, "stack", None)
+    return bool(st) and st[-1][0]
+
+
+def get_autocast_dtype():
+    """The low-precision dtype of this thread's innermost region (None outside one)."""
+    st = getattr(_local, "stack", None)
+    return st[-1][1] if st else None

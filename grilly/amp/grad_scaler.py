@@ -1,0 +1,158 @@
+"""GradScaler: loss scaling for float16 training (torch.amp.GradScaler's semantics).
+
+``scaler.scale(loss).backward()`` makes small float16 gradients representable; ``unscale_``
+divides the gradients back in place and looks for inf/NaN; ``step`` runs the optimizer unless
+one was found; ``update`` shrinks the scale after an overflow (``backoff_factor``) and grows it
+after ``growth_interval`` clean steps (``growth_factor``). The inf/NaN check and the unscale run
+on the device: each gradient adds to one device flag, and ``step`` reads that flag once, the
+step's only host read.
+"""
+from __future__ import annotations
+
+from ..array import api as gp
+from ..array.array import Array
+from ..autograd.mode import no_grad
+
+__all__ = ["GradScaler"]
+
+
+class GradScaler:
+    """Dynamic loss scaling (torch.amp.GradScaler's interface and rules)."""
+
+    def __init__(self, device: str | None = None, init_scale: float = 2.0 ** 16,
+                 growth_factor: float = 2.0, backoff_factor: float = 0.5,
+                 growth_interval: int = 2000, enabled: bool = True) -> None:
+        if not init_scale > 0:
+            raise ValueError(f"GradScaler: init_scale must be > 0, got {init_scale}")
+        if not growth_factor > 1.0:
+            raise ValueError(f"GradScaler: growth_factor must be > 1, got {growth_factor}")
+        if not 0.0 < backoff_factor < 1.0:
+            raise ValueError(f"GradScaler: backoff_factor must be in (0, 1), got {backoff_factor}")
+        if isinstance(growth_interval, bool) or not isinstance(growth_interval, int) \
+                or growth_interval < 1:
+            raise ValueError(f"GradScaler: growth_interval must be an int >= 1, got "
+                             f"{growth_interval!r}")
+        self.device = device
+        self._scale = float(init_scale)
+        self._growth_factor, self._backoff_factor = float(growth_factor), float(backoff_factor)
+        self._growth_interval = growth_interval
+        self._growth_tracker = 0
+        self._enabled = bool(enabled)
+        self._per_opt: dict = {}   # id(optimizer) -> {"unscaled": bool, "found": Array or None}
+
+    # ---- the step ------------------------------------------------------------------------
+    def is_enabled(self) -> bool:
+        """Whether scaling is on (``enabled=False`` makes every method a pass-through)."""
+        return self._enabled
+
+    def scale(self, outputs):
+        """``outputs`` (an Array, or a list/tuple of them) times the current scale."""
+        if not self._enabled:
+            return outputs
+        if isinstance(outputs, Array):
+            return outputs * self._scale
+        if isinstance(outputs, (list, tuple)):
+            return type(outputs)(self.scale(o) for o in outputs)
+        raise TypeError(f"GradScaler.scale: expected a grilly Array or a list of them, got "
+                        f"{type(outputs).__name__}")
+
+    def _state(self, optimizer) -> dict:
+        return self._per_opt.setdefault(id(optimizer), {"unscaled": False, "found": None})
+
+    def unscale_(self, optimizer) -> None:
+        """Divide ``optimizer``'s gradients by the scale, in place, and note any inf/NaN (on
+        the device). Once per step, before gradient clipping."""
+        if not self._enabled:
+            return
+        st = self._state(optimizer)
+        if st["unscaled"]:
+            raise RuntimeError("GradScaler.unscale_: already called on this optimizer since "
+                               "the last update()")
+        inv = 1.0 / self._scale
+        found = None
+        with no_grad():
+            for group in optimizer.param_groups:
+                for p in group["params"]:
+                    g = p.grad
+                    if g is None:
+                        continue
+                    bad = gp.any(gp.logical_not(gp.isfinite(g)))
+                    found = bad if found is None else gp.logical_or(found, bad)
+                    g *= inv
+        st["unscaled"], st["found"] = True, found
+
+    def step(self, optimizer, *args, **kwargs):
+        """Unscale (if not done yet) and run ``optimizer.step(*args, **kwargs)`` unless a
+        gradient held inf or NaN; returns what step returned, or None when skipped."""
+        if not self._enabled:
+            return optimizer.step(*args, **kwargs)
+        st = self._state(optimizer)
+        if not st["unscaled"]:
+            self.unscale_(optimizer)
+        found = st["found"]
+        st["skipped"] = found is not None and bool(found)   # the step's one host read
+        if st["skipped"]:
+            return None
+        return optimizer.step(*args, **kwargs)
+
+    def update(self, new_scale: float | None = None) -> None:
+        """Set the scale for the next step: backoff after an overflow in any optimizer's
+        step, growth after ``growth_interval`` clean steps in a row (or ``new_scale``)."""
+        if not self._enabled:
+            return
+        if new_scale is not None:
+            if isinstance(new_scale, Array):
+                new_scale = float(new_scale)
+            if not new_scale > 0:
+                raise ValueError(f"GradScaler.update: new_scale must be > 0, got {new_scale}")
+            self._scale = float(new_scale)
+        elif self._per_opt:
+            overflow = False
+            for s in self._per_opt.values():
+                if "skipped" not in s:   # unscaled but not stepped: read its flag now
+                    s["skipped"] = s["found"] is not None and bool(s["found"])
+                overflow = overflow or s["skipped"]
+            if overflow:
+                self._scale *= self._backoff_factor
+                self._growth_tracker = 0
+            else:
+                self._growth_tracker += 1
+                if self._growth_tracker == self._growth_interval:
+                    self._scale *= self._growth_factor
+                    self._growth_tracker = 0
+        self._per_opt = {}
+
+    # ---- state ---------------------------------------------------------------------------
+    def get_scale(self) -> float:
+        """The current scale (1.0 when disabled)."""
+        return self._scale if self._enabled else 1.0
+
+    def get_growth_factor(self) -> float:
+        return self._growth_factor
+
+    def get_backoff_factor(self) -> float:
+        return self._backoff_factor
+
+    def get_growth_interval(self) -> int:
+        return self._growth_interval
+
+    def state_dict(self) -> dict:
+        """The scale and its update rule's state (empty when disabled, as torch's)."""
+        if not self._enabled:
+            return {}
+        return {"scale": self._scale, "growth_factor": self._growth_factor,
+                "backoff_factor": self._backoff_factor, "growth_interval": self._growth_interval,
+                "_growth_tracker": self._growth_tracker}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore what ``state_dict`` returned."""
+        if not self._enabled:
+            return
+        if not state:
+            raise RuntimeError("GradScaler.load_state_dict: the state is empty (saved from a "
+                               "disabled scaler)")
+        self._scale = float(state["scale"])
+        self._growth_factor = float(state["growth_factor"])
+        self._backoff_factor = float(state["backoff_factor"])
+        self._growth_interval = int(state["growth_interval"])
+        self._growth_tracker = int(state["_growth_tracker"])
