@@ -10,7 +10,7 @@ from . import init
 from .layers import Dropout, LayerNorm, Linear, _empty
 from .module import Module
 
-__all__ = ["MultiheadAttention", "TransformerEncoderLayer"]
+__all__ = ["Attention", "MultiheadAttention", "TransformerEncoderLayer"]
 
 
 def _additive(mask, dtype, invert: bool):
@@ -148,3 +148,22 @@ class TransformerEncoderLayer(Module):
             return x + self._ff(self.norm2(x))
         x = self.norm1(x + self._sa(x, src_mask, src_key_padding_mask, is_causal))
         return self.norm2(x + self._ff(x))
+
+
+class Attention(MultiheadAttention):
+    """The seed's ``nn.Attention(embed_dim, num_heads)``: multi-head self-attention that returns
+    the attended output only. Inputs (seq, embed) or (batch, seq, embed) (batch first);
+    ``attention(x)`` attends x to itself, ``attention(q, k, v)`` as MultiheadAttention."""
+
+    def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
+                 batch_first: bool = True, device=None, dtype=None) -> None:
+        super().__init__(embed_dim, num_heads, dropout=dropout, bias=bias,
+                         batch_first=batch_first, device=device, dtype=dtype)
+
+    def forward(self, query, key=None, value=None, key_padding_mask=None, attn_mask=None,
+                is_causal: bool = False):
+        """The attended output (same shape as ``query``)."""
+        key = query if key is None else key
+        value = key if value is None else value
+        return super().forward(query, key, value, key_padding_mask=key_padding_mask,
+                               need_weights=False, attn_mask=attn_mask, is_causal=is_causal)[0]

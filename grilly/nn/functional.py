@@ -28,6 +28,7 @@ __all__ = [
     "scaled_dot_product_attention", "flash_attention2",
     "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "cross_entropy", "nll_loss",
     "binary_cross_entropy", "binary_cross_entropy_with_logits",
+    "matmul", "attention_scores",
 ]
 
 
@@ -1000,3 +1001,45 @@ def binary_cross_entropy_with_logits(input: Array, target: Array, weight: Array 
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction, "binary_cross_entropy_with_logits")
+
+
+def matmul(input: Array, other: Array) -> Array:
+    """``input @ other`` (the seed's ``F.matmul``)."""
+    return gp.matmul(input, other)
+
+
+def attention_scores(query: Array, key: Array, scale: float | None = None) -> Array:
+    """``query @ key^T * scale`` (default 1 / sqrt(head dim)): attention logits before softmax."""
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
+    return gp.matmul(query, gp.matrix_transpose(key)) * scale
+
+
+def _accepts_array_likes(fn):
+    """``fn`` taking numpy arrays, lists and scalars for its positional Array arguments too
+    (the seed's functional API): they become Arrays on the device of the first Array argument,
+    else on the default device."""
+    import functools
+
+    import numpy as _np
+
+    likes = (_np.ndarray, _np.generic, list)
+
+    @functools.wraps(fn)
+    def wrapped(*args, **kw):
+        for a in args:
+            if type(a) is not Array and isinstance(a, likes):
+                break
+        else:   # the common case: nothing to convert
+            return fn(*args, **kw)
+        dev = next((a.device for a in args if isinstance(a, Array)), None)
+        return fn(*(gp.asarray(a, device=dev) if isinstance(a, likes) else a for a in args),
+                  **kw)
+    return wrapped
+
+
+for _name in ("linear", "relu", "relu6", "leaky_relu", "gelu", "silu", "elu", "tanh", "sigmoid",
+              "softplus", "softmax", "log_softmax", "layer_norm", "rms_norm",
+              "scaled_dot_product_attention", "flash_attention2", "matmul", "attention_scores",
+              "mse_loss", "l1_loss", "cross_entropy", "nll_loss", "embedding", "dropout"):
+    globals()[_name] = _accepts_array_likes(globals()[_name])
+del _name

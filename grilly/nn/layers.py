@@ -60,11 +60,20 @@ class Linear(Module):
 
 
 class Embedding(Module):
-    """A lookup table of ``num_embeddings`` vectors, initialized N(0, 1)."""
+    """A lookup table of ``num_embeddings`` vectors, initialized N(0, 1) (``vocab_size`` is
+    accepted for ``num_embeddings``, the seed's name)."""
 
-    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
-                 device=None, dtype=None) -> None:
+    def __init__(self, num_embeddings: int | None = None, embedding_dim: int | None = None,
+                 padding_idx: int | None = None, device=None, dtype=None, *,
+                 vocab_size: int | None = None) -> None:
         super().__init__()
+        if vocab_size is not None:   # the seed's keyword
+            if num_embeddings is not None:
+                raise TypeError("Embedding: give num_embeddings or vocab_size, not both")
+            num_embeddings = vocab_size
+        if num_embeddings is None or embedding_dim is None:
+            raise TypeError("Embedding: num_embeddings (or vocab_size) and embedding_dim are "
+                            "required")
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         if padding_idx is not None:
             if not -num_embeddings <= padding_idx < num_embeddings:

@@ -142,6 +142,12 @@ class VulkanBackend(Backend):
         if not usable:
             self.unavailable_reason = "; ".join(why) or "the Vulkan loader reports no device"
         devs = [VulkanDevice(self, i, p) for i, p in enumerate(usable)]
+        if os.environ.get("ALLOW_CPU_VULKAN", "").strip() in ("1", "true", "yes"):
+            # a CPU Vulkan driver (lavapipe) may become the default device: it outranks the cpu
+            # backend (priority 10) once its rank makes 5 + rank > 10
+            for d in devs:
+                if d.phys.type == 4:
+                    d.rank = max(d.rank, 6)
         sel = _selected(usable)
         if sel is not None:
             devs[sel].rank += 100  # the user's choice becomes `vulkan` and the default device

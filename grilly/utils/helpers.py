@@ -1,0 +1,40 @@
+"""torch-style creation helpers: ``tensor``, ``zeros``, ``randn`` (with dtype, device and
+requires_grad keywords) over the namespace."""
+from __future__ import annotations
+
+from .. import random as _random
+from ..array import api as gp
+from ..array.array import Array
+
+__all__ = ["tensor", "zeros", "randn"]
+
+
+def _shape(size: tuple, op: str) -> tuple:
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    if not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in size):
+        raise TypeError(f"{op}: the shape must be non-negative ints, got {size!r}")
+    return tuple(size)
+
+
+def _finish(x: Array, requires_grad: bool) -> Array:
+    return x.requires_grad_() if requires_grad else x
+
+
+def tensor(data, *, dtype=None, device=None, requires_grad: bool = False) -> Array:
+    """A new Array holding a copy of ``data`` (torch.tensor)."""
+    return _finish(gp.asarray(data, dtype=dtype, device=device, copy=True), requires_grad)
+
+
+def zeros(*size, dtype=None, device=None, requires_grad: bool = False) -> Array:
+    """Zeros of ``size`` (``zeros(2, 3)`` or ``zeros((2, 3))``), float32 by default."""
+    return _finish(gp.zeros(_shape(size, "zeros"), dtype=dtype or gp.float32, device=device),
+                   requires_grad)
+
+
+def randn(*size, dtype=None, device=None, requires_grad: bool = False,
+          generator=None) -> Array:
+    """Standard normal samples of ``size``, float32 by default (gp.random's generator)."""
+    gen = generator if generator is not None else _random.default_generator
+    x = gen.normal(0.0, 1.0, _shape(size, "randn"), dtype=dtype or gp.float32, device=device)
+    return _finish(x, requires_grad)
