@@ -1,0 +1,42 @@
+"""Associative recall (a modern Hopfield network, Ramsauer et al. 2020): stored patterns X
+(n, d); a cue xi is updated ``xi <- X^T softmax(beta X xi)`` for a few steps and converges to
+the stored pattern it is closest to (one step suffices when the patterns are well separated)."""
+from __future__ import annotations
+
+from ..array import api as gp
+from ..array.array import Array
+from ..nn import functional as F
+from ..nn.module import Module
+
+__all__ = ["AssociativeMemory"]
+
+
+class AssociativeMemory(Module):
+    """Store patterns (``store``), recall the closest one from a noisy or partial cue."""
+
+    def __init__(self, dim: int, beta: float = 8.0, steps: int = 3) -> None:
+        super().__init__()
+        if not float(beta) > 0:
+            raise ValueError(f"AssociativeMemory: beta must be > 0, got {beta}")
+        self.dim, self.beta, self.steps = dim, float(beta), int(steps)
+        self.patterns: Array | None = None
+
+    def store(self, patterns: Array) -> None:
+        """Add rows of ``patterns`` (n, dim)."""
+        if patterns.ndim != 2 or patterns.shape[1] != self.dim:
+            raise ValueError(f"AssociativeMemory.store: patterns must be (n, {self.dim}), got "
+                             f"{patterns.shape}")
+        p = gp.asarray(patterns, copy=True)
+        self.patterns = p if self.patterns is None else gp.concat([self.patterns, p], axis=0)
+
+    def forward(self, cue: Array) -> Array:
+        """The recalled pattern(s) for ``cue`` (dim,) or (b, dim)."""
+        if self.patterns is None:
+            raise RuntimeError("AssociativeMemory: nothing stored yet")
+        x = cue if cue.ndim == 2 else gp.reshape(cue, (1, -1))
+        for _ in range(self.steps):
+            w = F.softmax(gp.matmul(x, gp.matrix_transpose(self.patterns)) * self.beta, dim=-1)
+            x = gp.matmul(w, self.patterns)
+        return x if cue.ndim == 2 else x[0]
+
+    recall = forward

@@ -1,0 +1,72 @@
+"""Episodic memory: episodes are sequences of states (T, dim) stored with a context vector;
+``recall`` by context or by a cue state returns the best-matching episode (and where in it the
+cue falls), ``complete`` continues a partial sequence from the matching episode."""
+from __future__ import annotations
+
+from ..array import api as gp
+from ..array.array import Array
+from ..nn.module import Module
+
+__all__ = ["EpisodicMemory"]
+
+
+def _cos(a: Array, b: Array) -> Array:
+    """Cosine similarity of rows of a (n, d) with b (d,): (n,)."""
+    na = gp.sqrt(gp.sum(a * a, axis=-1)) + 1e-12
+    nb = gp.sqrt(gp.sum(b * b)) + 1e-12
+    return gp.matmul(a, b) / (na * nb)
+
+
+class EpisodicMemory(Module):
+    """A store of (sequence, context) episodes with similarity-based recall."""
+
+    def __init__(self, dim: int, context_dim: int | None = None, capacity: int = 1000) -> None:
+        super().__init__()
+        self.dim, self.context_dim, self.capacity = dim, context_dim or dim, capacity
+        self.episodes: list[tuple[Array, Array]] = []
+
+    def __len__(self) -> int:
+        return len(self.episodes)
+
+    def store(self, sequence: Array, context: Array) -> int:
+        """Add an episode (sequence (T, dim), context (context_dim,)); the oldest goes when
+        full. Returns its index."""
+        if sequence.ndim != 2 or sequence.shape[1] != self.dim:
+            raise ValueError(f"EpisodicMemory.store: sequence must be (T, {self.dim}), got "
+                             f"{sequence.shape}")
+        if context.shape != (self.context_dim,):
+            raise ValueError(f"EpisodicMemory.store: context must be ({self.context_dim},), got "
+                             f"{context.shape}")
+        if len(self.episodes) >= self.capacity:
+            self.episodes.pop(0)
+        self.episodes.append((gp.asarray(sequence, copy=True), gp.asarray(context, copy=True)))
+        return len(self.episodes) - 1
+
+    def recall(self, *, context: Array | None = None, cue: Array | None = None) -> dict:
+        """The episode whose context (or one of whose states) is most similar to ``context``
+        (or ``cue``): {"index", "sequence", "context", "score", "step" (cue only)}."""
+        if (context is None) == (cue is None):
+            raise ValueError("EpisodicMemory.recall: give exactly one of context or cue")
+        if not self.episodes:
+            raise RuntimeError("EpisodicMemory.recall: no episodes stored")
+        if context is not None:
+            sims = _cos(gp.stack([c for _, c in self.episodes], axis=0), context)
+            i = int(gp.argmax(sims))
+            return {"index": i, "sequence": self.episodes[i][0], "context": self.episodes[i][1],
+                    "score": float(sims[i])}
+        best = None
+        for i, (seq, _) in enumerate(self.episodes):
+            s = _cos(seq, cue)
+            t = int(gp.argmax(s))
+            v = float(s[t])
+            if best is None or v > best[0]:
+                best = (v, i, t)
+        v, i, t = best
+        return {"index": i, "sequence": self.episodes[i][0], "context": self.episodes[i][1],
+                "score": v, "step": t}
+
+    def complete(self, partial: Array) -> Array:
+        """The continuation of ``partial`` (t, dim): the rest of the episode whose state best
+        matches partial's last state, after that state."""
+        r = self.recall(cue=partial[-1])
+        return r["sequence"][r["step"] + 1:]

@@ -1,0 +1,132 @@
+"""Key-value memory: write (key, value) rows; read by similarity with a temperature, over all
+slots (soft) or the top k; a fixed capacity with FIFO or LRU eviction.
+
+    score_i = sim(q, k_i) / temperature      (sim: cosine or dot)
+    read(q) = sum_i softmax(score)_i v_i      (over the top_k scores only, if given)
+
+Reads are differentiable in the query, and in the stored keys/values while they still carry
+the graph of the step that wrote them; ``write`` stores them detached when ``detach=True``.
+Optional learnable projections make the module trainable end to end.
+"""
+from __future__ import annotations
+
+from ..array import api as gp
+from ..array.array import Array
+from ..nn import functional as F
+from ..nn.layers import Linear
+from ..nn.module import Module
+
+__all__ = ["KeyValueMemory", "ContextAggregator"]
+
+
+def _unit(x: Array) -> Array:
+    return x / gp.sqrt(gp.sum(x * x, axis=-1, keepdims=True) + 1e-12)
+
+
+class KeyValueMemory(Module):
+    """A slot memory of ``capacity`` (key, value) pairs (see the module doc)."""
+
+    def __init__(self, key_dim: int, value_dim: int, capacity: int = 1024, *,
+                 temperature: float = 1.0, similarity: str = "cosine", eviction: str = "fifo",
+                 project: bool = False, device=None, dtype=None) -> None:
+        super().__init__()
+        for name, v in (("key_dim", key_dim), ("value_dim", value_dim), ("capacity", capacity)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"KeyValueMemory: {name} must be a positive int, got {v!r}")
+        if similarity not in ("cosine", "dot"):
+            raise ValueError(f"KeyValueMemory: similarity must be 'cosine' or 'dot', got "
+                             f"{similarity!r}")
+        if eviction not in ("fifo", "lru"):
+            raise ValueError(f"KeyValueMemory: eviction must be 'fifo' or 'lru', got {eviction!r}")
+        if not float(temperature) > 0:
+            raise ValueError(f"KeyValueMemory: temperature must be > 0, got {temperature}")
+        self.key_dim, self.value_dim, self.capacity = key_dim, value_dim, capacity
+        self.temperature, self.similarity, self.eviction = float(temperature), similarity, eviction
+        self.query_proj = Linear(key_dim, key_dim, device=device, dtype=dtype) if project else None
+        self._device, self._dtype = device, dtype or gp.float32
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget every slot."""
+        self.keys: list = []
+        self.values: list = []
+        self._stamp: list = []   # insertion or last-use time, for eviction
+        self._clock = 0
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def write(self, keys: Array, values: Array, *, detach: bool = True) -> None:
+        """Store rows of ``keys`` (n, key_dim) and ``values`` (n, value_dim), evicting the
+        oldest (FIFO) or least recently read (LRU) slots beyond capacity."""
+        if keys.ndim == 1:
+            keys, values = gp.reshape(keys, (1, -1)), gp.reshape(values, (1, -1))
+        if keys.ndim != 2 or keys.shape[1] != self.key_dim or values.ndim != 2 \
+                or values.shape != (keys.shape[0], self.value_dim):
+            raise ValueError(f"KeyValueMemory.write: keys must be (n, {self.key_dim}) and values "
+                             f"(n, {self.value_dim}), got {keys.shape} and {values.shape}")
+        for i in range(keys.shape[0]):
+            k, v = keys[i], values[i]
+            if detach:
+                k, v = gp.asarray(k, copy=True), gp.asarray(v, copy=True)
+            if len(self.keys) >= self.capacity:
+                j = min(range(len(self._stamp)), key=self._stamp.__getitem__)
+                del self.keys[j], self.values[j], self._stamp[j]
+            self._clock += 1
+            self.keys.append(k)
+            self.values.append(v)
+            self._stamp.append(self._clock)
+
+    def scores(self, query: Array) -> Array:
+        """Similarity / temperature of each query row (b, key_dim) with every slot: (b, slots)."""
+        if not self.keys:
+            raise RuntimeError("KeyValueMemory: the memory is empty; write first")
+        q = query if query.ndim == 2 else gp.reshape(query, (1, -1))
+        if self.query_proj is not None:
+            q = self.query_proj(q)
+        k = gp.stack(self.keys, axis=0)
+        if self.similarity == "cosine":
+            q, k = _unit(q), _unit(k)
+        return gp.matmul(q, gp.matrix_transpose(k)) * (1.0 / self.temperature)
+
+    def read(self, query: Array, top_k: int | None = None) -> tuple[Array, Array]:
+        """(values read (b, value_dim), attention weights (b, slots)) for query rows (or one
+        (key_dim,) query); ``top_k``: softmax over each row's k best slots only."""
+        s = self.scores(query)
+        if top_k is not None:
+            if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+                raise ValueError(f"KeyValueMemory.read: top_k must be a positive int, got "
+                                 f"{top_k!r}")
+            k = min(top_k, s.shape[1])
+            kth = gp.topk(s, k, axis=1)[0][:, k - 1:k]
+            s = gp.where(s >= kth, s, -float(gp.finfo(s.dtype).max))
+        w = F.softmax(s, dim=-1)
+        out = gp.matmul(w, gp.stack(self.values, axis=0))
+        if self.eviction == "lru":   # the slots a read mostly used count as used now
+            best = gp.argmax(w, axis=1).tolist()
+            self._clock += 1
+            for j in set(best):
+                self._stamp[j] = self._clock
+        if query.ndim == 1:
+            return out[0], w[0]
+        return out, w
+
+    def forward(self, query: Array, top_k: int | None = None) -> Array:
+        """The values read for ``query``."""
+        return self.read(query, top_k)[0]
+
+
+class ContextAggregator(Module):
+    """Attention pooling of a set of context vectors (n, dim) into one (dim,) vector with a
+    learnable query: softmax(items q / sqrt(dim)) items."""
+
+    def __init__(self, dim: int, device=None, dtype=None) -> None:
+        super().__init__()
+        self.query = Linear(dim, 1, bias=False, device=device, dtype=dtype)
+        self.dim = dim
+
+    def forward(self, items: Array) -> Array:
+        """items (n, dim) or (batch, n, dim) -> (dim,) or (batch, dim)."""
+        s = self.query(items)[..., 0] * (1.0 / self.dim ** 0.5)
+        w = F.softmax(s, dim=-1)
+        return gp.sum(gp.expand_dims(w, axis=-1) * items, axis=-2)
