@@ -21,6 +21,7 @@ _dispatch.set_namespace(_sys.modules[__name__])   # what Array.__array_namespace
 from .compute import Compute, SNNCompute, VulkanCompute  # noqa: E402,F401  (the seed API)
 from . import learning  # noqa: E402,F401
 from . import memory  # noqa: E402,F401
+from .memory import CapsuleConfig, CapsuleTransformer  # noqa: E402,F401  (the seed API)
 from . import amp  # noqa: E402,F401
 from . import utils  # noqa: E402,F401
 from . import functional  # noqa: E402,F401  (grilly.functional is grilly.nn.functional)
