@@ -7,5 +7,5 @@ from .cells import GridCells, PlaceCells, TimeCells
 from .episodic import EpisodicMemory
 from .kv import ContextAggregator, KeyValueMemory
 
-__all__ = ["AssociativeMemory", "CapsuleConfig", "CapsuleTransformer", "ContextAggregator", "EpisodicMemory", "GridCells",
-           "KeyValueMemory", "PlaceCells", "TimeCells"]
+__all__ = ["AssociativeMemory", "CapsuleConfig", "CapsuleTransformer", "ContextAggregator",
+           "EpisodicMemory", "GridCells", "KeyValueMemory", "PlaceCells", "TimeCells"]
