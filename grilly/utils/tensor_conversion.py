@@ -56,7 +56,7 @@ def from_torch(t) -> Array:
     if t.device.type != "cpu":
         raise ValueError(f"from_torch: the tensor is on {t.device}; grilly reads CPU tensors "
                          "(call .cpu() first: a device-to-device copy needs a shared API)")
-    return gp.from_dlpack(t.detach().contiguous())
+    return gp.from_dlpack(t.detach().contiguous(), device="cpu")
 
 
 def to_torch(x):
