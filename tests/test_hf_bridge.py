@@ -7,7 +7,41 @@ import grilly as gp
 from grilly.utils import get_huggingface_bridge
 
 torch = pytest.importorskip("torch")
+
+
+def _hide_unloadable_torch_extras() -> None:
+    """CI installs torch's CPU wheel, while spikingjelly pulls torchvision/torchaudio from PyPI,
+    builds that cannot load against it. transformers imports them whenever they are installed,
+    BertModel included; BERT needs neither, so hide the ones that fail to load (checked in a
+    subprocess: a failed import can leave torch half-registered)."""
+    import subprocess
+    import sys
+
+    code = ("import importlib, sys\n"
+            "for m in ('torchvision', 'torchaudio'):\n"
+            "    try:\n"
+            "        importlib.import_module(m)\n"
+            "    except Exception:\n"
+            "        print(m)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    broken = set(r.stdout.split())
+    if not broken:
+        return
+    from transformers.utils import import_utils
+
+    real = import_utils._is_package_available
+
+    def available(pkg_name, return_version=False):
+        if pkg_name in broken:
+            return False, ("N/A" if return_version else None)
+        return real(pkg_name, return_version)
+    import_utils._is_package_available = available
+    for check in ("is_torchvision_available", "is_torchaudio_available"):
+        getattr(import_utils, check).cache_clear()   # computed (and cached) at import
+
+
 transformers = pytest.importorskip("transformers")
+_hide_unloadable_torch_extras()
 
 
 @pytest.fixture(scope="module")
