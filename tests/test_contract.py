@@ -405,6 +405,22 @@ def _leaky(dev):
         np.testing.assert_allclose(np.asarray(got), _ref_leaky(x, s0, al, reverse), rtol=1e-13)
 
 
+def _matmul_topk(dev):
+    """Exact integer scores with ties and NaN in add, both directions, float64."""
+    from grilly.array import neighbors
+    rng = np.random.default_rng(4)
+    x, mat = rng.integers(-2, 3, (4, 3)).astype(float), rng.integers(-2, 3, (9, 3)).astype(float)
+    add = rng.integers(-1, 2, 9).astype(float)
+    add[4] = np.nan
+    s = x @ mat.T + add
+    for largest in (True, False):
+        v, i = neighbors.matmul_topk(_on(dev, x), _on(dev, mat), 5, add=_on(dev, add),
+                                     largest=largest)
+        want = _ref_topk(s, 5, 1, largest)
+        np.testing.assert_array_equal(np.asarray(i), want)
+        np.testing.assert_array_equal(np.asarray(v), np.take_along_axis(s, want, 1))
+
+
 def _ref_topk(x: np.ndarray, k: int, axis: int, largest: bool) -> np.ndarray:
     """topk's indices by Python's stable sort: NaN the largest value, ties by index."""
     def order(row):
@@ -495,6 +511,7 @@ CHECKS = {
     "cumulative_prod": _cumulative_prod, "normalize_indices": _normalize_indices,
     "repeat_indices": _repeat_indices, "nonzero": _nonzero, "diagonal": _diagonal,
     "lif_forward": _lif(False), "lif_backward": _lif(True), "leaky_integrate": _leaky,
+    "matmul_topk": _matmul_topk,
     "unique": _unique, "isin": _isin, "topk": _topk, "cross": _cross, "fft_roll": _fft_roll,
     "softmax": _softmax(False), "log_softmax": _softmax(True),
     "im2col": _conv(False), "col2im": _conv(True),

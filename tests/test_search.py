@@ -6,10 +6,19 @@ from sklearn.metrics import pairwise_distances as sk_pairwise
 
 import grilly as gp
 from grilly.search import IndexFlat, knn, pairwise_distances
-from grilly.search import distances as _dist
+from grilly.array import neighbors
+from grilly.backends.cpu_numba import neighbors as cpu_kernel
 
 faiss = pytest.importorskip("faiss")
 R = np.random.default_rng(21)
+
+
+def _small_blocks(monkeypatch, elems: int) -> None:
+    """matmul_topk's blocks (the composition's and the cpu kernel's) made small."""
+    monkeypatch.setattr(neighbors, "BLOCK_ELEMS", elems)
+    monkeypatch.setattr(neighbors, "BLOCK_ROWS", 4)
+    monkeypatch.setattr(cpu_kernel, "BLOCK_X", 4)
+    monkeypatch.setattr(cpu_kernel, "BLOCK_M", max(1, elems // 8))
 
 
 def _data(n, m, d, dtype=np.float32):
@@ -61,7 +70,7 @@ def test_pairwise_errors():
 
 @pytest.mark.parametrize("metric", ["sqeuclidean", "euclidean", "cosine", "ip"])
 def test_knn_blocks_match_brute_force(device, metric, monkeypatch):
-    monkeypatch.setattr(_dist, "BLOCK_ELEMS", 24)   # many database blocks to merge
+    _small_blocks(monkeypatch, 24)   # many database blocks to merge
     x, y = _data(7, 40, 4, np.float64)
     full = _ref(x, y, metric)
     order = np.argsort(-full if metric == "ip" else full, axis=1, kind="stable")[:, :5]
@@ -89,7 +98,7 @@ def _same_as_faiss(dist, ids, fD, fI, rtol=1e-5):
 
 @pytest.mark.parametrize("metric", ["l2", "ip"])
 def test_index_matches_faiss(device, metric, monkeypatch):
-    monkeypatch.setattr(_dist, "BLOCK_ELEMS", 2000)   # several database blocks per query block
+    _small_blocks(monkeypatch, 2000)   # several database blocks per query block
     d = 12
     xb, xq = _data(500, 30, d)
     ix = IndexFlat(d, metric, device=device)

@@ -16,8 +16,8 @@ import math
 
 import numpy as np
 
-from . import (conv, core, fused, host, host_kernels, indexing, manipulation, searching, spiking,
-               statistical)
+from . import (conv, core, fused, host, host_kernels, indexing, manipulation, neighbors, searching,
+               spiking, statistical)
 from . import dtypes as dt
 from .array import Array
 from .core import as_compute_array, wrap
@@ -510,6 +510,11 @@ def leaky_integrate(device, x: Array, s0: Array, alpha: Array, reverse: bool) ->
     return spiking.composed_leaky(x, s0, alpha, reverse)
 
 
+def matmul_topk(device, x: Array, mat: Array, add, k: int, largest: bool) -> tuple:
+    """The k best of each row of x @ mat.T + add, in blocks (grilly.array.neighbors)."""
+    return neighbors.composed_matmul_topk(x, mat, add, k, largest)
+
+
 def host_view(device, x: Array):
     """No zero-copy view of device memory: None (callers copy through to_host)."""
     return None
@@ -546,6 +551,7 @@ COMPOSITES = {
     "sgd_step": sgd_step, "adam_step": adam_step, "rmsprop_step": rmsprop_step,
     "adagrad_step": adagrad_step,
     "lif_forward": lif_forward, "lif_backward": lif_backward, "leaky_integrate": leaky_integrate,
+    "matmul_topk": matmul_topk,
     **{op: _host_path(op) for op in host.HOST_OPS},
 }
 core.COMPOSITES.update(COMPOSITES)

@@ -97,6 +97,8 @@ _EXPECT_TUPLE = {
         (x.shape, x.dtype), (m0.shape, x.dtype), (x.shape, x.dtype) if store else None],
     "lif_backward": lambda gs, gm, x, m0, *a: [
         (x.shape, x.dtype), (m0.shape, x.dtype), (m0.shape, x.dtype), (m0.shape, x.dtype)],
+    "matmul_topk": lambda x, mat, add, k, largest: [((x.shape[0], k), x.dtype),
+                                                    ((x.shape[0], k), np.dtype(np.int64))],
 }
 
 

@@ -154,6 +154,11 @@ KERNELS: dict[str, Kernel] = {
     "leaky_integrate": Kernel("snn", COMPOSED,
                               "(x (T, N), s0, alpha (N,), reverse) -> (T, N): out[t] = alpha "
                               "out[t -/+ 1] + x[t], from s0"),
+    # exact nearest-neighbour search: the k best of a product's rows, the product never written
+    "matmul_topk": Kernel("search", COMPOSED,
+                          "(x (n, d), mat (m, d), add (m,) or None, k, largest) -> (values (n, k), "
+                          "int64 indices (n, k)) of x @ mat.T + add, topk's order; float32/float64 "
+                          "(other dtypes: the composition)"),
 }
 
 FAMILIES = tuple(dict.fromkeys(k.family for k in KERNELS.values()))

@@ -1,26 +1,22 @@
 """Distances between the rows of two matrices, and the k nearest rows, computed in blocks.
 
 ``pairwise_distances`` returns the whole (n, m) matrix, built from blocks of rows of x; ``knn``
-keeps only the k best per row, so it walks blocks of x and of y and never holds more than one
-block of distances (about ``BLOCK_ELEMS`` of them) at once. Both run on any device: they are
-array-namespace code (matmul, elementwise, topk).
+keeps only the k best per row through the array layer's ``matmul_topk``, which never holds the
+(n, m) matrix (a fused kernel on the cpu backend; blocks of matmul and topk elsewhere). Both run
+on any device: they are array-namespace code.
 """
 from __future__ import annotations
 
 from typing import Iterator, NamedTuple
 
 from ..array import api as gp
+from ..array import neighbors
 
 __all__ = ["METRICS", "pairwise_distances", "knn"]
 
 METRICS = ("sqeuclidean", "euclidean", "cosine", "ip")
-# distances held at once by knn (64 MiB of float32): big enough for BLAS to run at speed, small
-# enough that 1M database rows never need an (n, 1M) matrix
+# distances held at once by pairwise_distances' blocks (64 MiB of float32) before concat
 BLOCK_ELEMS = 1 << 24
-KNN_ROWS = 1024
-# knn's blocks on a device other than the cpu backend hold this many times more: a GPU pays per
-# op (recording, dispatch), not for cache misses, so fewer, larger blocks
-DEVICE_BLOCK_FACTOR = 8
 
 
 def check_matrix(x, op: str, arg: str) -> gp.Array:
@@ -127,29 +123,19 @@ def prepare(y: gp.Array, metric: str) -> Prepared:
 
 def knn_prepared(x: gp.Array, db: Prepared, k: int, chunk: int | None,
                  op: str = "knn") -> tuple[gp.Array, gp.Array]:
-    """(D, I) of the k best rows of a prepared database for each row of x; k <= its rows."""
-    n, m = x.shape[0], db.mat.shape[0]
+    """(D, I) of the k best rows of a prepared database for each row of x; k <= its rows.
+
+    The scores come from the array layer's ``matmul_topk`` (a fused kernel where the device
+    has one, else blocks of matmul and topk); ``chunk`` query rows go to it at a time."""
+    n = x.shape[0]
     l2 = db.metric in ("sqeuclidean", "euclidean")
-    # 1024 query rows per block by default: BLAS runs near its peak on (1024, d) @ (d, 16384)
-    chunk = _check_chunk(chunk, n, BLOCK_ELEMS // KNN_ROWS, op)
-    elems = BLOCK_ELEMS * (1 if str(x.device) == "cpu" else DEVICE_BLOCK_FACTOR)
-    step = max(k, elems // chunk)   # database rows per block
+    chunk = n if chunk is None else _check_chunk(chunk, n, 1, op)
     if db.metric == "cosine":
         x = unit_rows(x)
     best_d, best_i = [], []
-    for i, j in _rows(n, chunk):
+    for i, j in _rows(n, max(chunk, 1)):
         xc = x[i:j]
-        vals = ids = None
-        for a, b in _rows(m, step):
-            s = gp.matmul(xc, gp.matrix_transpose(db.mat[a:b]))
-            if l2:
-                s = s + gp.expand_dims(db.add[a:b], axis=0)
-            v, t = gp.topk(s, min(k, b - a), axis=1, largest=not l2)
-            t = t + a
-            if vals is not None:   # merge: earlier blocks first, so ties keep the smaller id
-                v, w = gp.topk(gp.concat([vals, v], axis=1), k, axis=1, largest=not l2)
-                t = gp.take_along_axis(gp.concat([ids, t], axis=1), w, axis=1)
-            vals, ids = v, t
+        vals, ids = neighbors.matmul_topk(xc, db.mat, k, add=db.add, largest=not l2)
         if l2:
             vals = gp.maximum(vals + gp.expand_dims(sq_norms(xc), axis=1), 0.0)
             if db.metric == "euclidean":
