@@ -8,7 +8,9 @@ import pytest
 
 import grilly as gp
 from grilly.array import neighbors
+from grilly.backends.contract import MATMUL_TOPK_KMAX
 from grilly.backends.cpu_numba import neighbors as cpu_kernel
+from grilly.backends.vulkan import neighbors as vk_kernel
 
 R = np.random.default_rng(5)
 
@@ -20,6 +22,9 @@ def small_blocks(monkeypatch):
     monkeypatch.setattr(neighbors, "BLOCK_ROWS", 3)
     monkeypatch.setattr(cpu_kernel, "BLOCK_X", 3)
     monkeypatch.setattr(cpu_kernel, "BLOCK_M", 5)
+    monkeypatch.setattr(vk_kernel, "BLOCK_ROWS", 3)
+    monkeypatch.setattr(vk_kernel, "BLOCK_ELEMS", 15)
+    monkeypatch.setattr(vk_kernel, "SCAN", 2)
 
 
 def _order(s: np.ndarray, k: int, largest: bool) -> np.ndarray:
@@ -77,6 +82,21 @@ def test_ties_nan_inf_signed_zero(device, small_blocks, largest):
         np.testing.assert_array_equal(np.asarray(v), np.take_along_axis(s, want, 1).astype(np.float32))
         cv, ci = neighbors.composed_matmul_topk(gx, gm, ga, k, largest)
         np.testing.assert_array_equal(np.asarray(ci), np.asarray(i))
+
+
+@pytest.mark.parametrize("largest", [True, False])
+def test_k_above_the_kernel_limit(device, largest):
+    """k > MATMUL_TOPK_KMAX runs the composition on every device: the same answer."""
+    x = R.standard_normal((3, 4)).astype(np.float32)
+    mat = R.standard_normal((90, 4)).astype(np.float32)
+    s = x.astype(np.float64) @ mat.T.astype(np.float64)
+    k = MATMUL_TOPK_KMAX + 6
+    v, i = neighbors.matmul_topk(gp.asarray(x, device=device), gp.asarray(mat, device=device), k,
+                                 largest=largest)
+    want = _order(s, k, largest)
+    np.testing.assert_array_equal(np.asarray(i), want)
+    np.testing.assert_allclose(np.asarray(v), np.take_along_axis(s, want, 1), rtol=1e-5,
+                               atol=1e-5)
 
 
 def test_split_spans_merge(small_blocks, monkeypatch):

@@ -8,6 +8,7 @@ import grilly as gp
 from grilly.search import IndexFlat, knn, pairwise_distances
 from grilly.array import neighbors
 from grilly.backends.cpu_numba import neighbors as cpu_kernel
+from grilly.backends.vulkan import neighbors as vk_kernel
 
 faiss = pytest.importorskip("faiss")
 R = np.random.default_rng(21)
@@ -19,6 +20,8 @@ def _small_blocks(monkeypatch, elems: int) -> None:
     monkeypatch.setattr(neighbors, "BLOCK_ROWS", 4)
     monkeypatch.setattr(cpu_kernel, "BLOCK_X", 4)
     monkeypatch.setattr(cpu_kernel, "BLOCK_M", max(1, elems // 8))
+    monkeypatch.setattr(vk_kernel, "BLOCK_ROWS", 4)
+    monkeypatch.setattr(vk_kernel, "BLOCK_ELEMS", elems)
 
 
 def _data(n, m, d, dtype=np.float32):

@@ -10,6 +10,7 @@ and topk from the namespace, merged block by block.
 """
 from __future__ import annotations
 
+from ..backends.contract import MATMUL_TOPK_KMAX
 from . import core
 from . import dispatch as _dispatch
 from . import dtypes as dt
@@ -89,7 +90,7 @@ def matmul_topk(x: Array, mat: Array, k: int, /, *, add: Array | None = None,
         return (core.wrap(core.full_buf(dev, (0, k), 0, x._dtype), x._dtype, dev),
                 core.wrap(core.full_buf(dev, (0, k), 0, dt.int64), dt.int64, dev))
     kern = dev.kernels.get(op)
-    if kern is not None and x._dtype.name in _KERNEL_DTYPES:
+    if kern is not None and x._dtype.name in _KERNEL_DTYPES and k <= MATMUL_TOPK_KMAX:
         v, i = kern(x._buf, mat._buf, None if add is None else add._buf, k, bool(largest))
     else:
         v, i = core._bufs(core.composite(dev, op)(dev, x, mat, add, k, bool(largest)))

@@ -63,6 +63,10 @@ def _ew_tier(op: str) -> str:
     return REQUIRED if op in _EW_REQUIRED else COMPOSED if op in _EW_COMPOSED else OPTIONAL
 
 
+# matmul_topk's kernel is called for k up to this (a register list per invocation on a GPU);
+# larger k runs the composition
+MATMUL_TOPK_KMAX = 64
+
 KERNELS: dict[str, Kernel] = {
     # storage: buffers in, buffers out; views share memory
     "from_host": Kernel("storage", REQUIRED, "(np_array, dtype) -> buf (a private copy)"),
@@ -158,7 +162,7 @@ KERNELS: dict[str, Kernel] = {
     "matmul_topk": Kernel("search", COMPOSED,
                           "(x (n, d), mat (m, d), add (m,) or None, k, largest) -> (values (n, k), "
                           "int64 indices (n, k)) of x @ mat.T + add, topk's order; float32/float64 "
-                          "(other dtypes: the composition)"),
+                          f"and k <= {MATMUL_TOPK_KMAX} (others: the composition)"),
 }
 
 FAMILIES = tuple(dict.fromkeys(k.family for k in KERNELS.values()))

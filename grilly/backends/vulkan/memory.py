@@ -15,6 +15,11 @@ from .runtime import check, ffi, lib
 MIN_BYTES = 256          # every block is aligned to this (>= minStorageBufferOffsetAlignment)
 SLAB_MAX = 1 << 20       # blocks up to this size are carved from shared slabs
 SLAB_BYTES = 8 << 20
+# a new chunk this large costs milliseconds (vkAllocateMemory, then mapping it: about 10 ms for
+# 512 MiB on the H100), more than waiting for the oldest submitted work, which may hold released
+# blocks of the size wanted (a loop over big blocks that never syncs, as search's, otherwise
+# grows the pool by a block per step while the host records ahead of the GPU)
+REUSE_MIN = 16 << 20
 
 
 def bucket(n: int) -> int:
@@ -167,6 +172,13 @@ class Pool:
         return Allocation(self, chunk, off, size)
 
     def _grow(self, size: int, lst: list) -> None:
+        if size >= REUSE_MIN:
+            # oldest first, so the GPU keeps the rest of the queue: no pipeline drain
+            rec = self.ctx.recorder
+            while rec.retire_oldest():
+                self.take_deferred()
+                if lst:
+                    return
         csize = SLAB_BYTES if size <= SLAB_MAX else size
         try:
             chunk = Chunk(self, csize)

@@ -211,6 +211,14 @@ class Recorder:
         self.n_submits += 1
         self._inflight.append(slot)
 
+    def retire_oldest(self) -> bool:
+        """Wait for the oldest submitted batch and release what it kept alive; False when
+        nothing is in flight."""
+        if not self._inflight:
+            return False
+        self._free.append(self._retire(self._inflight.pop(0)))
+        return True
+
     def flush(self) -> None:
         """Submit what was recorded and wait for everything submitted (a sync point)."""
         self.submit()

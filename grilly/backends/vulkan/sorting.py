@@ -78,19 +78,24 @@ TOPK_KMAX = (16, 64)   # the register-list variants of shaders/sort/topk.comp (v
 TOPK_SCAN = 256        # elements each invocation of a pass scans, at least (8 k for larger k)
 
 
-def _topk_rows(x: Buffer, k: int, largest: bool, kmax: int) -> tuple[Buffer, Buffer]:
-    """(rows, k) best values and int64 indices of the contiguous (rows, L) buffer ``x``: passes
-    of shaders/sort/topk.comp, each cutting a row to P*k candidates, until P = 1."""
-    ctx = x.ctx
-    rows, n = x.shape
-    variant = f"topk{kmax}_{x.dtype.name}"
-    vals, idx, has_idx = x, x, 0
+def topk_passes(vals: Buffer, idx: Buffer | None, n: int, k: int, largest: bool,
+                kmax: int) -> tuple[Buffer, Buffer]:
+    """(rows, k) best values and int64 indices of the contiguous (rows, n) buffer ``vals``
+    (with ``idx``, its elements' indices, -1 for an empty slot; without, their positions):
+    passes of shaders/sort/topk.comp, each cutting a row to P*k candidates, until P = 1."""
+    ctx = vals.ctx
+    rows = vals.shape[0]
+    if idx is not None and n == k:
+        return vals, idx   # one pass's output: already the k best, in order
+    variant = f"topk{kmax}_{vals.dtype.name}"
+    has_idx = int(idx is not None)
     while True:
         scan = max(TOPK_SCAN, 8 * k)
         p = max(1, -(-n // scan))
-        ov, oi = new_buffer(ctx, (rows, p * k), x.dtype), new_buffer(ctx, (rows, p * k), I64)
+        ov, oi = new_buffer(ctx, (rows, p * k), vals.dtype), new_buffer(ctx, (rows, p * k), I64)
         total = rows * p
-        dispatch(ctx, variant, (0, 1), [ov, oi, vals, idx], total, total,
+        src_i = idx if has_idx else vals
+        dispatch(ctx, variant, (0, 1), [ov, oi, vals, src_i], total, total,
                  (0, 0, vals.offset, idx.offset if has_idx else 0), (rows, n, p, k, has_idx),
                  ((int(largest),),), writes=2)
         if p == 1:
@@ -114,7 +119,7 @@ def topk(buf: Buffer, k: int, axis: int, largest: bool, sorted: bool) -> tuple:
         x = reshape(astype(moved, buf.dtype), (buf.size // n, n))
         kmax = next((m for m in TOPK_KMAX if k <= m), None)
         if kmax is not None:
-            v, i = _topk_rows(x, k, largest, kmax)
+            v, i = topk_passes(x, None, n, k, largest, kmax)
         else:
             keys, idx = _sort_rows(x, largest)
             cut = (slice(0, x.shape[0], 1), slice(0, k, 1))

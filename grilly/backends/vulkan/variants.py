@@ -58,6 +58,9 @@ def variants() -> dict[str, tuple[str, list[str]]]:
         out[f"sort_{d}"] = ("sort/sort.comp", _dtype_defines("IN", d))
         for kmax in TOPK_KMAX:
             out[f"topk{kmax}_{d}"] = ("sort/topk.comp", _dtype_defines("IN", d) + [f"-DKMAX={kmax}"])
+            if d in ("float32", "float64"):   # matmul_topk's first pass (add, thresholds)
+                out[f"topkscan{kmax}_{d}"] = ("sort/topk.comp", _dtype_defines("IN", d)
+                                              + [f"-DKMAX={kmax}", "-DSCAN"])
         if d != "bool":
             out[f"mm_{d}"] = ("linalg/matmul.comp", _dtype_defines("IN", d))
     for c in COMPLEX:
