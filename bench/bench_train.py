@@ -4,8 +4,10 @@ chosen device against torch on the CPU (and on CUDA when torch has it), same run
 Run: python bench/bench_train.py [--device cpu|vulkan] [--reps 20] [--models mlp,cnn,wide]
 [--json out.json] ("wide": the 1024-4096-4096-10 MLP at batch 512, --wide-reps steps). Times are
 best-of-reps wall times after warm-up steps; ratio = torch time / grilly time (> 1: grilly
-faster). grilly syncs by reading the loss (``float(loss)``, after the step, so the whole step is
-flushed), torch by ``loss.item()`` (plus ``cuda.synchronize()``).
+faster). "jit" is the same step through grilly.jit (traced on its first call); "fwd" and
+"fwd jit" time the model's forward alone (no_grad), eager and traced. grilly syncs by reading
+the loss (``float(loss)``, after the step, so the whole step is flushed), torch by
+``loss.item()`` (plus ``cuda.synchronize()``).
 """
 from __future__ import annotations
 
@@ -74,13 +76,29 @@ def grilly_step(kind: str, x: np.ndarray, y: np.ndarray, device: str):
     loss_fn = nn.CrossEntropyLoss()
     xb, yb = gp.asarray(x, device=device), gp.asarray(y, device=device)
 
-    def step() -> float:
+    def train(x, t):
         opt.zero_grad()
-        loss = loss_fn(model(xb), yb)
+        loss = loss_fn(model(x), t)
         loss.backward()
         opt.step()
-        return float(loss)
-    return step, model
+        return loss
+
+    def forward(x):
+        with gp.no_grad():
+            return model(x)
+
+    jit_train, jit_forward = gp.jit(train), gp.jit(forward)
+
+    def synced(f):
+        def run() -> None:
+            f(xb)
+            gp.synchronize(device)
+        return run
+
+    steps = {"grilly": lambda: float(train(xb, yb)),
+             "jit": lambda: float(jit_train(xb, yb)),   # the host read outside the trace
+             "fwd": synced(forward), "fwd_jit": synced(jit_forward)}
+    return steps, model
 
 
 def torch_step(kind: str, x: np.ndarray, y: np.ndarray, device: str, state: dict):
@@ -127,25 +145,32 @@ def main(argv=None) -> dict:
     for kind in a.models.split(","):
         y = labels[kind]
         reps, warm = (a.wide_reps, 1) if kind == "wide" else (a.reps, a.warmup)
-        step, model = grilly_step(kind, data[kind], y, a.device)
-        row = {"model": kind, "batch": len(y), "grilly_device": a.device,
-               "grilly_ms": best(step, reps, warm) * 1e3}
+        steps, model = grilly_step(kind, data[kind], y, a.device)
+        row = {"model": kind, "batch": len(y), "grilly_device": a.device}
+        for name, f in steps.items():
+            row[f"{name}_ms"] = best(f, reps, warm) * 1e3
+        row["jit_speedup"] = row["grilly_ms"] / row["jit_ms"]
+        row["fwd_jit_speedup"] = row["fwd_ms"] / row["fwd_jit_ms"]
         state = model.state_dict()
-        del step, model   # the wide model's buffers
+        del steps, model   # the wide model's buffers
         for td in torch_devs:
             t = best(torch_step(kind, data[kind], y, td, state), reps, warm) * 1e3
             row[f"torch_{td}_ms"] = t
             row[f"ratio_{td}"] = t / row["grilly_ms"]
+            row[f"jit_ratio_{td}"] = t / row["jit_ms"]
         rows.append(row)
 
-    head = f"{'model':6s} {'grilly ' + a.device + ' ms':>18s}"
+    head = f"{'model':6s} {'grilly ' + a.device + ' ms':>18s} {'jit ms':>8s}"
     for td in torch_devs:
-        head += f" {'torch ' + td + ' ms':>15s} {'ratio':>7s}"
+        head += f" {'torch ' + td + ' ms':>15s} {'ratio':>7s} {'jit':>7s}"
+    head += f" {'fwd ms':>8s} {'fwd jit':>8s}"
     print(head)
     for r in rows:
-        line = f"{r['model']:6s} {r['grilly_ms']:18.2f}"
+        line = f"{r['model']:6s} {r['grilly_ms']:18.2f} {r['jit_ms']:8.2f}"
         for td in torch_devs:
-            line += f" {r[f'torch_{td}_ms']:15.2f} {r[f'ratio_{td}']:6.2f}x"
+            line += (f" {r[f'torch_{td}_ms']:15.2f} {r[f'ratio_{td}']:6.2f}x"
+                     f" {r[f'jit_ratio_{td}']:6.2f}x")
+        line += f" {r['fwd_ms']:8.3f} {r['fwd_jit_ms']:8.3f}"
         print(line)
     result = {"rows": rows, "reps": a.reps, "warmup": a.warmup, "torch": torch.__version__,
               "torch_threads": torch.get_num_threads(), "cpus": os.cpu_count(),

@@ -43,6 +43,10 @@ def _unary(name: str):
     return op
 
 
+# grilly.jit's tracer sees every Array made while it records (None otherwise)
+_new_hook = None
+
+
 class Array:
     """An n-dimensional array on a grilly device (the Array API array object)."""
 
@@ -61,6 +65,8 @@ class Array:
         self.requires_grad = False
         self.grad = None
         self._node = None
+        if _new_hook is not None:
+            _new_hook(self)
         return self
 
     # ---- attributes -------------------------------------------------------------------

@@ -31,9 +31,19 @@ class _Hooks:
     # cast(name, args) -> args: grilly.amp's autocast policy, installed only while a region
     # is active somewhere (so the hot path pays one attribute check otherwise)
     cast: Callable | None = None
+    # host_op(fn, args) -> result: grilly.jit's tracer, while it records; host_op() below
+    host_op: Callable | None = None
 
 
 hooks = _Hooks()
+
+
+def host_op(fn: Callable, *args):
+    """``fn(*args)``, marked as Python work a traced graph must repeat on every replay (an
+    optimizer's step counts steps; a random draw advances its generator): grilly.jit records it
+    as one call instead of the kernels it runs."""
+    h = hooks.host_op
+    return fn(*args) if h is None else h(fn, args)
 _namespace: list = []   # the top-level namespace module, registered by grilly/__init__.py
 
 

@@ -69,3 +69,9 @@ class Backend:
         """Monotonic counters and memory figures for ``gp.device_stats`` (docs/backends.md):
         ints only; a backend reports what it counts (none by default)."""
         return {}
+
+    def capture(self, device: Device):
+        """An object with begin(), end() -> handle, abort() and run(handle) that records the
+        kernels called between begin and end once and replays them with run (grilly.jit); None
+        where the backend cannot (the default: grilly.jit then calls the kernels again)."""
+        return None

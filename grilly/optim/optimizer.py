@@ -5,6 +5,7 @@ import copy
 
 from ..array import api as gp
 from ..array.array import Array
+from ..array.dispatch import host_op
 from ..autograd.mode import no_grad
 
 __all__ = ["Optimizer"]
@@ -81,10 +82,15 @@ class Optimizer:
 
             with enable_grad():
                 loss = closure()
+        # one host op: a traced step (grilly.jit) repeats it on replay, with this optimizer's
+        # step counts and learning rates as they are then
+        host_op(self._step_all)
+        return loss
+
+    def _step_all(self) -> None:
         with no_grad():
             for group in self.param_groups:
                 self._step_group(group)
-        return loss
 
     def _step_group(self, group: dict) -> None:
         """Update every parameter of ``group`` that has a gradient (one ``_update`` each)."""

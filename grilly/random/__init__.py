@@ -77,6 +77,10 @@ class Generator:
 
     # ---- raw words ----------------------------------------------------------------------------
     def _blocks(self, m: int, device):
+        # a host op: a traced graph (grilly.jit) draws fresh numbers on every replay
+        return _dispatch.host_op(self._draw, m, device)
+
+    def _draw(self, m: int, device):
         ns = _ns()
         dev = _device(device)
         start = self._counter

@@ -48,6 +48,39 @@ def _locked(fn, lock, *args, **kw):
         return fn(*args, **kw)
 
 
+class _Capturer:
+    """Backend.capture for one device: its recorder's begin/end/abort/run_capture, locked."""
+
+    def __init__(self, device):
+        self.device = device
+
+    # the device lock is held from begin to end (or abort): no other thread's work may land
+    # in the captured command buffer
+    def begin(self) -> None:
+        self.device.lock.acquire()
+        try:
+            self.device.ctx.recorder.begin_capture()
+        except BaseException:
+            self.device.lock.release()
+            raise
+
+    def end(self):
+        try:
+            return self.device.ctx.recorder.end_capture()
+        finally:
+            self.device.lock.release()
+
+    def abort(self) -> None:
+        try:
+            self.device.ctx.recorder.abort_capture()
+        finally:
+            self.device.lock.release()
+
+    def run(self, handle) -> None:
+        with self.device.lock:
+            self.device.ctx.recorder.run_capture(handle)
+
+
 class VulkanDevice(Device):
     """A grilly Device on one Vulkan physical device; its logical device starts on first use."""
 
@@ -184,6 +217,10 @@ class VulkanBackend(Backend):
                     "uploads": ctx.n_uploads, "downloads": ctx.n_downloads,
                     "held_bytes": ctx.pool.held, "live_bytes": ctx.pool.live,
                     "peak_live_bytes": ctx.pool.peak}
+
+    def capture(self, device: Device) -> "_Capturer":
+        """Kernels recorded once into a command buffer and resubmitted (grilly.jit)."""
+        return _Capturer(device)
 
     def info(self, device: Device) -> dict:
         from .recorder import stats

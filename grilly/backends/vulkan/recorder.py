@@ -6,6 +6,7 @@ submissions be in flight at once."""
 from __future__ import annotations
 
 import time
+import weakref
 
 from .runtime import MAX_BINDINGS, check, ffi, lib
 
@@ -83,6 +84,9 @@ class Recorder:
         self._written: set = set()    # allocations written since the last barrier
         self._read: set = set()
         self.max_groups = min(ctx.phys.max_groups, 65535)
+        self.capturing = None         # the Capture being recorded (begin_capture), else None
+        self._dead: list = []         # (command buffer array, fence) of dropped Captures
+        self._captures_inflight: list = []   # submitted Captures, not yet waited for
 
     def _start(self) -> None:
         slot = self._free.pop() if self._free else self._retire(self._inflight.pop(0))
@@ -153,7 +157,7 @@ class Recorder:
         self.n_dispatches += 1
         self.count += 1
         self.work += n
-        if self.work >= SUBMIT_WORK or self.count >= BATCH_MAX:
+        if (self.work >= SUBMIT_WORK or self.count >= BATCH_MAX) and self.capturing is None:
             self.submit()
 
     def _barrier_all(self) -> None:
@@ -193,6 +197,9 @@ class Recorder:
 
     def submit(self) -> None:
         """Submit what was recorded without waiting; recording goes on in another buffer."""
+        if self.capturing is not None:
+            raise RuntimeError("vulkan: a sync or a transfer inside a captured graph (a kernel "
+                               "that reads the device on the host cannot be captured)")
         if self.pending is not None:
             self.pending.emit()
         if not self.recording:
@@ -224,9 +231,97 @@ class Recorder:
         self.submit()
         while self._inflight:
             self._free.append(self._retire(self._inflight.pop(0)))
+        while self._captures_inflight:
+            self._wait(self._captures_inflight.pop(0))
+        self._free_dead()
         self._slots = [None] * self.ctx.bindings
         self._written.clear()
         self._read.clear()
+
+
+    # ---- captured graphs (grilly.jit): one command buffer recorded once, submitted per call --
+    def begin_capture(self) -> "Capture":
+        """Record the dispatches that follow into a command buffer of their own (never
+        submitted by the recorder), until end_capture."""
+        self.submit()   # work recorded before goes in its own submission, first
+        ainfo = ffi.new("VkCommandBufferAllocateInfo*", {
+            "sType": lib.VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+            "commandPool": self.cmd_pool, "level": lib.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+            "commandBufferCount": 1})
+        cmds = ffi.new("VkCommandBuffer[]", 1)
+        check(lib.vkAllocateCommandBuffers(self.ctx.device, ainfo, cmds),
+              "vkAllocateCommandBuffers")
+        finfo = ffi.new("VkFenceCreateInfo*", {"sType": lib.VK_STRUCTURE_TYPE_FENCE_CREATE_INFO})
+        self._free_dead()
+        cap = Capture(self.ctx.device, cmds[0], finfo)
+        # a capture dropped later (its graph evicted) gives its command buffer back at the next
+        # capture or sync, under the device lock (a command pool is not thread-safe)
+        weakref.finalize(cap, self._dead.append, (cap._cmds, cap.fence))
+        begin = ffi.new("VkCommandBufferBeginInfo*", {
+            "sType": lib.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO, "flags": 0})
+        check(lib.vkBeginCommandBuffer(cap.cmd, begin), "vkBeginCommandBuffer")
+        self._cur, self.cmd, self.keep = cap, cap.cmd, cap.keep
+        self._bound = self._pc = None
+        self.recording = True
+        self.capturing = cap
+        self._barrier_all()   # after everything submitted before it, on every run
+        return cap
+
+    def _free_dead(self) -> None:
+        """Free the command buffers and fences of Captures that were dropped (none of them can
+        be in flight: run_capture's list holds those)."""
+        dev = self.ctx.device
+        while self._dead:
+            cmds, fence = self._dead.pop()
+            lib.vkFreeCommandBuffers(dev, self.cmd_pool, 1, cmds)
+            lib.vkDestroyFence(dev, fence[0], ffi.NULL)
+
+    def end_capture(self) -> "Capture":
+        """Close the command buffer begin_capture opened; its allocations stay with it."""
+        cap = self.capturing
+        if self.pending is not None:
+            self.pending.emit()
+        lib.vkCmdPipelineBarrier(cap.cmd, self._stages, lib.VK_PIPELINE_STAGE_HOST_BIT, 0, 1,
+                                 self._host_barrier, 0, ffi.NULL, 0, ffi.NULL)
+        check(lib.vkEndCommandBuffer(cap.cmd), "vkEndCommandBuffer")
+        cap.written = set(cap.keep)
+        self.capturing = None
+        self.recording = False
+        self._cur = self.cmd = None
+        self.keep = []
+        self.count = self.work = 0
+        self._written.clear()
+        self._read.clear()
+        return cap
+
+    def abort_capture(self) -> None:
+        """Drop a capture that failed part way (its command buffer is never submitted)."""
+        cap = self.capturing
+        if cap is None:
+            return
+        self.pending = None
+        lib.vkEndCommandBuffer(cap.cmd)
+        self.capturing = None
+        self.recording = False
+        self._cur = self.cmd = None
+        self.keep = []
+        self.count = self.work = 0
+        self._written.clear()
+        self._read.clear()   # the dropped capture's command buffer is freed by its finalizer
+
+    def run_capture(self, cap: "Capture") -> None:
+        """Submit a captured command buffer after what is recorded now (one submission)."""
+        self.submit()
+        if cap in self._captures_inflight:   # its previous run must finish before a resubmit
+            self._wait(cap)
+            self._captures_inflight.remove(cap)
+        lib.vkResetFences(self.ctx.device, 1, cap.fence)
+        check(lib.vkQueueSubmit(self.ctx.queue, 1, cap.submit, cap.fence[0]), "vkQueueSubmit")
+        stats["submits"] += 1
+        self.n_submits += 1
+        self._captures_inflight.append(cap)
+        # what follows and touches its buffers waits for it (a barrier, as for any hazard)
+        self._written |= cap.written
 
 
 class _Slot:
@@ -243,3 +338,14 @@ class _Slot:
             "sType": lib.VK_STRUCTURE_TYPE_SUBMIT_INFO, "commandBufferCount": 1,
             "pCommandBuffers": self._cmds})
         self.keep: list = []
+
+
+class Capture(_Slot):
+    """A command buffer recorded once (begin_capture .. end_capture) and submitted by
+    run_capture any number of times; ``keep`` holds every allocation it uses."""
+
+    __slots__ = ("written", "__weakref__")
+
+    def __init__(self, dev, cmd, finfo):
+        super().__init__(dev, cmd, finfo)
+        self.written: set = set()

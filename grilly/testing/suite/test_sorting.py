@@ -87,3 +87,49 @@ def test_isin(device, dtype, invert):
     a = np.array([[1, 5, 2], [7, 2, 0]]).astype(dtype)
     b = np.array([2, 7, 9]).astype(dtype)
     assert_close(gp.isin(on(device, a), on(device, b), invert=invert), np.isin(a, b, invert=invert))
+
+
+def _topk_order(s: np.ndarray, k: int, largest: bool) -> np.ndarray:
+    """topk's order of each row: best first, NaN the largest value, ties by the smaller index."""
+    def key(row, j):
+        v = row[j]
+        nan = bool(v != v)
+        if largest:
+            return (0 if nan else 1, 0.0 if nan else -v, j)
+        return (1 if nan else 0, 0.0 if nan else v, j)
+    return np.array([sorted(range(s.shape[1]), key=lambda j: key(r, j))[:k] for r in s],
+                    dtype=np.int64)
+
+
+@K("topk")
+@pytest.mark.parametrize("largest", [True, False])
+@pytest.mark.parametrize("dtype", ["int32", "float32", "float64"])
+def test_topk_ties_and_nan(device, dtype, largest):
+    a = _sample(dtype)
+    if a.dtype.kind == "f":
+        a[1, 4] = np.nan
+    want = _topk_order(a, 4, largest)
+    v, i = gp.topk(on(device, a), 4, largest=largest)
+    assert_close(i, want)
+    assert_close(v, np.take_along_axis(a, want, 1))
+
+
+@K("matmul_topk")
+@pytest.mark.parametrize("largest", [True, False])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_matmul_topk(device, dtype, largest):
+    """The k best of x @ mat.T + add (exact small-integer scores: ties, and a NaN in add)."""
+    from grilly.array.neighbors import matmul_topk
+
+    rng = np.random.default_rng(11)
+    x = rng.integers(-2, 3, (5, 3)).astype(dtype)
+    mat = rng.integers(-2, 3, (40, 3)).astype(dtype)
+    add = rng.integers(-1, 2, 40).astype(dtype)
+    add[7] = np.nan
+    s = x @ mat.T + add
+    for k in (1, 6, 40):
+        v, i = matmul_topk(on(device, x), on(device, mat), k, add=on(device, add),
+                           largest=largest)
+        want = _topk_order(s, k, largest)
+        assert_close(i, want)
+        assert_close(v, np.take_along_axis(s, want, 1))

@@ -1,0 +1,138 @@
+"""grilly.jit: trace a function once, replay its kernels on later calls (docs/jit.md).
+
+``@grilly.jit`` (or ``grilly.jit.jit``) on a function: the first call with a given signature
+(each Array argument's shape, dtype and device, and every other argument's value) runs the
+function eagerly while a Tracer records its kernels; later calls with the same signature replay
+them, skipping the array layer (argument checks, promotion, broadcasting, autograd bookkeeping)
+and Python's per-op work. A new signature traces again (a bounded cache keeps the most recent
+``cache_size`` graphs). ``grilly.jit.trace(fn_or_module, example_inputs)`` traces at once and
+returns the traced callable. A whole training step (forward, ``loss.backward()``,
+``opt.step()``) traces: the replay writes the parameters and optimizer state in place, and
+``p.grad`` holds the replay's gradient.
+"""
+from __future__ import annotations
+
+import functools
+import sys
+import types
+from collections import OrderedDict
+from typing import Any, Callable
+
+from ..array.array import Array
+from .tracer import JitError, TracedGraph, Tracer
+
+__all__ = ["jit", "trace", "Tracer", "TracedGraph", "TracedFunction", "JitError"]
+
+CACHE_SIZE = 8
+
+
+def _split(args: tuple, kwargs: dict) -> tuple[list, tuple]:
+    """The Array arguments (in order) and a hashable key of everything else."""
+    arrays, key = [], []
+
+    def walk(x):
+        if isinstance(x, Array):
+            arrays.append(x)
+            return ("A", x.shape, x._dtype.name, str(x._device))
+        if isinstance(x, (tuple, list)):
+            return (type(x).__name__,) + tuple(walk(v) for v in x)
+        if isinstance(x, dict):
+            return ("dict",) + tuple((k, walk(v)) for k, v in sorted(x.items()))
+        try:
+            hash(x)
+        except TypeError:
+            raise TypeError(f"grilly.jit: argument of type {type(x).__name__} is neither an "
+                            "Array nor hashable; pass arrays as grilly Arrays") from None
+        return ("V", type(x).__name__, x)
+
+    for a in args:
+        key.append(walk(a))
+    for k in sorted(kwargs):
+        key.append((k, walk(kwargs[k])))
+    return arrays, tuple(key)
+
+
+def _outputs(r) -> tuple[list, Callable]:
+    """The Arrays of a result (an Array, None, or a tuple/list/dict of them) and a function
+    that rebuilds the result's structure from new Arrays."""
+    if r is None:
+        return [], lambda outs: None
+    if isinstance(r, Array):
+        return [r], lambda outs: outs[0]
+    if isinstance(r, (tuple, list)) and all(isinstance(v, Array) for v in r):
+        kind = type(r)
+        return list(r), lambda outs: kind(outs)
+    if isinstance(r, dict) and all(isinstance(v, Array) for v in r.values()):
+        keys = list(r)
+        return [r[k] for k in keys], lambda outs: dict(zip(keys, outs))
+    raise TypeError(f"grilly.jit: a traced function must return an Array, None, or a "
+                    f"tuple/list/dict of Arrays; got {type(r).__name__}")
+
+
+class TracedFunction:
+    """``fn`` with a cache of TracedGraphs, one per call signature."""
+
+    def __init__(self, fn: Callable, cache_size: int = CACHE_SIZE) -> None:
+        if isinstance(fn, types.FunctionType):
+            functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.cache_size = cache_size
+        self.graphs: OrderedDict = OrderedDict()   # signature -> (TracedGraph, rebuild)
+        self.traces = 0                             # how many times fn was traced
+
+    def __call__(self, *args, **kwargs):
+        arrays, key = _split(args, kwargs)
+        hit = self.graphs.get(key)
+        if hit is not None:
+            self.graphs.move_to_end(key)
+            graph, rebuild = hit
+            outs = graph(*arrays)
+            return rebuild(list(outs) if isinstance(outs, tuple) else [outs])
+        tracer = Tracer()
+        with tracer:
+            for a in arrays:
+                tracer.register_input(a)
+            r = self.fn(*args, **kwargs)
+        outs, rebuild = _outputs(r)
+        graph = tracer.build(outs)
+        self.traces += 1
+        self.graphs[key] = (graph, rebuild)
+        if len(self.graphs) > self.cache_size:
+            self.graphs.popitem(last=False)
+        return r
+
+    @property
+    def graph(self) -> TracedGraph | None:
+        """The most recently used graph (None before the first call)."""
+        return next(reversed(self.graphs.values()))[0] if self.graphs else None
+
+    def summary(self) -> str:
+        """The latest graph's summary."""
+        g = self.graph
+        return "TracedGraph: not traced yet" if g is None else g.summary()
+
+
+def jit(fn: Callable | None = None, *, cache_size: int = CACHE_SIZE):
+    """``fn`` traced on its first call per signature and replayed after (a decorator)."""
+    if fn is None:
+        return lambda f: TracedFunction(f, cache_size)
+    return TracedFunction(fn, cache_size)
+
+
+def trace(fn: Callable, example_inputs: Any) -> TracedFunction:
+    """``fn`` (a function or a Module) traced now on ``example_inputs`` (an Array or a tuple of
+    arguments); later calls with the same signature replay."""
+    args = example_inputs if isinstance(example_inputs, tuple) else (example_inputs,)
+    traced = TracedFunction(fn)
+    traced(*args)
+    return traced
+
+
+class _CallableModule(types.ModuleType):
+    """``grilly.jit`` is a module and, as in the seed API, the decorator itself."""
+
+    def __call__(self, fn: Callable | None = None, **kwargs):
+        return jit(fn, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -1,0 +1,470 @@
+"""Trace once, replay without the array layer: ``Tracer`` records every kernel call a function
+makes (on every device), ``TracedGraph`` runs that list again on new inputs.
+
+A record is a kernel of a device's table (``device.kernels``: the backend's own or a default
+composition's kernels) with its arguments: a buffer produced by an earlier record or given as a
+registered input is a *slot*, filled anew on each replay; any other argument is a constant,
+kept by reference (a parameter's buffer, updated in place by the optimizer kernels, is one).
+Python code that must run again on every replay (an optimizer's step: it counts steps and reads
+the learning rate; a random draw: it advances the generator) registers itself as a *host op*
+through ``grilly.array.dispatch.host_op`` and is replayed as a call.
+
+Arrays created during the trace that are still alive when the graph is built (a parameter's
+``.grad``, a module attribute set in forward) are rebound to each replay's buffers as they are
+made, so they read as they would after an eager call. Reading an array on the host inside a
+trace (``float(x)``, ``.tolist()``, ``numpy.asarray``) or an op whose result shape depends on the
+data (boolean masks, ``nonzero``) raises JitError naming the op: a replay could not honour it.
+"""
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Any, Callable
+
+from ..array import array as _array_mod
+from ..array import dispatch as _dispatch
+from ..array.array import Array
+from ..backends.registry import registry as _registry
+
+__all__ = ["JitError", "Tracer", "TracedGraph"]
+
+# kernels whose results go to the host or whose result shape depends on the data
+HOST_KERNELS = frozenset({"to_host", "host_view", "mask_indices"})
+
+
+class JitError(RuntimeError):
+    """What a trace cannot record (a host read, a data-dependent shape, a nested trace)."""
+
+
+class _Slot:
+    """A placeholder for the buffer in slot ``i`` of a replay."""
+
+    __slots__ = ("i",)
+
+    def __init__(self, i: int) -> None:
+        self.i = i
+
+    def __repr__(self) -> str:
+        return f"%{self.i}"
+
+
+class _Record:
+    """One step of a graph: a kernel call (``host`` False) or a host op."""
+
+    __slots__ = ("name", "fn", "args", "kwargs", "fill", "outs", "shapes", "host", "rebind",
+                 "nested", "device")
+
+    def __init__(self, name, fn, args, kwargs, outs, shapes, host=False, device=None):
+        self.name, self.fn, self.host, self.device = name, fn, host, device
+        self.args, self.kwargs = args, kwargs
+        self.outs, self.shapes = outs, shapes   # slot per flattened result (None: not a slot)
+        self.rebind: list = []                 # (slot, weakref to an Array) rebound after it
+        # top-level slot arguments: (position, slot), filled into a copy of args on replay
+        self.fill = [(p, a.i) for p, a in enumerate(args) if isinstance(a, _Slot)]
+        self.nested = any(isinstance(a, (tuple, list)) and _has_slot(a) for a in args)
+
+    def inputs(self) -> list[int]:
+        """The slots this step reads."""
+        out: list[int] = []
+        _collect(self.args, out)
+        _collect(tuple(self.kwargs.values()), out)
+        return out
+
+
+def _has_slot(x) -> bool:
+    if isinstance(x, _Slot):
+        return True
+    if isinstance(x, (tuple, list)):
+        return any(_has_slot(v) for v in x)
+    if isinstance(x, Array):
+        return False
+    return False
+
+
+def _collect(x, out: list) -> None:
+    if isinstance(x, _Slot):
+        out.append(x.i)
+    elif isinstance(x, (tuple, list)):
+        for v in x:
+            _collect(v, out)
+
+
+def _resolve(x, vals: list):
+    if isinstance(x, _Slot):
+        return vals[x.i]
+    if isinstance(x, tuple):
+        return tuple(_resolve(v, vals) for v in x)
+    if isinstance(x, list):
+        return [_resolve(v, vals) for v in x]
+    return x
+
+
+def _flat(r) -> list:
+    """A kernel's result as a flat list (a tuple result's elements, one level)."""
+    return list(r) if isinstance(r, tuple) else [r]
+
+
+_lock = threading.Lock()
+_active: "Tracer | None" = None
+
+
+class Tracer:
+    """Records the kernels run between ``__enter__`` and ``__exit__`` (one trace at a time).
+
+    ``register_input(x)`` marks an Array as an input (its buffer becomes a slot); ``build(outputs)``
+    returns the TracedGraph that maps new inputs to new outputs."""
+
+    def __init__(self) -> None:
+        self.records: list[_Record] = []
+        self.nslots = 0
+        self._ids: dict[int, int] = {}      # id(buffer) -> slot
+        self._keep: list = []               # every buffer seen, so that no id is reused
+        self._inputs: list[tuple[int, Array]] = []
+        self._made: list = []               # weakrefs to Arrays created during the trace
+        self._saved: list = []
+        self._thread = None
+        self._paused = 0
+
+    # ---- the context ---------------------------------------------------------------------------
+    def __enter__(self) -> "Tracer":
+        global _active
+        with _lock:
+            if _active is not None:
+                raise JitError("grilly.jit: a trace is already active (traces do not nest)")
+            _active = self
+        self._thread = threading.get_ident()
+        for d in _registry.devices():
+            table = d.kernels
+            self._saved.append((table, dict(table)))
+            for op, fn in list(table.items()):
+                table[op] = self._wrap(op, fn, d)
+        _array_mod._new_hook = self._on_new
+        _dispatch.hooks.host_op = self._host_op
+        return self
+
+    def __exit__(self, *exc) -> None:
+        global _active
+        _array_mod._new_hook = None
+        _dispatch.hooks.host_op = None
+        for table, saved in self._saved:
+            for op, fn in saved.items():   # item by item: a table's update() may wrap again
+                table[op] = fn
+        self._saved.clear()
+        with _lock:
+            _active = None
+
+    def _mine(self) -> bool:
+        return not self._paused and threading.get_ident() == self._thread
+
+    # ---- recording -----------------------------------------------------------------------------
+    def register_input(self, x: Array) -> None:
+        """Mark ``x`` as an input: a replay takes a new Array of its shape, dtype and device."""
+        if not isinstance(x, Array):
+            raise TypeError(f"Tracer.register_input: expected a grilly Array, got "
+                            f"{type(x).__name__}")
+        self._inputs.append((self._new_slot(x._buf), x))
+
+    def _new_slot(self, buf) -> int:
+        i = self.nslots
+        self.nslots += 1
+        self._ids[id(buf)] = i
+        self._keep.append(buf)
+        return i
+
+    def _encode(self, x):
+        if isinstance(x, (tuple, list)):
+            enc = [self._encode(v) for v in x]
+            return tuple(enc) if isinstance(x, tuple) else enc
+        i = self._ids.get(id(x))
+        return _Slot(i) if i is not None else x
+
+    def _outs(self, r) -> tuple[list, list]:
+        outs, shapes = [], []
+        for v in _flat(r):
+            if v is None or isinstance(v, (bool, int, float, str)):
+                outs.append(None)
+                shapes.append(None)
+            else:
+                outs.append(self._new_slot(v))
+                shapes.append(tuple(getattr(v, "shape", ())))
+        return outs, shapes
+
+    def _wrap(self, op: str, fn: Callable, device) -> Callable:
+        tracer = self
+
+        def traced(*args, **kwargs):
+            if not tracer._mine():
+                return fn(*args, **kwargs)
+            if op in HOST_KERNELS:
+                raise JitError(
+                    f"grilly.jit: {op} inside a trace "
+                    + ("reads an array on the host (float(), bool(), .tolist(), numpy): "
+                       if op != "mask_indices" else
+                       "gives a result whose shape depends on the data (a boolean mask, "
+                       "nonzero): ")
+                    + "a replay could not repeat it; return the array from the traced function "
+                      "and read it outside")
+            enc = tuple(tracer._encode(a) for a in args)
+            kw = {k: tracer._encode(v) for k, v in kwargs.items()}
+            r = fn(*args, **kwargs)
+            outs, shapes = tracer._outs(r)
+            tracer.records.append(_Record(op, fn, enc, kw, outs, shapes, device=device))
+            return r
+
+        traced.__name__ = getattr(fn, "__name__", op)
+        return traced
+
+    def _on_new(self, a: Array) -> None:
+        if self._mine():
+            self._made.append(weakref.ref(a))
+
+    def _host_op(self, fn: Callable, args: tuple):
+        """Run ``fn(*args)`` now and on every replay (its own kernels are not recorded)."""
+        if not self._mine():
+            return fn(*args)
+        self._paused += 1
+        try:
+            r = fn(*args)
+        finally:
+            self._paused -= 1
+        flat = [v._buf if isinstance(v, Array) else None for v in _flat(r)]
+        outs = [self._new_slot(b) if b is not None else None for b in flat]
+        shapes = [tuple(b.shape) if b is not None else None for b in flat]
+        self.records.append(_Record(getattr(fn, "__name__", "host_op"), fn, args, {}, outs,
+                                    shapes, host=True))
+        for v in _flat(r):   # Arrays a host op returns are rebound like any made in the trace
+            if isinstance(v, Array):
+                self._made.append(weakref.ref(v))
+        return r
+
+    # ---- the graph -----------------------------------------------------------------------------
+    def build(self, outputs) -> "TracedGraph":
+        """The graph from the registered inputs to ``outputs`` (an Array, or a list/tuple)."""
+        single = isinstance(outputs, Array)
+        outs = [outputs] if single else list(outputs)
+        out_slots = []
+        for k, y in enumerate(outs):
+            if not isinstance(y, Array):
+                raise TypeError(f"Tracer.build: output {k} is a {type(y).__name__}, not a "
+                                "grilly Array")
+            s = self._ids.get(id(y._buf))
+            out_slots.append(s)   # None: an array from outside the trace (returned as is)
+        producer = {}
+        for n, rec in enumerate(self.records):
+            for s in rec.outs:
+                if s is not None:
+                    producer[s] = n
+        returned = {id(y) for y in outs}
+        for ref in self._made:
+            a = ref()
+            if a is None or id(a) in returned:   # the caller's results stay the caller's
+                continue
+            s = self._ids.get(id(a._buf))
+            n = producer.get(s)
+            if n is not None:
+                self.records[n].rebind.append((s, ref))
+        return TracedGraph(self.records, self.nslots, self._inputs, outs, out_slots, single)
+
+
+def _run_record(rec: _Record, vals: list) -> None:
+    """Call one recorded kernel (or host op) on the slots' current values; store its results
+    and rebind the Arrays made from them."""
+    if rec.host:
+        r = rec.fn(*rec.args)
+        res = [v._buf if isinstance(v, Array) else None for v in _flat(r)]
+    else:
+        if rec.nested:
+            args = _resolve(rec.args, vals)
+        else:
+            args = list(rec.args)
+            for p, s in rec.fill:
+                args[p] = vals[s]
+        kw = rec.kwargs
+        if kw:
+            r = rec.fn(*args, **{k: _resolve(v, vals) for k, v in kw.items()})
+        else:
+            r = rec.fn(*args)
+        res = _flat(r)
+    for s, v in zip(rec.outs, res):
+        if s is not None:
+            vals[s] = v
+    for s, ref in rec.rebind:
+        a = ref()
+        if a is not None:
+            a._buf = vals[s]
+
+
+class _Segment:
+    """A run of kernel records on one device between host ops: captured once where the backend
+    can (Backend.capture), then replayed as one submission with its buffers fixed."""
+
+    def __init__(self, device) -> None:
+        self.device = device
+        self.records: list[_Record] = []
+        self.capturer = None
+        self.handle = None
+        self.failed = False
+        self.copy_in: list = []     # (slot, the captured buffer its new value is copied into)
+        self.fixed_out: list = []   # (slot, the captured buffer that holds it on every run)
+
+    def produced(self) -> list[int]:
+        return [s for r in self.records for s in r.outs if s is not None]
+
+    def reads_outside(self) -> list[int]:
+        made: set = set()
+        out: list = []
+        for r in self.records:
+            for s in r.inputs():
+                if s not in made and s not in out:
+                    out.append(s)
+            made.update(x for x in r.outs if x is not None)
+        return out
+
+
+# capture segments on backends that can (set False to replay kernel by kernel everywhere)
+CAPTURE = True
+
+
+class TracedGraph:
+    """A recorded sequence of kernel calls; calling it replays them on new inputs.
+
+    On a device whose backend can capture (Vulkan: one command buffer, recorded on the first
+    replay and resubmitted after), each run of kernels between host ops is one submission; its
+    buffers are fixed, so new inputs are copied into the captured ones and the outputs are
+    copied out. Elsewhere a replay calls the kernels again, without the array layer."""
+
+    def __init__(self, records, nslots, inputs, outputs, out_slots, single) -> None:
+        self.records = records
+        self.nslots = nslots
+        self.input_slots = [s for s, _ in inputs]
+        self.input_specs = [(x.shape, x._dtype, x._device) for _, x in inputs]
+        self.out_slots = out_slots
+        self.out_specs = [(y._dtype, y._device) for y in outputs]
+        self._fixed = [None if s is not None else y for s, y in zip(out_slots, outputs)]
+        self.single = single
+        self._plan = None
+        self._fixed_slots: set = set()   # slots held by captured buffers
+
+    @property
+    def n_ops(self) -> int:
+        """How many steps a replay runs."""
+        return len(self.records)
+
+    @property
+    def captured(self) -> int:
+        """How many segments run as captured submissions."""
+        return sum(1 for st in self._plan or () if isinstance(st, _Segment) and st.handle)
+
+    def _make_plan(self) -> list:
+        plan: list = []
+        seg = None
+        for rec in self.records:
+            if rec.host:
+                plan.append(rec)
+                seg = None
+                continue
+            if seg is None or seg.device is not rec.device:
+                seg = _Segment(rec.device)
+                if CAPTURE:
+                    seg.capturer = rec.device.backend.capture(rec.device)
+                plan.append(seg)
+            seg.records.append(rec)
+        return plan
+
+    def _capture(self, seg: _Segment, vals: list) -> None:
+        """Run ``seg`` once while its backend records it; keep the capture (or, where a kernel
+        cannot be captured, warn once and run the segment kernel by kernel from then on)."""
+        kernels = seg.device.kernels
+        owned = []
+        for s in seg.reads_outside():
+            if s in self._fixed_slots:
+                continue
+            v = vals[s]
+            if not hasattr(v, "shape"):
+                seg.failed = True
+                break
+            b = kernels["copy"](v)
+            owned.append((s, b))
+            vals[s] = b
+        if not seg.failed:
+            seg.capturer.begin()
+            try:
+                for rec in seg.records:
+                    _run_record(rec, vals)
+            except Exception as e:   # noqa: BLE001 (any kernel: the capture is dropped)
+                seg.capturer.abort()
+                seg.failed = True
+                import warnings
+                warnings.warn(f"grilly.jit: a segment of {len(seg.records)} kernels on "
+                              f"{seg.device} could not be captured ({type(e).__name__}: {e}); "
+                              "it replays kernel by kernel", RuntimeWarning, stacklevel=3)
+            else:
+                seg.handle = seg.capturer.end()
+                seg.capturer.run(seg.handle)   # recorded, not yet run
+                seg.copy_in = owned
+                seg.fixed_out = [(s, vals[s]) for s in seg.produced()]
+                self._fixed_slots.update(seg.produced())
+                return
+        for rec in seg.records:
+            _run_record(rec, vals)
+
+    def __call__(self, *inputs: Array):
+        """Replay on ``inputs`` (Arrays of the traced shapes, dtypes and devices)."""
+        if len(inputs) != len(self.input_slots):
+            raise TypeError(f"TracedGraph: expected {len(self.input_slots)} inputs, got "
+                            f"{len(inputs)}")
+        vals: list[Any] = [None] * self.nslots
+        for k, (x, s, (shape, dtype, device)) in enumerate(zip(inputs, self.input_slots,
+                                                                self.input_specs)):
+            if not isinstance(x, Array) or x.shape != shape or x._dtype is not dtype \
+                    or x._device is not device:
+                got = (f"{type(x).__name__}" if not isinstance(x, Array)
+                       else f"{x.shape} {x._dtype.name} on {x._device}")
+                raise ValueError(f"TracedGraph: input {k} must be {shape} {dtype.name} on "
+                                 f"{device}, got {got}")
+            vals[s] = x._buf
+        if self._plan is None:
+            self._plan = self._make_plan()
+        for step in self._plan:
+            if isinstance(step, _Record):
+                _run_record(step, vals)
+            elif step.handle is not None:
+                assign = step.device.kernels["assign"]
+                for s, b in step.copy_in:
+                    if vals[s] is not b:
+                        assign(b, vals[s])
+                step.capturer.run(step.handle)
+                for s, b in step.fixed_out:
+                    vals[s] = b
+                for rec in step.records:
+                    for s, ref in rec.rebind:
+                        a = ref()
+                        if a is not None:
+                            a._buf = vals[s]
+            elif step.capturer is not None and not step.failed:
+                self._capture(step, vals)
+            else:
+                for rec in step.records:
+                    _run_record(rec, vals)
+        outs = []
+        for s, (d, dev), y in zip(self.out_slots, self.out_specs, self._fixed):
+            if s is None:
+                outs.append(y)
+            else:   # a captured buffer is rewritten by the next run: the caller gets a copy
+                b = vals[s]
+                outs.append(Array._new(dev.kernels["copy"](b) if s in self._fixed_slots else b,
+                                       d, dev))
+        return outs[0] if self.single else tuple(outs)
+
+    def summary(self) -> str:
+        """One line per step, as ``[0] matmul: [0, 1] -> 2 (32, 256)``."""
+        lines = [f"TracedGraph: {len(self.records)} ops, inputs {self.input_slots}, outputs "
+                 f"{self.out_slots}"]
+        for n, rec in enumerate(self.records):
+            outs = [s for s in rec.outs if s is not None]
+            shapes = [sh for s, sh in zip(rec.outs, rec.shapes) if s is not None]
+            out = (str(outs[0]) if len(outs) == 1 else str(outs)) if outs else "-"
+            shape = (f" {shapes[0]}" if len(shapes) == 1 else f" {shapes}") if shapes else ""
+            tag = " (host)" if rec.host else ""
+            lines.append(f"[{n}] {rec.name}{tag}: {rec.inputs()} -> {out}{shape}")
+        return "\n".join(lines)

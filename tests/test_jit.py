@@ -1,0 +1,212 @@
+"""grilly.jit against eager execution on every device: traced forward functions and whole
+training steps (parameters after N replayed steps equal N eager steps), retracing, fresh random
+numbers on replay, the Tracer/TracedGraph API and every error a trace raises."""
+import threading
+
+import numpy as np
+import pytest
+
+import grilly as gp
+import grilly.nn as nn
+import grilly.nn.functional as F
+from grilly.jit import JitError, Tracer
+
+R = np.random.default_rng(3)
+
+
+def _arr(shape, device, dtype=np.float32):
+    return gp.asarray(R.standard_normal(shape).astype(dtype), device=device)
+
+
+def test_forward_replays_equal_eager(device):
+    w, w2 = _arr((24, 16), device), _arr((5, 24), device)
+
+    def f(x):
+        return F.linear(F.relu(F.linear(x, w)), w2)
+
+    jf = gp.jit(f)
+    for _ in range(4):
+        x = _arr((8, 16), device)
+        np.testing.assert_array_equal(np.asarray(jf(x)), np.asarray(f(x)))
+    assert jf.traces == 1 and jf.graph.n_ops >= 3
+
+
+def test_retrace_on_new_signature_and_bounded_cache(device):
+    jf = gp.jit(lambda x, s: x * s + 1.0, cache_size=2)
+    for n in (3, 4, 3, 5, 3):
+        x = _arr((n,), device)
+        np.testing.assert_allclose(np.asarray(jf(x, 2.0)), np.asarray(x) * 2 + 1, rtol=1e-6)
+    assert jf.traces == 3   # 3, 4, 3 (replayed), 5 (evicts 4, the least recently used), 3
+    x = _arr((3,), device)
+    np.testing.assert_allclose(np.asarray(jf(x, 3.0)), np.asarray(x) * 3 + 1, rtol=1e-6)
+    assert jf.traces == 4 and len(jf.graphs) == 2   # another scalar: another signature
+
+
+def _model(device, seed=0):
+    gp.random.seed(seed)
+    return nn.Sequential(nn.Linear(12, 32), nn.ReLU(), nn.Dropout(0.25),
+                         nn.Linear(32, 4)).to(device)
+
+
+@pytest.mark.parametrize("opt", ["sgd", "adam", "adamw"])
+def test_training_steps_equal_eager(device, opt):
+    xs = [_arr((16, 12), device) for _ in range(6)]
+    ys = [gp.asarray(R.integers(0, 4, 16), device=device) for _ in range(6)]
+
+    def make():
+        m = _model(device)
+        ps = m.parameters()
+        o = {"sgd": lambda: gp.optim.SGD(ps, lr=0.1, momentum=0.9),
+             "adam": lambda: gp.optim.Adam(ps, lr=1e-2),
+             "adamw": lambda: gp.optim.AdamW(ps, lr=1e-2, weight_decay=0.1)}[opt]()
+
+        def step(x, y):
+            o.zero_grad()
+            loss = F.cross_entropy(m(x), y)
+            loss.backward()
+            o.step()
+            return loss
+        return m, step
+
+    gp.random.seed(1)
+    m1, s1 = make()
+    eager = [float(s1(x, y)) for x, y in zip(xs, ys)]
+    gp.random.seed(1)
+    m2, s2 = make()
+    js = gp.jit(s2)
+    jitted = [float(js(x, y)) for x, y in zip(xs, ys)]
+    assert js.traces == 1
+    np.testing.assert_allclose(jitted, eager, rtol=1e-6)
+    for p1, p2 in zip(m1.parameters(), m2.parameters()):
+        np.testing.assert_allclose(np.asarray(p2), np.asarray(p1), rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(np.asarray(p2.grad), np.asarray(p1.grad), rtol=1e-6,
+                                   atol=1e-7)
+
+
+def test_random_draws_are_fresh_on_replay(device):
+    def f(x):
+        return x + gp.random.uniform(shape=x.shape, device=x.device)
+
+    x = gp.zeros((6,), dtype=gp.float32, device=device)
+    gp.random.seed(7)
+    eager = [np.asarray(f(x)) for _ in range(3)]
+    gp.random.seed(7)
+    jf = gp.jit(f)
+    jitted = [np.asarray(jf(x)) for _ in range(3)]
+    for e, j in zip(eager, jitted):
+        np.testing.assert_array_equal(j, e)
+    assert not np.array_equal(jitted[1], jitted[2])
+
+
+def test_tracer_api_and_summary(device):
+    w = _arr((32, 16), device)
+    x = _arr((4, 16), device)
+    tracer = Tracer()
+    with tracer:
+        tracer.register_input(x)
+        y = F.relu(F.linear(x, w))
+    graph = tracer.build([y])
+    text = graph.summary()
+    assert text.splitlines()[0].startswith(f"TracedGraph: {graph.n_ops} ops")
+    assert any(line.startswith("[") and "matmul: [0, " in line and "(4, 32)" in line
+               for line in text.splitlines())
+    x2 = _arr((4, 16), device)
+    (y2,) = graph(x2)
+    np.testing.assert_array_equal(np.asarray(y2), np.asarray(F.relu(F.linear(x2, w))))
+    with pytest.raises(ValueError, match=r"TracedGraph: input 0 must be \(4, 16\) float32"):
+        graph(_arr((5, 16), device))
+
+
+def test_trace_a_module(device):
+    m = _model(device).eval()
+    x = _arr((3, 12), device)
+    tm = gp.jit.trace(m, x)
+    x2 = _arr((3, 12), device)
+    np.testing.assert_allclose(np.asarray(tm(x2)), np.asarray(m(x2)), rtol=1e-6, atol=1e-7)
+
+
+def test_errors(device):
+    x = _arr((4,), device)
+    with pytest.raises(JitError, match="inside a trace reads an array on the host"):
+        gp.jit(lambda a: a * float(a[0]))(x)
+    with pytest.raises(JitError, match="mask_indices inside a trace gives a result whose shape"):
+        gp.jit(lambda a: a[a > 0])(x)
+    with pytest.raises(TypeError, match="must return an Array, None, or a tuple"):
+        gp.jit(lambda a: 3)(x)
+    with pytest.raises(TypeError, match="neither an Array nor hashable"):
+        gp.jit(lambda a, b: a)(x, [np.ones(2)])
+    with Tracer():
+        with pytest.raises(JitError, match="traces do not nest"):
+            Tracer().__enter__()
+    # after a failed trace, eager work goes on as before
+    np.testing.assert_array_equal(np.asarray(x + 1.0), np.asarray(x) + 1)
+
+
+def test_other_threads_are_not_recorded(device):
+    a = _arr((5,), device)
+    tracer = Tracer()
+    with tracer:
+        tracer.register_input(a)
+        t = threading.Thread(target=lambda: np.asarray(gp.exp(a)))   # a host read: not traced
+        t.start()
+        t.join()
+        b = a + 1.0
+    graph = tracer.build(b)
+    assert [r.name for r in graph.records if r.name == "exp"] == []
+    np.testing.assert_allclose(np.asarray(graph(a)), np.asarray(a) + 1, rtol=1e-6)
+
+
+def test_captured_replay_is_one_submission(device):
+    """Where the backend captures (Vulkan), a replay records only the input and output copies
+    and submits them with the captured command buffer; results kept from earlier calls stay."""
+    w = _arr((24, 16), device)
+    jf = gp.jit(lambda x: F.relu(F.linear(x, w)) * 2.0 + 1.0)
+    xs = [_arr((8, 16), device) for _ in range(4)]
+    outs = [jf(x) for x in xs]
+    for x, y in zip(xs, outs):   # each result is the caller's own, not the graph's buffer
+        np.testing.assert_allclose(np.asarray(y), np.maximum(np.asarray(x) @ np.asarray(w).T, 0)
+                                   * 2 + 1, rtol=1e-5, atol=1e-5)
+    if device.backend.capture(device) is None:
+        assert jf.graph.captured == 0
+        return
+    assert jf.graph.captured == 1
+    gp.synchronize(device)
+    before = gp.device_stats(device)
+    jf(xs[0])
+    gp.synchronize(device)
+    after = gp.device_stats(device)
+    assert after["dispatches"] - before["dispatches"] <= 2   # copy in, copy out
+    assert after["submits"] - before["submits"] <= 3   # copies in, the graph, copies out
+
+
+def test_cnn_training_steps_equal_eager(device):
+    """Conv, BatchNorm (running statistics updated in forward), pooling and Dropout: a traced
+    step leaves every parameter and buffer as the eager steps do."""
+    xs = [_arr((8, 1, 8, 8), device) for _ in range(4)]
+    ys = [gp.asarray(R.integers(0, 5, 8), device=device) for _ in range(4)]
+
+    def make():
+        nn.manual_seed(0)
+        gp.random.seed(0)
+        m = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(),
+                          nn.MaxPool2d(2), nn.Flatten(), nn.Dropout(0.2),
+                          nn.Linear(64, 5)).to(device)
+        o = gp.optim.Adam(m.parameters(), lr=1e-2)
+
+        def step(x, y):
+            o.zero_grad()
+            loss = F.cross_entropy(m(x), y)
+            loss.backward()
+            o.step()
+            return loss
+        return m, step
+
+    m1, s1 = make()
+    eager = [float(s1(x, y)) for x, y in zip(xs, ys)]
+    m2, s2 = make()
+    js = gp.jit(s2)
+    np.testing.assert_allclose([float(js(x, y)) for x, y in zip(xs, ys)], eager, rtol=1e-6)
+    sd1, sd2 = m1.state_dict(), m2.state_dict()
+    assert "1.running_mean" in sd1
+    for k in sd1:
+        np.testing.assert_allclose(np.asarray(sd2[k]), np.asarray(sd1[k]), rtol=1e-6, atol=1e-7)
