@@ -421,6 +421,15 @@ def _matmul_topk(dev):
         np.testing.assert_array_equal(np.asarray(v), np.take_along_axis(s, want, 1))
 
 
+def _philox_blocks(dev):
+    """The composition needs the optional bitwise kernels: on a device with only the required
+    ones it raises NotImplementedError naming one (test_random checks its words on every real
+    device, against the namespace rounds and Random123's known answers)."""
+    from grilly.array import random_bits
+    with pytest.raises(NotImplementedError, match=r"bitwise_\w+: not available on device"):
+        random_bits.philox_blocks(6, 2**32 - 2, 2**40 + 3, dev)
+
+
 def _ref_topk(x: np.ndarray, k: int, axis: int, largest: bool) -> np.ndarray:
     """topk's indices by Python's stable sort: NaN the largest value, ties by index."""
     def order(row):
@@ -511,7 +520,7 @@ CHECKS = {
     "cumulative_prod": _cumulative_prod, "normalize_indices": _normalize_indices,
     "repeat_indices": _repeat_indices, "nonzero": _nonzero, "diagonal": _diagonal,
     "lif_forward": _lif(False), "lif_backward": _lif(True), "leaky_integrate": _leaky,
-    "matmul_topk": _matmul_topk,
+    "matmul_topk": _matmul_topk, "philox_blocks": _philox_blocks,
     "unique": _unique, "isin": _isin, "topk": _topk, "cross": _cross, "fft_roll": _fft_roll,
     "softmax": _softmax(False), "log_softmax": _softmax(True),
     "im2col": _conv(False), "col2im": _conv(True),

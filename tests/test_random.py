@@ -131,3 +131,18 @@ def test_errors():
         g.normal(0.0, -1.0, 3)
     with pytest.raises(ValueError, match="p must"):
         g.bernoulli(1.5, 3)
+
+
+@pytest.mark.parametrize("m, counter, key", [(1, 0, 0), (9, 2**32 - 4, 2**63 + 5),
+                                             (3000, 2**64 - 1000, 123456789)])
+def test_philox_blocks_kernel_equals_the_composition(device, m, counter, key):
+    """The one-dispatch kernel against the namespace rounds (which the known answers above
+    check), across the low word's carry and the 64-bit counter's wrap."""
+    from grilly.array import random_bits
+
+    got = random_bits.philox_blocks(m, counter, key, device)
+    assert got.shape == (4, m) and got.dtype == gp.uint32
+    want = random_bits.composed_blocks(got.device, m, counter, key)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    with pytest.raises(ValueError, match=r"philox_blocks: counter must be an int in \[0, "):
+        random_bits.philox_blocks(1, -1, 0, device)

@@ -16,8 +16,8 @@ import math
 
 import numpy as np
 
-from . import (conv, core, fused, host, host_kernels, indexing, manipulation, neighbors, searching,
-               spiking, statistical)
+from . import (conv, core, fused, host, host_kernels, indexing, manipulation, neighbors,
+               random_bits, searching, spiking, statistical)
 from . import dtypes as dt
 from .array import Array
 from .core import as_compute_array, wrap
@@ -515,6 +515,11 @@ def matmul_topk(device, x: Array, mat: Array, add, k: int, largest: bool) -> tup
     return neighbors.composed_matmul_topk(x, mat, add, k, largest)
 
 
+def philox_blocks(device, m: int, counter: int, key: int) -> Array:
+    """Philox4x32-10 words from namespace integer ops (grilly.array.random_bits)."""
+    return random_bits.composed_blocks(device, m, counter, key)
+
+
 def host_view(device, x: Array):
     """No zero-copy view of device memory: None (callers copy through to_host)."""
     return None
@@ -551,7 +556,7 @@ COMPOSITES = {
     "sgd_step": sgd_step, "adam_step": adam_step, "rmsprop_step": rmsprop_step,
     "adagrad_step": adagrad_step,
     "lif_forward": lif_forward, "lif_backward": lif_backward, "leaky_integrate": leaky_integrate,
-    "matmul_topk": matmul_topk,
+    "matmul_topk": matmul_topk, "philox_blocks": philox_blocks,
     **{op: _host_path(op) for op in host.HOST_OPS},
 }
 core.COMPOSITES.update(COMPOSITES)

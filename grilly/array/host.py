@@ -3,6 +3,8 @@ interchange format), and the one host round-trip path: the documented short list
 compute with NumPy/SciPy on the host (``HOST_OPS``) when a device has no kernel for them."""
 from __future__ import annotations
 
+import atexit
+import os
 import threading
 
 import numpy as np
@@ -104,3 +106,36 @@ def device_stats(device=None) -> dict:
     ``live_bytes``, ``peak_live_bytes``; docs/backends.md)."""
     dev = resolve_device(device)
     return {**dev.backend.stats(dev), "host_round_trips": host_round_trips(dev)}
+
+
+def profile_report(device=None) -> str:
+    """Per kernel, GPU time and count on ``device`` since it started (GRILLY_PROFILE=1; the
+    backend's ``profile`` hook), as a table sorted by time; empty where nothing was timed."""
+    dev = resolve_device(device)
+    dev.synchronize()   # timestamps are read as submissions finish
+    rows = sorted(dev.backend.profile(dev).items(), key=lambda kv: -kv[1][1])
+    if not rows:
+        return ""
+    total = sum(t for _, (_, t) in rows) or 1.0
+    lines = [f"grilly profile: {dev} ({total * 1e3:.3f} ms of GPU time)",
+             f"{'kernel':40s} {'count':>8s} {'total ms':>10s} {'mean us':>9s} {'share':>6s}"]
+    for name, (n, t) in rows:
+        lines.append(f"{name[:40]:40s} {n:8d} {t * 1e3:10.3f} {t / n * 1e6:9.2f} "
+                     f"{t / total:6.1%}")
+    return "\n".join(lines)
+
+
+def _print_profiles() -> None:
+    from ..backends.registry import registry
+
+    for d in registry.devices():
+        try:
+            text = profile_report(d)
+        except Exception:   # noqa: BLE001 (at exit: a device that cannot report is skipped)
+            continue
+        if text:
+            print(text)
+
+
+if os.environ.get("GRILLY_PROFILE", "").strip() not in ("", "0"):
+    atexit.register(_print_profiles)

@@ -70,6 +70,11 @@ class Backend:
         ints only; a backend reports what it counts (none by default)."""
         return {}
 
+    def profile(self, device: Device) -> dict:
+        """GRILLY_PROFILE=1: kernel name -> (count, device seconds) since the device started
+        (none by default; ``gp.profile_report`` prints it)."""
+        return {}
+
     def capture(self, device: Device):
         """An object with begin(), end() -> handle, abort() and run(handle) that records the
         kernels called between begin and end once and replays them with run (grilly.jit); None

@@ -90,6 +90,7 @@ _EXPECT = {
     **{op: (lambda out_shape, out_dtype, *bufs: (tuple(out_shape), out_dtype))
        for op in (*ELEMENTWISE_OPS, "where", "matmul", "cross", "solve")},
     "leaky_integrate": lambda x, s0, alpha, reverse: (tuple(x.shape), x.dtype),
+    "philox_blocks": lambda m, counter, key: ((4, m), "uint32"),
 }
 # kernels returning a tuple: f(*args) -> [(shape, dtype) or None where None is returned]
 _EXPECT_TUPLE = {

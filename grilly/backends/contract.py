@@ -158,6 +158,11 @@ KERNELS: dict[str, Kernel] = {
     "leaky_integrate": Kernel("snn", COMPOSED,
                               "(x (T, N), s0, alpha (N,), reverse) -> (T, N): out[t] = alpha "
                               "out[t -/+ 1] + x[t], from s0"),
+    # counter-based random words (grilly.random): one dispatch per draw
+    "philox_blocks": Kernel("random", COMPOSED,
+                            "(m, counter, key) -> uint32 buf (4, m): the Philox4x32-10 words of "
+                            "64-bit block counters counter + i (words 2-3 zero) under the "
+                            "64-bit key"),
     # exact nearest-neighbour search: the k best of a product's rows, the product never written
     "matmul_topk": Kernel("search", COMPOSED,
                           "(x (n, d), mat (m, d), add (m,) or None, k, largest) -> (values (n, k), "

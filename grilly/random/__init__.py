@@ -15,6 +15,7 @@ from ..array.array import Array
 from .philox import philox4x32
 from ..array.core import normalize_shape
 from ..array import dispatch as _dispatch
+from ..array import random_bits
 
 __all__ = ["Generator", "bernoulli", "default_generator", "get_state", "integers", "normal",
            "permutation", "philox4x32", "random_raw", "seed", "set_state", "uniform"]
@@ -81,24 +82,15 @@ class Generator:
         return _dispatch.host_op(self._draw, m, device)
 
     def _draw(self, m: int, device):
-        ns = _ns()
-        dev = _device(device)
         start = self._counter
         self._counter = (start + m) % 2 ** 64
-        lo, hi = start & 0xFFFFFFFF, start >> 32
-        i = ns.arange(m, dtype=ns.uint32, device=dev)
-        c0 = i + lo
-        # the block index is 64-bit: carry into the high word when the low one wraps
-        c1 = ns.astype(c0 < lo, ns.uint32) + (hi & 0xFFFFFFFF) if lo else ns.full(
-            (m,), hi & 0xFFFFFFFF, dtype=ns.uint32, device=dev)
-        z = ns.zeros((m,), dtype=ns.uint32, device=dev)
-        return philox4x32(c0, c1, z, z, self._key & 0xFFFFFFFF, self._key >> 32)
+        return random_bits.philox_blocks(m, start, self._key, _device(device))
 
     def random_raw(self, n: int, *, device=None):
         """``n`` uint32 words of the stream (1-D)."""
         ns = _ns()
-        words = self._blocks(-(-n // 4), device)
-        return ns.reshape(ns.stack(words, axis=1), (-1,))[:n]
+        words = self._blocks(-(-n // 4), device)   # (4, m): block i's words in column i
+        return ns.reshape(ns.matrix_transpose(words), (-1,))[:n]
 
     def _unit(self, shape, dtype, device, op):
         """Uniform floats in [0, 1) of ``dtype``: 24 random bits for float32 and below, 53 for

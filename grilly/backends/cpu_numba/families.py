@@ -1,4 +1,6 @@
 """The kernel modules of the CPU backend beyond storage and elementwise; each has KERNELS."""
-from . import conv, indexing, linalg, neighbors, optim, reductions, snn, softmax, sorting, topk
+from . import (conv, indexing, linalg, neighbors, optim, philox, reductions, snn, softmax, sorting,
+               topk)
 
-MODULES = (reductions, indexing, sorting, topk, linalg, softmax, conv, optim, snn, neighbors)
+MODULES = (reductions, indexing, sorting, topk, linalg, softmax, conv, optim, snn, neighbors,
+           philox)

@@ -16,7 +16,7 @@ _KIND_BY_DTYPE = {"float64": "shaderFloat64", "int64": "shaderInt64", "uint64": 
 
 class _Kernels(dict):
     """A device's kernel table: every kernel runs under the device's lock, and creation kernels
-    (which take no buffer) get the device's context."""
+    (which take no buffer; also any kernel marked ``takes_ctx``) get the device's context."""
 
     def __init__(self, device):
         super().__init__()
@@ -27,7 +27,7 @@ class _Kernels(dict):
 
         dev = self._device
         for name, fn in dict(table, **kw).items():
-            if CREATION.get(name) is fn:
+            if CREATION.get(name) is fn or getattr(fn, "takes_ctx", False):
                 fn = functools.partial(_with_ctx, fn, dev)
             else:
                 fn = functools.partial(_locked, fn, dev.lock)
@@ -217,6 +217,15 @@ class VulkanBackend(Backend):
                     "uploads": ctx.n_uploads, "downloads": ctx.n_downloads,
                     "held_bytes": ctx.pool.held, "live_bytes": ctx.pool.live,
                     "peak_live_bytes": ctx.pool.peak}
+
+    def profile(self, device: Device) -> dict:
+        """Per shader variant: (dispatches, GPU seconds), with GRILLY_PROFILE=1."""
+        ctx = device._ctx
+        if ctx is None or ctx.recorder.profile is None:
+            return {}
+        with device.lock:
+            ctx.recorder.flush()
+            return {k: (v[0], v[1]) for k, v in ctx.recorder.profile.items()}
 
     def capture(self, device: Device) -> "_Capturer":
         """Kernels recorded once into a command buffer and resubmitted (grilly.jit)."""

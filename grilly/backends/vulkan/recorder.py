@@ -5,6 +5,7 @@ A small ring of command buffers, each with its fence and the allocations its wor
 submissions be in flight at once."""
 from __future__ import annotations
 
+import os
 import time
 import weakref
 
@@ -15,6 +16,9 @@ SPIN_S = 0.002     # how long a sync polls the fence before a blocking wait
 BATCH_MAX = 256   # dispatches per submit; bounds the memory pending work keeps alive
 SUBMIT_WORK = 1 << 20   # items recorded after which the batch is submitted (GPU starts on it)
 RING = 4          # command buffers: at most RING - 1 submissions in flight while recording
+# GRILLY_PROFILE=1: a GPU timestamp after each dispatch; per kernel variant, the count and the
+# GPU time (from the previous timestamp of its command buffer to its own: serialized work)
+PROFILE = os.environ.get("GRILLY_PROFILE", "").strip() not in ("", "0")
 
 _BIND_COMPUTE = 1   # VK_PIPELINE_BIND_POINT_COMPUTE
 _STAGE_COMPUTE = 0x20   # VK_SHADER_STAGE_COMPUTE_BIT
@@ -46,6 +50,9 @@ class Recorder:
         check(lib.vkAllocateCommandBuffers(dev, ainfo, cmds), "vkAllocateCommandBuffers")
         finfo = ffi.new("VkFenceCreateInfo*", {"sType": lib.VK_STRUCTURE_TYPE_FENCE_CREATE_INFO})
         self._free = [_Slot(dev, cmds[i], finfo) for i in range(RING)]
+        self.profile = None           # kernel variant -> [count, GPU seconds] when profiling
+        if PROFILE:
+            self._start_profiling()
         self._inflight: list = []     # submitted slots, oldest first
         self._cur = None              # the slot being recorded
         # structs reused by every dispatch: building one through cffi costs microseconds
@@ -95,6 +102,10 @@ class Recorder:
         lib.vkResetFences(self.ctx.device, 1, slot.fence)
         check(lib.vkBeginCommandBuffer(slot.cmd, self._begin), "vkBeginCommandBuffer")
         self._cur, self.cmd, self.keep = slot, slot.cmd, slot.keep
+        if self.profile is not None:
+            lib.vkCmdResetQueryPool(slot.cmd, self._qpool, slot.qbase, _QMAX + 1)
+            lib.vkCmdWriteTimestamp(slot.cmd, _BOTTOM, self._qpool, slot.qbase)
+            slot.names = []
         self._bound = self._pc = None
         self.recording = True
 
@@ -102,6 +113,8 @@ class Recorder:
         """Wait for a submitted slot, release what its work kept alive, make it reusable."""
         self._wait(slot)
         slot.keep.clear()
+        if slot.names:
+            self._read_timestamps(slot)
         return slot
 
     def dispatch(self, pipeline, bufs: list, pc: bytes, n: int, writes: int = 1) -> None:
@@ -153,6 +166,12 @@ class Recorder:
             self._pc = pc
         groups = -(-n // WG)
         lib.vkCmdDispatch(cmd, groups if groups < self.max_groups else self.max_groups, 1, 1)
+        if self.profile is not None and self.capturing is None:
+            names = self._cur.names
+            if len(names) < _QMAX:
+                lib.vkCmdWriteTimestamp(cmd, _BOTTOM, self._qpool,
+                                        self._cur.qbase + 1 + len(names))
+                names.append(self._pipeline_name(pipeline))
         stats["dispatches"] += 1
         self.n_dispatches += 1
         self.count += 1
@@ -239,6 +258,43 @@ class Recorder:
         self._read.clear()
 
 
+    # ---- GRILLY_PROFILE ----------------------------------------------------------------------
+    def _start_profiling(self) -> None:
+        info = ffi.new("VkQueryPoolCreateInfo*", {
+            "sType": lib.VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+            "queryType": lib.VK_QUERY_TYPE_TIMESTAMP, "queryCount": RING * (_QMAX + 1)})
+        pool = ffi.new("VkQueryPool*")
+        check(lib.vkCreateQueryPool(self.ctx.device, info, ffi.NULL, pool), "vkCreateQueryPool")
+        self._qpool = pool[0]
+        for i, slot in enumerate(self._free):
+            slot.qbase = i * (_QMAX + 1)
+        self._qdata = ffi.new("uint64_t[]", _QMAX + 1)
+        self._period = self.ctx.phys.timestamp_period * 1e-9   # seconds per tick
+        self._names: dict = {}
+        self.profile = {}
+
+    def _pipeline_name(self, pipeline) -> str:
+        name = self._names.get(pipeline)
+        if name is None:
+            self._names = {p: f"{v}{'' if not spec else spec}"
+                           for (v, spec), p in self.ctx.pipelines.items()}
+            name = self._names.get(pipeline, "?")
+        return name
+
+    def _read_timestamps(self, slot: "_Slot") -> None:
+        n = len(slot.names)
+        check(lib.vkGetQueryPoolResults(self.ctx.device, self._qpool, slot.qbase, n + 1,
+                                        8 * (n + 1), self._qdata, 8, lib.VK_QUERY_RESULT_64_BIT),
+              "vkGetQueryPoolResults")
+        d, prof, per = self._qdata, self.profile, self._period
+        for i, name in enumerate(slot.names):
+            row = prof.get(name)
+            if row is None:
+                row = prof[name] = [0, 0.0]
+            row[0] += 1
+            row[1] += (d[i + 1] - d[i]) * per
+        slot.names = []
+
     # ---- captured graphs (grilly.jit): one command buffer recorded once, submitted per call --
     def begin_capture(self) -> "Capture":
         """Record the dispatches that follow into a command buffer of their own (never
@@ -324,10 +380,14 @@ class Recorder:
         self._written |= cap.written
 
 
+_QMAX = BATCH_MAX   # timed dispatches per command buffer (a submit comes at BATCH_MAX)
+_BOTTOM = 0x2000     # VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT: after everything before it
+
+
 class _Slot:
     """A command buffer, its fence, its submit info, and the allocations its work uses."""
 
-    __slots__ = ("cmd", "fence", "submit", "keep", "_cmds")
+    __slots__ = ("cmd", "fence", "submit", "keep", "_cmds", "qbase", "names")
 
     def __init__(self, dev, cmd, finfo):
         self.cmd = cmd
@@ -338,6 +398,8 @@ class _Slot:
             "sType": lib.VK_STRUCTURE_TYPE_SUBMIT_INFO, "commandBufferCount": 1,
             "pCommandBuffers": self._cmds})
         self.keep: list = []
+        self.qbase = 0
+        self.names: list = []   # kernel of each timestamp written (GRILLY_PROFILE)
 
 
 class Capture(_Slot):

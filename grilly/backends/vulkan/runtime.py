@@ -93,6 +93,7 @@ class PhysicalDevice:
         self.max_groups = lim.maxComputeWorkGroupCount[0]
         self.max_group_counts = tuple(lim.maxComputeWorkGroupCount[i] for i in range(3))
         self.max_shared = lim.maxComputeSharedMemorySize
+        self.timestamp_period = lim.timestampPeriod   # nanoseconds per timestamp tick
         self.max_stage_buffers = lim.maxPerStageDescriptorStorageBuffers
         self.subgroup_size = sub.subgroupSize
         # the shaders ask for IEEE inf/NaN/signed zeros (shaders/common.glsl)

@@ -63,6 +63,7 @@ def variants() -> dict[str, tuple[str, list[str]]]:
                                               + [f"-DKMAX={kmax}", "-DSCAN"])
         if d != "bool":
             out[f"mm_{d}"] = ("linalg/matmul.comp", _dtype_defines("IN", d))
+    out["philox"] = ("random/philox.comp", [])
     for c in COMPLEX:
         for d in (*DTYPES, *COMPLEX):
             out[f"cast_{c}_{d}"] = (
