@@ -2,7 +2,9 @@
 chosen device against torch on the CPU (and on CUDA when torch has it), same run, same shapes.
 
 Run: python bench/bench_train.py [--device cpu|vulkan] [--reps 20] [--models mlp,cnn,wide]
-[--json out.json] ("wide": the 1024-4096-4096-10 MLP at batch 512, --wide-reps steps). Times are
+[--json out.json] (the big models, timed over --wide-reps steps: "wide", the 1024-4096-4096-10
+MLP at batch 512; "transformer", an encoder layer d 512 at batch 32 x 256; "cnn32", conv
+64-128-256 on 3x32x32 at batch 256). Times are
 best-of-reps wall times after warm-up steps; ratio = torch time / grilly time (> 1: grilly
 faster). "jit" is the same step through grilly.jit (traced on its first call); "fwd" and
 "fwd jit" time the model's forward alone (no_grad), eager and traced. grilly syncs by reading
@@ -41,10 +43,46 @@ def grilly_wide() -> nn.Module:
                          nn.Linear(4096, 10))
 
 
+class _SeqMean(nn.Module):
+    """The mean over the sequence axis (batch, seq, d) -> (batch, d): a classifier's pooling."""
+
+    def forward(self, x):
+        return gp.mean(x, axis=1)
+
+
+def grilly_transformer() -> nn.Module:
+    """Issue 14's encoder layer (d 512, 8 heads, ff 2048; batch-first, post-norm, dropout 0.1),
+    mean-pooled into a 10-way linear classifier."""
+    return nn.Sequential(nn.TransformerEncoderLayer(512, 8, 2048, batch_first=True), _SeqMean(),
+                         nn.Linear(512, 10))
+
+
+def grilly_cnn32() -> nn.Module:
+    """Issue 14's CNN on 3x32x32 images: conv 64-128-256 (3x3, ReLU, 2x2 max pools)."""
+    return nn.Sequential(
+        nn.Conv2d(3, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(64, 128, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(128, 256, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(256 * 4 * 4, 10))
+
+
 def torch_model(kind: str):
-    """The same architecture in torch (parameter names match grilly's)."""
+    """The same architecture in torch (parameter names match grilly's where they can)."""
+    import torch
     import torch.nn as tnn
 
+    if kind == "transformer":
+        class SeqMean(tnn.Module):
+            def forward(self, x):
+                return torch.mean(x, dim=1)
+        return tnn.Sequential(tnn.TransformerEncoderLayer(512, 8, 2048, batch_first=True),
+                              SeqMean(), tnn.Linear(512, 10))
+    if kind == "cnn32":
+        return tnn.Sequential(
+            tnn.Conv2d(3, 64, 3, padding=1), tnn.ReLU(), tnn.MaxPool2d(2),
+            tnn.Conv2d(64, 128, 3, padding=1), tnn.ReLU(), tnn.MaxPool2d(2),
+            tnn.Conv2d(128, 256, 3, padding=1), tnn.ReLU(), tnn.MaxPool2d(2),
+            tnn.Flatten(), tnn.Linear(256 * 4 * 4, 10))
     if kind == "mlp":
         return tnn.Sequential(tnn.Linear(64, 128), tnn.ReLU(), tnn.Linear(128, 10))
     if kind == "wide":
@@ -71,7 +109,8 @@ def best(step, reps: int, warmup: int) -> float:
 
 def grilly_step(kind: str, x: np.ndarray, y: np.ndarray, device: str):
     nn.manual_seed(0)
-    model = {"mlp": grilly_mlp, "wide": grilly_wide, "cnn": grilly_cnn}[kind]().to(device)
+    model = {"mlp": grilly_mlp, "wide": grilly_wide, "cnn": grilly_cnn,
+             "transformer": grilly_transformer, "cnn32": grilly_cnn32}[kind]().to(device)
     opt = optim.Adam(model.parameters(), lr=1e-3)
     loss_fn = nn.CrossEntropyLoss()
     xb, yb = gp.asarray(x, device=device), gp.asarray(y, device=device)
@@ -105,7 +144,8 @@ def torch_step(kind: str, x: np.ndarray, y: np.ndarray, device: str, state: dict
     import torch
 
     model = torch_model(kind)
-    model.load_state_dict({k: torch.from_numpy(np.asarray(v).copy()) for k, v in state.items()})
+    if set(state) == set(model.state_dict()):   # same start where the names match (timing only)
+        model.load_state_dict({k: torch.from_numpy(np.asarray(v).copy()) for k, v in state.items()})
     model = model.to(device)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     loss_fn = torch.nn.CrossEntropyLoss()
@@ -129,8 +169,9 @@ def main(argv=None) -> dict:
     ap.add_argument("--device", default="cpu", help="grilly device (cpu, vulkan, vulkan:1, ...)")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--models", default="mlp,cnn", help="comma-separated: mlp, cnn, wide")
-    ap.add_argument("--wide-reps", type=int, default=3)
+    ap.add_argument("--models", default="mlp,cnn",
+                    help="comma-separated: mlp, cnn, wide, transformer, cnn32")
+    ap.add_argument("--wide-reps", type=int, default=3, help="steps timed for the big models")
     ap.add_argument("--json", default=None, help="write the results to this file")
     a = ap.parse_args(argv)
     import torch
@@ -138,13 +179,16 @@ def main(argv=None) -> dict:
     rng = np.random.default_rng(0)
     data = {"mlp": rng.uniform(0, 1, (BATCH, 64)).astype(np.float32),
             "cnn": rng.uniform(0, 1, (BATCH, 1, 8, 8)).astype(np.float32),
-            "wide": rng.uniform(0, 1, (WIDE_BATCH, 1024)).astype(np.float32)}
+            "wide": rng.uniform(0, 1, (WIDE_BATCH, 1024)).astype(np.float32),
+            "transformer": rng.standard_normal((32, 256, 512)).astype(np.float32),
+            "cnn32": rng.uniform(0, 1, (256, 3, 32, 32)).astype(np.float32)}
     labels = {k: rng.integers(0, 10, len(v)).astype(np.int64) for k, v in data.items()}
     torch_devs = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
     rows = []
     for kind in a.models.split(","):
         y = labels[kind]
-        reps, warm = (a.wide_reps, 1) if kind == "wide" else (a.reps, a.warmup)
+        big = kind in ("wide", "transformer", "cnn32")
+        reps, warm = (a.wide_reps, 1) if big else (a.reps, a.warmup)
         steps, model = grilly_step(kind, data[kind], y, a.device)
         row = {"model": kind, "batch": len(y), "grilly_device": a.device}
         for name, f in steps.items():

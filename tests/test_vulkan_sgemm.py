@@ -72,3 +72,24 @@ def test_sgemm_small_and_misaligned_use_the_general_shader(variants):
         got = np.asarray(gp.asarray(a, device=VK[0]) @ gp.asarray(b, device=VK[0]))
         assert variants == ["mm_tiled_float32"]
         np.testing.assert_allclose(got, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("ta,tb", [(True, False), (False, False), (False, True)])
+def test_split_k_for_a_long_k_and_a_small_output(variants, monkeypatch, ta, tb):
+    """x^T @ g with the batch as K (a weight gradient): few output tiles, so K runs in slices
+    (one batched dispatch of partial products, then their sum); the threshold is lowered so that
+    a small product, quick on lavapipe, takes the path."""
+    from grilly.backends.vulkan import linalg
+
+    monkeypatch.setattr(linalg, "SPLITK_MIN_TILES", 1)
+    monkeypatch.setattr(linalg, "SPLITK_MIN_K", 64)
+    m, n, k = 128, 256, 1024
+    assert linalg._split_k("sgemm_nn_float32", 1, m, n, k) > 1
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((k, m) if ta else (m, k)).astype(np.float32)
+    b = rng.standard_normal((n, k) if tb else (k, n)).astype(np.float32)
+    ga, gb = gp.asarray(a, device=VK[0]), gp.asarray(b, device=VK[0])
+    got = gp.matmul(gp.matrix_transpose(ga) if ta else ga, gp.matrix_transpose(gb) if tb else gb)
+    ref = (a.T if ta else a).astype(np.float64) @ (b.T if tb else b).astype(np.float64)
+    np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-4, atol=1e-4 * np.abs(ref).max())
+    assert any(v.startswith("sgemm_") for v in variants)

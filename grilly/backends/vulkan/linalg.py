@@ -50,6 +50,45 @@ def _sgemm_variant(a3: Buffer, b3: Buffer, m: int, n: int, k: int) -> str | None
     return f"sgemm_{ta}{tb}{'' if aligned else '_edge'}_float32"
 
 
+SPLITK_TILES = 128   # fewer 128x128 output tiles than this leave SMs idle: split K
+SPLITK_MIN_TILES = 16   # below this, split products measured slower on the H100 (unexplained)
+SPLITK_MAX = 16
+SPLITK_MIN_K = 256   # k per split, at least
+
+
+def _split_k(variant: str, nb: int, m: int, n: int, k: int) -> int:
+    """How many slices of K an aligned single product runs as (1: no split). A long K with a
+    small output (weight gradients x^T @ g: M and N the layer widths, K the batch) has too few
+    tiles to fill the GPU; its K slices run as a batch of partial products, then summed."""
+    if nb != 1 or variant.endswith("_edge_float32"):
+        return 1
+    tiles = (m // 128) * (n // 128)
+    if tiles < SPLITK_MIN_TILES:
+        return 1
+    s = 1
+    while (s * 2 <= SPLITK_MAX and tiles * s < SPLITK_TILES and k % (s * 2 * SGEMM_BK) == 0
+           and k // (s * 2) >= SPLITK_MIN_K):
+        s *= 2
+    return s
+
+
+def _sgemm_split(ctx, variant: str, s: int, out: Buffer, a3: Buffer, b3: Buffer, m: int,
+                 n: int, k: int) -> None:
+    """``out`` = a3 @ b3 as ``s`` partial products over slices of K (one batched dispatch of
+    the aligned variant into a workspace) and their sum (one reduction pass)."""
+    from .reductions import CODES, _run   # (reductions imports nothing from here)
+
+    chunk = k // s
+    ws = new_buffer(ctx, (s, m, n), out.dtype)
+    # the batch axis walks K: the slices are batch entries of the same operands
+    ast = (chunk * a3.strides[2], a3.strides[1], a3.strides[2])
+    bst = (chunk * b3.strides[1], b3.strides[1], b3.strides[2])
+    tiles = s * (m // 128) * (n // 128)
+    dispatch(ctx, variant, (0, 1), [ws, a3, b3], 0, tiles * 256,
+             (ws.offset, a3.offset, b3.offset), (s, m, n, chunk), (ast, bst))
+    _run(reshape(ws, (1, s, m * n)), CODES["sum"], "red_float32", reshape(out, (m, n)))
+
+
 def matmul(out_shape, out_dtype, a: Buffer, b: Buffer) -> Buffer:
     """(..., M, K) @ (..., K, N) -> out_shape = broadcast batch + (M, N); inputs of out_dtype."""
     out_shape = tuple(out_shape)
@@ -77,6 +116,8 @@ def matmul(out_shape, out_dtype, a: Buffer, b: Buffer) -> Buffer:
             tail = (out.offset + m_al * n, a3.offset + m_al * a3.strides[1], b3.offset)
             dispatch(ctx, variant, (0, 1), [out, a3, b3], 0, (n // 128) * 256, tail,
                      (nb, m - m_al, n, k), args[2])
+        elif (split := _split_k(variant, nb, m, n, k)) > 1:
+            _sgemm_split(ctx, variant, split, out, a3, b3, m, n, k)
         else:
             tiles = nb * -(-m // 128) * -(-n // 128)
             dispatch(ctx, variant, (0, 1), [out, a3, b3], 0, tiles * 256, *args)
