@@ -11,6 +11,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from . import blas as blas_mod
 from . import jit
 from .pool import pool
 
@@ -95,7 +96,8 @@ def matmul(out_shape, out_dtype, a, b):
     if blas and b.ndim == 2 and (a.ndim == 2 or a.flags.c_contiguous):
         # a stack times one matrix is one big product
         res = out if not half else np.empty(out.shape, np.float32)
-        _dot2(_blas_ok(a.reshape(-1, k) if a.ndim > 2 else a), _blas_ok(b), res.reshape(-1, n))
+        blas_mod.mm2(_blas_ok(a.reshape(-1, k) if a.ndim > 2 else a), _blas_ok(b),
+                     res.reshape(-1, n), _dot2)
         if half:
             out[...] = res
         return out
@@ -105,7 +107,7 @@ def matmul(out_shape, out_dtype, a, b):
     res = out if not half else np.empty(out.shape, np.float32)
     r3 = res.reshape((-1, m, n))
     if blas:
-        _dot3(a3, b3, r3, ia, ib)
+        blas_mod.mm3(a3, b3, r3, ia, ib, _dot3)
     elif r3.size * k >= jit.PARALLEL_MIN and r3.shape[0] * m > 1:
         _ploop_mm(a3, b3, r3, ia, ib)
     else:
