@@ -4,17 +4,17 @@ Each parallel task takes a block of x's rows and, block by block of mat's rows, 
 product with single-threaded BLAS into a scratch block that stays in its core's cache, then
 keeps each row's best k in a sorted list. A row's k-th best score is a threshold that almost
 every later score fails in one vectorized comparison, so the search runs at BLAS speed. (BLAS
-threads inside the tasks would fight them for the cores: while the kernel runs, threadpoolctl
-holds BLAS to one thread.) The order is topk's (NaN the largest value, ties by the smaller
+threads inside the tasks would fight them for the cores: while the kernel runs, BLAS is held
+to one thread, cpu_numba/blas.py.) The order is topk's (NaN the largest value, ties by the smaller
 index), so the result equals the composition from matmul, add and topk.
 """
 from __future__ import annotations
 
 import numba
 import numpy as np
-import threadpoolctl
 from numba import njit, prange
 
+from .blas import one_blas_thread
 from .pool import pool
 from .topk import _before
 
@@ -116,21 +116,10 @@ def _merge(vals, ids, cnts, largest):
                     cnt = _insert(vals[0, r], ids[0, r], cnt, v, j, largest)
 
 
-_controller = None
-
-
 def _parts(blocks: int, m: int) -> int:
     """Spans to split mat's rows into: with fewer query blocks than threads, every thread
     still gets work."""
     return max(1, min(-(-numba.get_num_threads() // blocks), m // BLOCK_M))
-
-
-def _one_blas_thread():
-    """A context in which BLAS runs on the calling thread only (the tasks are the threads)."""
-    global _controller
-    if _controller is None:
-        _controller = threadpoolctl.ThreadpoolController()
-    return _controller.limit(limits=1, user_api="blas")
 
 
 def matmul_topk(x: np.ndarray, mat: np.ndarray, add, k: int, largest: bool) -> tuple:
@@ -142,7 +131,7 @@ def matmul_topk(x: np.ndarray, mat: np.ndarray, add, k: int, largest: bool) -> t
     vals = np.empty((parts, n, k), x.dtype)
     ids = np.empty((parts, n, k), np.int64)
     cnts = np.zeros((parts, n), np.int64)
-    with _one_blas_thread():
+    with one_blas_thread():
         _tasks(x, mat, add, BLOCK_X, BLOCK_M, parts, vals, ids, cnts, bool(largest))
     if parts > 1:
         _merge(vals, ids, cnts, bool(largest))
