@@ -74,11 +74,7 @@ class _Record:
 def _has_slot(x) -> bool:
     if isinstance(x, _Slot):
         return True
-    if isinstance(x, (tuple, list)):
-        return any(_has_slot(v) for v in x)
-    if isinstance(x, Array):
-        return False
-    return False
+    return isinstance(x, (tuple, list)) and any(_has_slot(v) for v in x)
 
 
 def _collect(x, out: list) -> None:
