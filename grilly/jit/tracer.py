@@ -18,6 +18,7 @@ data (boolean masks, ``nonzero``) raises JitError naming the op: a replay could 
 from __future__ import annotations
 
 import threading
+import warnings
 import weakref
 from typing import Any, Callable
 
@@ -284,6 +285,11 @@ def _run_record(rec: _Record, vals: list) -> None:
     for s, v in zip(rec.outs, res):
         if s is not None:
             vals[s] = v
+    _rebind(rec, vals)
+
+
+def _rebind(rec: _Record, vals: list) -> None:
+    """Point the live Arrays made from ``rec``'s results at this replay's buffers."""
     for s, ref in rec.rebind:
         a = ref()
         if a is not None:
@@ -390,7 +396,6 @@ class TracedGraph:
             except Exception as e:   # noqa: BLE001 (any kernel: the capture is dropped)
                 seg.capturer.abort()
                 seg.failed = True
-                import warnings
                 warnings.warn(f"grilly.jit: a segment of {len(seg.records)} kernels on "
                               f"{seg.device} could not be captured ({type(e).__name__}: {e}); "
                               "it replays kernel by kernel", RuntimeWarning, stacklevel=3)
@@ -433,10 +438,7 @@ class TracedGraph:
                 for s, b in step.fixed_out:
                     vals[s] = b
                 for rec in step.records:
-                    for s, ref in rec.rebind:
-                        a = ref()
-                        if a is not None:
-                            a._buf = vals[s]
+                    _rebind(rec, vals)
             elif step.capturer is not None and not step.failed:
                 self._capture(step, vals)
             else:

@@ -341,6 +341,11 @@ class Recorder:
                                  self._host_barrier, 0, ffi.NULL, 0, ffi.NULL)
         check(lib.vkEndCommandBuffer(cap.cmd), "vkEndCommandBuffer")
         cap.written = set(cap.keep)
+        self._leave_capture()
+        return cap
+
+    def _leave_capture(self) -> None:
+        """Recording goes back to the ring (a new slot at the next dispatch)."""
         self.capturing = None
         self.recording = False
         self._cur = self.cmd = None
@@ -348,7 +353,6 @@ class Recorder:
         self.count = self.work = 0
         self._written.clear()
         self._read.clear()
-        return cap
 
     def abort_capture(self) -> None:
         """Drop a capture that failed part way (its command buffer is never submitted)."""
@@ -357,13 +361,7 @@ class Recorder:
             return
         self.pending = None
         lib.vkEndCommandBuffer(cap.cmd)
-        self.capturing = None
-        self.recording = False
-        self._cur = self.cmd = None
-        self.keep = []
-        self.count = self.work = 0
-        self._written.clear()
-        self._read.clear()   # the dropped capture's command buffer is freed by its finalizer
+        self._leave_capture()   # the dropped capture's command buffer is freed by its finalizer
 
     def run_capture(self, cap: "Capture") -> None:
         """Submit a captured command buffer after what is recorded now (one submission)."""
