@@ -203,7 +203,8 @@ def test_namespace_info_reports_probed_capabilities():
     info = gp.__array_namespace_info__().device_info(device=VK[0])
     for k in ("shaderFloat64", "shaderInt64", "shaderFloat16", "shaderInt8", "storageBuffer8BitAccess",
               "subgroup_size", "subgroup_arithmetic", "cooperative_matrix", "memory_heaps",
-              "memory_budget", "maxStorageBufferRange", "maxComputeWorkGroupCount"):
+              "memory_budget", "maxStorageBufferRange", "maxComputeWorkGroupCount",
+              "matmul_float16"):
         assert k in info, k
     assert info["maxComputeWorkGroupCount"][0] >= 65535
     assert VK[0].ctx.pool.available() > 0

@@ -93,3 +93,61 @@ def test_split_k_for_a_long_k_and_a_small_output(variants, monkeypatch, ta, tb):
     ref = (a.T if ta else a).astype(np.float64) @ (b.T if tb else b).astype(np.float64)
     np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-4, atol=1e-4 * np.abs(ref).max())
     assert any(v.startswith("sgemm_") for v in variants)
+
+
+def _f16_bound(ref: np.ndarray, scale: np.ndarray, k: int) -> np.ndarray:
+    """float32 accumulation of k products, then one float16 rounding of the result."""
+    return 0.5 * np.spacing(np.abs(ref).astype(np.float16)).astype(np.float64) \
+        + 4 * k * 2.0**-24 * scale
+
+
+@pytest.mark.parametrize("ta,tb", list(itertools.product([False, True], repeat=2)))
+@pytest.mark.parametrize("batch", [None, 2])
+def test_float16_matmul_layouts(variants, ta, tb, batch):
+    """float16 products accumulate in float32 and round once: on tensor cores where the device
+    has cooperative matrices (hgemm_*_coop), else in the float16 variants of the sgemm shader."""
+    rng = np.random.default_rng(11)
+    seen = set()
+    for m, n, k in [(256, 256, 64), (200, 260, 52), (130, 384, 96), (5, 7, 3)]:
+        sa, sb = ((k, m) if ta else (m, k)), ((n, k) if tb else (k, n))
+        if batch:
+            sa, sb = (batch, *sa), (batch, *sb)
+        a = rng.standard_normal(sa).astype(np.float16)
+        b = rng.standard_normal(sb).astype(np.float16)
+        ga, gb = gp.asarray(a, device=VK[0]), gp.asarray(b, device=VK[0])
+        if ta:
+            a, ga = np.swapaxes(a, -1, -2), gp.matrix_transpose(ga)
+        if tb:
+            b, gb = np.swapaxes(b, -1, -2), gp.matrix_transpose(gb)
+        variants.clear()
+        got = ga @ gb
+        seen.update(variants)
+        assert got.dtype == gp.float16
+        got = np.asarray(got).astype(np.float64)
+        ref = a.astype(np.float64) @ b.astype(np.float64)
+        scale = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64)
+        assert np.all(np.abs(got - ref) <= _f16_bound(ref, scale, k))
+    tag = ("t" if ta else "n") + ("t" if tb else "n")
+    if VK[0].ctx.phys.coop_f16:
+        assert f"hgemm_{tag}_coop_float16" in seen and f"hgemm_{tag}_edge_coop_float16" in seen
+    else:
+        assert any(v.startswith(f"sgemm_{tag}") and v.endswith("_float16") for v in seen), seen
+
+
+def test_float16_matmul_odd_strides_overflow_and_zeros():
+    """Views at odd offsets and strides, results past float16's range (inf, as numpy rounds
+    them), K = 0 and signed zeros."""
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((70, 41)).astype(np.float16)
+    b = rng.standard_normal((41, 90)).astype(np.float16)
+    ga, gb = gp.asarray(a, device=VK[0]), gp.asarray(b, device=VK[0])
+    got = np.asarray(ga[3:, 1::2] @ gb[1::2, 5:]).astype(np.float64)
+    av, bv = a[3:, 1::2].astype(np.float64), b[1::2, 5:].astype(np.float64)
+    ref = av @ bv
+    assert np.all(np.abs(got - ref) <= _f16_bound(ref, np.abs(av) @ np.abs(bv), 20))
+    big = np.full((130, 64), 100.0, np.float16)
+    out = np.asarray(gp.asarray(big, device=VK[0]) @ gp.asarray(big.T.copy(), device=VK[0]))
+    assert np.all(np.isposinf(out))   # 64 * 100 * 100 = 640000 > 65504
+    z = gp.zeros((4, 0), dtype=gp.float16, device=VK[0]) @ gp.zeros((0, 3), dtype=gp.float16,
+                                                                  device=VK[0])
+    assert np.asarray(z).tolist() == [[0.0] * 3] * 4

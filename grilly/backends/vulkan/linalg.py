@@ -33,7 +33,24 @@ def _layout(st: tuple, rows: int, cols: int) -> str | None:
     return None
 
 
-def _sgemm_variant(a3: Buffer, b3: Buffer, m: int, n: int, k: int) -> str | None:
+COOP_BM, COOP_BK = 128, 16   # shaders/linalg/hgemm_coop.comp's output tile (square) and slab
+
+
+def _coop_variant(out: Buffer, a3: Buffer, b3: Buffer, m: int, n: int, k: int) -> str:
+    """The tensor-core float16 variant: aligned (16-byte loads, whole tiles) where the operands
+    allow it, else the edge one, which takes any shape and strides."""
+    ta = "t" if a3.strides[2] != 1 and a3.strides[1] == 1 else "n"
+    tb = "t" if b3.strides[2] != 1 and b3.strides[1] == 1 else "n"
+    aligned = (m % COOP_BM == 0 and n % COOP_BM == 0 and k % COOP_BK == 0
+               and _layout(a3.strides, m, k) == ta and _layout(b3.strides, k, n) == tb
+               and not any(v % 8 for v in (a3.strides[0], a3.strides[2 if ta == "t" else 1],
+                                           b3.strides[0], b3.strides[2 if tb == "t" else 1],
+                                           a3.offset, b3.offset, out.offset)))
+    return f"hgemm_{ta}{tb}{'' if aligned else '_edge'}_coop_float16"
+
+
+def _sgemm_variant(a3: Buffer, b3: Buffer, m: int, n: int, k: int,
+                   dtype: str = "float32") -> str | None:
     """The vec4, 128x128-tile shader variant for these operands (their layouts as they are, no
     copy), or None where it does not apply: unaligned strides, N not a multiple of 4, or too
     small a product for its tiles."""
@@ -47,7 +64,7 @@ def _sgemm_variant(a3: Buffer, b3: Buffer, m: int, n: int, k: int) -> str | None
     aligned = m % 128 == 0 and n % 128 == 0 and k % SGEMM_BK == 0
     if not aligned and a3.shape[0] * -(-m // 128) * -(-n // 128) < SGEMM_MIN_TILES:
         return None
-    return f"sgemm_{ta}{tb}{'' if aligned else '_edge'}_float32"
+    return f"sgemm_{ta}{tb}{'' if aligned else '_edge'}_{dtype}"
 
 
 SPLITK_TILES = 128   # fewer 128x128 output tiles than this leave SMs idle: split K
@@ -103,10 +120,16 @@ def matmul(out_shape, out_dtype, a: Buffer, b: Buffer) -> Buffer:
     a3, b3 = _stack3(a, batch, m, k), _stack3(b, batch, k, n)
     nb = a3.shape[0]
     args = ((out.offset, a3.offset, b3.offset), (nb, m, n, k), (a3.strides, b3.strides))
-    variant = _sgemm_variant(a3, b3, m, n, k) if out_dtype.name == "float32" else None
+    if out_dtype.name == "float16" and ctx.phys.coop_f16:
+        variant = _coop_variant(out, a3, b3, m, n, k)
+        tiles = nb * -(-m // COOP_BM) * -(-n // COOP_BM)
+        dispatch(ctx, variant, (0, 1), [out, a3, b3], 0, tiles * 256, *args)
+        return out
+    variant = _sgemm_variant(a3, b3, m, n, k, out_dtype.name) \
+        if out_dtype.name in ("float32", "float16") else None
     if variant is not None:
         m_al = m - m % 128
-        if variant.endswith("_edge_float32") and nb == 1 and m_al and n % 128 == 0 \
+        if "_edge_" in variant and nb == 1 and m_al and n % 128 == 0 \
                 and k % SGEMM_BK == 0:
             # only M is ragged: the aligned (faster) variant on the first m_al rows, the edge
             # one on the rest (the rows of A and of the output past m_al)
@@ -116,7 +139,7 @@ def matmul(out_shape, out_dtype, a: Buffer, b: Buffer) -> Buffer:
             tail = (out.offset + m_al * n, a3.offset + m_al * a3.strides[1], b3.offset)
             dispatch(ctx, variant, (0, 1), [out, a3, b3], 0, (n // 128) * 256, tail,
                      (nb, m - m_al, n, k), args[2])
-        elif (split := _split_k(variant, nb, m, n, k)) > 1:
+        elif out_dtype.name == "float32" and (split := _split_k(variant, nb, m, n, k)) > 1:
             _sgemm_split(ctx, variant, split, out, a3, b3, m, n, k)
         else:
             tiles = nb * -(-m // 128) * -(-n // 128)

@@ -95,8 +95,11 @@ def variants() -> dict[str, tuple[str, list[str]]]:
         for tb in "nt":
             for edge in ("", "_edge"):
                 defs = (["-DTA"] if ta == "t" else []) + (["-DTB"] if tb == "t" else [])
-                out[f"sgemm_{ta}{tb}{edge}_float32"] = (
-                    "linalg/sgemm.comp", defs + (["-DEDGE"] if edge else []))
+                defs += ["-DEDGE"] if edge else []
+                out[f"sgemm_{ta}{tb}{edge}_float32"] = ("linalg/sgemm.comp", defs)
+                out[f"sgemm_{ta}{tb}{edge}_float16"] = ("linalg/sgemm.comp", defs + ["-DF16"])
+                # tensor cores (VK_KHR_cooperative_matrix devices: vulkan/linalg.py chooses)
+                out[f"hgemm_{ta}{tb}{edge}_coop_float16"] = ("linalg/hgemm_coop.comp", defs)
     for bits, (ts, tc) in WORDS.items():
         out[f"gather_u{bits}"] = ("indexing/gather.comp", [f"-DW_TS={ts}", f"-DW_TC={tc}"])
     return out
