@@ -16,7 +16,7 @@ except Exception as e:  # no loader (libvulkan.so) or no vulkan package
     ffi = lib = None
     IMPORT_ERROR = f"the Vulkan loader could not be loaded ({type(e).__name__}: {e})"
 
-from . import spirv
+from . import coop, spirv
 from .variants import SPV_DIR
 
 API_1_1 = (1 << 22) | (1 << 12)
@@ -138,42 +138,7 @@ class PhysicalDevice:
         self.mem_types = [(mp.memoryTypes[i].propertyFlags, mp.memoryTypes[i].heapIndex)
                           for i in range(mp.memoryTypeCount)]
         self.queue_family = self._compute_family()
-        self.coop_f16 = self._probe_coop()
-
-    def _probe_coop(self) -> bool:
-        """Whether float16 matmuls can run on tensor cores here (shaders/linalg/hgemm_coop.comp):
-        VK_KHR_cooperative_matrix with 16x16x16 float16 x float16 -> float32 products at subgroup
-        scope, 32-wide subgroups, shaderFloat16 and the Vulkan memory model."""
-        need = ("VK_KHR_cooperative_matrix", "VK_KHR_vulkan_memory_model")
-        if any(e not in self.extensions for e in need) or self.subgroup_size != 32 \
-                or not self.features["shaderFloat16"]:
-            return False
-        cm = ffi.new("VkPhysicalDeviceCooperativeMatrixFeaturesKHR*", {
-            "sType": lib.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR})
-        mm = ffi.new("VkPhysicalDeviceVulkanMemoryModelFeatures*", {
-            "sType": lib.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES,
-            "pNext": cm})
-        feats = ffi.new("VkPhysicalDeviceFeatures2*", {
-            "sType": lib.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, "pNext": mm})
-        lib.vkGetPhysicalDeviceFeatures2(self.handle, feats)
-        if not (cm.cooperativeMatrix and mm.vulkanMemoryModel):
-            return False
-        fn = lib.vkGetInstanceProcAddr(self.instance.handle,
-                                       b"vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR")
-        if fn == ffi.NULL:
-            return False
-        get = ffi.cast("PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR", fn)
-        n = ffi.new("uint32_t*")
-        get(self.handle, n, ffi.NULL)
-        props = ffi.new("VkCooperativeMatrixPropertiesKHR[]", n[0])
-        for i in range(n[0]):
-            props[i].sType = lib.VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR
-        if get(self.handle, n, props) != 0:
-            return False
-        f16, f32 = lib.VK_COMPONENT_TYPE_FLOAT16_KHR, lib.VK_COMPONENT_TYPE_FLOAT32_KHR
-        want = (16, 16, 16, f16, f16, f32, f32, lib.VK_SCOPE_SUBGROUP_KHR)
-        return any((p.MSize, p.NSize, p.KSize, p.AType, p.BType, p.CType, p.ResultType, p.scope)
-                   == want for p in props[0:n[0]])
+        self.coop_f16 = coop.probe(self)   # float16 matmuls on tensor cores (vulkan/coop.py)
 
     def memory_budget(self) -> list | None:
         """(budget, usage) bytes per memory heap from VK_EXT_memory_budget, or None without it."""
@@ -232,7 +197,7 @@ class PhysicalDevice:
             "memory_budget": [{"budget": b, "usage": u} for b, u in self.memory_budget() or ()],
             "cooperative_matrix": "VK_KHR_cooperative_matrix" in self.extensions,
             "cooperative_matrix2": "VK_NV_cooperative_matrix2" in self.extensions,
-            "matmul_float16": "tensor cores (cooperative matrix)" if self.coop_f16 else "shader",
+            "matmul_float16": coop.describe(self),
             "shader_float16_int8": "VK_KHR_shader_float16_int8" in self.extensions,
         }
 
@@ -260,8 +225,7 @@ class Context:
         want = ["VK_KHR_push_descriptor", "VK_KHR_8bit_storage", "VK_KHR_16bit_storage",
                 "VK_KHR_shader_float16_int8", "VK_KHR_storage_buffer_storage_class",
                 "VK_EXT_memory_budget", "VK_KHR_shader_float_controls"]
-        if phys.coop_f16:
-            want += ["VK_KHR_cooperative_matrix", "VK_KHR_vulkan_memory_model"]
+        want += coop.extensions(phys)
         names = [ffi.new("char[]", e.encode()) for e in want if e in phys.extensions]
         enames = ffi.new("char*[]", names)
         f8 = ffi.new("VkPhysicalDevice8BitStorageFeatures*", {
@@ -270,18 +234,7 @@ class Context:
         f16 = ffi.new("VkPhysicalDevice16BitStorageFeatures*", {
             "sType": lib.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
             "storageBuffer16BitAccess": 1, "pNext": f8})
-        if phys.coop_f16:   # what shaders/linalg/hgemm_coop.comp declares
-            cm = ffi.new("VkPhysicalDeviceCooperativeMatrixFeaturesKHR*", {
-                "sType": lib.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR,
-                "cooperativeMatrix": 1, "pNext": f16})
-            mm = ffi.new("VkPhysicalDeviceVulkanMemoryModelFeatures*", {
-                "sType": lib.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES,
-                "vulkanMemoryModel": 1, "pNext": cm})
-            h16 = ffi.new("VkPhysicalDeviceShaderFloat16Int8Features*", {
-                "sType": lib.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES,
-                "shaderFloat16": 1, "pNext": mm})
-            self._keep += [cm, mm, h16]
-            f16 = h16
+        f16 = coop.feature_chain(phys, f16, self._keep)
         feats = ffi.new("VkPhysicalDeviceFeatures2*", {
             "sType": lib.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, "pNext": f16})
         ff = phys.features

@@ -1,0 +1,79 @@
+"""Tensor cores: whether a device can run float16 matmuls on them, and the features that turn
+them on (VK_KHR_cooperative_matrix: 16x16x16 float16 -> float32 products at subgroup scope,
+shaders/linalg/hgemm_coop.comp). Devices without them run the float16 variants of the sgemm
+shader; ``grilly info`` says which, under ``matmul_float16``.
+
+VK_NV_cooperative_matrix2 (workgroup-scope tiles the driver stages itself) was measured on the
+H100 too, and ran no faster than the subgroup-scope shader (150-180 TFLOP/s at 4096^3 for
+either), so grilly keeps the one shader that every vendor with cooperative matrices runs.
+"""
+from __future__ import annotations
+
+try:
+    from vulkan._vulkan import ffi, lib
+except Exception:   # no loader: runtime.py reports it; nothing here is reached
+    ffi = lib = None
+
+
+def probe(phys) -> bool:
+    """Whether float16 matmuls can run on tensor cores: VK_KHR_cooperative_matrix with 16x16x16
+    float16 x float16 -> float32 products at subgroup scope, 32-wide subgroups, shaderFloat16 and
+    the Vulkan memory model."""
+    need = ("VK_KHR_cooperative_matrix", "VK_KHR_vulkan_memory_model")
+    if any(e not in phys.extensions for e in need) or phys.subgroup_size != 32 \
+            or not phys.features["shaderFloat16"]:
+        return False
+    cm = ffi.new("VkPhysicalDeviceCooperativeMatrixFeaturesKHR*", {
+        "sType": lib.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR})
+    mm = ffi.new("VkPhysicalDeviceVulkanMemoryModelFeatures*", {
+        "sType": lib.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES, "pNext": cm})
+    feats = ffi.new("VkPhysicalDeviceFeatures2*", {
+        "sType": lib.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, "pNext": mm})
+    lib.vkGetPhysicalDeviceFeatures2(phys.handle, feats)
+    if not (cm.cooperativeMatrix and mm.vulkanMemoryModel):
+        return False
+    fn = lib.vkGetInstanceProcAddr(phys.instance.handle,
+                                   b"vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR")
+    if fn == ffi.NULL:
+        return False
+    get = ffi.cast("PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR", fn)
+    n = ffi.new("uint32_t*")
+    get(phys.handle, n, ffi.NULL)
+    props = ffi.new("VkCooperativeMatrixPropertiesKHR[]", n[0])
+    for i in range(n[0]):
+        props[i].sType = lib.VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR
+    if get(phys.handle, n, props) != 0:
+        return False
+    f16, f32 = lib.VK_COMPONENT_TYPE_FLOAT16_KHR, lib.VK_COMPONENT_TYPE_FLOAT32_KHR
+    want = (16, 16, 16, f16, f16, f32, f32, lib.VK_SCOPE_SUBGROUP_KHR)
+    return any((p.MSize, p.NSize, p.KSize, p.AType, p.BType, p.CType, p.ResultType, p.scope)
+               == want for p in props[0:n[0]])
+
+
+def describe(phys) -> str:
+    """The float16 matmul path of a device, for ``grilly info``."""
+    if phys.coop_f16:
+        return "tensor cores (VK_KHR_cooperative_matrix)"
+    return "shader (float32 arithmetic)"
+
+
+def extensions(phys) -> list[str]:
+    """Device extensions to enable for tensor-core matmuls."""
+    return ["VK_KHR_cooperative_matrix", "VK_KHR_vulkan_memory_model"] if phys.coop_f16 else []
+
+
+def feature_chain(phys, pnext, keep: list):
+    """``pnext`` extended with the features hgemm_coop.comp declares (kept alive in ``keep``)."""
+    if not phys.coop_f16:
+        return pnext
+    cm = ffi.new("VkPhysicalDeviceCooperativeMatrixFeaturesKHR*", {
+        "sType": lib.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR,
+        "cooperativeMatrix": 1, "pNext": pnext})
+    mm = ffi.new("VkPhysicalDeviceVulkanMemoryModelFeatures*", {
+        "sType": lib.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES,
+        "vulkanMemoryModel": 1, "pNext": cm})
+    h16 = ffi.new("VkPhysicalDeviceShaderFloat16Int8Features*", {
+        "sType": lib.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES,
+        "shaderFloat16": 1, "pNext": mm})
+    keep += [cm, mm, h16]
+    return h16
