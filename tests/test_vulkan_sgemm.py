@@ -151,3 +151,23 @@ def test_float16_matmul_odd_strides_overflow_and_zeros():
     z = gp.zeros((4, 0), dtype=gp.float16, device=VK[0]) @ gp.zeros((0, 3), dtype=gp.float16,
                                                                   device=VK[0])
     assert np.asarray(z).tolist() == [[0.0] * 3] * 4
+
+
+@pytest.mark.parametrize("m,n,k,ta", [(128, 256, 4096, True), (512, 10, 4096, False),
+                                      (10, 200, 2048, True)])
+def test_float16_long_k_few_tiles(variants, m, n, k, ta):
+    """Weight gradients and narrow layers: few output tiles and a long K. On tensor cores K runs
+    in slices (float32 partial products, summed in float32, rounded once)."""
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal((k, m) if ta else (m, k)).astype(np.float16)
+    b = rng.standard_normal((k, n)).astype(np.float16)
+    ga = gp.asarray(a, device=VK[0])
+    ga = gp.matrix_transpose(ga) if ta else ga
+    av = a.T if ta else a
+    variants.clear()
+    got = np.asarray(ga @ gp.asarray(b, device=VK[0])).astype(np.float64)
+    ref = av.astype(np.float64) @ b.astype(np.float64)
+    scale = np.abs(av).astype(np.float64) @ np.abs(b).astype(np.float64)
+    assert np.all(np.abs(got - ref) <= _f16_bound(ref, scale, k))
+    if VK[0].ctx.phys.coop_f16:
+        assert any("_coop_f32out_" in v for v in variants), variants

@@ -14,7 +14,7 @@
 // The device has 32-wide subgroups and 16x16x16 float16 -> float32 cooperative products
 // (vulkan/coop.py checks both before this shader is chosen).
 // pc.shape = (batch, M, N, K); a strides (batch, row, col) at pc.st[0..2], b at pc.st[MAXD..];
-// pc.off = (out, a, b) in elements; the output is contiguous.
+// pc.off = (out, a, b) in elements; the output is contiguous (float16, or float32 with OUT_F32).
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
@@ -54,8 +54,10 @@ const bool TRANS_B = true;
 const bool TRANS_B = false;
 #endif
 
+// OUT_F32: float32 output (the partial products of a split K, summed afterwards in float32)
 layout(set = 0, binding = 0) writeonly buffer O4 { uvec4 res4[]; };
 layout(set = 0, binding = 0) writeonly buffer O1 { float16_t res1[]; };
+layout(set = 0, binding = 0) writeonly buffer OF { float resf[]; };
 layout(set = 0, binding = 1) readonly buffer A4 { uvec4 a4[]; };
 layout(set = 0, binding = 1) readonly buffer A1 { uint16_t a1[]; };
 layout(set = 0, binding = 2) readonly buffer B4 { uvec4 b4[]; };
@@ -187,9 +189,16 @@ void main() {
                 int lane = tid & 31;
                 [[unroll]] for (int e = 0; e < 8; ++e) {
                     int idx = lane + 32 * e, r = r0 + (idx >> 4), c = c0 + (idx & 15);
+#ifdef OUT_F32
+                    if (r < M && c < N) resf[ob + r * N + c] = Cs[warp][idx];
+#else
                     if (r < M && c < N) res1[ob + r * N + c] = float16_t(Cs[warp][idx]);
+#endif
                 }
                 subgroupBarrier();
+#elif defined(OUT_F32)
+                coopMatStore(acc[i][j], resf, ob + r0 * N + c0, N,
+                             gl_CooperativeMatrixLayoutRowMajor);
 #else
                 coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> h =
                     coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>(acc[i][j]);

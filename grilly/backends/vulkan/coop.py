@@ -75,5 +75,6 @@ def feature_chain(phys, pnext, keep: list):
     h16 = ffi.new("VkPhysicalDeviceShaderFloat16Int8Features*", {
         "sType": lib.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES,
         "shaderFloat16": 1, "pNext": mm})
-    keep += [cm, mm, h16]
+    # the caller's pnext struct is reachable only through this chain now: keep it alive too
+    keep += [pnext, cm, mm, h16]
     return h16

@@ -100,6 +100,8 @@ def variants() -> dict[str, tuple[str, list[str]]]:
                 out[f"sgemm_{ta}{tb}{edge}_float16"] = ("linalg/sgemm.comp", defs + ["-DF16"])
                 # tensor cores (VK_KHR_cooperative_matrix devices: vulkan/linalg.py chooses)
                 out[f"hgemm_{ta}{tb}{edge}_coop_float16"] = ("linalg/hgemm_coop.comp", defs)
+                out[f"hgemm_{ta}{tb}{edge}_coop_f32out_float16"] = ("linalg/hgemm_coop.comp",
+                                                                    defs + ["-DOUT_F32"])
     for bits, (ts, tc) in WORDS.items():
         out[f"gather_u{bits}"] = ("indexing/gather.comp", [f"-DW_TS={ts}", f"-DW_TC={tc}"])
     return out
