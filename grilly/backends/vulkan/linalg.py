@@ -1,7 +1,9 @@
 """linalg kernels of the Vulkan backend (docs/kernels/linalg.md conventions).
 
-matmul is native (shaders/linalg/: a 64x64-tiled shared-memory shader for float32, one
-invocation per output for other dtypes); diagonal is a view. cross and fft_roll are the array
+matmul is native (shaders/linalg/): float32 and float16 in 128x128-tiled shaders (sgemm.comp;
+float16 on tensor cores, hgemm_coop.comp, where the device has cooperative matrices), small or
+misaligned float32 in a 64x64-tiled one, other dtypes one invocation per output; diagonal is a
+view. cross and fft_roll are the array
 layer's compositions; the decompositions and the FFTs its host path (grilly.array.host), counted
 in ``grilly.device_stats(device)["host_round_trips"]`` (docs/vulkan.md lists them).
 """
