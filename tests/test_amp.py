@@ -194,7 +194,8 @@ def test_every_optimizer_steps_under_the_scaler(device):
 
 
 def test_train_digits_amp_example(device, capsys):
-    # the digits MLP under autocast float16 + GradScaler trains as well as float32
+    # the digits MLP under autocast (bfloat16 on cpu, float16 + GradScaler on Vulkan) trains as
+    # well as float32
     import importlib.util
     import sys
     from pathlib import Path

@@ -70,13 +70,31 @@ def _tracked(args) -> bool:
     return False
 
 
+_BF16_SEEN = _dtypes.BFLOAT16_SEEN
+
+
+@functools.cache
+def _bf16():
+    """grilly/array/bfloat16.py (imported once a bfloat16 dtype has been asked for)."""
+    from . import bfloat16
+    return bfloat16
+
+
 def op(name: str, fn: Callable) -> Callable:
     """``fn`` as the namespace function ``name``: recorded through ``hooks.record`` when an
     argument (or an element of a list/tuple argument) requires grad."""
+    def run(*args, **kw):
+        rec = hooks.record
+        if rec is not None and _tracked(args):
+            return rec(name, fn, args, kw)
+        return fn(*args, **kw)
+
     @functools.wraps(fn)
     def dispatch(*args, **kw):
         if hooks.cast is not None:
             args = hooks.cast(name, args)
+        if _BF16_SEEN[0] and name not in _bf16().NATIVE and _bf16().involved(args, kw):
+            return _bf16().call(run, OPS["astype"], args, kw)   # computed in float32
         rec = hooks.record
         if rec is not None and _tracked(args):
             return rec(name, fn, args, kw)

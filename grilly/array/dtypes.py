@@ -1,18 +1,20 @@
 """The Array API dtypes, their categories and the type-promotion table."""
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 __all__ = [
     "DType", "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-    "float16", "float32", "float64", "complex64", "complex128", "result_type", "can_cast",
+    "float16", "bfloat16", "float32", "float64", "complex64", "complex128", "result_type",
+    "can_cast",
     "isdtype", "finfo", "iinfo",
 ]
 
 from ..backends.dtypes import (  # noqa: F401  (the table; re-exported)
-    ALL, COMPLEX, INTEGER, REAL_FLOAT, STANDARD, DType, as_dtype, bool, complex64, complex128,
-    complex_to_real, float16, float32, float64, from_name, from_numpy, int8, int16, int32, int64,
-    real_to_complex, uint8, uint16, uint32, uint64,
+    ALL, COMPLEX, EXTENSION, INTEGER, REAL_FLOAT, STANDARD, DType, as_dtype, bfloat16, bool,
+    complex64, complex128, complex_to_real, float16, float32, float64, from_name, from_numpy,
+    int8, int16, int32, int64, real_to_complex, uint8, uint16, uint32, uint64,
 )
 
 _builtin_bool = type(True)
@@ -100,14 +102,17 @@ def _promote_pair(a: DType, b: DType) -> DType | None:
         return wide  # uint64 with a signed type has no promotion
     if ka in "iu" or kb in "iu":
         return None  # mixed integer and floating: not defined by the standard
-    # both floating (real or complex): the larger precision, complex if either is
+    if {a, b} == {bfloat16, float16}:
+        return float32   # neither holds the other (range vs precision): as JAX and torch
+    # both floating (real or complex): the larger precision, complex if either is (bfloat16
+    # with a wider float: the wider one)
     prec = max(a.itemsize // (2 if ka == "c" else 1), b.itemsize // (2 if kb == "c" else 1))
     if "c" in (ka, kb):
         return complex64 if prec <= 4 else complex128
     return {2: float16, 4: float32, 8: float64}[prec]
 
 
-_TABLE = {(a, b): _promote_pair(a, b) for a in ALL for b in ALL}
+_TABLE = {(a, b): _promote_pair(a, b) for a in ALL + EXTENSION for b in ALL + EXTENSION}
 
 
 def promote(a: DType, b: DType, op: str = "result_type") -> DType:
@@ -197,7 +202,7 @@ class finfo_object:
     """Machine limits of a floating dtype (Array API finfo)."""
 
     def __init__(self, d: DType):
-        f = np.finfo(d.np)
+        f = ml_dtypes.finfo(d.np) if d is bfloat16 else np.finfo(d.np)
         self.bits = int(f.bits)
         self.eps = float(f.eps)
         self.max = float(f.max)

@@ -46,7 +46,61 @@ def dlpack_export(x: Array, stream=None, max_version=None, dl_device=None, copy=
         kw["max_version"] = max_version
     if dl_device is not None:
         kw["dl_device"] = dl_device
+    if x._dtype is dt.bfloat16:   # numpy has no bfloat16 DLPack code: export the bits, retyped
+        return _retype(h.view(np.uint16).__dlpack__(**kw), _DL_UINT, _DL_BFLOAT)
     return h.__dlpack__(**kw)
+
+
+# DLPack dtype codes, and where the dtype sits in the two capsule structs (64-bit):
+# DLManagedTensor starts with its DLTensor, whose dtype (code, bits, lanes) is at byte 20;
+# DLManagedTensorVersioned has version, manager_ctx, deleter and flags (32 bytes) before it.
+_DL_UINT, _DL_BFLOAT = 1, 4
+_DTYPE_AT = {b"dltensor": 20, b"dltensor_versioned": 52}
+
+
+def _capsule_dtype(capsule) -> tuple:
+    """(address of the DLDataType in the capsule's tensor, its code, its bits)."""
+    import ctypes
+
+    api = ctypes.pythonapi
+    api.PyCapsule_GetName.restype = ctypes.c_char_p
+    api.PyCapsule_GetName.argtypes = [ctypes.py_object]
+    api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+    api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    name = api.PyCapsule_GetName(capsule)
+    if name not in _DTYPE_AT:
+        raise BufferError(f"DLPack: unexpected capsule {name!r}")
+    at = api.PyCapsule_GetPointer(capsule, name) + _DTYPE_AT[name]
+    return at, ctypes.c_uint8.from_address(at).value, ctypes.c_uint8.from_address(at + 1).value
+
+
+def _retype(capsule, code: int, new_code: int):
+    """``capsule`` with its 16-bit dtype code ``code`` changed to ``new_code`` (bfloat16 <->
+    uint16: same bits, a code numpy does not know)."""
+    import ctypes
+
+    at, c, bits = _capsule_dtype(capsule)
+    if (c, bits) == (code, 16):
+        ctypes.c_uint8.from_address(at).value = new_code
+    return capsule
+
+
+class _Bits:
+    """A DLPack producer whose bfloat16 capsule numpy imports as uint16 (viewed back after)."""
+
+    def __init__(self, x):
+        self.x, self.bfloat16 = x, False
+
+    def __dlpack_device__(self):
+        return self.x.__dlpack_device__()
+
+    def __dlpack__(self, **kw):
+        cap = self.x.__dlpack__(**kw)
+        _, code, bits = _capsule_dtype(cap)
+        if (code, bits) == (_DL_BFLOAT, 16):
+            self.bfloat16 = True
+            _retype(cap, _DL_BFLOAT, _DL_UINT)
+        return cap
 
 
 def dlpack_device(x: Array) -> tuple:
@@ -70,12 +124,15 @@ def from_dlpack(x, /, *, device=None, copy: bool | None = None) -> Array:
         return x
     if not hasattr(x, "__dlpack__"):
         raise TypeError(f"from_dlpack: {type(x).__name__} does not implement __dlpack__")
+    src = _Bits(x)
     try:
-        h = np.from_dlpack(x, copy=copy)
+        h = np.from_dlpack(src, copy=copy)
     except BufferError as e:
         raise ValueError(f"from_dlpack: cannot import the tensor ({e})") from None
     except (TypeError, RuntimeError) as e:
         raise TypeError(f"from_dlpack: cannot import the tensor ({e})") from None
+    if src.bfloat16:
+        h = h.view(dt.bfloat16.np)
     d = dt.from_numpy(h.dtype)
     dev = resolve_device(device, "from_dlpack")
     if _zero_copy(dev):

@@ -5,6 +5,7 @@ table; promotion, categories and finfo/iinfo live in grilly/array/dtypes.py.
 """
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 _builtin_bool = bool
@@ -15,10 +16,10 @@ class DType:
 
     __slots__ = ("name", "kind", "itemsize", "np")
 
-    def __init__(self, name: str, kind: str):
+    def __init__(self, name: str, kind: str, host=None):
         self.name = name
         self.kind = kind  # 'b' bool, 'i' signed, 'u' unsigned, 'f' real float, 'c' complex
-        self.np = np.dtype(name)
+        self.np = np.dtype(name if host is None else host)
         self.itemsize = self.np.itemsize
 
     def __repr__(self) -> str:
@@ -44,23 +45,36 @@ ALL = (bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
        float16, float32, float64, complex64, complex128)
 # float16 is carried for mixed precision but is not an Array API dtype.
 STANDARD = tuple(d for d in ALL if d is not float16)
-_BY_NAME = {d.name: d for d in ALL}
-_BY_NP = {d.np: d for d in ALL}
+# bfloat16 (8 exponent bits, 8 significand bits; its host twin is ml_dtypes' numpy bfloat16) is
+# a grilly extension: backends store it (2-byte elements) and convert it to and from float32
+# (astype); the array layer computes every other op on it in float32 (grilly/array/bfloat16.py)
+bfloat16 = DType("bfloat16", "f", ml_dtypes.bfloat16)
+EXTENSION = (bfloat16,)
+_BY_NAME = {d.name: d for d in ALL + EXTENSION}
+_BY_NP = {d.np: d for d in ALL + EXTENSION}
+# set once a bfloat16 dtype is asked for: until then the dispatcher skips its bfloat16 check
+BFLOAT16_SEEN = [False]
 
 INTEGER = (int8, int16, int32, int64, uint8, uint16, uint32, uint64)
 REAL_FLOAT = (float16, float32, float64)
 COMPLEX = (complex64, complex128)
 
 
+def _seen(d: DType) -> DType:
+    if d is bfloat16:
+        BFLOAT16_SEEN[0] = True
+    return d
+
+
 def from_name(name: str) -> DType:
     """The grilly dtype called ``name``."""
-    return _BY_NAME[name]
+    return _seen(_BY_NAME[name])
 
 
 def from_numpy(npdt) -> DType:
     """The grilly dtype for a numpy dtype; TypeError when there is none."""
     try:
-        return _BY_NP[np.dtype(npdt)]
+        return _seen(_BY_NP[np.dtype(npdt)])
     except (KeyError, TypeError):
         raise TypeError(f"grilly has no dtype for numpy dtype {npdt!r}") from None
 
@@ -68,9 +82,9 @@ def from_numpy(npdt) -> DType:
 def as_dtype(dtype, op: str = "dtype") -> DType:
     """Normalize a user's dtype argument (grilly dtype, numpy dtype or name) or raise TypeError."""
     if isinstance(dtype, DType):
-        return dtype
+        return _seen(dtype)
     if isinstance(dtype, str) and dtype in _BY_NAME:
-        return _BY_NAME[dtype]
+        return _seen(_BY_NAME[dtype])
     try:
         return from_numpy(dtype)
     except TypeError:
@@ -84,4 +98,5 @@ def complex_to_real(d: DType) -> DType:
 
 def real_to_complex(d: DType) -> DType:
     """The complex dtype with parts of dtype ``d`` (others unchanged)."""
-    return {float32: complex64, float64: complex128, float16: complex64}.get(d, d)
+    return {float32: complex64, float64: complex128, float16: complex64,
+            bfloat16: complex64}.get(d, d)

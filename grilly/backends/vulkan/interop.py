@@ -27,7 +27,10 @@ def host_view(buf: Buffer) -> np.ndarray | None:
     if buf.alloc.chunk.host is None:
         return None
     buf.ctx.recorder.flush()  # device writes must land before the host reads
-    return np.asarray(_Mapped(buf.host_view(), buf.alloc))
+    out = np.asarray(_Mapped(buf.host_view(), buf.alloc))
+    # the array interface spells a dtype numpy does not know (ml_dtypes' bfloat16) as raw
+    # bytes ("|V2"): view it back as the buffer's dtype
+    return out if out.dtype == buf.dtype.np else out.view(buf.dtype.np)
 
 
 KERNELS = {"host_view": host_view}

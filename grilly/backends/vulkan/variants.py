@@ -32,6 +32,9 @@ SPV_DIR = Path(__file__).resolve().parents[2] / "shaders"       # grilly/shaders
 
 
 def _dtype_defines(prefix: str, name: str) -> list[str]:
+    if name == "bfloat16":   # storage only: its 16 bits; cast.comp converts through float32
+        return [f"-D{prefix}_TS=uint16_t", f"-D{prefix}_TC=float", f"-D{prefix}_KIND=K_F",
+                f"-D{prefix}_BITS=16", f"-D{prefix}_BF16=1"]
     if name in COMPLEX:
         # X_CPLX=1: X_TS/X_TC are the vector type, X_RC the component (real part) type
         vec, comp, bits = COMPLEX[name]
@@ -63,6 +66,13 @@ def variants() -> dict[str, tuple[str, list[str]]]:
                                               + [f"-DKMAX={kmax}", "-DSCAN"])
         if d != "bool":
             out[f"mm_{d}"] = ("linalg/matmul.comp", _dtype_defines("IN", d))
+    # bfloat16 is storage only: casts to and from every real dtype (grilly/array/bfloat16.py
+    # computes in float32)
+    for d in (*DTYPES, "bfloat16"):
+        out[f"cast_bfloat16_{d}"] = ("elementwise/cast.comp", _dtype_defines("IN", "bfloat16")
+                                     + _dtype_defines("OUT", d))
+        out[f"cast_{d}_bfloat16"] = ("elementwise/cast.comp", _dtype_defines("IN", d)
+                                     + _dtype_defines("OUT", "bfloat16"))
     out["philox"] = ("random/philox.comp", [])
     for c in COMPLEX:
         for d in (*DTYPES, *COMPLEX):

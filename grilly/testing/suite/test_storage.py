@@ -137,3 +137,38 @@ def test_like_functions(device):
         assert r.device == device
         assert_close(r, want)
     assert_close(gp.full_like(x, 3, dtype=gp.float32), np.full((2, 2), 3, np.float32))
+
+
+@K("from_host", "to_host", "astype", "copy", "slice", "gather")
+@pytest.mark.parametrize("other", ["float32", "float64", "int32", "bool", "bfloat16"])
+def test_bfloat16_storage_and_casts(device, other):
+    """gp.bfloat16 (grilly's extension dtype): 2-byte storage, views and gathers, and casts to and
+    from each dtype, bit for bit as ml_dtypes converts (round to nearest even; float64 through
+    float32). A backend that cannot hold it says so in supports_dtype."""
+    bf = dt.bfloat16
+    if not device.backend.supports_dtype(device, bf):
+        pytest.skip(f"{device} does not support bfloat16")
+    v = np.array([0.0, -0.0, 1.0, 1.00390625, 1.01171875, -2.5, 3e38, 3.4e38, np.inf, -np.inf,
+                  np.nan, 1e-40, 65504.0, 1.0 + 2**-8 + 2**-30], np.float64)
+    if other in ("int32", "bool"):
+        v = np.array([0, 1, -7, 255, 2**24 + 1, 2**25 + 3, -(2**30) - 1], np.int64)
+    h = v.astype(other if other != "bfloat16" else np.float32)
+    if other == "bool":
+        h = v % 2 == 1
+    with np.errstate(all="ignore"):
+        ref = (h.astype(np.float32) if other == "float64" else h).astype(bf.np)
+    x = gp.astype(on(device, h) if other != "bfloat16" else on(device, ref), bf)
+    assert x.dtype == bf
+    assert np.array_equal(np.asarray(x).view(np.uint16), ref.view(np.uint16))
+    back = gp.astype(x, dt.from_name(other))
+    finite = np.isfinite(ref.astype(np.float32))
+    with np.errstate(all="ignore"):
+        want = ref.astype(other if other != "bfloat16" else bf.np)
+    got = np.asarray(back)
+    if other == "int32":   # inf/NaN to an integer is undefined: finite values only
+        got, want = got[finite], want[finite]
+    assert np.array_equal(got.view(np.uint8), want.view(np.uint8))
+    y = x[::2]
+    assert np.array_equal(np.asarray(y).view(np.uint16), ref[::2].view(np.uint16))
+    idx = on(device, np.array([3, 0, 2]))
+    assert np.array_equal(np.asarray(x[idx]).view(np.uint16), ref[[3, 0, 2]].view(np.uint16))

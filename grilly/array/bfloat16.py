@@ -1,0 +1,68 @@
+"""bfloat16 arithmetic: stored as bfloat16, computed in float32.
+
+Backends keep bfloat16 arrays as 2-byte elements and convert them to and from float32 (astype);
+every other op on a bfloat16 array runs here as: its bfloat16 arguments cast to float32, the op
+in float32, and its float32 results rounded once to bfloat16, unless a wider float argument
+(float16, float32, float64 or complex) made float32 or wider the result type anyway, as type
+promotion says. Ops that only move or view storage (NATIVE) see bfloat16 itself. The
+dispatcher (dispatch.op) sends a call here only once a bfloat16 dtype has been asked for.
+"""
+from __future__ import annotations
+
+from ..backends import dtypes as _dt
+
+# ops that work on storage without arithmetic: the backends run them on bfloat16 directly
+NATIVE = frozenset({
+    "astype", "asarray", "to_device", "reshape", "permute_dims", "matrix_transpose",
+    "expand_dims", "squeeze", "broadcast_to", "__getitem__", "__setitem__", "__dlpack__",
+    "__dlpack_device__", "autograd.detach", "autograd.backward",
+})
+_BF16, _F32 = _dt.bfloat16, _dt.float32
+
+
+def involved(args: tuple, kw: dict) -> bool:
+    """Whether a call has a bfloat16 array (also inside list/tuple arguments) or dtype."""
+    if kw and kw.get("dtype") is _BF16:
+        return True
+    for a in args:
+        if getattr(a, "_dtype", None) is _BF16 or a is _BF16:
+            return True
+        if isinstance(a, (list, tuple)):
+            for b in a:
+                if getattr(b, "_dtype", None) is _BF16:
+                    return True
+    return False
+
+
+def call(fn, astype, args: tuple, kw: dict):
+    """``fn(*args, **kw)`` (the op, past the dispatcher's checks) computed in float32, results
+    in bfloat16; ``astype`` is the namespace's (so autograd records the casts)."""
+    wider = False
+
+    def widen(a):
+        nonlocal wider
+        d = getattr(a, "_dtype", None)
+        if d is _BF16:
+            return astype(a, _F32)
+        if d is not None and d.kind in "fc":
+            wider = True
+        elif a is _BF16:
+            return _F32
+        return a
+
+    args = tuple([widen(b) for b in a] if isinstance(a, list) else
+                 tuple(widen(b) for b in a) if isinstance(a, tuple) else widen(a) for a in args)
+    if kw.get("dtype") is _BF16:
+        kw = {**kw, "dtype": _F32}
+    res = fn(*args, **kw)
+    if wider:
+        return res
+
+    def narrow(r):
+        return astype(r, _BF16) if getattr(r, "_dtype", None) is _F32 else r
+
+    if isinstance(res, tuple):
+        return type(res)(*map(narrow, res)) if hasattr(res, "_fields") else tuple(map(narrow, res))
+    if isinstance(res, list):
+        return [narrow(r) for r in res]
+    return narrow(res)
