@@ -71,7 +71,11 @@ def variants() -> dict[str, tuple[str, list[str]]]:
     for d in (*DTYPES, "bfloat16"):
         out[f"cast_bfloat16_{d}"] = ("elementwise/cast.comp", _dtype_defines("IN", "bfloat16")
                                      + _dtype_defines("OUT", d))
-        out[f"cast_{d}_bfloat16"] = ("elementwise/cast.comp", _dtype_defines("IN", d)
+        src = _dtype_defines("IN", d)
+        if d == "float16":   # read as bits: cast.comp decodes subnormals exactly
+            src = ["-DIN_TS=uint16_t", "-DIN_TC=float", "-DIN_KIND=K_F", "-DIN_BITS=16",
+                   "-DIN_F16BITS=1"]
+        out[f"cast_{d}_bfloat16"] = ("elementwise/cast.comp", src
                                      + _dtype_defines("OUT", "bfloat16"))
     out["philox"] = ("random/philox.comp", [])
     for c in COMPLEX:
