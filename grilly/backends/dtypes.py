@@ -28,8 +28,9 @@ class DType:
     def __eq__(self, other: object) -> _builtin_bool:
         return self is other
 
-    def __hash__(self) -> int:
-        return hash(self.name)
+    # identity, like __eq__; object's C-level hash keeps dtype-keyed lookups off the Python
+    # stack (they happen on every op)
+    __hash__ = object.__hash__
 
     def __reduce__(self):
         return (from_name, (self.name,))
