@@ -405,6 +405,24 @@ def _leaky(dev):
         np.testing.assert_allclose(np.asarray(got), _ref_leaky(x, s0, al, reverse), rtol=1e-13)
 
 
+def _plasticity(dev):
+    """The composition of plasticity_step (matmul, elementwise, clip) against numpy."""
+    from test_snn_plasticity import _np_step
+    from grilly.array.plasticity import plasticity_step
+    rng = np.random.default_rng(6)
+    w0, x, y = rng.random((4, 5)), rng.random((3, 5)), rng.random((3, 4))
+    u0, v0 = rng.random((3, 5)), rng.random((3, 4))
+    for rule in ("stdp_soft", "stdp_hard", "oja"):
+        w = _on(dev, w0)
+        p = (0.1, 0.2, 0.9, 0.8, 0.1, 0.9)
+        res = plasticity_step(w, _on(dev, x), _on(dev, y), _on(dev, u0), _on(dev, v0), rule=rule,
+                              params=p)
+        ref, u, _ = _np_step(w0, x, y, u0, v0, rule, p)
+        np.testing.assert_allclose(np.asarray(w), ref, rtol=1e-13)
+        if res is not None:
+            np.testing.assert_allclose(np.asarray(res[0]), u, rtol=1e-13)
+
+
 def _matmul_topk(dev):
     """Exact integer scores with ties and NaN in add, both directions, float64."""
     from grilly.array import neighbors
@@ -521,6 +539,7 @@ CHECKS = {
     "repeat_indices": _repeat_indices, "nonzero": _nonzero, "diagonal": _diagonal,
     "lif_forward": _lif(False), "lif_backward": _lif(True), "leaky_integrate": _leaky,
     "matmul_topk": _matmul_topk, "philox_blocks": _philox_blocks,
+    "plasticity_step": _plasticity,
     "unique": _unique, "isin": _isin, "topk": _topk, "cross": _cross, "fft_roll": _fft_roll,
     "softmax": _softmax(False), "log_softmax": _softmax(True),
     "im2col": _conv(False), "col2im": _conv(True),

@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from . import (conv, core, fused, host, host_kernels, indexing, manipulation, neighbors,
-               random_bits, searching, spiking, statistical)
+               plasticity, random_bits, searching, spiking, statistical)
 from . import dtypes as dt
 from .array import Array
 from .core import as_compute_array, wrap
@@ -510,6 +510,12 @@ def leaky_integrate(device, x: Array, s0: Array, alpha: Array, reverse: bool) ->
     return spiking.composed_leaky(x, s0, alpha, reverse)
 
 
+def plasticity_step(device, w: Array, pre: Array, post: Array, ptr, qtr, pout, qout, rule: str,
+                    params: tuple) -> None:
+    """STDP/Hebbian/Oja from matmul and elementwise ops (grilly.array.plasticity)."""
+    plasticity.composed(w, pre, post, ptr, qtr, pout, qout, rule, params)
+
+
 def matmul_topk(device, x: Array, mat: Array, add, k: int, largest: bool) -> tuple:
     """The k best of each row of x @ mat.T + add, in blocks (grilly.array.neighbors)."""
     return neighbors.composed_matmul_topk(x, mat, add, k, largest)
@@ -557,6 +563,7 @@ COMPOSITES = {
     "adagrad_step": adagrad_step,
     "lif_forward": lif_forward, "lif_backward": lif_backward, "leaky_integrate": leaky_integrate,
     "matmul_topk": matmul_topk, "philox_blocks": philox_blocks,
+    "plasticity_step": plasticity_step,
     **{op: _host_path(op) for op in host.HOST_OPS},
 }
 core.COMPOSITES.update(COMPOSITES)

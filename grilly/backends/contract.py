@@ -158,6 +158,11 @@ KERNELS: dict[str, Kernel] = {
     "leaky_integrate": Kernel("snn", COMPOSED,
                               "(x (T, N), s0, alpha (N,), reverse) -> (T, N): out[t] = alpha "
                               "out[t -/+ 1] + x[t], from s0"),
+    # plasticity without gradients (grilly.nn.snn.plasticity): one dispatch per step
+    "plasticity_step": Kernel("snn", COMPOSED,
+                              "(w (P, Q), pre (B, Q), post (B, P), pre_trace, post_trace or None, "
+                              "pre_out, post_out or None, rule, params (6 floats)) -> None: w "
+                              "updated in place, the new traces written (grilly.array.plasticity)"),
     # counter-based random words (grilly.random): one dispatch per draw
     "philox_blocks": Kernel("random", COMPOSED,
                             "(m, counter, key) -> uint32 buf (4, m): the Philox4x32-10 words of "

@@ -100,6 +100,7 @@ def variants() -> dict[str, tuple[str, list[str]]]:
         out[f"optim_{d}"] = ("nn/optim.comp", _dtype_defines("IN", d))
         out[f"lif_{d}"] = ("nn/lif.comp", _dtype_defines("IN", d))
         out[f"leaky_{d}"] = ("nn/leaky.comp", _dtype_defines("IN", d))
+        out[f"plasticity_{d}"] = ("nn/plasticity.comp", _dtype_defines("IN", d))
     for d in ("float32", "float64", "int32", "uint32"):
         out[f"fuse_{d}"] = ("elementwise/fused.comp",
                             _dtype_defines("IN", d) + [f"-DIS_F64={int(d == 'float64')}", "-DIS_F16=0"])

@@ -23,6 +23,7 @@ from ...array import api as gp
 from ...autograd import no_grad
 
 from ...array.array import Array
+from ...array.plasticity import plasticity_step
 from ..layers import Linear
 from .functional import _check_input
 
@@ -46,11 +47,12 @@ def _pair(weight, pre, post, op: str):
     return weight, pre, post
 
 
-def _outer_mean(a: Array, b: Array) -> Array:
-    """The batch mean of a (x) b: (n_a, n_b) from (n,) or (batch, n) arrays."""
-    if a.ndim == 1:
-        return gp.reshape(a, (-1, 1)) * gp.reshape(b, (1, -1))
-    return gp.matmul(gp.permute_dims(a, (1, 0)), b) / float(a.shape[0])
+def _rows(a: Array | None, d) -> Array | None:
+    """``a`` as (batch, n) of dtype ``d`` (a (n,) array is a batch of one)."""
+    if a is None:
+        return None
+    a = a if a.dtype == d else gp.astype(a, d)
+    return gp.reshape(a, (1, -1)) if a.ndim == 1 else a
 
 
 def _decay(tau: float, dt: float, op: str, name: str) -> float:
@@ -72,17 +74,23 @@ def stdp(weight: Array, pre: Array, post: Array, pre_trace: Array | None = None,
         raise ValueError(f"{op}: w_min ({w_min}) must be <= w_max ({w_max})")
     dp, dm = _decay(tau_plus, dt, op, "tau_plus"), _decay(tau_minus, dt, op, "tau_minus")
     with no_grad():
-        pre_trace = pre if pre_trace is None else pre_trace * dp + pre
-        post_trace = post if post_trace is None else post_trace * dm + post
-        ltp = _outer_mean(post, pre_trace)
-        ltd = _outer_mean(post_trace, pre)
-        if bounds == "soft":
-            w = weight + a_plus * (w_max - weight) * ltp - a_minus * (weight - w_min) * ltd
-        else:
-            w = weight + a_plus * ltp - a_minus * ltd
-            if bounds == "hard":
-                w = gp.clip(w, float(w_min), float(w_max))
-    return w, pre_trace, post_trace
+        w = gp.asarray(weight, copy=True)
+        traces = _stdp_into(w, pre, post, pre_trace, post_trace, bounds,
+                            (a_plus, a_minus, dp, dm, w_min, w_max))
+    return (w, *traces)
+
+
+def _stdp_into(w: Array, pre: Array, post: Array, pre_trace, post_trace, bounds,
+               params: tuple) -> tuple:
+    """The STDP step on ``w`` in place (one plasticity_step kernel): the new traces, shaped
+    like ``pre`` and ``post``."""
+    d = w.dtype
+    rule = {"hard": "stdp_hard", "soft": "stdp_soft", None: "stdp"}[bounds]
+    u, v = plasticity_step(w, _rows(pre, d), _rows(post, d), _rows(pre_trace, d),
+                                   _rows(post_trace, d), rule=rule, params=params)
+    if pre.ndim == 1:
+        u, v = gp.reshape(u, (-1,)), gp.reshape(v, (-1,))
+    return u, v
 
 
 def hebbian(weight: Array, pre: Array, post: Array, *, lr: float = 0.01, rule: str = "plain",
@@ -93,11 +101,18 @@ def hebbian(weight: Array, pre: Array, post: Array, *, lr: float = 0.01, rule: s
     if rule not in ("plain", "oja"):
         raise ValueError(f"{op}: rule must be 'plain' or 'oja', got {rule!r}")
     with no_grad():
-        corr = _outer_mean(post, pre)
-        if rule == "oja":
-            y2 = post * post if post.ndim == 1 else gp.mean(post * post, axis=0)
-            return weight + lr * (corr - gp.reshape(y2, (-1, 1)) * weight)
-        return weight + lr * corr - weight_decay * weight
+        w = gp.asarray(weight, copy=True)
+        _hebbian_into(w, pre, post, rule, lr, weight_decay)
+    return w
+
+
+def _hebbian_into(w: Array, pre: Array, post: Array, rule: str, lr: float,
+                  weight_decay: float) -> None:
+    """The Hebbian/Oja step on ``w`` in place (one plasticity_step kernel)."""
+    d = w.dtype
+    params = (lr, weight_decay) if rule == "plain" else (lr,)
+    plasticity_step(w, _rows(pre, d), _rows(post, d),
+                            rule="hebbian" if rule == "plain" else "oja", params=params)
 
 
 class _Rule:
@@ -108,9 +123,6 @@ class _Rule:
             raise TypeError(f"{op}: expected an nn.Linear to attach to, got {type(layer).__name__}")
         self.layer = layer
 
-    def _write(self, new: Array) -> None:
-        with no_grad():
-            self.layer.weight[...] = gp.astype(new, self.layer.weight.dtype)
 
 
 class STDP(_Rule):
@@ -126,10 +138,16 @@ class STDP(_Rule):
         self.pre_trace = self.post_trace = None
 
     def step(self, pre: Array, post: Array) -> None:
-        """Update the traces with this step's spikes and the weight in place."""
-        w, self.pre_trace, self.post_trace = stdp(self.layer.weight, pre, post, self.pre_trace,
-                                                  self.post_trace, **self.params)
-        self._write(w)
+        """Update the traces with this step's spikes and the weight in place (one kernel)."""
+        p = self.params
+        op = "STDP.step"
+        weight, pre, post = _pair(self.layer.weight, pre, post, op)
+        dp = _decay(p["tau_plus"], p["dt"], op, "tau_plus")
+        dm = _decay(p["tau_minus"], p["dt"], op, "tau_minus")
+        with no_grad():
+            self.pre_trace, self.post_trace = _stdp_into(
+                weight, pre, post, self.pre_trace, self.post_trace, p["bounds"],
+                (p["a_plus"], p["a_minus"], dp, dm, p["w_min"], p["w_max"]))
 
     def reset(self) -> None:
         """Forget the traces (a new spike train starts)."""
@@ -149,4 +167,6 @@ class Hebbian(_Rule):
         if post is None:
             with no_grad():
                 post = self.layer(pre)
-        self._write(hebbian(self.layer.weight, pre, post, **self.params))
+        weight, pre, post = _pair(self.layer.weight, pre, post, "Hebbian.step")
+        with no_grad():
+            _hebbian_into(weight, pre, post, **self.params)
