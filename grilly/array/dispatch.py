@@ -93,8 +93,10 @@ def op(name: str, fn: Callable) -> Callable:
     def dispatch(*args, **kw):
         if hooks.cast is not None:
             args = hooks.cast(name, args)
-        if _BF16_SEEN[0] and name not in _bf16().NATIVE and _bf16().involved(args, kw):
-            return _bf16().call(run, OPS["astype"], args, kw)   # computed in float32
+        if _BF16_SEEN[0]:
+            bf = _bf16()
+            if name not in bf.NATIVE and bf.involved(args, kw):
+                return bf.call(run, OPS["astype"], args, kw)   # computed in float32
         rec = hooks.record
         if rec is not None and _tracked(args):
             return rec(name, fn, args, kw)

@@ -4,6 +4,9 @@ allocation through a backend's ``host_view`` kernel, e.g. Vulkan), else a host c
 through numpy's DLPack consumer, so any producer numpy accepts works (numpy, torch, grilly)."""
 from __future__ import annotations
 
+import ctypes
+import functools
+
 import numpy as np
 
 from . import dispatch
@@ -58,27 +61,29 @@ _DL_UINT, _DL_BFLOAT = 1, 4
 _DTYPE_AT = {b"dltensor": 20, b"dltensor_versioned": 52}
 
 
+@functools.cache
+def _capsule_api():
+    """ctypes' PyCapsule_GetName and PyCapsule_GetPointer, typed once."""
+    api = ctypes.pythonapi
+    name, ptr = api.PyCapsule_GetName, api.PyCapsule_GetPointer
+    name.restype, name.argtypes = ctypes.c_char_p, [ctypes.py_object]
+    ptr.restype, ptr.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    return name, ptr
+
+
 def _capsule_dtype(capsule) -> tuple:
     """(address of the DLDataType in the capsule's tensor, its code, its bits)."""
-    import ctypes
-
-    api = ctypes.pythonapi
-    api.PyCapsule_GetName.restype = ctypes.c_char_p
-    api.PyCapsule_GetName.argtypes = [ctypes.py_object]
-    api.PyCapsule_GetPointer.restype = ctypes.c_void_p
-    api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-    name = api.PyCapsule_GetName(capsule)
+    get_name, get_ptr = _capsule_api()
+    name = get_name(capsule)
     if name not in _DTYPE_AT:
         raise BufferError(f"DLPack: unexpected capsule {name!r}")
-    at = api.PyCapsule_GetPointer(capsule, name) + _DTYPE_AT[name]
+    at = get_ptr(capsule, name) + _DTYPE_AT[name]
     return at, ctypes.c_uint8.from_address(at).value, ctypes.c_uint8.from_address(at + 1).value
 
 
 def _retype(capsule, code: int, new_code: int):
     """``capsule`` with its 16-bit dtype code ``code`` changed to ``new_code`` (bfloat16 <->
     uint16: same bits, a code numpy does not know)."""
-    import ctypes
-
     at, c, bits = _capsule_dtype(capsule)
     if (c, bits) == (code, 16):
         ctypes.c_uint8.from_address(at).value = new_code

@@ -58,31 +58,9 @@ COOP_SPLIT_MIN_K = 2048   # 1024^3 (64 tiles) measured 1.8x slower split on the 
 def _coop_split(nb: int, tiles: int, k: int, aligned: bool) -> int:
     """Slices of K for a tensor-core product with too few output tiles to fill the GPU (weight
     gradients, narrow layers): 1 for no split. Aligned variants keep slices whole slabs."""
-    if nb != 1 or tiles >= SPLITK_TILES or k < COOP_SPLIT_MIN_K:
+    if nb != 1 or k < COOP_SPLIT_MIN_K:
         return 1
-    s = 1
-    while (s * 2 <= SPLITK_MAX and tiles * s < SPLITK_TILES and k // (s * 2) >= SPLITK_MIN_K
-           and k % (s * 2 * (COOP_BK if aligned else 1)) == 0):
-        s *= 2
-    return s
-
-
-def _coop_split_run(ctx, variant: str, s: int, out: Buffer, a3: Buffer, b3: Buffer, m: int,
-                    n: int, k: int, tiles: int) -> None:
-    """``out`` = a3 @ b3 as ``s`` float32 partial products over slices of K (one batched
-    dispatch), summed in float32 and rounded once to float16."""
-    from .kernels import _cast_into
-    from .reductions import CODES, _run   # (reductions imports nothing from here)
-
-    chunk = k // s
-    ws = new_buffer(ctx, (s, m, n), _dt.float32)
-    ast = (chunk * a3.strides[2], a3.strides[1], a3.strides[2])
-    bst = (chunk * b3.strides[1], b3.strides[1], b3.strides[2])
-    dispatch(ctx, variant.replace("_coop_", "_coop_f32out_"), (0, 1), [ws, a3, b3], 0,
-             s * tiles * 256, (ws.offset, a3.offset, b3.offset), (s, m, n, chunk), (ast, bst))
-    total = new_buffer(ctx, (m, n), _dt.float32)
-    _run(reshape(ws, (1, s, m * n)), CODES["sum"], "red_float32", reshape(total, (m * n,)))
-    _cast_into(reshape(out, (m, n)), total, "matmul")
+    return _slices(tiles, k, COOP_BK if aligned else 1)
 
 
 def _sgemm_variant(a3: Buffer, b3: Buffer, m: int, n: int, k: int,
@@ -109,6 +87,17 @@ SPLITK_MAX = 16
 SPLITK_MIN_K = 256   # k per split, at least
 
 
+def _slices(tiles: int, k: int, granule: int) -> int:
+    """The number of K slices (doubling) that brings ``tiles`` output tiles towards
+    SPLITK_TILES: at most SPLITK_MAX, each slice a multiple of ``granule`` and SPLITK_MIN_K long
+    at least (1: no split)."""
+    s = 1
+    while (s * 2 <= SPLITK_MAX and tiles * s < SPLITK_TILES and k % (s * 2 * granule) == 0
+           and k // (s * 2) >= SPLITK_MIN_K):
+        s *= 2
+    return s
+
+
 def _split_k(variant: str, nb: int, m: int, n: int, k: int) -> int:
     """How many slices of K an aligned single product runs as (1: no split). A long K with a
     small output (weight gradients x^T @ g: M and N the layer widths, K the batch) has too few
@@ -116,30 +105,28 @@ def _split_k(variant: str, nb: int, m: int, n: int, k: int) -> int:
     if nb != 1 or variant.endswith("_edge_float32"):
         return 1
     tiles = (m // 128) * (n // 128)
-    if tiles < SPLITK_MIN_TILES:
-        return 1
-    s = 1
-    while (s * 2 <= SPLITK_MAX and tiles * s < SPLITK_TILES and k % (s * 2 * SGEMM_BK) == 0
-           and k // (s * 2) >= SPLITK_MIN_K):
-        s *= 2
-    return s
+    return 1 if tiles < SPLITK_MIN_TILES else _slices(tiles, k, SGEMM_BK)
 
 
-def _sgemm_split(ctx, variant: str, s: int, out: Buffer, a3: Buffer, b3: Buffer, m: int,
-                 n: int, k: int) -> None:
-    """``out`` = a3 @ b3 as ``s`` partial products over slices of K (one batched dispatch of
-    the aligned variant into a workspace) and their sum (one reduction pass)."""
+def _split_run(ctx, variant: str, s: int, tiles: int, out: Buffer, a3: Buffer, b3: Buffer,
+               m: int, n: int, k: int) -> None:
+    """``out`` = a3 @ b3 as ``s`` float32 partial products over slices of K (one batched
+    dispatch of ``variant``, ``tiles`` workgroups a slice) and their float32 sum (one reduction
+    pass), rounded once to out's dtype when that is not float32."""
+    from .kernels import _cast_into
     from .reductions import CODES, _run   # (reductions imports nothing from here)
 
     chunk = k // s
-    ws = new_buffer(ctx, (s, m, n), out.dtype)
+    ws = new_buffer(ctx, (s, m, n), _dt.float32)
     # the batch axis walks K: the slices are batch entries of the same operands
     ast = (chunk * a3.strides[2], a3.strides[1], a3.strides[2])
     bst = (chunk * b3.strides[1], b3.strides[1], b3.strides[2])
-    tiles = s * (m // 128) * (n // 128)
-    dispatch(ctx, variant, (0, 1), [ws, a3, b3], 0, tiles * 256,
+    dispatch(ctx, variant, (0, 1), [ws, a3, b3], 0, s * tiles * 256,
              (ws.offset, a3.offset, b3.offset), (s, m, n, chunk), (ast, bst))
-    _run(reshape(ws, (1, s, m * n)), CODES["sum"], "red_float32", reshape(out, (m, n)))
+    total = out if out.dtype is _dt.float32 else new_buffer(ctx, (m, n), _dt.float32)
+    _run(reshape(ws, (1, s, m * n)), CODES["sum"], "red_float32", reshape(total, (m, n)))
+    if total is not out:
+        _cast_into(reshape(out, (m, n)), total, "matmul")
 
 
 def matmul(out_shape, out_dtype, a: Buffer, b: Buffer) -> Buffer:
@@ -161,7 +148,8 @@ def matmul(out_shape, out_dtype, a: Buffer, b: Buffer) -> Buffer:
         tiles = nb * -(-m // COOP_BM) * -(-n // COOP_BM)
         split = _coop_split(nb, tiles, k, "_edge_" not in variant)
         if split > 1:
-            _coop_split_run(ctx, variant, split, out, a3, b3, m, n, k, tiles)
+            _split_run(ctx, variant.replace("_coop_", "_coop_f32out_"), split, tiles, out, a3,
+                       b3, m, n, k)
         else:
             dispatch(ctx, variant, (0, 1), [out, a3, b3], 0, tiles * 256, *args)
         return out
@@ -180,7 +168,7 @@ def matmul(out_shape, out_dtype, a: Buffer, b: Buffer) -> Buffer:
             dispatch(ctx, variant, (0, 1), [out, a3, b3], 0, (n // 128) * 256, tail,
                      (nb, m - m_al, n, k), args[2])
         elif out_dtype.name == "float32" and (split := _split_k(variant, nb, m, n, k)) > 1:
-            _sgemm_split(ctx, variant, split, out, a3, b3, m, n, k)
+            _split_run(ctx, variant, split, (m // 128) * (n // 128), out, a3, b3, m, n, k)
         else:
             tiles = nb * -(-m // 128) * -(-n // 128)
             dispatch(ctx, variant, (0, 1), [out, a3, b3], 0, tiles * 256, *args)
