@@ -334,6 +334,40 @@ def _conv(adjoint):
     return check
 
 
+def _conv2d(dev):
+    """conv2d and its backward composed from required kernels, against float64 numpy."""
+    from test_conv2d_fused import CONV_CASES, _out, np_conv2d, np_conv2d_grads
+    rng = np.random.default_rng(7)
+    for xs, ws, stride, dilation, pads, groups in (CONV_CASES[1], CONV_CASES[3]):
+        x, w, b = rng.normal(size=xs), rng.normal(size=ws), rng.normal(size=ws[0])
+        out = _out(xs, ws, stride, dilation, pads)
+        gy = rng.normal(size=(xs[0], ws[0]) + out)
+        y = conv.conv2d(_on(dev, x), _on(dev, w), _on(dev, b), stride, dilation, pads, groups, out)
+        np.testing.assert_allclose(np.asarray(y), np_conv2d(x, w, b, stride, dilation, pads, groups),
+                                   rtol=1e-12, atol=1e-12)
+        got = conv.conv2d_backward(_on(dev, gy), _on(dev, x), _on(dev, w), stride, dilation, pads,
+                                   groups, (True, True, True))
+        for g, want in zip(got, np_conv2d_grads(gy, x, w, stride, dilation, pads, groups)):
+            np.testing.assert_allclose(np.asarray(g), want, rtol=1e-11, atol=1e-11)
+
+
+def _max_pool(dev):
+    """max_pool2d (ties, -inf, NaN) and its backward composed from required kernels."""
+    from test_conv2d_fused import np_max_pool, np_max_unpool
+    rng = np.random.default_rng(8)
+    x = rng.integers(-2, 2, (2, 2, 7, 6)).astype(float)
+    x[0, 1, 3, 3], x[1, 0, 0, 0] = np.nan, -np.inf
+    geom = ((3, 2), (2, 2), (1, 1), (1, 1, 1, 0))
+    want_y, want_i = np_max_pool(x, *geom)
+    y, idx = conv.max_pool2d(_on(dev, x), *geom, want_y.shape[2:])
+    np.testing.assert_array_equal(np.asarray(y), want_y)
+    np.testing.assert_array_equal(np.asarray(idx), want_i)
+    g = rng.normal(size=want_y.shape)
+    got = conv.max_pool2d_backward(_on(dev, g), idx, *geom, x.shape[2:])
+    np.testing.assert_allclose(np.asarray(got), np_max_unpool(g, want_i, *geom, x.shape[2:]),
+                               rtol=1e-13)
+
+
 def _optim(op):
     """The composition on the required kernels equals the cpu kernel over three steps."""
     from grilly.array import optim_steps
@@ -543,6 +577,8 @@ CHECKS = {
     "unique": _unique, "isin": _isin, "topk": _topk, "cross": _cross, "fft_roll": _fft_roll,
     "softmax": _softmax(False), "log_softmax": _softmax(True),
     "im2col": _conv(False), "col2im": _conv(True),
+    "conv2d": _conv2d, "conv2d_backward": _conv2d, "max_pool2d": _max_pool,
+    "max_pool2d_backward": _max_pool,
     **{op: _optim(op) for op in ("sgd_step", "adam_step", "rmsprop_step", "adagrad_step")},
     **{op: _host(op) for op in HOST_CASES},
 }

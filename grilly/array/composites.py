@@ -415,6 +415,26 @@ def col2im(device, g: Array, *args) -> Array:
     return conv.col2im(g, *args)
 
 
+def conv2d(device, x: Array, w: Array, bias, *args) -> Array:
+    """im2col and one batched matmul (grilly.array.conv)."""
+    return conv.composed_conv2d(x, w, bias, *args)
+
+
+def conv2d_backward(device, g: Array, x: Array, w: Array, *args) -> tuple:
+    """A sum, a batched matmul over recomputed windows, a matmul and col2im (grilly.array.conv)."""
+    return conv.composed_conv2d_backward(g, x, w, *args)
+
+
+def max_pool2d(device, x: Array, *args) -> tuple:
+    """im2col, argmax and take_along_axis (grilly.array.conv)."""
+    return conv.composed_max_pool2d(x, *args)
+
+
+def max_pool2d_backward(device, g: Array, idx: Array, *args) -> Array:
+    """A one-hot of the window indices, where and col2im (grilly.array.conv)."""
+    return conv.composed_max_pool2d_backward(g, idx, *args)
+
+
 # ---- optimizer updates: the unfused rules, in torch.optim's order (grilly/array/optim_steps.py)
 def _neg(x: Array) -> Array:
     return binary("subtract", -0.0, x)
@@ -559,6 +579,8 @@ COMPOSITES = {
     "nonzero": nonzero, "diagonal": diagonal, "unique": unique, "isin": isin, "topk": topk,
     "cross": cross, "fft_roll": fft_roll,
     "softmax": softmax, "log_softmax": log_softmax, "im2col": im2col, "col2im": col2im,
+    "conv2d": conv2d, "conv2d_backward": conv2d_backward, "max_pool2d": max_pool2d,
+    "max_pool2d_backward": max_pool2d_backward,
     "sgd_step": sgd_step, "adam_step": adam_step, "rmsprop_step": rmsprop_step,
     "adagrad_step": adagrad_step,
     "lif_forward": lif_forward, "lif_backward": lif_backward, "leaky_integrate": leaky_integrate,

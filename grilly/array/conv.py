@@ -1,9 +1,11 @@
 """Window ops beyond the Array API standard, used by grilly.nn.functional's convolution and
-pooling: ``im2col`` and its adjoint ``col2im`` (the "conv" family, docs/kernels/conv.md).
+pooling: ``im2col`` and its adjoint ``col2im``, the whole 2-D convolution (``conv2d``,
+``conv2d_backward``) and max pooling (``max_pool2d``, ``max_pool2d_backward``) (the "conv"
+family, docs/kernels/conv.md).
 
 Not star-imported into the grilly namespace and not differentiable by themselves (grilly.nn
-wraps them in one autograd Function). A device whose backend has no "im2col"/"col2im" kernel
-gets the same result composed from namespace ops on that device.
+wraps them in autograd Functions). A device whose backend lacks one of these kernels gets the
+same result composed from namespace ops on that device (conv2d: im2col and one batched matmul).
 """
 from __future__ import annotations
 
@@ -12,7 +14,9 @@ from . import core
 from .array import Array
 from . import dispatch as _dispatch
 
-__all__ = ["im2col", "col2im"]
+__all__ = ["im2col", "col2im", "conv2d", "conv2d_backward", "max_pool2d", "max_pool2d_backward"]
+
+_CONV_DTYPES = frozenset({"float32", "float64"})   # what the conv2d kernels take (the contract)
 
 
 def _ns():
@@ -99,3 +103,123 @@ def col2im(g: Array, kernel: tuple, stride: tuple, dilation: tuple, pads: tuple,
         g = gp.permute_dims(gp.reshape(g, (n * c, kw, h, wo)), (0, 2, 1, 3))
     g = gp.reshape(_col2im_axis(gp.reshape(g, (n * c * h, kw, wo, 1)), kw, sw, dw, w), (n, c, h, w))
     return g[:, :, pt:pt + size[0], pl:pl + size[1]] if (h, w) != tuple(size) else g
+
+
+def conv2d(x: Array, w: Array, bias: Array | None, stride: tuple, dilation: tuple, pads: tuple,
+           groups: int, out: tuple) -> Array:
+    """The cross-correlation of x (N, C, H, W) with w (O, C/groups, KH, KW), padded by ``pads``
+    (top, bottom, left, right) with zeros, plus bias (O,): (N, O, Ho, Wo) with ``out`` = (Ho, Wo).
+    x, w and bias share one real floating dtype and device (the caller checked the geometry)."""
+    dev = x._device
+    k = dev.kernels.get("conv2d")
+    if k is not None and x._dtype.name in _CONV_DTYPES:
+        buf = k(x._buf, w._buf, None if bias is None else bias._buf, stride, dilation, pads,
+                groups, out)
+        return core.wrap(buf, x._dtype, dev)
+    return core.composite(dev, "conv2d")(dev, x, w, bias, stride, dilation, pads, groups, out)
+
+
+def conv2d_backward(g: Array, x: Array, w: Array, stride: tuple, dilation: tuple, pads: tuple,
+                    groups: int, need: tuple) -> tuple:
+    """The gradients (of x, of w, of the bias) of ``conv2d`` for the output gradient g, each
+    None where ``need`` (three bools) does not ask for it."""
+    dev = x._device
+    k = dev.kernels.get("conv2d_backward")
+    if k is not None and x._dtype.name in _CONV_DTYPES:
+        bufs = k(g._buf, x._buf, w._buf, stride, dilation, pads, groups, tuple(need))
+        return tuple(None if b is None else core.wrap(b, x._dtype, dev) for b in bufs)
+    return core.composite(dev, "conv2d_backward")(dev, g, x, w, stride, dilation, pads, groups,
+                                                  tuple(need))
+
+
+def _flat_weight(w: Array, groups: int) -> Array:
+    """w (O, C/g, KH, KW) as (g, O/g, C/g*KW*KH), its window axes in im2col's kw-major order."""
+    gp = _ns()
+    o, cg, kh, kw = w.shape
+    wt = gp.permute_dims(w, (0, 1, 3, 2)) if kh > 1 and kw > 1 else w
+    return gp.reshape(wt, (groups, o // groups, cg * kh * kw))
+
+
+def composed_conv2d(x: Array, w: Array, bias, stride, dilation, pads, groups, out) -> Array:
+    """conv2d as im2col and one batched matmul (N GEMMs of the (O, C*K) weight and the
+    (C*K, Ho*Wo) windows of each image)."""
+    gp = _ns()
+    n = x.shape[0]
+    o = w.shape[0]
+    cols = im2col(x, tuple(w.shape[2:]), stride, dilation, pads, 0.0, out)
+    y = gp.matmul(_flat_weight(w, groups), gp.reshape(cols, (n, groups, -1, out[0] * out[1])))
+    y = gp.reshape(y, (n, o) + tuple(out))
+    return y if bias is None else y + gp.reshape(bias, (1, o, 1, 1))
+
+
+def composed_conv2d_backward(g: Array, x: Array, w: Array, stride, dilation, pads, groups,
+                             need) -> tuple:
+    """conv2d's gradients from namespace ops: the bias's a sum, the weight's a batched matmul
+    with the (recomputed) windows summed over the batch, the input's a matmul and col2im."""
+    gp = _ns()
+    n, c = x.shape[:2]
+    o, cg, kh, kw = w.shape
+    ho, wo = g.shape[2:]
+    g4 = gp.reshape(g, (n, groups, o // groups, ho * wo))
+    gx = gw = gb = None
+    if need[2]:
+        gb = gp.sum(g, axis=(0, 2, 3))
+    if need[1]:
+        cols = gp.reshape(im2col(x, (kh, kw), stride, dilation, pads, 0.0, (ho, wo)),
+                          (n, groups, cg * kh * kw, ho * wo))
+        gwt = gp.sum(gp.matmul(g4, gp.matrix_transpose(cols)), axis=0)
+        gw = gp.reshape(gwt, (o, cg, kw, kh))
+        gw = gp.permute_dims(gw, (0, 1, 3, 2)) if kh > 1 and kw > 1 else gp.reshape(gw, w.shape)
+    if need[0]:
+        gcols = gp.matmul(gp.matrix_transpose(_flat_weight(w, groups)), g4)
+        gx = col2im(gp.reshape(gcols, (n, c, kh * kw, ho, wo)), (kh, kw), stride, dilation, pads,
+                    tuple(x.shape[2:]))
+    return gx, gw, gb
+
+
+def max_pool2d(x: Array, kernel: tuple, stride: tuple, dilation: tuple, pads: tuple,
+               out: tuple) -> tuple:
+    """(y, idx) for x (N, C, H, W): each window's maximum, (N, C, Ho, Wo), and int32 idx, its
+    window index j*KH + i (im2col's kw-major order; the first maximum, a NaN before all).
+    Positions in ``pads`` take no part (every window holds an image position)."""
+    dev = x._device
+    k = dev.kernels.get("max_pool2d")
+    if k is not None and x._dtype.name in _CONV_DTYPES:
+        y, idx = k(x._buf, kernel, stride, dilation, pads, out)
+        return core.wrap(y, x._dtype, dev), core.wrap(idx, _dispatch.ns.int32, dev)
+    return core.composite(dev, "max_pool2d")(dev, x, kernel, stride, dilation, pads, out)
+
+
+def max_pool2d_backward(g: Array, idx: Array, kernel: tuple, stride: tuple, dilation: tuple,
+                        pads: tuple, size: tuple) -> Array:
+    """The input gradient (N, C, H, W) of ``max_pool2d``: each of g (N, C, Ho, Wo) added at
+    the position its idx names; ``size`` = (H, W)."""
+    dev = g._device
+    k = dev.kernels.get("max_pool2d_backward")
+    if k is not None and g._dtype.name in _CONV_DTYPES:
+        return core.wrap(k(g._buf, idx._buf, kernel, stride, dilation, pads, size), g._dtype, dev)
+    return core.composite(dev, "max_pool2d_backward")(dev, g, idx, kernel, stride, dilation,
+                                                      pads, size)
+
+
+def composed_max_pool2d(x: Array, kernel, stride, dilation, pads, out) -> tuple:
+    """im2col with -inf outside the image, then max and argmax over the windows (NaN wins both:
+    the same value as take_along_axis at the argmax, with no host-side index check)."""
+    gp = _ns()
+    cols = im2col(x, kernel, stride, dilation, pads, float("-inf"), out)
+    return gp.max(cols, axis=2), gp.astype(gp.argmax(cols, axis=2), gp.int32)
+
+
+def composed_max_pool2d_backward(g: Array, idx: Array, kernel, stride, dilation, pads,
+                                 size) -> Array:
+    """g spread onto the windows by a one-hot of idx, then col2im."""
+    gp = _ns()
+    kk = kernel[0] * kernel[1]
+    ks = gp.reshape(gp.arange(kk, dtype=gp.int32, device=g.device), (1, 1, kk, 1, 1))
+    hot = gp.expand_dims(idx, axis=2) == ks
+    gcols = gp.where(hot, gp.expand_dims(g, axis=2), gp.zeros((), dtype=g.dtype, device=g.device))
+    return col2im(gcols, kernel, stride, dilation, pads, size)
+
+
+# through the dispatcher (as "conv.<name>"): bfloat16 arrays compute in float32 there
+_dispatch.export(globals(), "conv.")

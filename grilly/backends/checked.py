@@ -64,6 +64,10 @@ def _cumulative(buf, axis, include_initial, out_dtype):
 # kernel -> f(*args) -> (expected shape or None, expected dtype or None)
 _EXPECT = {
     "from_host": lambda h, dtype: (tuple(np.shape(h)), dtype),
+    "conv2d": lambda x, w, b, stride, dilation, pads, groups, out: (
+        (x.shape[0], w.shape[0], *out), x.dtype),
+    "max_pool2d_backward": lambda g, idx, kernel, stride, dilation, pads, size: (
+        (*g.shape[:2], *size), g.dtype),
     "empty": lambda shape, dtype: (tuple(shape), dtype),
     "full": lambda shape, value, dtype: (tuple(shape), dtype),
     "arange": lambda start, step, n, dtype: ((n,), dtype),
@@ -100,6 +104,11 @@ _EXPECT_TUPLE = {
         (x.shape, x.dtype), (m0.shape, x.dtype), (m0.shape, x.dtype), (m0.shape, x.dtype)],
     "matmul_topk": lambda x, mat, add, k, largest: [((x.shape[0], k), x.dtype),
                                                     ((x.shape[0], k), np.dtype(np.int64))],
+    "conv2d_backward": lambda g, x, w, stride, dilation, pads, groups, need: [
+        (x.shape, x.dtype) if need[0] else None, (w.shape, x.dtype) if need[1] else None,
+        ((w.shape[0],), x.dtype) if need[2] else None],
+    "max_pool2d": lambda x, kernel, stride, dilation, pads, out: [
+        ((*x.shape[:2], *out), x.dtype), ((*x.shape[:2], *out), np.dtype(np.int32))],
 }
 
 
@@ -165,7 +174,7 @@ def check(backend, device, op: str, args: tuple, kwargs: dict, r) -> None:
     if op in _EXPECT_TUPLE:
         _check_tuple(where, results, _EXPECT_TUPLE[op](*args, **kwargs))
     for x in results:
-        if x is None and op in ("repeat_indices", "lif_forward"):
+        if x is None and op in ("repeat_indices", "lif_forward", "conv2d_backward"):
             continue
         _check_buffer(x, where, buffer_type)
         owner = backend.buffer_device(x)

@@ -133,6 +133,19 @@ KERNELS: dict[str, Kernel] = {
                      "(buf, kernel, stride, dilation, pads, fill, out, channel_major=False) -> buf"),
     "col2im": Kernel("nn", COMPOSED,
                      "(buf, kernel, stride, dilation, pads, size, channel_major=False) -> buf"),
+    "conv2d": Kernel("nn", COMPOSED,
+                     "(x (N, C, H, W), w (O, C/groups, KH, KW), bias (O,) or None, stride, "
+                     "dilation, pads, groups, out (Ho, Wo)) -> buf (N, O, Ho, Wo); float32/"
+                     "float64 (others: the composition)"),
+    "conv2d_backward": Kernel("nn", COMPOSED,
+                              "(g (N, O, Ho, Wo), x, w, stride, dilation, pads, groups, need "
+                              "(3 bools)) -> (g_x, g_w, g_bias), None where not needed"),
+    "max_pool2d": Kernel("nn", COMPOSED,
+                         "(buf (N, C, H, W), kernel, stride, dilation, pads, out) -> (buf, int32 "
+                         "idx), each window's maximum and its window index; float32/float64"),
+    "max_pool2d_backward": Kernel("nn", COMPOSED,
+                                  "(g, idx, kernel, stride, dilation, pads, size) -> buf "
+                                  "(N, C, H, W)"),
     # fused optimizer updates (docs/kernels/optim.md): each writes the parameter and its state
     # buffers in place, one pass; float32/float64 buffers of one shape (other dtypes: the
     # composition); a state buffer passed as None is not used

@@ -532,20 +532,28 @@ def conv2d(input: Array, weight: Array, bias: Array | None = None, stride: int |
         pads = (ph, ph, pw, pw)
     ho = _out_size(h + pads[0] + pads[1], kh, stride[0], 0, dilation[0], op="conv2d")
     wo = _out_size(w + pads[2] + pads[3], kw, stride[1], 0, dilation[1], op="conv2d")
-    # batch-major windows and N small GEMMs: on the CPU one (O, CK) x (CK, N*L) GEMM (the
-    # channel_major layout) engages multi-threaded BLAS, whose threads fight numba's for the
-    # cores and made the whole step twice slower on a busy 2-core machine
-    cols = _im2col(input, (kh, kw), stride, dilation, pads, 0.0, (ho, wo))
-    k = cg * kh * kw
-    # the windows come kw-major, so the weight's (kh, kw) axes are swapped to match
-    wt = gp.permute_dims(weight, (0, 1, 3, 2)) if kh > 1 and kw > 1 else weight
-    if groups == 1:
-        y = gp.matmul(gp.reshape(wt, (o, k)), gp.reshape(cols, (n, k, ho * wo)))
-    else:
-        y = gp.matmul(gp.reshape(wt, (1, groups, o // groups, k)),
-                      gp.reshape(cols, (n, groups, k, ho * wo)))
-    y = gp.reshape(y, (n, o, ho, wo))
-    return y if bias is None else y + gp.reshape(bias, (1, o, 1, 1))
+    input, weight, bias = _dispatch.autocast("conv2d", input, weight, bias)
+    dt = gp.result_type(*(a for a in (input, weight, bias) if a is not None))
+    input, weight, bias = (a if a is None or a.dtype == dt else gp.astype(a, dt)
+                           for a in (input, weight, bias))
+    return _Conv2d.apply(input, weight, bias, geom=(stride, dilation, pads, groups, (ho, wo)))
+
+
+class _Conv2d(Function):
+    """conv2d as one node (grilly.array.conv's conv2d and conv2d_backward kernels): on the CPU
+    each image's windows live only in a thread's scratch, forward and backward."""
+
+    @staticmethod
+    def forward(ctx, x, w, b, *, geom):
+        ctx.save_for_backward(x, w)
+        ctx.geom = geom
+        return _conv.conv2d(x, w, b, *geom)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        return _conv.conv2d_backward(g, x, w, *ctx.geom[:4], need=need)
 
 
 def conv1d(input: Array, weight: Array, bias: Array | None = None, stride: int | tuple[int] = 1,
@@ -593,8 +601,23 @@ def max_pool2d(input: Array, kernel_size: int | tuple[int, int], stride: int | t
         raise NotImplementedError("max_pool2d: return_indices=True is not supported")
     x, k, s, d, out, p, extra = _pool_setup(input, kernel_size, stride, padding, dilation, ceil_mode,
                                             "max_pool2d")
-    y = gp.max(_pool_windows(x, k, s, d, out, p, extra, _neg_inf(input.dtype)), axis=2)
+    y = _MaxPool2d.apply(x, geom=(k, s, d, (p[0], extra[0], p[1], extra[1])), out=out)
     return y if input.ndim == 4 else gp.squeeze(y, axis=0)
+
+
+class _MaxPool2d(Function):
+    """max_pool2d as one node: the forward keeps each window's argmax, the backward adds the
+    gradient there (grilly.array.conv's max_pool2d kernels)."""
+
+    @staticmethod
+    def forward(ctx, x, *, geom, out):
+        y, ctx.idx = _conv.max_pool2d(x, *geom, out)
+        ctx.geom, ctx.size = geom, tuple(x.shape[2:])
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        return (_conv.max_pool2d_backward(g, ctx.idx, *ctx.geom, ctx.size),)
 
 
 def avg_pool2d(input: Array, kernel_size: int | tuple[int, int], stride: int | tuple[int, int] | None = None,

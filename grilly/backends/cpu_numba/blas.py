@@ -9,7 +9,8 @@ import numba
 import numpy as np
 import scipy.linalg.cython_blas  # noqa: F401  (the BLAS Numba's np.dot calls: loaded before
 import threadpoolctl             # the library list below is read, so that it is in it)
-from numba import njit, prange
+from numba import njit, prange, types
+from numba.extending import overload
 
 _opts = dict(cache=True, nogil=True)
 MIN_SPLIT = 1 << 22   # multiply-adds from which a product is split over the threads
@@ -105,3 +106,52 @@ def mm3(a3, b3, out, ia, ib, dot3) -> None:
         return
     with one_blas_thread():
         _batched(a3, b3, out, ia, ib)
+
+
+# ---- gemm with alpha, beta and transposes (numba's np.dot has neither) ----------------------
+# numba's own BLAS entry point, resolved by symbol name at link time (so callers cache like
+# np.dot's): numba_xxgemm(kind, transa, transb, m, n, k, alpha*, a*, lda, b*, ldb, beta*, c*,
+# ldc), column-major, as numba/np/linalg.py declares it.
+def _xx_sig(dt):
+    p = types.CPointer(dt)
+    return types.intc(types.char, types.char, types.char, types.intp, types.intp, types.intp,
+                      p, p, types.intp, p, types.intp, p, p, types.intp)
+
+
+_XX = {types.float32: (types.ExternalFunction("numba_xxgemm", _xx_sig(types.float32)), ord("s")),
+       types.float64: (types.ExternalFunction("numba_xxgemm", _xx_sig(types.float64)), ord("d"))}
+
+
+def _xxgemm(c, tb, ta, n, m, k, al, b, ldb, a, lda, be, ldc):
+    """Typed in njit code only (the overload below)."""
+
+
+@overload(_xxgemm)
+def _xxgemm_impl(c, tb, ta, n, m, k, al, b, ldb, a, lda, be, ldc):
+    fn, kind = _XX[c.dtype]
+
+    def impl(c, tb, ta, n, m, k, al, b, ldb, a, lda, be, ldc):
+        fn(np.int8(kind), tb, ta, n, m, k, al.ctypes, b.ctypes, ldb, a.ctypes, lda, be.ctypes,
+           c.ctypes, ldc)
+    return impl
+
+
+@njit(**_opts)
+def _ld(x):
+    """Leading dimension of a row-major matrix with unit column stride."""
+    return x.strides[0] // x.itemsize if x.shape[0] > 1 else max(x.shape[1], 1)
+
+
+@njit(**_opts)
+def gemm(ta, tb, alpha, a, b, beta, c):
+    """c = alpha op(a) op(b) + beta c for row-major float32/float64 matrices whose rows are
+    unit-stride (any row stride; op(x) = x.T where ``t``); one single-threaded-or-not BLAS call."""
+    m, n = c.shape
+    k = a.shape[0] if ta else a.shape[1]
+    al = np.empty(1, c.dtype)
+    al[0] = alpha
+    be = np.empty(1, c.dtype)
+    be[0] = beta
+    # row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: operands swap, flags stay
+    _xxgemm(c, np.int8(116 if tb else 110), np.int8(116 if ta else 110), n, m, k, al, b, _ld(b),
+            a, _ld(a), be, _ld(c))

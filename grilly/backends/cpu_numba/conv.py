@@ -1,11 +1,15 @@
-"""CPU kernels of the conv family: ``im2col`` and its adjoint ``col2im`` (docs/kernels/conv.md).
-float16 computes in float32, as the other CPU kernels do.
+"""CPU kernels of the conv family: ``im2col`` and its adjoint ``col2im``, and the fused
+``conv2d``/``conv2d_backward`` (docs/kernels/conv.md). float16 computes in float32, as the
+other CPU kernels do.
 """
 from __future__ import annotations
 
+import numba
 import numpy as np
 from numba import njit, prange
 
+from . import jit
+from .blas import gemm, one_blas_thread
 from .pool import pool
 from .reductions import par, use_threads
 
@@ -157,4 +161,272 @@ def col2im(buf, kernel, stride, dilation, pads, size, channel_major=False):
     return res
 
 
-KERNELS: dict = {"im2col": im2col, "col2im": col2im}
+# ---- conv2d: per image, its windows in a thread's scratch and one GEMM per group -------------
+# The windows of one image (C/g*KH*KW, Ho*Wo) stay in cache between im2col and the GEMM, the
+# batch never materializes them, and the weight, bias and input gradients come out of the
+# same per-image pass (weight and bias as one partial sum per thread).
+@njit(**_o)
+def _cols(x, cols, c0, cg, kh, kw, sh, sw, dh, dw, pt, pl, ho, wo):
+    """Window rows (c, i, j), kh-major, of channels c0..c0+cg of one image x (C, H, W) into
+    cols (cg*KH*KW, Ho*Wo); zero outside the image."""
+    h, w = x.shape[1], x.shape[2]
+    for c in range(cg):
+        src = x[c0 + c]
+        for i in range(kh):
+            for j in range(kw):
+                o = cols[(c * kh + i) * kw + j]
+                for a in range(ho):
+                    r = a * sh + i * dh - pt
+                    if r < 0 or r >= h:
+                        for b in range(wo):
+                            o[a * wo + b] = 0
+                    else:
+                        for b in range(wo):
+                            cc = b * sw + j * dw - pl
+                            o[a * wo + b] = src[r, cc] if 0 <= cc < w else 0
+
+
+@njit(**_o)
+def _uncols(gc, gx, c0, cg, kh, kw, sh, sw, dh, dw, pt, pl, ho, wo):
+    """The adjoint of ``_cols``: window rows gc added onto channels c0.. of gx (C, H, W)."""
+    h, w = gx.shape[1], gx.shape[2]
+    for c in range(cg):
+        dst = gx[c0 + c]
+        for i in range(kh):
+            for j in range(kw):
+                v = gc[(c * kh + i) * kw + j]
+                for a in range(ho):
+                    r = a * sh + i * dh - pt
+                    if 0 <= r < h:
+                        for b in range(wo):
+                            cc = b * sw + j * dw - pl
+                            if 0 <= cc < w:
+                                dst[r, cc] += v[a * wo + b]
+
+
+@njit(parallel=True, **_o)
+def _conv_fwd(x, w2, bias, y, groups, kh, kw, sh, sw, dh, dw, pt, pl, parts, direct):
+    n, cin = x.shape[0], x.shape[1]
+    o_all, kg = w2.shape
+    og, cg = o_all // groups, cin // groups
+    ho, wo = y.shape[2], y.shape[3]
+    L = ho * wo
+    step = (n + parts - 1) // parts
+    for t in prange(parts):
+        cols = np.empty((kg, L), x.dtype)
+        for im in range(t * step, min(n, (t + 1) * step)):
+            yi = y[im].reshape((o_all, L))
+            for g in range(groups):
+                yg = yi[g * og:(g + 1) * og]
+                beta = 0.0
+                if bias.size:
+                    for o in range(og):
+                        yg[o, :] = bias[g * og + o]
+                    beta = 1.0
+                wg = w2[g * og:(g + 1) * og]
+                if direct:   # a 1x1, stride-1, unpadded kernel: the image is its own windows
+                    gemm(False, False, 1.0, wg, x[im].reshape((cin, L))[g * cg:(g + 1) * cg],
+                         beta, yg)
+                else:
+                    _cols(x[im], cols, g * cg, cg, kh, kw, sh, sw, dh, dw, pt, pl, ho, wo)
+                    gemm(False, False, 1.0, wg, cols, beta, yg)
+
+
+@njit(parallel=True, **_o)
+def _conv_bwd(x, w2, gy, gx, gwp, gbp, groups, kh, kw, sh, sw, dh, dw, pt, pl, parts, direct,
+              nx, nw, nb):
+    n, cin = x.shape[0], x.shape[1]
+    o_all, kg = w2.shape
+    og, cg = o_all // groups, cin // groups
+    ho, wo = gy.shape[2], gy.shape[3]
+    L = ho * wo
+    step = (n + parts - 1) // parts
+    for t in prange(parts):
+        cols = np.empty((kg, L), x.dtype)
+        gc = np.empty((kg, L), x.dtype)
+        for im in range(t * step, min(n, (t + 1) * step)):
+            gi = gy[im].reshape((o_all, L))
+            if nb:
+                for o in range(o_all):
+                    acc = 0.0
+                    for q in range(L):
+                        acc += gi[o, q]
+                    gbp[t, o] += acc
+            if nx and not direct:
+                gxi = gx[im]
+                for c in range(cin):
+                    gxi[c, :, :] = 0
+            for g in range(groups):
+                gg = gi[g * og:(g + 1) * og]
+                if nw:
+                    dst = gwp[t, g * og:(g + 1) * og]
+                    if direct:
+                        gemm(False, True, 1.0, gg, x[im].reshape((cin, L))[g * cg:(g + 1) * cg],
+                             1.0, dst)
+                    else:
+                        _cols(x[im], cols, g * cg, cg, kh, kw, sh, sw, dh, dw, pt, pl, ho, wo)
+                        gemm(False, True, 1.0, gg, cols, 1.0, dst)
+                if nx:
+                    wg = w2[g * og:(g + 1) * og]
+                    if direct:
+                        gemm(True, False, 1.0, wg, gg, 0.0,
+                             gx[im].reshape((cin, L))[g * cg:(g + 1) * cg])
+                    else:
+                        gemm(True, False, 1.0, wg, gg, 0.0, gc)
+                        _uncols(gc, gx[im], g * cg, cg, kh, kw, sh, sw, dh, dw, pt, pl, ho, wo)
+
+
+def _geometry(x, w, stride, dilation, pads, groups):
+    kh, kw = w.shape[2], w.shape[3]
+    direct = kh == 1 and kw == 1 and tuple(stride) == (1, 1) and not any(pads)
+    parts = max(1, min(numba.get_num_threads(), x.shape[0]))
+    return (groups, kh, kw, stride[0], stride[1], dilation[0], dilation[1], pads[0], pads[2],
+            parts, direct)
+
+
+def conv2d(x, w, bias, stride, dilation, pads, groups, out):
+    """y (N, O, Ho, Wo) = the cross-correlation of x (N, C, H, W) with w (O, C/groups, KH, KW)
+    plus bias (O,) or None; float32/float64 (the array layer composes the rest)."""
+    n, o = x.shape[0], w.shape[0]
+    y = pool.empty((n, o) + tuple(out), x.dtype)
+    if y.size == 0:
+        return y
+    x = np.ascontiguousarray(x)
+    w2 = np.ascontiguousarray(w).reshape(o, -1)
+    b = np.ascontiguousarray(bias) if bias is not None else np.empty(0, x.dtype)
+    if w2.shape[1] == 0:
+        y[...] = b.reshape(1, o, 1, 1) if bias is not None else 0
+        return y
+    with one_blas_thread():
+        _conv_fwd(x, w2, b, y, *_geometry(x, w, stride, dilation, pads, groups))
+    return y
+
+
+def conv2d_backward(g, x, w, stride, dilation, pads, groups, need):
+    """The gradients (x, w, bias) of ``conv2d`` for the output gradient g, each None where
+    ``need`` says it is not wanted."""
+    n, cin = x.shape[:2]
+    o = w.shape[0]
+    nx, nw, nb = (bool(v) for v in need)
+    geo = _geometry(x, w, stride, dilation, pads, groups)
+    parts = geo[-2]
+    dt = x.dtype
+    gx = pool.empty(x.shape, dt) if nx else np.empty((0, 0, 0, 0), dt)
+    gwp = np.zeros((parts, o, w[0].size) if nw else (0, 0, 0), dt)
+    gbp = np.zeros((parts, o) if nb else (0, 0), dt)
+    if g.size and x.size and w.size:
+        with one_blas_thread():
+            _conv_bwd(np.ascontiguousarray(x), np.ascontiguousarray(w).reshape(o, -1),
+                      np.ascontiguousarray(g), gx, gwp, gbp, *geo, nx, nw, nb)
+    elif nx:
+        gx[...] = 0
+    return (gx if nx else None,
+            gwp.sum(axis=0).reshape(w.shape) if nw else None,
+            gbp.sum(axis=0) if nb else None)
+
+
+# ---- max_pool2d: the maximum of each window and where it was, one pass per plane ------------
+@njit(**_o)
+def _maxpool_task(x, y, idx, t, kh, kw, sh, sw, dh, dw, pt, pl):
+    src = x[t // x.shape[1], t % x.shape[1]]
+    yo = y[t // x.shape[1], t % x.shape[1]]
+    io = idx[t // x.shape[1], t % x.shape[1]]
+    h, w = src.shape
+    ho, wo = yo.shape
+    for a in range(ho):
+        yr, ir = yo[a], io[a]
+        for b in range(wo):
+            yr[b] = -np.inf
+            ir[b] = -1
+        # window offsets in kw-major order (im2col's): the first maximum wins, a NaN beats
+        # all; a whole output row per offset, as selects, so the loop vectorizes
+        for j in range(kw):
+            off = j * dw - pl
+            b0 = max(0, (-off + sw - 1) // sw)
+            b1 = min(wo, (w - 1 - off) // sw + 1) if w - 1 - off >= 0 else 0
+            for i in range(kh):
+                r = a * sh + i * dh - pt
+                if r < 0 or r >= h:
+                    continue
+                row = src[r]
+                k = j * kh + i
+                for b in range(b0, b1):
+                    v = row[b * sw + off]
+                    cur = yr[b]
+                    take = (v > cur) | (ir[b] < 0) | ((v != v) & (cur == cur))
+                    yr[b] = v if take else cur
+                    ir[b] = k if take else ir[b]
+
+
+@njit(**_o)
+def s_maxpool(x, y, idx, kh, kw, sh, sw, dh, dw, pt, pl):
+    for t in range(x.shape[0] * x.shape[1]):
+        _maxpool_task(x, y, idx, t, kh, kw, sh, sw, dh, dw, pt, pl)
+
+
+@njit(parallel=True, **_o)
+def p_maxpool(x, y, idx, kh, kw, sh, sw, dh, dw, pt, pl):
+    for t in prange(x.shape[0] * x.shape[1]):
+        _maxpool_task(x, y, idx, np.int64(t), kh, kw, sh, sw, dh, dw, pt, pl)
+
+
+@njit(**_o)
+def _unpool_task(g, idx, gx, t, kh, sh, sw, dh, dw, pt, pl):
+    src = g[t // g.shape[1], t % g.shape[1]]
+    io = idx[t // g.shape[1], t % g.shape[1]]
+    dst = gx[t // g.shape[1], t % g.shape[1]]
+    dst[:, :] = 0
+    ho, wo = src.shape
+    for a in range(ho):
+        for b in range(wo):
+            k = io[a, b]
+            dst[a * sh + (k % kh) * dh - pt, b * sw + (k // kh) * dw - pl] += src[a, b]
+
+
+@njit(**_o)
+def s_unpool(g, idx, gx, kh, sh, sw, dh, dw, pt, pl):
+    for t in range(g.shape[0] * g.shape[1]):
+        _unpool_task(g, idx, gx, t, kh, sh, sw, dh, dw, pt, pl)
+
+
+@njit(parallel=True, **_o)
+def p_unpool(g, idx, gx, kh, sh, sw, dh, dw, pt, pl):
+    for t in prange(g.shape[0] * g.shape[1]):
+        _unpool_task(g, idx, gx, np.int64(t), kh, sh, sw, dh, dw, pt, pl)
+
+
+def max_pool2d(buf, kernel, stride, dilation, pads, out):
+    """(y (N, C, Ho, Wo), int32 idx): each window's maximum (positions outside the image take
+    no part) and its window index j*KH + i (im2col's order; the first maximum, NaN first)."""
+    n, c = buf.shape[:2]
+    y = pool.empty((n, c) + tuple(out), buf.dtype)
+    idx = pool.empty((n, c) + tuple(out), np.dtype(np.int32))
+    if y.size:
+        (kh, kw), (sh, sw), (dh, dw) = kernel, stride, dilation
+        args = (np.ascontiguousarray(buf), y, idx, kh, kw, sh, sw, dh, dw, pads[0], pads[2])
+        # compute-bound: not under the memory-bound kernels' back-off (reductions.par)
+        if y.size * kh * kw >= jit.PARALLEL_MIN and n * c >= 2:
+            p_maxpool(*args)
+        else:
+            s_maxpool(*args)
+    return y, idx
+
+
+def max_pool2d_backward(g, idx, kernel, stride, dilation, pads, size):
+    """The input gradient of ``max_pool2d``: each g added at its window's maximum."""
+    n, c = g.shape[:2]
+    gx = pool.empty((n, c) + tuple(size), g.dtype)
+    if gx.size:
+        kh, (sh, sw), (dh, dw) = kernel[0], stride, dilation
+        args = (np.ascontiguousarray(g), np.ascontiguousarray(idx), gx, kh, sh, sw, dh, dw,
+                pads[0], pads[2])
+        if gx.size >= jit.PARALLEL_MIN and n * c >= 2:
+            p_unpool(*args)
+        else:
+            s_unpool(*args)
+    return gx
+
+
+KERNELS: dict = {"im2col": im2col, "col2im": col2im, "conv2d": conv2d,
+                 "conv2d_backward": conv2d_backward, "max_pool2d": max_pool2d,
+                 "max_pool2d_backward": max_pool2d_backward}
