@@ -314,6 +314,34 @@ def _softmax(log):
     return check
 
 
+def _linear(dev):
+    """linear and its backward composed from matmul, add and sum, against float64 numpy."""
+    from grilly.array import dense
+    rng = np.random.default_rng(5)
+    x, w, b, g = (rng.normal(size=s) for s in ((6, 4), (3, 4), (3,), (6, 3)))
+    np.testing.assert_allclose(np.asarray(dense.linear(_on(dev, x), _on(dev, w), _on(dev, b))),
+                               x @ w.T + b, rtol=1e-13)
+    got = dense.linear_backward(_on(dev, g), _on(dev, x), _on(dev, w), (True, True, True))
+    for a, want in zip(got, (g @ w, g.T @ x, g.sum(axis=0))):
+        np.testing.assert_allclose(np.asarray(a), want, rtol=1e-13)
+    gx, gw, gb = dense.linear_backward(_on(dev, g), _on(dev, x), _on(dev, w), (False, True, False))
+    assert gx is None and gb is None and gw is not None
+
+
+def _cross_entropy(dev):
+    """The composed cross entropy (ignored rows, both reductions) and its gradient."""
+    from test_softmax import np_cross_entropy
+    rng = np.random.default_rng(3)
+    x, t = rng.normal(size=(9, 5)), rng.integers(0, 5, 9)
+    t[4] = -100
+    for mean in (True, False):
+        want, wg = np_cross_entropy(x, t, mean)
+        xd, td = _on(dev, x), _on(dev, t)
+        np.testing.assert_allclose(float(fused.cross_entropy(xd, td, mean=mean)), want, rtol=1e-13)
+        got = fused.cross_entropy_backward(xd, td, _on(dev, np.array(2.0)), mean=mean)
+        np.testing.assert_allclose(np.asarray(got), 2 * wg, rtol=1e-12, atol=1e-15)
+
+
 def _conv(adjoint):
     def check(dev):
         cpu = gp.backends.registry.device("cpu")
@@ -576,6 +604,8 @@ CHECKS = {
     "plasticity_step": _plasticity,
     "unique": _unique, "isin": _isin, "topk": _topk, "cross": _cross, "fft_roll": _fft_roll,
     "softmax": _softmax(False), "log_softmax": _softmax(True),
+    "cross_entropy": _cross_entropy, "cross_entropy_backward": _cross_entropy,
+    "linear": _linear, "linear_backward": _linear,
     "im2col": _conv(False), "col2im": _conv(True),
     "conv2d": _conv2d, "conv2d_backward": _conv2d, "max_pool2d": _max_pool,
     "max_pool2d_backward": _max_pool,

@@ -173,3 +173,88 @@ def test_torch_special(name, device):
     h = np.array([[-np.inf] * 5, [0.0, -np.inf, 1.0, 1e4, -1e4], [1.0] * 5], np.float32)
     ty = getattr(torch, name)(torch.from_numpy(h), dim=1).numpy()
     assert_close(getattr(F, name)(gp.asarray(h, device=device), dim=1), ty, rtol=1e-6, atol=0)
+
+
+# ---- cross entropy against class indices (the fused kernel pair and its composition) ----------
+def np_cross_entropy(x, t, mean):
+    """float64 reference: (loss, gradient for an output gradient of 1) with out-of-range rows
+    dropped."""
+    x = x.astype(np.float64)
+    n, c = x.shape
+    ok = (t >= 0) & (t < c)
+    m = x.max(axis=1, keepdims=True)
+    logp = (x - m) - np.log(np.exp(x - m).sum(axis=1, keepdims=True))
+    rows = np.where(ok, -logp[np.arange(n), np.clip(t, 0, c - 1)], 0.0)
+    count = ok.sum()
+    loss = rows.sum() / count if mean else rows.sum()
+    g = np.exp(logp) * ok[:, None]
+    g[np.arange(n)[ok], t[ok]] -= 1
+    return loss, g / count if mean else g
+
+
+def _ce_paths(device):
+    from grilly.array import composites
+    out = [("composed", lambda *a, **k: composites.COMPOSITES["cross_entropy"](device, *a, k["mean"]),
+            lambda *a, **k: composites.COMPOSITES["cross_entropy_backward"](device, *a, k["mean"]))]
+    if "cross_entropy" in device.kernels:
+        out.append(("kernel", fused.cross_entropy, fused.cross_entropy_backward))
+    return out
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("mean", [True, False])
+def test_cross_entropy_kernels(device, dtype, mean):
+    rng = np.random.default_rng(4)
+    x = (rng.standard_normal((37, 11)) * 8).astype(dtype)
+    x[3, 2] = -np.inf                       # a -inf logit away from the target
+    t = rng.integers(0, 11, 37)
+    t[[5, 9]] = -100                         # ignore_index rows drop out
+    t[3] = 4
+    want, wg = np_cross_entropy(x, t, mean)
+    xd, td = gp.asarray(x, device=device), gp.asarray(t, device=device)
+    g = gp.asarray(np.array(0.5, dtype), device=device)
+    tol = 4 * np.finfo(dtype).eps * 40
+    for how, fwd, bwd in _ce_paths(device):
+        loss = fwd(xd, td, mean=mean)
+        assert loss.shape == () and loss.dtype == xd.dtype, how
+        np.testing.assert_allclose(float(loss), want, rtol=tol, err_msg=how)
+        gx = bwd(xd, td, g, mean=mean)
+        np.testing.assert_allclose(np.asarray(gx), 0.5 * wg, rtol=tol, atol=tol * 0.5 / 37,
+                                   err_msg=how)
+
+
+def test_cross_entropy_all_ignored_is_nan(device):
+    x = gp.asarray(np.ones((3, 4), np.float32), device=device)
+    t = gp.asarray(np.full(3, -100), device=device)
+    assert np.isnan(float(fused.cross_entropy(x, t, mean=True)))
+    assert float(fused.cross_entropy(x, t, mean=False)) == 0.0
+
+
+def test_cross_entropy_bad_arguments(device):
+    x = gp.asarray(np.ones((3, 4), np.float32), device=device)
+    with pytest.raises(TypeError, match="cross_entropy: target must hold integer"):
+        fused.cross_entropy(x, gp.asarray(np.ones(3, np.float32), device=device))
+    with pytest.raises(ValueError, match=r"cross_entropy: target shape \(4,\)"):
+        fused.cross_entropy(x, gp.asarray(np.zeros(4, np.int64), device=device))
+    with pytest.raises(TypeError, match="cross_entropy: x must be real floating"):
+        fused.cross_entropy(gp.asarray(np.ones(3, np.float32), device=device),
+                            gp.asarray(np.zeros(3, np.int64), device=device))
+
+
+def test_cross_entropy_loss_matches_torch(device):
+    """nn.functional.cross_entropy (the fused node) and its gradient against torch."""
+    torch = pytest.importorskip("torch")
+    from grilly.nn import functional as F
+    rng = np.random.default_rng(6)
+    x, t = rng.standard_normal((16, 7)).astype(np.float32), rng.integers(0, 7, 16)
+    t[2] = -100
+    for reduction in ("mean", "sum"):
+        tx = torch.tensor(x, requires_grad=True)
+        tl = torch.nn.functional.cross_entropy(tx, torch.tensor(t), reduction=reduction)
+        tl.backward()
+        gx = gp.asarray(x, device=device)
+        gx.requires_grad = True
+        loss = F.cross_entropy(gx, gp.asarray(t, device=device), reduction=reduction)
+        loss.backward()
+        np.testing.assert_allclose(float(loss), tl.item(), rtol=1e-6)
+        np.testing.assert_allclose(np.asarray(gx.grad), tx.grad.numpy(), rtol=1e-5, atol=1e-7)

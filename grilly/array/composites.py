@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from . import (conv, core, fused, host, host_kernels, indexing, manipulation, neighbors,
+from . import (conv, core, dense, fused, host, host_kernels, indexing, manipulation, neighbors,
                plasticity, random_bits, searching, spiking, statistical)
 from . import dtypes as dt
 from .array import Array
@@ -405,6 +405,26 @@ def log_softmax(device, x: Array, axis: int) -> Array:
     return fused._composed(x, axis, True)
 
 
+def linear(device, x: Array, w: Array, bias) -> Array:
+    """matmul and add (grilly.array.dense)."""
+    return dense.composed_linear(x, w, bias)
+
+
+def linear_backward(device, g: Array, x: Array, w: Array, need: tuple) -> tuple:
+    """Two matmuls and a sum (grilly.array.dense)."""
+    return dense.composed_linear_backward(g, x, w, need)
+
+
+def cross_entropy(device, x: Array, target: Array, mean: bool) -> Array:
+    """log_softmax, where and sums (grilly.array.fused)."""
+    return fused.composed_cross_entropy(x, target, mean)
+
+
+def cross_entropy_backward(device, x: Array, target: Array, g: Array, mean: bool) -> Array:
+    """softmax and elementwise ops (grilly.array.fused)."""
+    return fused.composed_cross_entropy_backward(x, target, g, mean)
+
+
 def im2col(device, x: Array, *args) -> Array:
     """Kernel windows from strided slices (grilly.array.conv)."""
     return conv.im2col(x, *args)   # composes where the device has no im2col kernel
@@ -578,7 +598,9 @@ COMPOSITES = {
     "normalize_indices": normalize_indices, "repeat_indices": repeat_indices,
     "nonzero": nonzero, "diagonal": diagonal, "unique": unique, "isin": isin, "topk": topk,
     "cross": cross, "fft_roll": fft_roll,
-    "softmax": softmax, "log_softmax": log_softmax, "im2col": im2col, "col2im": col2im,
+    "linear": linear, "linear_backward": linear_backward,
+    "softmax": softmax, "log_softmax": log_softmax, "cross_entropy": cross_entropy,
+    "cross_entropy_backward": cross_entropy_backward, "im2col": im2col, "col2im": col2im,
     "conv2d": conv2d, "conv2d_backward": conv2d_backward, "max_pool2d": max_pool2d,
     "max_pool2d_backward": max_pool2d_backward,
     "sgd_step": sgd_step, "adam_step": adam_step, "rmsprop_step": rmsprop_step,

@@ -1,7 +1,8 @@
 """Fused ops beyond the Array API standard, used by grilly.nn.functional: softmax and log_softmax
-along one axis, one kernel per call (the "softmax" family, docs/kernels/softmax.md).
+along one axis, and the cross entropy of logits against class indices with its gradient, one
+kernel per call (the "softmax" family, docs/kernels/softmax.md).
 
-Not star-imported into the grilly namespace. A device whose backend has no "softmax" kernel
+Not star-imported into the grilly namespace. A device whose backend lacks one of these kernels
 gets the same result composed from namespace ops on that device.
 """
 from __future__ import annotations
@@ -11,7 +12,9 @@ from . import core
 from . import dispatch as _dispatch
 from .array import Array
 
-__all__ = ["softmax", "log_softmax"]
+__all__ = ["softmax", "log_softmax", "cross_entropy", "cross_entropy_backward"]
+
+_CE_DTYPES = frozenset({"float32", "float64"})   # what the cross_entropy kernels take
 
 
 def _composed(x: Array, axis: int, log: bool) -> Array:
@@ -50,6 +53,67 @@ def softmax(x: Array, /, *, axis: int = -1) -> Array:
 def log_softmax(x: Array, /, *, axis: int = -1) -> Array:
     """(x - max) - log(sum(exp(x - max))) along ``axis``, in one fused kernel."""
     return _run("log_softmax", x, axis)
+
+
+def _ce_check(op: str, x: Array, target: Array) -> None:
+    core.check_array(x, op, "x")
+    core.check_array(target, op, "target")
+    if x._dtype.kind != "f" or x.ndim != 2:
+        raise TypeError(f"{op}: x must be real floating (N, C) logits, got {x._dtype.name} of "
+                        f"shape {x.shape}")
+    if target._dtype.kind not in "iu":
+        raise TypeError(f"{op}: target must hold integer class indices, got {target._dtype.name}")
+    if target.shape != x.shape[:1]:
+        raise ValueError(f"{op}: target shape {target.shape} does not match x's {x.shape} "
+                         f"(expected {x.shape[:1]})")
+    core.common_device(op, x, target)
+
+
+def cross_entropy(x: Array, target: Array, *, mean: bool = True) -> Array:
+    """0-d: the cross entropy of logits x (N, C) against class indices target (N,), summed over
+    the rows whose target lies in [0, C) (others take no part; ignore_index), divided by their
+    count when ``mean`` (NaN when there is none)."""
+    _ce_check("cross_entropy", x, target)
+    dev = x._device
+    k = dev.kernels.get("cross_entropy")
+    if k is not None and x._dtype.name in _CE_DTYPES:
+        return core.wrap(k(x._buf, target._buf, bool(mean)), x._dtype, dev)
+    return core.composite(dev, "cross_entropy")(dev, x, target, bool(mean))
+
+
+def cross_entropy_backward(x: Array, target: Array, g: Array, *, mean: bool = True) -> Array:
+    """The gradient (N, C) of ``cross_entropy`` for its 0-d output gradient g:
+    g * (softmax(x) - onehot(target)) on the counted rows (divided by their count when
+    ``mean``), zero on the others."""
+    _ce_check("cross_entropy_backward", x, target)
+    dev = x._device
+    k = dev.kernels.get("cross_entropy_backward")
+    if k is not None and x._dtype.name in _CE_DTYPES:
+        return core.wrap(k(x._buf, target._buf, g._buf, bool(mean)), x._dtype, dev)
+    return core.composite(dev, "cross_entropy_backward")(dev, x, target, g, bool(mean))
+
+
+def _onehot(x: Array, target: Array) -> Array:
+    gp = _dispatch.ns
+    cls = gp.arange(x.shape[1], dtype=target.dtype, device=x.device)
+    return gp.expand_dims(target, axis=1) == cls
+
+
+def composed_cross_entropy(x: Array, target: Array, mean: bool) -> Array:
+    """-sum(log_softmax(x) at the targets) (/ the number of counted rows)."""
+    gp = _dispatch.ns
+    hot = _onehot(x, target)
+    zero = gp.zeros((), dtype=x.dtype, device=x.device)
+    total = -gp.sum(gp.where(hot, log_softmax(x, axis=1), zero))
+    return total / gp.sum(gp.astype(hot, x.dtype)) if mean else total
+
+
+def composed_cross_entropy_backward(x: Array, target: Array, g: Array, mean: bool) -> Array:
+    """(softmax(x) * counted - onehot) * g (/ the count)."""
+    gp = _dispatch.ns
+    oh = gp.astype(_onehot(x, target), x.dtype)
+    scale = g / gp.sum(oh) if mean else g
+    return (softmax(x, axis=1) * gp.sum(oh, axis=1, keepdims=True) - oh) * scale
 
 
 # dispatched (and differentiated: autograd/rules.py) as "fused.softmax" and "fused.log_softmax"

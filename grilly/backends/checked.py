@@ -66,6 +66,9 @@ _EXPECT = {
     "from_host": lambda h, dtype: (tuple(np.shape(h)), dtype),
     "conv2d": lambda x, w, b, stride, dilation, pads, groups, out: (
         (x.shape[0], w.shape[0], *out), x.dtype),
+    "cross_entropy": lambda x, t, mean: ((), x.dtype),
+    "linear": lambda x, w, b: ((x.shape[0], w.shape[0]), x.dtype),
+    "cross_entropy_backward": lambda x, t, g, mean: (tuple(x.shape), x.dtype),
     "max_pool2d_backward": lambda g, idx, kernel, stride, dilation, pads, size: (
         (*g.shape[:2], *size), g.dtype),
     "empty": lambda shape, dtype: (tuple(shape), dtype),
@@ -104,6 +107,9 @@ _EXPECT_TUPLE = {
         (x.shape, x.dtype), (m0.shape, x.dtype), (m0.shape, x.dtype), (m0.shape, x.dtype)],
     "matmul_topk": lambda x, mat, add, k, largest: [((x.shape[0], k), x.dtype),
                                                     ((x.shape[0], k), np.dtype(np.int64))],
+    "linear_backward": lambda g, x, w, need: [
+        (x.shape, x.dtype) if need[0] else None, (w.shape, x.dtype) if need[1] else None,
+        ((w.shape[0],), x.dtype) if need[2] else None],
     "conv2d_backward": lambda g, x, w, stride, dilation, pads, groups, need: [
         (x.shape, x.dtype) if need[0] else None, (w.shape, x.dtype) if need[1] else None,
         ((w.shape[0],), x.dtype) if need[2] else None],
@@ -174,7 +180,8 @@ def check(backend, device, op: str, args: tuple, kwargs: dict, r) -> None:
     if op in _EXPECT_TUPLE:
         _check_tuple(where, results, _EXPECT_TUPLE[op](*args, **kwargs))
     for x in results:
-        if x is None and op in ("repeat_indices", "lif_forward", "conv2d_backward"):
+        if x is None and op in ("repeat_indices", "lif_forward", "conv2d_backward",
+                                "linear_backward"):
             continue
         _check_buffer(x, where, buffer_type)
         owner = backend.buffer_device(x)

@@ -118,6 +118,12 @@ KERNELS: dict[str, Kernel] = {
     # linear algebra (docs/kernels/linalg.md)
     "matmul": Kernel("linalg", REQUIRED, "(out_shape, out_dtype, a, b) -> buf"),
     "cross": Kernel("linalg", COMPOSED, "(out_shape, out_dtype, a, b) -> buf (last axis 3)"),
+    # a dense layer (grilly.array.dense): float32/float64 (others: the composition)
+    "linear": Kernel("linalg", COMPOSED, "(x (M, K), w (N, K), bias (N,) or None) -> buf (M, N) "
+                     "= x @ w.T + bias"),
+    "linear_backward": Kernel("linalg", COMPOSED,
+                              "(g (M, N), x, w, need (3 bools)) -> (g @ w, g.T @ x, g summed "
+                              "over rows), None where not needed"),
     # the host path: composed as a host round trip (NumPy/SciPy, grilly.array.host_kernels)
     **{op: Kernel("linalg", COMPOSED, "see docs/kernels/linalg.md")
        for op in ("cholesky", "det", "eig", "eigh", "eigvals", "eigvalsh", "inv", "matrix_rank",
@@ -129,6 +135,12 @@ KERNELS: dict[str, Kernel] = {
     # fused kernels with default compositions
     "softmax": Kernel("nn", COMPOSED, "(buf, axis) -> buf"),
     "log_softmax": Kernel("nn", COMPOSED, "(buf, axis) -> buf"),
+    "cross_entropy": Kernel("nn", COMPOSED,
+                            "(x (N, C), int target (N,), mean) -> 0-d buf: the summed (mean: "
+                            "averaged) -log_softmax(x)[n, target[n]] over rows with 0 <= target "
+                            "< C; float32/float64"),
+    "cross_entropy_backward": Kernel("nn", COMPOSED,
+                                     "(x, target, g 0-d buf, mean) -> buf (N, C)"),
     "im2col": Kernel("nn", COMPOSED,
                      "(buf, kernel, stride, dilation, pads, fill, out, channel_major=False) -> buf"),
     "col2im": Kernel("nn", COMPOSED,

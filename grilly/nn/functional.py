@@ -11,6 +11,7 @@ from ..array import api as gp
 from ..array import dispatch as _dispatch
 
 from ..array import conv as _conv
+from ..array import dense as _dense
 from ..array import fused as _fused
 from ..array.array import Array
 from ..array.dtypes import DType
@@ -71,35 +72,34 @@ def linear(input: Array, weight: Array, bias: Array | None = None) -> Array:
     if weight.ndim != 2 or input.shape[-1] != weight.shape[1]:
         raise ValueError(f"linear: input last dimension {input.shape[-1:]} does not match weight "
                          f"shape {weight.shape} (out_features, in_features)")
-    if input.ndim >= 2 and (weight.requires_grad or input.requires_grad):
-        if input.ndim == 2:
-            return _Linear.apply(input, weight, bias)
-        # leading axes folded into one: the weight gradient is one matmul, not a batch of
-        # (n, n) products summed afterwards (a (T, batch, n) spike sequence, say)
-        lead = input.shape[:-1]
-        y = _Linear.apply(gp.reshape(input, (-1, input.shape[-1])), weight, bias)
-        return gp.reshape(y, (*lead, weight.shape[0]))
-    y = gp.matmul(input, gp.permute_dims(weight, (1, 0)))
-    return y if bias is None else y + bias
+    if input.ndim < 2 or (bias is not None and bias.shape != (weight.shape[0],)):
+        y = gp.matmul(input, gp.permute_dims(weight, (1, 0)))
+        return y if bias is None else y + bias
+    dt = gp.result_type(*(a for a in (input, weight, bias) if a is not None))
+    input, weight, bias = (a if a is None or a.dtype == dt else gp.astype(a, dt)
+                           for a in (input, weight, bias))
+    if input.ndim == 2:
+        return _Linear.apply(input, weight, bias)
+    # leading axes folded into one: the weight gradient is one matmul, not a batch of
+    # (n, n) products summed afterwards (a (T, batch, n) spike sequence, say)
+    lead = input.shape[:-1]
+    y = _Linear.apply(gp.reshape(input, (-1, input.shape[-1])), weight, bias)
+    return gp.reshape(y, (*lead, weight.shape[0]))
 
 
 class _Linear(Function):
-    """``x @ w.T + b`` for a 2-D ``x`` as one node: backward is two matmuls and a column sum."""
+    """``x @ w.T + b`` for a 2-D ``x`` as one node: one kernel forward (the bias is the GEMM's
+    starting value), one for the three gradients (grilly.array.dense)."""
 
     @staticmethod
     def forward(ctx, x, w, b):
         ctx.save_for_backward(x, w)
-        y = gp.matmul(x, gp.permute_dims(w, (1, 0)))
-        return y if b is None else y + b
+        return _dense.linear(x, w, b)
 
     @staticmethod
     def backward(ctx, g):
         x, w = ctx.saved_tensors
-        need = ctx.needs_input_grad
-        gx = gp.matmul(g, w) if need[0] else None
-        gw = gp.matmul(gp.permute_dims(g, (1, 0)), x) if need[1] else None
-        gb = gp.sum(g, axis=0) if need[2] else None
-        return gx, gw, gb
+        return _dense.linear_backward(g, x, w, ctx.needs_input_grad)
 
 
 def embedding(input: Array, weight: Array, padding_idx: int | None = None) -> Array:
@@ -927,28 +927,19 @@ def nll_loss(input: Array, target: Array, weight: Array | None = None, ignore_in
 
 
 class _CrossEntropy(Function):
-    """Mean or summed cross entropy of (N, C) logits against a one-hot (N, C) target (rows of
-    out-of-range classes are all zero and drop out); backward is (softmax - onehot) * g."""
+    """Mean or summed cross entropy of (N, C) logits against class indices (rows whose index is
+    out of range drop out: ignore_index) as one node: one fused kernel each way."""
 
     @staticmethod
-    def forward(ctx, x, oh, *, mean):
-        logp = log_softmax(x, dim=1)
-        loss = -gp.sum(logp * oh)
-        ctx.save_for_backward(logp, oh)
-        if mean:
-            ctx.denom = gp.sum(oh)
-            loss = loss / ctx.denom
-        else:
-            ctx.denom = None
-        return loss
+    def forward(ctx, x, target, *, mean):
+        ctx.save_for_backward(x, target)
+        ctx.mean = mean
+        return _fused.cross_entropy(x, target, mean=mean)
 
     @staticmethod
     def backward(ctx, g):
-        logp, oh = ctx.saved_tensors
-        scale = g if ctx.denom is None else g / ctx.denom
-        # each row's softmax sums to its target count (0 or 1)
-        rows = gp.sum(oh, axis=1, keepdims=True)
-        return (gp.exp(logp) * rows - oh) * scale, None
+        x, target = ctx.saved_tensors
+        return _fused.cross_entropy_backward(x, target, g, mean=ctx.mean), None
 
 
 def cross_entropy(input: Array, target: Array, weight: Array | None = None,
@@ -965,9 +956,8 @@ def cross_entropy(input: Array, target: Array, weight: Array | None = None,
     c = input.shape[cax]
     if (input.ndim == 2 and weight is None and label_smoothing == 0 and reduction != "none"
             and not 0 <= ignore_index < c and gp.isdtype(target.dtype, "integral")
-            and input.requires_grad):
-        oh, _ = _onehot_targets(input, target, "cross_entropy")
-        return _CrossEntropy.apply(input, oh, mean=reduction == "mean")
+            and target.shape == input.shape[:1]):
+        return _CrossEntropy.apply(input, target, mean=reduction == "mean")
     logp = log_softmax(input, dim=cax)
     wb = None if weight is None else gp.reshape(weight, _class_bshape(input, weight))
     if gp.isdtype(target.dtype, "real floating"):

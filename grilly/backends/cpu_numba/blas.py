@@ -14,6 +14,7 @@ from numba.extending import overload
 
 _opts = dict(cache=True, nogil=True)
 MIN_SPLIT = 1 << 22   # multiply-adds from which a product is split over the threads
+FREE_OUT = 1 << 15    # outputs below which a product under MIN_SPLIT runs as BLAS likes
 
 _libs = None
 
@@ -82,6 +83,12 @@ def mm2(a: np.ndarray, b: np.ndarray, out: np.ndarray, dot2) -> None:
     m, k = a.shape
     n = b.shape[1]
     threads = numba.get_num_threads()
+    if m * n * k < MIN_SPLIT and m * n < FREE_OUT:
+        # a small product's next ops are small too (serial Numba kernels), so BLAS may use
+        # its own threads (it does from ~2**18 multiply-adds): no worker of ours to fight
+        # with, and no threadpool toggling (3 us a call)
+        dot2(a, b, out)
+        return
     if threads < 2 or m * n * k < MIN_SPLIT:
         with one_blas_thread():
             dot2(a, b, out)
@@ -155,3 +162,35 @@ def gemm(ta, tb, alpha, a, b, beta, c):
     # row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: operands swap, flags stay
     _xxgemm(c, np.int8(116 if tb else 110), np.int8(116 if ta else 110), n, m, k, al, b, _ld(b),
             a, _ld(a), be, _ld(c))
+
+
+@njit(parallel=True, **_opts)
+def _gemm_rows(ta, tb, a, b, beta, c, parts):
+    """gemm with the rows of c split into ``parts`` tasks (single-threaded BLAS in each)."""
+    m = c.shape[0]
+    step = (m + parts - 1) // parts
+    for t in prange(parts):
+        i = t * step
+        j = min(i + step, m)
+        if i < j:
+            if ta:
+                gemm(True, tb, 1.0, a[:, i:j], b, beta, c[i:j])
+            else:
+                gemm(False, tb, 1.0, a[i:j], b, beta, c[i:j])
+
+
+def gemm_into(ta: bool, tb: bool, a: np.ndarray, b: np.ndarray, beta: float,
+              c: np.ndarray) -> None:
+    """c = op(a) op(b) + beta c (float32/float64, rows unit-stride), threaded as ``mm2``: small
+    products as BLAS likes, larger ones on one BLAS thread, big ones split over Numba tasks."""
+    m, n = c.shape
+    k = a.shape[0] if ta else a.shape[1]
+    threads = numba.get_num_threads()
+    if m * n * k < MIN_SPLIT and m * n < FREE_OUT:
+        gemm(ta, tb, 1.0, a, b, beta, c)
+        return
+    with one_blas_thread():
+        if threads < 2 or m * n * k < MIN_SPLIT or m < 2 * threads:
+            gemm(ta, tb, 1.0, a, b, beta, c)
+        else:
+            _gemm_rows(ta, tb, a, b, beta, c, threads)

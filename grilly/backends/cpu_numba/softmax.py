@@ -1,5 +1,7 @@
 """CPU kernels of the softmax family: ``softmax`` and ``log_softmax``, ``(buf, axis) -> buf``
 (docs/kernels/softmax.md). One fused pass per row: max, sum of exp(x - max), then the output.
+``cross_entropy`` and its backward: the loss of (N, C) logits against class indices, and its
+gradient, one pass per row each.
 
 The input is seen as a C-contiguous (outer, n, inner) array. inner == 1 (the axis is last) runs
 row by row; otherwise a block of up to COLS columns is carried along the axis at once, so every
@@ -129,4 +131,103 @@ def _kernel(op: str, log: bool):
     return k
 
 
-KERNELS: dict = {"softmax": _kernel("softmax", False), "log_softmax": _kernel("log_softmax", True)}
+# ---- cross entropy against class indices ------------------------------------------------------
+@njit(**_fm)
+def _lse_parts(x):
+    """(max, log(sum(exp(x - max)))) of one row."""
+    m = x.dtype.type(-np.inf)
+    for i in range(x.shape[0]):
+        m = max(m, x[i])
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += np.exp(x[i] - m)
+    return m, np.log(s)
+
+
+@njit(**_fm)
+def _ce_row(x, k):
+    """-log_softmax(x)[k], formed as torch forms it; 0 for a k outside the row."""
+    if not 0 <= k < x.shape[0]:
+        return 0.0
+    m, ls = _lse_parts(x)
+    return ls - (x[k] - m)
+
+
+# serial and parallel variants apart: a parallel=True function turns even its array
+# allocations into parallel regions, which wake the thread pool on every call
+@njit(**_o)
+def s_ce(x, t, rows):
+    for r in range(x.shape[0]):
+        rows[r] = _ce_row(x[r], t[r])
+
+
+@njit(parallel=True, **_o)
+def p_ce(x, t, rows):
+    for r in prange(x.shape[0]):
+        rows[r] = _ce_row(x[r], t[r])
+
+
+@njit(**_fm)
+def _ce_bwd_row(x, k, scale, g):
+    c = x.shape[0]
+    if not 0 <= k < c:
+        for i in range(c):
+            g[i] = 0
+        return
+    m, ls = _lse_parts(x)
+    for i in range(c):
+        g[i] = np.exp((x[i] - m) - ls) * scale
+    g[k] -= scale
+
+
+@njit(**_o)
+def s_ce_bwd(x, t, scale, gx):
+    for r in range(x.shape[0]):
+        _ce_bwd_row(x[r], t[r], scale, gx[r])
+
+
+@njit(parallel=True, **_o)
+def p_ce_bwd(x, t, scale, gx):
+    for r in prange(x.shape[0]):
+        _ce_bwd_row(x[r], t[r], scale, gx[r])
+
+
+def _ce_args(x, t):
+    ct = np.float32 if x.dtype == np.float16 else x.dtype
+    return np.ascontiguousarray(x, dtype=ct), np.ascontiguousarray(t)
+
+
+def cross_entropy(x, target, mean):
+    """0-d: the summed (``mean``: averaged) cross entropy of logits x (N, C) against the class
+    indices target (N,); rows whose target is outside [0, C) take no part."""
+    out = pool.empty((), x.dtype)
+    xc, t = _ce_args(x, target)
+    rows = np.empty(x.shape[0])   # float64: the rows are summed in double
+    (p_ce if use_threads(x.size) and x.shape[0] >= 2 else s_ce)(xc, t, rows)
+    total = rows.sum()
+    if mean:
+        count = int(np.count_nonzero((t >= 0) & (t < x.shape[1])))
+        total = total / count if count else np.nan
+    out[()] = total
+    return out
+
+
+def cross_entropy_backward(x, target, g, mean):
+    """The gradient (N, C) of ``cross_entropy`` for its 0-d output gradient g."""
+    gx = pool.empty(x.shape, x.dtype)
+    if gx.size == 0:
+        return gx
+    xc, t = _ce_args(x, target)
+    scale = float(np.asarray(g).reshape(()))
+    if mean:
+        count = int(np.count_nonzero((t >= 0) & (t < x.shape[1])))
+        scale = scale / count if count else np.nan
+    y = gx if xc.dtype == gx.dtype else np.empty(x.shape, xc.dtype)
+    (p_ce_bwd if use_threads(x.size) and x.shape[0] >= 2 else s_ce_bwd)(xc, t, scale, y)
+    if y is not gx:
+        np.copyto(gx, y, casting="unsafe")
+    return gx
+
+
+KERNELS: dict = {"softmax": _kernel("softmax", False), "log_softmax": _kernel("log_softmax", True),
+                 "cross_entropy": cross_entropy, "cross_entropy_backward": cross_entropy_backward}

@@ -1,0 +1,74 @@
+"""A dense layer's work beyond the Array API standard, used by grilly.nn.functional.linear:
+``linear`` (x @ w.T + bias) and ``linear_backward`` (its three gradients), one kernel each (the
+"linalg" family, docs/kernels/linalg.md).
+
+Not star-imported into the grilly namespace. A device whose backend lacks these kernels gets
+the same result composed from matmul, add and sum on that device.
+"""
+from __future__ import annotations
+
+from . import core
+from . import dispatch as _dispatch
+from .array import Array
+
+__all__ = ["linear", "linear_backward"]
+
+_DTYPES = frozenset({"float32", "float64"})   # what the kernels take (the contract)
+
+
+def _check(op: str, x: Array, w: Array, bias) -> None:
+    for a, name in ((x, "x"), (w, "w"), (bias, "bias")):
+        if a is None:
+            continue
+        core.check_array(a, op, name)
+        if a._dtype is not x._dtype:
+            raise TypeError(f"{op}: {name} has dtype {a._dtype.name}, expected x's {x._dtype.name}")
+        core.common_device(op, x, a)
+    if x.ndim != 2 or w.ndim != 2 or x.shape[1] != w.shape[1]:
+        raise ValueError(f"{op}: x (M, K) and w (N, K) must share K, got {x.shape} and {w.shape}")
+    if bias is not None and bias.shape != (w.shape[0],):
+        raise ValueError(f"{op}: bias must have shape ({w.shape[0]},), got {bias.shape}")
+
+
+def linear(x: Array, w: Array, bias: Array | None = None) -> Array:
+    """x (M, K) @ w (N, K).T + bias (N,): (M, N), one kernel where the device has it."""
+    _check("linear", x, w, bias)
+    dev = x._device
+    k = dev.kernels.get("linear")
+    if k is not None and x._dtype.name in _DTYPES:
+        return core.wrap(k(x._buf, w._buf, None if bias is None else bias._buf), x._dtype, dev)
+    return core.composite(dev, "linear")(dev, x, w, bias)
+
+
+def linear_backward(g: Array, x: Array, w: Array, need: tuple = (True, True, True)) -> tuple:
+    """(g @ w, g.T @ x, sum of g's rows): the gradients of ``linear`` for x, w and the bias,
+    each None where ``need`` (three bools) does not ask for it."""
+    _check("linear_backward", x, w, None)
+    if g.shape != (x.shape[0], w.shape[0]) or g._dtype is not x._dtype:
+        raise ValueError(f"linear_backward: g must be {x._dtype.name} of shape "
+                         f"{(x.shape[0], w.shape[0])}, got {g._dtype.name} {g.shape}")
+    dev = x._device
+    k = dev.kernels.get("linear_backward")
+    if k is not None and x._dtype.name in _DTYPES:
+        bufs = k(g._buf, x._buf, w._buf, tuple(bool(v) for v in need))
+        return tuple(None if b is None else core.wrap(b, x._dtype, dev) for b in bufs)
+    return core.composite(dev, "linear_backward")(dev, g, x, w, tuple(bool(v) for v in need))
+
+
+def composed_linear(x: Array, w: Array, bias) -> Array:
+    """matmul with the transposed weight, then the bias added."""
+    gp = _dispatch.ns
+    y = gp.matmul(x, gp.matrix_transpose(w))
+    return y if bias is None else y + bias
+
+
+def composed_linear_backward(g: Array, x: Array, w: Array, need: tuple) -> tuple:
+    """Two matmuls and a column sum."""
+    gp = _dispatch.ns
+    return (gp.matmul(g, w) if need[0] else None,
+            gp.matmul(gp.matrix_transpose(g), x) if need[1] else None,
+            gp.sum(g, axis=0) if need[2] else None)
+
+
+# through the dispatcher (as "dense.<name>"): bfloat16 arrays compute in float32 there
+_dispatch.export(globals(), "dense.")
