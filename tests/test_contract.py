@@ -314,6 +314,22 @@ def _softmax(log):
     return check
 
 
+def _batch_norm(dev):
+    """Training-mode batch norm and its gradients composed from required kernels."""
+    from grilly.array import normalization
+    from test_norm_kernels import np_batch_norm
+    rng = np.random.default_rng(6)
+    x, w, b, g = (rng.normal(size=s) for s in ((5, 3, 4), (3,), (3,), (5, 3, 4)))
+    want, wgrads = np_batch_norm(x, w, b, 1e-5, g)
+    got = normalization.batch_norm(_on(dev, x), _on(dev, w), _on(dev, b), 1e-5)
+    for a, ref in zip(got, want):
+        np.testing.assert_allclose(np.asarray(a), ref, rtol=1e-12, atol=1e-12)
+    grads = normalization.batch_norm_backward(_on(dev, g), _on(dev, x), got[1], got[2],
+                                              _on(dev, w), (True, True, True))
+    for a, ref in zip(grads, wgrads):
+        np.testing.assert_allclose(np.asarray(a), ref, rtol=1e-11, atol=1e-12)
+
+
 def _linear(dev):
     """linear and its backward composed from matmul, add and sum, against float64 numpy."""
     from grilly.array import dense
@@ -606,6 +622,7 @@ CHECKS = {
     "softmax": _softmax(False), "log_softmax": _softmax(True),
     "cross_entropy": _cross_entropy, "cross_entropy_backward": _cross_entropy,
     "linear": _linear, "linear_backward": _linear,
+    "batch_norm": _batch_norm, "batch_norm_backward": _batch_norm,
     "im2col": _conv(False), "col2im": _conv(True),
     "conv2d": _conv2d, "conv2d_backward": _conv2d, "max_pool2d": _max_pool,
     "max_pool2d_backward": _max_pool,

@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from . import (conv, core, dense, fused, host, host_kernels, indexing, manipulation, neighbors,
-               plasticity, random_bits, searching, spiking, statistical)
+               normalization, plasticity, random_bits, searching, spiking, statistical)
 from . import dtypes as dt
 from .array import Array
 from .core import as_compute_array, wrap
@@ -415,6 +415,17 @@ def linear_backward(device, g: Array, x: Array, w: Array, need: tuple) -> tuple:
     return dense.composed_linear_backward(g, x, w, need)
 
 
+def batch_norm(device, x: Array, weight, bias, eps: float) -> tuple:
+    """Means and elementwise ops (grilly.array.normalization)."""
+    return normalization.composed_batch_norm(x, weight, bias, eps)
+
+
+def batch_norm_backward(device, g: Array, x: Array, mean: Array, invstd: Array, weight,
+                        need: tuple) -> tuple:
+    """Two channel sums and elementwise ops (grilly.array.normalization)."""
+    return normalization.composed_batch_norm_backward(g, x, mean, invstd, weight, need)
+
+
 def cross_entropy(device, x: Array, target: Array, mean: bool) -> Array:
     """log_softmax, where and sums (grilly.array.fused)."""
     return fused.composed_cross_entropy(x, target, mean)
@@ -598,7 +609,8 @@ COMPOSITES = {
     "normalize_indices": normalize_indices, "repeat_indices": repeat_indices,
     "nonzero": nonzero, "diagonal": diagonal, "unique": unique, "isin": isin, "topk": topk,
     "cross": cross, "fft_roll": fft_roll,
-    "linear": linear, "linear_backward": linear_backward,
+    "linear": linear, "linear_backward": linear_backward, "batch_norm": batch_norm,
+    "batch_norm_backward": batch_norm_backward,
     "softmax": softmax, "log_softmax": log_softmax, "cross_entropy": cross_entropy,
     "cross_entropy_backward": cross_entropy_backward, "im2col": im2col, "col2im": col2im,
     "conv2d": conv2d, "conv2d_backward": conv2d_backward, "max_pool2d": max_pool2d,

@@ -107,6 +107,11 @@ _EXPECT_TUPLE = {
         (x.shape, x.dtype), (m0.shape, x.dtype), (m0.shape, x.dtype), (m0.shape, x.dtype)],
     "matmul_topk": lambda x, mat, add, k, largest: [((x.shape[0], k), x.dtype),
                                                     ((x.shape[0], k), np.dtype(np.int64))],
+    "batch_norm": lambda x, w, b, eps: [(x.shape, x.dtype), (x.shape[1:2], x.dtype),
+                                        (x.shape[1:2], x.dtype)],
+    "batch_norm_backward": lambda g, x, m, inv, w, need: [
+        (x.shape, x.dtype) if need[0] else None, (x.shape[1:2], x.dtype) if need[1] else None,
+        (x.shape[1:2], x.dtype) if need[2] else None],
     "linear_backward": lambda g, x, w, need: [
         (x.shape, x.dtype) if need[0] else None, (w.shape, x.dtype) if need[1] else None,
         ((w.shape[0],), x.dtype) if need[2] else None],
@@ -181,7 +186,7 @@ def check(backend, device, op: str, args: tuple, kwargs: dict, r) -> None:
         _check_tuple(where, results, _EXPECT_TUPLE[op](*args, **kwargs))
     for x in results:
         if x is None and op in ("repeat_indices", "lif_forward", "conv2d_backward",
-                                "linear_backward"):
+                                "linear_backward", "batch_norm_backward"):
             continue
         _check_buffer(x, where, buffer_type)
         owner = backend.buffer_device(x)

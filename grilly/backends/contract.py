@@ -135,6 +135,12 @@ KERNELS: dict[str, Kernel] = {
     # fused kernels with default compositions
     "softmax": Kernel("nn", COMPOSED, "(buf, axis) -> buf"),
     "log_softmax": Kernel("nn", COMPOSED, "(buf, axis) -> buf"),
+    "batch_norm": Kernel("nn", COMPOSED,
+                         "(x (N, C, S), weight (C,) or None, bias or None, eps) -> (y, mean (C,), "
+                         "invstd (C,)): training-mode batch norm; float32/float64"),
+    "batch_norm_backward": Kernel("nn", COMPOSED,
+                                  "(g, x, mean, invstd, weight or None, need (3 bools)) -> "
+                                  "(g_x, g_weight, g_bias), None where not needed"),
     "cross_entropy": Kernel("nn", COMPOSED,
                             "(x (N, C), int target (N,), mean) -> 0-d buf: the summed (mean: "
                             "averaged) -log_softmax(x)[n, target[n]] over rows with 0 <= target "

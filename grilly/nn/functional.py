@@ -12,6 +12,7 @@ from ..array import dispatch as _dispatch
 
 from ..array import conv as _conv
 from ..array import dense as _dense
+from ..array import normalization as _norm
 from ..array import fused as _fused
 from ..array.array import Array
 from ..array.dtypes import DType
@@ -401,36 +402,21 @@ def rms_norm(input: Array, normalized_shape: int | tuple[int, ...], weight: Arra
 
 
 class _BatchNormTrain(Function):
-    """Training-mode batch norm with the closed-form backward: a handful of whole-array ops
-    instead of the tape of the composed forward. Batch statistics go into ``stats``."""
+    """Training-mode batch norm of x viewed as (N, C, S) as one node: one kernel forward (output
+    and batch statistics), one backward (grilly.array.normalization). The batch mean and
+    biased variance go into ``stats``."""
 
     @staticmethod
-    def forward(ctx, x, weight, bias, *, axes, bshape, eps, stats):
-        mean = gp.mean(x, axis=axes, keepdims=True)
-        c = x - mean
-        var = gp.mean(c * c, axis=axes, keepdims=True)
-        inv = 1.0 / gp.sqrt(var + eps)
-        scale = inv if weight is None else inv * gp.reshape(weight, bshape)
-        y = c * scale
-        if bias is not None:
-            y = y + gp.reshape(bias, bshape)
-        stats["mean"], stats["var"] = mean, var
-        ctx.save_for_backward(c, inv, scale)
-        ctx.geom = (axes, bshape, x.size // x.shape[1])
+    def forward(ctx, x, weight, bias, *, eps, stats):
+        y, mean, invstd = _norm.batch_norm(x, weight, bias, eps)
+        stats["mean"], stats["invstd"] = mean, invstd
+        ctx.save_for_backward(x, mean, invstd, weight)
         return y
 
     @staticmethod
     def backward(ctx, g):
-        c, inv, scale = ctx.saved_tensors
-        axes, bshape, n = ctx.geom
-        ch = (bshape[1],)
-        sg = gp.sum(g, axis=axes, keepdims=True)
-        sgc = gp.sum(g * c, axis=axes, keepdims=True)
-        # d/dx of (x - mean) * inv * w: scale * (g - mean(g) - xhat * mean(g * xhat))
-        gx = g * scale + (c * (-scale * inv * inv * sgc / n) - scale * sg / n)
-        gw = gp.reshape(sgc * inv, ch) if ctx.needs_input_grad[1] else None
-        gb = gp.reshape(sg, ch) if ctx.needs_input_grad[2] else None
-        return gx, gw, gb
+        x, mean, invstd, weight = ctx.saved_tensors
+        return _norm.batch_norm_backward(g, x, mean, invstd, weight, ctx.needs_input_grad)
 
 
 def batch_norm(input: Array, running_mean: Array | None, running_var: Array | None,
@@ -440,7 +426,6 @@ def batch_norm(input: Array, running_mean: Array | None, running_var: Array | No
     """Normalize over every axis but 1; in training, update the running stats in place."""
     if input.ndim < 2:
         raise ValueError(f"batch_norm: input needs at least 2 dimensions, got shape {input.shape}")
-    axes = (0, *range(2, input.ndim))
     bshape = (1, input.shape[1]) + (1,) * (input.ndim - 2)
     if training:
         n = input.size // input.shape[1]
@@ -448,7 +433,11 @@ def batch_norm(input: Array, running_mean: Array | None, running_var: Array | No
             raise ValueError(f"batch_norm: expected more than 1 value per channel when training, "
                              f"got input shape {input.shape}")
         stats: dict = {}
-        y = _BatchNormTrain.apply(input, weight, bias, axes=axes, bshape=bshape, eps=eps, stats=stats)
+        dt = gp.result_type(*(a for a in (input, weight, bias) if a is not None))
+        x3, weight, bias = (a if a is None or a.dtype == dt else gp.astype(a, dt)
+                            for a in (input, weight, bias))
+        x3 = gp.reshape(x3, (input.shape[0], input.shape[1], -1))
+        y = gp.reshape(_BatchNormTrain.apply(x3, weight, bias, eps=eps, stats=stats), input.shape)
         if running_mean is not None:
             with _no_grad():
                 if momentum is None:
@@ -456,9 +445,9 @@ def batch_norm(input: Array, running_mean: Array | None, running_var: Array | No
                     m = 1.0 / max(nbt, 1.0)
                 else:
                     m = momentum
-                bm = gp.reshape(stats["mean"], (input.shape[1],))
-                bv = gp.reshape(stats["var"], (input.shape[1],)) * (n / (n - 1))
-                running_mean[...] = running_mean * (1 - m) + bm * m
+                inv = stats["invstd"]
+                bv = (1.0 / (inv * inv) - eps) * (n / (n - 1))
+                running_mean[...] = running_mean * (1 - m) + stats["mean"] * m
                 running_var[...] = running_var * (1 - m) + bv * m
         return y
     if running_mean is None or running_var is None:

@@ -328,16 +328,29 @@ def conv2d_backward(g, x, w, stride, dilation, pads, groups, need):
 # ---- max_pool2d: the maximum of each window and where it was, one pass per plane ------------
 @njit(**_o)
 def _maxpool_task(x, y, idx, t, kh, kw, sh, sw, dh, dw, pt, pl):
-    src = x[t // x.shape[1], t % x.shape[1]]
-    yo = y[t // x.shape[1], t % x.shape[1]]
-    io = idx[t // x.shape[1], t % x.shape[1]]
-    h, w = src.shape
-    ho, wo = yo.shape
+    n, c = t // x.shape[1], t % x.shape[1]
+    h, w = x.shape[2], x.shape[3]
+    ho, wo = y.shape[2], y.shape[3]
+    if kh == 2 and kw == 2 and sh == 2 and sw == 2 and dh == 1 and dw == 1 and pt == 0 \
+            and pl == 0 and 2 * ho <= h and 2 * wo <= w:
+        # the common 2x2/2 pool: every window whole, its four values compared in kw-major order
+        for a in range(ho):
+            for b in range(wo):
+                best = x[n, c, 2 * a, 2 * b]
+                k = 0
+                for q in range(1, 4):
+                    v = x[n, c, 2 * a + (q & 1), 2 * b + (q >> 1)]
+                    if v > best or (v != v and best == best):
+                        best = v
+                        k = q
+                y[n, c, a, b] = best
+                idx[n, c, a, b] = k
+        return
+    # plain 4-D indexing: a row view per output row costs more than the row on small planes
     for a in range(ho):
-        yr, ir = yo[a], io[a]
         for b in range(wo):
-            yr[b] = -np.inf
-            ir[b] = -1
+            y[n, c, a, b] = -np.inf
+            idx[n, c, a, b] = -1
         # window offsets in kw-major order (im2col's): the first maximum wins, a NaN beats
         # all; a whole output row per offset, as selects, so the loop vectorizes
         for j in range(kw):
@@ -348,14 +361,14 @@ def _maxpool_task(x, y, idx, t, kh, kw, sh, sw, dh, dw, pt, pl):
                 r = a * sh + i * dh - pt
                 if r < 0 or r >= h:
                     continue
-                row = src[r]
                 k = j * kh + i
                 for b in range(b0, b1):
-                    v = row[b * sw + off]
-                    cur = yr[b]
-                    take = (v > cur) | (ir[b] < 0) | ((v != v) & (cur == cur))
-                    yr[b] = v if take else cur
-                    ir[b] = k if take else ir[b]
+                    v = x[n, c, r, b * sw + off]
+                    cur = y[n, c, a, b]
+                    prev = idx[n, c, a, b]
+                    take = (v > cur) | (prev < 0) | ((v != v) & (cur == cur))
+                    y[n, c, a, b] = v if take else cur
+                    idx[n, c, a, b] = k if take else prev
 
 
 @njit(**_o)
@@ -372,15 +385,14 @@ def p_maxpool(x, y, idx, kh, kw, sh, sw, dh, dw, pt, pl):
 
 @njit(**_o)
 def _unpool_task(g, idx, gx, t, kh, sh, sw, dh, dw, pt, pl):
-    src = g[t // g.shape[1], t % g.shape[1]]
-    io = idx[t // g.shape[1], t % g.shape[1]]
-    dst = gx[t // g.shape[1], t % g.shape[1]]
-    dst[:, :] = 0
-    ho, wo = src.shape
-    for a in range(ho):
-        for b in range(wo):
-            k = io[a, b]
-            dst[a * sh + (k % kh) * dh - pt, b * sw + (k // kh) * dw - pl] += src[a, b]
+    n, c = t // g.shape[1], t % g.shape[1]
+    for r in range(gx.shape[2]):
+        for q in range(gx.shape[3]):
+            gx[n, c, r, q] = 0
+    for a in range(g.shape[2]):
+        for b in range(g.shape[3]):
+            k = idx[n, c, a, b]
+            gx[n, c, a * sh + (k % kh) * dh - pt, b * sw + (k // kh) * dw - pl] += g[n, c, a, b]
 
 
 @njit(**_o)

@@ -1,0 +1,98 @@
+"""Training-mode batch normalization beyond the Array API standard, used by
+grilly.nn.functional.batch_norm: ``batch_norm`` (output and batch statistics) and
+``batch_norm_backward`` (the three gradients), one kernel each (docs/kernels/norm.md).
+
+Not star-imported into the grilly namespace. A device whose backend lacks these kernels gets
+the same result composed from namespace ops on that device.
+"""
+from __future__ import annotations
+
+from . import core
+from . import dispatch as _dispatch
+from .array import Array
+
+__all__ = ["batch_norm", "batch_norm_backward"]
+
+_DTYPES = frozenset({"float32", "float64"})   # what the kernels take (the contract)
+
+
+def _check(op: str, x: Array, *others) -> None:
+    core.check_array(x, op, "x")
+    if x._dtype.kind != "f" or x.ndim != 3:
+        raise TypeError(f"{op}: x must be real floating (N, C, S), got {x._dtype.name} of shape "
+                        f"{x.shape}")
+    for a, name, shape in others:
+        if a is None:
+            continue
+        core.check_array(a, op, name)
+        if a._dtype is not x._dtype or a.shape != shape:
+            raise ValueError(f"{op}: {name} must be {x._dtype.name} of shape {shape}, got "
+                             f"{a._dtype.name} {a.shape}")
+        core.common_device(op, x, a)
+
+
+def batch_norm(x: Array, weight: Array | None, bias: Array | None, eps: float) -> tuple:
+    """(y, mean, invstd): x (N, C, S) normalized per channel by its batch mean and biased
+    variance, y = (x - mean) * invstd * weight + bias; mean and invstd are (C,)."""
+    c = (x.shape[1],) if x.ndim == 3 else None
+    _check("batch_norm", x, (weight, "weight", c), (bias, "bias", c))
+    dev = x._device
+    k = dev.kernels.get("batch_norm")
+    if k is not None and x._dtype.name in _DTYPES:
+        bufs = k(x._buf, None if weight is None else weight._buf,
+                 None if bias is None else bias._buf, float(eps))
+        return tuple(core.wrap(b, x._dtype, dev) for b in bufs)
+    return core.composite(dev, "batch_norm")(dev, x, weight, bias, float(eps))
+
+
+def batch_norm_backward(g: Array, x: Array, mean: Array, invstd: Array, weight: Array | None,
+                        need: tuple = (True, True, True)) -> tuple:
+    """The gradients (x, weight, bias) of ``batch_norm`` for the output gradient g, None where
+    ``need`` (three bools) does not ask."""
+    c = (x.shape[1],) if x.ndim == 3 else None
+    _check("batch_norm_backward", x, (g, "g", x.shape), (mean, "mean", c),
+           (invstd, "invstd", c), (weight, "weight", c))
+    dev = x._device
+    need = tuple(bool(v) for v in need)
+    k = dev.kernels.get("batch_norm_backward")
+    if k is not None and x._dtype.name in _DTYPES:
+        bufs = k(g._buf, x._buf, mean._buf, invstd._buf,
+                 None if weight is None else weight._buf, need)
+        return tuple(None if b is None else core.wrap(b, x._dtype, dev) for b in bufs)
+    return core.composite(dev, "batch_norm_backward")(dev, g, x, mean, invstd, weight, need)
+
+
+def composed_batch_norm(x: Array, weight, bias, eps: float) -> tuple:
+    """Means over (N, S), then elementwise ops."""
+    gp = _dispatch.ns
+    c = x.shape[1]
+    mean = gp.mean(x, axis=(0, 2), keepdims=True)
+    d = x - mean
+    inv = 1.0 / gp.sqrt(gp.mean(d * d, axis=(0, 2), keepdims=True) + eps)
+    scale = inv if weight is None else inv * gp.reshape(weight, (1, c, 1))
+    y = d * scale
+    if bias is not None:
+        y = y + gp.reshape(bias, (1, c, 1))
+    return y, gp.reshape(mean, (c,)), gp.reshape(inv, (c,))
+
+
+def composed_batch_norm_backward(g: Array, x: Array, mean: Array, invstd: Array, weight,
+                                 need: tuple) -> tuple:
+    """scale * (g - mean(g) - xhat * mean(g * xhat)), and the two channel sums."""
+    gp = _dispatch.ns
+    c = x.shape[1]
+    n = x.shape[0] * x.shape[2]
+    inv = gp.reshape(invstd, (1, c, 1))
+    xhat = (x - gp.reshape(mean, (1, c, 1))) * inv
+    sg = gp.sum(g, axis=(0, 2), keepdims=True)
+    sgx = gp.sum(g * xhat, axis=(0, 2), keepdims=True)
+    gx = None
+    if need[0]:
+        scale = inv if weight is None else inv * gp.reshape(weight, (1, c, 1))
+        gx = scale * (g - sg / n - xhat * (sgx / n))
+    return (gx, gp.reshape(sgx, (c,)) if need[1] else None,
+            gp.reshape(sg, (c,)) if need[2] else None)
+
+
+# through the dispatcher (as "norm.<name>"): bfloat16 arrays compute in float32 there
+_dispatch.export(globals(), "norm.")

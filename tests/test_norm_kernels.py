@@ -1,0 +1,91 @@
+"""The training-mode batch-norm kernels (grilly.array.normalization) against float64 numpy on
+every device, kernel and composition, and nn.BatchNorm's training step against torch."""
+import numpy as np
+import pytest
+
+import grilly as gp
+from grilly import nn
+from grilly.array import composites, normalization as N
+
+
+def np_batch_norm(x, w, b, eps, g):
+    """float64 (y, mean, invstd) and the gradients (x, w, b) for the output gradient g."""
+    n = x.shape[0] * x.shape[2]
+    mean = x.mean(axis=(0, 2))
+    d = x - mean[None, :, None]
+    inv = 1 / np.sqrt((d * d).mean(axis=(0, 2)) + eps)
+    xh = d * inv[None, :, None]
+    wv = np.ones(x.shape[1]) if w is None else w
+    y = xh * wv[None, :, None] + (0 if b is None else b[None, :, None])
+    sg, sgx = g.sum(axis=(0, 2)), (g * xh).sum(axis=(0, 2))
+    gx = (wv * inv)[None, :, None] * (g - sg[None, :, None] / n - xh * (sgx / n)[None, :, None])
+    return (y, mean, inv), (gx, sgx, sg)
+
+
+def _paths(device):
+    out = [("composed", lambda *a: composites.COMPOSITES["batch_norm"](device, *a),
+            lambda *a: composites.COMPOSITES["batch_norm_backward"](device, *a))]
+    if "batch_norm" in device.kernels:
+        out.append(("kernel", N.batch_norm, N.batch_norm_backward))
+    return out
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(8, 3, 5), (4, 6, 1), (64, 32, 64), (2, 1, 3)])
+@pytest.mark.parametrize("affine", [True, False])
+def test_batch_norm_kernels(device, dtype, shape, affine):
+    rng = np.random.default_rng(shape[1])
+    # a large offset: the centred form must not cancel
+    x = rng.standard_normal(shape) * 3 + 100
+    w, b = (rng.standard_normal(shape[1]), rng.standard_normal(shape[1])) if affine else (None, None)
+    g = rng.standard_normal(shape)
+    want, wgrads = np_batch_norm(x, w, b, 1e-5, g)
+    on = lambda a: None if a is None else gp.asarray(a.astype(dtype), device=device)  # noqa: E731
+    tol = dict(rtol=1e-11, atol=1e-11) if dtype == np.float64 else dict(rtol=2e-4, atol=2e-4)
+    for how, fwd, bwd in _paths(device):
+        y, mean, inv = fwd(on(x), on(w), on(b), 1e-5)
+        for got, ref in zip((y, mean, inv), want):
+            np.testing.assert_allclose(np.asarray(got), ref, **tol, err_msg=how)
+        for need in ((True, True, True), (True, False, False), (False, True, True)):
+            got = bwd(on(g), on(x), mean, inv, on(w), need)
+            for a, ref, nd in zip(got, wgrads, need):
+                if not nd:
+                    assert a is None, how
+                else:
+                    np.testing.assert_allclose(np.asarray(a), ref, rtol=tol["rtol"] * 10,
+                                               atol=tol["atol"] * 10 * np.abs(ref).max(),
+                                               err_msg=how)
+
+
+def test_batch_norm_bad_arguments(device):
+    x = gp.asarray(np.ones((2, 3, 4), np.float32), device=device)
+    with pytest.raises(ValueError, match=r"batch_norm: weight must be float32 of shape \(3,\)"):
+        N.batch_norm(x, gp.asarray(np.ones(4, np.float32), device=device), None, 1e-5)
+    with pytest.raises(TypeError, match=r"batch_norm: x must be real floating \(N, C, S\)"):
+        N.batch_norm(gp.asarray(np.ones((2, 3), np.float32), device=device), None, None, 1e-5)
+
+
+@pytest.mark.parametrize("shape", [(16, 4, 5, 5), (32, 6)])
+def test_batchnorm_training_matches_torch(device, shape):
+    """Three training steps of nn.BatchNorm: outputs, gradients and the running statistics."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(7)
+    c = shape[1]
+    tm = (torch.nn.BatchNorm2d if len(shape) == 4 else torch.nn.BatchNorm1d)(c).double()
+    gm = (nn.BatchNorm2d if len(shape) == 4 else nn.BatchNorm1d)(c).to(device)
+    gm = gm.to(dtype=gp.float64) if hasattr(gm, "to") else gm
+    for step in range(3):
+        x, g = rng.standard_normal(shape) + step, rng.standard_normal(shape)
+        tx = torch.tensor(x, requires_grad=True)
+        ty = tm(tx)
+        ty.backward(torch.tensor(g))
+        gx = gp.asarray(x, device=device)
+        gx.requires_grad = True
+        y = gm(gx)
+        y.backward(gp.asarray(g, device=device))
+        np.testing.assert_allclose(np.asarray(y), ty.detach().numpy(), rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(np.asarray(gx.grad), tx.grad.numpy(), rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(np.asarray(gm.weight.grad), tm.weight.grad.numpy(), rtol=1e-9)
+    np.testing.assert_allclose(np.asarray(gm.bias.grad), tm.bias.grad.numpy(), rtol=1e-9)
+    np.testing.assert_allclose(np.asarray(gm.running_mean), tm.running_mean.numpy(), rtol=1e-9)
+    np.testing.assert_allclose(np.asarray(gm.running_var), tm.running_var.numpy(), rtol=1e-9)
