@@ -165,25 +165,27 @@ def col2im(buf, kernel, stride, dilation, pads, size, channel_major=False):
 # The windows of one image (C/g*KH*KW, Ho*Wo) stay in cache between im2col and the GEMM, the
 # batch never materializes them, and the weight, bias and input gradients come out of the
 # same per-image pass (weight and bias as one partial sum per thread).
+# Plain multi-dimensional indexing throughout: a row view costs an NRT reference count pair,
+# which on small images costs more than the row itself.
 @njit(**_o)
 def _cols(x, cols, c0, cg, kh, kw, sh, sw, dh, dw, pt, pl, ho, wo):
     """Window rows (c, i, j), kh-major, of channels c0..c0+cg of one image x (C, H, W) into
     cols (cg*KH*KW, Ho*Wo); zero outside the image."""
     h, w = x.shape[1], x.shape[2]
     for c in range(cg):
-        src = x[c0 + c]
         for i in range(kh):
             for j in range(kw):
-                o = cols[(c * kh + i) * kw + j]
+                row = (c * kh + i) * kw + j
                 for a in range(ho):
                     r = a * sh + i * dh - pt
+                    q = a * wo
                     if r < 0 or r >= h:
                         for b in range(wo):
-                            o[a * wo + b] = 0
+                            cols[row, q + b] = 0
                     else:
                         for b in range(wo):
                             cc = b * sw + j * dw - pl
-                            o[a * wo + b] = src[r, cc] if 0 <= cc < w else 0
+                            cols[row, q + b] = x[c0 + c, r, cc] if 0 <= cc < w else 0
 
 
 @njit(**_o)
@@ -191,17 +193,17 @@ def _uncols(gc, gx, c0, cg, kh, kw, sh, sw, dh, dw, pt, pl, ho, wo):
     """The adjoint of ``_cols``: window rows gc added onto channels c0.. of gx (C, H, W)."""
     h, w = gx.shape[1], gx.shape[2]
     for c in range(cg):
-        dst = gx[c0 + c]
         for i in range(kh):
             for j in range(kw):
-                v = gc[(c * kh + i) * kw + j]
+                row = (c * kh + i) * kw + j
                 for a in range(ho):
                     r = a * sh + i * dh - pt
                     if 0 <= r < h:
+                        q = a * wo
                         for b in range(wo):
                             cc = b * sw + j * dw - pl
                             if 0 <= cc < w:
-                                dst[r, cc] += v[a * wo + b]
+                                gx[c0 + c, r, cc] += gc[row, q + b]
 
 
 @njit(parallel=True, **_o)
@@ -221,7 +223,9 @@ def _conv_fwd(x, w2, bias, y, groups, kh, kw, sh, sw, dh, dw, pt, pl, parts, dir
                 beta = 0.0
                 if bias.size:
                     for o in range(og):
-                        yg[o, :] = bias[g * og + o]
+                        bo = bias[g * og + o]
+                        for q in range(L):
+                            yi[g * og + o, q] = bo
                     beta = 1.0
                 wg = w2[g * og:(g + 1) * og]
                 if direct:   # a 1x1, stride-1, unpadded kernel: the image is its own windows
@@ -255,7 +259,9 @@ def _conv_bwd(x, w2, gy, gx, gwp, gbp, groups, kh, kw, sh, sw, dh, dw, pt, pl, p
             if nx and not direct:
                 gxi = gx[im]
                 for c in range(cin):
-                    gxi[c, :, :] = 0
+                    for r in range(gxi.shape[1]):
+                        for q in range(gxi.shape[2]):
+                            gxi[c, r, q] = 0
             for g in range(groups):
                 gg = gi[g * og:(g + 1) * og]
                 if nw:
