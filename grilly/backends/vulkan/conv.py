@@ -1,5 +1,6 @@
 """im2col / col2im kernels of the Vulkan backend (docs/kernels/conv.md; shader
-shaders/nn/conv.comp), with the CPU backend's calling conventions.
+shaders/nn/conv.comp), with the CPU backend's calling conventions, and max pooling with its
+backward (shaders/nn/pool.comp).
 
 One invocation per output element: im2col reads its input through the view's strides, so a
 permuted or sliced image costs no copy; col2im gathers, per image pixel, the window entries that
@@ -9,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .kernels import new_buffer
+from .. import dtypes as _dt
+from .kernels import astype, copy, new_buffer
 from .reductions import dispatch
 
 _DTYPES = {"float16", "float32", "float64"}
@@ -76,4 +78,50 @@ def col2im(buf, kernel, stride, dilation, pads, size, channel_major=False):
     return res
 
 
-KERNELS: dict = {"im2col": im2col, "col2im": col2im}
+def _pool_geom(kernel, stride, dilation, pads) -> tuple:
+    (kh, kw), (sh, sw), (dh, dw) = kernel, stride, dilation
+    return (kh, kw, sh, sw, dh), (dw, pads[0], pads[2])   # pc.st[0..7], in rows of MAXD
+
+
+def _pool_check(op: str, buf, size: int) -> None:
+    if buf.dtype.name not in ("float32", "float64"):
+        raise NotImplementedError(f"{op}: dtype {buf.dtype.name} has no Vulkan kernel (float32 "
+                                  "and float64 do)")
+    _check(op, buf, size)
+
+
+def max_pool2d(buf, kernel, stride, dilation, pads, out):
+    """(y (N, C, Ho, Wo), int32 idx): each window's maximum (padding takes no part) and its
+    window index j*KH + i, kw-major, the first maximum (NaN first); one dispatch."""
+    n, c, h, w = buf.shape
+    ho, wo = out
+    _pool_check("max_pool2d", buf, buf.size)
+    x = buf if buf.is_contiguous() else copy(buf)
+    y = new_buffer(buf.ctx, (n, c, ho, wo), buf.dtype)
+    idx = new_buffer(buf.ctx, (n, c, ho, wo), _dt.int32)
+    if y.size:
+        dispatch(x.ctx, f"pool_{buf.dtype.name}", (0, 1), [y, idx, x], y.size, y.size,
+                 (y.offset, idx.offset, x.offset), (n * c, h, w, ho, wo),
+                 _pool_geom(kernel, stride, dilation, pads), writes=2)
+    return y, idx
+
+
+def max_pool2d_backward(g, idx, kernel, stride, dilation, pads, size):
+    """The input gradient of ``max_pool2d``: per image position, the gradients of the windows
+    whose maximum it was (a gather, one dispatch)."""
+    n, c, ho, wo = g.shape
+    h, w = size
+    _pool_check("max_pool2d_backward", g, n * c * h * w)
+    gc = g if g.is_contiguous() else copy(g)
+    ic = idx if idx.dtype is _dt.int32 else astype(idx, _dt.int32)
+    ic = ic if ic.is_contiguous() else copy(ic)
+    gx = new_buffer(g.ctx, (n, c, h, w), g.dtype)
+    if gx.size:
+        dispatch(g.ctx, f"pool_{g.dtype.name}", (1, 1), [gx, ic, gc], gx.size, gx.size,
+                 (gx.offset, ic.offset, gc.offset), (n * c, h, w, ho, wo),
+                 _pool_geom(kernel, stride, dilation, pads))
+    return gx
+
+
+KERNELS: dict = {"im2col": im2col, "col2im": col2im, "max_pool2d": max_pool2d,
+                 "max_pool2d_backward": max_pool2d_backward}

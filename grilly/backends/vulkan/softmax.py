@@ -1,5 +1,6 @@
 """softmax / log_softmax kernels of the Vulkan backend, ``(buf, axis) -> buf``
-(docs/kernels/softmax.md; shader shaders/nn/softmax.comp).
+(docs/kernels/softmax.md; shader shaders/nn/softmax.comp), and the cross entropy against class
+indices with its backward (shaders/nn/xent.comp).
 
 One workgroup per row of the (outer, n, inner) view of the input (reductions.view3: a device
 copy only when the axis cannot be expressed as strides). Rows that are contiguous float32 runs
@@ -8,7 +9,8 @@ strided scalars, so no axis needs a transposing copy. float16 computes in float3
 """
 from __future__ import annotations
 
-from .kernels import new_buffer
+from .. import dtypes as _dt
+from .kernels import astype, copy, new_buffer
 from .reductions import dispatch, view3
 
 _WG = 256
@@ -49,4 +51,47 @@ def _kernel(op: str, log: int):
     return k
 
 
-KERNELS: dict = {"softmax": _kernel("softmax", 0), "log_softmax": _kernel("log_softmax", 1)}
+
+
+# ---- cross entropy (shaders/nn/xent.comp) ------------------------------------------------------
+def _xent_args(op: str, x, target):
+    if x.dtype.name not in ("float32", "float64"):
+        raise _unsupported(op, x)
+    if x.size >= 2**31:
+        raise ValueError(f"{op}: {x.size} elements exceed the Vulkan backend's 2**31 limit")
+    xc = x if x.is_contiguous() else copy(x)
+    t = target if target.dtype is _dt.int64 else astype(target, _dt.int64)
+    t = t if t.is_contiguous() else copy(t)
+    return xc, t
+
+
+def cross_entropy(x, target, mean):
+    """0-d: the summed (``mean``: averaged) cross entropy of logits x (N, C) against class
+    indices (rows outside [0, C) take no part); one workgroup, one dispatch."""
+    xc, t = _xent_args("cross_entropy", x, target)
+    out = new_buffer(x.ctx, (), x.dtype)
+    n, c = x.shape
+    dispatch(x.ctx, f"xent_{x.dtype.name}", (0, 1, int(bool(mean))), [out, xc, t, xc], n, _WG,
+             (out.offset, xc.offset, 2 * t.offset, xc.offset), (n, c))
+    return out
+
+
+def cross_entropy_backward(x, target, g, mean):
+    """The gradient (N, C) of ``cross_entropy`` for its 0-d output gradient g: one workgroup
+    for the scale (g / count), then one invocation per row."""
+    xc, t = _xent_args("cross_entropy_backward", x, target)
+    n, c = x.shape
+    gx = new_buffer(x.ctx, (n, c), x.dtype)
+    if gx.size == 0:
+        return gx
+    scale = new_buffer(x.ctx, (), x.dtype)
+    variant = f"xent_{x.dtype.name}"
+    dispatch(x.ctx, variant, (1, 1, int(bool(mean))), [scale, xc, t, g], n, _WG,
+             (scale.offset, xc.offset, 2 * t.offset, g.offset), (n, c))
+    dispatch(x.ctx, variant, (2, 1, int(bool(mean))), [gx, xc, t, scale], n, n,
+             (gx.offset, xc.offset, 2 * t.offset, scale.offset), (n, c))
+    return gx
+
+
+KERNELS: dict = {"softmax": _kernel("softmax", 0), "log_softmax": _kernel("log_softmax", 1),
+                 "cross_entropy": cross_entropy, "cross_entropy_backward": cross_entropy_backward}

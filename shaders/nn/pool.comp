@@ -1,0 +1,68 @@
+#version 450
+// Max pooling with the window index of each maximum (grilly.array.conv.max_pool2d), contiguous
+// (N*C, H, W) images and (N*C, Ho, Wo) outputs:
+//   OP 0, one invocation per output (p, a, b): the maximum of the window's image positions
+//        (padding takes no part) scanned kw-major (im2col's order), the first maximum winning
+//        and a NaN winning over all; idx = j*KH + i of that offset.
+//   OP 1, one invocation per image position (p, r, q): the sum of g over the outputs whose
+//        window covers it and whose idx names it (a gather: no atomics, a fixed order).
+// pc.n = invocations; pc.shape = (N*C, H, W, Ho, Wo); pc.st[0..7] = KH, KW, SH, SW, DH, DW,
+// top, left; pc.off = (out, idx, in): the written buffers bind first.
+#include "../common.glsl"
+
+layout(constant_id = 0) const int OP = 0;
+
+#define TC IN_TC
+layout(set = 0, binding = 0) buffer O { IN_TS o[]; };
+layout(set = 0, binding = 1) buffer I { int idx[]; };
+layout(set = 0, binding = 2) readonly buffer A { IN_TS a[]; };
+
+void main() {
+    int H = pc.shape[1], W = pc.shape[2], Ho = pc.shape[3], Wo = pc.shape[4];
+    int KH = pc.st[0], KW = pc.st[1], SH = pc.st[2], SW = pc.st[3], DH = pc.st[4], DW = pc.st[5];
+    int PT = pc.st[6], PL = pc.st[7];
+    for (uint e = gl_GlobalInvocationID.x; e < pc.n; e += gl_NumWorkGroups.x * WG) {
+        if (OP == 0) {
+            int p = int(e) / (Ho * Wo), rem = int(e) - p * (Ho * Wo);
+            int oa = rem / Wo, ob = rem - oa * Wo;
+            int base = pc.off[2] + p * H * W;
+            TC best = TC(0);
+            int bk = -1;
+            for (int j = 0; j < KW; ++j) {
+                int c = ob * SW + j * DW - PL;
+                if (c < 0 || c >= W) continue;
+                for (int i = 0; i < KH; ++i) {
+                    int r = oa * SH + i * DH - PT;
+                    if (r < 0 || r >= H) continue;
+                    TC v = TC(a[base + r * W + c]);
+                    if (bk < 0 || v > best || (isnan(v) && !isnan(best))) {
+                        best = v;
+                        bk = j * KH + i;
+                    }
+                }
+            }
+            o[pc.off[0] + int(e)] = IN_TS(best);
+            idx[pc.off[1] + int(e)] = bk;
+        } else {
+            int p = int(e) / (H * W), rem = int(e) - p * (H * W);
+            int r = rem / W, q = rem - r * W;
+            int base = p * Ho * Wo;
+            TC s = TC(0);
+            for (int j = 0; j < KW; ++j) {
+                int bq = q + PL - j * DW;            // = ob * SW
+                if (bq < 0 || bq % SW != 0) continue;
+                int ob = bq / SW;
+                if (ob >= Wo) continue;
+                for (int i = 0; i < KH; ++i) {
+                    int ar = r + PT - i * DH;        // = oa * SH
+                    if (ar < 0 || ar % SH != 0) continue;
+                    int oa = ar / SH;
+                    if (oa >= Ho) continue;
+                    int k = base + oa * Wo + ob;
+                    if (idx[pc.off[1] + k] == j * KH + i) s += TC(a[pc.off[2] + k]);
+                }
+            }
+            o[pc.off[0] + int(e)] = IN_TS(s);
+        }
+    }
+}
