@@ -95,6 +95,25 @@ def test_split_k_for_a_long_k_and_a_small_output(variants, monkeypatch, ta, tb):
     assert any(v.startswith("sgemm_") for v in variants)
 
 
+@pytest.mark.parametrize("m,n,k", [(64, 27, 65536), (7, 5, 4096), (9, 3, 1000)])
+def test_generic_shader_splits_a_long_k(variants, m, n, k):
+    """A narrow output with a long K on the generic tiled shader (a conv layer's weight
+    gradient: 27 columns, K = batch x pixels) runs as K slices in one batched dispatch, then
+    their sum; a K that no power of two divides runs unsplit."""
+    from grilly.backends.vulkan import linalg
+
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((n, k)).astype(np.float32)
+    got = gp.matmul(gp.asarray(a, device=VK[0]), gp.matrix_transpose(gp.asarray(b, device=VK[0])))
+    ref = a.astype(np.float64) @ b.T.astype(np.float64)
+    scale = np.abs(a).astype(np.float64) @ np.abs(b).T.astype(np.float64)
+    assert np.all(np.abs(np.asarray(got) - ref) <= 4 * k * 2.0**-24 * scale)
+    split = linalg._tiled_split(1, 1, k)
+    assert (split > 1) == (k % 2 == 0 and k >= 2 * linalg.SPLITK_MIN_K)
+    assert variants.count("mm_tiled_float32") == 1
+
+
 def _f16_bound(ref: np.ndarray, scale: np.ndarray, k: int) -> np.ndarray:
     """float32 accumulation of k products, then one float16 rounding of the result."""
     return 0.5 * np.spacing(np.abs(ref).astype(np.float16)).astype(np.float64) \

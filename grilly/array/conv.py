@@ -141,39 +141,41 @@ def _flat_weight(w: Array, groups: int) -> Array:
 
 
 def composed_conv2d(x: Array, w: Array, bias, stride, dilation, pads, groups, out) -> Array:
-    """conv2d as im2col and one batched matmul (N GEMMs of the (O, C*K) weight and the
-    (C*K, Ho*Wo) windows of each image)."""
+    """conv2d as one GEMM per group: the (O/g, C/g*K) weight times the channel-major windows
+    (C/g*K, N*Ho*Wo) of the whole batch, then the (O, N, Ho*Wo) product laid out as
+    (N, O, Ho, Wo)."""
     gp = _ns()
-    n = x.shape[0]
-    o = w.shape[0]
-    cols = im2col(x, tuple(w.shape[2:]), stride, dilation, pads, 0.0, out)
-    y = gp.matmul(_flat_weight(w, groups), gp.reshape(cols, (n, groups, -1, out[0] * out[1])))
-    y = gp.reshape(y, (n, o) + tuple(out))
+    n, o = x.shape[0], w.shape[0]
+    cols = im2col(x, tuple(w.shape[2:]), stride, dilation, pads, 0.0, out, True)
+    y = gp.matmul(_flat_weight(w, groups), gp.reshape(cols, (groups, -1, n * out[0] * out[1])))
+    y = gp.permute_dims(gp.reshape(y, (o, n) + tuple(out)), (1, 0, 2, 3))
     return y if bias is None else y + gp.reshape(bias, (1, o, 1, 1))
 
 
 def composed_conv2d_backward(g: Array, x: Array, w: Array, stride, dilation, pads, groups,
                              need) -> tuple:
-    """conv2d's gradients from namespace ops: the bias's a sum, the weight's a batched matmul
-    with the (recomputed) windows summed over the batch, the input's a matmul and col2im."""
+    """conv2d's gradients from namespace ops, one GEMM per group each (the batch folded into
+    the GEMM's K for the weight, into its N for the input): the bias's a sum, the weight's the
+    output gradient times the (recomputed, channel-major) windows, the input's the weight
+    times the output gradient, then col2im."""
     gp = _ns()
     n, c = x.shape[:2]
     o, cg, kh, kw = w.shape
     ho, wo = g.shape[2:]
-    g4 = gp.reshape(g, (n, groups, o // groups, ho * wo))
+    # (O, N, Ho*Wo) per group: the layout of the channel-major windows' columns
+    g3 = gp.reshape(gp.permute_dims(g, (1, 0, 2, 3)), (groups, o // groups, n * ho * wo))
     gx = gw = gb = None
     if need[2]:
         gb = gp.sum(g, axis=(0, 2, 3))
     if need[1]:
-        cols = gp.reshape(im2col(x, (kh, kw), stride, dilation, pads, 0.0, (ho, wo)),
-                          (n, groups, cg * kh * kw, ho * wo))
-        gwt = gp.sum(gp.matmul(g4, gp.matrix_transpose(cols)), axis=0)
-        gw = gp.reshape(gwt, (o, cg, kw, kh))
+        cols = gp.reshape(im2col(x, (kh, kw), stride, dilation, pads, 0.0, (ho, wo), True),
+                          (groups, cg * kh * kw, n * ho * wo))
+        gw = gp.reshape(gp.matmul(g3, gp.matrix_transpose(cols)), (o, cg, kw, kh))
         gw = gp.permute_dims(gw, (0, 1, 3, 2)) if kh > 1 and kw > 1 else gp.reshape(gw, w.shape)
     if need[0]:
-        gcols = gp.matmul(gp.matrix_transpose(_flat_weight(w, groups)), g4)
-        gx = col2im(gp.reshape(gcols, (n, c, kh * kw, ho, wo)), (kh, kw), stride, dilation, pads,
-                    tuple(x.shape[2:]))
+        gcols = gp.matmul(gp.matrix_transpose(_flat_weight(w, groups)), g3)
+        gx = col2im(gp.reshape(gcols, (c, kh * kw, n, ho, wo)), (kh, kw), stride, dilation, pads,
+                    tuple(x.shape[2:]), True)
     return gx, gw, gb
 
 

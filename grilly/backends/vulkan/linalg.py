@@ -108,6 +108,23 @@ def _split_k(variant: str, nb: int, m: int, n: int, k: int) -> int:
     return 1 if tiles < SPLITK_MIN_TILES else _slices(tiles, k, SGEMM_BK)
 
 
+TILED_SPLIT_TILES = 256   # workgroups a long-K product on the generic shader should fill
+TILED_SPLIT_MAX = 1024
+
+
+def _tiled_split(nb: int, tiles: int, k: int) -> int:
+    """K slices for a single product on the generic tiled shader (1: none): a conv layer's
+    weight gradient (a narrow output, K = batch x pixels) would otherwise run on a handful of
+    workgroups. Slices halve K while it stays divisible and at least SPLITK_MIN_K long."""
+    if nb != 1:
+        return 1
+    s = 1
+    while (s * 2 <= TILED_SPLIT_MAX and tiles * s < TILED_SPLIT_TILES and k % (s * 2) == 0
+           and k // (s * 2) >= SPLITK_MIN_K):
+        s *= 2
+    return s
+
+
 def _split_run(ctx, variant: str, s: int, tiles: int, out: Buffer, a3: Buffer, b3: Buffer,
                m: int, n: int, k: int) -> None:
     """``out`` = a3 @ b3 as ``s`` float32 partial products over slices of K (one batched
@@ -174,7 +191,11 @@ def matmul(out_shape, out_dtype, a: Buffer, b: Buffer) -> Buffer:
             dispatch(ctx, variant, (0, 1), [out, a3, b3], 0, tiles * 256, *args)
     elif out_dtype.name == "float32":
         tiles = nb * -(-m // TILE) * -(-n // TILE)
-        dispatch(ctx, "mm_tiled_float32", (0, 1), [out, a3, b3], 0, tiles * 256, *args)
+        split = _tiled_split(nb, tiles, k)
+        if split > 1:
+            _split_run(ctx, "mm_tiled_float32", split, tiles, out, a3, b3, m, n, k)
+        else:
+            dispatch(ctx, "mm_tiled_float32", (0, 1), [out, a3, b3], 0, tiles * 256, *args)
     else:
         dispatch(ctx, f"mm_{out_dtype.name}", (0, 1), [out, a3, b3], out.size, out.size, *args)
     return out
