@@ -251,7 +251,7 @@ def test_synaptic_fused_path_taken(monkeypatch):
     gp.sum(snn.Synaptic(0.8, 0.9, step_mode="m")(x)).backward()
     assert calls == [False, True]   # one scan forward, one in reverse for backward
     snn.Synaptic(0.8, 0.9, step_mode="m", fused=False)(x)
-    snn.Synaptic(0.8, 0.9, step_mode="m", return_mem=True)(x)
+    snn.Synaptic(0.8, 0.9, step_mode="m", return_mem=True, reset="zero")(x)   # per step
     assert calls == [False, True]
 
 
@@ -301,7 +301,8 @@ def test_fused_path_taken_and_what_it_stores(monkeypatch):
     snn.LIF(0.9, step_mode="m", recompute=True)(x)
     assert calls == [False, True, False]   # no grad or recompute: no trace kept
     # options the kernels do not cover run per step
-    for kw in (dict(refractory=2), dict(detach_reset=False), dict(return_mem=True),
+    for kw in (dict(refractory=2), dict(detach_reset=False),
+               dict(return_mem=True, reset_delay=False),
                dict(surrogate=lambda v: snn.surrogate.atan()(v))):
         snn.LIF(0.9, step_mode="m", **kw)(x)
     assert len(calls) == 3
@@ -317,3 +318,61 @@ def test_sequential_trains_with_fused_lif(device):
     w = model[0].weight
     assert w.grad is not None and w.grad.shape == w.shape
     assert math.isfinite(float(gp.sum(w.grad)))
+
+
+@pytest.mark.parametrize("reset", ["subtract", "none"])
+@pytest.mark.parametrize("layer", ["LIF", "Synaptic"])
+def test_return_mem_fused_equals_per_step(reset, layer, device, monkeypatch):
+    """return_mem=True (snnTorch's membrane readout) on the fused path: the membrane trace and
+    every gradient through it (input, carried state, learnable beta/alpha and threshold) equal
+    the per-step path's; the fused kernels ran."""
+    from grilly.array import spiking
+    rng = np.random.default_rng(11)
+    xs = rng.normal(0.4, 0.8, (13, 2, 5))
+    w, wm = rng.standard_normal(xs.shape), rng.standard_normal(xs.shape)
+    beta = rng.uniform(0.5, 0.95, 5).tolist()
+
+    def make(fused):
+        kw = dict(reset=reset, surrogate=snn.surrogate.atan(2.0), learn_beta=True,
+                  learn_threshold=True, step_mode="m", fused=fused, return_mem=True,
+                  dtype=gp.float64)
+        if layer == "LIF":
+            return snn.LIF(beta, 0.9, **kw)
+        return snn.Synaptic(0.8, beta, 0.9, learn_alpha=True, **kw)
+
+    def run(fused):
+        calls = []
+        real = spiking.lif_forward
+        monkeypatch.setattr(spiking, "lif_forward",
+                            lambda *a, **k: calls.append(1) or real(*a, **k))
+        m = make(fused).to(device)
+        x = gp.asarray(xs, device=device)
+        x.requires_grad_()
+        loss, outs = 0.0, []
+        for _ in range(2):   # the final membrane carries over into the second call
+            s, mem = m(x)
+            outs += [np.asarray(s), np.asarray(mem)]
+            loss = loss + gp.sum(s * gp.asarray(w, device=device)) \
+                + gp.sum(mem * gp.asarray(wm, device=device))
+        params = [x, m._beta, m._threshold] + ([m._alpha] if layer == "Synaptic" else [])
+        monkeypatch.setattr(spiking, "lif_forward", real)
+        return outs, [np.asarray(g) for g in grad(loss, params)], len(calls)
+
+    a, b = run(True), run(False)
+    assert a[2] == 2 and b[2] == 0
+    for oa, ob in zip(a[0], b[0]):
+        np.testing.assert_array_equal(oa, ob)
+    for ga, gb in zip(a[1], b[1]):
+        np.testing.assert_allclose(ga, gb, rtol=1e-10, atol=1e-11)
+
+
+def test_return_mem_zero_reset_runs_per_step():
+    """A zero reset's trace gradient is not one leaky scan: that option stays per step."""
+    from grilly.nn.snn import fused
+    x = gp.zeros((3, 2))
+    assert not fused.supported(x, snn.surrogate.atan(), detach_reset=True, refractory=0,
+                               return_mem=True, reset="zero", reset_delay=True)
+    assert not fused.supported(x, snn.surrogate.atan(), detach_reset=True, refractory=0,
+                               return_mem=True, reset="subtract", reset_delay=False)
+    assert fused.supported(x, snn.surrogate.atan(), detach_reset=True, refractory=0,
+                           return_mem=True, reset="subtract", reset_delay=True)

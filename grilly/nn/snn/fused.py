@@ -33,9 +33,14 @@ def surrogate_kind(sg) -> tuple | None:
 
 
 def supported(x: Array, surrogate, *, detach_reset: bool, refractory: int,
-              return_mem: bool) -> bool:
-    """Whether the fused kernels cover these options (else the per-step composition runs)."""
-    return (detach_reset and refractory == 0 and not return_mem
+              return_mem: bool, reset: str = "subtract", reset_delay: bool = True) -> bool:
+    """Whether the fused kernels cover these options (else the per-step composition runs).
+    The membrane trace (``return_mem``) is the kernel's stored trace where it equals the
+    per-step membrane and its gradient is a leaky scan: snnTorch's reset_delay with a subtract
+    or no reset."""
+    if return_mem and not (reset_delay and reset in ("subtract", "none")):
+        return False
+    return (detach_reset and refractory == 0
             and surrogate_kind(surrogate) is not None
             and x.dtype in (gp.float32, gp.float64) and x.ndim >= 2 and x.size > 0)
 
@@ -49,39 +54,58 @@ def _per_neuron(v, shape: tuple, n: int, like: Array) -> Array:
 
 class _LIFSequence(Function):
     @staticmethod
-    def forward(ctx, x, mem0, beta, thr, *, reset, reset_delay, kind, slope, recompute):
+    def forward(ctx, x, mem0, beta, thr, *, reset, reset_delay, kind, slope, recompute,
+                trace_out=False):
         T, shape = x.shape[0], x.shape[1:]
         n = math.prod(shape)
         x2 = gp.reshape(x, (T, n))
         m0 = gp.reshape(mem0, (n,))
         b, th = _per_neuron(beta, shape, n, x), _per_neuron(thr, shape, n, x)
-        store = not recompute and any(ctx.needs_input_grad)
+        store = trace_out or (not recompute and any(ctx.needs_input_grad))
         spk, mem, tr = spiking.lif_forward(x2, m0, b, th, reset=reset, reset_delay=reset_delay,
                                            store=store)
         ctx.saved = (x2, m0, b, th, tr)
         ctx.opts = dict(reset=reset, reset_delay=reset_delay, surrogate=kind, slope=slope)
         ctx.shape = x.shape
-        return gp.reshape(spk, x.shape), gp.reshape(mem, shape)
+        out = (gp.reshape(spk, x.shape), gp.reshape(mem, shape))
+        # the trace is the membrane U[t] of every step (reset_delay: the reset of S[t] only
+        # acts at t + 1), what the per-step path returns with return_mem
+        return out + (gp.reshape(tr, x.shape),) if trace_out else out
 
     @staticmethod
-    def backward(ctx, g_spk, g_mem):
+    def backward(ctx, g_spk, g_mem, g_trace=None):
         x2, m0, b, th, tr = ctx.saved
         shape = ctx.shape[1:]
         gx, gm0, gb, gth = spiking.lif_backward(
             gp.reshape(g_spk, x2.shape), gp.reshape(g_mem, m0.shape), x2, m0, b, th, tr,
             **ctx.opts)
         need = ctx.needs_input_grad
+        if g_trace is not None:
+            # dL/dU[t] gains g_trace[t]; with R[t] detached, U[t] = beta U[t-1] + x[t] - R[t]
+            # thr passes it back as G[t] = g_trace[t] + beta G[t+1] (one reverse leaky scan),
+            # which reaches x[t] as G[t], mem0 as beta G[0], beta as G[t] U[t-1] and thr as
+            # -G[t] R[t] (subtract reset)
+            G = spiking.leaky_integrate(gp.reshape(g_trace, x2.shape), gp.zeros_like(m0), b,
+                                        reverse=True)
+            gx, gm0 = gx + G, gm0 + b * G[0]
+            prev = gp.concat([gp.reshape(m0, (1, -1)), tr[:-1]], axis=0)
+            if need[2]:
+                gb = gb + gp.sum(G * prev, axis=0)
+            if need[3] and ctx.opts["reset"] == "subtract":
+                gth = gth - gp.sum(G * gp.astype(prev > th, G.dtype), axis=0)
         return (gp.reshape(gx, ctx.shape), gp.reshape(gm0, shape),
                 gp.reshape(gb, shape) if need[2] else None,
                 gp.reshape(gth, shape) if need[3] else None)
 
 
 def lif_sequence(x: Array, mem0: Array, beta, threshold, *, reset: str, reset_delay: bool,
-                 surrogate, recompute: bool = False) -> tuple:
-    """All T steps of LIF on x (T, ...) from membrane mem0 (...): (spikes (T, ...), final mem)."""
+                 surrogate, recompute: bool = False, return_mem: bool = False) -> tuple:
+    """All T steps of LIF on x (T, ...) from membrane mem0 (...): (spikes (T, ...), final mem),
+    and the membrane of every step (T, ...) too with ``return_mem`` (see ``supported``)."""
     kind, slope = surrogate_kind(surrogate)
     return _LIFSequence.apply(x, mem0, beta, threshold, reset=reset, reset_delay=reset_delay,
-                              kind=kind, slope=slope, recompute=recompute)
+                              kind=kind, slope=slope, recompute=recompute,
+                              trace_out=bool(return_mem))
 
 
 class _Leaky(Function):

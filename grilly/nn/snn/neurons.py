@@ -195,13 +195,15 @@ class LIF(_Neuron):
         # one kernel call for all T steps (grilly.nn.snn.fused); other options run per step
         if not (self.fused and _fused.supported(
                 x_seq, self.surrogate, detach_reset=self.detach_reset,
-                refractory=self.refractory, return_mem=return_mem)):
+                refractory=self.refractory, return_mem=return_mem, reset=self.reset_mechanism,
+                reset_delay=self.reset_delay)):
             return None
-        spk, mem = _fused.lif_sequence(x_seq, st[0], p["beta"], p["thr"],
-                                       reset=self.reset_mechanism, reset_delay=self.reset_delay,
-                                       surrogate=self.surrogate, recompute=self.recompute)
-        self.state = (mem,)
-        return spk
+        out = _fused.lif_sequence(x_seq, st[0], p["beta"], p["thr"],
+                                  reset=self.reset_mechanism, reset_delay=self.reset_delay,
+                                  surrogate=self.surrogate, recompute=self.recompute,
+                                  return_mem=return_mem)
+        self.state = (out[1],)
+        return (out[0], out[2]) if return_mem else out[0]
 
     def _step(self, x, st, p):
         active = gp.astype(st[1] <= 0, x.dtype) if self.refractory else None
@@ -260,14 +262,16 @@ class Synaptic(_Neuron):
             return None
         if not (self.fused and _fused.supported(
                 x_seq, self.surrogate, detach_reset=self.detach_reset, refractory=0,
-                return_mem=return_mem)):
+                return_mem=return_mem, reset=self.reset_mechanism,
+                reset_delay=self.reset_delay)):
             return None
         syn = _fused.synaptic_current(x_seq, st[0], p["alpha"])
-        spk, mem = _fused.lif_sequence(syn, st[1], p["beta"], p["thr"],
-                                       reset=self.reset_mechanism, reset_delay=self.reset_delay,
-                                       surrogate=self.surrogate, recompute=self.recompute)
-        self.state = (syn[-1], mem)
-        return spk
+        out = _fused.lif_sequence(syn, st[1], p["beta"], p["thr"],
+                                  reset=self.reset_mechanism, reset_delay=self.reset_delay,
+                                  surrogate=self.surrogate, recompute=self.recompute,
+                                  return_mem=return_mem)
+        self.state = (syn[-1], out[1])
+        return (out[0], out[2]) if return_mem else out[0]
 
     def _step(self, x, st, p):
         syn = p["alpha"] * st[0] + x
