@@ -122,3 +122,143 @@ def test_training_step_lowers_the_loss(device):
         losses.append(float(loss))
     assert all(p.device == device for p in model.parameters())
     assert losses[-1] < losses[0], losses
+
+
+# ---- the layer kernels of the contract (conv2d, max_pool2d, batch_norm, cross_entropy, linear):
+# a backend's own kernel where it has one, else the array layer's composition; forward and
+# backward against float64 references
+def _conv_grads(x, w, g, stride, pad):
+    """float64 gradients (x, w, bias) of _conv_ref for output gradient g (square pads)."""
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    gxp, gw = np.zeros_like(xp), np.zeros_like(w)
+    oh, ow = g.shape[2:]
+    for i in range(w.shape[2]):
+        for j in range(w.shape[3]):
+            sl = (slice(None), slice(None), slice(i, i + stride * oh, stride),
+                  slice(j, j + stride * ow, stride))
+            gxp[sl] += np.einsum("nohw,oc->nchw", g, w[:, :, i, j])
+            gw[:, :, i, j] = np.einsum("nohw,nchw->oc", g, xp[sl])
+    h, wd = x.shape[2:]
+    return gxp[:, :, pad:pad + h, pad:pad + wd], gw, g.sum(axis=(0, 2, 3))
+
+
+@K("conv2d", "conv2d_backward", family="nn")
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_conv2d_forward_and_backward(device, dtype):
+    rng = np.random.default_rng(21)
+    x, w, b = rng.standard_normal((2, 3, 7, 6)), rng.standard_normal((4, 3, 3, 2)), rng.standard_normal(4)
+    xa, wa, ba = (on(device, a.astype(dtype)) for a in (x, w, b))
+    for a in (xa, wa, ba):
+        a.requires_grad = True
+    y = F.conv2d(xa, wa, ba, stride=2, padding=1)
+    want = _conv_ref(x, w, 2, 1, 1) + b[None, :, None, None]
+    tol = 2e-5 if dtype == "float32" else 1e-12
+    assert_close(y, want.astype(dtype), rtol=tol, atol=tol)
+    g = rng.standard_normal(want.shape)
+    y.backward(on(device, g.astype(dtype)))
+    for got, ref in zip((xa.grad, wa.grad, ba.grad), _conv_grads(x, w, g, 2, 1)):
+        assert_close(got, ref.astype(dtype), rtol=tol * 10, atol=tol * 10)
+
+
+@K("max_pool2d", "max_pool2d_backward", family="nn")
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_max_pool2d_ties_nan_and_gradient(device, dtype):
+    """Window maxima with ties (the first in kw-major order takes the gradient), -inf, NaN,
+    padding that never wins, and the gradient routed to each maximum."""
+    rng = np.random.default_rng(22)
+    x = rng.integers(-2, 2, (2, 2, 5, 6)).astype(np.float64)
+    x[0, 0, 1, 1], x[1, 1, 0, 0] = np.nan, -np.inf
+    xa = on(device, x.astype(dtype))
+    xa.requires_grad = True
+    y = F.max_pool2d(xa, 3, stride=2, padding=1)
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=np.nan)
+    pad = np.pad(np.zeros(x.shape, bool), ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=True)
+    wins, where = [], []
+    for j in range(3):            # kw-major window order
+        for i in range(3):
+            sl = (slice(None), slice(None), slice(i, i + 2 * 3, 2), slice(j, j + 2 * 3, 2))
+            wins.append(np.where(pad[sl], -np.inf, xp[sl]))
+            where.append((i, j))
+    st = np.stack(wins, axis=2)
+    nan = np.isnan(st)
+    k = np.where(nan.any(axis=2), nan.argmax(axis=2), np.argmax(np.where(nan, -np.inf, st), axis=2))
+    want = np.take_along_axis(st, k[:, :, None], axis=2)[:, :, 0]
+    assert_close(y, want.astype(dtype))
+    g = rng.standard_normal(want.shape)
+    y.backward(on(device, g.astype(dtype)))
+    gx = np.zeros(x.shape)
+    for n, c, a, bb in np.ndindex(*want.shape):
+        i, j = where[k[n, c, a, bb]]
+        gx[n, c, 2 * a + i - 1, 2 * bb + j - 1] += g[n, c, a, bb]
+    assert_close(xa.grad, gx.astype(dtype), rtol=1e-6 if dtype == "float32" else 1e-12)
+
+
+@K("batch_norm", "batch_norm_backward", family="nn")
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_batch_norm_training_forward_and_backward(device, dtype):
+    rng = np.random.default_rng(23)
+    x = rng.standard_normal((6, 3, 4, 2)) * 2 + 5
+    w, b, g = rng.standard_normal(3), rng.standard_normal(3), rng.standard_normal(x.shape)
+    xa, wa, ba = (on(device, a.astype(dtype)) for a in (x, w, b))
+    for a in (xa, wa, ba):
+        a.requires_grad = True
+    rm, rv = on(device, np.zeros(3, dtype)), on(device, np.ones(3, dtype))
+    y = F.batch_norm(xa, rm, rv, wa, ba, training=True, momentum=0.1, eps=1e-5)
+    ax = (0, 2, 3)
+    mean, var = x.mean(axis=ax), x.var(axis=ax)
+    inv = 1 / np.sqrt(var + 1e-5)
+    xh = (x - mean[None, :, None, None]) * inv[None, :, None, None]
+    tol = 2e-4 if dtype == "float32" else 1e-11
+    assert_close(y, (xh * w[None, :, None, None] + b[None, :, None, None]).astype(dtype), rtol=tol,
+                 atol=tol)
+    n = x.size // 3
+    assert_close(rm, (0.1 * mean).astype(dtype), rtol=tol, atol=tol)
+    assert_close(rv, (0.9 + 0.1 * var * n / (n - 1)).astype(dtype), rtol=tol, atol=tol)
+    y.backward(on(device, g.astype(dtype)))
+    sg, sgx = g.sum(axis=ax), (g * xh).sum(axis=ax)
+    gx = (w * inv)[None, :, None, None] * (g - sg[None, :, None, None] / n
+                                           - xh * (sgx / n)[None, :, None, None])
+    for got, ref in ((xa.grad, gx), (wa.grad, sgx), (ba.grad, sg)):
+        assert_close(got, ref.astype(dtype), rtol=tol * 10, atol=tol * 10)
+
+
+@K("cross_entropy", "cross_entropy_backward", family="nn")
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_cross_entropy_forward_and_backward(device, dtype, reduction):
+    """Class-index cross entropy with an ignored row (ignore_index=-100) and a -inf logit."""
+    rng = np.random.default_rng(24)
+    x = rng.standard_normal((7, 5)) * 3
+    x[2, 4] = -np.inf
+    t = rng.integers(0, 4, 7)
+    t[5] = -100
+    xa = on(device, x.astype(dtype))
+    xa.requires_grad = True
+    loss = F.cross_entropy(xa, on(device, t), reduction=reduction)
+    m = x.max(axis=1, keepdims=True)
+    logp = (x - m) - np.log(np.exp(x - m).sum(axis=1, keepdims=True))
+    ok = t >= 0
+    rows = -logp[np.arange(7)[ok], t[ok]]
+    cnt = ok.sum() if reduction == "mean" else 1
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(float(loss), rows.sum() / cnt, rtol=tol)
+    loss.backward()
+    gx = np.exp(logp) * ok[:, None]
+    gx[np.arange(7)[ok], t[ok]] -= 1
+    assert_close(xa.grad, (gx / cnt).astype(dtype), rtol=tol * 10, atol=tol)
+
+
+@K("linear", "linear_backward", family="nn")
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_linear_forward_and_backward(device, dtype):
+    rng = np.random.default_rng(25)
+    x, w, b, g = (rng.standard_normal(s) for s in ((9, 6), (4, 6), (4,), (9, 4)))
+    xa, wa, ba = (on(device, a.astype(dtype)) for a in (x, w, b))
+    for a in (xa, wa, ba):
+        a.requires_grad = True
+    y = F.linear(xa, wa, ba)
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    assert_close(y, (x @ w.T + b).astype(dtype), rtol=tol, atol=tol)
+    y.backward(on(device, g.astype(dtype)))
+    for got, ref in ((xa.grad, g @ w), (wa.grad, g.T @ x), (ba.grad, g.sum(axis=0))):
+        assert_close(got, ref.astype(dtype), rtol=tol, atol=tol)
