@@ -17,6 +17,7 @@ from ..backends import dtypes as _dtypes   # the leaf dtype table
 
 OPS: dict[str, Callable] = {}   # namespace name -> the exported (hooked) function
 _SEQ = (list, tuple)
+_SEQ_TYPES = frozenset(_SEQ)
 
 
 class _Hooks:
@@ -89,17 +90,22 @@ def op(name: str, fn: Callable) -> Callable:
             return rec(name, fn, args, kw)
         return fn(*args, **kw)
 
+    h = hooks
+
     @functools.wraps(fn)
     def dispatch(*args, **kw):
-        if hooks.cast is not None:
-            args = hooks.cast(name, args)
+        if h.cast is not None:
+            args = h.cast(name, args)
         if _BF16_SEEN[0]:
             bf = _bf16()
             if name not in bf.NATIVE and bf.involved(args, kw):
                 return bf.call(run, OPS["astype"], args, kw)   # computed in float32
-        rec = hooks.record
-        if rec is not None and _tracked(args):
-            return rec(name, fn, args, kw)
+        rec = h.record
+        if rec is not None:
+            for a in args:   # _tracked, inlined: this runs on every namespace call
+                if getattr(a, "requires_grad", False) or (type(a) in _SEQ_TYPES
+                                                          and _tracked(a)):
+                    return rec(name, fn, args, kw)
         return fn(*args, **kw)
 
     dispatch.__grilly_op__ = name
