@@ -17,6 +17,7 @@ from . import dispatch as _dispatch
 __all__ = ["im2col", "col2im", "conv2d", "conv2d_backward", "max_pool2d", "max_pool2d_backward"]
 
 _CONV_DTYPES = frozenset({"float32", "float64"})   # what the conv2d kernels take (the contract)
+_POOL_DTYPES = frozenset({"float16", "float32", "float64"})   # and the max_pool2d kernels
 
 
 def _ns():
@@ -186,7 +187,7 @@ def max_pool2d(x: Array, kernel: tuple, stride: tuple, dilation: tuple, pads: tu
     Positions in ``pads`` take no part (every window holds an image position)."""
     dev = x._device
     k = dev.kernels.get("max_pool2d")
-    if k is not None and x._dtype.name in _CONV_DTYPES:
+    if k is not None and x._dtype.name in _POOL_DTYPES:
         y, idx = k(x._buf, kernel, stride, dilation, pads, out)
         return core.wrap(y, x._dtype, dev), core.wrap(idx, _dispatch.ns.int32, dev)
     return core.composite(dev, "max_pool2d")(dev, x, kernel, stride, dilation, pads, out)
@@ -198,7 +199,7 @@ def max_pool2d_backward(g: Array, idx: Array, kernel: tuple, stride: tuple, dila
     the position its idx names; ``size`` = (H, W)."""
     dev = g._device
     k = dev.kernels.get("max_pool2d_backward")
-    if k is not None and g._dtype.name in _CONV_DTYPES:
+    if k is not None and g._dtype.name in _POOL_DTYPES:
         return core.wrap(k(g._buf, idx._buf, kernel, stride, dilation, pads, size), g._dtype, dev)
     return core.composite(dev, "max_pool2d_backward")(dev, g, idx, kernel, stride, dilation,
                                                       pads, size)

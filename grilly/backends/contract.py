@@ -160,7 +160,7 @@ KERNELS: dict[str, Kernel] = {
                               "(3 bools)) -> (g_x, g_w, g_bias), None where not needed"),
     "max_pool2d": Kernel("nn", COMPOSED,
                          "(buf (N, C, H, W), kernel, stride, dilation, pads, out) -> (buf, int32 "
-                         "idx), each window's maximum and its window index; float32/float64"),
+                         "idx), each window's maximum and its window index; float16/32/64"),
     "max_pool2d_backward": Kernel("nn", COMPOSED,
                                   "(g, idx, kernel, stride, dilation, pads, size) -> buf "
                                   "(N, C, H, W)"),

@@ -421,12 +421,17 @@ def max_pool2d(buf, kernel, stride, dilation, pads, out):
     idx = pool.empty((n, c) + tuple(out), np.dtype(np.int32))
     if y.size:
         (kh, kw), (sh, sw), (dh, dw) = kernel, stride, dilation
-        args = (np.ascontiguousarray(buf), y, idx, kh, kw, sh, sw, dh, dw, pads[0], pads[2])
+        ct = _ctype(buf.dtype)   # float16 compares in float32: the maxima are its own values
+        yc = y if ct == buf.dtype else np.empty(y.shape, ct)
+        args = (np.ascontiguousarray(buf, dtype=ct), yc, idx, kh, kw, sh, sw, dh, dw, pads[0],
+                pads[2])
         # compute-bound: not under the memory-bound kernels' back-off (reductions.par)
         if y.size * kh * kw >= jit.PARALLEL_MIN and n * c >= 2:
             p_maxpool(*args)
         else:
             s_maxpool(*args)
+        if yc is not y:
+            y[...] = yc
     return y, idx
 
 
@@ -436,12 +441,16 @@ def max_pool2d_backward(g, idx, kernel, stride, dilation, pads, size):
     gx = pool.empty((n, c) + tuple(size), g.dtype)
     if gx.size:
         kh, (sh, sw), (dh, dw) = kernel[0], stride, dilation
-        args = (np.ascontiguousarray(g), np.ascontiguousarray(idx), gx, kh, sh, sw, dh, dw,
-                pads[0], pads[2])
+        ct = _ctype(g.dtype)   # float16 sums in float32, rounded once
+        gc = gx if ct == g.dtype else np.empty(gx.shape, ct)
+        args = (np.ascontiguousarray(g, dtype=ct), np.ascontiguousarray(idx), gc, kh, sh, sw,
+                dh, dw, pads[0], pads[2])
         if gx.size >= jit.PARALLEL_MIN and n * c >= 2:
             p_unpool(*args)
         else:
             s_unpool(*args)
+        if gc is not gx:
+            np.copyto(gx, gc, casting="unsafe")
     return gx
 
 

@@ -84,9 +84,9 @@ def _pool_geom(kernel, stride, dilation, pads) -> tuple:
 
 
 def _pool_check(op: str, buf, size: int) -> None:
-    if buf.dtype.name not in ("float32", "float64"):
-        raise NotImplementedError(f"{op}: dtype {buf.dtype.name} has no Vulkan kernel (float32 "
-                                  "and float64 do)")
+    if buf.dtype.name not in ("float16", "float32", "float64"):
+        raise NotImplementedError(f"{op}: dtype {buf.dtype.name} has no Vulkan kernel (float16, "
+                                  "float32 and float64 do)")
     _check(op, buf, size)
 
 

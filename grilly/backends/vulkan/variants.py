@@ -96,9 +96,10 @@ def variants() -> dict[str, tuple[str, list[str]]]:
     for d in ("float16", "float32", "float64"):
         out[f"softmax_{d}"] = ("nn/softmax.comp", _dtype_defines("IN", d))
         out[f"conv_{d}"] = ("nn/conv.comp", _dtype_defines("IN", d))
+    for d in ("float16", "float32", "float64"):
+        out[f"pool_{d}"] = ("nn/pool.comp", _dtype_defines("IN", d))
     for d in ("float32", "float64"):
         out[f"xent_{d}"] = ("nn/xent.comp", _dtype_defines("IN", d))
-        out[f"pool_{d}"] = ("nn/pool.comp", _dtype_defines("IN", d))
         out[f"bnorm_{d}"] = ("nn/bnorm.comp", _dtype_defines("IN", d))
     for d in ("float32", "float64"):
         out[f"optim_{d}"] = ("nn/optim.comp", _dtype_defines("IN", d))
