@@ -404,7 +404,7 @@ def rms_norm(input: Array, normalized_shape: int | tuple[int, ...], weight: Arra
 class _BatchNormTrain(Function):
     """Training-mode batch norm of x viewed as (N, C, S) as one node: one kernel forward (output
     and batch statistics), one backward (grilly.array.normalization). The batch mean and
-    biased variance go into ``stats``."""
+    1/sqrt(biased variance + eps) go into ``stats``."""
 
     @staticmethod
     def forward(ctx, x, weight, bias, *, eps, stats):
