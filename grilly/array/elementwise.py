@@ -111,7 +111,10 @@ def unary(op: str, x) -> Array:
     return Array._new(k(x._buf.shape, rd, x._buf), rd, dev)
 
 
-_FAST: dict = {}   # (op, dtype) -> result dtype, for same-dtype operands the op takes as they are
+_FAST: dict = {}   # op -> {dtype: result dtype}, for same-dtype operands the op takes as they are
+
+
+_NONE: dict = {}
 
 
 def binary(op: str, x1, x2) -> Array:
@@ -119,7 +122,7 @@ def binary(op: str, x1, x2) -> Array:
     if type(x1) is Array and type(x2) is Array and x1._dtype is x2._dtype \
             and x1._device is x2._device:
         # the common case, without promotion: two arrays of one dtype on one device
-        rd = _FAST.get((op, x1._dtype))
+        rd = _FAST.get(op, _NONE).get(x1._dtype)
         if rd is not None:
             sa, sb = x1._buf.shape, x2._buf.shape
             shape = sa if sa == sb else broadcast_shapes(sa, sb, op=op)
@@ -146,7 +149,7 @@ def binary(op: str, x1, x2) -> Array:
         raise _bad_dtype(op, d, allowed)
     cd = compute(d)
     if cd is d:
-        _FAST[(op, d)] = result(cd)
+        _FAST.setdefault(op, {})[d] = result(cd)
     a = x1 if isinstance(x1, Array) and x1._dtype is cd else _operand(x1, cd, dev, op)
     b = x2 if isinstance(x2, Array) and x2._dtype is cd else _operand(x2, cd, dev, op)
     sa, sb = a._buf.shape, b._buf.shape

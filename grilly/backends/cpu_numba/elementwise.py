@@ -146,7 +146,7 @@ def _unary(op: str, shape: tuple, od: np.dtype, a):
     return out
 
 
-# (op, input dtype) -> (s_vv, s_vs) loops: the small contiguous calls' fast path (no float16,
+# op -> {input dtype: (s_vv, s_vs) loops}: the small contiguous calls' fast path (no float16,
 # which computes through float32)
 _SMALL2: dict = {}
 
@@ -161,7 +161,7 @@ def _binary(op: str, shape: tuple, od: np.dtype, a, b):
     if n == 0:
         return out
     m = loops(op, a.dtype, 2)
-    _SMALL2[(op, a.dtype)] = (m.s_vv, m.s_vs)
+    _SMALL2.setdefault(op, {})[a.dtype] = (m.s_vv, m.s_vs)
     par = n >= jit.PARALLEL_MIN
     if b.size == 1 and a.shape == shape:
         fn, a, b = (m.p_vs if par else m.s_vs), _flat(a, shape), b.reshape(1)
@@ -181,22 +181,22 @@ def _unary_kernel(op: str):
 
 
 def _binary_kernel(op: str):
-    small, limit = _SMALL2, jit.PARALLEL_MIN
+    small, limit, empty = _SMALL2.setdefault(op, {}), jit.PARALLEL_MIN, np.empty
 
     def k(shape, out_dtype, a, b):
         # the common small call (tiny ops are all overhead): a contiguous array of the output's
         # shape with another one or with a single element, serial loops, no broadcast views
         if a.shape == shape and a.size < limit and a.flags.c_contiguous:
-            loops2 = small.get((op, a.dtype))
+            loops2 = small.get(a.dtype)
             if loops2 is not None:
                 if b.shape == shape and b.flags.c_contiguous:
-                    out = np.empty(a.size, out_dtype.np)
-                    loops2[0](a.ravel(), b.ravel(), out)
-                    return out.reshape(shape)
+                    out = empty(shape, out_dtype.np)
+                    loops2[0](a.ravel(), b.ravel(), out.ravel())
+                    return out
                 if b.size == 1 and a.size:
-                    out = np.empty(a.size, out_dtype.np)
-                    loops2[1](a.ravel(), b.reshape(1), out)
-                    return out.reshape(shape)
+                    out = empty(shape, out_dtype.np)
+                    loops2[1](a.ravel(), b.reshape(1), out.ravel())
+                    return out
         return _binary(op, tuple(shape), out_dtype.np, a, b)
     k.__name__ = op
     return k
