@@ -107,6 +107,28 @@ def test_kernels_match_numpy(reset, delay, device):
                 np.testing.assert_allclose(_np(g), w, rtol=1e-11, atol=1e-12)
 
 
+@pytest.mark.parametrize("delay", [True, False])
+@pytest.mark.parametrize("reset", RESETS)
+def test_kernel_undetached_reset_matches_the_composition(reset, delay, device):
+    """lif_backward with detach_reset=False: the device's kernel against the contract's
+    composition (per-step array ops) on the cpu device."""
+    from grilly.array import composites
+    cpu = gp.backends.registry.device("cpu")
+    for k, (name, (a, _)) in enumerate(SURR.items()):
+        x, m0, beta, thr, gs, gm = _case(k)
+        X, M0, B, TH, GS, GM = _on(device, x, m0, beta, thr, gs, gm)
+        got = spiking.lif_backward(GS, GM, X, M0, B, TH, None, reset=reset, reset_delay=delay,
+                                   surrogate=name, slope=a, detach_reset=False)
+        want = composites.COMPOSITES["lif_backward"](
+            cpu, *_on(cpu, gs, gm, x, m0, beta, thr), None, reset, delay, name, a, False)
+        detached = spiking.lif_backward(GS, GM, X, M0, B, TH, None, reset=reset,
+                                        reset_delay=delay, surrogate=name, slope=a)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(_np(g), _np(w), rtol=1e-11, atol=1e-12)
+        if reset != "none" and name != "straight_through":   # the reset's slope matters
+            assert any(not np.allclose(_np(g), _np(d)) for g, d in zip(got, detached))
+
+
 def test_kernels_float32_and_no_trace(device):
     x, m0, beta, thr, gs, gm = _case(9, T=40, N=70)
     spk, mem, _ = ref_forward(x, m0, beta, thr, "subtract", True)
@@ -181,9 +203,10 @@ def _run_layer(make, xs, w, device, fused, calls=1, **grad_of):
     return spikes, [_np(g) for g in grad(loss, params)]
 
 
+@pytest.mark.parametrize("detach", [True, False])
 @pytest.mark.parametrize("delay", [True, False])
 @pytest.mark.parametrize("reset", RESETS)
-def test_layer_fused_equals_per_step(reset, delay, device):
+def test_layer_fused_equals_per_step(reset, delay, detach, device):
     rng = np.random.default_rng(3)
     xs = rng.normal(0.4, 0.8, (15, 2, 6))
     w = rng.standard_normal(xs.shape)
@@ -194,8 +217,9 @@ def test_layer_fused_equals_per_step(reset, delay, device):
 
         def make(fused):
             return snn.LIF(beta, 0.9, reset=reset, reset_delay=delay, surrogate=sg,
-                           learn_beta=True, learn_threshold=True, step_mode="m", fused=fused,
-                           recompute=bool(k % 2), dtype=gp.float64)
+                           detach_reset=detach, learn_beta=True, learn_threshold=True,
+                           step_mode="m", fused=fused, recompute=bool(k % 2),
+                           dtype=gp.float64)
         a = _run_layer(make, xs, w, device, True, calls=2, beta=1, threshold=1)
         b = _run_layer(make, xs, w, device, False, calls=2, beta=1, threshold=1)
         for sa, sb in zip(a[0], b[0]):
@@ -204,9 +228,10 @@ def test_layer_fused_equals_per_step(reset, delay, device):
             np.testing.assert_allclose(ga, gb, rtol=1e-11, atol=1e-12)
 
 
+@pytest.mark.parametrize("detach", [True, False])
 @pytest.mark.parametrize("delay", [True, False])
 @pytest.mark.parametrize("reset", RESETS)
-def test_synaptic_fused_equals_per_step(reset, delay, device):
+def test_synaptic_fused_equals_per_step(reset, delay, detach, device):
     rng = np.random.default_rng(9)
     xs = rng.normal(0.3, 0.7, (12, 2, 5))
     w = rng.standard_normal(xs.shape)
@@ -214,6 +239,7 @@ def test_synaptic_fused_equals_per_step(reset, delay, device):
 
     def make(fused):
         return snn.Synaptic(alpha, 0.85, 0.9, reset=reset, reset_delay=delay,
+                            detach_reset=detach,
                             surrogate=snn.surrogate.fast_sigmoid(10.0), learn_alpha=True,
                             learn_beta=True, learn_threshold=True, step_mode="m", fused=fused,
                             dtype=gp.float64)
@@ -301,7 +327,7 @@ def test_fused_path_taken_and_what_it_stores(monkeypatch):
     snn.LIF(0.9, step_mode="m", recompute=True)(x)
     assert calls == [False, True, False]   # no grad or recompute: no trace kept
     # options the kernels do not cover run per step
-    for kw in (dict(refractory=2), dict(detach_reset=False),
+    for kw in (dict(refractory=2), dict(return_mem=True, detach_reset=False),
                dict(return_mem=True, reset_delay=False),
                dict(surrogate=lambda v: snn.surrogate.atan()(v))):
         snn.LIF(0.9, step_mode="m", **kw)(x)

@@ -549,10 +549,11 @@ def lif_forward(device, x: Array, mem0: Array, beta: Array, thr: Array, reset: s
 
 
 def lif_backward(device, gs: Array, gm: Array, x: Array, mem0: Array, beta: Array, thr: Array,
-                 trace, reset: str, delay: bool, surrogate: str, slope: float) -> tuple:
+                 trace, reset: str, delay: bool, surrogate: str, slope: float,
+                 detach: bool = True) -> tuple:
     """BPTT of lif_forward, one step at a time in reverse (grilly.array.spiking)."""
     return spiking.composed_backward(gs, gm, x, mem0, beta, thr, trace, reset, delay, surrogate,
-                                     slope)
+                                     slope, detach)
 
 
 def leaky_integrate(device, x: Array, s0: Array, alpha: Array, reverse: bool) -> Array:

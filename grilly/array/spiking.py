@@ -75,8 +75,10 @@ def _surrogate_grad(kind: str, a: float, v: Array) -> Array:
 
 
 def composed_backward(gs: Array, gm: Array, x: Array, mem0: Array, beta: Array, thr: Array,
-                      trace, reset: str, delay: bool, surrogate: str, slope: float):
-    """lif_backward one step at a time (reverse): (grad x, grad mem0, grad beta, grad thr)."""
+                      trace, reset: str, delay: bool, surrogate: str, slope: float,
+                      detach: bool = True):
+    """lif_backward one step at a time (reverse): (grad x, grad mem0, grad beta, grad thr).
+    ``detach`` False: the reset signal is differentiated through the surrogate as well."""
     gp = _dispatch.ns
     if trace is None:
         trace = composed_forward(x, mem0, beta, thr, reset, delay, True)[2]
@@ -89,19 +91,35 @@ def composed_backward(gs: Array, gm: Array, x: Array, mem0: Array, beta: Array, 
         if delay:
             up = tr[t - 1] if t > 0 else mem0
             r = _h(up, thr)
+            dr = None if detach else _surrogate_grad(surrogate, slope, up - thr)
             g = g + d
             gx[t] = g
             if reset == "subtract":
-                gt, gb, g = gt - g * r, gb + g * up, g * beta
+                gt, gb = gt - g * r, gb + g * up
+                if dr is None:
+                    g = g * beta
+                else:
+                    gt, g = gt + g * (thr * dr), g * (beta - thr * dr)
             elif reset == "zero":
-                gb, g = gb + g * ((1.0 - r) * up), g * (beta * (1.0 - r))
+                gb = gb + g * ((1.0 - r) * up)
+                if dr is None:
+                    g = g * (beta * (1.0 - r))
+                else:
+                    k = beta * up * dr
+                    gt, g = gt + g * k, g * (beta * (1.0 - r) - k)
             else:
                 gb, g = gb + g * up, g * beta
         else:
             s = _h(v, thr)
+            dr = None if detach else _surrogate_grad(surrogate, slope, v - thr)
+            gh = g * (1.0 - s) if reset == "zero" else g
             if reset == "subtract":
                 gt = gt - g * s
-            gh = (g * (1.0 - s) if reset == "zero" else g) + d
+                if dr is not None:
+                    gt, gh = gt + g * (thr * dr), gh - g * (thr * dr)
+            elif reset == "zero" and dr is not None:
+                gt, gh = gt + g * (v * dr), gh - g * (v * dr)
+            gh = gh + d
             gx[t] = gh
             up = _post_reset(tr[t - 1], thr, reset) if t > 0 else mem0
             gb, g = gb + gh * up, gh * beta
@@ -155,9 +173,11 @@ def lif_forward(x: Array, mem0: Array, beta: Array, thr: Array, *, reset: str = 
 
 def lif_backward(grad_spikes: Array, grad_mem: Array, x: Array, mem0: Array, beta: Array,
                  thr: Array, trace: Array | None, *, reset: str = "subtract",
-                 reset_delay: bool = True, surrogate: str = "atan", slope: float = 2.0) -> tuple:
+                 reset_delay: bool = True, surrogate: str = "atan", slope: float = 2.0,
+                 detach_reset: bool = True) -> tuple:
     """Backward through all T steps of lif_forward (trace None: recomputed): the gradients of
-    x (T, N), mem0, beta and thr (each (N,), per neuron)."""
+    x (T, N), mem0, beta and thr (each (N,), per neuron); ``detach_reset=False`` also
+    differentiates the reset signal through the surrogate."""
     op = "lif_backward"
     dev = _check_common(op, x, mem0, beta, thr, reset)
     _check(op, grad_spikes, x.shape, "grad_spikes")
@@ -171,8 +191,9 @@ def lif_backward(grad_spikes: Array, grad_mem: Array, x: Array, mem0: Array, bet
     for a, name in ((grad_spikes, "grad_spikes"), (grad_mem, "grad_mem"), (trace, "trace")):
         if a is not None and (a._dtype is not x._dtype or a._device is not dev):
             raise TypeError(f"{op}: {name} must have x's dtype and device")
+    extra = () if detach_reset else (False,)   # the contract's optional last argument
     res = core.call(dev, op, grad_spikes, grad_mem, x, mem0, beta, thr, trace, reset,
-                    bool(reset_delay), surrogate, float(slope))
+                    bool(reset_delay), surrogate, float(slope), *extra)
     return tuple(core.wrap(r, x._dtype, dev) for r in res)
 
 

@@ -184,7 +184,9 @@ KERNELS: dict[str, Kernel] = {
                           "(spikes, mem (N,), trace or None)"),
     "lif_backward": Kernel("snn", COMPOSED,
                            "(g_spikes, g_mem, x, mem0, beta, thr, trace or None, reset, delay, "
-                           "surrogate, slope) -> (g_x, g_mem0, g_beta, g_thr)"),
+                           "surrogate, slope[, detach_reset=True]) -> (g_x, g_mem0, g_beta, "
+                           "g_thr); detach_reset False (passed only then) differentiates the "
+                           "reset signal through the surrogate"),
     # a leaky integrator over T steps: a Synaptic layer's current, and its backward (reverse)
     "leaky_integrate": Kernel("snn", COMPOSED,
                               "(x (T, N), s0, alpha (N,), reverse) -> (T, N): out[t] = alpha "

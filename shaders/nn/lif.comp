@@ -10,7 +10,8 @@
 //           b2 = params [mem0 (N)][beta (N)][thr (N)]
 //   MODE 1: b0 = out [g_x (T, N)][g_mem0][g_beta][g_thr], b1 = g_spikes (T, N), b2 = trace,
 //           b3 = params [mem0][beta][thr][g_mem]; pc.st[0..5] = slope, c1, c2 as float bits
-//           (float32: one word each; float64: two words each, low first).
+//           (float32: one word each; float64: two words each, low first). DETACH = 0: the
+//           reset signal is differentiated through the surrogate (detach_reset=False).
 #include "../common.glsl"
 #if IN_BITS == 64
 #extension GL_ARB_gpu_shader_fp64 : enable
@@ -26,6 +27,7 @@ layout(constant_id = 2) const int RESET = 0;   // 0 subtract, 1 zero, 2 none
 layout(constant_id = 3) const int DELAY = 1;   // 1: snnTorch (reset from the previous step)
 layout(constant_id = 4) const int STORE = 1;
 layout(constant_id = 5) const int KIND = 0;    // atan, fast_sigmoid, sigmoid, triangle, ste
+layout(constant_id = 6) const int DETACH = 1;  // 0: the reset signal's surrogate slope flows too
 
 #define TC IN_TC
 layout(set = 0, binding = 0) buffer O { IN_TS o[]; };
@@ -91,16 +93,32 @@ void backward(uint i, int T, int N) {
         if (DELAY != 0) {
             TC up = t > 0 ? TC(b[ot + (t - 1) * N + i]) : m0;
             TC r = H(up, th);
+            TC dr = DETACH != 0 ? TC(0) : sg(up - th, slope, c1, c2);
             g = g + gs * d;
             acc_t -= gs * d;
             o[oo + t * N + i] = IN_TS(g);
-            if (RESET == 0) { acc_t -= g * r; acc_b += g * up; g = g * be; }
-            else if (RESET == 1) { acc_b += g * ((TC(1) - r) * up); g = g * (be * (TC(1) - r)); }
+            if (RESET == 0) {
+                acc_t -= g * r;
+                acc_b += g * up;
+                if (DETACH != 0) g = g * be;
+                else { acc_t += g * (th * dr); g = g * (be - th * dr); }
+            } else if (RESET == 1) {
+                acc_b += g * ((TC(1) - r) * up);
+                if (DETACH != 0) g = g * (be * (TC(1) - r));
+                else { TC k = be * up * dr; acc_t += g * k; g = g * (be * (TC(1) - r) - k); }
+            }
             else { acc_b += g * up; g = g * be; }
         } else {
             TC s = H(v, th);
+            TC dr = DETACH != 0 ? TC(0) : sg(v - th, slope, c1, c2);
             TC gh = RESET == 1 ? g * (TC(1) - s) : g;
-            if (RESET == 0) acc_t -= g * s;
+            if (RESET == 0) {
+                acc_t -= g * s;
+                if (DETACH == 0) { acc_t += g * (th * dr); gh = gh - g * (th * dr); }
+            } else if (RESET == 1 && DETACH == 0) {
+                acc_t += g * (v * dr);
+                gh = gh - g * (v * dr);
+            }
             gh = gh + gs * d;
             acc_t -= gs * d;
             o[oo + t * N + i] = IN_TS(gh);

@@ -111,7 +111,7 @@ def _surrogate(kind, a, c1, c2, one, v, th, gs, d):
 
 
 @njit(**_o)
-def _bwd_block(b, gs, gm, x, m0, beta, thr, tr, code, delay, kind, a, c1, c2,
+def _bwd_block(b, gs, gm, x, m0, beta, thr, tr, code, delay, kind, a, c1, c2, detach,
                gx, gm0, gb, gth):
     T, N = x.shape
     lo = b * BLOCK
@@ -123,13 +123,18 @@ def _bwd_block(b, gs, gm, x, m0, beta, thr, tr, code, delay, kind, a, c1, c2,
     acc_b = np.zeros(n, x.dtype)
     acc_t = np.zeros(n, x.dtype)
     d = np.empty(n, x.dtype)
+    dr = np.zeros(n, x.dtype)            # the reset signal's surrogate slope (detach=False)
+    ones = np.ones(n, x.dtype)
     up = np.empty(n, x.dtype)
     for t in range(T - 1, -1, -1):
         v, gxt = tr[t, lo:hi], gx[t, lo:hi]
         _surrogate(kind, a, c1, c2, one, v, th, gs[t, lo:hi], d)
         prev = tr[t - 1, lo:hi] if t > 0 else mz
         if delay:
-            # U[t] = beta U[t-1] + x[t] - R[t] thr, R[t] = H(U[t-1] - thr) (detached)
+            # U[t] = beta U[t-1] + x[t] - R[t] thr, R[t] = H(U[t-1] - thr): detached, or (detach
+            # False) differentiated through the surrogate at U[t-1]
+            if not detach:
+                _surrogate(kind, a, c1, c2, one, prev, th, ones, dr)
             for j in range(n):
                 gj = g[j] + d[j]
                 acc_t[j] -= d[j]
@@ -138,15 +143,27 @@ def _bwd_block(b, gs, gm, x, m0, beta, thr, tr, code, delay, kind, a, c1, c2,
                 if code == 0:
                     acc_t[j] -= gj * r
                     acc_b[j] += gj * prev[j]
-                    g[j] = gj * be[j]
+                    if detach:
+                        g[j] = gj * be[j]
+                    else:
+                        acc_t[j] += gj * (th[j] * dr[j])
+                        g[j] = gj * (be[j] - th[j] * dr[j])
                 elif code == 1:
                     acc_b[j] += gj * ((one - r) * prev[j])
-                    g[j] = gj * (be[j] * (one - r))
+                    if detach:
+                        g[j] = gj * (be[j] * (one - r))
+                    else:
+                        k = be[j] * prev[j] * dr[j]
+                        acc_t[j] += gj * k
+                        g[j] = gj * (be[j] * (one - r) - k)
                 else:
                     acc_b[j] += gj * prev[j]
                     g[j] = gj * be[j]
         else:
-            # h[t] = beta U[t-1] + x[t]; U[t] = h[t] reset by S[t] = H(h[t] - thr) (detached)
+            # h[t] = beta U[t-1] + x[t]; U[t] = h[t] reset by S[t] = H(h[t] - thr): detached, or
+            # differentiated through the surrogate at h[t]
+            if not detach:
+                _surrogate(kind, a, c1, c2, one, v, th, ones, dr)
             if t > 0:
                 for j in range(n):
                     sp = one if prev[j] > th[j] else zero
@@ -159,6 +176,12 @@ def _bwd_block(b, gs, gm, x, m0, beta, thr, tr, code, delay, kind, a, c1, c2,
                 gh = g[j] * (one - s) if code == 1 else g[j]
                 if code == 0:
                     acc_t[j] -= g[j] * s
+                    if not detach:
+                        acc_t[j] += g[j] * (th[j] * dr[j])
+                        gh = gh - g[j] * (th[j] * dr[j])
+                elif code == 1 and not detach:
+                    acc_t[j] += g[j] * (v[j] * dr[j])
+                    gh = gh - g[j] * (v[j] * dr[j])
                 gh = gh + d[j]
                 acc_t[j] -= d[j]
                 gxt[j] = gh
@@ -170,15 +193,17 @@ def _bwd_block(b, gs, gm, x, m0, beta, thr, tr, code, delay, kind, a, c1, c2,
 
 
 @njit(**_o)
-def s_bwd(gs, gm, x, m0, beta, thr, tr, code, delay, kind, a, c1, c2, gx, gm0, gb, gth):
+def s_bwd(gs, gm, x, m0, beta, thr, tr, code, delay, kind, a, c1, c2, detach, gx, gm0, gb, gth):
     for b in range((x.shape[1] + BLOCK - 1) // BLOCK):
-        _bwd_block(b, gs, gm, x, m0, beta, thr, tr, code, delay, kind, a, c1, c2, gx, gm0, gb, gth)
+        _bwd_block(b, gs, gm, x, m0, beta, thr, tr, code, delay, kind, a, c1, c2, detach, gx, gm0,
+                   gb, gth)
 
 
 @njit(parallel=True, **_o)
-def p_bwd(gs, gm, x, m0, beta, thr, tr, code, delay, kind, a, c1, c2, gx, gm0, gb, gth):
+def p_bwd(gs, gm, x, m0, beta, thr, tr, code, delay, kind, a, c1, c2, detach, gx, gm0, gb, gth):
     for b in prange((x.shape[1] + BLOCK - 1) // BLOCK):
-        _bwd_block(b, gs, gm, x, m0, beta, thr, tr, code, delay, kind, a, c1, c2, gx, gm0, gb, gth)
+        _bwd_block(b, gs, gm, x, m0, beta, thr, tr, code, delay, kind, a, c1, c2, detach, gx, gm0,
+                   gb, gth)
 
 
 def _consts(surrogate: str, a: float, ct):
@@ -230,8 +255,9 @@ def lif_forward(x, mem0, beta, thr, reset: str, delay: bool, store: bool):
 
 
 def lif_backward(gs, gm, x, mem0, beta, thr, trace, reset: str, delay: bool, surrogate: str,
-                 slope: float):
-    """BPTT of lif_forward: (grad input (T, N), grad mem0 (N,), grad beta (N,), grad thr (N,))."""
+                 slope: float, detach_reset: bool = True):
+    """BPTT of lif_forward: (grad input (T, N), grad mem0 (N,), grad beta (N,), grad thr (N,));
+    ``detach_reset=False`` differentiates the reset signal through the surrogate too."""
     d = x.dtype
     ct = _ctype(d)
     T, N = x.shape
@@ -241,7 +267,8 @@ def lif_backward(gs, gm, x, mem0, beta, thr, trace, reset: str, delay: bool, sur
     gx, gm0, gb, gth = _out((T, N), d, ct), _out((N,), d, ct), _out((N,), d, ct), _out((N,), d, ct)
     if x.size:
         _run(s_bwd, p_bwd, N, 4 * xs.nbytes, g, gmf, xs, m0, b, th, tr, RESETS[reset],
-             bool(delay), SURROGATES[surrogate], ct(slope), *_consts(surrogate, slope, ct), gx, gm0, gb, gth)
+             bool(delay), SURROGATES[surrogate], ct(slope), *_consts(surrogate, slope, ct),
+             bool(detach_reset), gx, gm0, gb, gth)
     else:
         gm0[...] = gmf
         gb[...] = 0

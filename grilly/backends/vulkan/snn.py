@@ -80,8 +80,9 @@ def lif_forward(x, mem0, beta, thr, reset: str, delay: bool, store: bool):
 
 
 def lif_backward(gs, gm, x, mem0, beta, thr, trace, reset: str, delay: bool, surrogate: str,
-                 slope: float):
-    """BPTT of lif_forward: (grad x (T, N), grad mem0, grad beta, grad thr (each (N,)))."""
+                 slope: float, detach_reset: bool = True):
+    """BPTT of lif_forward: (grad x (T, N), grad mem0, grad beta, grad thr (each (N,)));
+    ``detach_reset=False`` differentiates the reset signal through the surrogate too."""
     _check("lif_backward", x)
     T, N = x.shape
     if trace is None:   # recompute: the forward again, its trace held only for this call
@@ -95,7 +96,8 @@ def lif_backward(gs, gm, x, mem0, beta, thr, trace, reset: str, delay: bool, sur
         params = _pack([mem0, beta, thr, gm], N, x)
         consts = _consts(surrogate, float(slope), x.dtype.name)
         dispatch(x.ctx, f"lif_{x.dtype.name}",
-                 (1, 1, RESETS[reset], int(bool(delay)), 1, SURROGATES[surrogate]),
+                 (1, 1, RESETS[reset], int(bool(delay)), 1, SURROGATES[surrogate],
+                  int(bool(detach_reset))),
                  [out, g, tr, params], N, N, (out.offset, g.offset, tr.offset, params.offset),
                  (T,), (consts[:5], consts[5:]))   # rows of MAXD = 5 words, read as one run
     return (_rows(out, 0, T, N, (T, N)), _rows(out, T, T + 1, N, (N,)),

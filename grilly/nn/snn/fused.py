@@ -37,11 +37,10 @@ def supported(x: Array, surrogate, *, detach_reset: bool, refractory: int,
     """Whether the fused kernels cover these options (else the per-step composition runs).
     The membrane trace (``return_mem``) is the kernel's stored trace where it equals the
     per-step membrane and its gradient is a leaky scan: snnTorch's reset_delay with a subtract
-    or no reset."""
-    if return_mem and not (reset_delay and reset in ("subtract", "none")):
+    or no reset, the reset detached."""
+    if return_mem and not (reset_delay and reset in ("subtract", "none") and detach_reset):
         return False
-    return (detach_reset and refractory == 0
-            and surrogate_kind(surrogate) is not None
+    return (refractory == 0 and surrogate_kind(surrogate) is not None
             and x.dtype in (gp.float32, gp.float64) and x.ndim >= 2 and x.size > 0)
 
 
@@ -55,7 +54,7 @@ def _per_neuron(v, shape: tuple, n: int, like: Array) -> Array:
 class _LIFSequence(Function):
     @staticmethod
     def forward(ctx, x, mem0, beta, thr, *, reset, reset_delay, kind, slope, recompute,
-                trace_out=False):
+                trace_out=False, detach_reset=True):
         T, shape = x.shape[0], x.shape[1:]
         n = math.prod(shape)
         x2 = gp.reshape(x, (T, n))
@@ -65,7 +64,8 @@ class _LIFSequence(Function):
         spk, mem, tr = spiking.lif_forward(x2, m0, b, th, reset=reset, reset_delay=reset_delay,
                                            store=store)
         ctx.saved = (x2, m0, b, th, tr)
-        ctx.opts = dict(reset=reset, reset_delay=reset_delay, surrogate=kind, slope=slope)
+        ctx.opts = dict(reset=reset, reset_delay=reset_delay, surrogate=kind, slope=slope,
+                        detach_reset=detach_reset)
         ctx.shape = x.shape
         out = (gp.reshape(spk, x.shape), gp.reshape(mem, shape))
         # the trace is the membrane U[t] of every step (reset_delay: the reset of S[t] only
@@ -99,13 +99,14 @@ class _LIFSequence(Function):
 
 
 def lif_sequence(x: Array, mem0: Array, beta, threshold, *, reset: str, reset_delay: bool,
-                 surrogate, recompute: bool = False, return_mem: bool = False) -> tuple:
+                 surrogate, recompute: bool = False, return_mem: bool = False,
+                 detach_reset: bool = True) -> tuple:
     """All T steps of LIF on x (T, ...) from membrane mem0 (...): (spikes (T, ...), final mem),
     and the membrane of every step (T, ...) too with ``return_mem`` (see ``supported``)."""
     kind, slope = surrogate_kind(surrogate)
     return _LIFSequence.apply(x, mem0, beta, threshold, reset=reset, reset_delay=reset_delay,
                               kind=kind, slope=slope, recompute=recompute,
-                              trace_out=bool(return_mem))
+                              trace_out=bool(return_mem), detach_reset=bool(detach_reset))
 
 
 class _Leaky(Function):

@@ -201,7 +201,7 @@ class LIF(_Neuron):
         out = _fused.lif_sequence(x_seq, st[0], p["beta"], p["thr"],
                                   reset=self.reset_mechanism, reset_delay=self.reset_delay,
                                   surrogate=self.surrogate, recompute=self.recompute,
-                                  return_mem=return_mem)
+                                  return_mem=return_mem, detach_reset=self.detach_reset)
         self.state = (out[1],)
         return (out[0], out[2]) if return_mem else out[0]
 
@@ -269,7 +269,7 @@ class Synaptic(_Neuron):
         out = _fused.lif_sequence(syn, st[1], p["beta"], p["thr"],
                                   reset=self.reset_mechanism, reset_delay=self.reset_delay,
                                   surrogate=self.surrogate, recompute=self.recompute,
-                                  return_mem=return_mem)
+                                  return_mem=return_mem, detach_reset=self.detach_reset)
         self.state = (syn[-1], out[1])
         return (out[0], out[2]) if return_mem else out[0]
 
