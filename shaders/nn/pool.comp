@@ -48,6 +48,17 @@ void main() {
             int r = rem / W, q = rem - r * W;
             int base = p * Ho * Wo;
             TC s = TC(0);
+            if (KH == 2 && KW == 2 && SH == 2 && SW == 2 && DH == 1 && DW == 1 && PT == 0
+                    && PL == 0) {
+                // the common 2x2/2 pool: one window holds each position, offset (r & 1, q & 1)
+                int oa = r >> 1, ob = q >> 1;
+                if (oa < Ho && ob < Wo) {
+                    int k = base + oa * Wo + ob;
+                    if (idx[pc.off[1] + k] == (q & 1) * 2 + (r & 1)) s = TC(a[pc.off[2] + k]);
+                }
+                o[pc.off[0] + int(e)] = IN_TS(s);
+                continue;
+            }
             for (int j = 0; j < KW; ++j) {
                 int bq = q + PL - j * DW;            // = ob * SW
                 if (bq < 0 || bq % SW != 0) continue;
