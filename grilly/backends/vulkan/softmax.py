@@ -51,8 +51,6 @@ def _kernel(op: str, log: int):
     return k
 
 
-
-
 # ---- cross entropy (shaders/nn/xent.comp) ------------------------------------------------------
 def _xent_args(op: str, x, target):
     if x.dtype.name not in ("float32", "float64"):
