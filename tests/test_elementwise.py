@@ -213,3 +213,21 @@ def test_complex_reciprocal_of_zero_is_one_over_zero(device, dtype):
     with np.errstate(all="ignore"):
         want = (np.ones((), dtype) / z).astype(dtype)
     assert_close(gp.reciprocal(gp.asarray(z, device=device)), want, rtol=1e-6, equal_nan=True)
+
+
+def test_small_binary_fast_path_on_views(device):
+    """The small-call path (same shape, or one element) on transposed, sliced and 0-d operands
+    and on a one-element array that broadcasts: the general path's results."""
+    rng = np.random.default_rng(12)
+    a, b = rng.standard_normal((6, 5)), rng.standard_normal((5, 6))
+    ga, gb = gp.asarray(a, device=device), gp.asarray(b, device=device)
+    cases = [(ga, gp.matrix_transpose(gb), a, b.T), (ga[::2], ga[1::2], a[::2], a[1::2]),
+             (ga, gp.asarray(np.array([[2.5]]), device=device), a, np.array([[2.5]])),
+             (gp.asarray(np.float64(3.0), device=device), gp.asarray(np.float64(-1.5), device=device),
+              np.float64(3.0), np.float64(-1.5))]
+    for x, y, hx, hy in cases:
+        for op in ("add", "multiply", "subtract", "maximum"):
+            got = getattr(gp, op)(x, y)
+            want = getattr(np, op)(hx, hy)
+            assert got.shape == np.shape(want)
+            np.testing.assert_array_equal(np.asarray(got.to_device("cpu")), want)

@@ -18,8 +18,10 @@ def _arith(name: str, scalars: bool = True):
     """The operator, reflected operator and augmented assignment for namespace function ``name``."""
     # the operand types are looked up at call time: Array does not exist yet when this runs
     def op(self, other):
-        ok = isinstance(other, _OPERANDS if scalars else Array)
-        return _OPS[name](self, other) if ok else NotImplemented
+        # an Array operand first: the common case, cheaper than the isinstance on a tuple
+        if type(other) is Array or isinstance(other, _OPERANDS if scalars else Array):
+            return _OPS[name](self, other)
+        return NotImplemented
 
     def rop(self, other):
         ok = isinstance(other, _OPERANDS if scalars else Array)

@@ -184,12 +184,13 @@ def _binary_kernel(op: str):
     small, limit, empty = _SMALL2.setdefault(op, {}), jit.PARALLEL_MIN, np.empty
 
     def k(shape, out_dtype, a, b):
-        # the common small call (tiny ops are all overhead): a contiguous array of the output's
-        # shape with another one or with a single element, serial loops, no broadcast views
-        if a.shape == shape and a.size < limit and a.flags.c_contiguous:
+        # the common small call (tiny ops are all overhead): an array of the output's shape with
+        # another one or with a single element, serial loops, no broadcast views (ravel copies
+        # only an operand that is not contiguous, as the general path would)
+        if a.shape == shape and a.size < limit:
             loops2 = small.get(a.dtype)
             if loops2 is not None:
-                if b.shape == shape and b.flags.c_contiguous:
+                if b.shape == shape:
                     out = empty(shape, out_dtype.np)
                     loops2[0](a.ravel(), b.ravel(), out.ravel())
                     return out
