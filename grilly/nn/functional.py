@@ -62,6 +62,12 @@ def _reduce(loss, reduction: str, op: str):
     raise ValueError(f"{op}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
 
 
+def _promoted(*arrays) -> tuple:
+    """``arrays`` (None kept) cast to their result type: a layer's one-dtype kernels."""
+    dt = gp.result_type(*(a for a in arrays if a is not None))
+    return tuple(a if a is None or a.dtype == dt else gp.astype(a, dt) for a in arrays)
+
+
 def _neg_inf(dtype) -> float:
     return -float(gp.finfo(dtype).max)
 
@@ -76,9 +82,7 @@ def linear(input: Array, weight: Array, bias: Array | None = None) -> Array:
     if input.ndim < 2 or (bias is not None and bias.shape != (weight.shape[0],)):
         y = gp.matmul(input, gp.permute_dims(weight, (1, 0)))
         return y if bias is None else y + bias
-    dt = gp.result_type(*(a for a in (input, weight, bias) if a is not None))
-    input, weight, bias = (a if a is None or a.dtype == dt else gp.astype(a, dt)
-                           for a in (input, weight, bias))
+    input, weight, bias = _promoted(input, weight, bias)
     if input.ndim == 2:
         return _Linear.apply(input, weight, bias)
     # leading axes folded into one: the weight gradient is one matmul, not a batch of
@@ -433,9 +437,7 @@ def batch_norm(input: Array, running_mean: Array | None, running_var: Array | No
             raise ValueError(f"batch_norm: expected more than 1 value per channel when training, "
                              f"got input shape {input.shape}")
         stats: dict = {}
-        dt = gp.result_type(*(a for a in (input, weight, bias) if a is not None))
-        x3, weight, bias = (a if a is None or a.dtype == dt else gp.astype(a, dt)
-                            for a in (input, weight, bias))
+        x3, weight, bias = _promoted(input, weight, bias)
         x3 = gp.reshape(x3, (input.shape[0], input.shape[1], -1))
         y = gp.reshape(_BatchNormTrain.apply(x3, weight, bias, eps=eps, stats=stats), input.shape)
         if running_mean is not None:
@@ -522,9 +524,7 @@ def conv2d(input: Array, weight: Array, bias: Array | None = None, stride: int |
     ho = _out_size(h + pads[0] + pads[1], kh, stride[0], 0, dilation[0], op="conv2d")
     wo = _out_size(w + pads[2] + pads[3], kw, stride[1], 0, dilation[1], op="conv2d")
     input, weight, bias = _dispatch.autocast("conv2d", input, weight, bias)
-    dt = gp.result_type(*(a for a in (input, weight, bias) if a is not None))
-    input, weight, bias = (a if a is None or a.dtype == dt else gp.astype(a, dt)
-                           for a in (input, weight, bias))
+    input, weight, bias = _promoted(input, weight, bias)
     return _Conv2d.apply(input, weight, bias, geom=(stride, dilation, pads, groups, (ho, wo)))
 
 

@@ -78,21 +78,31 @@ def _batched(a3, b3, out, ia, ib):
         np.dot(a3[ia[i]], b3[ib[i]], out[i])
 
 
+def _plan(m: int, n: int, k: int) -> str:
+    """How an (m, k) x (k, n) product runs: "free" (as BLAS likes: a small product's next ops
+    are small too, serial Numba kernels, so BLAS may use its own threads, which it does from
+    ~2**18 multiply-adds, with no worker of ours to fight and no threadpool toggling, 3 us a
+    call), "one" (on one BLAS thread) or "split" (over Numba's threads, one BLAS thread each)."""
+    if m * n * k < MIN_SPLIT and m * n < FREE_OUT:
+        return "free"
+    if numba.get_num_threads() < 2 or m * n * k < MIN_SPLIT:
+        return "one"
+    return "split"
+
+
 def mm2(a: np.ndarray, b: np.ndarray, out: np.ndarray, dot2) -> None:
     """out (C-contiguous) = a @ b for BLAS-ready a and b; ``dot2`` is the one-call product."""
     m, k = a.shape
     n = b.shape[1]
-    threads = numba.get_num_threads()
-    if m * n * k < MIN_SPLIT and m * n < FREE_OUT:
-        # a small product's next ops are small too (serial Numba kernels), so BLAS may use
-        # its own threads (it does from ~2**18 multiply-adds): no worker of ours to fight
-        # with, and no threadpool toggling (3 us a call)
+    plan = _plan(m, n, k)
+    if plan == "free":
         dot2(a, b, out)
         return
-    if threads < 2 or m * n * k < MIN_SPLIT:
+    if plan == "one":
         with one_blas_thread():
             dot2(a, b, out)
         return
+    threads = numba.get_num_threads()
     if a.flags.c_contiguous and m >= 2 * threads:
         with one_blas_thread():
             _rows(a, b, out, threads)
@@ -184,13 +194,13 @@ def gemm_into(ta: bool, tb: bool, a: np.ndarray, b: np.ndarray, beta: float,
     """c = op(a) op(b) + beta c (float32/float64, rows unit-stride), threaded as ``mm2``: small
     products as BLAS likes, larger ones on one BLAS thread, big ones split over Numba tasks."""
     m, n = c.shape
-    k = a.shape[0] if ta else a.shape[1]
-    threads = numba.get_num_threads()
-    if m * n * k < MIN_SPLIT and m * n < FREE_OUT:
+    plan = _plan(m, n, a.shape[0] if ta else a.shape[1])
+    if plan == "free":
         gemm(ta, tb, 1.0, a, b, beta, c)
         return
+    threads = numba.get_num_threads()
     with one_blas_thread():
-        if threads < 2 or m * n * k < MIN_SPLIT or m < 2 * threads:
+        if plan == "one" or m < 2 * threads:
             gemm(ta, tb, 1.0, a, b, beta, c)
         else:
             _gemm_rows(ta, tb, a, b, beta, c, threads)

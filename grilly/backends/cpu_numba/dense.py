@@ -30,25 +30,24 @@ def linear(x, w, bias):
     return out
 
 
+def _product(ta: bool, tb: bool, a, b, shape: tuple, dtype):
+    """op(a) @ op(b) as a new (shape) buffer; zeros when the contraction is empty."""
+    out = pool.empty(shape, dtype)
+    if out.size:
+        if a.shape[0 if ta else 1]:
+            gemm_into(ta, tb, a, b, 0.0, out)
+        else:
+            out[...] = 0
+    return out
+
+
 def linear_backward(g, x, w, need):
     """(g @ w, g.T @ x, g summed over rows), each None where ``need`` says no."""
     nx, nw, nb = (bool(v) for v in need)
     g, x, w = _blas_rows(g), _blas_rows(x), _blas_rows(w)
-    gx = gw = gb = None
-    if nx:
-        gx = pool.empty(x.shape, x.dtype)
-        if gx.size:
-            if g.shape[1]:
-                gemm_into(False, False, g, w, 0.0, gx)
-            else:
-                gx[...] = 0
-    if nw:
-        gw = pool.empty(w.shape, x.dtype)
-        if gw.size:
-            if g.shape[0]:
-                gemm_into(True, False, g, x, 0.0, gw)
-            else:
-                gw[...] = 0
+    gx = _product(False, False, g, w, x.shape, x.dtype) if nx else None
+    gw = _product(True, False, g, x, w.shape, x.dtype) if nw else None
+    gb = None
     if nb:
         gb = pool.empty(g.shape[1:], x.dtype)
         np.sum(g, axis=0, out=gb)

@@ -98,6 +98,9 @@ def _scalar_name(op: str, npdtype: np.dtype) -> str:
 
 
 _loaded: dict = {}
+# op -> {input dtype: (s_vv, s_vs) loops}: the small calls' fast path (no float16, which
+# computes through float32, so never has loops of its own)
+_SMALL2: dict = {}
 
 
 def loops(op: str, npdtype: np.dtype, arity: int):
@@ -105,6 +108,8 @@ def loops(op: str, npdtype: np.dtype, arity: int):
     m = _loaded.get((op, npdtype))
     if m is None:
         m = _loaded[(op, npdtype)] = _generate(op, npdtype, arity)
+        if arity == 2:   # the small-call path's loops (see _binary_kernel)
+            _SMALL2.setdefault(op, {})[npdtype] = (m.s_vv, m.s_vs)
     return m
 
 
@@ -146,11 +151,6 @@ def _unary(op: str, shape: tuple, od: np.dtype, a):
     return out
 
 
-# op -> {input dtype: (s_vv, s_vs) loops}: the small contiguous calls' fast path (no float16,
-# which computes through float32)
-_SMALL2: dict = {}
-
-
 def _binary(op: str, shape: tuple, od: np.dtype, a, b):
     if a.dtype == _F16:
         if op == "nextafter":   # a float16 step, which float32 cannot take: NumPy's C loop
@@ -161,7 +161,6 @@ def _binary(op: str, shape: tuple, od: np.dtype, a, b):
     if n == 0:
         return out
     m = loops(op, a.dtype, 2)
-    _SMALL2.setdefault(op, {})[a.dtype] = (m.s_vv, m.s_vs)
     par = n >= jit.PARALLEL_MIN
     if b.size == 1 and a.shape == shape:
         fn, a, b = (m.p_vs if par else m.s_vs), _flat(a, shape), b.reshape(1)
