@@ -64,6 +64,9 @@ def _reduce(loss, reduction: str, op: str):
 
 def _promoted(*arrays) -> tuple:
     """``arrays`` (None kept) cast to their result type: a layer's one-dtype kernels."""
+    d0 = arrays[0].dtype
+    if all(a is None or a.dtype is d0 for a in arrays):   # the common case: nothing to cast
+        return arrays
     dt = gp.result_type(*(a for a in arrays if a is not None))
     return tuple(a if a is None or a.dtype == dt else gp.astype(a, dt) for a in arrays)
 

@@ -1,4 +1,7 @@
-"""BLAS on the backend's own threads. OpenBLAS's worker threads spin after each call, and the
+"""Matrix products on the backend's own threads: float32/float64 through the register-blocked
+micro-kernel GEMM (microgemm.py), complex ones through BLAS.
+
+BLAS on the backend's own threads. OpenBLAS's worker threads spin after each call, and the
 backend's Numba kernels run on Numba's threads: alternating the two (a matmul, then an
 elementwise kernel, as every training step does) makes each wait for cores the other is
 spinning on, 10-25x slower on a 2-core machine. So a large product runs as Numba tasks, each
@@ -11,6 +14,8 @@ import scipy.linalg.cython_blas  # noqa: F401  (the BLAS Numba's np.dot calls: l
 import threadpoolctl             # the library list below is read, so that it is in it)
 from numba import njit, prange, types
 from numba.extending import overload
+
+from .microgemm import MR, mgemm
 
 _opts = dict(cache=True, nogil=True)
 MIN_SPLIT = 1 << 22   # multiply-adds from which a product is split over the threads
@@ -92,6 +97,9 @@ def _plan(m: int, n: int, k: int) -> str:
 
 def mm2(a: np.ndarray, b: np.ndarray, out: np.ndarray, dot2) -> None:
     """out (C-contiguous) = a @ b for BLAS-ready a and b; ``dot2`` is the one-call product."""
+    if out.dtype.kind == "f":
+        gemm_into(False, False, a, b, 0.0, out)
+        return
     m, k = a.shape
     n = b.shape[1]
     plan = _plan(m, n, k)
@@ -117,7 +125,19 @@ def mm2(a: np.ndarray, b: np.ndarray, out: np.ndarray, dot2) -> None:
 
 
 def mm3(a3, b3, out, ia, ib, dot3) -> None:
-    """A batch of products, one task per product, each single-threaded BLAS."""
+    """A batch of products, one task per product, each single-threaded (the micro-kernel GEMM
+    for real floats, else BLAS)."""
+    if out.dtype.kind == "f":
+        m, n = out.shape[1:]
+        threads = numba.get_num_threads()
+        if threads < 2 or out.shape[0] * m * n * a3.shape[2] < MIN_SPLIT:
+            _mbatched_serial(a3, b3, out, ia, ib)
+        elif out.shape[0] >= threads:
+            _mbatched(a3, b3, out, ia, ib)
+        else:
+            for i in range(out.shape[0]):
+                gemm_into(False, False, a3[ia[i]], b3[ib[i]], 0.0, out[i])
+        return
     if numba.get_num_threads() < 2 or out.shape[0] < 2:
         dot3(a3, b3, out, ia, ib)
         return
@@ -189,12 +209,53 @@ def _gemm_rows(ta, tb, a, b, beta, c, parts):
                 gemm(False, tb, 1.0, a[i:j], b, beta, c[i:j])
 
 
+@njit(parallel=True, **_opts)
+def _msplit(ta, tb, a, b, beta, c, parts):
+    """mgemm with c's rows (or, for a c wider than tall, its columns) split into ``parts``
+    tasks, row blocks whole micro-tiles."""
+    m, n = c.shape
+    if m >= n:
+        step = ((m + parts - 1) // parts + MR - 1) // MR * MR
+        for t in prange(parts):
+            i, j = t * step, min(m, (t + 1) * step)
+            if i < j:
+                mgemm(ta, tb, 1.0, a[:, i:j] if ta else a[i:j], b, beta, c[i:j])
+    else:
+        step = ((n + parts - 1) // parts + 15) // 16 * 16
+        for t in prange(parts):
+            i, j = t * step, min(n, (t + 1) * step)
+            if i < j:
+                mgemm(ta, tb, 1.0, a, b[i:j] if tb else b[:, i:j], beta, c[:, i:j])
+
+
+@njit(parallel=True, **_opts)
+def _mbatched(a3, b3, out, ia, ib):
+    for i in prange(out.shape[0]):
+        mgemm(False, False, 1.0, a3[ia[i]], b3[ib[i]], 0.0, out[i])
+
+
+@njit(**_opts)
+def _mbatched_serial(a3, b3, out, ia, ib):
+    for i in range(out.shape[0]):
+        mgemm(False, False, 1.0, a3[ia[i]], b3[ib[i]], 0.0, out[i])
+
+
 def gemm_into(ta: bool, tb: bool, a: np.ndarray, b: np.ndarray, beta: float,
               c: np.ndarray) -> None:
-    """c = op(a) op(b) + beta c (float32/float64, rows unit-stride), threaded as ``mm2``: small
-    products as BLAS likes, larger ones on one BLAS thread, big ones split over Numba tasks."""
+    """c = op(a) op(b) + beta c: real floats through the micro-kernel GEMM (split over the
+    threads from MIN_SPLIT multiply-adds), complex ones through BLAS (rows unit-stride),
+    threaded as ``mm2`` was: small products as BLAS likes, larger ones on one BLAS thread, big
+    ones split over Numba tasks."""
     m, n = c.shape
-    plan = _plan(m, n, a.shape[0] if ta else a.shape[1])
+    k = a.shape[0] if ta else a.shape[1]
+    if c.dtype.kind == "f":
+        threads = numba.get_num_threads() if m * n * k >= MIN_SPLIT else 1
+        if threads >= 2:
+            _msplit(ta, tb, a, b, beta, c, threads)
+        else:
+            mgemm(ta, tb, 1.0, a, b, beta, c)
+        return
+    plan = _plan(m, n, k)
     if plan == "free":
         gemm(ta, tb, 1.0, a, b, beta, c)
         return

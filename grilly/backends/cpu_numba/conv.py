@@ -9,7 +9,7 @@ import numpy as np
 from numba import njit, prange
 
 from . import jit
-from .blas import gemm, one_blas_thread
+from .microgemm import mgemm
 from .pool import pool
 from .reductions import par, use_threads
 
@@ -229,11 +229,11 @@ def _conv_fwd(x, w2, bias, y, groups, kh, kw, sh, sw, dh, dw, pt, pl, parts, dir
                     beta = 1.0
                 wg = w2[g * og:(g + 1) * og]
                 if direct:   # a 1x1, stride-1, unpadded kernel: the image is its own windows
-                    gemm(False, False, 1.0, wg, x[im].reshape((cin, L))[g * cg:(g + 1) * cg],
-                         beta, yg)
+                    mgemm(False, False, 1.0, wg, x[im].reshape((cin, L))[g * cg:(g + 1) * cg],
+                          beta, yg)
                 else:
                     _cols(x[im], cols, g * cg, cg, kh, kw, sh, sw, dh, dw, pt, pl, ho, wo)
-                    gemm(False, False, 1.0, wg, cols, beta, yg)
+                    mgemm(False, False, 1.0, wg, cols, beta, yg)
 
 
 @njit(parallel=True, **_o)
@@ -265,20 +265,20 @@ def _conv_bwd(x, w2, gy, gx, gwp, gbp, groups, kh, kw, sh, sw, dh, dw, pt, pl, p
             for g in range(groups):
                 gg = gi[g * og:(g + 1) * og]
                 if nw:
-                    dst = gwp[t, g * og:(g + 1) * og]
-                    if direct:
-                        gemm(False, True, 1.0, gg, x[im].reshape((cin, L))[g * cg:(g + 1) * cg],
-                             1.0, dst)
-                    else:
+                    # gW^T (kg, og) += windows (kg, L) gy^T: the micro-kernel's B is gy's rows
+                    # packed (og x L, small), its A the windows as built
+                    dst = gwp[t, :, g * og:(g + 1) * og]
+                    src = x[im].reshape((cin, L))[g * cg:(g + 1) * cg] if direct else cols
+                    if not direct:
                         _cols(x[im], cols, g * cg, cg, kh, kw, sh, sw, dh, dw, pt, pl, ho, wo)
-                        gemm(False, True, 1.0, gg, cols, 1.0, dst)
+                    mgemm(False, True, 1.0, src, gg, 1.0, dst)
                 if nx:
                     wg = w2[g * og:(g + 1) * og]
                     if direct:
-                        gemm(True, False, 1.0, wg, gg, 0.0,
-                             gx[im].reshape((cin, L))[g * cg:(g + 1) * cg])
+                        mgemm(True, False, 1.0, wg, gg, 0.0,
+                              gx[im].reshape((cin, L))[g * cg:(g + 1) * cg])
                     else:
-                        gemm(True, False, 1.0, wg, gg, 0.0, gc)
+                        mgemm(True, False, 1.0, wg, gg, 0.0, gc)
                         _uncols(gc, gx[im], g * cg, cg, kh, kw, sh, sw, dh, dw, pt, pl, ho, wo)
 
 
@@ -303,8 +303,7 @@ def conv2d(x, w, bias, stride, dilation, pads, groups, out):
     if w2.shape[1] == 0:
         y[...] = b.reshape(1, o, 1, 1) if bias is not None else 0
         return y
-    with one_blas_thread():
-        _conv_fwd(x, w2, b, y, *_geometry(x, w, stride, dilation, pads, groups))
+    _conv_fwd(x, w2, b, y, *_geometry(x, w, stride, dilation, pads, groups))
     return y
 
 
@@ -318,16 +317,15 @@ def conv2d_backward(g, x, w, stride, dilation, pads, groups, need):
     parts = geo[-2]
     dt = x.dtype
     gx = pool.empty(x.shape, dt) if nx else np.empty((0, 0, 0, 0), dt)
-    gwp = np.zeros((parts, o, w[0].size) if nw else (0, 0, 0), dt)
+    gwp = np.zeros((parts, w[0].size, o) if nw else (0, 0, 0), dt)   # gW^T per thread
     gbp = np.zeros((parts, o) if nb else (0, 0), dt)
     if g.size and x.size and w.size:
-        with one_blas_thread():
-            _conv_bwd(np.ascontiguousarray(x), np.ascontiguousarray(w).reshape(o, -1),
-                      np.ascontiguousarray(g), gx, gwp, gbp, *geo, nx, nw, nb)
+        _conv_bwd(np.ascontiguousarray(x), np.ascontiguousarray(w).reshape(o, -1),
+                  np.ascontiguousarray(g), gx, gwp, gbp, *geo, nx, nw, nb)
     elif nx:
         gx[...] = 0
     return (gx if nx else None,
-            gwp.sum(axis=0).reshape(w.shape) if nw else None,
+            gwp.sum(axis=0).T.reshape(w.shape) if nw else None,
             gbp.sum(axis=0) if nb else None)
 
 

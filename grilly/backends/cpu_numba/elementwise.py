@@ -84,6 +84,30 @@ def s_vvv(c, a, b, out):
 def p_vvv(c, a, b, out):
     for i in prange(out.shape[0]):
         out[i] = f(c[i], a[i], b[i])
+
+@njit(**_opts)
+def s_vvs(c, a, b, out):
+    s = b[0]
+    for i in range(out.shape[0]):
+        out[i] = f(c[i], a[i], s)
+
+@njit(parallel=True, **_opts)
+def p_vvs(c, a, b, out):
+    s = b[0]
+    for i in prange(out.shape[0]):
+        out[i] = f(c[i], a[i], s)
+
+@njit(**_opts)
+def s_vsv(c, a, b, out):
+    s = a[0]
+    for i in range(out.shape[0]):
+        out[i] = f(c[i], s, b[i])
+
+@njit(parallel=True, **_opts)
+def p_vsv(c, a, b, out):
+    s = a[0]
+    for i in prange(out.shape[0]):
+        out[i] = f(c[i], s, b[i])
 '''
 
 _LOOPS = {1: _UNARY_LOOPS, 2: _BINARY_LOOPS, 3: _TERNARY_LOOPS}
@@ -210,8 +234,16 @@ def _where(shape: tuple, od: np.dtype, c, a, b):
     n = out.size
     if n:
         m = loops("where", a.dtype, 3)
-        (m.p_vvv if n >= jit.PARALLEL_MIN else m.s_vvv)(
-            _flat(c, shape), _flat(a, shape), _flat(b, shape), out.reshape(-1))
+        par = n >= jit.PARALLEL_MIN
+        # a one-element branch (``where(mask, g, 0.0)``, every ReLU backward) is read as a
+        # scalar rather than broadcast into a full array
+        if b.size == 1 and a.shape == shape:
+            fn, a, b = (m.p_vvs if par else m.s_vvs), _flat(a, shape), b.reshape(1)
+        elif a.size == 1 and b.shape == shape:
+            fn, a, b = (m.p_vsv if par else m.s_vsv), a.reshape(1), _flat(b, shape)
+        else:
+            fn, a, b = (m.p_vvv if par else m.s_vvv), _flat(a, shape), _flat(b, shape)
+        fn(_flat(c, shape), a, b, out.reshape(-1))
     return out
 
 
