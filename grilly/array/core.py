@@ -56,6 +56,13 @@ def wrap(buf, dtype, device) -> Array:
     return Array._new(buf, dtype, device)
 
 
+def sole_owner(x: Array) -> bool:
+    """Whether nothing but ``x`` references its memory (the device's optional ``sole_owner``
+    kernel; False without one): then ``x``'s buffer may be handed on without a copy."""
+    k = x._device.kernels.get("sole_owner")
+    return k is not None and k(x._buf)
+
+
 def check_array(x, op: str, arg: str = "x") -> Array:
     if not isinstance(x, Array):
         raise TypeError(f"{op}: expected a grilly Array for {arg!r}, got {type(x).__name__}")

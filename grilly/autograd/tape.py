@@ -7,10 +7,12 @@ input itself for a leaf (``requires_grad`` and no node), whose ``.grad`` accumul
 """
 from __future__ import annotations
 
+import sys
 
+from ..array import core
+from ..array import dispatch as _dispatch
 from ..array.array import Array
 from . import mode
-from ..array import dispatch as _dispatch
 
 __all__ = ["backward", "grad"]
 
@@ -206,10 +208,22 @@ def backward(tensors, grad_tensors=None, retain_graph: bool | None = None,
         if not create_graph and g.requires_grad:
             g = detach(g)
         if x.grad is None:
-            # a fresh array, so that leaves never share one gradient buffer
-            x.grad = ns.asarray(g, copy=True) if not create_graph else g
+            # leaves never share one gradient buffer: a gradient nothing else references (not
+            # another leaf's, nor a view of one, nor the caller's seed) is taken as it is,
+            # any other is copied
+            x.grad = g if create_graph or _unshared(g) else ns.asarray(g, copy=True)
         else:
             x.grad = x.grad + g
+
+
+# references to a gradient held only by backward's loop: the leaves table's entry, the loop
+# variable, _unshared's argument and getrefcount's own
+_LOOP_REFS = 4
+
+
+def _unshared(g: Array) -> bool:
+    """Whether g and its memory are referenced by backward's loop alone."""
+    return sys.getrefcount(g) <= _LOOP_REFS and core.sole_owner(g)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,

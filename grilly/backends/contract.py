@@ -76,6 +76,8 @@ KERNELS: dict[str, Kernel] = {
     "copy": Kernel("storage", REQUIRED, "(buf) -> buf (always new)"),
     "astype": Kernel("storage", REQUIRED, "(buf, dtype) -> buf (always new)"),
     "assign": Kernel("storage", REQUIRED, "(dst_view, src) -> None (src broadcast into dst)"),
+    "sole_owner": Kernel("storage", OPTIONAL, "(buf) -> bool (nothing but its one holder "
+                         "references buf's memory: no view of it, no other holder)"),
     "slice": Kernel("storage", REQUIRED, "(buf, key) -> view (key: normalized ints/slices)"),
     "reshape": Kernel("storage", REQUIRED, "(buf, shape, copy=None) -> view or buf"),
     "permute": Kernel("storage", REQUIRED, "(buf, axes) -> view"),

@@ -57,6 +57,11 @@ class HostPool:
             self.held += size
         return raw[:nbytes].view(dtype).reshape(shape)
 
+    def holds(self, raw: np.ndarray) -> bool:
+        """Whether ``raw`` is one of the pool's blocks."""
+        lst = self.blocks.get(raw.nbytes)
+        return lst is not None and any(b is raw for b in lst)
+
     def trim(self) -> None:
         """Release every block nobody uses."""
         with self._lock:

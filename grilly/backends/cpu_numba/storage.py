@@ -1,6 +1,8 @@
 """Storage kernels of the CPU backend: buffers are numpy arrays (possibly strided views)."""
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from .pool import pool
@@ -96,9 +98,24 @@ def copy(buf: np.ndarray) -> np.ndarray:
     return out
 
 
+def sole_owner(buf: np.ndarray) -> bool:
+    """Whether nothing but the caller's one holder references buf's memory: no other holder of
+    the array, no numpy view of it (a view holds its base), and, for a view carved from a pool
+    block, no other holder of the block but the pool's list."""
+    # the holder's reference, this call's argument, getrefcount's own
+    if sys.getrefcount(buf) > 3:
+        return False
+    base = buf.base
+    if base is None:
+        return True
+    # buf.base, the local, getrefcount's argument, and the pool's list where pooled
+    return (type(base) is np.ndarray and base.base is None
+            and sys.getrefcount(base) <= 3 + pool.holds(base))
+
+
 KERNELS = {
     "from_host": from_host, "to_host": to_host, "empty": empty, "full": full, "arange": arange,
     "linspace": linspace, "eye": eye,
     "astype": astype, "assign": assign, "reshape": reshape, "permute": permute,
-    "broadcast_to": broadcast_to, "slice": slice_view, "copy": copy,
+    "broadcast_to": broadcast_to, "slice": slice_view, "copy": copy, "sole_owner": sole_owner,
 }
