@@ -160,6 +160,10 @@ def _check_buffer(r, where: str, buffer_type) -> None:
 def check(backend, device, op: str, args: tuple, kwargs: dict, r) -> None:
     """Raise KernelResultError when ``r`` is not a result ``op`` may return for ``args``."""
     where = f"checked mode: backend {backend.name!r} kernel {op!r} on {device}"
+    if op == "sole_owner":
+        if not isinstance(r, bool):
+            raise KernelResultError(f"{where} returned a {type(r).__name__}, expected a bool")
+        return
     if op in _RETURNS_NONE:
         if r is not None:
             raise KernelResultError(f"{where} returned a {type(r).__name__}, expected None "

@@ -61,6 +61,30 @@ def test_copy_is_independent(device):
     assert_close(x, a)
 
 
+@K("sole_owner", "slice", "reshape")
+def test_sole_owner_never_claims_shared_memory(device):
+    """``sole_owner`` (optional) may say False whenever it likes, but never True while a view of
+    the buffer, or another holder of it, exists: autograd hands such a buffer on uncopied."""
+    from grilly.array import core
+    from grilly.array.array import Array
+    from grilly.testing import require
+    require(device, "sole_owner")
+    y = on(device, np.arange(12.0).reshape(3, 4)) * 2.0
+    v = y[1:]
+    assert not core.sole_owner(y) and not core.sole_owner(v)
+    del v
+    r = gp.reshape(y, (12,))
+    assert not core.sole_owner(y) and not core.sole_owner(r)
+    del r
+    twin = Array._new(y._buf, y.dtype, y.device)     # a second Array on the same buffer
+    assert not core.sole_owner(y) and not core.sole_owner(twin)
+    del twin
+    kept = y._buf                                     # the caller holding the buffer itself
+    assert not core.sole_owner(y)
+    del kept
+    assert_close(y, np.arange(12.0).reshape(3, 4) * 2.0)
+
+
 @K("slice", "reshape", "permute")
 @pytest.mark.parametrize("dtype", ["bool", "int16", "float32", "complex128"])
 def test_views(device, dtype):
