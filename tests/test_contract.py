@@ -457,20 +457,58 @@ def _lif(backward):
     def check(dev):
         from test_snn_fused import _case, ref_backward, ref_forward   # the numpy reference
         from grilly.array import spiking
+        from grilly.testing.suite.test_snn import np_backward, np_forward
+        ref0 = np.array([0.0, 2.0, 1.0] * 4 + [3.0])
         for reset in ("subtract", "zero", "none"):
             for delay in (True, False):
                 x, m0, beta, thr, gs, gm = _case(1)
-                X, M0, B, TH, GS, GM = (_on(dev, v) for v in (x, m0, beta, thr, gs, gm))
+                X, M0, B, TH, GS, GM, R0 = (_on(dev, v) for v in (x, m0, beta, thr, gs, gm, ref0))
+                ext = dict(refractory=2, s0=ref0)
                 if not backward:
                     got = spiking.lif_forward(X, M0, B, TH, reset=reset, reset_delay=delay)
                     want = ref_forward(x, m0, beta, thr, reset, delay)
+                    # a refractory period: (spikes, mem, trace, counter)
+                    got += spiking.lif_forward(X, M0, B, TH, reset=reset, reset_delay=delay,
+                                               refractory=2, ref0=R0)
+                    w = np_forward(x, m0, beta, thr, reset, delay, **ext)
+                    want += (w[0], w[1], w[3], w[2])
                 else:
-                    got = spiking.lif_backward(GS, GM, X, M0, B, TH, None, reset=reset,
-                                               reset_delay=delay, surrogate="sigmoid", slope=4.0)
+                    kw = dict(reset=reset, reset_delay=delay, surrogate="sigmoid", slope=4.0)
+                    got = spiking.lif_backward(GS, GM, X, M0, B, TH, None, **kw)
                     want = ref_backward(gs, gm, x, m0, beta, thr, reset, delay, "sigmoid", 4.0)
+                    got += spiking.lif_backward(GS, GM, X, M0, B, TH, None, detach_reset=False,
+                                                refractory=2, ref0=R0, **kw)
+                    want += np_backward(gs, gm, x, m0, beta, thr, reset, delay, "sigmoid", 4.0,
+                                        False, **ext)[:4]
+                assert len(got) == len(want)
                 for g, w in zip(got, want):
                     np.testing.assert_allclose(np.asarray(g), w, rtol=1e-12, atol=1e-12)
     return check
+
+
+def _alif(dev):
+    """alif_forward and alif_backward composed (forward, then both reset conventions'
+    gradients, the reset detached and not) against the kit's numpy reference."""
+    from grilly.array import spiking
+    from grilly.testing.suite.test_snn import case, np_backward, np_forward
+    c = case(3)
+    names = ("x", "m0", "s0", "beta", "rho", "gamma", "thr", "gs", "gm", "ga")
+    X, M0, A0, B, P, G, TH, GS, GM, GA = (_on(dev, c[n]) for n in names)
+    ext = dict(s0=c["s0"], rho=c["rho"], gamma=c["gamma"])
+    for reset in ("subtract", "zero", "none"):
+        for delay in (True, False):
+            spk, mem, a, tr = np_forward(c["x"], c["m0"], c["beta"], c["thr"], reset, delay, **ext)
+            got = spiking.alif_forward(X, M0, A0, B, P, G, TH, reset=reset, reset_delay=delay)
+            for g, w in zip(got, (spk, mem, a, tr)):
+                np.testing.assert_allclose(np.asarray(g), w, rtol=1e-12, atol=1e-12)
+            for detach in (True, False):
+                gx, gm0, gb, gt, ga0 = np_backward(c["gs"], c["gm"], c["x"], c["m0"], c["beta"],
+                                                   c["thr"], reset, delay, "atan", 2.0, detach,
+                                                   ga=c["ga"], **ext)
+                got = spiking.alif_backward(GS, GM, GA, X, M0, A0, B, P, G, TH, None, reset=reset,
+                                            reset_delay=delay, detach_reset=detach)
+                for g, w in zip(got, (gx, gm0, ga0, gb, gt)):
+                    np.testing.assert_allclose(np.asarray(g), w, rtol=1e-12, atol=1e-12)
 
 
 def _leaky(dev):
@@ -616,6 +654,7 @@ CHECKS = {
     "cumulative_prod": _cumulative_prod, "normalize_indices": _normalize_indices,
     "repeat_indices": _repeat_indices, "nonzero": _nonzero, "diagonal": _diagonal,
     "lif_forward": _lif(False), "lif_backward": _lif(True), "leaky_integrate": _leaky,
+    "alif_forward": _alif, "alif_backward": _alif,
     "matmul_topk": _matmul_topk, "philox_blocks": _philox_blocks,
     "plasticity_step": _plasticity,
     "unique": _unique, "isin": _isin, "topk": _topk, "cross": _cross, "fft_roll": _fft_roll,

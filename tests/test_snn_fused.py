@@ -1,6 +1,7 @@
-"""The fused multi-step LIF (grilly.array.spiking's lif_forward/lif_backward kernels and the
-LIF/IF multi-step path over them) against a float64 numpy implementation of docs/snn.md's
-equations and their backward through time, and against the per-step path, on every device."""
+"""The fused multi-step LIF (grilly.array.spiking's lif_forward/lif_backward kernels, with and
+without a refractory period, alif_forward/alif_backward, and the LIF/IF/Synaptic/AdaptiveLIF
+multi-step paths over them) against a float64 numpy implementation of docs/snn.md's equations
+and their backward through time, and against the per-step path, on every device."""
 import math
 
 import numpy as np
@@ -12,6 +13,8 @@ from grilly.autograd import gradcheck, grad, no_grad
 from grilly import nn
 from grilly.nn import snn
 from grilly.nn.snn import fused as snn_fused
+from grilly.testing.suite.test_snn import case as ext_case
+from grilly.testing.suite.test_snn import np_backward, np_forward
 
 RESETS = ("subtract", "zero", "none")
 SURR = {  # name: (slope, derivative in numpy)
@@ -327,11 +330,24 @@ def test_fused_path_taken_and_what_it_stores(monkeypatch):
     snn.LIF(0.9, step_mode="m", recompute=True)(x)
     assert calls == [False, True, False]   # no grad or recompute: no trace kept
     # options the kernels do not cover run per step
-    for kw in (dict(refractory=2), dict(return_mem=True, detach_reset=False),
+    for kw in (dict(return_mem=True, detach_reset=False),
                dict(return_mem=True, reset_delay=False),
                dict(surrogate=lambda v: snn.surrogate.atan()(v))):
         snn.LIF(0.9, step_mode="m", **kw)(x)
     assert len(calls) == 3
+    # a refractory period runs fused, the counter's trace stored with the membrane's
+    snn.LIF(0.9, step_mode="m", refractory=2)(x)
+    snn.IF(step_mode="m", refractory=1, recompute=True)(x)
+    assert calls == [False, True, False, True, False]
+    # AdaptiveLIF: its own kernels; per step with fused=False or a custom surrogate
+    real_a = spiking.alif_forward
+    monkeypatch.setattr(snn_fused.spiking, "alif_forward",
+                        lambda *a, **k: calls.append(("alif", k["store"])) or real_a(*a, **k))
+    snn.AdaptiveLIF(0.9, step_mode="m")(x)
+    snn.AdaptiveLIF(0.9, step_mode="m", recompute=True)(x)
+    snn.AdaptiveLIF(0.9, step_mode="m", fused=False)(x)
+    snn.AdaptiveLIF(0.9, step_mode="m", surrogate=lambda v: snn.surrogate.atan()(v))(x)
+    assert calls[5:] == [("alif", True), ("alif", False)]
 
 
 def test_sequential_trains_with_fused_lif(device):
@@ -396,9 +412,321 @@ def test_return_mem_zero_reset_runs_per_step():
     """A zero reset's trace gradient is not one leaky scan: that option stays per step."""
     from grilly.nn.snn import fused
     x = gp.zeros((3, 2))
-    assert not fused.supported(x, snn.surrogate.atan(), detach_reset=True, refractory=0,
-                               return_mem=True, reset="zero", reset_delay=True)
-    assert not fused.supported(x, snn.surrogate.atan(), detach_reset=True, refractory=0,
-                               return_mem=True, reset="subtract", reset_delay=False)
-    assert fused.supported(x, snn.surrogate.atan(), detach_reset=True, refractory=0,
-                           return_mem=True, reset="subtract", reset_delay=True)
+    assert not fused.supported(x, snn.surrogate.atan(), detach_reset=True, return_mem=True,
+                               reset="zero", reset_delay=True)
+    assert not fused.supported(x, snn.surrogate.atan(), detach_reset=True, return_mem=True,
+                               reset="subtract", reset_delay=False)
+    assert fused.supported(x, snn.surrogate.atan(), detach_reset=True, return_mem=True,
+                           reset="subtract", reset_delay=True)
+
+
+# ---- a second state: the refractory counter (LIF/IF) and the adaptive threshold (AdaptiveLIF) --
+# the numpy reference of docs/snn.md's equations and their BPTT is the conformance kit's
+# (np_forward, np_backward, ext_case)
+KINDS = ("refractory", "adaptive")
+
+
+def _ext_args(kind, c, refractory=2):
+    """np_forward/np_backward's keyword arguments of a kind (the counter starts in 0..2)."""
+    if kind == "refractory":
+        ref0 = np.random.default_rng(1).integers(0, 3, c["m0"].size).astype(float)
+        return dict(refractory=refractory, s0=ref0)
+    return dict(s0=c["s0"], rho=c["rho"], gamma=c["gamma"])
+
+
+def _per_step(c, ext, reset, delay, detach, sg):
+    """The per-step path (grilly.nn.snn.functional, float64 autograd on cpu): spikes, final
+    membrane and second state, and the gradients of sum(gs spikes) + sum(gm mem) (+ sum(ga a))
+    in x, mem0, beta, thr (and a0)."""
+    X, M0, B, TH = (gp.asarray(c[n]) for n in ("x", "m0", "beta", "thr"))
+    S0 = gp.asarray(ext["s0"])
+    wrt = [X, M0, B, TH] + ([S0] if "rho" in ext else [])
+    for v in wrt:
+        v.requires_grad_()
+    u, s, spikes = M0, S0, []
+    for t in range(c["x"].shape[0]):
+        if "rho" in ext:
+            spk, u, s = snn.functional.adaptive_lif_step(
+                X[t], u, s, beta=B, rho=gp.asarray(ext["rho"]), gamma=gp.asarray(ext["gamma"]),
+                threshold=TH, reset=reset, surrogate=sg, detach_reset=detach, reset_delay=delay)
+        else:
+            active = gp.astype(s <= 0, X.dtype)
+            spk, u, _ = snn.functional._fire(X[t], u, B, TH, TH, reset, sg, detach, delay, False,
+                                             active)
+            s = snn.functional._count_down(s, spk, ext["refractory"])
+        spikes.append(spk)
+    spk = gp.stack(spikes)
+    loss = gp.sum(spk * gp.asarray(c["gs"])) + gp.sum(u * gp.asarray(c["gm"]))
+    if "rho" in ext:
+        loss = loss + gp.sum(s * gp.asarray(c["ga"]))
+    return _np(spk), _np(u), _np(s), [_np(g) for g in grad(loss, wrt)]
+
+
+def _surrogates():
+    for name, (a, _) in SURR.items():
+        make = getattr(snn.surrogate, name)
+        yield name, a, (make() if name == "straight_through" else make(a))
+
+
+@pytest.mark.parametrize("detach", [True, False])
+@pytest.mark.parametrize("delay", [True, False])
+@pytest.mark.parametrize("reset", RESETS)
+@pytest.mark.parametrize("kind", KINDS)
+def test_numpy_reference_is_the_per_step_path(kind, reset, delay, detach):
+    """The numpy reference (the kit's np_forward/np_backward) equals grilly's per-step code:
+    spikes and states exactly, every gradient to 1e-12 (float64), each surrogate."""
+    for k, (name, a, sg) in enumerate(_surrogates()):
+        c = ext_case(20 + k)
+        ext = _ext_args(kind, c)
+        spk, mem, s, grads = _per_step(c, ext, reset, delay, detach, sg)
+        want_spk, want_mem, want_s, _ = np_forward(c["x"], c["m0"], c["beta"], c["thr"], reset,
+                                                   delay, **ext)
+        np.testing.assert_array_equal(spk, want_spk)
+        np.testing.assert_array_equal(mem, want_mem)
+        np.testing.assert_array_equal(s, want_s)
+        want = np_backward(c["gs"], c["gm"], c["x"], c["m0"], c["beta"], c["thr"], reset, delay,
+                           name, a, detach, ga=c["ga"] if kind == "adaptive" else None, **ext)
+        for g, w in zip(grads, want):
+            np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("delay", [True, False])
+@pytest.mark.parametrize("reset", RESETS)
+@pytest.mark.parametrize("kind", KINDS)
+def test_ext_kernels_match_numpy(kind, reset, delay, device):
+    """The device's kernels on N = 300 neurons (two cpu blocks) and T = 17 against the numpy
+    reference, the reset detached or not, the trace stored or recomputed; float32 spikes match
+    float32 per-step arithmetic."""
+    for k, (name, a, _) in enumerate(_surrogates()):
+        c = ext_case(30 + k, T=17, N=300)
+        ext = _ext_args(kind, c, refractory=1 + k % 3)
+        spk, mem, s, trace = np_forward(c["x"], c["m0"], c["beta"], c["thr"], reset, delay, **ext)
+        X, M0, B, TH, GS, GM, GA, S0 = _on(device, c["x"], c["m0"], c["beta"], c["thr"], c["gs"],
+                                           c["gm"], c["ga"], ext["s0"])
+        kw = dict(reset=reset, reset_delay=delay)
+        if kind == "refractory":
+            kw.update(refractory=ext["refractory"], ref0=S0)
+            got_spk, got_mem, got_tr, got_s = spiking.lif_forward(X, M0, B, TH, **kw)
+        else:
+            P, G = _on(device, ext["rho"], ext["gamma"])
+            got_spk, got_mem, got_s, got_tr = spiking.alif_forward(X, M0, S0, B, P, G, TH, **kw)
+        np.testing.assert_array_equal(_np(got_spk), spk)
+        np.testing.assert_array_equal(_np(got_s), s)
+        np.testing.assert_allclose(_np(got_mem), mem, rtol=1e-13, atol=1e-13)
+        np.testing.assert_allclose(_np(got_tr), trace, rtol=1e-13, atol=1e-13)
+        assert got_tr.shape == (2, 17, 300)
+        for detach in (True, False):
+            want = np_backward(c["gs"], c["gm"], c["x"], c["m0"], c["beta"], c["thr"], reset,
+                               delay, name, a, detach, ga=c["ga"], **ext)
+            for tr in (got_tr, None):
+                if kind == "refractory":
+                    got = spiking.lif_backward(GS, GM, X, M0, B, TH, tr, surrogate=name, slope=a,
+                                               detach_reset=detach, **kw)
+                    want4 = want[:4]
+                else:
+                    got = spiking.alif_backward(GS, GM, GA, X, M0, S0, B, P, G, TH, tr,
+                                                surrogate=name, slope=a, detach_reset=detach,
+                                                **kw)
+                    want4 = (want[0], want[1], want[4], want[2], want[3])
+                for g, w in zip(got, want4):
+                    np.testing.assert_allclose(_np(g), w, rtol=1e-11, atol=1e-12)
+    # float32: the same float32 operations as the per-step path, so the same spikes
+    c32 = {n: v.astype(np.float32) for n, v in ext_case(40, T=30, N=64).items()}
+    ext = {n: (v.astype(np.float32) if isinstance(v, np.ndarray) else v)
+           for n, v in _ext_args(kind, c32).items()}
+    want_spk, want_mem, want_s, _ = np_forward(c32["x"], c32["m0"], c32["beta"], c32["thr"],
+                                               reset, delay, **ext)
+    assert want_spk.dtype == np.float32
+    X, M0, B, TH, S0 = _on(device, c32["x"], c32["m0"], c32["beta"], c32["thr"], ext["s0"])
+    if kind == "refractory":
+        got = spiking.lif_forward(X, M0, B, TH, reset=reset, reset_delay=delay, store=False,
+                                  refractory=ext["refractory"], ref0=S0)
+        assert got[2] is None
+        got = (got[0], got[1], got[3])
+    else:
+        P, G = _on(device, ext["rho"], ext["gamma"])
+        got = spiking.alif_forward(X, M0, S0, B, P, G, TH, reset=reset, reset_delay=delay,
+                                   store=False)
+        assert got[3] is None
+    for g, w in zip(got, (want_spk, want_mem, want_s)):
+        np.testing.assert_array_equal(_np(g), w)
+
+
+def _spy(monkeypatch, names=("lif_forward", "alif_forward", "lif_backward", "alif_backward")):
+    """Count the fused kernels' calls (grilly.array.spiking as the layers call it)."""
+    calls = []
+    for n in names:
+        real = getattr(spiking, n)
+        monkeypatch.setattr(snn_fused.spiking, n,
+                            lambda *a, _r=real, _n=n, **k: calls.append(_n) or _r(*a, **k))
+    return calls
+
+
+def _run_ext(make, xs, w, wm, device, fused, calls=2, switch=False):
+    """Spikes (and membrane traces), the final state and the gradients of a loss on the spikes,
+    the membrane traces and the carried state, over ``calls`` calls (BPTT across them); with
+    ``switch`` the calls after the first run per step."""
+    m = make(fused).to(device)
+    x = gp.asarray(xs, device=device)
+    x.requires_grad_()
+    loss, outs = 0.0, []
+    for i in range(calls):
+        if switch and i:
+            m.fused = False
+        o = m(x)
+        s = o[0] if m.return_mem else o
+        outs.append(_np(s))
+        if m.return_mem:
+            outs.append(_np(o[1]))
+            loss = loss + gp.sum(o[1] * gp.asarray(wm, device=device))
+        loss = loss + gp.sum(s * gp.asarray(w, device=device)) + gp.sum(0.3 * m.state[0])
+        if isinstance(m, snn.AdaptiveLIF):   # the adaptation carries a gradient too
+            loss = loss + gp.sum(0.7 * m.state[1])
+    outs += [_np(v) for v in m.state]
+    return outs, [_np(g) for g in grad(loss, [x, m._beta, m._threshold])]
+
+
+def _make_ext(kind, reset, delay, detach, sg, k, rng, return_mem=False, **kw):
+    beta = rng.uniform(0.4, 1.0, 6).tolist()
+    rho = rng.uniform(0.5, 0.99, 6)
+
+    def make(fused, second_state=True):
+        common = dict(reset=reset, reset_delay=delay, surrogate=sg, detach_reset=detach,
+                      learn_beta=True, learn_threshold=True, step_mode="m", fused=fused,
+                      recompute=bool(k % 2), return_mem=return_mem, dtype=gp.float64)
+        common.update(kw)
+        if kind == "refractory":
+            return snn.LIF(beta, 0.9, refractory=(1 + k % 3) * second_state, **common)
+        return snn.AdaptiveLIF(beta, 0.9, rho=gp.asarray(rho), gamma=0.3 * second_state,
+                               **common)
+    return make
+
+
+@pytest.mark.parametrize("detach", [True, False])
+@pytest.mark.parametrize("delay", [True, False])
+@pytest.mark.parametrize("reset", RESETS)
+@pytest.mark.parametrize("kind", KINDS)
+def test_ext_layer_fused_equals_per_step(kind, reset, delay, detach, device, monkeypatch):
+    """LIF with a refractory period and AdaptiveLIF, multi-step: the fused kernels' spikes,
+    membrane traces (return_mem where the fused path has it) and final state (membrane and
+    counter / adaptation) equal the per-step path's, and so do the gradients of x, a learnable
+    per-neuron beta and threshold, through two calls (the state carried); the kernels ran."""
+    rng = np.random.default_rng(3)
+    xs = rng.normal(0.5, 0.9, (15, 2, 6))
+    w, wm = rng.standard_normal(xs.shape), rng.standard_normal(xs.shape)
+    for k, (name, _, sg) in enumerate(_surrogates()):
+        rm = k % 2 == 0 and delay and detach and reset != "zero"
+        make = _make_ext(kind, reset, delay, detach, sg, k, rng, return_mem=rm)
+        calls = _spy(monkeypatch)
+        a = _run_ext(make, xs, w, wm, device, True)
+        n_fused = len(calls)
+        b = _run_ext(make, xs, w, wm, device, False)
+        assert n_fused == 4 and len(calls) == 4   # 2 forward + 2 backward calls, all fused
+        for oa, ob in zip(a[0], b[0]):
+            np.testing.assert_array_equal(oa, ob)
+        for ga, gb in zip(a[1], b[1]):
+            np.testing.assert_allclose(ga, gb, rtol=1e-11, atol=1e-12)
+        # the second state matters here: without it (no refractory period, gamma 0) the
+        # spikes differ
+        plain = make(True, second_state=False).to(device)(gp.asarray(xs, device=device))
+        assert not np.array_equal(_np(plain[0] if rm else plain), a[0][0])
+        monkeypatch.undo()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_ext_state_carries_between_fused_and_per_step(kind, device):
+    """A fused call leaves the per-step path's state (membrane and counter / adaptation): a
+    per-step call after it continues exactly, forward and backward."""
+    rng = np.random.default_rng(12)
+    xs = rng.normal(0.5, 0.9, (11, 3, 6))
+    w, wm = rng.standard_normal(xs.shape), rng.standard_normal(xs.shape)
+    make = _make_ext(kind, "subtract", True, True, snn.surrogate.atan(), 0, rng)
+    a = _run_ext(make, xs, w, wm, device, True, calls=3, switch=True)
+    b = _run_ext(make, xs, w, wm, device, False, calls=3)
+    for oa, ob in zip(a[0], b[0]):
+        np.testing.assert_array_equal(oa, ob)
+    for ga, gb in zip(a[1], b[1]):
+        np.testing.assert_allclose(ga, gb, rtol=1e-11, atol=1e-12)
+    # the state's dtype and shape are the per-step path's; the counter carries no gradient
+    m = make(True).to(device)
+    m(gp.asarray(xs, device=device))
+    assert [s.shape for s in m.state] == [(3, 6), (3, 6)]
+    assert all(s.dtype == gp.float64 for s in m.state)
+    if kind == "refractory":
+        assert not m.state[1].requires_grad
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_ext_float32_fused(kind, device):
+    """float32: spikes equal the per-step path's bit for bit; gradients to float32 rounding."""
+    rng = np.random.default_rng(14)
+    xs = rng.normal(0.3, 0.7, (30, 4, 8)).astype(np.float32)
+    w = rng.standard_normal(xs.shape).astype(np.float32)
+
+    def make(fused):
+        if kind == "refractory":
+            return snn.LIF(0.8, refractory=2, learn_threshold=True, step_mode="m", fused=fused)
+        return snn.AdaptiveLIF(0.8, rho=0.9, gamma=0.2, learn_threshold=True, step_mode="m",
+                               fused=fused)
+    a = _run_layer(make, xs, w, device, True, calls=2)
+    b = _run_layer(make, xs, w, device, False, calls=2)
+    for sa, sb in zip(a[0], b[0]):
+        np.testing.assert_array_equal(sa, sb)
+    np.testing.assert_allclose(a[1][0], b[1][0], rtol=1e-5, atol=1e-5)
+
+
+def test_ext_gradcheck_membrane_path(device):
+    """With the resets detached and the refractory mask constant, the final membrane (and the
+    final adaptation) are piecewise linear in x, beta, thr (and a0): central differences check
+    those paths of the fused backward."""
+    rng = np.random.default_rng(5)
+    x = gp.asarray(rng.normal(0.5, 0.4, (7, 2, 3)), device=device)
+    beta = gp.asarray([0.6, 0.8, 0.9], device=device)
+    thr = gp.asarray([0.9], device=device)
+    a0 = gp.asarray(rng.uniform(0, 1, (2, 3)), device=device)
+    ref0 = gp.asarray([[0.0, 1.0, 0.0], [2.0, 0.0, 0.0]], device=device)
+    for reset in RESETS:
+        for delay in (True, False):
+            def lif(x, beta, thr):
+                return snn_fused.lif_sequence(x, gp.zeros_like(x[0]), beta, thr, reset=reset,
+                                              reset_delay=delay, surrogate=snn.surrogate.atan(),
+                                              refractory=2, ref0=ref0)[1]
+
+            def alif(x, a0, beta, thr):
+                _, mem, a = snn_fused.alif_sequence(
+                    x, gp.zeros_like(x[0]), a0, beta, thr, rho=0.8, gamma=0.4, reset=reset,
+                    reset_delay=delay, surrogate=snn.surrogate.atan())
+                return mem + 0.5 * a
+            assert gradcheck(lif, (x, beta, thr), eps=1e-6, atol=1e-7, rtol=1e-5)
+            assert gradcheck(alif, (x, a0, beta, thr), eps=1e-6, atol=1e-7, rtol=1e-5)
+
+
+def test_ext_kernel_bad_arguments():
+    c = ext_case(0)
+    x, m0, beta, thr, gs, gm, a0 = _on("cpu", c["x"], c["m0"], c["beta"], c["thr"], c["gs"],
+                                       c["gm"], c["s0"])
+    with pytest.raises(ValueError, match="lif_forward: ref0 .* is given exactly when"):
+        spiking.lif_forward(x, m0, beta, thr, refractory=2)
+    with pytest.raises(ValueError, match="lif_forward: ref0 .* is given exactly when"):
+        spiking.lif_forward(x, m0, beta, thr, ref0=a0)
+    with pytest.raises(ValueError, match="lif_backward: refractory must be an int >= 0"):
+        spiking.lif_backward(gs, gm, x, m0, beta, thr, None, refractory=-1, ref0=a0)
+    with pytest.raises(ValueError, match="lif_forward: refractory must be an int >= 0"):
+        spiking.lif_forward(x, m0, beta, thr, refractory=1.5, ref0=a0)
+    with pytest.raises(ValueError, match="lif_forward: ref0 must have shape"):
+        spiking.lif_forward(x, m0, beta, thr, refractory=2, ref0=a0[:4])
+    with pytest.raises(ValueError, match=r"lif_backward: trace must have shape \(2, 9, 13\)"):
+        spiking.lif_backward(gs, gm, x, m0, beta, thr, gs, refractory=2, ref0=a0)
+    with pytest.raises(TypeError, match="alif_forward: rho must have x's dtype"):
+        spiking.alif_forward(x, m0, a0, beta, gp.astype(beta, gp.float32), beta, thr)
+    with pytest.raises(ValueError, match="alif_forward: gamma must have shape"):
+        spiking.alif_forward(x, m0, a0, beta, beta, beta[:3], thr)
+    with pytest.raises(ValueError, match="alif_forward: reset must be one of"):
+        spiking.alif_forward(x, m0, a0, beta, beta, beta, thr, reset="hard")
+    with pytest.raises(ValueError, match="alif_backward: grad_adapt must have shape"):
+        spiking.alif_backward(gs, gm, gs, x, m0, a0, beta, beta, beta, thr, None)
+    with pytest.raises(ValueError, match="alif_backward: surrogate must be one of"):
+        spiking.alif_backward(gs, gm, gm, x, m0, a0, beta, beta, beta, thr, None,
+                              surrogate="relu")
+    with pytest.raises(TypeError, match="alif_backward: expected a grilly Array for 'x'"):
+        spiking.alif_backward(gs, gm, gm, c["x"], m0, a0, beta, beta, beta, thr, None)

@@ -543,17 +543,40 @@ def adagrad_step(device, p: Array, g: Array, state_sum: Array, clr, eps, weight_
     std = binary("add", unary("sqrt", state_sum), eps)
     _assign(p, binary("subtract", p, binary("multiply", clr, binary("divide", g, std))))
 def lif_forward(device, x: Array, mem0: Array, beta: Array, thr: Array, reset: str,
-                delay: bool, store: bool) -> tuple:
-    """All T steps of LIF, one step at a time (grilly.array.spiking)."""
-    return spiking.composed_forward(x, mem0, beta, thr, reset, delay, store)
+                delay: bool, store: bool, refractory: int = 0, ref0=None) -> tuple:
+    """All T steps of LIF, one step at a time (grilly.array.spiking); with ``refractory``
+    steps from counter ``ref0``, the final counter too."""
+    ext = ("refractory", refractory, ref0) if refractory else None
+    res = spiking.composed_forward(x, mem0, beta, thr, reset, delay, store, ext)
+    return res if ext else res[:3]
 
 
 def lif_backward(device, gs: Array, gm: Array, x: Array, mem0: Array, beta: Array, thr: Array,
                  trace, reset: str, delay: bool, surrogate: str, slope: float,
-                 detach: bool = True) -> tuple:
+                 detach: bool = True, refractory: int = 0, ref0=None) -> tuple:
     """BPTT of lif_forward, one step at a time in reverse (grilly.array.spiking)."""
+    ext = ("refractory", refractory, ref0) if refractory else None
     return spiking.composed_backward(gs, gm, x, mem0, beta, thr, trace, reset, delay, surrogate,
-                                     slope, detach)
+                                     slope, detach, ext)[:4]
+
+
+def alif_forward(device, x: Array, mem0: Array, a0: Array, beta: Array, rho: Array,
+                 gamma: Array, thr: Array, reset: str, delay: bool, store: bool) -> tuple:
+    """All T steps of the adaptive-threshold LIF, one step at a time (grilly.array.spiking)."""
+    spk, mem, tr, a = spiking.composed_forward(x, mem0, beta, thr, reset, delay, store,
+                                               ("adaptive", a0, rho, gamma))
+    return spk, mem, a, tr
+
+
+def alif_backward(device, gs: Array, gm: Array, ga: Array, x: Array, mem0: Array, a0: Array,
+                  beta: Array, rho: Array, gamma: Array, thr: Array, trace, reset: str,
+                  delay: bool, surrogate: str, slope: float, detach: bool) -> tuple:
+    """BPTT of alif_forward, one step at a time in reverse: (g_x, g_mem0, g_a0, g_beta,
+    g_thr)."""
+    gx, gm0, gb, gt, ga0 = spiking.composed_backward(
+        gs, gm, x, mem0, beta, thr, trace, reset, delay, surrogate, slope, detach,
+        ("adaptive", a0, rho, gamma), ga)
+    return gx, gm0, ga0, gb, gt
 
 
 def leaky_integrate(device, x: Array, s0: Array, alpha: Array, reverse: bool) -> Array:
@@ -618,7 +641,8 @@ COMPOSITES = {
     "max_pool2d_backward": max_pool2d_backward,
     "sgd_step": sgd_step, "adam_step": adam_step, "rmsprop_step": rmsprop_step,
     "adagrad_step": adagrad_step,
-    "lif_forward": lif_forward, "lif_backward": lif_backward, "leaky_integrate": leaky_integrate,
+    "lif_forward": lif_forward, "lif_backward": lif_backward, "alif_forward": alif_forward,
+    "alif_backward": alif_backward, "leaky_integrate": leaky_integrate,
     "matmul_topk": matmul_topk, "philox_blocks": philox_blocks,
     "plasticity_step": plasticity_step,
     **{op: _host_path(op) for op in host.HOST_OPS},

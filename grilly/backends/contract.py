@@ -182,13 +182,26 @@ KERNELS: dict[str, Kernel] = {
                            "(p, g, state_sum, clr, eps, weight_decay, maximize) -> None"),
     # spiking neurons: every time step of a LIF layer in one call (docs/snn.md, the fused path)
     "lif_forward": Kernel("snn", COMPOSED,
-                          "(x (T, N), mem0, beta, thr (N,), reset, delay, store) -> "
-                          "(spikes, mem (N,), trace or None)"),
+                          "(x (T, N), mem0, beta, thr (N,), reset, delay, store[, refractory, "
+                          "ref0 (N,)]) -> (spikes, mem (N,), trace or None[, ref (N,)]); "
+                          "refractory > 0 steps (passed only then): the trace is (2, T, N), "
+                          "the membrane and the refractory counter of every step"),
     "lif_backward": Kernel("snn", COMPOSED,
                            "(g_spikes, g_mem, x, mem0, beta, thr, trace or None, reset, delay, "
-                           "surrogate, slope[, detach_reset=True]) -> (g_x, g_mem0, g_beta, "
-                           "g_thr); detach_reset False (passed only then) differentiates the "
-                           "reset signal through the surrogate"),
+                           "surrogate, slope[, detach_reset=True[, refractory, ref0]]) -> (g_x, "
+                           "g_mem0, g_beta, g_thr); detach_reset False (passed only then, or "
+                           "with a refractory period) differentiates the reset signal through "
+                           "the surrogate"),
+    # the adaptive-threshold LIF (grilly.nn.snn.AdaptiveLIF): threshold thr + gamma a, where
+    # a = rho a + (the reset signal) is a second state
+    "alif_forward": Kernel("snn", COMPOSED,
+                           "(x (T, N), mem0, a0, beta, rho, gamma, thr (N,), reset, delay, "
+                           "store) -> (spikes, mem (N,), a (N,), trace (2, T, N) or None: the "
+                           "membrane and the adaptation of every step)"),
+    "alif_backward": Kernel("snn", COMPOSED,
+                            "(g_spikes, g_mem, g_a, x, mem0, a0, beta, rho, gamma, thr, trace "
+                            "or None, reset, delay, surrogate, slope, detach_reset) -> (g_x, "
+                            "g_mem0, g_a0, g_beta, g_thr)"),
     # a leaky integrator over T steps: a Synaptic layer's current, and its backward (reverse)
     "leaky_integrate": Kernel("snn", COMPOSED,
                               "(x (T, N), s0, alpha (N,), reverse) -> (T, N): out[t] = alpha "

@@ -1,8 +1,8 @@
-"""lif_forward / lif_backward kernels of the Vulkan backend (the contract's calls; docs/snn.md,
-"The fused path"; shader shaders/nn/lif.comp): one dispatch runs all T steps of a layer, one
-invocation per neuron. The per-neuron inputs are packed into one buffer and the results come back
-as views of one output buffer, so a kernel binds at most 4 buffers (every device allows that).
-float32 and float64.
+"""lif_forward / lif_backward and alif_forward / alif_backward kernels of the Vulkan backend (the
+contract's calls; docs/snn.md, "The fused path"; shader shaders/nn/lif.comp): one dispatch runs
+all T steps of a layer, one invocation per neuron. The per-neuron inputs are packed into one
+buffer and the results come back as views of one output buffer, so a kernel binds at most 4
+buffers (every device allows that). float32 and float64.
 """
 from __future__ import annotations
 
@@ -23,6 +23,13 @@ def _check(op: str, x) -> None:
                                   f"{x.ctx.phys.name!r} (float32 and float64 are)")
     if x.size >= 2**31:
         raise ValueError(f"{op}: {x.size} elements exceed the Vulkan backend's 2**31 limit")
+
+
+def _check_index(op: str, n: int) -> None:
+    """The shader indexes its buffers with 32-bit ints: n elements must stay below 2**31."""
+    if n >= 2**31:
+        raise ValueError(f"{op}: {n} elements (outputs and trace) exceed the Vulkan backend's "
+                         "2**31 limit")
 
 
 def _flat(buf):
@@ -61,47 +68,101 @@ def _consts(surrogate: str, a: float, dtype_name: str) -> list:
     return list(struct.unpack("<6i", struct.pack("<3d", *vals)))
 
 
-def lif_forward(x, mem0, beta, thr, reset: str, delay: bool, store: bool):
-    """(T, N) currents -> (spikes (T, N), final membrane (N,), trace (T, N) or None)."""
-    _check("lif_forward", x)
+def _forward(x, params: list, neuron: int, k: int, reset: str, delay: bool, store: bool):
+    """One forward dispatch: (spikes, mem, second state or None, trace or None); the trace is
+    (2, T, N) (membrane, second state) when ``neuron`` carries one (lif.comp's NEURON)."""
     T, N = x.shape
-    rows = 2 * T + 1 if store else T + 1
+    ext = int(neuron != 0)
+    rows = T + 1 + ext + ((1 + ext) * T if store else 0)
+    _check_index("lif_forward" if neuron < 2 else "alif_forward", rows * N)
     out = new_buffer(x.ctx, (rows * N,), x.dtype)
     if T == 0 or N == 0:
-        assign(_rows(out, T, T + 1, N, (N,)), mem0)
+        assign(_rows(out, T, T + 1, N, (N,)), params[0])
+        if ext:
+            assign(_rows(out, T + 1, T + 2, N, (N,)), params[3])
     else:
         xs = _flat(x)
-        params = _pack([mem0, beta, thr], N, x)
+        packed = _pack(params, N, x)
         dispatch(x.ctx, f"lif_{x.dtype.name}",
-                 (0, 1, RESETS[reset], int(bool(delay)), int(bool(store)), 0),
-                 [out, xs, params], N, N, (out.offset, xs.offset, params.offset), (T,))
+                 (0, 1, RESETS[reset], int(bool(delay)), int(bool(store)), 0, 1, neuron),
+                 [out, xs, packed], N, N, (out.offset, xs.offset, packed.offset), (T, k))
+    t0 = T + 1 + ext
+    trace = None
+    if store:
+        trace = _rows(out, t0, t0 + (1 + ext) * T, N, (2, T, N) if ext else (T, N))
     return (_rows(out, 0, T, N, (T, N)), _rows(out, T, T + 1, N, (N,)),
-            _rows(out, T + 1, 2 * T + 1, N, (T, N)) if store else None)
+            _rows(out, T + 1, T + 2, N, (N,)) if ext else None, trace)
 
 
-def lif_backward(gs, gm, x, mem0, beta, thr, trace, reset: str, delay: bool, surrogate: str,
-                 slope: float, detach_reset: bool = True):
-    """BPTT of lif_forward: (grad x (T, N), grad mem0, grad beta, grad thr (each (N,)));
-    ``detach_reset=False`` differentiates the reset signal through the surrogate too."""
-    _check("lif_backward", x)
+def _backward(x, gs, trace, params: list, neuron: int, k: int, reset: str, delay: bool,
+              surrogate: str, slope: float, detach: bool) -> tuple:
+    """One backward dispatch: (g_x, g_mem0, g_beta, g_thr) and g_a0 for the adaptive neuron."""
     T, N = x.shape
-    if trace is None:   # recompute: the forward again, its trace held only for this call
-        trace = lif_forward(x, mem0, beta, thr, reset, delay, True)[2]
-    out = new_buffer(x.ctx, ((T + 3) * N,), x.dtype)
+    nout = 4 if neuron == 2 else 3
+    _check_index("lif_backward" if neuron < 2 else "alif_backward",
+                 max((T + nout) * N, trace.size))
+    out = new_buffer(x.ctx, ((T + nout) * N,), x.dtype)
     if T == 0 or N == 0:
-        assign(_rows(out, T, T + 1, N, (N,)), gm)
+        assign(_rows(out, T, T + 1, N, (N,)), params[3])
         assign(_rows(out, T + 1, T + 3, N, (2 * N,)), full(x.ctx, (), 0, x.dtype))
+        if neuron == 2:
+            assign(_rows(out, T + 3, T + 4, N, (N,)), params[7])
     else:
         g, tr = _flat(gs), _flat(trace)
-        params = _pack([mem0, beta, thr, gm], N, x)
+        packed = _pack(params, N, x)
         consts = _consts(surrogate, float(slope), x.dtype.name)
         dispatch(x.ctx, f"lif_{x.dtype.name}",
                  (1, 1, RESETS[reset], int(bool(delay)), 1, SURROGATES[surrogate],
-                  int(bool(detach_reset))),
-                 [out, g, tr, params], N, N, (out.offset, g.offset, tr.offset, params.offset),
-                 (T,), (consts[:5], consts[5:]))   # rows of MAXD = 5 words, read as one run
-    return (_rows(out, 0, T, N, (T, N)), _rows(out, T, T + 1, N, (N,)),
-            _rows(out, T + 1, T + 2, N, (N,)), _rows(out, T + 2, T + 3, N, (N,)))
+                  int(bool(detach)), neuron),
+                 [out, g, tr, packed], N, N, (out.offset, g.offset, tr.offset, packed.offset),
+                 (T, k), (consts[:5], consts[5:]))   # rows of MAXD = 5 words, read as one run
+    return tuple([_rows(out, 0, T, N, (T, N))]
+                 + [_rows(out, T + j, T + j + 1, N, (N,)) for j in range(nout)])
+
+
+def lif_forward(x, mem0, beta, thr, reset: str, delay: bool, store: bool, refractory: int = 0,
+                ref0=None):
+    """(T, N) currents -> (spikes (T, N), final membrane (N,), trace (T, N) or None); with
+    ``refractory`` steps from counter ref0, the final counter too and a (2, T, N) trace."""
+    _check("lif_forward", x)
+    if refractory:
+        spk, mem, ref, tr = _forward(x, [mem0, beta, thr, ref0], 1, refractory, reset, delay,
+                                     store)
+        return spk, mem, tr, ref
+    spk, mem, _, tr = _forward(x, [mem0, beta, thr], 0, 0, reset, delay, store)
+    return spk, mem, tr
+
+
+def lif_backward(gs, gm, x, mem0, beta, thr, trace, reset: str, delay: bool, surrogate: str,
+                 slope: float, detach_reset: bool = True, refractory: int = 0, ref0=None):
+    """BPTT of lif_forward: (grad x (T, N), grad mem0, grad beta, grad thr (each (N,)));
+    ``detach_reset=False`` differentiates the reset signal through the surrogate too."""
+    _check("lif_backward", x)
+    if trace is None:   # recompute: the forward again, its trace held only for this call
+        trace = lif_forward(x, mem0, beta, thr, reset, delay, True, refractory, ref0)[2]
+    params, neuron = [mem0, beta, thr, gm], 0
+    if refractory:
+        params, neuron = params + [ref0], 1
+    return _backward(x, gs, trace, params, neuron, refractory, reset, delay, surrogate, slope,
+                     detach_reset)
+
+
+def alif_forward(x, mem0, a0, beta, rho, gamma, thr, reset: str, delay: bool, store: bool):
+    """(T, N) currents -> (spikes, final membrane, final adaptation, trace (2, T, N) or None)."""
+    _check("alif_forward", x)
+    spk, mem, a, tr = _forward(x, [mem0, beta, thr, a0, rho, gamma], 2, 0, reset, delay, store)
+    return spk, mem, a, tr
+
+
+def alif_backward(gs, gm, ga, x, mem0, a0, beta, rho, gamma, thr, trace, reset: str, delay: bool,
+                  surrogate: str, slope: float, detach_reset: bool):
+    """BPTT of alif_forward: (grad x, grad mem0, grad a0, grad beta, grad thr)."""
+    _check("alif_backward", x)
+    if trace is None:
+        trace = alif_forward(x, mem0, a0, beta, rho, gamma, thr, reset, delay, True)[3]
+    gx, gm0, gb, gth, ga0 = _backward(x, gs, trace, [mem0, beta, thr, gm, a0, rho, gamma, ga], 2,
+                                      0, reset, delay, surrogate, slope, detach_reset)
+    return gx, gm0, ga0, gb, gth
 
 
 def leaky_integrate(x, s0, alpha, reverse: bool):
@@ -119,4 +180,5 @@ def leaky_integrate(x, s0, alpha, reverse: bool):
 
 
 KERNELS: dict = {"lif_forward": lif_forward, "lif_backward": lif_backward,
+                 "alif_forward": alif_forward, "alif_backward": alif_backward,
                  "leaky_integrate": leaky_integrate}

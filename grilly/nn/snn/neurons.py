@@ -162,9 +162,10 @@ class LIF(_Neuron):
 
     ``beta`` (or ``tau`` with ``dt``: beta = exp(-dt/tau)) is a float or per-neuron values;
     ``learn_beta``/``learn_threshold`` make them Parameters; ``refractory`` steps block input
-    and spikes after each spike. Multi-step calls run all T steps in one fused kernel forward
-    and one backward (``fused=False``: step by step) where the options allow (docs/snn.md);
-    ``recompute=True`` keeps no membrane trace for backward and recomputes it there."""
+    and spikes after each spike (the counter is part of the state and carries no gradient).
+    Multi-step calls run all T steps in one fused kernel forward and one backward
+    (``fused=False``: step by step) where the options allow (docs/snn.md); ``recompute=True``
+    keeps no membrane trace for backward and recomputes it there."""
 
     def __init__(self, beta: float | Array | None = None, threshold: float | Array = 1.0, *,
                  tau: float | None = None, dt: float = 1.0, reset: str = "subtract",
@@ -194,15 +195,16 @@ class LIF(_Neuron):
     def _fused_multi_step(self, x_seq, st, p, return_mem):
         # one kernel call for all T steps (grilly.nn.snn.fused); other options run per step
         if not (self.fused and _fused.supported(
-                x_seq, self.surrogate, detach_reset=self.detach_reset,
-                refractory=self.refractory, return_mem=return_mem, reset=self.reset_mechanism,
-                reset_delay=self.reset_delay)):
+                x_seq, self.surrogate, detach_reset=self.detach_reset, return_mem=return_mem,
+                reset=self.reset_mechanism, reset_delay=self.reset_delay)):
             return None
+        k = self.refractory
         out = _fused.lif_sequence(x_seq, st[0], p["beta"], p["thr"],
                                   reset=self.reset_mechanism, reset_delay=self.reset_delay,
                                   surrogate=self.surrogate, recompute=self.recompute,
-                                  return_mem=return_mem, detach_reset=self.detach_reset)
-        self.state = (out[1],)
+                                  return_mem=return_mem, detach_reset=self.detach_reset,
+                                  refractory=k, ref0=st[1] if k else None)
+        self.state = (out[1], out[-1]) if k else (out[1],)
         return (out[0], out[2]) if return_mem else out[0]
 
     def _step(self, x, st, p):
@@ -261,9 +263,8 @@ class Synaptic(_Neuron):
         if self.reset_mechanism == "zero" and self.reset_delay:
             return None
         if not (self.fused and _fused.supported(
-                x_seq, self.surrogate, detach_reset=self.detach_reset, refractory=0,
-                return_mem=return_mem, reset=self.reset_mechanism,
-                reset_delay=self.reset_delay)):
+                x_seq, self.surrogate, detach_reset=self.detach_reset, return_mem=return_mem,
+                reset=self.reset_mechanism, reset_delay=self.reset_delay)):
             return None
         syn = _fused.synaptic_current(x_seq, st[0], p["alpha"])
         out = _fused.lif_sequence(syn, st[1], p["beta"], p["thr"],
@@ -281,7 +282,10 @@ class Synaptic(_Neuron):
 
 
 class AdaptiveLIF(_Neuron):
-    """LIF with an adaptive threshold thr + gamma * a; a = rho a + spike (Bellec et al. 2018)."""
+    """LIF with an adaptive threshold thr + gamma * a; a = rho a + spike (Bellec et al. 2018).
+    Multi-step calls run all T steps in one fused kernel forward and one backward (``fused``,
+    ``recompute`` as LIF's); the gradient reaches the input, the carried membrane and
+    adaptation, and a learnable beta/threshold (rho and gamma are constants)."""
 
     _state_names = ("mem", "adapt")
 
@@ -290,7 +294,7 @@ class AdaptiveLIF(_Neuron):
                  dt: float = 1.0, reset: str = "subtract", surrogate: Surrogate | None = None,
                  detach_reset: bool = True, reset_delay: bool = True, learn_beta: bool = False,
                  learn_threshold: bool = False, step_mode: str = "s", return_mem: bool = False,
-                 dtype=None) -> None:
+                 fused: bool = True, recompute: bool = False, dtype=None) -> None:
         super().__init__(threshold=threshold, reset=reset, surrogate=surrogate,
                          detach_reset=detach_reset, reset_delay=reset_delay,
                          learn_threshold=learn_threshold, step_mode=step_mode,
@@ -299,10 +303,29 @@ class AdaptiveLIF(_Neuron):
         _check_decay(rho, "rho", "AdaptiveLIF")
         self._set_param("rho", rho, False)
         self._set_param("gamma", gamma, False)
+        self.fused, self.recompute = bool(fused), bool(recompute)
 
     def _params(self) -> dict:
         return {"thr": self._threshold, "beta": self._decay("beta"), "rho": self._decay("rho"),
                 "gamma": self._gamma}
+
+    def _fused_multi_step(self, x_seq, st, p, return_mem):
+        # one kernel call per direction (alif_forward/alif_backward), the adaptation a second
+        # state; rho and gamma are constants of the kernels, so a gradient asked of them (a
+        # buffer set to require one) runs per step
+        if any(isinstance(p[k], Array) and p[k].requires_grad for k in ("rho", "gamma")):
+            return None
+        if not (self.fused and _fused.supported(
+                x_seq, self.surrogate, detach_reset=self.detach_reset, return_mem=return_mem,
+                reset=self.reset_mechanism, reset_delay=self.reset_delay)):
+            return None
+        out = _fused.alif_sequence(x_seq, st[0], st[1], p["beta"], p["thr"], rho=p["rho"],
+                                   gamma=p["gamma"], reset=self.reset_mechanism,
+                                   reset_delay=self.reset_delay, surrogate=self.surrogate,
+                                   recompute=self.recompute, return_mem=return_mem,
+                                   detach_reset=self.detach_reset)
+        self.state = (out[1], out[2])
+        return (out[0], out[3]) if return_mem else out[0]
 
     def _step(self, x, st, p):
         spk, mem, adapt = F.adaptive_lif_step(
