@@ -101,10 +101,16 @@ _EXPECT = {
 }
 # kernels returning a tuple: f(*args) -> [(shape, dtype) or None where None is returned]
 _EXPECT_TUPLE = {
-    "lif_forward": lambda x, m0, b, th, reset, delay, store: [
-        (x.shape, x.dtype), (m0.shape, x.dtype), (x.shape, x.dtype) if store else None],
+    "lif_forward": lambda x, m0, b, th, reset, delay, store, refractory=0, ref0=None: [
+        (x.shape, x.dtype), (m0.shape, x.dtype),
+        ((2, *x.shape) if refractory else x.shape, x.dtype) if store else None,
+    ] + ([(m0.shape, x.dtype)] if refractory else []),
     "lif_backward": lambda gs, gm, x, m0, *a: [
         (x.shape, x.dtype), (m0.shape, x.dtype), (m0.shape, x.dtype), (m0.shape, x.dtype)],
+    "alif_forward": lambda x, m0, *a: [
+        (x.shape, x.dtype), (m0.shape, x.dtype), (m0.shape, x.dtype),
+        ((2, *x.shape), x.dtype) if a[-1] else None],
+    "alif_backward": lambda gs, gm, ga, x, m0, *a: [(x.shape, x.dtype)] + [(m0.shape, x.dtype)] * 4,
     "matmul_topk": lambda x, mat, add, k, largest: [((x.shape[0], k), x.dtype),
                                                     ((x.shape[0], k), np.dtype(np.int64))],
     "batch_norm": lambda x, w, b, eps: [(x.shape, x.dtype), (x.shape[1:2], x.dtype),
@@ -160,10 +166,6 @@ def _check_buffer(r, where: str, buffer_type) -> None:
 def check(backend, device, op: str, args: tuple, kwargs: dict, r) -> None:
     """Raise KernelResultError when ``r`` is not a result ``op`` may return for ``args``."""
     where = f"checked mode: backend {backend.name!r} kernel {op!r} on {device}"
-    if op == "sole_owner":
-        if not isinstance(r, bool):
-            raise KernelResultError(f"{where} returned a {type(r).__name__}, expected a bool")
-        return
     if op in _RETURNS_NONE:
         if r is not None:
             raise KernelResultError(f"{where} returned a {type(r).__name__}, expected None "
@@ -189,8 +191,8 @@ def check(backend, device, op: str, args: tuple, kwargs: dict, r) -> None:
     if op in _EXPECT_TUPLE:
         _check_tuple(where, results, _EXPECT_TUPLE[op](*args, **kwargs))
     for x in results:
-        if x is None and op in ("repeat_indices", "lif_forward", "conv2d_backward",
-                                "linear_backward", "batch_norm_backward"):
+        if x is None and op in ("repeat_indices", "lif_forward", "alif_forward",
+                                "conv2d_backward", "linear_backward", "batch_norm_backward"):
             continue
         _check_buffer(x, where, buffer_type)
         owner = backend.buffer_device(x)
@@ -208,7 +210,10 @@ def check(backend, device, op: str, args: tuple, kwargs: dict, r) -> None:
 
 
 def wrap(backend, device, op: str, fn):
-    """``fn`` with its every result checked."""
+    """``fn`` with its every result checked (``sole_owner`` as it is: it answers from reference
+    counts, which a wrapper's own references would change)."""
+    if op == "sole_owner":
+        return fn
     @functools.wraps(fn)
     def checked(*args, **kwargs):
         r = fn(*args, **kwargs)
