@@ -168,34 +168,24 @@ def col2im(buf, kernel, stride, dilation, pads, size, channel_major=False):
 # Plain multi-dimensional indexing throughout: a row view costs an NRT reference count pair,
 # which on small images costs more than the row itself.
 @njit(**_o)
-def _padded(x, ho, wo, kh, kw, sh, sw, dh, dw, pt, pl):
-    """A zeroed (C, Hp, Wp) scratch that holds x (N, C, H, W)'s image at (pt, pl) with every
-    window inside it (the border stays zero across images: only the interior is rewritten)."""
-    hp = max((ho - 1) * sh + (kh - 1) * dh + 1, pt + x.shape[2])
-    wp = max((wo - 1) * sw + (kw - 1) * dw + 1, pl + x.shape[3])
-    return np.zeros((x.shape[1], hp, wp), x.dtype)
-
-
-@njit(**_o)
-def _cols_padded(x, xp, cols, c0, cg, kh, kw, sh, sw, dh, dw, pt, pl, ho, wo):
+def _cols(x, cols, c0, cg, kh, kw, sh, sw, dh, dw, pt, pl, ho, wo):
     """Window rows (c, i, j), kh-major, of channels c0..c0+cg of one image x (C, H, W) into
-    cols (cg*KH*KW, Ho*Wo), through the padded scratch xp: the image copied in, then every
-    window row a plain strided copy (no bounds tests: 1.4x faster than testing each element on
-    the digits CNN's 8x8 images)."""
+    cols (cg*KH*KW, Ho*Wo); zero outside the image."""
     h, w = x.shape[1], x.shape[2]
-    for c in range(cg):
-        for r in range(h):
-            for q in range(w):
-                xp[c0 + c, pt + r, pl + q] = x[c0 + c, r, q]
     for c in range(cg):
         for i in range(kh):
             for j in range(kw):
                 row = (c * kh + i) * kw + j
                 for a in range(ho):
-                    r = a * sh + i * dh
+                    r = a * sh + i * dh - pt
                     q = a * wo
-                    for b in range(wo):
-                        cols[row, q + b] = xp[c0 + c, r, j * dw + b * sw]
+                    if r < 0 or r >= h:
+                        for b in range(wo):
+                            cols[row, q + b] = 0
+                    else:
+                        for b in range(wo):
+                            cc = b * sw + j * dw - pl
+                            cols[row, q + b] = x[c0 + c, r, cc] if 0 <= cc < w else 0
 
 
 @njit(**_o)
@@ -226,8 +216,6 @@ def _conv_fwd(x, w2, bias, y, groups, kh, kw, sh, sw, dh, dw, pt, pl, parts, dir
     step = (n + parts - 1) // parts
     for t in prange(parts):
         cols = np.empty((kg, L), x.dtype)
-        xp = np.zeros((0, 0, 0), x.dtype) if direct else _padded(x, ho, wo, kh, kw, sh, sw, dh,
-                                                                  dw, pt, pl)
         for im in range(t * step, min(n, (t + 1) * step)):
             yi = y[im].reshape((o_all, L))
             for g in range(groups):
@@ -244,8 +232,7 @@ def _conv_fwd(x, w2, bias, y, groups, kh, kw, sh, sw, dh, dw, pt, pl, parts, dir
                     mgemm(False, False, 1.0, wg, x[im].reshape((cin, L))[g * cg:(g + 1) * cg],
                           beta, yg)
                 else:
-                    _cols_padded(x[im], xp, cols, g * cg, cg, kh, kw, sh, sw, dh, dw, pt, pl, ho,
-                                 wo)
+                    _cols(x[im], cols, g * cg, cg, kh, kw, sh, sw, dh, dw, pt, pl, ho, wo)
                     mgemm(False, False, 1.0, wg, cols, beta, yg)
 
 
@@ -261,8 +248,6 @@ def _conv_bwd(x, w2, gy, gx, gwp, gbp, groups, kh, kw, sh, sw, dh, dw, pt, pl, p
     for t in prange(parts):
         cols = np.empty((kg, L), x.dtype)
         gc = np.empty((kg, L), x.dtype)
-        xp = np.zeros((0, 0, 0), x.dtype) if direct else _padded(x, ho, wo, kh, kw, sh, sw, dh,
-                                                                  dw, pt, pl)
         for im in range(t * step, min(n, (t + 1) * step)):
             gi = gy[im].reshape((o_all, L))
             if nb:
@@ -285,8 +270,7 @@ def _conv_bwd(x, w2, gy, gx, gwp, gbp, groups, kh, kw, sh, sw, dh, dw, pt, pl, p
                     dst = gwp[t, :, g * og:(g + 1) * og]
                     src = x[im].reshape((cin, L))[g * cg:(g + 1) * cg] if direct else cols
                     if not direct:
-                        _cols_padded(x[im], xp, cols, g * cg, cg, kh, kw, sh, sw, dh, dw, pt, pl,
-                                     ho, wo)
+                        _cols(x[im], cols, g * cg, cg, kh, kw, sh, sw, dh, dw, pt, pl, ho, wo)
                     mgemm(False, True, 1.0, src, gg, 1.0, dst)
                 if nx:
                     wg = w2[g * og:(g + 1) * og]
