@@ -14,6 +14,18 @@ from .pool import pool
 from .reductions import par, use_threads
 
 _o = dict(cache=True, nogil=True)
+# reassociation lets LLVM split a row sum into vector partial sums (a strict chain of scalar
+# adds ran the bias gradient of a 3x32x32 CNN's first layer at 8.6 ms of its 20)
+_fm = dict(_o, fastmath={"reassoc"})
+
+
+@njit(**_fm)
+def _row_sum(v, o, n):
+    """v[o, :n] summed."""
+    acc = 0.0
+    for q in range(n):
+        acc += v[o, q]
+    return acc
 
 
 @njit(**_o)
@@ -252,10 +264,7 @@ def _conv_bwd(x, w2, gy, gx, gwp, gbp, groups, kh, kw, sh, sw, dh, dw, pt, pl, p
             gi = gy[im].reshape((o_all, L))
             if nb:
                 for o in range(o_all):
-                    acc = 0.0
-                    for q in range(L):
-                        acc += gi[o, q]
-                    gbp[t, o] += acc
+                    gbp[t, o] += _row_sum(gi, o, L)
             if nx and not direct:
                 gxi = gx[im]
                 for c in range(cin):
@@ -265,13 +274,17 @@ def _conv_bwd(x, w2, gy, gx, gwp, gbp, groups, kh, kw, sh, sw, dh, dw, pt, pl, p
             for g in range(groups):
                 gg = gi[g * og:(g + 1) * og]
                 if nw:
-                    # gW^T (kg, og) += windows (kg, L) gy^T: the micro-kernel's B is gy's rows
-                    # packed (og x L, small), its A the windows as built
+                    # one operand is transposed into the micro-kernel's B panels: gW^T (kg, og)
+                    # += windows gy^T packs gy (og x L), gW += gy windows^T the windows
+                    # (kg x L); the smaller is packed
                     dst = gwp[t, :, g * og:(g + 1) * og]
                     src = x[im].reshape((cin, L))[g * cg:(g + 1) * cg] if direct else cols
                     if not direct:
                         _cols(x[im], cols, g * cg, cg, kh, kw, sh, sw, dh, dw, pt, pl, ho, wo)
-                    mgemm(False, True, 1.0, src, gg, 1.0, dst)
+                    if og <= kg:
+                        mgemm(False, True, 1.0, src, gg, 1.0, dst)
+                    else:
+                        mgemm(False, True, 1.0, gg, src, 1.0, dst.T)
                 if nx:
                     wg = w2[g * og:(g + 1) * og]
                     if direct:
