@@ -157,14 +157,26 @@ def _ce_row(x, k):
 # allocations into parallel regions, which wake the thread pool on every call
 @njit(**_o)
 def s_ce(x, t, rows):
+    """Each row's loss into rows; returns how many targets are in [0, C)."""
+    n = 0
     for r in range(x.shape[0]):
         rows[r] = _ce_row(x[r], t[r])
+        n += 0 <= t[r] < x.shape[1]
+    return n
 
 
 @njit(parallel=True, **_o)
 def p_ce(x, t, rows):
     for r in prange(x.shape[0]):
         rows[r] = _ce_row(x[r], t[r])
+
+
+@njit(**_o)
+def _count_in(t, c):
+    n = 0
+    for r in range(t.shape[0]):
+        n += 0 <= t[r] < c
+    return n
 
 
 @njit(**_fm)
@@ -174,9 +186,19 @@ def _ce_bwd_row(x, k, scale, g):
         for i in range(c):
             g[i] = 0
         return
-    m, ls = _lse_parts(x)
+    # softmax as exp(x - max) / sum: one exp per element (the log-sum-exp form, exp(x - max -
+    # log(sum)), takes two), the exps kept in g between the passes
+    m = x.dtype.type(-np.inf)
     for i in range(c):
-        g[i] = np.exp((x[i] - m) - ls) * scale
+        m = max(m, x[i])
+    s = 0.0
+    for i in range(c):
+        e = np.exp(x[i] - m)
+        g[i] = e
+        s += e
+    r = scale / s
+    for i in range(c):
+        g[i] = g[i] * r
     g[k] -= scale
 
 
@@ -203,10 +225,13 @@ def cross_entropy(x, target, mean):
     out = pool.empty((), x.dtype)
     xc, t = _ce_args(x, target)
     rows = np.empty(x.shape[0])   # float64: the rows are summed in double
-    (p_ce if use_threads(x.size) and x.shape[0] >= 2 else s_ce)(xc, t, rows)
+    if use_threads(x.size) and x.shape[0] >= 2:
+        p_ce(xc, t, rows)
+        count = _count_in(t, x.shape[1])
+    else:
+        count = s_ce(xc, t, rows)
     total = rows.sum()
     if mean:
-        count = int(np.count_nonzero((t >= 0) & (t < x.shape[1])))
         total = total / count if count else np.nan
     out[()] = total
     return out
@@ -220,7 +245,7 @@ def cross_entropy_backward(x, target, g, mean):
     xc, t = _ce_args(x, target)
     scale = float(np.asarray(g).reshape(()))
     if mean:
-        count = int(np.count_nonzero((t >= 0) & (t < x.shape[1])))
+        count = _count_in(t, x.shape[1])
         scale = scale / count if count else np.nan
     y = gx if xc.dtype == gx.dtype else np.empty(x.shape, xc.dtype)
     (p_ce_bwd if use_threads(x.size) and x.shape[0] >= 2 else s_ce_bwd)(xc, t, scale, y)
