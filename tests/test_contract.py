@@ -358,6 +358,16 @@ def _cross_entropy(dev):
         np.testing.assert_allclose(np.asarray(got), 2 * wg, rtol=1e-12, atol=1e-15)
 
 
+def _relu_backward(dev):
+    """The composed ReLU gradient: g where y > 0 (zero at 0, -0.0 and NaN)."""
+    rng = np.random.default_rng(4)
+    y = np.maximum(rng.normal(size=(6, 7)), 0)
+    y[0, :3] = (0.0, -0.0, np.nan)
+    g = rng.normal(size=(6, 7))
+    got = fused.relu_backward(_on(dev, g), _on(dev, y))
+    np.testing.assert_array_equal(np.asarray(got), np.where(y > 0, g, 0))
+
+
 def _conv(adjoint):
     def check(dev):
         cpu = gp.backends.registry.device("cpu")
@@ -660,7 +670,7 @@ CHECKS = {
     "unique": _unique, "isin": _isin, "topk": _topk, "cross": _cross, "fft_roll": _fft_roll,
     "softmax": _softmax(False), "log_softmax": _softmax(True),
     "cross_entropy": _cross_entropy, "cross_entropy_backward": _cross_entropy,
-    "linear": _linear, "linear_backward": _linear,
+    "relu_backward": _relu_backward, "linear": _linear, "linear_backward": _linear,
     "batch_norm": _batch_norm, "batch_norm_backward": _batch_norm,
     "im2col": _conv(False), "col2im": _conv(True),
     "conv2d": _conv2d, "conv2d_backward": _conv2d, "max_pool2d": _max_pool,

@@ -431,6 +431,11 @@ def cross_entropy(device, x: Array, target: Array, mean: bool) -> Array:
     return fused.composed_cross_entropy(x, target, mean)
 
 
+def relu_backward(device, g: Array, y: Array) -> Array:
+    """A comparison and where (grilly.array.fused)."""
+    return fused.composed_relu_backward(g, y)
+
+
 def cross_entropy_backward(device, x: Array, target: Array, g: Array, mean: bool) -> Array:
     """softmax and elementwise ops (grilly.array.fused)."""
     return fused.composed_cross_entropy_backward(x, target, g, mean)
@@ -636,7 +641,8 @@ COMPOSITES = {
     "linear": linear, "linear_backward": linear_backward, "batch_norm": batch_norm,
     "batch_norm_backward": batch_norm_backward,
     "softmax": softmax, "log_softmax": log_softmax, "cross_entropy": cross_entropy,
-    "cross_entropy_backward": cross_entropy_backward, "im2col": im2col, "col2im": col2im,
+    "cross_entropy_backward": cross_entropy_backward, "relu_backward": relu_backward,
+    "im2col": im2col, "col2im": col2im,
     "conv2d": conv2d, "conv2d_backward": conv2d_backward, "max_pool2d": max_pool2d,
     "max_pool2d_backward": max_pool2d_backward,
     "sgd_step": sgd_step, "adam_step": adam_step, "rmsprop_step": rmsprop_step,

@@ -1,6 +1,6 @@
 """Fused ops beyond the Array API standard, used by grilly.nn.functional: softmax and log_softmax
-along one axis, and the cross entropy of logits against class indices with its gradient, one
-kernel per call (the "softmax" family, docs/kernels/softmax.md).
+along one axis, the cross entropy of logits against class indices with its gradient, and
+ReLU's gradient, one kernel per call (docs/kernels/softmax.md).
 
 Not star-imported into the grilly namespace. A device whose backend lacks one of these kernels
 gets the same result composed from namespace ops on that device.
@@ -12,7 +12,7 @@ from . import core
 from . import dispatch as _dispatch
 from .array import Array
 
-__all__ = ["softmax", "log_softmax", "cross_entropy", "cross_entropy_backward"]
+__all__ = ["softmax", "log_softmax", "cross_entropy", "cross_entropy_backward", "relu_backward"]
 
 _CE_DTYPES = frozenset({"float32", "float64"})   # what the cross_entropy kernels take
 
@@ -114,6 +114,29 @@ def composed_cross_entropy_backward(x: Array, target: Array, g: Array, mean: boo
     oh = gp.astype(_onehot(x, target), x.dtype)
     scale = g / gp.sum(oh) if mean else g
     return (softmax(x, axis=1) * gp.sum(oh, axis=1, keepdims=True) - oh) * scale
+
+
+def relu_backward(g: Array, y: Array) -> Array:
+    """g where y > 0, else 0: ReLU's input gradient from its output y, in one kernel (one read
+    of each, one write) where the device has it."""
+    op = "relu_backward"
+    core.check_array(g, op, "g")
+    core.check_array(y, op, "y")
+    if g.shape != y.shape or g._dtype is not y._dtype or g._dtype.kind != "f":
+        raise ValueError(f"{op}: g and y must be real floating arrays of one shape and dtype, "
+                         f"got {g._dtype.name} {g.shape} and {y._dtype.name} {y.shape}")
+    core.common_device(op, g, y)
+    dev = g._device
+    k = dev.kernels.get(op)
+    if k is not None and g._dtype.name in _CE_DTYPES:
+        return core.wrap(k(g._buf, y._buf), g._dtype, dev)
+    return core.composite(dev, op)(dev, g, y)
+
+
+def composed_relu_backward(g: Array, y: Array) -> Array:
+    """A comparison and a choice."""
+    gp = _dispatch.ns
+    return gp.where(y > 0, g, gp.zeros((), dtype=g.dtype, device=g.device))
 
 
 # dispatched (and differentiated: autograd/rules.py) as "fused.softmax" and "fused.log_softmax"

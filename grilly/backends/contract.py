@@ -149,6 +149,9 @@ KERNELS: dict[str, Kernel] = {
                             "< C; float32/float64"),
     "cross_entropy_backward": Kernel("nn", COMPOSED,
                                      "(x, target, g 0-d buf, mean) -> buf (N, C)"),
+    "relu_backward": Kernel("nn", COMPOSED,
+                            "(g, y) -> buf: g where y > 0, else 0 (y: the ReLU's output, g's "
+                            "shape and dtype); float32/float64"),
     "im2col": Kernel("nn", COMPOSED,
                      "(buf, kernel, stride, dilation, pads, fill, out, channel_major=False) -> buf"),
     "col2im": Kernel("nn", COMPOSED,

@@ -175,8 +175,12 @@ class _ReLU(Function):
 
     @staticmethod
     def backward(ctx, g):
-        # as PyTorch: no gradient at x == 0
-        return (gp.where(ctx.saved_tensors[0] > 0, g, 0.0),)
+        # as PyTorch: no gradient at x == 0. One fused kernel, unless this backward is itself
+        # recorded (create_graph): then the differentiable composition
+        y = ctx.saved_tensors[0]
+        if g.requires_grad or y.requires_grad:
+            return (gp.where(y > 0, g, 0.0),)
+        return (_fused.relu_backward(g, y),)
 
 
 def relu(input: Array, inplace: bool = False) -> Array:

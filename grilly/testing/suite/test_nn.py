@@ -248,6 +248,20 @@ def test_cross_entropy_forward_and_backward(device, dtype, reduction):
     assert_close(xa.grad, (gx / cnt).astype(dtype), rtol=tol * 10, atol=tol)
 
 
+@K("relu_backward", family="nn")
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_relu_backward(device, dtype):
+    """g where y > 0, else 0: zero at y == 0 and -0.0, and where y is NaN (NaN > 0 is false)."""
+    from grilly.array import fused
+    rng = np.random.default_rng(26)
+    y = np.maximum(rng.standard_normal((5, 7)), 0)
+    y[0, :3] = (0.0, -0.0, np.nan)
+    g = rng.standard_normal((5, 7))
+    g[1, 1] = np.inf
+    got = fused.relu_backward(on(device, g.astype(dtype)), on(device, y.astype(dtype)))
+    assert_close(got, np.where(y > 0, g, 0).astype(dtype), rtol=0, atol=0)
+
+
 @K("linear", "linear_backward", family="nn")
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_linear_forward_and_backward(device, dtype):
