@@ -73,3 +73,23 @@ def test_relu_double_backward(device):
     np.testing.assert_allclose(np.asarray(g), 2 * np.maximum(xn, 0), rtol=1e-12)
     (h,) = gp.autograd.grad(gp.sum(g), [x])
     np.testing.assert_allclose(np.asarray(h), 2.0 * (xn > 0), rtol=1e-12)
+
+
+def test_relu_layer_backward_runs_the_kernel(device):
+    """A plain backward through F.relu calls the device's relu_backward kernel once (not the
+    composition); a recorded one (create_graph) does not."""
+    if "relu_backward" not in device.kernels:
+        pytest.skip(f"{device} has no relu_backward kernel")
+    calls = []
+    k = device.kernels["relu_backward"]
+    device.kernels["relu_backward"] = lambda *a: calls.append(1) or k(*a)
+    try:
+        x = gp.asarray(np.linspace(-1, 1, 12).astype(np.float32), device=device)
+        x.requires_grad = True
+        gp.sum(F.relu(x) * 3.0).backward()
+        assert len(calls) == 1
+        np.testing.assert_array_equal(np.asarray(x.grad), 3.0 * (np.linspace(-1, 1, 12) > 0))
+        gp.autograd.grad(gp.sum(F.relu(x) ** 2), [x], create_graph=True)
+        assert len(calls) == 1
+    finally:
+        device.kernels["relu_backward"] = k

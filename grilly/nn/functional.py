@@ -17,6 +17,7 @@ from ..array import fused as _fused
 from ..array.array import Array
 from ..array.dtypes import DType
 from ..autograd.function import Function
+from ..autograd.mode import is_grad_enabled
 from . import _random, _special
 from .module import _no_grad
 
@@ -178,7 +179,7 @@ class _ReLU(Function):
         # as PyTorch: no gradient at x == 0. One fused kernel, unless this backward is itself
         # recorded (create_graph): then the differentiable composition
         y = ctx.saved_tensors[0]
-        if g.requires_grad or y.requires_grad:
+        if is_grad_enabled():   # create_graph: this backward is recorded
             return (gp.where(y > 0, g, 0.0),)
         return (_fused.relu_backward(g, y),)
 
