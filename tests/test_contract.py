@@ -358,6 +358,21 @@ def _cross_entropy(dev):
         np.testing.assert_allclose(np.asarray(got), 2 * wg, rtol=1e-12, atol=1e-15)
 
 
+def _layer_norm(dev):
+    """Layer norm and its gradients composed from required kernels."""
+    from grilly.array import normalization
+    from test_layer_norm import np_layer_norm, np_layer_norm_backward
+    rng = np.random.default_rng(7)
+    x, w, b, g = (rng.normal(size=s) for s in ((5, 6), (6,), (6,), (5, 6)))
+    got = normalization.layer_norm(_on(dev, x), _on(dev, w), _on(dev, b), 1e-5)
+    for a, ref in zip(got, np_layer_norm(x, w, b, 1e-5)):
+        np.testing.assert_allclose(np.asarray(a), ref, rtol=1e-12, atol=1e-12)
+    grads = normalization.layer_norm_backward(_on(dev, g), _on(dev, x), got[1], got[2],
+                                              _on(dev, w), (True, True, True))
+    for a, ref in zip(grads, np_layer_norm_backward(g, x, w, 1e-5)):
+        np.testing.assert_allclose(np.asarray(a), ref, rtol=1e-11, atol=1e-12)
+
+
 def _relu_backward(dev):
     """The composed ReLU gradient: g where y > 0 (zero at 0, -0.0 and NaN)."""
     rng = np.random.default_rng(4)
@@ -672,6 +687,7 @@ CHECKS = {
     "cross_entropy": _cross_entropy, "cross_entropy_backward": _cross_entropy,
     "relu_backward": _relu_backward, "linear": _linear, "linear_backward": _linear,
     "batch_norm": _batch_norm, "batch_norm_backward": _batch_norm,
+    "layer_norm": _layer_norm, "layer_norm_backward": _layer_norm,
     "im2col": _conv(False), "col2im": _conv(True),
     "conv2d": _conv2d, "conv2d_backward": _conv2d, "max_pool2d": _max_pool,
     "max_pool2d_backward": _max_pool,

@@ -15,7 +15,7 @@ POLICY: dict[str, str] = {
     **dict.fromkeys(("matmul", "linalg.matmul", "tensordot", "linalg.tensordot", "vecdot",
                      "linalg.vecdot", "linear", "conv2d", "flash_attention2"), LOWER),
     # reductions, exponentials and normalisations: range or accumulated error needs float32
-    **dict.fromkeys(("fused.softmax", "fused.log_softmax", "cross_entropy",
+    **dict.fromkeys(("fused.softmax", "fused.log_softmax", "cross_entropy", "layer_norm",
                      "exp", "expm1", "log", "log1p", "log2", "log10", "pow", "sqrt", "rsqrt",
                      "sum", "mean", "var", "std", "prod", "cumulative_sum", "cumulative_prod",
                      "logaddexp", "linalg.vector_norm", "linalg.matrix_norm", "reciprocal"),

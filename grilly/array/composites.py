@@ -426,6 +426,17 @@ def batch_norm_backward(device, g: Array, x: Array, mean: Array, invstd: Array, 
     return normalization.composed_batch_norm_backward(g, x, mean, invstd, weight, need)
 
 
+def layer_norm(device, x: Array, weight, bias, eps: float) -> tuple:
+    """Row means and elementwise ops (grilly.array.normalization)."""
+    return normalization.composed_layer_norm(x, weight, bias, eps)
+
+
+def layer_norm_backward(device, g: Array, x: Array, mean: Array, rstd: Array, weight,
+                        need: tuple) -> tuple:
+    """Row means, two column sums and elementwise ops (grilly.array.normalization)."""
+    return normalization.composed_layer_norm_backward(g, x, mean, rstd, weight, need)
+
+
 def cross_entropy(device, x: Array, target: Array, mean: bool) -> Array:
     """log_softmax, where and sums (grilly.array.fused)."""
     return fused.composed_cross_entropy(x, target, mean)
@@ -639,7 +650,8 @@ COMPOSITES = {
     "nonzero": nonzero, "diagonal": diagonal, "unique": unique, "isin": isin, "topk": topk,
     "cross": cross, "fft_roll": fft_roll,
     "linear": linear, "linear_backward": linear_backward, "batch_norm": batch_norm,
-    "batch_norm_backward": batch_norm_backward,
+    "batch_norm_backward": batch_norm_backward, "layer_norm": layer_norm,
+    "layer_norm_backward": layer_norm_backward,
     "softmax": softmax, "log_softmax": log_softmax, "cross_entropy": cross_entropy,
     "cross_entropy_backward": cross_entropy_backward, "relu_backward": relu_backward,
     "im2col": im2col, "col2im": col2im,

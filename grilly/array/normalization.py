@@ -1,6 +1,6 @@
-"""Training-mode batch normalization beyond the Array API standard, used by
-grilly.nn.functional.batch_norm: ``batch_norm`` (output and batch statistics) and
-``batch_norm_backward`` (the three gradients), one kernel each (docs/kernels/norm.md).
+"""Normalizations beyond the Array API standard, used by grilly.nn.functional: training-mode
+``batch_norm`` (output and batch statistics) and ``batch_norm_backward`` (the three gradients),
+and ``layer_norm``/``layer_norm_backward`` (per row), one kernel each (docs/kernels/norm.md).
 
 Not star-imported into the grilly namespace. A device whose backend lacks these kernels gets
 the same result composed from namespace ops on that device.
@@ -11,16 +11,16 @@ from . import core
 from . import dispatch as _dispatch
 from .array import Array
 
-__all__ = ["batch_norm", "batch_norm_backward"]
+__all__ = ["batch_norm", "batch_norm_backward", "layer_norm", "layer_norm_backward"]
 
 _DTYPES = frozenset({"float32", "float64"})   # what the kernels take (the contract)
 
 
-def _check(op: str, x: Array, *others) -> None:
+def _check(op: str, x: Array, *others, ndim: int = 3) -> None:
     core.check_array(x, op, "x")
-    if x._dtype.kind != "f" or x.ndim != 3:
-        raise TypeError(f"{op}: x must be real floating (N, C, S), got {x._dtype.name} of shape "
-                        f"{x.shape}")
+    if x._dtype.kind != "f" or x.ndim != ndim:
+        raise TypeError(f"{op}: x must be real floating {'(N, C, S)' if ndim == 3 else '(M, D)'}"
+                        f", got {x._dtype.name} of shape {x.shape}")
     for a, name, shape in others:
         if a is None:
             continue
@@ -92,6 +92,69 @@ def composed_batch_norm_backward(g: Array, x: Array, mean: Array, invstd: Array,
         gx = scale * (g - sg / n - xhat * (sgx / n))
     return (gx, gp.reshape(sgx, (c,)) if need[1] else None,
             gp.reshape(sg, (c,)) if need[2] else None)
+
+
+def layer_norm(x: Array, weight: Array | None, bias: Array | None, eps: float) -> tuple:
+    """(y, mean, rstd): each row of x (M, D) normalized by its mean and biased variance,
+    y = (x - mean) * rstd * weight + bias; mean and rstd = 1/sqrt(var + eps) are (M,)."""
+    d = (x.shape[1],) if x.ndim == 2 else None
+    _check("layer_norm", x, (weight, "weight", d), (bias, "bias", d), ndim=2)
+    dev = x._device
+    k = dev.kernels.get("layer_norm")
+    if k is not None and x._dtype.name in _DTYPES:
+        bufs = k(x._buf, None if weight is None else weight._buf,
+                 None if bias is None else bias._buf, float(eps))
+        return tuple(core.wrap(b, x._dtype, dev) for b in bufs)
+    return core.composite(dev, "layer_norm")(dev, x, weight, bias, float(eps))
+
+
+def layer_norm_backward(g: Array, x: Array, mean: Array, rstd: Array, weight: Array | None,
+                        need: tuple = (True, True, True)) -> tuple:
+    """The gradients (x, weight, bias) of ``layer_norm`` for the output gradient g, None where
+    ``need`` (three bools) does not ask."""
+    d = (x.shape[1],) if x.ndim == 2 else None
+    m = (x.shape[0],) if x.ndim == 2 else None
+    _check("layer_norm_backward", x, (g, "g", x.shape), (mean, "mean", m), (rstd, "rstd", m),
+           (weight, "weight", d), ndim=2)
+    dev = x._device
+    need = tuple(bool(v) for v in need)
+    k = dev.kernels.get("layer_norm_backward")
+    if k is not None and x._dtype.name in _DTYPES:
+        bufs = k(g._buf, x._buf, mean._buf, rstd._buf, None if weight is None else weight._buf,
+                 need)
+        return tuple(None if b is None else core.wrap(b, x._dtype, dev) for b in bufs)
+    return core.composite(dev, "layer_norm_backward")(dev, g, x, mean, rstd, weight, need)
+
+
+def composed_layer_norm(x: Array, weight, bias, eps: float) -> tuple:
+    """Row means, then elementwise ops."""
+    gp = _dispatch.ns
+    mean = gp.mean(x, axis=1, keepdims=True)
+    d = x - mean
+    rstd = 1.0 / gp.sqrt(gp.mean(d * d, axis=1, keepdims=True) + eps)
+    y = d * rstd
+    if weight is not None:
+        y = y * weight
+    if bias is not None:
+        y = y + bias
+    return y, gp.reshape(mean, (x.shape[0],)), gp.reshape(rstd, (x.shape[0],))
+
+
+def composed_layer_norm_backward(g: Array, x: Array, mean: Array, rstd: Array, weight,
+                                 need: tuple) -> tuple:
+    """rstd * (gh - mean(gh) - xhat * mean(gh * xhat)) per row (gh = g * weight), and the two
+    column sums."""
+    gp = _dispatch.ns
+    m = x.shape[0]
+    r = gp.reshape(rstd, (m, 1))
+    xhat = (x - gp.reshape(mean, (m, 1))) * r
+    gx = None
+    if need[0]:
+        gh = g if weight is None else g * weight
+        gx = r * (gh - gp.mean(gh, axis=1, keepdims=True)
+                  - xhat * gp.mean(gh * xhat, axis=1, keepdims=True))
+    return (gx, gp.sum(g * xhat, axis=0) if need[1] else None,
+            gp.sum(g, axis=0) if need[2] else None)
 
 
 # through the dispatcher (as "norm.<name>"): bfloat16 arrays compute in float32 there

@@ -118,6 +118,11 @@ _EXPECT_TUPLE = {
     "batch_norm_backward": lambda g, x, m, inv, w, need: [
         (x.shape, x.dtype) if need[0] else None, (x.shape[1:2], x.dtype) if need[1] else None,
         (x.shape[1:2], x.dtype) if need[2] else None],
+    "layer_norm": lambda x, w, b, eps: [(x.shape, x.dtype), (x.shape[:1], x.dtype),
+                                        (x.shape[:1], x.dtype)],
+    "layer_norm_backward": lambda g, x, m, r, w, need: [
+        (x.shape, x.dtype) if need[0] else None, (x.shape[1:2], x.dtype) if need[1] else None,
+        (x.shape[1:2], x.dtype) if need[2] else None],
     "linear_backward": lambda g, x, w, need: [
         (x.shape, x.dtype) if need[0] else None, (w.shape, x.dtype) if need[1] else None,
         ((w.shape[0],), x.dtype) if need[2] else None],
@@ -192,7 +197,8 @@ def check(backend, device, op: str, args: tuple, kwargs: dict, r) -> None:
         _check_tuple(where, results, _EXPECT_TUPLE[op](*args, **kwargs))
     for x in results:
         if x is None and op in ("repeat_indices", "lif_forward", "alif_forward",
-                                "conv2d_backward", "linear_backward", "batch_norm_backward"):
+                                "conv2d_backward", "linear_backward", "batch_norm_backward",
+                                "layer_norm_backward"):
             continue
         _check_buffer(x, where, buffer_type)
         owner = backend.buffer_device(x)

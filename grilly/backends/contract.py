@@ -143,6 +143,13 @@ KERNELS: dict[str, Kernel] = {
     "batch_norm_backward": Kernel("nn", COMPOSED,
                                   "(g, x, mean, invstd, weight or None, need (3 bools)) -> "
                                   "(g_x, g_weight, g_bias), None where not needed"),
+    "layer_norm": Kernel("nn", COMPOSED,
+                         "(x (M, D), weight (D,) or None, bias or None, eps) -> (y, mean (M,), "
+                         "rstd (M,)): each row normalized by its mean and biased variance; "
+                         "float32/float64"),
+    "layer_norm_backward": Kernel("nn", COMPOSED,
+                                  "(g, x, mean, rstd, weight or None, need (3 bools)) -> "
+                                  "(g_x, g_weight, g_bias), None where not needed"),
     "cross_entropy": Kernel("nn", COMPOSED,
                             "(x (N, C), int target (N,), mean) -> 0-d buf: the summed (mean: "
                             "averaged) -log_softmax(x)[n, target[n]] over rows with 0 <= target "

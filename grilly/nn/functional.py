@@ -393,15 +393,40 @@ def _norm_axes(input, normalized_shape, op):
     return tuple(range(input.ndim - len(ns), input.ndim))
 
 
+class _LayerNorm(Function):
+    """Layer norm of x viewed as (M, D) as one node: one kernel forward (output, row means and
+    1/std), one backward (grilly.array.normalization)."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, *, eps):
+        y, mean, rstd = _norm.layer_norm(x, weight, bias, eps)
+        ctx.save_for_backward(x, mean, rstd, weight)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        x, mean, rstd, weight = ctx.saved_tensors
+        return _norm.layer_norm_backward(g, x, mean, rstd, weight, ctx.needs_input_grad)
+
+
 def layer_norm(input: Array, normalized_shape: int | tuple[int, ...], weight: Array | None = None,
                bias: Array | None = None, eps: float = 1e-5) -> Array:
     """(x - mean) / sqrt(var + eps) over the trailing ``normalized_shape`` axes, then affine."""
     axes = _norm_axes(input, normalized_shape, "layer_norm")
-    c = input - gp.mean(input, axis=axes, keepdims=True)
-    y = c / gp.sqrt(gp.mean(c * c, axis=axes, keepdims=True) + eps)
-    if weight is not None:
-        y = y * weight
-    return y if bias is None else y + bias
+    input, weight, bias = _dispatch.autocast("layer_norm", input, weight, bias)
+    shp = input.shape[input.ndim - len(axes):]
+    for a, name in ((weight, "weight"), (bias, "bias")):
+        if a is not None and a.shape != shp:
+            raise ValueError(f"layer_norm: {name} shape {a.shape} does not match "
+                             f"normalized_shape {shp}")
+    if input.dtype.kind != "f":
+        raise TypeError(f"layer_norm: input must be real floating, got {input.dtype}")
+    x, weight, bias = _promoted(input, weight, bias)
+    d = math.prod(shp)
+    x2 = gp.reshape(x, (-1, d))
+    w2 = None if weight is None else gp.reshape(weight, (d,))
+    b2 = None if bias is None else gp.reshape(bias, (d,))
+    return gp.reshape(_LayerNorm.apply(x2, w2, b2, eps=float(eps)), input.shape)
 
 
 def rms_norm(input: Array, normalized_shape: int | tuple[int, ...], weight: Array | None = None,

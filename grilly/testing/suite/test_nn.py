@@ -222,6 +222,32 @@ def test_batch_norm_training_forward_and_backward(device, dtype):
         assert_close(got, ref.astype(dtype), rtol=tol * 10, atol=tol * 10)
 
 
+@K("layer_norm", "layer_norm_backward", family="nn")
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_layer_norm_forward_and_backward(device, dtype):
+    """F.layer_norm over the last two axes: output and the three gradients against float64."""
+    rng = np.random.default_rng(27)
+    x = rng.standard_normal((4, 3, 5, 2)) * 2 + 1
+    w, b, g = rng.standard_normal((5, 2)), rng.standard_normal((5, 2)), rng.standard_normal(x.shape)
+    xa, wa, ba = (on(device, a.astype(dtype)) for a in (x, w, b))
+    for a in (xa, wa, ba):
+        a.requires_grad = True
+    y = F.layer_norm(xa, (5, 2), wa, ba, 1e-5)
+    x2, g2 = x.reshape(12, 10), g.reshape(12, 10)
+    m = x2.mean(axis=1, keepdims=True)
+    r = 1 / np.sqrt(((x2 - m) ** 2).mean(axis=1, keepdims=True) + 1e-5)
+    xh = (x2 - m) * r
+    tol = 2e-4 if dtype == "float32" else 1e-11
+    assert_close(y, (xh * w.reshape(-1) + b.reshape(-1)).reshape(x.shape).astype(dtype),
+                 rtol=tol, atol=tol)
+    y.backward(on(device, g.astype(dtype)))
+    gh = g2 * w.reshape(-1)
+    gx = r * (gh - gh.mean(axis=1, keepdims=True) - xh * (gh * xh).mean(axis=1, keepdims=True))
+    for got, ref in ((xa.grad, gx.reshape(x.shape)), (wa.grad, (g2 * xh).sum(0).reshape(5, 2)),
+                     (ba.grad, g2.sum(0).reshape(5, 2))):
+        assert_close(got, ref.astype(dtype), rtol=tol * 10, atol=tol * 10)
+
+
 @K("cross_entropy", "cross_entropy_backward", family="nn")
 @pytest.mark.parametrize("reduction", ["mean", "sum"])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

@@ -1,0 +1,107 @@
+"""The layer-norm kernels (layer_norm, layer_norm_backward) and F.layer_norm on every device:
+kernel and composition against float64 numpy (with and without weight and bias, every subset
+of the gradients, one row, one column, rows long enough for the parallel path), the layer
+against torch, and autocast running it in float32."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import grilly as gp
+from grilly.array import composites, normalization as N
+from grilly.nn import functional as F
+
+
+def _paths(device, name):
+    out = [("composed", lambda *a: composites.COMPOSITES[name](device, *a))]
+    if name in device.kernels:
+        out.append(("kernel", getattr(N, name)))
+    return out
+
+
+def np_layer_norm(x, w, b, eps):
+    m = x.mean(axis=1, keepdims=True)
+    r = 1 / np.sqrt(((x - m) ** 2).mean(axis=1, keepdims=True) + eps)
+    y = (x - m) * r
+    y = y * w if w is not None else y
+    return (y + b if b is not None else y), m[:, 0], r[:, 0]
+
+
+def np_layer_norm_backward(g, x, w, eps):
+    m = x.mean(axis=1, keepdims=True)
+    r = 1 / np.sqrt(((x - m) ** 2).mean(axis=1, keepdims=True) + eps)
+    xh = (x - m) * r
+    gh = g * w if w is not None else g
+    gx = r * (gh - gh.mean(axis=1, keepdims=True) - xh * (gh * xh).mean(axis=1, keepdims=True))
+    return gx, (g * xh).sum(axis=0), g.sum(axis=0)
+
+
+SHAPES = [(1, 7), (9, 1), (6, 33), (300, 512)]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("affine", [True, False])
+def test_layer_norm_kernels(device, dtype, shape, affine):
+    rng = np.random.default_rng(shape[0] * 7 + shape[1])
+    x = rng.standard_normal(shape) * 3 + 1
+    w = rng.standard_normal(shape[1]) if affine else None
+    b = rng.standard_normal(shape[1]) if affine else None
+    g = rng.standard_normal(shape)
+    eps = 1e-5
+    want_y, want_m, want_r = np_layer_norm(x, w, b, eps)
+    tol = dict(rtol=1e-12, atol=1e-12) if dtype == np.float64 else dict(rtol=2e-5, atol=2e-5)
+    on = lambda a: None if a is None else gp.asarray(a.astype(dtype), device=device)  # noqa: E731
+    for (how, fwd), (_, bwd) in zip(_paths(device, "layer_norm"),
+                                    _paths(device, "layer_norm_backward")):
+        y, m, r = fwd(on(x), on(w), on(b), eps)
+        np.testing.assert_allclose(np.asarray(y), want_y, **tol, err_msg=how)
+        np.testing.assert_allclose(np.asarray(m), want_m, **tol, err_msg=how)
+        np.testing.assert_allclose(np.asarray(r), want_r, **tol, err_msg=how)
+        want = np_layer_norm_backward(g, x, w, eps)
+        for need in itertools.product((True, False), repeat=3):
+            got = bwd(on(g), on(x), m, r, on(w), need)
+            for k, (a, wv) in enumerate(zip(got, want)):
+                if not need[k]:
+                    assert a is None, (how, need)
+                else:
+                    s = max(1.0, np.abs(wv).max()) if k else 1.0
+                    np.testing.assert_allclose(np.asarray(a), wv, rtol=tol["rtol"],
+                                               atol=tol["atol"] * s * shape[0] ** 0.5,
+                                               err_msg=f"{how} {need} {k}")
+
+
+def test_layer_norm_layer_matches_torch(device):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((3, 4, 6, 5)).astype(np.float32)
+    w = rng.standard_normal((6, 5)).astype(np.float32)
+    b = rng.standard_normal((6, 5)).astype(np.float32)
+    g = rng.standard_normal(x.shape).astype(np.float32)
+    tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (x, w, b))
+    torch.nn.functional.layer_norm(tx, (6, 5), tw, tb, 1e-5).backward(torch.tensor(g))
+    gx, gw, gb = (gp.asarray(a, device=device) for a in (x, w, b))
+    for a in (gx, gw, gb):
+        a.requires_grad = True
+    y = F.layer_norm(gx, (6, 5), gw, gb, 1e-5)
+    assert y.shape == x.shape
+    y.backward(gp.asarray(g, device=device))
+    for a, t in ((gx, tx), (gw, tw), (gb, tb)):
+        np.testing.assert_allclose(np.asarray(a.grad), t.grad.numpy(), rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match="layer_norm"):
+        F.layer_norm(gx, (6, 5), gp.asarray(w[:, :4], device=device))
+
+
+def test_layer_norm_float16_and_autocast(device):
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((8, 16)).astype(np.float16)
+    y = F.layer_norm(gp.asarray(x, device=device), 16)
+    assert y.dtype == gp.float16
+    want = np_layer_norm(x.astype(np.float64), None, None, 1e-5)[0]
+    np.testing.assert_allclose(np.asarray(y).astype(np.float64), want, atol=4e-3)
+    with gp.autocast(device_type=str(device).split(":")[0], dtype=gp.float16):
+        z = F.layer_norm(gp.asarray(x, device=device), 16)
+    assert z.dtype == gp.float32        # the float32 list, as torch's autocast
+    np.testing.assert_allclose(np.asarray(z), want, atol=1e-5)
