@@ -132,6 +132,33 @@ def test_kernel_undetached_reset_matches_the_composition(reset, delay, device):
             assert any(not np.allclose(_np(g), _np(d)) for g, d in zip(got, detached))
 
 
+def test_kernels_across_cpu_blocks():
+    """N = 2 blocks of the CPU kernels' neuron blocking + 37: every neuron of every block
+    forward and backward against the numpy reference (plain LIF, and refractory/adaptive)."""
+    from grilly.backends.cpu_numba import snn as cpu_snn
+    N = 2 * cpu_snn.BLOCK + 37
+    x, m0, beta, thr, gs, gm = _case(7, T=4, N=N)
+    spk, mem, tr = ref_forward(x, m0, beta, thr, "subtract", True)
+    gx, gm0, gb, gt = ref_backward(gs, gm, x, m0, beta, thr, "subtract", True, "atan", 2.0)
+    X, M0, B, TH, GS, GM = _on("cpu", x, m0, beta, thr, gs, gm)
+    s, m, t = spiking.lif_forward(X, M0, B, TH, reset="subtract", reset_delay=True)
+    np.testing.assert_array_equal(_np(s), spk)
+    np.testing.assert_allclose(_np(m), mem, rtol=1e-13, atol=1e-13)
+    got = spiking.lif_backward(GS, GM, X, M0, B, TH, t, reset="subtract", reset_delay=True,
+                               surrogate="atan", slope=2.0)
+    for g, w in zip(got, (gx, gm0, gb, gt)):
+        np.testing.assert_allclose(_np(g), w, rtol=1e-11, atol=1e-12)
+    c = ext_case(8, T=4, N=N)
+    ext = _ext_args("adaptive", c)
+    want_spk, want_mem, want_s, _ = np_forward(c["x"], c["m0"], c["beta"], c["thr"],
+                                               "subtract", True, **ext)
+    X, M0, B, TH, S0, P, G = _on("cpu", c["x"], c["m0"], c["beta"], c["thr"], ext["s0"],
+                                 ext["rho"], ext["gamma"])
+    got = spiking.alif_forward(X, M0, S0, B, P, G, TH, reset="subtract", reset_delay=True)
+    for g, w in zip(got[:3], (want_spk, want_mem, want_s)):
+        np.testing.assert_allclose(_np(g), w, rtol=1e-13, atol=1e-13)
+
+
 def test_kernels_float32_and_no_trace(device):
     x, m0, beta, thr, gs, gm = _case(9, T=40, N=70)
     spk, mem, _ = ref_forward(x, m0, beta, thr, "subtract", True)
@@ -494,7 +521,7 @@ def test_numpy_reference_is_the_per_step_path(kind, reset, delay, detach):
 @pytest.mark.parametrize("reset", RESETS)
 @pytest.mark.parametrize("kind", KINDS)
 def test_ext_kernels_match_numpy(kind, reset, delay, device):
-    """The device's kernels on N = 300 neurons (two cpu blocks) and T = 17 against the numpy
+    """The device's kernels on N = 300 neurons and T = 17 against the numpy
     reference, the reset detached or not, the trace stored or recomputed; float32 spikes match
     float32 per-step arithmetic."""
     for k, (name, a, _) in enumerate(_surrogates()):

@@ -17,7 +17,7 @@ from numba import njit, prange
 from .pool import pool
 from .reductions import par, use_threads
 
-BLOCK = 256   # neurons per parallel task
+BLOCK = 2048  # neurons per parallel task (256: the per-step row views cost 1.25x in backward)
 RESETS = {"subtract": 0, "zero": 1, "none": 2}
 SURROGATES = {"atan": 0, "fast_sigmoid": 1, "sigmoid": 2, "triangle": 3, "straight_through": 4}
 
