@@ -1,7 +1,7 @@
 """Matrix products on the backend's own threads: float32/float64 through the register-blocked
 micro-kernel GEMM (microgemm.py), complex ones through BLAS.
 
-BLAS on the backend's own threads. OpenBLAS's worker threads spin after each call, and the
+BLAS (complex products) on the backend's own threads. OpenBLAS's worker threads spin after each call, and the
 backend's Numba kernels run on Numba's threads: alternating the two (a matmul, then an
 elementwise kernel, as every training step does) makes each wait for cores the other is
 spinning on, 10-25x slower on a 2-core machine. So a large product runs as Numba tasks, each
@@ -12,8 +12,7 @@ import numba
 import numpy as np
 import scipy.linalg.cython_blas  # noqa: F401  (the BLAS Numba's np.dot calls: loaded before
 import threadpoolctl             # the library list below is read, so that it is in it)
-from numba import njit, prange, types
-from numba.extending import overload
+from numba import njit, prange
 
 from .microgemm import MR, mgemm
 
@@ -145,70 +144,6 @@ def mm3(a3, b3, out, ia, ib, dot3) -> None:
         _batched(a3, b3, out, ia, ib)
 
 
-# ---- gemm with alpha, beta and transposes (numba's np.dot has neither) ----------------------
-# numba's own BLAS entry point, resolved by symbol name at link time (so callers cache like
-# np.dot's): numba_xxgemm(kind, transa, transb, m, n, k, alpha*, a*, lda, b*, ldb, beta*, c*,
-# ldc), column-major, as numba/np/linalg.py declares it.
-def _xx_sig(dt):
-    p = types.CPointer(dt)
-    return types.intc(types.char, types.char, types.char, types.intp, types.intp, types.intp,
-                      p, p, types.intp, p, types.intp, p, p, types.intp)
-
-
-_XX = {types.float32: (types.ExternalFunction("numba_xxgemm", _xx_sig(types.float32)), ord("s")),
-       types.float64: (types.ExternalFunction("numba_xxgemm", _xx_sig(types.float64)), ord("d"))}
-
-
-def _xxgemm(c, tb, ta, n, m, k, al, b, ldb, a, lda, be, ldc):
-    """Typed in njit code only (the overload below)."""
-
-
-@overload(_xxgemm)
-def _xxgemm_impl(c, tb, ta, n, m, k, al, b, ldb, a, lda, be, ldc):
-    fn, kind = _XX[c.dtype]
-
-    def impl(c, tb, ta, n, m, k, al, b, ldb, a, lda, be, ldc):
-        fn(np.int8(kind), tb, ta, n, m, k, al.ctypes, b.ctypes, ldb, a.ctypes, lda, be.ctypes,
-           c.ctypes, ldc)
-    return impl
-
-
-@njit(**_opts)
-def _ld(x):
-    """Leading dimension of a row-major matrix with unit column stride."""
-    return x.strides[0] // x.itemsize if x.shape[0] > 1 else max(x.shape[1], 1)
-
-
-@njit(**_opts)
-def gemm(ta, tb, alpha, a, b, beta, c):
-    """c = alpha op(a) op(b) + beta c for row-major float32/float64 matrices whose rows are
-    unit-stride (any row stride; op(x) = x.T where ``t``); one single-threaded-or-not BLAS call."""
-    m, n = c.shape
-    k = a.shape[0] if ta else a.shape[1]
-    al = np.empty(1, c.dtype)
-    al[0] = alpha
-    be = np.empty(1, c.dtype)
-    be[0] = beta
-    # row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: operands swap, flags stay
-    _xxgemm(c, np.int8(116 if tb else 110), np.int8(116 if ta else 110), n, m, k, al, b, _ld(b),
-            a, _ld(a), be, _ld(c))
-
-
-@njit(parallel=True, **_opts)
-def _gemm_rows(ta, tb, a, b, beta, c, parts):
-    """gemm with the rows of c split into ``parts`` tasks (single-threaded BLAS in each)."""
-    m = c.shape[0]
-    step = (m + parts - 1) // parts
-    for t in prange(parts):
-        i = t * step
-        j = min(i + step, m)
-        if i < j:
-            if ta:
-                gemm(True, tb, 1.0, a[:, i:j], b, beta, c[i:j])
-            else:
-                gemm(False, tb, 1.0, a[i:j], b, beta, c[i:j])
-
-
 @njit(parallel=True, **_opts)
 def _msplit(ta, tb, a, b, beta, c, parts):
     """mgemm with c's rows (or, for a c wider than tall, its columns) split into ``parts``
@@ -242,26 +177,12 @@ def _mbatched_serial(a3, b3, out, ia, ib):
 
 def gemm_into(ta: bool, tb: bool, a: np.ndarray, b: np.ndarray, beta: float,
               c: np.ndarray) -> None:
-    """c = op(a) op(b) + beta c: real floats through the micro-kernel GEMM (split over the
-    threads from MIN_SPLIT multiply-adds), complex ones through BLAS (rows unit-stride),
-    threaded as ``mm2`` was: small products as BLAS likes, larger ones on one BLAS thread, big
-    ones split over Numba tasks."""
+    """c = op(a) op(b) + beta c for float32/float64 views of any strides: the micro-kernel
+    GEMM, split over Numba's threads from MIN_SPLIT multiply-adds."""
     m, n = c.shape
     k = a.shape[0] if ta else a.shape[1]
-    if c.dtype.kind == "f":
-        threads = numba.get_num_threads() if m * n * k >= MIN_SPLIT else 1
-        if threads >= 2:
-            _msplit(ta, tb, a, b, beta, c, threads)
-        else:
-            mgemm(ta, tb, 1.0, a, b, beta, c)
-        return
-    plan = _plan(m, n, k)
-    if plan == "free":
-        gemm(ta, tb, 1.0, a, b, beta, c)
-        return
-    threads = numba.get_num_threads()
-    with one_blas_thread():
-        if plan == "one" or m < 2 * threads:
-            gemm(ta, tb, 1.0, a, b, beta, c)
-        else:
-            _gemm_rows(ta, tb, a, b, beta, c, threads)
+    threads = numba.get_num_threads() if m * n * k >= MIN_SPLIT else 1
+    if threads >= 2:
+        _msplit(ta, tb, a, b, beta, c, threads)
+    else:
+        mgemm(ta, tb, 1.0, a, b, beta, c)
