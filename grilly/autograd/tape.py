@@ -211,19 +211,25 @@ def backward(tensors, grad_tensors=None, retain_graph: bool | None = None,
             # leaves never share one gradient buffer: a gradient nothing else references (not
             # another leaf's, nor a view of one, nor the caller's seed) is taken as it is,
             # any other is copied
-            x.grad = g if create_graph or _unshared(g) else ns.asarray(g, copy=True)
+            taken = create_graph or (_count(g) <= _LOOP_REFS and core.sole_owner(g))
+            x.grad = g if taken else ns.asarray(g, copy=True)
         else:
             x.grad = x.grad + g
 
 
-# references to a gradient held only by backward's loop: the leaves table's entry, the loop
-# variable, _unshared's argument and getrefcount's own
-_LOOP_REFS = 4
+def _count(g) -> int:
+    return sys.getrefcount(g)
 
 
-def _unshared(g: Array) -> bool:
-    """Whether g and its memory are referenced by backward's loop alone."""
-    return sys.getrefcount(g) <= _LOOP_REFS and core.sole_owner(g)
+def _loop_refs() -> int:
+    """References to a gradient held only by backward's loop (the leaves table's entry, the
+    loop variable), as _count sees them: measured, since the count is an interpreter detail."""
+    leaves = {0: (None, object())}
+    for _x, g in leaves.values():
+        return _count(g)
+
+
+_LOOP_REFS = _loop_refs()
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,

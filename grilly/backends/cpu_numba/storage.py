@@ -98,19 +98,50 @@ def copy(buf: np.ndarray) -> np.ndarray:
     return out
 
 
+# Reference counts are an interpreter detail: sole_owner runs only on CPython before 3.14 (whose
+# deferred and borrowed references make counts depend on context; elsewhere it says False, so
+# gradients are copied), and its thresholds are measured at import on a buffer known to have
+# one holder, through the same calls.
+_COUNTED = sys.implementation.name == "cpython" and sys.version_info < (3, 14)
+
+
+def _ref_counts(buf) -> tuple:
+    """(references to buf, references to its base, 0 without one)."""
+    base = buf.base
+    return sys.getrefcount(buf), (0 if base is None else sys.getrefcount(base))
+
+
+def _measure(buf) -> tuple:
+    return _ref_counts(buf)   # the same frames as sole_owner's
+
+
+class _Holder:
+    __slots__ = ("buf",)
+
+
+def _one_holder() -> tuple:
+    h = _Holder()
+    h.buf = np.empty(2)[:1]   # a view whose base nothing else holds
+    return _measure(h.buf)
+
+
+_ONE, _ONE_BASE = _one_holder()
+
+
 def sole_owner(buf: np.ndarray) -> bool:
     """Whether nothing but the caller's one holder references buf's memory: no other holder of
     the array, no numpy view of it (a view holds its base), and, for a view carved from a pool
     block, no other holder of the block but the pool's list."""
-    # the holder's reference, this call's argument, getrefcount's own
-    if sys.getrefcount(buf) > 3:
+    if not _COUNTED:
+        return False
+    n, nb = _ref_counts(buf)
+    if n > _ONE:
         return False
     base = buf.base
     if base is None:
         return True
-    # buf.base, the local, getrefcount's argument, and the pool's list where pooled
     return (type(base) is np.ndarray and base.base is None
-            and sys.getrefcount(base) <= 3 + pool.holds(base))
+            and nb <= _ONE_BASE + pool.holds(base))
 
 
 KERNELS = {
