@@ -221,7 +221,11 @@ def test_small_binary_fast_path_on_views(device):
     rng = np.random.default_rng(12)
     a, b = rng.standard_normal((6, 5)), rng.standard_normal((5, 6))
     ga, gb = gp.asarray(a, device=device), gp.asarray(b, device=device)
+    v = rng.standard_normal(17)
+    gv = gp.asarray(v, device=device)
     cases = [(ga, gp.matrix_transpose(gb), a, b.T), (ga[::2], ga[1::2], a[::2], a[1::2]),
+             (gv[::3], gv[1::3], v[::3], v[1::3]),                          # strided 1-D
+             (gv[::-2], gp.asarray(np.array([0.5]), device=device), v[::-2], np.array([0.5])),
              (ga, gp.asarray(np.array([[2.5]]), device=device), a, np.array([[2.5]])),
              (gp.asarray(np.float64(3.0), device=device), gp.asarray(np.float64(-1.5), device=device),
               np.float64(3.0), np.float64(-1.5))]

@@ -213,13 +213,22 @@ def _binary_kernel(op: str):
         if a.shape == shape and a.size < limit:
             loops2 = small.get(a.dtype)
             if loops2 is not None:
+                # 1-D operands go as they are (a strided one gets its own compiled loop),
+                # without the ravel views
+                one_d = len(shape) == 1
                 if b.shape == shape:
                     out = empty(shape, out_dtype.np)
-                    loops2[0](a.ravel(), b.ravel(), out.ravel())
+                    if one_d:
+                        loops2[0](a, b, out)
+                    else:
+                        loops2[0](a.ravel(), b.ravel(), out.ravel())
                     return out
                 if b.size == 1 and a.size:
                     out = empty(shape, out_dtype.np)
-                    loops2[1](a.ravel(), b.reshape(1), out.ravel())
+                    if one_d:
+                        loops2[1](a, b.reshape(1), out)
+                    else:
+                        loops2[1](a.ravel(), b.reshape(1), out.ravel())
                     return out
         return _binary(op, tuple(shape), out_dtype.np, a, b)
     k.__name__ = op
