@@ -14,7 +14,7 @@ from .array import Array
 
 __all__ = ["softmax", "log_softmax", "cross_entropy", "cross_entropy_backward", "relu_backward"]
 
-_CE_DTYPES = frozenset({"float32", "float64"})   # what the cross_entropy kernels take
+_DTYPES = frozenset({"float32", "float64"})   # what the cross_entropy and relu kernels take
 
 
 def _composed(x: Array, axis: int, log: bool) -> Array:
@@ -76,7 +76,7 @@ def cross_entropy(x: Array, target: Array, *, mean: bool = True) -> Array:
     _ce_check("cross_entropy", x, target)
     dev = x._device
     k = dev.kernels.get("cross_entropy")
-    if k is not None and x._dtype.name in _CE_DTYPES:
+    if k is not None and x._dtype.name in _DTYPES:
         return core.wrap(k(x._buf, target._buf, bool(mean)), x._dtype, dev)
     return core.composite(dev, "cross_entropy")(dev, x, target, bool(mean))
 
@@ -88,7 +88,7 @@ def cross_entropy_backward(x: Array, target: Array, g: Array, *, mean: bool = Tr
     _ce_check("cross_entropy_backward", x, target)
     dev = x._device
     k = dev.kernels.get("cross_entropy_backward")
-    if k is not None and x._dtype.name in _CE_DTYPES:
+    if k is not None and x._dtype.name in _DTYPES:
         return core.wrap(k(x._buf, target._buf, g._buf, bool(mean)), x._dtype, dev)
     return core.composite(dev, "cross_entropy_backward")(dev, x, target, g, bool(mean))
 
@@ -128,7 +128,7 @@ def relu_backward(g: Array, y: Array) -> Array:
     core.common_device(op, g, y)
     dev = g._device
     k = dev.kernels.get(op)
-    if k is not None and g._dtype.name in _CE_DTYPES:
+    if k is not None and g._dtype.name in _DTYPES:
         return core.wrap(k(g._buf, y._buf), g._dtype, dev)
     return core.composite(dev, op)(dev, g, y)
 

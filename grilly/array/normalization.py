@@ -31,18 +31,23 @@ def _check(op: str, x: Array, *others, ndim: int = 3) -> None:
         core.common_device(op, x, a)
 
 
+def _call(op: str, x: Array, arrays: tuple, rest: tuple) -> tuple:
+    """``op`` on the device's kernel where it takes x's dtype (Arrays as buffers, None kept),
+    else its composition; the results as Arrays, None kept."""
+    dev = x._device
+    k = dev.kernels.get(op)
+    if k is not None and x._dtype.name in _DTYPES:
+        bufs = k(*(None if a is None else a._buf for a in arrays), *rest)
+        return tuple(None if b is None else core.wrap(b, x._dtype, dev) for b in bufs)
+    return core.composite(dev, op)(dev, *arrays, *rest)
+
+
 def batch_norm(x: Array, weight: Array | None, bias: Array | None, eps: float) -> tuple:
     """(y, mean, invstd): x (N, C, S) normalized per channel by its batch mean and biased
     variance, y = (x - mean) * invstd * weight + bias; mean and invstd are (C,)."""
     c = (x.shape[1],) if x.ndim == 3 else None
     _check("batch_norm", x, (weight, "weight", c), (bias, "bias", c))
-    dev = x._device
-    k = dev.kernels.get("batch_norm")
-    if k is not None and x._dtype.name in _DTYPES:
-        bufs = k(x._buf, None if weight is None else weight._buf,
-                 None if bias is None else bias._buf, float(eps))
-        return tuple(core.wrap(b, x._dtype, dev) for b in bufs)
-    return core.composite(dev, "batch_norm")(dev, x, weight, bias, float(eps))
+    return _call("batch_norm", x, (x, weight, bias), (float(eps),))
 
 
 def batch_norm_backward(g: Array, x: Array, mean: Array, invstd: Array, weight: Array | None,
@@ -52,14 +57,8 @@ def batch_norm_backward(g: Array, x: Array, mean: Array, invstd: Array, weight: 
     c = (x.shape[1],) if x.ndim == 3 else None
     _check("batch_norm_backward", x, (g, "g", x.shape), (mean, "mean", c),
            (invstd, "invstd", c), (weight, "weight", c))
-    dev = x._device
-    need = tuple(bool(v) for v in need)
-    k = dev.kernels.get("batch_norm_backward")
-    if k is not None and x._dtype.name in _DTYPES:
-        bufs = k(g._buf, x._buf, mean._buf, invstd._buf,
-                 None if weight is None else weight._buf, need)
-        return tuple(None if b is None else core.wrap(b, x._dtype, dev) for b in bufs)
-    return core.composite(dev, "batch_norm_backward")(dev, g, x, mean, invstd, weight, need)
+    return _call("batch_norm_backward", x, (g, x, mean, invstd, weight),
+                 (tuple(bool(v) for v in need),))
 
 
 def composed_batch_norm(x: Array, weight, bias, eps: float) -> tuple:
@@ -99,13 +98,7 @@ def layer_norm(x: Array, weight: Array | None, bias: Array | None, eps: float) -
     y = (x - mean) * rstd * weight + bias; mean and rstd = 1/sqrt(var + eps) are (M,)."""
     d = (x.shape[1],) if x.ndim == 2 else None
     _check("layer_norm", x, (weight, "weight", d), (bias, "bias", d), ndim=2)
-    dev = x._device
-    k = dev.kernels.get("layer_norm")
-    if k is not None and x._dtype.name in _DTYPES:
-        bufs = k(x._buf, None if weight is None else weight._buf,
-                 None if bias is None else bias._buf, float(eps))
-        return tuple(core.wrap(b, x._dtype, dev) for b in bufs)
-    return core.composite(dev, "layer_norm")(dev, x, weight, bias, float(eps))
+    return _call("layer_norm", x, (x, weight, bias), (float(eps),))
 
 
 def layer_norm_backward(g: Array, x: Array, mean: Array, rstd: Array, weight: Array | None,
@@ -116,14 +109,8 @@ def layer_norm_backward(g: Array, x: Array, mean: Array, rstd: Array, weight: Ar
     m = (x.shape[0],) if x.ndim == 2 else None
     _check("layer_norm_backward", x, (g, "g", x.shape), (mean, "mean", m), (rstd, "rstd", m),
            (weight, "weight", d), ndim=2)
-    dev = x._device
-    need = tuple(bool(v) for v in need)
-    k = dev.kernels.get("layer_norm_backward")
-    if k is not None and x._dtype.name in _DTYPES:
-        bufs = k(g._buf, x._buf, mean._buf, rstd._buf, None if weight is None else weight._buf,
-                 need)
-        return tuple(None if b is None else core.wrap(b, x._dtype, dev) for b in bufs)
-    return core.composite(dev, "layer_norm_backward")(dev, g, x, mean, rstd, weight, need)
+    return _call("layer_norm_backward", x, (g, x, mean, rstd, weight),
+                 (tuple(bool(v) for v in need),))
 
 
 def composed_layer_norm(x: Array, weight, bias, eps: float) -> tuple:

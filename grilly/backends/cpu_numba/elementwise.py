@@ -155,6 +155,18 @@ def _flat(a: np.ndarray, shape: tuple) -> np.ndarray:
 _F16, _F32 = np.dtype(np.float16), np.dtype(np.float32)
 
 
+def _pick(m, lead: str, n: int, a, b, shape: tuple):
+    """(loop, a, b): the module's serial or parallel loop (``s_``/``p_`` + ``lead`` + vv, vs
+    or sv) for operands a and b of ``shape``, a one-element one read as a scalar."""
+    if b.size == 1 and a.shape == shape:
+        kind, a, b = "vs", _flat(a, shape), b.reshape(1)
+    elif a.size == 1 and b.shape == shape:
+        kind, a, b = "sv", a.reshape(1), _flat(b, shape)
+    else:
+        kind, a, b = "vv", _flat(a, shape), _flat(b, shape)
+    return getattr(m, ("p_" if n >= jit.PARALLEL_MIN else "s_") + lead + kind), a, b
+
+
 def _half(run, shape: tuple, od: np.dtype, *bufs):
     """float16 has no Numba arithmetic: compute in float32 (exact conversions) and round once
     to float16. float32 carries 2 * 11 + 2 bits, so + - * / sqrt stay correctly rounded."""
@@ -184,14 +196,7 @@ def _binary(op: str, shape: tuple, od: np.dtype, a, b):
     n = out.size
     if n == 0:
         return out
-    m = loops(op, a.dtype, 2)
-    par = n >= jit.PARALLEL_MIN
-    if b.size == 1 and a.shape == shape:
-        fn, a, b = (m.p_vs if par else m.s_vs), _flat(a, shape), b.reshape(1)
-    elif a.size == 1 and b.shape == shape:
-        fn, a, b = (m.p_sv if par else m.s_sv), a.reshape(1), _flat(b, shape)
-    else:
-        fn, a, b = (m.p_vv if par else m.s_vv), _flat(a, shape), _flat(b, shape)
+    fn, a, b = _pick(loops(op, a.dtype, 2), "", n, a, b, shape)
     fn(a, b, out.reshape(-1))
     return out
 
@@ -242,16 +247,9 @@ def _where(shape: tuple, od: np.dtype, c, a, b):
     out = pool.empty(shape, od)
     n = out.size
     if n:
-        m = loops("where", a.dtype, 3)
-        par = n >= jit.PARALLEL_MIN
-        # a one-element branch (``where(mask, g, 0.0)``, every ReLU backward) is read as a
-        # scalar rather than broadcast into a full array
-        if b.size == 1 and a.shape == shape:
-            fn, a, b = (m.p_vvs if par else m.s_vvs), _flat(a, shape), b.reshape(1)
-        elif a.size == 1 and b.shape == shape:
-            fn, a, b = (m.p_vsv if par else m.s_vsv), a.reshape(1), _flat(b, shape)
-        else:
-            fn, a, b = (m.p_vvv if par else m.s_vvv), _flat(a, shape), _flat(b, shape)
+        # a one-element branch (``where(mask, g, 0.0)``) is read as a scalar rather than
+        # broadcast into a full array
+        fn, a, b = _pick(loops("where", a.dtype, 3), "v", n, a, b, shape)
         fn(_flat(c, shape), a, b, out.reshape(-1))
     return out
 

@@ -157,12 +157,8 @@ def _ce_row(x, k):
 # allocations into parallel regions, which wake the thread pool on every call
 @njit(**_o)
 def s_ce(x, t, rows):
-    """Each row's loss into rows; returns how many targets are in [0, C)."""
-    n = 0
     for r in range(x.shape[0]):
         rows[r] = _ce_row(x[r], t[r])
-        n += 0 <= t[r] < x.shape[1]
-    return n
 
 
 @njit(parallel=True, **_o)
@@ -173,6 +169,7 @@ def p_ce(x, t, rows):
 
 @njit(**_o)
 def _count_in(t, c):
+    """How many targets are in [0, C) (a loop, not numpy's three mask passes)."""
     n = 0
     for r in range(t.shape[0]):
         n += 0 <= t[r] < c
@@ -225,13 +222,10 @@ def cross_entropy(x, target, mean):
     out = pool.empty((), x.dtype)
     xc, t = _ce_args(x, target)
     rows = np.empty(x.shape[0])   # float64: the rows are summed in double
-    if use_threads(x.size) and x.shape[0] >= 2:
-        p_ce(xc, t, rows)
-        count = _count_in(t, x.shape[1])
-    else:
-        count = s_ce(xc, t, rows)
+    (p_ce if use_threads(x.size) and x.shape[0] >= 2 else s_ce)(xc, t, rows)
     total = rows.sum()
     if mean:
+        count = _count_in(t, x.shape[1])
         total = total / count if count else np.nan
     out[()] = total
     return out
