@@ -217,3 +217,21 @@ def test_cpu_parallel_loop_equals_serial(rule, kw, monkeypatch):
     monkeypatch.setattr(reductions, "_serial_until", [0.0])
     got, _ = _run(rule, kw, "float32", cpu)
     np.testing.assert_array_equal(got, serial)
+
+
+def test_cpu_parallel_backoff_ignores_a_kernels_first_call(monkeypatch):
+    # a kernel's first call may compile it: that slowness must not switch the backend to serial
+    import time
+
+    from grilly.backends.cpu_numba import reductions
+
+    monkeypatch.setattr(reductions, "_serial_until", [0.0])
+    monkeypatch.setattr(reductions, "_judged", set())
+
+    def slow():
+        time.sleep(0.01)
+
+    reductions.par(slow, 1, 0)
+    assert reductions.use_threads(1 << 30)          # first call: not judged
+    reductions.par(slow, 1, 0)
+    assert not reductions.use_threads(1 << 30)      # a later slow call backs off

@@ -22,6 +22,7 @@ from .pool import pool
 # call slower than one thread would have been switches big reductions to serial for a while.
 SERIAL_BYTES_PER_S = 20e9
 _serial_until = [0.0]
+_judged: set = set()   # kernels whose first call (which may compile or load them) is behind them
 
 
 def use_threads(n: int) -> bool:
@@ -31,14 +32,17 @@ def use_threads(n: int) -> bool:
 
 def par(fn, tasks: int, nbytes: int, *args):
     """Call the parallel kernel ``fn`` (``tasks`` prange iterations, handed out in about 32
-    dynamic chunks) and back off to serial kernels for 2 s when it ran slower than one thread."""
+    dynamic chunks) and back off to serial kernels for 2 s when it ran slower than one thread.
+    A kernel's first call is not judged: it may include compiling or loading it from the cache."""
     old = numba.set_parallel_chunksize(max(1, tasks // 32))
     t0 = time.perf_counter()
     try:
         return fn(*args)
     finally:
         numba.set_parallel_chunksize(old)
-        if time.perf_counter() - t0 > nbytes / SERIAL_BYTES_PER_S + 2e-4:
+        if fn not in _judged:
+            _judged.add(fn)
+        elif time.perf_counter() - t0 > nbytes / SERIAL_BYTES_PER_S + 2e-4:
             _serial_until[0] = time.monotonic() + 2.0
 
 
