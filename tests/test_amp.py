@@ -30,6 +30,9 @@ def test_policy_result_dtypes(device):
         assert F.cross_entropy(y, gp.asarray([0, 1, 2, 3], device=device)).dtype == gp.float32
         assert (y + x[:, :5]).dtype == gp.float32                           # promotion
         assert (y * 2.0).dtype == gp.float16                                # not listed
+        q = gp.reshape(x, (1, 4, 8))
+        assert F.scaled_dot_product_attention(q, q, q).dtype == gp.float16   # attention
+        assert F.flash_attention2(q, q, q).dtype == gp.float16
         x64 = gp.astype(x, gp.float64)
         assert gp.matmul(x64, gp.matrix_transpose(x64)).dtype == gp.float64  # double stays
         with amp.autocast(enabled=False):

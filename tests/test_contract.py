@@ -373,6 +373,27 @@ def _layer_norm(dev):
         np.testing.assert_allclose(np.asarray(a), ref, rtol=1e-11, atol=1e-12)
 
 
+def _attention(dev):
+    """Attention and its gradients composed from required kernels (mask, causal, dropout)."""
+    from grilly.array import attention
+    from test_attention_kernels import np_attention, np_attention_backward
+    rng = np.random.default_rng(8)
+    q, k, v, g = (rng.normal(size=s) for s in ((2, 2, 5, 3), (2, 2, 6, 3), (2, 2, 6, 4),
+                                               (2, 2, 5, 4)))
+    bias = rng.normal(size=(2, 1, 1, 6))
+    drop = (rng.random((2, 2, 5, 6)) > 0.3) / 0.7
+    for causal in (False, True):
+        on = [_on(dev, a) for a in (q, k, v, bias, drop)]
+        out, lse = attention.attention(*on, causal=causal, scale=0.7, block=4)
+        want, want_lse = np_attention(q, k, v, bias, drop, causal, 0.7)
+        np.testing.assert_allclose(np.asarray(out), want, rtol=1e-12, atol=1e-13)
+        np.testing.assert_allclose(np.asarray(lse), want_lse, rtol=1e-12, atol=1e-13)
+        grads = attention.attention_backward(_on(dev, g), *on, out, lse, causal=causal,
+                                             scale=0.7, block=4)
+        for a, ref in zip(grads, np_attention_backward(g, q, k, v, bias, drop, causal, 0.7)):
+            np.testing.assert_allclose(np.asarray(a), ref, rtol=1e-11, atol=1e-12)
+
+
 def _relu_backward(dev):
     """The composed ReLU gradient: g where y > 0 (zero at 0, -0.0 and NaN)."""
     rng = np.random.default_rng(4)
@@ -688,6 +709,7 @@ CHECKS = {
     "relu_backward": _relu_backward, "linear": _linear, "linear_backward": _linear,
     "batch_norm": _batch_norm, "batch_norm_backward": _batch_norm,
     "layer_norm": _layer_norm, "layer_norm_backward": _layer_norm,
+    "attention": _attention, "attention_backward": _attention,
     "im2col": _conv(False), "col2im": _conv(True),
     "conv2d": _conv2d, "conv2d_backward": _conv2d, "max_pool2d": _max_pool,
     "max_pool2d_backward": _max_pool,

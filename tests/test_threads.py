@@ -315,3 +315,25 @@ def test_cpu_kernel_module_generated_once(monkeypatch, tmp_path):
         sys.modules.pop(f"_grilly_kernel_{name}", None)
     assert all(m is mods[0] for m in mods)
     assert [m.twice(k) for k, m in enumerate(mods)] == [2 * k for k in range(THREADS)]
+
+
+def test_attention_from_many_threads(device):
+    """Fused attention forward and backward (big enough for the CPU kernel's worker threads)
+    from 8 threads at once: each equals the serial run."""
+    from grilly.array import attention as att
+
+    rng = np.random.default_rng(9)
+    data = [[rng.standard_normal((2, 4, 64, 32)).astype(np.float32) for _ in range(4)]
+            for _ in range(THREADS)]
+
+    def run(k):
+        q, kk, v, g = (gp.asarray(a, device=device) for a in data[k])
+        out, lse = att.attention(q, kk, v, causal=k % 2 == 1, scale=0.2)
+        grads = att.attention_backward(g, q, kk, v, None, None, out, lse, causal=k % 2 == 1,
+                                       scale=0.2)
+        return [np.asarray(a) for a in (out, lse, *grads)]
+
+    threaded = _run_threads(run)
+    for k in range(THREADS):
+        for got, want in zip(threaded[k], run(k)):
+            np.testing.assert_array_equal(got, want)

@@ -13,7 +13,8 @@ FLOAT32 = "float32"
 POLICY: dict[str, str] = {
     # GEMM-shaped work: where low precision is faster (tensor cores) and accurate enough
     **dict.fromkeys(("matmul", "linalg.matmul", "tensordot", "linalg.tensordot", "vecdot",
-                     "linalg.vecdot", "linear", "conv2d", "flash_attention2"), LOWER),
+                     "linalg.vecdot", "linear", "conv2d", "flash_attention2",
+                     "scaled_dot_product_attention"), LOWER),
     # reductions, exponentials and normalisations: range or accumulated error needs float32
     **dict.fromkeys(("fused.softmax", "fused.log_softmax", "cross_entropy", "layer_norm",
                      "exp", "expm1", "log", "log1p", "log2", "log10", "pow", "sqrt", "rsqrt",

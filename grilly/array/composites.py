@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from . import (conv, core, dense, fused, host, host_kernels, indexing, manipulation, neighbors,
+from . import (attention, conv, core, dense, fused, host, host_kernels, indexing, manipulation, neighbors,
                normalization, plasticity, random_bits, searching, spiking, statistical)
 from . import dtypes as dt
 from .array import Array
@@ -442,6 +442,19 @@ def cross_entropy(device, x: Array, target: Array, mean: bool) -> Array:
     return fused.composed_cross_entropy(x, target, mean)
 
 
+def attention_(device, q: Array, k: Array, v: Array, bias, drop, causal: bool, scale: float,
+               block: int) -> tuple:
+    """FlashAttention-2 over key blocks (grilly.array.attention)."""
+    return attention.composed_attention(q, k, v, bias, drop, causal, scale, block)
+
+
+def attention_backward(device, g: Array, q: Array, k: Array, v: Array, bias, drop, out: Array,
+                       lse: Array, causal: bool, scale: float, block: int, need: tuple) -> tuple:
+    """Recomputed probabilities per key block (grilly.array.attention)."""
+    return attention.composed_attention_backward(g, q, k, v, bias, drop, out, lse, causal,
+                                                 scale, block, need)
+
+
 def relu_backward(device, g: Array, y: Array) -> Array:
     """A comparison and where (grilly.array.fused)."""
     return fused.composed_relu_backward(g, y)
@@ -654,6 +667,7 @@ COMPOSITES = {
     "layer_norm_backward": layer_norm_backward,
     "softmax": softmax, "log_softmax": log_softmax, "cross_entropy": cross_entropy,
     "cross_entropy_backward": cross_entropy_backward, "relu_backward": relu_backward,
+    "attention": attention_, "attention_backward": attention_backward,
     "im2col": im2col, "col2im": col2im,
     "conv2d": conv2d, "conv2d_backward": conv2d_backward, "max_pool2d": max_pool2d,
     "max_pool2d_backward": max_pool2d_backward,

@@ -129,6 +129,11 @@ _EXPECT_TUPLE = {
     "conv2d_backward": lambda g, x, w, stride, dilation, pads, groups, need: [
         (x.shape, x.dtype) if need[0] else None, (w.shape, x.dtype) if need[1] else None,
         ((w.shape[0],), x.dtype) if need[2] else None],
+    "attention": lambda q, k, v, bias, drop, causal, scale, block: [
+        ((*q.shape[:3], v.shape[3]), q.dtype), (q.shape[:3], q.dtype)],
+    "attention_backward": lambda g, q, k, v, bias, drop, out, lse, causal, scale, block, need: [
+        (q.shape, q.dtype) if need[0] else None, (k.shape, q.dtype) if need[1] else None,
+        (v.shape, q.dtype) if need[2] else None],
     "max_pool2d": lambda x, kernel, stride, dilation, pads, out: [
         ((*x.shape[:2], *out), x.dtype), ((*x.shape[:2], *out), np.dtype(np.int32))],
 }
@@ -198,7 +203,7 @@ def check(backend, device, op: str, args: tuple, kwargs: dict, r) -> None:
     for x in results:
         if x is None and op in ("repeat_indices", "lif_forward", "alif_forward",
                                 "conv2d_backward", "linear_backward", "batch_norm_backward",
-                                "layer_norm_backward"):
+                                "layer_norm_backward", "attention_backward"):
             continue
         _check_buffer(x, where, buffer_type)
         owner = backend.buffer_device(x)

@@ -159,6 +159,15 @@ KERNELS: dict[str, Kernel] = {
     "relu_backward": Kernel("nn", COMPOSED,
                             "(g, y) -> buf: g where y > 0, else 0 (y: the ReLU's output, g's "
                             "shape and dtype); float32/float64"),
+    "attention": Kernel("nn", COMPOSED,
+                        "(q (N, H, L, E), k (N, H, S, E), v (N, H, S, Ev), bias (each axis 1 or "
+                        "full (N, H, L, S)) or None, drop (N, H, L, S) or None, causal, scale, "
+                        "block) -> (out (N, H, L, Ev), lse (N, H, L)): softmax(q k^T scale + "
+                        "bias, key j > query i masked if causal) * drop @ v and the row "
+                        "logsumexp; float32/float64"),
+    "attention_backward": Kernel("nn", COMPOSED,
+                                 "(g, q, k, v, bias, drop, out, lse, causal, scale, block, need "
+                                 "(3 bools)) -> (g_q, g_k, g_v), None where not needed"),
     "im2col": Kernel("nn", COMPOSED,
                      "(buf, kernel, stride, dilation, pads, fill, out, channel_major=False) -> buf"),
     "col2im": Kernel("nn", COMPOSED,

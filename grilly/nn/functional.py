@@ -10,6 +10,7 @@ import math
 from ..array import api as gp
 from ..array import dispatch as _dispatch
 
+from ..array import attention as _att
 from ..array import conv as _conv
 from ..array import dense as _dense
 from ..array import normalization as _norm
@@ -744,136 +745,134 @@ def _causal(lq, lk, dtype, device):
                     gp.asarray(-math.inf, dtype=dtype, device=device))
 
 
-def scaled_dot_product_attention(query: Array, key: Array, value: Array, attn_mask: Array | None = None,
-                                 dropout_p: float = 0.0, is_causal: bool = False,
-                                 scale: float | None = None, enable_gqa: bool = False) -> Array:
-    """softmax(q k^T * scale + mask) v over (..., L, E) queries and (..., S, E) keys."""
-    if is_causal and attn_mask is not None:
-        raise ValueError("scaled_dot_product_attention: give attn_mask or is_causal, not both")
-    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
-    s = gp.matmul(query, gp.matrix_transpose(key)) * scale
-    bias = _causal(query.shape[-2], key.shape[-2], query.dtype, query.device) if is_causal \
-        else _mask_bias(attn_mask, query.dtype)
-    if bias is not None:
-        s = s + bias
+def _sdpa_composed(query, key, value, bias, dropout_p, scale):
+    """Attention from differentiable namespace ops: for an additive mask that needs a gradient."""
+    s = gp.matmul(query, gp.matrix_transpose(key)) * scale + bias
     a = softmax(s, dim=-1)
     if dropout_p > 0.0:
         a = dropout(a, dropout_p, True)
     return gp.matmul(a, value)
 
 
-def _fa2_blocks(lq: int, sk: int, is_causal: bool, block_size: int):
-    """The (j0, j1) key blocks; ``computed`` is False for causal blocks no query can see."""
-    for j0 in range(0, sk, block_size):
-        yield j0, min(j0 + block_size, sk), not (is_causal and j0 >= max(lq, 1))
+def _lead(batch: tuple) -> tuple:
+    """Batch axes as the kernels' (N, H): the last one is H, the others merge into N."""
+    return (math.prod(batch[:-1]), batch[-1]) if batch else (1, 1)
 
 
-def _fa2_scores(qs, key, attn_mask, is_causal, j0, j1):
-    """The biased scores (..., L, j1 - j0) of key block j0:j1; the causal or mask bias is built
-    for this block only, so no (L, S) array is ever made."""
-    s = gp.matmul(qs, gp.matrix_transpose(key[..., j0:j1, :]))
-    if is_causal:
-        r = gp.expand_dims(gp.arange(qs.shape[-2], device=qs.device), axis=1)
-        c = gp.expand_dims(gp.arange(j0, j1, device=qs.device), axis=0)
-        return s + gp.where(c <= r, gp.asarray(0.0, dtype=qs.dtype, device=qs.device),
-                            gp.asarray(-math.inf, dtype=qs.dtype, device=qs.device))
-    if attn_mask is not None:
-        blk = attn_mask if attn_mask.shape[-1] == 1 else attn_mask[..., j0:j1]
-        s = s + _mask_bias(blk, qs.dtype)
-    return s
+def _as4(x: Array, batch: tuple) -> Array:
+    """``x`` broadcast over ``batch`` and seen as (N, H, rows, cols)."""
+    if tuple(x.shape[:-2]) != batch:
+        x = gp.broadcast_to(x, batch + tuple(x.shape[-2:]))
+    return gp.reshape(x, _lead(batch) + tuple(x.shape[-2:]))
 
 
-class _FlashAttention2(Function):
-    """Blocked online-softmax attention whose backward (FlashAttention-2) recomputes each key
-    block's scores from q, k, v and the row logsumexp, so it never stores an (L, S) array."""
+def _bias4(bias: Array, batch: tuple, lq: int, sk: int, op: str) -> Array:
+    """An additive mask broadcastable to batch + (L, S), as (Nb, Hb, Lb, Sb): each axis 1 or
+    full, so a mask shared over heads or batch is never copied out."""
+    shp = tuple(bias.shape)
+    full = batch + (lq, sk)
+    if len(shp) > len(full) or any(d not in (1, f) for d, f in zip(shp[::-1], full[::-1])):
+        raise ValueError(f"{op}: attn_mask of shape {shp} does not broadcast to {full}")
+    shp = (1,) * (len(full) - len(shp)) + shp
+    lead = shp[:-3]
+    if len(batch) >= 2 and any(d != 1 for d in lead) and lead != batch[:-1]:
+        shp = batch[:-1] + shp[-3:]          # mixed broadcast over the merged axes: spell it out
+        bias = gp.broadcast_to(gp.reshape(bias, (1,) * (len(full) - bias.ndim) + tuple(bias.shape)),
+                               shp)
+    nb = math.prod(shp[:-3]) if len(batch) >= 2 else 1
+    hb = shp[-3] if batch else 1
+    return gp.reshape(bias, (nb, hb) + shp[-2:])
+
+
+class _Attention(Function):
+    """Attention as one node: the fused kernel each way (grilly.array.attention), which keeps
+    the output and the row logsumexp and recomputes the probabilities in the backward."""
 
     @staticmethod
-    def forward(ctx, query, key, value, attn_mask, *, is_causal, scale, block_size):
-        qs = query * scale
-        lq, sk = qs.shape[-2], key.shape[-2]
-        # a finite floor keeps exp(m_old - m_new) defined while a row has seen only masked keys
-        m = gp.full((*qs.shape[:-1], 1), _neg_inf(qs.dtype), dtype=qs.dtype, device=qs.device)
-        den = gp.zeros((*qs.shape[:-1], 1), dtype=qs.dtype, device=qs.device)
-        acc = None
-        for j0, j1, computed in _fa2_blocks(lq, sk, is_causal, block_size):
-            if not computed:
-                break
-            s = _fa2_scores(qs, key, attn_mask, is_causal, j0, j1)
-            m_new = gp.maximum(m, gp.max(s, axis=-1, keepdims=True))
-            p = gp.exp(s - m_new)
-            alpha = gp.exp(m - m_new)
-            pv = gp.matmul(p, value[..., j0:j1, :])
-            den = den * alpha + gp.sum(p, axis=-1, keepdims=True)
-            acc = pv if acc is None else acc * alpha + pv
-            m = m_new
-        out = acc / den
-        # a row with every key masked has den == 0: out is nan there and lse is -inf
-        ctx.save_for_backward(qs, key, value, attn_mask, out, m + gp.log(den))
-        ctx.geom = (is_causal, scale, block_size)
+    def forward(ctx, q, k, v, bias, drop, *, causal, scale, block):
+        out, lse = _att.attention(q, k, v, bias, drop, causal=causal, scale=scale, block=block)
+        ctx.save_for_backward(q, k, v, bias, drop, out, lse)
+        ctx.geom = (causal, scale, block)
         return out
 
     @staticmethod
     def backward(ctx, g):
-        qs, key, value, attn_mask, out, lse = ctx.saved_tensors
-        is_causal, scale, block_size = ctx.geom
-        need_q, need_k, need_v = ctx.needs_input_grad[:3]
-        lq, sk = qs.shape[-2], key.shape[-2]
-        # fully masked rows (lse == -inf) contribute nothing, as in PyTorch, instead of nan
-        live = lse != -math.inf
-        zero = gp.asarray(0.0, dtype=g.dtype, device=g.device)
-        g = gp.where(live, g, zero)
-        lse = gp.where(live, lse, gp.asarray(0.0, dtype=lse.dtype, device=lse.device))
-        d = gp.sum(g * gp.where(live, out, zero), axis=-1, keepdims=True)
-        dq, dks, dvs = None, [], []
-        for j0, j1, computed in _fa2_blocks(lq, sk, is_causal, block_size):
-            if not computed:
-                dks.append(gp.zeros((*dks[0].shape[:-2], j1 - j0, key.shape[-1]),
-                                    dtype=dks[0].dtype, device=g.device) if need_k else None)
-                dvs.append(gp.zeros((*dvs[0].shape[:-2], j1 - j0, value.shape[-1]),
-                                    dtype=dvs[0].dtype, device=g.device) if need_v else None)
-                continue
-            kj = key[..., j0:j1, :]
-            p = gp.exp(_fa2_scores(qs, key, attn_mask, is_causal, j0, j1) - lse)
-            if need_v:
-                dvs.append(gp.matmul(gp.matrix_transpose(p), g))
-            if need_q or need_k:
-                ds = p * (gp.matmul(g, gp.matrix_transpose(value[..., j0:j1, :])) - d)
-                if need_q:
-                    dq = gp.matmul(ds, kj) if dq is None else dq + gp.matmul(ds, kj)
-                if need_k:
-                    dks.append(gp.matmul(gp.matrix_transpose(ds), qs))
-        # qs = query * scale: dQ = dS k * scale, dK = dS^T q * scale = dS^T qs
-        dq = dq * scale if need_q else None
-        dk = gp.concat(dks, axis=-2) if need_k else None
-        dv = gp.concat(dvs, axis=-2) if need_v else None
-        return dq, dk, dv, None
+        q, k, v, bias, drop, out, lse = ctx.saved_tensors
+        causal, scale, block = ctx.geom
+        dq, dk, dv = _att.attention_backward(g, q, k, v, bias, drop, out, lse, causal=causal,
+                                             scale=scale, block=block,
+                                             need=ctx.needs_input_grad[:3])
+        return dq, dk, dv, None, None
+
+
+def _attend(op: str, query: Array, key: Array, value: Array, attn_mask, dropout_p: float,
+            is_causal: bool, scale: float | None, block_size: int, enable_gqa: bool = False):
+    """The checks and layout shared by scaled_dot_product_attention and flash_attention2."""
+    if is_causal and attn_mask is not None:
+        raise ValueError(f"{op}: give attn_mask or is_causal, not both")
+    if not 0.0 <= dropout_p <= 1.0:
+        raise ValueError(f"{op}: dropout_p must be in [0, 1], got {dropout_p}")
+    for name, x in (("query", query), ("key", key), ("value", value)):
+        _check_float(x, op, name)
+        if x.ndim < 2:
+            raise ValueError(f"{op}: {name} needs shape (..., length, features), got {x.shape}")
+    if key.shape[-1] != query.shape[-1] or key.shape[-2] != value.shape[-2]:
+        raise ValueError(f"{op}: expected query (..., L, E), key (..., S, E) and value "
+                         f"(..., S, Ev), got {query.shape}, {key.shape} and {value.shape}")
+    if key.shape[-2] == 0:
+        raise ValueError(f"{op}: key has no positions (S == 0)")
+    if enable_gqa and query.ndim >= 3 and key.ndim >= 3 and key.shape[-3] != query.shape[-3]:
+        hq, hk = query.shape[-3], key.shape[-3]
+        if hk == 0 or hq % hk:
+            raise ValueError(f"{op}: enable_gqa needs query heads ({hq}) to be a multiple of "
+                             f"key heads ({hk})")
+        key, value = (gp.repeat(t, hq // hk, axis=-3) for t in (key, value))
+    dt = gp.result_type(query, key, value)
+    query, key, value = (t if t.dtype == dt else gp.astype(t, dt) for t in (query, key, value))
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
+    bias = _mask_bias(attn_mask, dt)
+    if bias is not None and bias.dtype != dt:
+        bias = gp.astype(bias, dt)
+    if bias is not None and bias.requires_grad:
+        return _sdpa_composed(query, key, value, bias, dropout_p, scale)
+    lq, sk = query.shape[-2], key.shape[-2]
+    batch = tuple(gp.broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2]))
+    if bias is not None:
+        bias = _bias4(bias, batch, lq, sk, op)
+    drop = None
+    if dropout_p > 0.0:
+        # the draws of dropout() on the (..., L, S) probabilities: the same seed, the same mask
+        keep = _random.uniform(batch + (lq, sk), dtype=dt, device=query.device) >= dropout_p
+        mult = 0.0 if dropout_p == 1.0 else 1.0 / (1.0 - dropout_p)
+        drop = gp.reshape(gp.astype(keep, dt) * mult, _lead(batch) + (lq, sk))
+    out = _Attention.apply(_as4(query, batch), _as4(key, batch), _as4(value, batch), bias, drop,
+                           causal=bool(is_causal), scale=scale, block=block_size)
+    return gp.reshape(out, batch + (lq, value.shape[-1]))
+
+
+def scaled_dot_product_attention(query: Array, key: Array, value: Array, attn_mask: Array | None = None,
+                                 dropout_p: float = 0.0, is_causal: bool = False,
+                                 scale: float | None = None, enable_gqa: bool = False) -> Array:
+    """softmax(q k^T * scale + mask) v over (..., L, E) queries and (..., S, E) keys, with
+    dropout on the probabilities: one fused kernel each way (grilly.array.attention)."""
+    query, key, value = _dispatch.autocast("scaled_dot_product_attention", query, key, value)
+    return _attend("scaled_dot_product_attention", query, key, value, attn_mask, dropout_p,
+                   is_causal, scale, 128, enable_gqa)
 
 
 def flash_attention2(query: Array, key: Array, value: Array, attn_mask: Array | None = None,
                      is_causal: bool = False, scale: float | None = None,
                      block_size: int = 128) -> Array:
     """Attention with keys in blocks of ``block_size`` and an online softmax (FlashAttention-2):
-    peak memory O(L * block_size) instead of O(L * S), in the forward and in the backward."""
+    beyond the inputs and a boolean mask's additive form, peak memory O(L * block_size)
+    instead of O(L * S), in the forward and in the backward."""
     query, key, value = _dispatch.autocast("flash_attention2", query, key, value)
-    if is_causal and attn_mask is not None:
-        raise ValueError("flash_attention2: give attn_mask or is_causal, not both")
     if not isinstance(block_size, int) or isinstance(block_size, bool):
         raise TypeError(f"flash_attention2: block_size must be an int, got {type(block_size).__name__}")
     if block_size < 1:
         raise ValueError(f"flash_attention2: block_size must be positive, got {block_size}")
-    for name, x in (("query", query), ("key", key), ("value", value)):
-        _check_float(x, "flash_attention2", name)
-        if x.ndim < 2:
-            raise ValueError(f"flash_attention2: {name} needs shape (..., length, features), "
-                             f"got {x.shape}")
-    if key.shape[-1] != query.shape[-1] or key.shape[-2] != value.shape[-2]:
-        raise ValueError(f"flash_attention2: expected query (..., L, E), key (..., S, E) and value "
-                         f"(..., S, Ev), got {query.shape}, {key.shape} and {value.shape}")
-    if key.shape[-2] == 0:
-        raise ValueError("flash_attention2: key has no positions (S == 0)")
-    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
-    return _FlashAttention2.apply(query, key, value, attn_mask, is_causal=is_causal, scale=scale,
-                                  block_size=block_size)
+    return _attend("flash_attention2", query, key, value, attn_mask, 0.0, is_causal, scale,
+                   block_size)
 
 
 # ---- losses -------------------------------------------------------------------------------

@@ -25,3 +25,5 @@ def _float_intrinsic(name: str):
 
 fmaximum = _float_intrinsic("maximum")
 fminimum = _float_intrinsic("minimum")
+# NaN-ignoring (IEEE maxNum): vectorizes into plain vector max instructions
+fmaxnum = _float_intrinsic("maxnum")

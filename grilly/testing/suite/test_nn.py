@@ -274,6 +274,35 @@ def test_cross_entropy_forward_and_backward(device, dtype, reduction):
     assert_close(xa.grad, (gx / cnt).astype(dtype), rtol=tol * 10, atol=tol)
 
 
+@K("attention", "attention_backward", family="nn")
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_attention_forward_and_backward(device, dtype, causal):
+    """F.scaled_dot_product_attention (a key padding mask or a causal mask, L != S): output and
+    the three gradients against float64."""
+    rng = np.random.default_rng(31)
+    q, k, v, g = (rng.standard_normal(s) for s in ((2, 3, 5, 4), (2, 3, 7, 4), (2, 3, 7, 3),
+                                                    (2, 3, 5, 3)))
+    keep = np.ones((2, 1, 1, 7), bool)
+    keep[1, ..., 4:] = False
+    qa, ka, va = (on(device, a.astype(dtype)) for a in (q, k, v))
+    for a in (qa, ka, va):
+        a.requires_grad = True
+    mask = None if causal else on(device, keep)
+    y = F.scaled_dot_product_attention(qa, ka, va, attn_mask=mask, is_causal=causal)
+    s = q @ np.swapaxes(k, -1, -2) / 2.0
+    s = np.where(np.tril(np.ones((5, 7), bool)) if causal else keep, s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    tol = 2e-5 if dtype == "float32" else 1e-11
+    assert_close(y, (p @ v).astype(dtype), rtol=tol, atol=tol)
+    y.backward(on(device, g.astype(dtype)))
+    ds = p * (g @ np.swapaxes(v, -1, -2) - (g * (p @ v)).sum(-1, keepdims=True))
+    for got, ref in ((qa.grad, ds @ k / 2.0), (ka.grad, np.swapaxes(ds, -1, -2) @ q / 2.0),
+                     (va.grad, np.swapaxes(p, -1, -2) @ g)):
+        assert_close(got, ref.astype(dtype), rtol=tol * 10, atol=tol * 10)
+
+
 @K("relu_backward", family="nn")
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_relu_backward(device, dtype):
