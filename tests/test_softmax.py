@@ -43,6 +43,22 @@ def test_values(op, dtype, shape, axis, device):
 
 
 @pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_cpu_parallel_narrow_column_blocks(op, dtype, monkeypatch):
+    # a reduced axis that is not last with few outer rows runs narrower column blocks over
+    # the threads: force the parallel path on a small array, with NaN and -inf in columns
+    from grilly.backends.cpu_numba import jit, reductions
+
+    monkeypatch.setattr(jit, "PARALLEL_MIN", 1)
+    monkeypatch.setattr(reductions, "_serial_until", [0.0])
+    h = (np.random.default_rng(1).standard_normal((2, 300, 70)) * 5).astype(dtype)
+    h[0, 5, 3] = np.nan
+    h[1, :, 17] = -np.inf
+    h[1, 7, 40] = -np.inf
+    _check(h, 1, op, "cpu")
+
+
+@pytest.mark.parametrize("op", OPS)
 def test_float16(op, device):
     h = (np.random.default_rng(1).standard_normal((6, 515)) * 3).astype(np.float16)
     _check(h, -1, op, device)

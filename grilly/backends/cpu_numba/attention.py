@@ -3,11 +3,12 @@ logsumexp) and ``attention_backward`` (the three gradients), FlashAttention-2 st
 (docs/kernels/attention.md).
 
 Queries run in blocks of BQ rows against keys in blocks of BK with an online softmax, so the
-largest score array held is BQ x BK per thread; the GEMMs are microgemm's. The forward runs one
-task per (batch, head, query block), the backward one per (batch, head) (its key and value
-gradients gather over every query block). Scores of a fully masked row are -inf: its output is
-NaN and its logsumexp -inf, and it adds nothing to any gradient. Every array is typed with the
-'A' layout and compiled once per dtype, whatever strides a caller's views have.
+largest score array held is BQ x BK per thread; the GEMMs are microgemm's, the exps vmath's.
+The forward runs one task per (batch, head, query block), the backward one per (batch, head)
+(its key and value gradients gather over every query block). Scores of a fully masked row are
+-inf: its output is NaN and its logsumexp -inf, and it adds nothing to any gradient. Every
+array is typed with the 'A' layout and compiled once per dtype, whatever strides a caller's
+views have.
 """
 from __future__ import annotations
 
@@ -18,30 +19,16 @@ from concurrent.futures import ThreadPoolExecutor
 import numba
 import numpy as np
 from numba import njit, types
-from numba.extending import overload
 
-from . import scalar_ops
 from .microgemm import mgemm
 from .pool import pool
 from .reduce_ops import fmaxnum
+from .vmath import vexp
 
 BQ, BK = 64, 256   # query rows and keys per block
 
 _o = dict(cache=True, nogil=True, error_model="numpy")
 _fm = dict(_o, fastmath={"reassoc", "contract"})
-
-
-def _exp(x):
-    return math.exp(x)
-
-
-@overload(_exp)
-def _exp_impl(x):
-    # float32: the branch-free exp the elementwise kernels use (LLVM vectorizes it; libm's
-    # expf is scalar)
-    if x == types.float32:
-        return scalar_ops.exp__float32
-    return lambda x: math.exp(x)
 
 
 @njit(inline="always", **_fm)
@@ -86,11 +73,11 @@ def _fwd_block(q, k, v, bias, drop, has_bias, has_drop, causal, scale, out, lse,
                 for c in range(w):
                     sr[c] = 0
                 continue
-            alpha = _exp(dt(m[r] - mx))
+            alpha = vexp(dt(m[r] - mx))
             m[r] = mx
             t = dt(0)
             for c in range(w):
-                e = _exp(dt(sr[c] - mx))
+                e = vexp(dt(sr[c] - mx))
                 sr[c] = e
                 t += e
             den[r] = den[r] * alpha + t
@@ -159,13 +146,13 @@ def _bwd_head(g, q, k, v, bias, drop, out, lse, has_bias, has_drop, causal, scal
                 if has_drop:
                     mr = drop[i0 + r]
                     for c in range(w):
-                        p = _exp(dt(sr[c] - ls))
+                        p = vexp(dt(sr[c] - ls))
                         mk = mr[j0 + c]
                         sr[c] = p * mk                      # the kept probabilities
                         pr[c] = p * (pr[c] * mk - dr)       # dS
                 else:
                     for c in range(w):
-                        p = _exp(dt(sr[c] - ls))
+                        p = vexp(dt(sr[c] - ls))
                         sr[c] = p
                         pr[c] = p * (pr[c] - dr)
             mgemm(True, False, 1.0, sb, g[i0:i1], 1.0, dv[j0:j1])          # dV += P^T g

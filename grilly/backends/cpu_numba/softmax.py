@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import math
 
+import numba
 import numpy as np
 from numba import njit, prange
 
 from .pool import pool
+from .reduce_ops import fmaxnum
 from .reductions import par, use_threads
+from .vmath import vexp
 
 COLS = 512  # columns of an (outer, n, inner) view per task when the axis is not last
 
@@ -29,18 +32,18 @@ def _row(x, y, log):
     n = x.shape[0]
     m = x.dtype.type(-np.inf)
     for i in range(n):
-        m = max(m, x[i])
+        m = fmaxnum(m, x[i])
     s = x.dtype.type(0)
     if log:
         for i in range(n):
-            s += np.exp(x[i] - m)
+            s += vexp(x[i] - m)
         # a row of -inf has m = -inf: x - m is nan, as in torch
         ls = np.log(s)
         for i in range(n):
             y[i] = (x[i] - m) - ls
     else:
         for i in range(n):
-            e = np.exp(x[i] - m)
+            e = vexp(x[i] - m)
             y[i] = e
             s += e
         for i in range(n):
@@ -60,44 +63,49 @@ def p_rows(x, y, log):
 
 
 @njit(**_fm)
-def _cols(x, y, t, log):
+def _cols(x, y, t, log, cols):
     inner = x.shape[2]
-    nj = (inner + COLS - 1) // COLS
+    nj = (inner + cols - 1) // cols
     o = t // nj
-    j0 = (t % nj) * COLS
-    w = min(j0 + COLS, inner) - j0
+    j0 = (t % nj) * cols
+    w = min(j0 + cols, inner) - j0
     m = np.full(w, -np.inf, x.dtype)
     s = np.zeros(w, x.dtype)
+    # each row's run of w columns as its own 1-D slice: the j loops then vectorize
     for r in range(x.shape[1]):
+        xr = x[o, r, j0:j0 + w]
         for j in range(w):
-            m[j] = max(m[j], x[o, r, j0 + j])
+            m[j] = fmaxnum(m[j], xr[j])
     for r in range(x.shape[1]):
+        xr = x[o, r, j0:j0 + w]
         for j in range(w):
-            s[j] += np.exp(x[o, r, j0 + j] - m[j])
+            s[j] += vexp(xr[j] - m[j])
     if log:
         for j in range(w):
             s[j] = np.log(s[j])
         for r in range(x.shape[1]):
+            xr, yr = x[o, r, j0:j0 + w], y[o, r, j0:j0 + w]
             for j in range(w):
-                y[o, r, j0 + j] = (x[o, r, j0 + j] - m[j]) - s[j]
+                yr[j] = (xr[j] - m[j]) - s[j]
     else:
         for r in range(x.shape[1]):
+            xr, yr = x[o, r, j0:j0 + w], y[o, r, j0:j0 + w]
             for j in range(w):
-                y[o, r, j0 + j] = np.exp(x[o, r, j0 + j] - m[j]) / s[j]
+                yr[j] = vexp(xr[j] - m[j]) / s[j]
 
 
 @njit(**_o)
-def s_cols(x, y, log):
-    nt = x.shape[0] * ((x.shape[2] + COLS - 1) // COLS)
+def s_cols(x, y, log, cols):
+    nt = x.shape[0] * ((x.shape[2] + cols - 1) // cols)
     for t in range(nt):
-        _cols(x, y, t, log)
+        _cols(x, y, t, log, cols)
 
 
 @njit(parallel=True, **_o)
-def p_cols(x, y, log):
-    nt = x.shape[0] * ((x.shape[2] + COLS - 1) // COLS)
+def p_cols(x, y, log, cols):
+    nt = x.shape[0] * ((x.shape[2] + cols - 1) // cols)
     for t in prange(nt):
-        _cols(x, y, t, log)
+        _cols(x, y, t, log, cols)
 
 
 def _kernel(op: str, log: bool):
@@ -119,11 +127,14 @@ def _kernel(op: str, log: bool):
                 s_rows(x2, y2, log)
         else:
             x3, y3 = x.reshape(outer, n, inner), y.reshape(outer, n, inner)
-            tasks = outer * -(-inner // COLS)
+            cols = COLS
+            if threads and outer < 8:   # few tasks: narrower column blocks, so every thread works
+                cols = min(COLS, max(16, -(-inner // (4 * numba.get_num_threads()) // 16 * 16)))
+            tasks = outer * -(-inner // cols)
             if threads and tasks >= 2:
-                par(p_cols, tasks, 2 * x.nbytes, x3, y3, log)
+                par(p_cols, tasks, 2 * x.nbytes, x3, y3, log, cols)
             else:
-                s_cols(x3, y3, log)
+                s_cols(x3, y3, log, cols)
         if y is not out:
             np.copyto(out, y, casting="unsafe")
         return out
@@ -137,10 +148,10 @@ def _lse_parts(x):
     """(max, log(sum(exp(x - max)))) of one row."""
     m = x.dtype.type(-np.inf)
     for i in range(x.shape[0]):
-        m = max(m, x[i])
+        m = fmaxnum(m, x[i])
     s = 0.0
     for i in range(x.shape[0]):
-        s += np.exp(x[i] - m)
+        s += vexp(x[i] - m)
     return m, np.log(s)
 
 
@@ -187,10 +198,10 @@ def _ce_bwd_row(x, k, scale, g):
     # log(sum)), takes two), the exps kept in g between the passes
     m = x.dtype.type(-np.inf)
     for i in range(c):
-        m = max(m, x[i])
+        m = fmaxnum(m, x[i])
     s = 0.0
     for i in range(c):
-        e = np.exp(x[i] - m)
+        e = vexp(x[i] - m)
         g[i] = e
         s += e
     r = scale / s
