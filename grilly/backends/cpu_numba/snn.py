@@ -16,6 +16,7 @@ from numba import njit, prange
 
 from .pool import pool
 from .reductions import par, use_threads
+from .vmath import vexp
 
 BLOCK = 2048  # neurons per parallel task (256: the per-step row views cost 1.25x in backward)
 RESETS = {"subtract": 0, "zero": 1, "none": 2}
@@ -101,7 +102,7 @@ def _surrogate(kind, a, c1, c2, one, v, th, gs, d):
     elif kind == 2:
         for j in range(n):
             h = c2 * (v[j] - th[j])
-            e = np.exp(h) + np.exp(-h)
+            e = vexp(h) + vexp(-h)
             d[j] = gs[j] * (a / (e * e))
     elif kind == 3:
         for j in range(n):
@@ -301,7 +302,7 @@ def _sg1(kind, a, c1, c2, one, v):
         return one / (e * e)
     if kind == 2:
         h = c2 * v
-        e = np.exp(h) + np.exp(-h)
+        e = vexp(h) + vexp(-h)
         return a / (e * e)
     if kind == 3:
         return max(one - abs(v) / a, one - one) / a
