@@ -6,9 +6,10 @@ Arrays are (N, H, L, E) queries, (N, H, S, E) keys, (N, H, S, Ev) values; ``bias
 additive float array whose axes are each 1 or full (N, H, L, S) (-inf masks), ``drop`` a
 dropout multiplier of shape (N, H, L, S) (0 or 1/(1-p)) applied to the probabilities,
 ``causal`` masks key j > query i. Not star-imported into the grilly namespace. A device whose
-backend lacks the kernels, or an array whose dtype they do not take (float32/float64), gets the
-same result composed from namespace ops: FlashAttention-2 over key blocks of ``block``, so no
-(L, S) array is held beyond one block of scores (the dropout multiplier aside).
+backend lacks the kernels, an array whose dtype they do not take (float32/float64), or head
+dims above a kernel's declared ``max_features``, gets the same result composed from namespace
+ops: FlashAttention-2 over key blocks of ``block``, so no (L, S) array is held beyond one block
+of scores (the dropout multiplier aside).
 """
 from __future__ import annotations
 
@@ -19,6 +20,17 @@ from .array import Array
 __all__ = ["attention", "attention_backward"]
 
 _DTYPES = frozenset({"float32", "float64"})   # what the kernels take (the contract)
+
+
+def _kernel(dev, op: str, q: Array, v: Array):
+    """The device's kernel for ``op`` where it takes these arrays, else None (compose): the
+    dtypes of the contract, and head dims up to the kernel's ``max_features`` where it declares
+    one (the Vulkan kernel holds a row's features in registers)."""
+    kern = dev.kernels.get(op)
+    if kern is None or q._dtype.name not in _DTYPES:
+        return None
+    limit = getattr(kern, "max_features", None)
+    return None if limit is not None and max(q.shape[3], v.shape[3]) > limit else kern
 
 
 def _check(op: str, q: Array, k: Array, v: Array, bias, drop, scale, block: int) -> None:
@@ -54,8 +66,8 @@ def attention(q: Array, k: Array, v: Array, bias: Array | None = None, drop: Arr
     _check("attention", q, k, v, bias, drop, scale, block)
     args = (bool(causal), float(scale), int(block))
     dev = q._device
-    kern = dev.kernels.get("attention")
-    if kern is not None and q._dtype.name in _DTYPES:
+    kern = _kernel(dev, "attention", q, v)
+    if kern is not None:
         out, lse = kern(q._buf, k._buf, v._buf, None if bias is None else bias._buf,
                         None if drop is None else drop._buf, *args)
         return core.wrap(out, q._dtype, dev), core.wrap(lse, q._dtype, dev)
@@ -78,8 +90,8 @@ def attention_backward(g: Array, q: Array, k: Array, v: Array, bias: Array | Non
     core.common_device(op, q, g, out, lse)
     args = (bool(causal), float(scale), int(block), tuple(bool(x) for x in need))
     dev = q._device
-    kern = dev.kernels.get(op)
-    if kern is not None and q._dtype.name in _DTYPES:
+    kern = _kernel(dev, op, q, v)
+    if kern is not None:
         bufs = kern(g._buf, q._buf, k._buf, v._buf, None if bias is None else bias._buf,
                     None if drop is None else drop._buf, out._buf, lse._buf, *args)
         return tuple(None if b is None else core.wrap(b, q._dtype, dev) for b in bufs)

@@ -164,7 +164,8 @@ KERNELS: dict[str, Kernel] = {
                         "full (N, H, L, S)) or None, drop (N, H, L, S) or None, causal, scale, "
                         "block) -> (out (N, H, L, Ev), lse (N, H, L)): softmax(q k^T scale + "
                         "bias, key j > query i masked if causal) * drop @ v and the row "
-                        "logsumexp; float32/float64"),
+                        "logsumexp; float32/float64; a kernel may declare max_features (head "
+                        "dims above it compose)"),
     "attention_backward": Kernel("nn", COMPOSED,
                                  "(g, q, k, v, bias, drop, out, lse, causal, scale, block, need "
                                  "(3 bools)) -> (g_q, g_k, g_v), None where not needed"),

@@ -5,10 +5,10 @@ logsumexp) and ``attention_backward`` (the three gradients), FlashAttention-2 st
 Queries run in blocks of BQ (backward: BQB) rows against keys in blocks of BK with an online
 softmax, so the largest score array held is BQB x BK per thread; the GEMMs are microgemm's,
 the exps vmath's. The forward runs one task per (batch, head, query block), the backward one
-per (batch, head) (its key and value gradients gather over every query block). Scores of a fully masked row are
--inf: its output is NaN and its logsumexp -inf, and it adds nothing to any gradient. Every
-array is typed with the 'A' layout and compiled once per dtype, whatever strides a caller's
-views have.
+per (batch, head) (its key and value gradients gather over every query block). Scores of a
+fully masked row are -inf: its output is NaN and its logsumexp -inf, and it adds nothing to
+any gradient. Every array is typed with the 'A' layout and compiled once per dtype, whatever
+strides a caller's views have.
 """
 from __future__ import annotations
 

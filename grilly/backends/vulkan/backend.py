@@ -27,10 +27,12 @@ class _Kernels(dict):
 
         dev = self._device
         for name, fn in dict(table, **kw).items():
+            attrs = getattr(fn, "__dict__", {})   # what a kernel declares (max_features, ...)
             if CREATION.get(name) is fn or getattr(fn, "takes_ctx", False):
                 fn = functools.partial(_with_ctx, fn, dev)
             else:
                 fn = functools.partial(_locked, fn, dev.lock)
+            fn.__dict__.update(attrs)
             fn.__name__ = name
             self[name] = fn
 

@@ -101,6 +101,7 @@ def variants() -> dict[str, tuple[str, list[str]]]:
     for d in ("float32", "float64"):
         out[f"xent_{d}"] = ("nn/xent.comp", _dtype_defines("IN", d))
         out[f"bnorm_{d}"] = ("nn/bnorm.comp", _dtype_defines("IN", d))
+        out[f"attn_{d}"] = ("nn/attention.comp", _dtype_defines("IN", d))
     for d in ("float32", "float64"):
         out[f"optim_{d}"] = ("nn/optim.comp", _dtype_defines("IN", d))
         out[f"lif_{d}"] = ("nn/lif.comp", _dtype_defines("IN", d))

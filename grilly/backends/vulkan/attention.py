@@ -1,0 +1,217 @@
+"""Fused attention of the Vulkan backend (docs/kernels/attention.md; shader
+shaders/nn/attention.comp): FlashAttention-2 with an online softmax. The forward is one
+dispatch; the backward three: D = rowsum(g out) with the fully masked rows marked, then dQ, and
+dK with dV (those two independent of each other).
+
+RB adjacent rows (queries; keys for dK/dV) are held in registers by a cluster of T adjacent
+lanes, each lane a 1/T share of every row's features (at most 32 float32 or 16 float64 values a
+vector, so head dims up to 256), so a workgroup of 256 lanes takes RB * 256 / T rows; the other
+side's rows stream through shared memory in tiles of BT rows (32, fewer where the tile would
+pass the device's shared memory or 48 KiB). A cluster sums its dot products with subgroup
+shuffles and computes each (row, key) exp once, in one of its lanes.
+
+q, k, v, g and out are read through their (n, h, row) strides (a permuted multi-head
+projection is read in place) where their feature axis is unit-strided, bias through four strides
+(a broadcast mask is never spread out); a view of another layout, and a non-contiguous drop, is
+copied first. Eight buffers are bound (dK and dV share one allocation; D and the logsumexp
+another). float32 (the project's exp/log and correctly rounded division) and float64.
+"""
+from __future__ import annotations
+
+import struct
+
+from .kernels import _view, copy, new_buffer
+from .memory import contiguous_strides
+from .runtime import ffi, lib
+
+_DTYPES = ("float32", "float64")
+_WG = 256
+_NBUF = 8
+MAX_HEAD = 256      # E and Ev: 8 lanes x 8 quads of features (the registers of a cluster)
+_MAX_T = 8          # lanes per row: a cluster stays within one subgroup
+_BT = 32            # rows per shared tile, halved while it does not fit
+_SHARED = 48 << 10  # shared memory used at most (the common device limit)
+_PC = struct.Struct("<2i6i8i16i")
+_SLOTS = {"q": 0, "k": 3, "v": 6, "bias": 9, "g": 13}   # first stride word of each operand
+_shuffle: dict = {}  # physical device -> whether compute shaders have subgroup shuffles
+
+
+def _has_shuffle(phys) -> bool:
+    ok = _shuffle.get(phys)
+    if ok is None:
+        sub = ffi.new("VkPhysicalDeviceSubgroupProperties*",
+                      {"sType": lib.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES})
+        props = ffi.new("VkPhysicalDeviceProperties2*",
+                        {"sType": lib.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+                         "pNext": sub})
+        lib.vkGetPhysicalDeviceProperties2(phys.handle, props)
+        ok = _shuffle[phys] = bool(sub.supportedOperations & lib.VK_SUBGROUP_FEATURE_SHUFFLE_BIT
+                                   and sub.supportedStages & lib.VK_SHADER_STAGE_COMPUTE_BIT)
+    return ok
+
+
+def _check(op: str, *bufs) -> None:
+    q = bufs[0]
+    if q.dtype.name not in _DTYPES:
+        raise NotImplementedError(f"{op}: dtype {q.dtype.name} has no Vulkan kernel (float32 and "
+                                  "float64 do)")
+    for b in bufs:
+        if b is not None and b.size >= 2**31:
+            raise ValueError(f"{op}: {b.size} elements exceed the Vulkan backend's 2**31 limit")
+
+
+def _layout(op: str, ctx, e: int, ev: int, itemsize: int) -> tuple:
+    """(T lanes per cluster, NQ and NV feature quads per lane and row, BT rows per tile, tile
+    quads, RB rows per cluster)."""
+    if max(e, ev) > MAX_HEAD:
+        raise NotImplementedError(f"{op}: head dims E={e}, Ev={ev}: the Vulkan kernel takes "
+                                  f"at most {MAX_HEAD}")
+    e4, v4 = -(-e // 4), -(-ev // 4)
+    cap = 8 if itemsize == 4 else 4   # quads a lane holds per vector and row (float64: half)
+    t = 1
+    while t < _MAX_T and -(-max(e4, v4) // t) > cap:
+        t *= 2
+    phys = ctx.phys
+    if ctx.bindings < _NBUF:
+        raise NotImplementedError(f"{op}: the Vulkan device {phys.name!r} binds {ctx.bindings} "
+                                  f"buffers per kernel; this kernel needs {_NBUF}")
+    if t > 1 and (t > phys.subgroup_size or not _has_shuffle(phys)):
+        raise NotImplementedError(f"{op}: head dims E={e}, Ev={ev} need subgroup shuffles over "
+                                  f"{t} lanes, which Vulkan device {phys.name!r} lacks")
+    nq, nv = max(1, -(-e4 // t)), max(1, -(-v4 // t))
+    # two rows a cluster from four lanes on: each shared quad read serves both (float32 on an
+    # H200: 1.3 to 1.5x at head dim 128; at 64 and below the registers cost more than it saves;
+    # float64 rows take twice the registers already)
+    rb = 2 if t >= 4 and itemsize == 4 else 1
+    row_bytes = t * (nq + nv) * 4 * itemsize
+    budget = min(phys.max_shared, _SHARED) - 64 * itemsize   # the shader's rowv[64]
+    bt = _BT
+    while bt > 4 and bt * row_bytes > budget:
+        bt //= 2
+    return t, nq, nv, bt, bt * t * (nq + nv), rb
+
+
+def _rows(b):
+    """``b`` itself when its feature (last) axis is unit-strided, else a contiguous copy."""
+    return b if b.shape[-1] <= 1 or b.strides[-1] == 1 else copy(b)
+
+
+def _scale_words(scale: float, dtype) -> tuple:
+    if dtype.name == "float32":
+        return struct.unpack("<i", struct.pack("<f", scale)) + (0,)
+    return struct.unpack("<2i", struct.pack("<d", scale))
+
+
+def _run(ctx, op_code: int, lay: tuple, flags: tuple, bufs: list, strides: dict, dims: tuple,
+         scale_words: tuple, items: int, writes: int = 1, work: int = 0) -> None:
+    """One dispatch of shaders/nn/attention.comp: ``bufs`` at bindings 0..7 (None: unused, bound
+    to binding 2's input and never read), ``strides`` by operand name (see _SLOTS)."""
+    t, nq, nv, bt, tile, rb = lay
+    bound = [b if b is not None else bufs[2] for b in bufs]
+    st = [0] * 16
+    for name, (a, b, c, *d) in strides.items():
+        at = _SLOTS[name]
+        st[at:at + 3 + len(d)] = (a, b, c, *d)
+    pc = _PC.pack(*scale_words, *dims, *[b.offset if b is not None else 0 for b in bufs], *st)
+    spec = (op_code, 1, t, nq, nv, bt, *(int(f) for f in flags), tile, rb)
+    variant = f"attn_{bufs[0].dtype.name}"
+    pipe = ctx.pipelines.get((variant, spec)) or ctx.pipeline(variant, spec)
+    rec = ctx.recorder
+    rec.dispatch(pipe, bound, pc, items, writes)
+    # the recorder submits a batch once it holds enough work (items), so the GPU starts while
+    # Python records what follows and the pool reuses big blocks as work retires; an item here
+    # (a lane) stands for about S (E + Ev) multiply-adds, so count ``work`` (multiply-adds) / 16
+    # (without it, ten steps of forward + backward at head dim 128 took 2.5x as long on an
+    # H200: unsubmitted work held the blocks, and the pool grew by fresh 16-32 MiB each step)
+    rec.work += work // 16
+
+
+def _rows_per_group(lay: tuple) -> int:
+    """Rows (queries, or keys for dK/dV) of one workgroup: RB per cluster of T lanes."""
+    return lay[5] * (_WG // lay[0])
+
+
+def _strides3(b) -> tuple:
+    return tuple(b.strides[:3])
+
+
+def _bias(b):
+    """The bias's four strides (0 along broadcast axes), or None."""
+    if b is None:
+        return None
+    return tuple(0 if s == 1 else st for s, st in zip(b.shape, b.strides))
+
+
+def _common(op, q, k, v, bias, drop, causal):
+    _check(op, q, k, v, bias, drop)
+    n, h, lq, e = q.shape
+    s, ev = k.shape[2], v.shape[3]
+    lay = _layout(op, q.ctx, e, ev, q.dtype.itemsize)
+    q, k, v = _rows(q), _rows(k), _rows(v)
+    if drop is not None and not drop.is_contiguous():
+        drop = copy(drop)
+    flags = (bool(causal), bias is not None, drop is not None)
+    return q, k, v, drop, lay, flags, (h, lq, s, e, ev, n * h)
+
+
+def attention(q, k, v, bias, drop, causal, scale, block):
+    """(out (N, H, L, Ev), lse (N, H, L)) in one dispatch: one workgroup per (n, h, R query
+    rows); ``block`` (the composition's key block) is not needed here."""
+    n, h, lq, e = q.shape
+    s, ev = k.shape[2], v.shape[3]
+    ctx = q.ctx
+    out = new_buffer(ctx, (n, h, lq, ev), q.dtype)
+    lse = new_buffer(ctx, (n, h, lq), q.dtype)
+    q, k, v, drop, lay, flags, dims = _common("attention", q, k, v, bias, drop, causal)
+    if lse.size == 0:
+        return out, lse
+    units = n * h * -(-lq // _rows_per_group(lay))
+    strides = {"q": _strides3(q), "k": _strides3(k), "v": _strides3(v)}
+    if bias is not None:
+        strides["bias"] = _bias(bias)
+    _run(ctx, 0, lay, flags, [out, lse, q, k, v, None, bias, drop], strides, dims,
+         _scale_words(scale, q.dtype), units * _WG, writes=2, work=n * h * lq * s * (e + ev))
+    return out, lse
+
+
+def attention_backward(g, q, k, v, bias, drop, out, lse, causal, scale, block, need):
+    """(dq, dk, dv) of ``attention``, None where ``need`` says no: D and the dead-row marks
+    (one invocation per query row), then dQ (workgroups over query blocks) and dK with dV
+    (workgroups over key blocks)."""
+    op = "attention_backward"
+    n, h, lq, e = q.shape
+    s, ev = k.shape[2], v.shape[3]
+    ctx = q.ctx
+    q, k, v, drop, lay, flags, dims = _common(op, q, k, v, bias, drop, causal)
+    nq, nk, nv = (bool(x) for x in need)
+    g, out = _rows(g), _rows(out)
+    words = _scale_words(scale, q.dtype)
+    rows = n * h * lq
+    aux = new_buffer(ctx, (2 * rows,), q.dtype)   # [lse' | D]
+    if rows:
+        _run(ctx, 1, lay, flags, [aux, lse, out, None, None, g, None, None],
+             {"q": _strides3(out), "k": tuple(lse.strides), "g": _strides3(g)}, dims, words,
+             rows)
+    strides = {"q": _strides3(q), "k": _strides3(k), "v": _strides3(v), "g": _strides3(g)}
+    if bias is not None:
+        strides["bias"] = _bias(bias)
+    r = _rows_per_group(lay)
+    dq = new_buffer(ctx, q.shape, q.dtype) if nq else None
+    if nq and dq.size:
+        _run(ctx, 2, lay, flags, [dq, aux, q, k, v, g, bias, drop], strides, dims, words,
+             n * h * -(-lq // r) * _WG, work=n * h * lq * s * (2 * e + ev))
+    dk = dv = None
+    if nk or nv:
+        nk_el = n * h * s * e
+        dkv = new_buffer(ctx, (nk_el + n * h * s * ev,), q.dtype)
+        dk = _view(dkv, 0, k.shape, contiguous_strides(k.shape))
+        dv = _view(dkv, nk_el, v.shape, contiguous_strides(v.shape))
+        if dkv.size:
+            _run(ctx, 3, lay, flags, [dkv, aux, q, k, v, g, bias, drop], strides, dims, words,
+                 n * h * -(-s // r) * _WG, work=2 * n * h * lq * s * (e + ev))
+    return dq, dk if nk else None, dv if nv else None
+
+
+# the array layer composes above this (grilly.array.attention._kernel)
+attention.max_features = attention_backward.max_features = MAX_HEAD
+KERNELS = {"attention": attention, "attention_backward": attention_backward}

@@ -1,0 +1,209 @@
+"""The Vulkan attention kernels (grilly/backends/vulkan/attention.py, shaders/nn/attention.comp)
+against a float64 numpy reference, beyond tests/test_attention_kernels.py: head dims across the
+shader's lane layouts (1 to 256; past it the kernel's error and the array layer's composition),
+lengths that are not multiples of the tiles and span many tiles, causal masks with L > S and
+L < S, a bias broadcast along each axis, dropout, fully masked rows and empty key sets, strided
+views (read in place or copied), float64, more work units than workgroups, and the dispatch
+counts (1 forward, 3 backward)."""
+import numpy as np
+import pytest
+
+import grilly as gp
+from grilly.array import attention as att
+from grilly.backends.vulkan import attention as vk_att
+
+from test_attention_kernels import assert_close, np_attention, np_attention_backward
+
+VK = [d for d in gp.devices() if str(d).startswith("vulkan")]
+pytestmark = pytest.mark.skipif(not VK, reason="no Vulkan device")
+
+
+@pytest.fixture(params=[str(d) for d in VK] or ["none"])
+def vdev(request):
+    return gp.backends.registry.device(request.param)
+
+
+def _data(shape_nhlse, dtype, seed=0, bias_shape=None, dropout=False):
+    n, h, lq, sk, e, ev = shape_nhlse
+    rng = np.random.default_rng(seed)
+    q, k, v = (rng.standard_normal(s).astype(dtype) for s in
+               ((n, h, lq, e), (n, h, sk, e), (n, h, sk, ev)))
+    bias = None if bias_shape is None else rng.standard_normal(bias_shape).astype(dtype)
+    drop = ((rng.random((n, h, lq, sk)) >= 0.25) / 0.75).astype(dtype) if dropout else None
+    g = rng.standard_normal((n, h, lq, ev)).astype(dtype)
+    return q, k, v, bias, drop, g
+
+
+def _check(dev, q, k, v, bias, drop, g, causal, scale=None, on=None):
+    """Forward and backward of the kernel on ``dev`` against numpy; ``on`` overrides the device
+    arrays (views) standing for q, k, v, bias, drop, g."""
+    dtype = q.dtype
+    scale = 1.0 / np.sqrt(max(q.shape[-1], 1)) if scale is None else scale
+    if on is None:
+        on = [None if a is None else gp.asarray(a, device=dev) for a in (q, k, v, bias, drop, g)]
+    out, lse = att.attention(*on[:5], causal=causal, scale=scale)
+    grads = att.attention_backward(on[5], *on[:5], out, lse, causal=causal, scale=scale)
+    want_out, want_lse = np_attention(q, k, v, bias, drop, causal, scale)
+    want = np_attention_backward(g, q, k, v, bias, drop, causal, scale)
+    tol = 2e-5 if dtype == np.float32 else 1e-12
+    assert_close(out, want_out, rtol=tol, atol=tol)
+    assert_close(lse, want_lse, rtol=tol, atol=tol)
+    for a, w in zip(grads, want):
+        assert_close(a, w, rtol=tol * 5, atol=tol * 5 * max(1.0, float(np.abs(w).max())))
+
+
+# (E, Ev): every lane layout (1, 2, 4 and 8 lanes a row; float64 holds half as many features a
+# lane), partial quads, E != Ev
+HEADS = [(1, 1), (3, 3), (3, 5), (32, 32), (64, 64), (64, 16), (100, 100), (128, 128), (8, 200),
+         (256, 256)]
+
+
+@pytest.mark.parametrize("e, ev", HEADS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_head_dims(vdev, e, ev, dtype):
+    # L and S off every tile multiple; S over several key tiles
+    _check(vdev, *_data((1, 2, 37, 75, e, ev), dtype), causal=False)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_many_tiles(vdev, dtype):
+    # 600 keys: 19 tiles of 32; 300 queries: two row blocks (plus a partial one at 64 features)
+    _check(vdev, *_data((2, 2, 300, 600, 64, 64), dtype, bias_shape=(2, 1, 1, 600)),
+           causal=False)
+
+
+@pytest.mark.parametrize("lq, sk", [(200, 70), (70, 200), (129, 129), (1, 50), (50, 1)])
+@pytest.mark.parametrize("e", [16, 64, 128])
+def test_causal(vdev, lq, sk, e):
+    _check(vdev, *_data((2, 2, lq, sk, e, e), np.float32, seed=lq + sk), causal=True)
+
+
+@pytest.mark.parametrize("bshape", [(2, 1, 1, 40), (1, 3, 1, 40), (1, 1, 33, 40), (2, 3, 33, 1),
+                                    (1, 1, 1, 1), (2, 3, 33, 40), (2, 1, 33, 1)])
+def test_bias_broadcast(vdev, bshape):
+    _check(vdev, *_data((2, 3, 33, 40, 24, 24), np.float32, bias_shape=bshape), causal=False)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_dropout(vdev, causal, dtype):
+    _check(vdev, *_data((2, 2, 45, 67, 32, 48), dtype, bias_shape=(1, 1, 45, 67), dropout=True),
+           causal=causal)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_fully_masked_rows(vdev, dtype):
+    q, k, v, _, _, g = _data((2, 2, 40, 50, 64, 64), dtype)
+    bias = np.zeros((2, 1, 40, 50), dtype)
+    bias[0, 0, 5] = -np.inf           # one row of batch 0
+    bias[1, 0, :, :] = -np.inf        # all of batch 1
+    bias[1, 0, 7, 3] = 0.0            # but one row with one key
+    g[0, :, 5] = np.nan               # a masked row's gradient (out is NaN there) takes no part
+    on = [gp.asarray(a, device=vdev) for a in (q, k, v, bias, g)]
+    out, lse = att.attention(*on[:4], causal=False, scale=0.125)
+    o, ls = np.asarray(out), np.asarray(lse)
+    dead = np.zeros((2, 2, 40), bool)
+    dead[0, :, 5] = True
+    dead[1] = True
+    dead[1, :, 7] = False
+    assert np.isnan(o[dead]).all() and not np.isnan(o[~dead]).any()
+    assert (ls[dead] == -np.inf).all() and np.isfinite(ls[~dead]).all()
+    want_out, want_lse = np_attention(q, k, v, bias, None, False, 0.125)
+    tol = 2e-5 if dtype == np.float32 else 1e-12
+    assert_close(o[~dead], want_out[~dead], rtol=tol, atol=tol)
+    grads = att.attention_backward(on[4], *on[:4], None, out, lse, causal=False, scale=0.125)
+    for a, w in zip(grads, np_attention_backward(g, q, k, v, bias, None, False, 0.125)):
+        assert_close(a, w, rtol=tol * 5, atol=tol * 5 * max(1.0, float(np.abs(w).max())))
+    assert (np.asarray(grads[0])[dead] == 0).all()
+
+
+def test_no_keys(vdev):
+    q, k, v, _, _, g = _data((1, 2, 5, 0, 8, 4), np.float32)
+    on = [gp.asarray(a, device=vdev) for a in (q, k, v, g)]
+    out, lse = att.attention(*on[:3], scale=0.5)
+    assert np.isnan(np.asarray(out)).all() and (np.asarray(lse) == -np.inf).all()
+    dq, dk, dv = att.attention_backward(on[3], *on[:3], None, None, out, lse, scale=0.5)
+    assert (np.asarray(dq) == 0).all() and dk.shape == (1, 2, 0, 8) and dv.shape == (1, 2, 0, 4)
+
+
+def test_no_queries(vdev):
+    q, k, v, _, _, g = _data((1, 2, 0, 6, 8, 4), np.float32)
+    on = [gp.asarray(a, device=vdev) for a in (q, k, v, g)]
+    out, lse = att.attention(*on[:3], causal=True, scale=0.5)
+    assert out.shape == (1, 2, 0, 4) and lse.shape == (1, 2, 0)
+    dq, dk, dv = att.attention_backward(on[3], *on[:3], None, None, out, lse, causal=True,
+                                        scale=0.5)
+    assert dq.shape == (1, 2, 0, 8)
+    assert (np.asarray(dk) == 0).all() and (np.asarray(dv) == 0).all()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_strided_views(vdev, dtype):
+    # (qkv, N, L, H, E) projections permuted to (N, H, L, E): read in place; a feature-strided
+    # v, a transposed bias, a permuted drop and a broadcast g: copied or read through strides
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((3, 2, 45, 3, 32)).astype(dtype)
+    xa = gp.permute_dims(gp.asarray(x, device=vdev), (0, 1, 3, 2, 4))
+    xp = x.transpose(0, 1, 3, 2, 4)
+    vw = rng.standard_normal((2, 3, 45, 40)).astype(dtype)
+    bt = rng.standard_normal((1, 3, 45, 45)).astype(dtype)
+    dt = ((rng.random((2, 3, 45, 45)) >= 0.2) / 0.8).astype(dtype)
+    g1 = rng.standard_normal((1, 1, 1, 20)).astype(dtype)
+    on = [xa[0], xa[1], gp.asarray(vw, device=vdev)[..., ::2],
+          gp.matrix_transpose(gp.asarray(bt, device=vdev)),
+          gp.permute_dims(gp.asarray(dt.transpose(1, 0, 2, 3), device=vdev), (1, 0, 2, 3)),
+          gp.broadcast_to(gp.asarray(g1, device=vdev), (2, 3, 45, 20))]
+    g = np.broadcast_to(g1, (2, 3, 45, 20))
+    _check(vdev, xp[0], xp[1], vw[..., ::2], np.swapaxes(bt, -1, -2), dt, g, causal=True,
+           on=on)
+
+
+def test_dispatch_counts(vdev):
+    q, k, v, bias, drop, g = _data((2, 3, 70, 90, 64, 64), np.float32, bias_shape=(2, 1, 1, 90),
+                                   dropout=True)
+    on = [gp.asarray(a, device=vdev) for a in (q, k, v, bias, drop, g)]
+    before = gp.device_stats(vdev)["dispatches"]
+    out, lse = att.attention(*on[:5], causal=True, scale=0.125)
+    fwd = gp.device_stats(vdev)["dispatches"]
+    assert fwd - before == 1
+    att.attention_backward(on[5], *on[:5], out, lse, causal=True, scale=0.125)
+    bwd = gp.device_stats(vdev)["dispatches"]
+    assert bwd - fwd == 3         # D and the masks, dQ, dK with dV
+    att.attention_backward(on[5], *on[:5], out, lse, causal=True, scale=0.125,
+                           need=(False, False, True))
+    assert gp.device_stats(vdev)["dispatches"] - bwd == 2   # no dQ dispatch
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_many_work_units(vdev, monkeypatch, causal):
+    # more (n, h, row block) units than workgroups (65535 at most; 3 here): the grid strides
+    q, k, v, bias, drop, g = _data((3, 4, 300, 270, 64, 32), np.float32, bias_shape=(3, 1, 1, 270),
+                                   dropout=True)
+    on = [gp.asarray(a, device=vdev) for a in (q, k, v, bias, drop, g)]
+    monkeypatch.setattr(on[0]._buf.ctx.recorder, "max_groups", 3)
+    _check(vdev, q, k, v, bias, drop, g, causal=causal, on=on)
+
+
+@pytest.mark.parametrize("e, ev", [(257, 8), (8, 300)])
+def test_head_dim_limit(vdev, e, ev):
+    # the kernel names its limit; the array layer composes above its max_features
+    q, k, v, _, _, g = _data((1, 2, 3, 5, e, ev), np.float32)
+    on = [gp.asarray(a, device=vdev) for a in (q, k, v, g)]
+    with pytest.raises(NotImplementedError, match=f"at most {vk_att.MAX_HEAD}"):
+        vk_att.attention(on[0]._buf, on[1]._buf, on[2]._buf, None, None, False, 1.0, 128)
+    assert vk_att.attention.max_features == vk_att.MAX_HEAD
+    out, lse = att.attention(*on[:3], scale=0.1)
+    want, want_lse = np_attention(q, k, v, None, None, False, 0.1)
+    assert_close(out, want, rtol=2e-5, atol=2e-5)
+    grads = att.attention_backward(on[3], *on[:3], None, None, out, lse, scale=0.1)
+    for a, w in zip(grads, np_attention_backward(g, q, k, v, None, None, False, 0.1)):
+        assert_close(a, w, rtol=1e-4, atol=1e-5)
+
+
+def test_other_dtypes_compose(vdev):
+    # the array layer composes float16; the kernel itself names what it takes
+    q = gp.ones((1, 1, 2, 4), dtype=gp.float16, device=vdev)
+    out, lse = att.attention(q, q, q, scale=1.0)
+    assert out.dtype == gp.float16
+    with pytest.raises(NotImplementedError, match="attention: dtype float16"):
+        vk_att.attention(q._buf, q._buf, q._buf, None, None, False, 1.0, 128)
