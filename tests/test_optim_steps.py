@@ -219,19 +219,26 @@ def test_cpu_parallel_loop_equals_serial(rule, kw, monkeypatch):
     np.testing.assert_array_equal(got, serial)
 
 
-def test_cpu_parallel_backoff_ignores_a_kernels_first_call(monkeypatch):
-    # a kernel's first call may compile it: that slowness must not switch the backend to serial
+def test_cpu_parallel_backoff_judges_each_kernel_against_its_own_best(monkeypatch):
+    # a kernel's first call may compile it, and a compute-heavy kernel streams slower than a
+    # copy: neither may switch the backend to serial; a call 3x slower than the kernel's best
+    # (another process holding a core) does
     import time
 
     from grilly.backends.cpu_numba import reductions
 
     monkeypatch.setattr(reductions, "_serial_until", [0.0])
     monkeypatch.setattr(reductions, "_judged", set())
+    monkeypatch.setattr(reductions, "_best", {})
+    nbytes = int(reductions.SERIAL_BYTES_PER_S * 0.002)   # a 2 ms stream for one thread
 
-    def slow():
-        time.sleep(0.01)
+    def kernel(seconds):
+        time.sleep(seconds)
 
-    reductions.par(slow, 1, 0)
-    assert reductions.use_threads(1 << 30)          # first call: not judged
-    reductions.par(slow, 1, 0)
-    assert not reductions.use_threads(1 << 30)      # a later slow call backs off
+    reductions.par(kernel, 1, nbytes, 0.05)     # first call (compiling): not judged
+    assert reductions.use_threads(1 << 30)
+    for _ in range(3):                          # always 10 ms: slow, but its own pace
+        reductions.par(kernel, 1, nbytes, 0.01)
+        assert reductions.use_threads(1 << 30)
+    reductions.par(kernel, 1, nbytes, 0.04)     # 4x its best: contended
+    assert not reductions.use_threads(1 << 30)

@@ -19,20 +19,24 @@ from .pool import pool
 
 # Threads stop paying when another process holds a core: a parallel region whose second thread
 # waits for a time slice is several times slower than one thread streaming the data. A parallel
-# call slower than one thread would have been switches big reductions to serial for a while.
+# kernel call three times slower (per byte) than that kernel's best call so far, and slower than
+# one thread would stream its bytes, switches the threaded kernels to serial for a while. Each
+# kernel is judged against its own best: a fixed bytes-per-second bound alone took compute-heavy
+# kernels (the SNN loops, about 13 GB/s on two threads) for contended and kept them serial.
 SERIAL_BYTES_PER_S = 20e9
 _serial_until = [0.0]
+_best: dict = {}   # parallel kernel -> its fastest seconds per byte; absent until its 2nd call
 _judged: set = set()   # kernels whose first call (which may compile or load them) is behind them
 
 
 def use_threads(n: int) -> bool:
-    """Whether a reduction over ``n`` elements should run its parallel variant."""
+    """Whether a kernel over ``n`` elements should run its parallel variant."""
     return n >= jit.PARALLEL_MIN and time.monotonic() >= _serial_until[0]
 
 
 def par(fn, tasks: int, nbytes: int, *args):
     """Call the parallel kernel ``fn`` (``tasks`` prange iterations, handed out in about 32
-    dynamic chunks) and back off to serial kernels for 2 s when it ran slower than one thread.
+    dynamic chunks) and back off to serial kernels for 2 s when it ran contended (see above).
     A kernel's first call is not judged: it may include compiling or loading it from the cache."""
     old = numba.set_parallel_chunksize(max(1, tasks // 32))
     t0 = time.perf_counter()
@@ -40,10 +44,16 @@ def par(fn, tasks: int, nbytes: int, *args):
         return fn(*args)
     finally:
         numba.set_parallel_chunksize(old)
+        dt = time.perf_counter() - t0
         if fn not in _judged:
             _judged.add(fn)
-        elif time.perf_counter() - t0 > nbytes / SERIAL_BYTES_PER_S + 2e-4:
-            _serial_until[0] = time.monotonic() + 2.0
+        else:
+            per = dt / max(nbytes, 1)
+            best = _best.get(fn, per)
+            if per > 3 * best and dt > nbytes / SERIAL_BYTES_PER_S + 2e-4:
+                _serial_until[0] = time.monotonic() + 2.0
+            else:
+                _best[fn] = min(best, per)
 
 
 CHUNK, COLS = 1 << 16, 512  # elements per parallel task of a full reduction; columns per task
@@ -51,7 +61,8 @@ CHUNK, COLS = 1 << 16, 512  # elements per parallel task of a full reduction; co
 _TEMPLATE = '''
 import numpy as np
 from numba import njit, prange
-from grilly.backends.cpu_numba.reduce_ops import fmaximum, fminimum  # noqa: F401
+from grilly.backends.cpu_numba.reduce_ops import (  # noqa: F401
+    fmaximum, fmaxnum_nn, fminimum, fminnum_nn, magbits)
 
 OUT = np.{out}
 WIDE = np.{wide}
@@ -69,22 +80,7 @@ def comb(x, y):
 
 # loops run over range(a.shape[0]) of a slice: an index Numba cannot prove non-negative gets a
 # wraparound check that stops the loop from vectorizing
-@njit(**_fm)
-def _fast(a):
-    acc = OUT({ident})
-    for i in range(a.shape[0]):
-        acc = {fast}
-    return acc
-
-
-@njit(**_o)
-def s_flat(a):
-    n = a.shape[0]
-    acc = WIDE({ident})
-    for lo in range(0, n, B):
-        acc = comb(acc, WIDE(_fast(a[lo:min(lo + B, n)])))
-    return acc
-
+{flat}
 
 @njit(parallel=True, **_o)
 def p_flat(a):
@@ -112,6 +108,8 @@ def p_rows(x, out):
         out[o] = OUT(s_flat(x[o]))
 
 
+# (the column loops index slices from 0 for the same reason: over range(j0, j1) they did not
+# vectorize, and a column reduction ran 3-4x slower)
 @njit(**_o)
 def _cols(x, out, t):
     inner = x.shape[2]
@@ -119,11 +117,13 @@ def _cols(x, out, t):
     o = t // nj
     j0 = (t % nj) * COLS
     j1 = min(j0 + COLS, inner)
-    for j in range(j0, j1):
-        out[o, j] = OUT({ident})
+    acc = out[o, j0:j1]
+    for j in range(acc.shape[0]):
+        acc[j] = OUT({ident})
     for r in range(x.shape[1]):
-        for j in range(j0, j1):
-            out[o, j] = comb(out[o, j], {load_cols})
+        row = x[o, r, j0:j1]
+        for j in range(acc.shape[0]):
+            acc[j] = comb(acc[j], {load_cols})
 
 
 @njit(**_o)
@@ -139,6 +139,78 @@ def p_cols(x, out):
     for t in prange(nt):
         _cols(x, out, t)
 '''
+
+# The flat reduction of most ops: ``_fast`` reduces a block in one accumulator, which LLVM splits
+# into vector partial results (several, so their dependency chains overlap) where the op is exact
+# or fastmath lets it reassociate; ``s_flat`` combines the blocks in the wide type.
+_FLAT = """
+@njit(**_fm)
+def _fast(a):
+    acc = OUT({ident})
+    for i in range(a.shape[0]):
+        acc = {fast}
+    return acc
+
+
+@njit(**_o)
+def s_flat(a):
+    n = a.shape[0]
+    acc = WIDE({ident})
+    for lo in range(0, n, B):
+        acc = comb(acc, WIDE(_fast(a[lo:min(lo + B, n)])))
+    return acc
+"""
+
+# Float max/min. llvm.maximum (exact and NaN-propagating; ``comb`` uses it) lowers on x86 to
+# several instructions per vector: a block loop over it ran at a third of a sum's speed. maxNum
+# flagged nnan is one vmaxps, but a NaN makes its result poison; so the same pass keeps the largest
+# |x| bit pattern as an integer (an and plus an integer max per vector: exact, untouched by float
+# flags), which lies above +inf's exactly when the block held a NaN, and the block then gives NaN.
+# In cache that runs as fast as a sum. From memory its extra vector work per cache line made one
+# core stream a quarter slower than a sum; reading two far-apart blocks in each step (one from
+# each half of the input) won most of that back: 16M float32 on one core 1.7 -> 1.5 ms (sum
+# 1.4), on two 0.96 -> 0.76 ms (sum 0.72); rows of a few thousand elements gained alike.
+_FLAT_NAN = """
+@njit(**_o)
+def _fast(a):
+    acc = OUT({ident})
+    mag = magbits(OUT(0))
+    for i in range(a.shape[0]):
+        x = OUT(a[i])
+        acc = {step}(acc, x)
+        mag = max(mag, magbits(x))
+    return acc if mag <= magbits(OUT(np.inf)) else OUT(np.nan)
+
+
+@njit(**_o)
+def _fast2(a, b):
+    acc = OUT({ident})
+    acc2 = OUT({ident})
+    mag = magbits(OUT(0))
+    for i in range(a.shape[0]):
+        x = OUT(a[i])
+        y = OUT(b[i])
+        acc = {step}(acc, x)
+        acc2 = {step}(acc2, y)
+        mag = max(mag, max(magbits(x), magbits(y)))
+    acc = {step}(acc, acc2)
+    return acc if mag <= magbits(OUT(np.inf)) else OUT(np.nan)
+
+
+# blocks lo of the first half pair with blocks h + lo of the second (halves of whole blocks, or
+# of a short input); what is left after 2h goes block by block
+@njit(**_o)
+def s_flat(a):
+    n = a.shape[0]
+    h = n // 2 if n < 2 * B else n // (2 * B) * B
+    acc = WIDE({ident})
+    for lo in range(0, h, B):
+        hi = min(lo + B, h)
+        acc = comb(acc, WIDE(_fast2(a[lo:hi], a[h + lo:h + hi])))
+    for lo in range(2 * h, n, B):
+        acc = comb(acc, WIDE(_fast(a[lo:min(lo + B, n)])))
+    return acc
+"""
 
 # op: (identity by input kind, fast block step, combine, element load, fastmath for floats)
 _OPS = {
@@ -186,10 +258,14 @@ def _build(op: str, ind: np.dtype, out: np.dtype):
     ident, fast, comb, load, fm = _OPS[op]
     floaty = ind.kind in "fc"
     mm = {"max": "fmaximum", "min": "fminimum"} if floaty else {"max": "max", "min": "min"}
+    if ind.kind == "f" and op in mm:
+        flat = _FLAT_NAN.format(ident=_ident(op, ind),
+                                step={"max": "fmaxnum_nn", "min": "fminnum_nn"}[op])
+    else:
+        flat = _FLAT.format(ident=_ident(op, ind), fast=fast.format(**mm))
     src = _TEMPLATE.format(chunk=CHUNK, cols=COLS, out=_npname(out), wide=_npname(_wide(op, out)),
-                           ident=_ident(op, ind),
-                           fast=fast.format(**mm), comb=comb.format(**mm),
-                           load_cols=load.format(e="x[o, r, j]"),
+                           ident=_ident(op, ind), flat=flat, comb=comb.format(**mm),
+                           load_cols=load.format(e="row[j]"),
                            fm=repr(fm) if floaty else "False")
     return jit.module(f"red_{op}_{ind.name}_{out.name}", src, deps=("reduce_ops.py",))
 
