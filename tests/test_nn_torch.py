@@ -135,6 +135,23 @@ def test_multihead_attention_masks(device):
         _close(g, t, atol=1e-5)
 
 
+def test_multihead_attention_is_causal(device):
+    # is_causal alone reaches the attention kernels as a flag; with a key padding mask, or
+    # with need_weights, as a bias: both against torch given the causal mask itself
+    tm = torch.nn.MultiheadAttention(8, 2, batch_first=True)
+    gm = nn.MultiheadAttention(8, 2, batch_first=True)
+    _copy(tm, gm, device)
+    x = torch.randn(2, 5, 8)
+    am = torch.triu(torch.ones(5, 5, dtype=torch.bool), 1)
+    kpm = torch.tensor([[False] * 5, [False, False, False, False, True]])
+    gx = _g(x, device)
+    for nw, pad in ((False, None), (True, None), (False, kpm)):
+        t = tm(x, x, x, attn_mask=am, key_padding_mask=pad, need_weights=nw)[0]
+        g = gm(gx, gx, gx, is_causal=True, need_weights=nw,
+               key_padding_mask=None if pad is None else _g(pad, device))[0]
+        _close(g, t, atol=1e-5)
+
+
 def test_transformer_encoder_layer(device):
     kw = {"dim_feedforward": 16, "dropout": 0.0, "batch_first": True}
     for norm_first, act in ((False, "relu"), (True, "gelu")):

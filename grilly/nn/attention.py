@@ -73,10 +73,12 @@ class MultiheadAttention(Module):
         q, k, v = (gp.permute_dims(gp.reshape(p, (n, p.shape[1], h, d)), (0, 2, 1, 3)) for p in proj)
 
         bias = None
+        # a causal mask alone goes to the attention kernels as a flag (no (L, S) bias is made)
+        causal = is_causal and attn_mask is None and key_padding_mask is None and not need_weights
         if attn_mask is not None:
             am = _additive(attn_mask, q.dtype, invert=True)
             bias = gp.reshape(am, (n, h, lq, s_len)) if am.ndim == 3 else am
-        elif is_causal:
+        elif is_causal and not causal:
             bias = F._causal(lq, s_len, q.dtype, q.device)
         if key_padding_mask is not None:
             kp = gp.reshape(_additive(key_padding_mask, q.dtype, invert=True), (n, 1, 1, s_len))
@@ -92,9 +94,9 @@ class MultiheadAttention(Module):
             out = gp.matmul(a, v)
             weights = gp.mean(a, axis=1) if average_attn_weights else a
         elif p_drop > 0:
-            out = F.scaled_dot_product_attention(q, k, v, bias, p_drop)
+            out = F.scaled_dot_product_attention(q, k, v, bias, p_drop, is_causal=causal)
         else:
-            out = F.flash_attention2(q, k, v, bias)
+            out = F.flash_attention2(q, k, v, bias, is_causal=causal)
         out = gp.reshape(gp.permute_dims(out, (0, 2, 1, 3)), (n, lq, e))
         out = self.out_proj(out)
         if not self.batch_first:

@@ -73,10 +73,6 @@ def _promoted(*arrays) -> tuple:
     return tuple(a if a is None or a.dtype == dt else gp.astype(a, dt) for a in arrays)
 
 
-def _neg_inf(dtype) -> float:
-    return -float(gp.finfo(dtype).max)
-
-
 # ---- linear, embedding, dropout, pad ------------------------------------------------------
 def linear(input: Array, weight: Array, bias: Array | None = None) -> Array:
     """``input @ weight.T + bias``."""
