@@ -1,5 +1,7 @@
 """grilly.nn against PyTorch (a test-only oracle): outputs and parameter gradients of layers
 and losses, with torch's initialized weights copied in through load_state_dict."""
+import math
+
 import numpy as np
 import pytest
 
@@ -303,6 +305,22 @@ def test_sdpa_and_flash_attention(device, causal):
     _close(F.scaled_dot_product_attention(gq, gk, gv, is_causal=causal), ref, atol=1e-6)
     for bs in (1, 4, 128):
         _close(F.flash_attention2(gq, gk, gv, is_causal=causal, block_size=bs), ref, atol=1e-6)
+
+
+def test_sdpa_gqa_and_dropout_draws(device):
+    # enable_gqa repeats key/value heads as torch does; dropout's mask is the one dropout()
+    # draws on the probabilities from the same seed
+    q, k, v = torch.randn(2, 4, 6, 8), torch.randn(2, 2, 7, 8), torch.randn(2, 2, 7, 3)
+    ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+    gq, gk, gv = (_g(t, device) for t in (q, k, v))
+    _close(F.scaled_dot_product_attention(gq, gk, gv, enable_gqa=True), ref, atol=1e-6)
+    gk2, gv2 = (_g(t.repeat_interleave(2, dim=1), device) for t in (k, v))
+    nn.manual_seed(5)
+    got = F.scaled_dot_product_attention(gq, gk2, gv2, dropout_p=0.3)
+    nn.manual_seed(5)
+    s = gp.matmul(gq, gp.matrix_transpose(gk2)) / math.sqrt(8)
+    want = gp.matmul(F.dropout(F.softmax(s, dim=-1), 0.3), gv2)
+    _close(got, np.asarray(want), atol=1e-6)
 
 
 def test_flash_attention_bool_mask(device):
