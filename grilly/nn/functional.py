@@ -136,7 +136,15 @@ def dropout(input: Array, p: float = 0.5, training: bool = True, inplace: bool =
     if p == 1.0:
         return input * 0.0
     keep = _random.uniform(input.shape, dtype=input.dtype, device=input.device) >= p
-    return input * (gp.astype(keep, input.dtype) * (1.0 / (1.0 - p)))
+    return input * _keep_scale(keep, 1.0 / (1.0 - p), input.dtype)
+
+
+def _keep_scale(keep: Array, scale: float, dtype) -> Array:
+    """``scale`` where ``keep``, else 0, in ``dtype``: one where (an astype and a multiply took
+    two passes)."""
+    dev = keep.device
+    return gp.where(keep, gp.asarray(scale, dtype=dtype, device=dev),
+                    gp.asarray(0.0, dtype=dtype, device=dev))
 
 
 def pad(input: Array, pad: tuple[int, ...], mode: str = "constant", value: float = 0.0) -> Array:
@@ -840,7 +848,7 @@ def _attend(op: str, query: Array, key: Array, value: Array, attn_mask, dropout_
         # the draws of dropout() on the (..., L, S) probabilities: the same seed, the same mask
         keep = _random.uniform(batch + (lq, sk), dtype=dt, device=query.device) >= dropout_p
         mult = 0.0 if dropout_p == 1.0 else 1.0 / (1.0 - dropout_p)
-        drop = gp.reshape(gp.astype(keep, dt) * mult, _lead(batch) + (lq, sk))
+        drop = gp.reshape(_keep_scale(keep, mult, dt), _lead(batch) + (lq, sk))
     out = _Attention.apply(_as4(query, batch), _as4(key, batch), _as4(value, batch), bias, drop,
                            causal=bool(is_causal), scale=scale, block=block_size)
     return gp.reshape(out, batch + (lq, value.shape[-1]))
