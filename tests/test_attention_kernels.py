@@ -70,15 +70,33 @@ CASES = {
 }
 
 
-def _inputs(case, dtype, seed=0):
-    (n, h, lq, sk, e, ev), bshape, causal, dropout = case
+def random_inputs(nhlse, dtype, seed=0, bias_shape=None, dropout=False, p=0.3):
+    """q, k, v, bias (None without bias_shape), a dropout multiplier dropping with probability
+    ``p`` (None without dropout) and an output gradient g, for (N, H, L, S, E, Ev)."""
+    n, h, lq, sk, e, ev = nhlse
     rng = np.random.default_rng(seed)
     q, k, v = (rng.standard_normal(s).astype(dtype) for s in
                ((n, h, lq, e), (n, h, sk, e), (n, h, sk, ev)))
-    bias = None if bshape is None else rng.standard_normal(bshape).astype(dtype)
-    drop = ((rng.random((n, h, lq, sk)) >= 0.3) / 0.7).astype(dtype) if dropout else None
+    bias = None if bias_shape is None else rng.standard_normal(bias_shape).astype(dtype)
+    drop = ((rng.random((n, h, lq, sk)) >= p) / (1 - p)).astype(dtype) if dropout else None
     g = rng.standard_normal((n, h, lq, ev)).astype(dtype)
-    return q, k, v, bias, drop, g, causal
+    return q, k, v, bias, drop, g
+
+
+def assert_attention(out, lse, grads, q, k, v, bias, drop, g, causal, scale):
+    """A forward's (out, lse) and its backward's three gradients against float64 numpy."""
+    want_out, want_lse = np_attention(q, k, v, bias, drop, causal, scale)
+    want = np_attention_backward(g, q, k, v, bias, drop, causal, scale)
+    tol = 2e-5 if q.dtype == np.float32 else 1e-12
+    assert_close(out, want_out, rtol=tol, atol=tol)
+    assert_close(lse, want_lse, rtol=tol, atol=tol)
+    for a, w in zip(grads, want):
+        assert_close(a, w, rtol=tol * 5, atol=tol * 5 * max(1.0, float(np.abs(w).max())))
+
+
+def _inputs(case, dtype, seed=0):
+    nhlse, bshape, causal, dropout = case
+    return (*random_inputs(nhlse, dtype, seed, bshape, dropout), causal)
 
 
 def _run(fn_fwd, fn_bwd, dev, case, dtype, scale=0.4):
@@ -86,13 +104,7 @@ def _run(fn_fwd, fn_bwd, dev, case, dtype, scale=0.4):
     on = [None if a is None else gp.asarray(a, device=dev) for a in (q, k, v, bias, drop, g)]
     out, lse = fn_fwd(*on[:5], causal, scale)
     grads = fn_bwd(on[5], *on[:5], out, lse, causal, scale)
-    want_out, want_lse = np_attention(q, k, v, bias, drop, causal, scale)
-    want = np_attention_backward(g, q, k, v, bias, drop, causal, scale)
-    tol = 2e-5 if dtype == np.float32 else 1e-12
-    assert_close(out, want_out, rtol=tol, atol=tol)
-    assert_close(lse, want_lse, rtol=tol, atol=tol)
-    for a, w in zip(grads, want):
-        assert_close(a, w, rtol=tol * 5, atol=tol * 5 * max(1.0, float(np.abs(w).max())))
+    assert_attention(out, lse, grads, q, k, v, bias, drop, g, causal, scale)
 
 
 def _kernel(q, k, v, bias, drop, causal, scale):

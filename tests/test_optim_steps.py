@@ -228,7 +228,6 @@ def test_cpu_parallel_backoff_judges_each_kernel_against_its_own_best(monkeypatc
     from grilly.backends.cpu_numba import reductions
 
     monkeypatch.setattr(reductions, "_serial_until", [0.0])
-    monkeypatch.setattr(reductions, "_judged", set())
     monkeypatch.setattr(reductions, "_best", {})
     nbytes = int(reductions.SERIAL_BYTES_PER_S * 0.002)   # a 2 ms stream for one thread
 

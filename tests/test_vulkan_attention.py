@@ -12,7 +12,8 @@ import grilly as gp
 from grilly.array import attention as att
 from grilly.backends.vulkan import attention as vk_att
 
-from test_attention_kernels import assert_close, np_attention, np_attention_backward
+from test_attention_kernels import (assert_attention, assert_close, np_attention,
+                                    np_attention_backward, random_inputs)
 
 VK = [d for d in gp.devices() if str(d).startswith("vulkan")]
 pytestmark = pytest.mark.skipif(not VK, reason="no Vulkan device")
@@ -24,32 +25,18 @@ def vdev(request):
 
 
 def _data(shape_nhlse, dtype, seed=0, bias_shape=None, dropout=False):
-    n, h, lq, sk, e, ev = shape_nhlse
-    rng = np.random.default_rng(seed)
-    q, k, v = (rng.standard_normal(s).astype(dtype) for s in
-               ((n, h, lq, e), (n, h, sk, e), (n, h, sk, ev)))
-    bias = None if bias_shape is None else rng.standard_normal(bias_shape).astype(dtype)
-    drop = ((rng.random((n, h, lq, sk)) >= 0.25) / 0.75).astype(dtype) if dropout else None
-    g = rng.standard_normal((n, h, lq, ev)).astype(dtype)
-    return q, k, v, bias, drop, g
+    return random_inputs(shape_nhlse, dtype, seed, bias_shape, dropout, p=0.25)
 
 
 def _check(dev, q, k, v, bias, drop, g, causal, scale=None, on=None):
     """Forward and backward of the kernel on ``dev`` against numpy; ``on`` overrides the device
     arrays (views) standing for q, k, v, bias, drop, g."""
-    dtype = q.dtype
     scale = 1.0 / np.sqrt(max(q.shape[-1], 1)) if scale is None else scale
     if on is None:
         on = [None if a is None else gp.asarray(a, device=dev) for a in (q, k, v, bias, drop, g)]
     out, lse = att.attention(*on[:5], causal=causal, scale=scale)
     grads = att.attention_backward(on[5], *on[:5], out, lse, causal=causal, scale=scale)
-    want_out, want_lse = np_attention(q, k, v, bias, drop, causal, scale)
-    want = np_attention_backward(g, q, k, v, bias, drop, causal, scale)
-    tol = 2e-5 if dtype == np.float32 else 1e-12
-    assert_close(out, want_out, rtol=tol, atol=tol)
-    assert_close(lse, want_lse, rtol=tol, atol=tol)
-    for a, w in zip(grads, want):
-        assert_close(a, w, rtol=tol * 5, atol=tol * 5 * max(1.0, float(np.abs(w).max())))
+    assert_attention(out, lse, grads, q, k, v, bias, drop, g, causal, scale)
 
 
 # (E, Ev): every lane layout (1, 2, 4 and 8 lanes a row; float64 holds half as many features a

@@ -25,8 +25,9 @@ from .pool import pool
 # kernels (the SNN loops, about 13 GB/s on two threads) for contended and kept them serial.
 SERIAL_BYTES_PER_S = 20e9
 _serial_until = [0.0]
-_best: dict = {}   # parallel kernel -> its fastest seconds per byte; absent until its 2nd call
-_judged: set = set()   # kernels whose first call (which may compile or load them) is behind them
+# parallel kernel -> its fastest seconds per byte; inf after its first call (which may compile
+# or load it, so is not judged), absent before
+_best: dict = {}
 
 
 def use_threads(n: int) -> bool:
@@ -45,15 +46,14 @@ def par(fn, tasks: int, nbytes: int, *args):
     finally:
         numba.set_parallel_chunksize(old)
         dt = time.perf_counter() - t0
-        if fn not in _judged:
-            _judged.add(fn)
+        per = dt / max(nbytes, 1)
+        best = _best.get(fn)
+        if best is None:
+            _best[fn] = math.inf
+        elif per > 3 * best and dt > nbytes / SERIAL_BYTES_PER_S + 2e-4:
+            _serial_until[0] = time.monotonic() + 2.0
         else:
-            per = dt / max(nbytes, 1)
-            best = _best.get(fn, per)
-            if per > 3 * best and dt > nbytes / SERIAL_BYTES_PER_S + 2e-4:
-                _serial_until[0] = time.monotonic() + 2.0
-            else:
-                _best[fn] = min(best, per)
+            _best[fn] = min(best, per)
 
 
 CHUNK, COLS = 1 << 16, 512  # elements per parallel task of a full reduction; columns per task
