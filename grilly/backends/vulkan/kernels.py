@@ -363,7 +363,7 @@ def where(shape, out_dtype, c, a, b):
     """Choose from ``a`` where ``c`` is true, else from ``b`` (broadcast to ``shape``)."""
     v = _complex_variant("where", a.dtype, a.ctx) if a.dtype.kind == "c" else "ew_" + a.dtype.name
     out = new_buffer(a.ctx, shape, out_dtype)
-    launch(a.ctx, v, op_codes()["where"], [out, a, b, c], tuple(shape), "where")
+    launch(a.ctx, v, _WHERE, [out, a, b, c], tuple(shape), "where")
     return out
 
 

@@ -2,6 +2,7 @@
 and the runtime, so a variant's name is spelled in one place)."""
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -78,6 +79,8 @@ def variants() -> dict[str, tuple[str, list[str]]]:
         out[f"cast_{d}_bfloat16"] = ("elementwise/cast.comp", src
                                      + _dtype_defines("OUT", "bfloat16"))
     out["philox"] = ("random/philox.comp", [])
+    for d in ("float32", "float64"):   # philox_uniform: the words as floats in [0, 1)
+        out[f"philox_uniform_{d}"] = ("random/philox.comp", [f"-DUNIFORM={d[5:]}"])
     for c in COMPLEX:
         for d in (*DTYPES, *COMPLEX):
             out[f"cast_{c}_{d}"] = (
@@ -101,6 +104,7 @@ def variants() -> dict[str, tuple[str, list[str]]]:
     for d in ("float32", "float64"):
         out[f"xent_{d}"] = ("nn/xent.comp", _dtype_defines("IN", d))
         out[f"bnorm_{d}"] = ("nn/bnorm.comp", _dtype_defines("IN", d))
+        out[f"lnorm_{d}"] = ("nn/lnorm.comp", _dtype_defines("IN", d))
         out[f"attn_{d}"] = ("nn/attention.comp", _dtype_defines("IN", d))
     for d in ("float32", "float64"):
         out[f"optim_{d}"] = ("nn/optim.comp", _dtype_defines("IN", d))
@@ -128,7 +132,9 @@ def variants() -> dict[str, tuple[str, list[str]]]:
     return out
 
 
+@functools.cache
 def op_codes() -> dict[str, int]:
-    """The elementwise op codes, read from shaders/elementwise/ops.glsl at build time."""
+    """The elementwise op codes, read from shaders/elementwise/ops.glsl at build time (once: the
+    callers only read the table)."""
     text = (SPV_DIR / "ops.txt").read_text()
     return {k.lower(): int(v) for k, v in re.findall(r"#define OP_(\w+) (\d+)", text)}
