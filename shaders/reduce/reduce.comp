@@ -4,7 +4,8 @@
 // pc.n = outer * inner outputs, written contiguously from pc.off[0].
 // OP (specialization): 0 sum, 1 prod, 2 max, 3 min (ARG=0); 2 argmax, 3 argmin (ARG=1);
 // 4 cumulative sum, 5 cumulative prod (ARG=0). PER_THREAD=1 runs one output per invocation
-// (short rows); otherwise one workgroup per output reduces a tree in shared memory.
+// (short rows, or columns: chunked, see below); otherwise one workgroup per output reduces a
+// tree in shared memory.
 // Complex (IN_CPLX=1, TC a vec2/dvec2): sum and prod only (no order, no arg variant).
 #include "../common.glsl"
 
@@ -112,20 +113,30 @@ void main() {
     }
 #endif
     if (PER_THREAD != 0) {
+        // pc.shape[3] > 1 (not ARG) splits the rows into that many chunks: invocation g2 reduces
+        // chunk g2 / nout of output g2 % nout, so neighbouring invocations read neighbouring
+        // columns (coalesced), and writes its partial at g2: a (chunks, nout) array that the
+        // caller reduces once more
         uint step = gl_NumWorkGroups.x * WG;
-        for (uint g = gl_GlobalInvocationID.x; g < nout; g += step) {
+        int nch = ARG != 0 ? 1 : max(pc.shape[3], 1);
+        int clen = (red + nch - 1) / nch;
+        uint ntot = nout * uint(nch);
+        for (uint g2 = gl_GlobalInvocationID.x; g2 < ntot; g2 += step) {
+            uint g = g2 % nout;
+            int c = int(g2 / nout);
             int o = int(g) / inner, j = int(g) - o * inner;
+            int r0 = c * clen, r1 = min(red, r0 + clen);
             TC acc = ident();
 #if ARG
             int bi = 0x7fffffff;
-            for (int r = 0; r < red; ++r) {
+            for (int r = r0; r < r1; ++r) {
                 TC v = load(o, r, j);
                 if (better(v, r, acc, bi)) { acc = v; bi = r; }
             }
-            res[pc.off[0] + g] = int64_t(bi);
+            res[pc.off[0] + g2] = int64_t(bi);
 #else
-            for (int r = 0; r < red; ++r) acc = comb(acc, load(o, r, j));
-            res[pc.off[0] + g] = IN_TS(acc);
+            for (int r = r0; r < r1; ++r) acc = comb(acc, load(o, r, j));
+            res[pc.off[0] + g2] = IN_TS(acc);
 #endif
         }
         return;

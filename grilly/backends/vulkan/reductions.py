@@ -15,6 +15,9 @@ from .kernels import MAXD, astype, new_buffer, permute, reshape
 _PC = struct.Struct(f"<I4i{MAXD}i{4 * MAXD}i")
 CHUNK = 16384            # elements per workgroup in the first pass of a long-row reduction
 PER_THREAD_MAX = 128     # rows this short run one per invocation: a tree would idle most lanes
+COLUMN_INNER = 32        # an inner axis this long reduces per invocation (coalesced columns)
+COLUMN_CHUNKS = 128      # at most this many row chunks (partials) per column
+THREADS = 1 << 16        # invocations a chunked column reduction aims for
 CODES = {"sum": 0, "prod": 1, "max": 2, "min": 3, "argmax": 2, "argmin": 3,
          "cumulative_sum": 4, "cumulative_prod": 5, "cumulative_max": 6}
 
@@ -68,9 +71,21 @@ def _run(x, code: int, variant: str, out) -> None:
         return
     if variant == "red_float32" and code < 4 and _vec4_rows(x):
         return _run_vec4(x, code, out)
-    per_thread = int(red <= PER_THREAD_MAX or n >= 1 << 15)
+    arg = variant.startswith("arg")
+    column = inner >= COLUMN_INNER and x.strides[2] == 1 and not arg
+    per_thread = int(red <= PER_THREAD_MAX or n >= 1 << 15 or column)
+    if per_thread and not arg and red > PER_THREAD_MAX:
+        # an invocation per output reads down its column (neighbours read neighbouring
+        # columns: coalesced, where a workgroup per output reads one column at a stride);
+        # too few outputs to fill the GPU split their rows into chunks, summed in a second pass
+        chunks = min(COLUMN_CHUNKS, red // PER_THREAD_MAX, -(-THREADS // n))
+        if chunks > 1:
+            part = new_buffer(x.ctx, (chunks, n), out.dtype)
+            dispatch(x.ctx, variant, (code, 1, 1), [part, x], n, n * chunks, (0, x.offset),
+                     (outer, red, inner, chunks), ([0] * 3, x.strides))
+            return _run(reshape(part, (1, chunks, n)), code, variant, out)
     chunks = 1
-    if not per_thread and not variant.startswith("arg") and n < 64 and red >= 2 * CHUNK:
+    if not per_thread and not arg and n < 64 and red >= 2 * CHUNK:
         # few long rows: partial results per chunk first, then a second pass over them
         chunks = min(red // CHUNK, 1024)
         part = new_buffer(x.ctx, (n, chunks), out.dtype)
