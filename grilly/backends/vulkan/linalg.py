@@ -76,7 +76,10 @@ def _sgemm_variant(a3: Buffer, b3: Buffer, m: int, n: int, k: int,
     if any(v % 4 for v in other):
         return None
     aligned = m % 128 == 0 and n % 128 == 0 and k % SGEMM_BK == 0
-    if not aligned and a3.shape[0] * -(-m // 128) * -(-n // 128) < SGEMM_MIN_TILES:
+    tiles = a3.shape[0] * -(-m // 128) * -(-n // 128)
+    if not aligned and tiles < SGEMM_MIN_TILES and (
+            a3.shape[0] != 1 or tiles * _slices(tiles, k, SGEMM_BK) < SGEMM_MIN_TILES):
+        # (a long K fills the GPU as slices: _split_k)
         return None
     return f"sgemm_{ta}{tb}{'' if aligned else '_edge'}_{dtype}"
 
@@ -102,9 +105,12 @@ def _split_k(variant: str, nb: int, m: int, n: int, k: int) -> int:
     """How many slices of K an aligned single product runs as (1: no split). A long K with a
     small output (weight gradients x^T @ g: M and N the layer widths, K the batch) has too few
     tiles to fill the GPU; its K slices run as a batch of partial products, then summed."""
-    if nb != 1 or variant.endswith("_edge_float32"):
+    if nb != 1:
         return 1
-    tiles = (m // 128) * (n // 128)
+    tiles = -(-m // 128) * -(-n // 128)
+    if variant.endswith("_edge_float32"):
+        # the edge shader otherwise only runs where its tiles fill the GPU unsplit
+        return 1 if tiles >= SGEMM_MIN_TILES else _slices(tiles, k, SGEMM_BK)
     return 1 if tiles < SPLITK_MIN_TILES else _slices(tiles, k, SGEMM_BK)
 
 
@@ -174,7 +180,10 @@ def matmul(out_shape, out_dtype, a: Buffer, b: Buffer) -> Buffer:
         if out_dtype.name in ("float32", "float16") else None
     if variant is not None:
         m_al = m - m % 128
-        if "_edge_" in variant and nb == 1 and m_al and n % 128 == 0 \
+        split = _split_k(variant, nb, m, n, k) if out_dtype.name == "float32" else 1
+        if split > 1:
+            _split_run(ctx, variant, split, -(-m // 128) * -(-n // 128), out, a3, b3, m, n, k)
+        elif "_edge_" in variant and nb == 1 and m_al and n % 128 == 0 \
                 and k % SGEMM_BK == 0:
             # only M is ragged: the aligned (faster) variant on the first m_al rows, the edge
             # one on the rest (the rows of A and of the output past m_al)
@@ -184,8 +193,6 @@ def matmul(out_shape, out_dtype, a: Buffer, b: Buffer) -> Buffer:
             tail = (out.offset + m_al * n, a3.offset + m_al * a3.strides[1], b3.offset)
             dispatch(ctx, variant, (0, 1), [out, a3, b3], 0, (n // 128) * 256, tail,
                      (nb, m - m_al, n, k), args[2])
-        elif out_dtype.name == "float32" and (split := _split_k(variant, nb, m, n, k)) > 1:
-            _split_run(ctx, variant, split, (m // 128) * (n // 128), out, a3, b3, m, n, k)
         else:
             tiles = nb * -(-m // 128) * -(-n // 128)
             dispatch(ctx, variant, (0, 1), [out, a3, b3], 0, tiles * 256, *args)
