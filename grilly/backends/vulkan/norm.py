@@ -1,15 +1,19 @@
-"""Training-mode batch normalization of the Vulkan backend (docs/kernels/norm.md; shader
-shaders/nn/bnorm.comp): one workgroup per channel, forward (statistics and output in one
-dispatch) and backward (both channel sums and the input gradient in one dispatch). The
-per-channel vectors travel in one auxiliary buffer (the shader binds four buffers), filled by
-small copies: [mean | invstd | weight | bias] forward, [mean | invstd | weight | g_w | g_b]
-backward. float32 (the correctly rounded float32 sqrt and division) and float64."""
+"""Training-mode batch normalization and layer normalization of the Vulkan backend
+(docs/kernels/norm.md; float32, with the correctly rounded float32 sqrt and division, and
+float64). A shader binds four buffers, so small vectors share an allocation:
+- batch norm (shaders/nn/bnorm.comp): one workgroup per channel, forward (statistics and output
+  in one dispatch) and backward (both channel sums and the input gradient in one dispatch); the
+  per-channel vectors travel in one auxiliary buffer filled by small copies: [mean | invstd |
+  weight | bias] forward, [mean | invstd | weight | g_w | g_b] backward;
+- layer norm (shaders/nn/lnorm.comp): a workgroup per block of rows; forward writes [y | mean |
+  rstd] in one dispatch; backward writes [g_x | mean | rstd | column partials] (mean and rstd
+  copied in) in one dispatch, and g_w, g_b are the partials summed (one reduction)."""
 from __future__ import annotations
 
 import struct
 
-from .kernels import assign, copy, new_buffer
-from .reductions import dispatch
+from .kernels import assign, copy, full, new_buffer
+from .reductions import CODES, _run, dispatch
 from .snn import _rows
 
 
@@ -70,4 +74,55 @@ def batch_norm_backward(g, x, mean, invstd, weight, need):
             _rows(aux, 4, 5, c, (c,)) if nb else None)
 
 
-KERNELS = {"batch_norm": batch_norm, "batch_norm_backward": batch_norm_backward}
+LN_GROUPS = 1024   # workgroups a layer norm aims for: its rows go in blocks of ceil(M / this)
+
+
+def layer_norm(x, weight, bias, eps):
+    """(y, mean, rstd) of x (M, D), each row normalized, one dispatch."""
+    _check("layer_norm", x)
+    m, d = x.shape
+    xc = _contig(x)
+    out = new_buffer(x.ctx, (m * d + 2 * m,), x.dtype)
+    if m:
+        flags = int(weight is not None) | 2 * int(bias is not None)
+        w, b = (xc if v is None else _contig(v) for v in (weight, bias))
+        dispatch(x.ctx, f"lnorm_{x.dtype.name}", (0, 1), [out, xc, w, b], m, m * 256,
+                 (out.offset, xc.offset, w.offset, b.offset), (m, d, 1, flags),
+                 ((m * d, m * d + m, 0, *_eps_words(eps, x.dtype.name)),))
+    return (_rows(out, 0, m, d, (m, d)), _rows(out, m * d, m * d + m, 1, (m,)),
+            _rows(out, m * d + m, m * d + 2 * m, 1, (m,)))
+
+
+def layer_norm_backward(g, x, mean, rstd, weight, need):
+    """The gradients (x, weight, bias) of ``layer_norm``, None where ``need`` says no."""
+    _check("layer_norm_backward", x)
+    m, d = x.shape
+    nx, nw, nb = (bool(v) for v in need)
+    if not m:
+        z = full(x.ctx, (d,), 0, x.dtype)
+        return (new_buffer(x.ctx, (0, d), x.dtype) if nx else None, z if nw else None,
+                z if nb else None)
+    xc, gc = _contig(x), _contig(g)
+    rows = -(-m // LN_GROUPS)
+    groups = -(-m // rows)
+    gxn = m * d if nx else 0
+    out = new_buffer(x.ctx, (gxn + 2 * m + groups * 2 * d,), x.dtype)
+    assign(_rows(out, gxn, gxn + m, 1, (m,)), mean)
+    assign(_rows(out, gxn + m, gxn + 2 * m, 1, (m,)), rstd)
+    w = xc if weight is None else _contig(weight)
+    flags = int(weight is not None) | 4 * int(nx)
+    dispatch(x.ctx, f"lnorm_{x.dtype.name}", (1, 1), [out, xc, gc, w], groups, groups * 256,
+             (out.offset, xc.offset, gc.offset, w.offset), (m, d, rows, flags),
+             ((gxn, gxn + m, gxn + 2 * m, *_eps_words(0.0, x.dtype.name)),))
+    gw = gb = None
+    if nw or nb:
+        part = _rows(out, gxn + 2 * m, gxn + 2 * m + groups * 2 * d, 1, (1, groups, 2 * d))
+        sums = new_buffer(x.ctx, (2 * d,), x.dtype)
+        _run(part, CODES["sum"], f"red_{x.dtype.name}", sums)
+        gw = _rows(sums, 0, 1, d, (d,)) if nw else None
+        gb = _rows(sums, 1, 2, d, (d,)) if nb else None
+    return (_rows(out, 0, m, d, (m, d)) if nx else None), gw, gb
+
+
+KERNELS = {"batch_norm": batch_norm, "batch_norm_backward": batch_norm_backward,
+           "layer_norm": layer_norm, "layer_norm_backward": layer_norm_backward}
