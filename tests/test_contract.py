@@ -610,6 +610,14 @@ def _philox_blocks(dev):
         random_bits.philox_blocks(6, 2**32 - 2, 2**40 + 3, dev)
 
 
+def _philox_uniform(dev):
+    """Composed from philox_blocks, so the same: test_philox_uniform checks the values on every
+    real device, against the composition and the contract's equations."""
+    from grilly.array import random_bits
+    with pytest.raises(NotImplementedError, match=r"bitwise_\w+: not available on device"):
+        random_bits.philox_uniform(6, 2**32 - 2, 2**40 + 3, gp.float32, dev)
+
+
 def _ref_topk(x: np.ndarray, k: int, axis: int, largest: bool) -> np.ndarray:
     """topk's indices by Python's stable sort: NaN the largest value, ties by index."""
     def order(row):
@@ -702,6 +710,7 @@ CHECKS = {
     "lif_forward": _lif(False), "lif_backward": _lif(True), "leaky_integrate": _leaky,
     "alif_forward": _alif, "alif_backward": _alif,
     "matmul_topk": _matmul_topk, "philox_blocks": _philox_blocks,
+    "philox_uniform": _philox_uniform,
     "plasticity_step": _plasticity,
     "unique": _unique, "isin": _isin, "topk": _topk, "cross": _cross, "fft_roll": _fft_roll,
     "softmax": _softmax(False), "log_softmax": _softmax(True),

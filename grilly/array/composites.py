@@ -630,6 +630,12 @@ def philox_blocks(device, m: int, counter: int, key: int) -> Array:
     return random_bits.composed_blocks(device, m, counter, key)
 
 
+def philox_uniform(device, n: int, counter: int, key: int, d: dt.DType) -> Array:
+    """Uniform floats from philox_blocks' words and namespace shifts, casts and multiplies
+    (grilly.array.random_bits)."""
+    return random_bits.composed_uniform(device, n, counter, key, d)
+
+
 def host_view(device, x: Array):
     """No zero-copy view of device memory: None (callers copy through to_host)."""
     return None
@@ -676,7 +682,7 @@ COMPOSITES = {
     "lif_forward": lif_forward, "lif_backward": lif_backward, "alif_forward": alif_forward,
     "alif_backward": alif_backward, "leaky_integrate": leaky_integrate,
     "matmul_topk": matmul_topk, "philox_blocks": philox_blocks,
-    "plasticity_step": plasticity_step,
+    "philox_uniform": philox_uniform, "plasticity_step": plasticity_step,
     **{op: _host_path(op) for op in host.HOST_OPS},
 }
 core.COMPOSITES.update(COMPOSITES)

@@ -2,7 +2,9 @@
 from. ``philox_blocks`` is the contract kernel (family "random"): the four words of each of m
 consecutive 64-bit block counters under a 64-bit key, one dispatch on a device that has the
 kernel. The default composition computes them with namespace integer ops (``philox4x32``), so
-every backend produces the same words for the same key and counter.
+every backend produces the same words for the same key and counter. ``philox_uniform`` (also a
+contract kernel) turns the words into uniform floats in [0, 1); its composition is
+``philox_blocks`` followed by namespace shifts, casts and multiplies.
 """
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from . import core
 from . import dispatch as _dispatch
 from . import dtypes as dt
 
-__all__ = ["philox_blocks"]
+__all__ = ["philox_blocks", "philox_uniform"]
 
 M0, M1 = 0xD2511F53, 0xCD9E8D57
 W0, W1 = 0x9E3779B9, 0xBB67AE85
@@ -66,18 +68,67 @@ def composed_blocks(device, m: int, counter: int, key: int):
     return ns.stack(philox4x32(c0, c1, z, z, key & MASK32, key >> 32), axis=0)
 
 
+def _check_ints(op: str, n_name: str, n: int, counter: int, key: int) -> None:
+    for name, v, top in ((n_name, n, 2 ** 62), ("counter", counter, 2 ** 64),
+                         ("key", key, 2 ** 64)):
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < top:
+            raise ValueError(f"{op}: {name} must be an int in [0, {top}), got {v!r}")
+
+
 def philox_blocks(m: int, counter: int, key: int, device):
     """The (4, m) uint32 Philox4x32-10 words of block counters counter .. counter + m - 1
     (mod 2^64; the counter's low and high words are words 0 and 1 of the input block, words 2
     and 3 are zero) under the 64-bit ``key``."""
     op = "philox_blocks"
-    for name, v, top in (("m", m, 2 ** 62), ("counter", counter, 2 ** 64), ("key", key, 2 ** 64)):
-        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < top:
-            raise ValueError(f"{op}: {name} must be an int in [0, {top}), got {v!r}")
+    _check_ints(op, "m", m, counter, key)
     dev = core.resolve_device(device, op)
     if m == 0:
         return core.wrap(core.full_buf(dev, (4, 0), 0, dt.uint32), dt.uint32, dev)
     return core.wrap(core.call(dev, op, m, counter, key), dt.uint32, dev)
+
+
+def uniform_blocks(n: int, dtype: dt.DType) -> int:
+    """The Philox blocks ``n`` uniforms of ``dtype`` use: one word each (two for float64), four
+    words a block."""
+    return -(-(2 * n if dtype is dt.float64 else n) // 4)
+
+
+def composed_uniform(device, n: int, counter: int, key: int, dtype: dt.DType):
+    """philox_uniform from philox_blocks and namespace ops: the words in stream order, then
+    24 bits (float32) or 53 bits from a pair of words (float64) scaled into [0, 1)."""
+    ns = _dispatch.ns
+    words = 2 * n if dtype is dt.float64 else n
+    w = philox_blocks(uniform_blocks(n, dtype), counter, key, device)   # block i in column i
+    w = ns.reshape(ns.matrix_transpose(w), (-1,))[:words]
+    if dtype is dt.float64:
+        a = ns.astype(w[0::2] >> 5, ns.float64)
+        b = ns.astype(w[1::2] >> 6, ns.float64)
+        return (a * 67108864.0 + b) * (1.0 / 9007199254740992.0)
+    return ns.astype(ns.astype(w >> 8, ns.float32) * (1.0 / 16777216.0), dtype)
+
+
+_UNIFORM_DTYPES = (dt.float16, dt.bfloat16, dt.float32, dt.float64)
+
+
+def philox_uniform(n: int, counter: int, key: int, dtype: dt.DType, device):
+    """``n`` uniform floats in [0, 1) of ``dtype`` from the Philox words of blocks counter,
+    counter + 1, ... under ``key``: float32 and narrower from one word each, ``(w >> 8) *
+    2^-24`` (rounded to float16/bfloat16), float64 from two, ``((w0 >> 5) * 2^26 + (w1 >> 6))
+    * 2^-53``; they use ``uniform_blocks(n, dtype)`` blocks."""
+    op = "philox_uniform"
+    _check_ints(op, "n", n, counter, key)
+    if not any(dtype is d for d in _UNIFORM_DTYPES):
+        raise TypeError(f"{op}: dtype must be a real floating dtype, got "
+                        f"{getattr(dtype, 'name', dtype)!r}")
+    dev = core.resolve_device(device, op)
+    core.check_device_dtype(dev, dtype, op)
+    if n == 0:
+        return core.wrap(core.full_buf(dev, (0,), 0, dtype), dtype, dev)
+    # the kernel computes float32 and float64; a narrower float is the float32 values rounded
+    # once, which is what the composition does too
+    wide = dt.float64 if dtype is dt.float64 else dt.float32
+    u = core.wrap(core.call(dev, op, n, counter, key, wide), wide, dev)
+    return u if wide is dtype else _dispatch.ns.astype(u, dtype)
 
 
 _dispatch.export(globals(), "random_bits.")

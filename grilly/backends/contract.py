@@ -236,6 +236,15 @@ KERNELS: dict[str, Kernel] = {
                             "(m, counter, key) -> uint32 buf (4, m): the Philox4x32-10 words of "
                             "64-bit block counters counter + i (words 2-3 zero) under the "
                             "64-bit key"),
+    # uniform floats straight from the Philox words: the same values as philox_blocks and
+    # namespace casts (grilly.random.Generator), one pass instead of about six
+    "philox_uniform": Kernel("random", COMPOSED,
+                             "(n, counter, key, dtype) -> buf (n,) of dtype, float32 or float64: "
+                             "uniforms in [0, 1) from the Philox4x32-10 stream of blocks counter, "
+                             "counter + 1, ... (mod 2^64; word j of block i is stream word "
+                             "4 i + j): element k is (word k >> 8) 2^-24 in float32, ((word 2k "
+                             ">> 5) 2^26 + (word 2k+1 >> 6)) 2^-53 in float64 (float16/bfloat16: "
+                             "the array layer casts the float32 result, which may round to 1)"),
     # exact nearest-neighbour search: the k best of a product's rows, the product never written
     "matmul_topk": Kernel("search", COMPOSED,
                           "(x (n, d), mat (m, d), add (m,) or None, k, largest) -> (values (n, k), "

@@ -95,18 +95,16 @@ class Generator:
     def _unit(self, shape, dtype, device, op):
         """Uniform floats in [0, 1) of ``dtype``: 24 random bits for float32 and below, 53 for
         float64 (exact, so identical on every device)."""
-        ns = _ns()
         shape = normalize_shape(shape, op)
-        n = _size(shape)
-        if dtype is ns.float64:
-            w = self.random_raw(2 * n, device=device)
-            a = ns.astype(w[0::2] >> 5, ns.float64)
-            b = ns.astype(w[1::2] >> 6, ns.float64)
-            u = (a * 67108864.0 + b) * (1.0 / 9007199254740992.0)
-        else:
-            w = self.random_raw(n, device=device)
-            u = ns.astype(ns.astype(w >> 8, ns.float32) * (1.0 / 16777216.0), dtype)
-        return ns.reshape(u, shape)
+        # a host op, like _blocks: a traced graph draws fresh numbers on every replay
+        u = _dispatch.host_op(self._draw_unit, _size(shape), dtype, device)
+        return _ns().reshape(u, shape)
+
+    def _draw_unit(self, n: int, dtype, device):
+        # the words of random_raw(n) (float64: random_raw(2 n)), so the same counter advance
+        start = self._counter
+        self._counter = (start + random_bits.uniform_blocks(n, dtype)) % 2 ** 64
+        return random_bits.philox_uniform(n, start, self._key, dtype, _device(device))
 
     # ---- distributions -----------------------------------------------------------------------
     def uniform(self, low: float = 0.0, high: float = 1.0, shape=(), *, dtype=None,

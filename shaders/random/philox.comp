@@ -1,37 +1,80 @@
 #version 450
-// philox_blocks (grilly/backends/vulkan/philox.py): invocation i computes Philox4x32-10 of the
-// block counter (counter + i) as a 64-bit number in words 0-1, words 2-3 zero, under the key
-// (k0, k1), and writes its four words to out[w * m + i] (a (4, m) uint32 array).
-// pc.n = m; pc.off[0] = out (uint32 elements); pc.shape = (counter lo, counter hi, k0, k1), bit
-// patterns of uint32.
+// philox_blocks and philox_uniform (grilly/backends/vulkan/philox.py): invocation i computes
+// Philox4x32-10 of the block counter (counter + i) as a 64-bit number in words 0-1, words 2-3
+// zero, under the key (k0, k1). pc.off[0] = out (elements); pc.shape = (counter lo, counter hi,
+// k0, k1), bit patterns of uint32.
+//   UNIFORM 0 (philox_blocks): out[w * m + i] = word w (a (4, m) uint32 array); pc.n = m.
+//   UNIFORM 32: out is pc.n floats; block i gives out[4 i + j] = (word j >> 8) * 2^-24.
+//   UNIFORM 64: out is pc.n doubles; block i gives out[2 i + j] = ((word 2 j >> 5) * 2^26 +
+//   (word 2 j + 1 >> 6)) * 2^-53.
+// The uniforms are exact (at most 24 or 53 significant bits, scaled by a power of two), so
+// they equal the array layer's composition bit for bit, contracted into an fma or not.
 #include "../common.glsl"
 
+#ifndef UNIFORM
+#define UNIFORM 0
+#endif
+
+#if UNIFORM == 64
+layout(set = 0, binding = 0) writeonly buffer O { double res[]; };
+#elif UNIFORM == 32
+layout(set = 0, binding = 0) writeonly buffer O { float res[]; };
+#else
 layout(set = 0, binding = 0) writeonly buffer O { uint res[]; };
+#endif
+
+uvec4 philox(uint c0, uint c1, uint k0, uint k1) {
+    uint c2 = 0u, c3 = 0u;
+    for (int r = 0; r < 10; ++r) {
+        uint hi0, lo0, hi1, lo1;
+        umulExtended(0xD2511F53u, c0, hi0, lo0);
+        umulExtended(0xCD9E8D57u, c2, hi1, lo1);
+        uint n0 = hi1 ^ c1 ^ k0, n2 = hi0 ^ c3 ^ k1;
+        c0 = n0;
+        c1 = lo1;
+        c2 = n2;
+        c3 = lo0;
+        k0 += 0x9E3779B9u;
+        k1 += 0xBB67AE85u;
+    }
+    return uvec4(c0, c1, c2, c3);
+}
 
 void main() {
     uint step = gl_NumWorkGroups.x * WG;
     uint clo = uint(pc.shape[0]), chi = uint(pc.shape[1]);
-    for (uint i = gl_GlobalInvocationID.x; i < pc.n; i += step) {
+    uint k0 = uint(pc.shape[2]), k1 = uint(pc.shape[3]);
+#if UNIFORM == 64
+    uint blocks = pc.n / 2u + pc.n % 2u;   // (no pc.n + 1: it may wrap)
+#elif UNIFORM == 32
+    uint blocks = pc.n / 4u + uint(pc.n % 4u != 0u);
+#else
+    uint blocks = pc.n;
+#endif
+    for (uint i = gl_GlobalInvocationID.x; i < blocks; i += step) {
         uint c0 = clo + i;
-        uint c1 = chi + (c0 < clo ? 1u : 0u);
-        uint c2 = 0u, c3 = 0u;
-        uint k0 = uint(pc.shape[2]), k1 = uint(pc.shape[3]);
-        for (int r = 0; r < 10; ++r) {
-            uint hi0, lo0, hi1, lo1;
-            umulExtended(0xD2511F53u, c0, hi0, lo0);
-            umulExtended(0xCD9E8D57u, c2, hi1, lo1);
-            uint n0 = hi1 ^ c1 ^ k0, n2 = hi0 ^ c3 ^ k1;
-            c0 = n0;
-            c1 = lo1;
-            c2 = n2;
-            c3 = lo0;
-            k0 += 0x9E3779B9u;
-            k1 += 0xBB67AE85u;
-        }
-        int o = pc.off[0] + int(i);
-        res[o] = c0;
-        res[o + int(pc.n)] = c1;
-        res[o + 2 * int(pc.n)] = c2;
-        res[o + 3 * int(pc.n)] = c3;
+        uvec4 w = philox(c0, chi + (c0 < clo ? 1u : 0u), k0, k1);
+        int o = pc.off[0];
+#if UNIFORM == 64
+        uint e = 2u * i;
+        res[o + int(e)] = (double(w.x >> 5u) * 67108864.0LF + double(w.y >> 6u))
+                          * (1.0LF / 9007199254740992.0LF);
+        if (e + 1u < pc.n)
+            res[o + int(e) + 1] = (double(w.z >> 5u) * 67108864.0LF + double(w.w >> 6u))
+                                  * (1.0LF / 9007199254740992.0LF);
+#elif UNIFORM == 32
+        uint e = 4u * i;
+        vec4 u = vec4(w >> 8u) * (1.0 / 16777216.0);
+        res[o + int(e)] = u.x;
+        if (e + 1u < pc.n) res[o + int(e) + 1] = u.y;
+        if (e + 2u < pc.n) res[o + int(e) + 2] = u.z;
+        if (e + 3u < pc.n) res[o + int(e) + 3] = u.w;
+#else
+        o += int(i);
+        res[o] = w.x;
+        res[o + int(pc.n)] = w.y;
+        res[o + 2 * int(pc.n)] = w.z;
+        res[o + 3 * int(pc.n)] = w.w;
+#endif
     }
 }

@@ -1,10 +1,13 @@
-"""Vulkan kernel: philox_blocks, Philox4x32-10 words of m consecutive 64-bit block counters in
-one dispatch (shaders/random/philox.comp; the composition takes some fifty)."""
+"""Vulkan kernels: philox_blocks, Philox4x32-10 words of m consecutive 64-bit block counters in
+one dispatch, and philox_uniform, uniform floats made from those words in the same dispatch
+(shaders/random/philox.comp; the compositions take some fifty and some six)."""
 from __future__ import annotations
 
 from .. import dtypes as _dt
 from .kernels import new_buffer
 from .reductions import dispatch
+
+_MASK = 0xFFFFFFFF
 
 
 def _i32(v: int) -> int:
@@ -12,14 +15,28 @@ def _i32(v: int) -> int:
     return v - (1 << 32) if v >= 1 << 31 else v
 
 
+def _words(counter: int, key: int) -> tuple:
+    """The counter's and the key's 32-bit halves as push constants."""
+    return tuple(_i32(w) for w in (counter & _MASK, counter >> 32, key & _MASK, key >> 32))
+
+
 def philox_blocks(ctx, m: int, counter: int, key: int):
     """(4, m) uint32 words of block counters counter .. counter + m - 1 under ``key``."""
     out = new_buffer(ctx, (4, m), _dt.uint32)
-    mask = 0xFFFFFFFF
-    words = (counter & mask, counter >> 32, key & mask, key >> 32)
-    dispatch(ctx, "philox", (0, 1), [out], m, m, (out.offset,), tuple(_i32(w) for w in words))
+    dispatch(ctx, "philox", (0, 1), [out], m, m, (out.offset,), _words(counter, key))
     return out
 
 
-philox_blocks.takes_ctx = True   # no buffer argument: the device table passes its context
-KERNELS: dict = {"philox_blocks": philox_blocks}
+def philox_uniform(ctx, n: int, counter: int, key: int, dtype):
+    """(n,) float32 or float64 uniforms in [0, 1) from the words of blocks counter, ... (the
+    array layer passes float64 only where the device holds it)."""
+    out = new_buffer(ctx, (n,), dtype)
+    blocks = -(-n // 2) if dtype.name == "float64" else -(-n // 4)
+    dispatch(ctx, f"philox_uniform_{dtype.name}", (0, 1), [out], n, blocks, (out.offset,),
+             _words(counter, key))
+    return out
+
+
+# no buffer argument: the device table passes their context
+philox_blocks.takes_ctx = philox_uniform.takes_ctx = True
+KERNELS: dict = {"philox_blocks": philox_blocks, "philox_uniform": philox_uniform}
