@@ -6,10 +6,10 @@ buffer and assigns it back). Fills (``assign`` from a broadcast element) and dty
 copies.
 
 The documented counts for one step of a small MLP (zero_grad, forward, cross entropy, backward,
-Adam/SGD step): none on a device whose backend has the ``sole_owner`` kernel (the CPU's: a leaf's
-first ``.grad`` takes the computed gradient when nothing else references it or its memory), one
-per parameter in ``backward`` on one without (Vulkan: each leaf's first ``.grad`` is a fresh
-copy, so that leaves never share a gradient buffer); none in the optimizer step (the fused
+Adam/SGD step): none on a device whose backend has the ``sole_owner`` kernel (the CPU's and
+Vulkan's: a leaf's first ``.grad`` takes the computed gradient when nothing else references it
+or its memory), one per parameter in ``backward`` on one without (each leaf's first ``.grad`` is
+then a fresh copy, so that leaves never share a gradient buffer); none in the optimizer step (the fused
 kernels update parameters and state in place; the unfused Adam made 11 here), none in
 ``zero_grad``, none in accumulating a second backward into ``.grad``.
 """

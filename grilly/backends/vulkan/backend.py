@@ -7,6 +7,7 @@ import threading
 
 from ..base import Backend, Device
 from . import runtime
+from .locking import locked, with_ctx
 from .memory import Buffer
 
 # complex64 is two float32s (always there); complex128 is two doubles
@@ -29,25 +30,12 @@ class _Kernels(dict):
         for name, fn in dict(table, **kw).items():
             attrs = getattr(fn, "__dict__", {})   # what a kernel declares (max_features, ...)
             if CREATION.get(name) is fn or getattr(fn, "takes_ctx", False):
-                fn = functools.partial(_with_ctx, fn, dev)
+                fn = functools.partial(with_ctx, fn, dev)
             else:
-                fn = functools.partial(_locked, fn, dev.lock)
+                fn = functools.partial(locked, fn, dev.lock)
             fn.__dict__.update(attrs)
             fn.__name__ = name
             self[name] = fn
-
-
-# A kernel allocates, records into the shared command buffer (and the open fused run), or syncs:
-# one device-wide re-entrant lock makes each kernel call atomic with respect to other threads'
-# (docs/architecture.md, "Threads"); kernels that call kernels take it again.
-def _with_ctx(fn, dev, *args):
-    with dev.lock:
-        return fn(dev.ctx, *args)
-
-
-def _locked(fn, lock, *args, **kw):
-    with lock:
-        return fn(*args, **kw)
 
 
 class _Capturer:

@@ -179,6 +179,14 @@ class Recorder:
         if (self.work >= SUBMIT_WORK or self.count >= BATCH_MAX) and self.capturing is None:
             self.submit()
 
+    def references(self, a) -> int:
+        """How many references to allocation ``a`` are this recorder's own bookkeeping (no
+        holder of its memory: grilly.backends.vulkan.ownership)."""
+        n = self.keep.count(a) + self._slots.count(a) + (a in self._written) + (a in self._read)
+        for slot in self._inflight:
+            n += slot.keep.count(a)
+        return n
+
     def _barrier_all(self) -> None:
         """Order everything recorded (and submitted) so far before what follows."""
         lib.vkCmdPipelineBarrier(self.cmd, self._stages, self._stages, 0, 1, self._barrier,
