@@ -208,3 +208,37 @@ def test_float16_long_k_few_tiles(variants, m, n, k, ta):
     assert np.all(np.abs(got - ref) <= _f16_bound(ref, scale, k))
     if VK[0].ctx.phys.coop_f16:
         assert any("_coop_f32out_" in v for v in variants), variants
+
+
+@pytest.mark.parametrize("m,n,k", [(512, 256, 64), (1000, 512, 64), (300, 132, 20),
+                                   (200, 132, 4096)])
+@pytest.mark.parametrize("offset", [0, 3])
+def test_linear_adds_the_bias_in_the_sgemm_epilogue(monkeypatch, m, n, k, offset):
+    """Vulkan's linear kernel: x @ w^T (w read transposed in place) plus the bias in the sgemm
+    shader's epilogue where it runs unsplit with a 16-byte aligned bias (aligned, and ragged M
+    as two dispatches), else one add after the product (the generic shader, a K split, a bias
+    view at an odd offset); all against float64."""
+    from grilly.array import dense
+    from grilly.backends.vulkan import linalg
+
+    used = []
+    real = linalg.dispatch
+
+    def spy(ctx, variant, spec, *a, **kw):
+        used.append((variant, spec))
+        return real(ctx, variant, spec, *a, **kw)
+
+    monkeypatch.setattr(linalg, "dispatch", spy)
+    rng = np.random.default_rng(13)
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    w = rng.standard_normal((n, k)).astype(np.float32)
+    b = rng.standard_normal(n + offset).astype(np.float32)
+    bias = gp.asarray(b, device=VK[0])[offset:]
+    got = np.asarray(dense.linear(gp.asarray(x, device=VK[0]), gp.asarray(w, device=VK[0]), bias))
+    ref = x.astype(np.float64) @ w.T.astype(np.float64) + b[offset:]
+    scale = np.abs(x).astype(np.float64) @ np.abs(w.T).astype(np.float64) + np.abs(b[offset:])
+    assert np.all(np.abs(got - ref) <= 4 * k * 2.0**-24 * scale)
+    fused = [v for v, spec in used if spec == (0, 1, 1)]
+    sgemm = [v for v, _ in used if v.startswith("sgemm_")]
+    split = linalg._split_k(sgemm[0], 1, m, n, k) > 1 if sgemm else False
+    assert bool(fused) == (offset == 0 and bool(sgemm) and not split), used

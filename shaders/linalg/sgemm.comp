@@ -15,7 +15,10 @@
 // a multiple of 4, the other strides and the offsets are multiples of 4, N is a multiple of 4 and
 // the output is contiguous (linalg.py: _sgemm_variant).
 // pc.shape = (batch, M, N, K); a strides (batch, row, col) at pc.st[0..2], b at pc.st[MAXD..];
-// pc.off = (out, a, b) in floats.
+// pc.off = (out, a, b, bias) in floats.
+// BIAS (specialization constant 2) = 1: out[m, n] = sum + bias[n], the bias (N,) a contiguous
+// vector at binding 3 (offset a multiple of 4), added in float32 before the one rounding (a
+// linear layer's forward: no separate pass over the output).
 #extension GL_EXT_control_flow_attributes : enable
 #include "../common.glsl"
 // unrolled in SPIR-V for the aligned variants (about 1.15x on the H100); the edge variants,
@@ -39,6 +42,8 @@
 layout(set = 0, binding = 0) writeonly buffer O { V4 res[]; };
 layout(set = 0, binding = 1) readonly buffer A { V4 a[]; };
 layout(set = 0, binding = 2) readonly buffer B { V4 b[]; };
+layout(set = 0, binding = 3) readonly buffer C { V4 cb[]; };
+layout(constant_id = 2) const int BIAS = 0;
 
 #ifdef TA
 const bool TRANS_A = true;
@@ -126,6 +131,14 @@ void main() {
         int ob = (pc.off[0] >> 2) + bi * (M * N >> 2);
         int nq = N >> 2;
         int c0 = n0 + 4 * tx, c1 = n0 + 64 + 4 * tx;
+        if (BIAS != 0) {
+            vec4 b0 = (!GUARD || c0 < N) ? TO_F32(cb[(pc.off[3] >> 2) + (c0 >> 2)]) : vec4(0.0);
+            vec4 b1 = (!GUARD || c1 < N) ? TO_F32(cb[(pc.off[3] >> 2) + (c1 >> 2)]) : vec4(0.0);
+            for (int i = 0; i < 8; ++i) {
+                acc[i][0] += b0;
+                acc[i][1] += b1;
+            }
+        }
         for (int i = 0; i < 4; ++i) {
             int ra = m0 + 4 * ty + i, rb = m0 + 64 + 4 * ty + i;
             if (!GUARD || ra < M) {

@@ -154,12 +154,43 @@ def _split_run(ctx, variant: str, s: int, tiles: int, out: Buffer, a3: Buffer, b
 
 def matmul(out_shape, out_dtype, a: Buffer, b: Buffer) -> Buffer:
     """(..., M, K) @ (..., K, N) -> out_shape = broadcast batch + (M, N); inputs of out_dtype."""
-    out_shape = tuple(out_shape)
+    return _matmul(tuple(out_shape), out_dtype, a, b, None)
+
+
+def linear(x: Buffer, w: Buffer, bias: Buffer | None) -> Buffer:
+    """x (M, K) @ w (N, K)^T + bias: w read transposed in place; the bias is added in the sgemm
+    shader's epilogue where that runs unsplit, else by one elementwise pass."""
+    wt = Buffer(w.ctx, w.alloc, w.offset, (w.shape[1], w.shape[0]), (w.strides[1], w.strides[0]),
+                w.dtype)
+    return _matmul((x.shape[0], w.shape[0]), x.dtype, x, wt, bias)
+
+
+def _bias_ok(bias: Buffer | None, dtype) -> bool:
+    """Whether the sgemm epilogue can read ``bias``: a unit-stride vector of the output's dtype
+    at a 16-byte aligned element offset (its vec4 loads)."""
+    return (bias is not None and bias.dtype is dtype and bias.offset % 4 == 0
+            and (bias.strides == (1,) or bias.size <= 1))
+
+
+_ADD = []   # the elementwise add kernel, built on first use
+
+
+def _add_bias(out: Buffer, bias: Buffer) -> Buffer:
+    if not _ADD:
+        from .kernels import _ew_kernel
+        from .variants import op_codes
+        _ADD.append(_ew_kernel("add", op_codes()["add"]))
+    return _ADD[0](out.shape, out.dtype, out, bias)
+
+
+def _matmul(out_shape: tuple, out_dtype, a: Buffer, b: Buffer, bias: Buffer | None) -> Buffer:
+    """matmul, plus ``bias`` (N,) along the rows when given (a single product only)."""
     batch, (m, n) = out_shape[:-2], out_shape[-2:]
     k = a.shape[-1]
     ctx = a.ctx
     if k == 0:
-        return full(ctx, out_shape, 0, out_dtype)
+        out = full(ctx, out_shape, 0, out_dtype)
+        return out if bias is None else _add_bias(out, bias)
     out = new_buffer(ctx, out_shape, out_dtype)
     if out.size == 0:
         return out
@@ -175,7 +206,7 @@ def matmul(out_shape, out_dtype, a: Buffer, b: Buffer) -> Buffer:
                        b3, m, n, k)
         else:
             dispatch(ctx, variant, (0, 1), [out, a3, b3], 0, tiles * 256, *args)
-        return out
+        return out if bias is None else _add_bias(out, bias)
     variant = _sgemm_variant(a3, b3, m, n, k, out_dtype.name) \
         if out_dtype.name in ("float32", "float16") else None
     if variant is not None:
@@ -183,19 +214,24 @@ def matmul(out_shape, out_dtype, a: Buffer, b: Buffer) -> Buffer:
         split = _split_k(variant, nb, m, n, k) if out_dtype.name == "float32" else 1
         if split > 1:
             _split_run(ctx, variant, split, -(-m // 128) * -(-n // 128), out, a3, b3, m, n, k)
-        elif "_edge_" in variant and nb == 1 and m_al and n % 128 == 0 \
-                and k % SGEMM_BK == 0:
+            return out if bias is None else _add_bias(out, bias)
+        # the bias, where there is one, in the epilogue (specialization constant 2)
+        fused = nb == 1 and _bias_ok(bias, out_dtype)
+        spec, ops = ((0, 1, 1), [out, a3, b3, bias]) if fused else ((0, 1), [out, a3, b3])
+        boff = (bias.offset,) if fused else ()
+        if "_edge_" in variant and nb == 1 and m_al and n % 128 == 0 and k % SGEMM_BK == 0:
             # only M is ragged: the aligned (faster) variant on the first m_al rows, the edge
             # one on the rest (the rows of A and of the output past m_al)
             fast = variant.replace("_edge", "")
-            dispatch(ctx, fast, (0, 1), [out, a3, b3], 0, (m_al // 128) * (n // 128) * 256,
-                     *args[:1], (nb, m_al, n, k), args[2])
-            tail = (out.offset + m_al * n, a3.offset + m_al * a3.strides[1], b3.offset)
-            dispatch(ctx, variant, (0, 1), [out, a3, b3], 0, (n // 128) * 256, tail,
+            dispatch(ctx, fast, spec, ops, 0, (m_al // 128) * (n // 128) * 256,
+                     args[0] + boff, (nb, m_al, n, k), args[2])
+            tail = (out.offset + m_al * n, a3.offset + m_al * a3.strides[1], b3.offset) + boff
+            dispatch(ctx, variant, spec, ops, 0, (n // 128) * 256, tail,
                      (nb, m - m_al, n, k), args[2])
         else:
             tiles = nb * -(-m // 128) * -(-n // 128)
-            dispatch(ctx, variant, (0, 1), [out, a3, b3], 0, tiles * 256, *args)
+            dispatch(ctx, variant, spec, ops, 0, tiles * 256, args[0] + boff, *args[1:])
+        return out if bias is None or fused else _add_bias(out, bias)
     elif out_dtype.name == "float32":
         tiles = nb * -(-m // TILE) * -(-n // TILE)
         split = _tiled_split(nb, tiles, k)
@@ -205,7 +241,7 @@ def matmul(out_shape, out_dtype, a: Buffer, b: Buffer) -> Buffer:
             dispatch(ctx, "mm_tiled_float32", (0, 1), [out, a3, b3], 0, tiles * 256, *args)
     else:
         dispatch(ctx, f"mm_{out_dtype.name}", (0, 1), [out, a3, b3], out.size, out.size, *args)
-    return out
+    return out if bias is None else _add_bias(out, bias)
 
 
 def diagonal(buf: Buffer, offset: int) -> Buffer:
@@ -219,4 +255,4 @@ def diagonal(buf: Buffer, offset: int) -> Buffer:
                   buf.dtype)
 
 
-KERNELS: dict = {"matmul": matmul, "diagonal": diagonal}
+KERNELS: dict = {"matmul": matmul, "diagonal": diagonal, "linear": linear}
