@@ -123,6 +123,30 @@ def test_multihead_attention(device, need_weights, batch_first):
         _close(gm(_g(q, device), _g(k, device), _g(k, device))[1], tm(q, k, k)[1], atol=1e-6)
 
 
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_multihead_self_attention_packed_projection(device, need_weights):
+    """One array as query, key and value takes one GEMM against the packed in_proj weight, split
+    as views: outputs, the input's gradient and every parameter's against torch."""
+    tm = torch.nn.MultiheadAttention(8, 2, batch_first=True)
+    gm = nn.MultiheadAttention(8, 2, batch_first=True)
+    _copy(tm, gm, device)
+    x = torch.randn(3, 5, 8, requires_grad=True)
+    gx = _g(x.detach(), device)
+    gx.requires_grad = True
+    t, tw = tm(x, x, x, need_weights=need_weights)
+    g, gw = gm(gx, gx, gx, need_weights=need_weights)
+    _close(g, t, atol=1e-5)
+    if need_weights:
+        _close(gw, tw, atol=1e-6)
+    cot = torch.randn(t.shape)
+    (t * cot).sum().backward()
+    gp.sum(g * _g(cot, device)).backward()
+    _close(gx.grad, x.grad, atol=1e-5)
+    tparams = dict(tm.named_parameters())
+    for name, prm in gm.named_parameters():
+        _close(prm.grad, tparams[name].grad, atol=1e-5)
+
+
 def test_multihead_attention_masks(device):
     tm = torch.nn.MultiheadAttention(8, 2, batch_first=True)
     gm = nn.MultiheadAttention(8, 2, batch_first=True)

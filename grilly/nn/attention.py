@@ -68,9 +68,17 @@ class MultiheadAttention(Module):
             raise ValueError(f"MultiheadAttention: query has embedding size {e}, expected {self.embed_dim}")
         h, d = self.num_heads, self.head_dim
         w, b = self.in_proj_weight, self.in_proj_bias
-        proj = [F.linear(t, w[i * e:(i + 1) * e], None if b is None else b[i * e:(i + 1) * e])
-                for i, t in enumerate((query, key, value))]
-        q, k, v = (gp.permute_dims(gp.reshape(p, (n, p.shape[1], h, d)), (0, 2, 1, 3)) for p in proj)
+        if query is key and key is value:
+            # self-attention: one GEMM against the packed weight (torch's path), split as views;
+            # the split's backward is one stack, where slices of the weight each took a zeroed
+            # gradient, a copy into it and an add
+            p = gp.reshape(F.linear(query, w, b), (n, lq, 3, h, d))
+            q, k, v = (gp.permute_dims(t, (0, 2, 1, 3)) for t in gp.unstack(p, axis=2))
+        else:
+            proj = [F.linear(t, w[i * e:(i + 1) * e], None if b is None else b[i * e:(i + 1) * e])
+                    for i, t in enumerate((query, key, value))]
+            q, k, v = (gp.permute_dims(gp.reshape(p, (n, p.shape[1], h, d)), (0, 2, 1, 3))
+                       for p in proj)
 
         bias = None
         # a causal mask alone goes to the attention kernels as a flag (no (L, S) bias is made)
