@@ -64,7 +64,10 @@ def test_layer_norm_kernels(device, dtype, shape, affine):
         np.testing.assert_allclose(np.asarray(r), want_r, **tol, err_msg=how)
         want = np_layer_norm_backward(g, x, w, eps)
         for need in itertools.product((True, False), repeat=3):
-            got = bwd(on(g), on(x), m, r, on(w), need)
+            # mean and rstd as the forward gave them, and as arrays of their own (Vulkan copies
+            # its forward's adjacent [mean | rstd] in one piece, others one by one)
+            stats = (m, r) if need[0] else (gp.asarray(m, copy=True), gp.asarray(r, copy=True))
+            got = bwd(on(g), on(x), *stats, on(w), need)
             for k, (a, wv) in enumerate(zip(got, want)):
                 if not need[k]:
                     assert a is None, (how, need)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import struct
 
 from .kernels import assign, copy, full, new_buffer
+from .memory import Buffer
 from .reductions import CODES, _run, dispatch
 from .snn import _rows
 
@@ -107,8 +108,14 @@ def layer_norm_backward(g, x, mean, rstd, weight, need):
     groups = -(-m // rows)
     gxn = m * d if nx else 0
     out = new_buffer(x.ctx, (gxn + 2 * m + groups * 2 * d,), x.dtype)
-    assign(_rows(out, gxn, gxn + m, 1, (m,)), mean)
-    assign(_rows(out, gxn + m, gxn + 2 * m, 1, (m,)), rstd)
+    if (mean.alloc is rstd.alloc and rstd.offset == mean.offset + m
+            and mean.strides == rstd.strides == (1,)):
+        # layer_norm's own [mean | rstd]: one copy
+        assign(_rows(out, gxn, gxn + 2 * m, 1, (2 * m,)),
+               Buffer(mean.ctx, mean.alloc, mean.offset, (2 * m,), (1,), mean.dtype))
+    else:
+        assign(_rows(out, gxn, gxn + m, 1, (m,)), mean)
+        assign(_rows(out, gxn + m, gxn + 2 * m, 1, (m,)), rstd)
     w = xc if weight is None else _contig(weight)
     flags = int(weight is not None) | 4 * int(nx)
     dispatch(x.ctx, f"lnorm_{x.dtype.name}", (1, 1), [out, xc, gc, w], groups, groups * 256,
