@@ -182,6 +182,45 @@ def test_grad_scaler_reads_the_host_once_per_step(device, monkeypatch):
     assert len(reads) == 1, reads
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [7, 300_001])
+def test_amp_unscale_kernel(device, dtype, n, monkeypatch):
+    """The one-pass unscale on each device (the kernel where the device has it; on the CPU its
+    serial and threaded loops): the gradient scaled in place, contiguous or a strided view, the
+    flag set by an inf or NaN anywhere and never cleared, one dispatch on Vulkan."""
+    from grilly.array import optim_steps
+    from grilly.backends.cpu_numba import jit
+
+    monkeypatch.setattr(jit, "PARALLEL_MIN", 1000)
+    rng = np.random.default_rng(n)
+    h = rng.standard_normal(2 * n).astype(dtype)
+    flag = gp.zeros((), dtype=gp.uint32, device=device)
+    whole = gp.asarray(h, device=device)
+    g = whole[::2]                           # a strided view: written through to ``whole``
+    before = gp.device_stats(device).get("dispatches", 0)
+    optim_steps.amp_unscale(g, flag, 0.125)
+    if str(device).startswith("vulkan"):
+        assert gp.device_stats(device)["dispatches"] - before <= 3   # copy in, kernel, back
+    want = h.copy()
+    want[::2] *= dtype(0.125)
+    np.testing.assert_array_equal(np.asarray(whole), want)
+    assert int(flag) == 0
+    for bad in (np.inf, -np.inf, np.nan):
+        hb = h.copy()
+        hb[n - 1] = bad
+        gb = gp.asarray(hb, device=device)
+        optim_steps.amp_unscale(gb, flag, 2.0)
+        assert int(flag) == 1
+        got = np.asarray(gb)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(hb * dtype(2.0)))
+        ok = ~np.isnan(got)
+        np.testing.assert_array_equal(got[ok], (hb * dtype(2.0))[ok])
+    optim_steps.amp_unscale(gp.asarray(h[:n], device=device), flag, 1.0)
+    assert int(flag) == 1                     # a clean gradient never clears it
+    with pytest.raises(TypeError, match="amp_unscale: found"):
+        optim_steps.amp_unscale(g, gp.zeros((), dtype=gp.int32, device=device), 1.0)
+
+
 def test_every_optimizer_steps_under_the_scaler(device):
     for make in (lambda p: optim.SGD(p, lr=0.1, momentum=0.9), lambda p: optim.Adam(p),
                  lambda p: optim.AdamW(p), lambda p: optim.RMSprop(p), lambda p: optim.Adagrad(p)):

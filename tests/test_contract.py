@@ -692,6 +692,21 @@ def _host(op):
     return check
 
 
+def _amp_unscale(dev):
+    """The composition on the required kernels: the flag set exactly when the gradient held an
+    inf or NaN (and left set), the gradient scaled in place, against numpy."""
+    from grilly.array import optim_steps
+
+    found = _on(dev, np.array(0, np.uint32))
+    for vals, hit in (([1.0, -2.0, 4.0], 0), ([1.0, np.inf, 8.0], 1), ([2.0, 2.0, 2.0], 1),
+                      ([np.nan, 1.0, 0.5], 1)):
+        h = np.array(vals, np.float32)
+        g = _on(dev, h)
+        optim_steps.amp_unscale(g, found, 0.25)
+        np.testing.assert_array_equal(np.asarray(g), h * np.float32(0.25))
+        assert int(np.asarray(found)) == hit
+
+
 CHECKS = {
     "host_view": _host_view, "scalar": _scalar,
     "arange": _creation, "linspace": _creation, "eye": _creation,
@@ -723,6 +738,7 @@ CHECKS = {
     "conv2d": _conv2d, "conv2d_backward": _conv2d, "max_pool2d": _max_pool,
     "max_pool2d_backward": _max_pool,
     **{op: _optim(op) for op in ("sgd_step", "adam_step", "rmsprop_step", "adagrad_step")},
+    "amp_unscale": _amp_unscale,
     **{op: _host(op) for op in HOST_CASES},
 }
 

@@ -4,16 +4,22 @@
 divides the gradients back in place and looks for inf/NaN; ``step`` runs the optimizer unless
 one was found; ``update`` shrinks the scale after an overflow (``backoff_factor``) and grows it
 after ``growth_interval`` clean steps (``growth_factor``). The inf/NaN check and the unscale run
-on the device: each gradient adds to one device flag, and ``step`` reads that flag once, the
-step's only host read.
+on the device in one pass per gradient (the ``amp_unscale`` kernel), each or-ing one device
+flag, and ``step`` reads that flag once, the step's only host read.
 """
 from __future__ import annotations
 
 from ..array import api as gp
+from ..array import optim_steps as _steps
 from ..array.array import Array
 from ..autograd.mode import no_grad
 
 __all__ = ["GradScaler"]
+
+
+def _any_set(flags) -> bool:
+    """Whether any device's inf/NaN flag is set (one host read each)."""
+    return any(bool(f) for f in flags or ())
 
 
 class GradScaler:
@@ -38,7 +44,7 @@ class GradScaler:
         self._growth_interval = growth_interval
         self._growth_tracker = 0
         self._enabled = bool(enabled)
-        self._per_opt: dict = {}   # id(optimizer) -> {"unscaled": bool, "found": Array or None}
+        self._per_opt: dict = {}   # id(optimizer) -> {"unscaled": bool, "found": [flag per device]}
 
     # ---- the step ------------------------------------------------------------------------
     def is_enabled(self) -> bool:
@@ -69,17 +75,18 @@ class GradScaler:
             raise RuntimeError("GradScaler.unscale_: already called on this optimizer since "
                                "the last update()")
         inv = 1.0 / self._scale
-        found = None
+        found: dict = {}   # device -> its 0-d uint32 flag
         with no_grad():
             for group in optimizer.param_groups:
                 for p in group["params"]:
                     g = p.grad
                     if g is None:
                         continue
-                    bad = gp.any(gp.logical_not(gp.isfinite(g)))
-                    found = bad if found is None else gp.logical_or(found, bad)
-                    g *= inv
-        st["unscaled"], st["found"] = True, found
+                    flag = found.get(g.device)
+                    if flag is None:
+                        flag = found[g.device] = gp.zeros((), dtype=gp.uint32, device=g.device)
+                    _steps.amp_unscale(g, flag, inv)   # one pass: the check and the unscale
+        st["unscaled"], st["found"] = True, list(found.values())
 
     def step(self, optimizer, *args, **kwargs):
         """Unscale (if not done yet) and run ``optimizer.step(*args, **kwargs)`` unless a
@@ -89,8 +96,7 @@ class GradScaler:
         st = self._state(optimizer)
         if not st["unscaled"]:
             self.unscale_(optimizer)
-        found = st["found"]
-        st["skipped"] = found is not None and bool(found)   # the step's one host read
+        st["skipped"] = _any_set(st["found"])   # the step's one host read (per device)
         if st["skipped"]:
             return None
         return optimizer.step(*args, **kwargs)
@@ -110,7 +116,7 @@ class GradScaler:
             overflow = False
             for s in self._per_opt.values():
                 if "skipped" not in s:   # unscaled but not stepped: read its flag now
-                    s["skipped"] = s["found"] is not None and bool(s["found"])
+                    s["skipped"] = _any_set(s["found"])
                 overflow = overflow or s["skipped"]
             if overflow:
                 self._scale *= self._backoff_factor

@@ -495,6 +495,14 @@ def max_pool2d_backward(device, g: Array, idx: Array, *args) -> Array:
     return conv.composed_max_pool2d_backward(g, idx, *args)
 
 
+def amp_unscale(device, g: Array, found: Array, inv_scale: float) -> None:
+    """isfinite, an any-reduction into the flag, and a multiply assigned back."""
+    bad = unary("logical_not", unary("isfinite", g))
+    bad = statistical.max(wrap(core.astype_buf(bad, dt.uint32), dt.uint32, device))
+    _assign(found, binary("maximum", found, bad))
+    _assign(g, binary("multiply", g, inv_scale))
+
+
 # ---- optimizer updates: the unfused rules, in torch.optim's order (grilly/array/optim_steps.py)
 def _neg(x: Array) -> Array:
     return binary("subtract", -0.0, x)
@@ -678,7 +686,7 @@ COMPOSITES = {
     "conv2d": conv2d, "conv2d_backward": conv2d_backward, "max_pool2d": max_pool2d,
     "max_pool2d_backward": max_pool2d_backward,
     "sgd_step": sgd_step, "adam_step": adam_step, "rmsprop_step": rmsprop_step,
-    "adagrad_step": adagrad_step,
+    "adagrad_step": adagrad_step, "amp_unscale": amp_unscale,
     "lif_forward": lif_forward, "lif_backward": lif_backward, "alif_forward": alif_forward,
     "alif_backward": alif_backward, "leaky_integrate": leaky_integrate,
     "matmul_topk": matmul_topk, "philox_blocks": philox_blocks,

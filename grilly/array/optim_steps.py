@@ -17,7 +17,7 @@ import math
 from . import core
 from .array import Array
 
-__all__ = ["sgd_step", "adam_step", "rmsprop_step", "adagrad_step"]
+__all__ = ["sgd_step", "adam_step", "rmsprop_step", "adagrad_step", "amp_unscale"]
 
 _KERNEL_DTYPES = frozenset({"float32", "float64"})   # what the kernels take (the contract)
 
@@ -99,3 +99,26 @@ def adagrad_step(p: Array, g: Array, state_sum: Array, *, lr: float, eps: float,
         raise ValueError(f"adagrad_step: step counts from 1, got {step}")
     clr = lr / (1.0 + (step - 1) * lr_decay)
     _run("adagrad_step", p, (p, g, state_sum), (clr, eps, weight_decay, maximize))
+
+
+def amp_unscale(g: Array, found: Array, inv_scale: float) -> None:
+    """GradScaler's unscale of one gradient, in place: ``found`` (a 0-d uint32 flag) becomes 1
+    when ``g`` holds an inf or NaN, and ``g`` is multiplied by ``inv_scale``."""
+    op = "amp_unscale"
+    core.check_array(g, op, "g")
+    core.check_array(found, op, "found")
+    if g._dtype.kind != "f":
+        raise TypeError(f"{op}: g must have a real floating dtype, got {g._dtype.name}")
+    if found.shape != () or found._dtype.name != "uint32":
+        raise TypeError(f"{op}: found must be a 0-d uint32 array, got {found._dtype.name} "
+                        f"{found.shape}")
+    core.common_device(op, g, found)
+    if g.size == 0:
+        return
+    dev = g._device
+    k = dev.kernels.get(op)
+    if k is not None and g._dtype.name in _KERNEL_DTYPES:
+        k(g._buf, found._buf, float(inv_scale))
+    else:
+        core.composite(dev, op)(dev, g, found, float(inv_scale))
+

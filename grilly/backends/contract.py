@@ -200,6 +200,11 @@ KERNELS: dict[str, Kernel] = {
                            "momentum, maximize) -> None"),
     "adagrad_step": Kernel("optim", COMPOSED,
                            "(p, g, state_sum, clr, eps, weight_decay, maximize) -> None"),
+    # GradScaler.unscale_ (grilly.amp): one pass per gradient, where the composition took seven
+    "amp_unscale": Kernel("optim", COMPOSED,
+                          "(g, found (0-d uint32), inv_scale) -> None: found set to 1 where g "
+                          "holds an inf or NaN (else left), then g *= inv_scale in place; "
+                          "float32/float64 g"),
     # spiking neurons: every time step of a LIF layer in one call (docs/snn.md, the fused path)
     "lif_forward": Kernel("snn", COMPOSED,
                           "(x (T, N), mem0, beta, thr (N,), reset, delay, store[, refractory, "

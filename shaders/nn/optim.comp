@@ -1,7 +1,9 @@
 #version 450
 // Fused optimizer updates (docs/kernels/optim.md), one dispatch per parameter: each invocation
 // takes element i of the parameter p, its state s1..s3 and the gradient g through the rule RULE
-// (0 SGD, 1 Adam/AdamW, 2 RMSprop, 3 Adagrad) and writes p and the state back, with the
+// (0 SGD, 1 Adam/AdamW, 2 RMSprop, 3 Adagrad; 4 is GradScaler's unscale: p is a gradient,
+// multiplied by pc.s[0], and the uint32 flag at s1's offset is or-ed with 1 where it held an
+// inf or NaN) and writes p and the state back, with the
 // operations of the unfused composition (grilly/array/composites.py) in the same order. Every
 // operand is contiguous from its element offset pc.off[k]; an unused state slot is bound to p
 // and never touched. Hyperparameters: pc.s (the dtype's type); flags: specialization constants.
@@ -39,12 +41,19 @@ layout(set = 0, binding = 1) buffer S1 { IN_TS s1[]; };
 layout(set = 0, binding = 2) buffer S2 { IN_TS s2[]; };
 layout(set = 0, binding = 3) buffer S3 { IN_TS s3[]; };
 layout(set = 0, binding = 4) readonly buffer G { IN_TS g[]; };
+layout(set = 0, binding = 1) buffer S1u { uint s1u[]; };   // RULE 4's flag (uint32)
 
 void main() {
     uint stride = gl_NumWorkGroups.x * WG;
     for (uint i = gl_GlobalInvocationID.x; i < pc.n; i += stride) {
         int ip = pc.off[0] + int(i), i1 = pc.off[1] + int(i), i2 = pc.off[2] + int(i),
             i3 = pc.off[3] + int(i);
+        if (RULE == 4) {          // GradScaler's unscale: p is the gradient; s: 1 / scale
+            TC v = TC(p[ip]);
+            if (isnan(v) || isinf(v)) atomicOr(s1u[pc.off[1]], 1u);
+            p[ip] = IN_TS(v * pc.s[0]);
+            continue;
+        }
         precise TC gi = TC(g[pc.off[4] + int(i)]);
         if (MAXIMIZE != 0) gi = -gi;
         precise TC pi = TC(p[ip]);

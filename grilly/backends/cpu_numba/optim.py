@@ -185,5 +185,45 @@ def adagrad_step(p, g, state_sum, clr, eps, weight_decay, maximize) -> None:
          (bool(maximize),))
 
 
+_UNSCALE = _HEADER + '''
+@njit(**_o)
+def s_unscale(g, inv):
+    bad = 0
+    for i in range(g.shape[0]):
+        v = g[i]
+        bad += 0 if np.isfinite(v) else 1
+        g[i] = v * inv
+    return bad
+
+@njit(parallel=True, **_o)
+def p_unscale(g, inv):
+    bad = 0
+    for i in prange(g.shape[0]):
+        v = g[i]
+        bad += 0 if np.isfinite(v) else 1
+        g[i] = v * inv
+    return bad
+'''
+
+
+def amp_unscale(g: np.ndarray, found: np.ndarray, inv_scale: float) -> None:
+    """GradScaler's unscale of one gradient in one pass: count its infs and NaNs (``found``
+    becomes 1 if any) while multiplying it by ``inv_scale`` in place."""
+    if g.dtype not in _DTYPES:
+        raise TypeError(f"amp_unscale: the cpu kernel takes float32 or float64, got {g.dtype}")
+    hit = _loaded.get("unscale")
+    if hit is None:
+        mod = jit.module("amp_unscale", _UNSCALE)
+        hit = _loaded["unscale"] = (mod.s_unscale, mod.p_unscale)
+    work = g if g.flags.c_contiguous else np.ascontiguousarray(g)
+    flat, n = work.reshape(-1), g.size
+    inv = g.dtype.type(inv_scale)
+    bad = par(hit[1], n, 2 * n * g.itemsize, flat, inv) if use_threads(n) else hit[0](flat, inv)
+    if work is not g:
+        np.copyto(g, work)
+    if bad:
+        found[()] = 1
+
+
 KERNELS = {"sgd_step": sgd_step, "adam_step": adam_step, "rmsprop_step": rmsprop_step,
-           "adagrad_step": adagrad_step}
+           "adagrad_step": adagrad_step, "amp_unscale": amp_unscale}

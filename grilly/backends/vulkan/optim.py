@@ -78,5 +78,30 @@ def adagrad_step(p, g, state_sum, clr, eps, weight_decay, maximize) -> None:
     _run("adagrad_step", p, g, [state_sum], (clr, eps, weight_decay), (False, False, maximize))
 
 
+def amp_unscale(g, found, inv_scale) -> None:
+    """GradScaler's unscale of one gradient, one dispatch: g *= inv_scale in place, and the
+    uint32 flag ``found`` or-ed with 1 (an atomic) where g held an inf or NaN."""
+    name = g.dtype.name
+    if name not in _PC:
+        raise TypeError(f"amp_unscale: the Vulkan kernel takes float32 or float64, got {name}")
+    ctx = g.ctx
+    if ctx.bindings < _NBUF:
+        raise NotImplementedError(f"amp_unscale: the Vulkan device {ctx.phys.name!r} binds "
+                                  f"{ctx.bindings} buffers per kernel; this kernel needs {_NBUF}")
+    n = g.size
+    if n >= 2**31:
+        raise ValueError(f"amp_unscale: {n} elements exceed the Vulkan backend's 2**31 limit")
+    work = g if g.is_contiguous() else copy(g)
+    bufs = [work, found, work, work, work]
+    pc = _PC[name].pack(n, work.offset, found.offset, work.offset, work.offset, work.offset,
+                        inv_scale, *(0.0,) * 7)
+    spec = (4, 1, 0, 0, 0, 0)
+    variant = f"optim_{name}"
+    pipe = ctx.pipelines.get((variant, spec)) or ctx.pipeline(variant, spec)
+    ctx.recorder.dispatch(pipe, bufs, pc, n, writes=2)
+    if work is not g:
+        assign(g, work)
+
+
 KERNELS = {"sgd_step": sgd_step, "adam_step": adam_step, "rmsprop_step": rmsprop_step,
-           "adagrad_step": adagrad_step}
+           "adagrad_step": adagrad_step, "amp_unscale": amp_unscale}
