@@ -133,6 +133,28 @@ def test_attention(device, name, dtype):
     _run(_kernel, _kernel_bwd, device, CASES[name], dtype)
 
 
+@pytest.mark.parametrize("name", ["plain", "key_padding", "dropout_mask_causal"])
+def test_float16_runs_the_float32_kernel(device, name, monkeypatch):
+    """float16 arrays (autocast's attention) run the float32 kernel on float32 copies, each
+    result rounded to float16 once; against float64 numpy on the float16 inputs, and no
+    composed block ever runs where the device has the kernel."""
+    if "attention" not in device.kernels:
+        pytest.skip("no attention kernel on this device")
+    monkeypatch.setattr(att, "composed_attention", None)            # would fail if called
+    monkeypatch.setattr(att, "composed_attention_backward", None)
+    q, k, v, bias, drop, g, causal = _inputs(CASES[name], np.float16)
+    on = [None if a is None else gp.asarray(a, device=device) for a in (q, k, v, bias, drop, g)]
+    out, lse = _kernel(*on[:5], causal, 0.4)
+    grads = _kernel_bwd(on[5], *on[:5], out, lse, causal, 0.4)
+    assert out.dtype == lse.dtype == gp.float16 and all(a.dtype == gp.float16 for a in grads)
+    want_out, want_lse = np_attention(q, k, v, bias, drop, causal, 0.4)
+    want = np_attention_backward(g, q, k, v, bias, drop, causal, 0.4)
+    assert_close(out, want_out, rtol=2e-3, atol=2e-3)
+    assert_close(lse, want_lse, rtol=2e-3, atol=2e-3)
+    for a, w in zip(grads, want):   # (the backward reads lse rounded to float16)
+        assert_close(a, w, rtol=2e-2, atol=2e-2 * max(1.0, float(np.abs(w).max())))
+
+
 @pytest.mark.parametrize("name", ["plain", "key_padding", "causal_l_gt_s", "dropout_mask_causal"])
 def test_composition(device, name):
     _run(_composed, _composed_bwd, device, CASES[name], np.float32)

@@ -6,31 +6,52 @@ Arrays are (N, H, L, E) queries, (N, H, S, E) keys, (N, H, S, Ev) values; ``bias
 additive float array whose axes are each 1 or full (N, H, L, S) (-inf masks), ``drop`` a
 dropout multiplier of shape (N, H, L, S) (0 or 1/(1-p)) applied to the probabilities,
 ``causal`` masks key j > query i. Not star-imported into the grilly namespace. A device whose
-backend lacks the kernels, an array whose dtype they do not take (float32/float64), or head
-dims above a kernel's declared ``max_features``, gets the same result composed from namespace
-ops: FlashAttention-2 over key blocks of ``block``, so no (L, S) array is held beyond one block
-of scores (the dropout multiplier aside).
+backend lacks the kernels, an array whose dtype they do not take (float32/float64; float16
+arrays run the float32 kernel on float32 copies, each result rounded back once), or head dims
+above a kernel's declared ``max_features``, gets the same result composed from namespace ops:
+FlashAttention-2 over key blocks of ``block``, so no (L, S) array is held beyond one block of
+scores (the dropout multiplier aside).
 """
 from __future__ import annotations
 
 from . import core
 from . import dispatch as _dispatch
+from . import dtypes as dt
 from .array import Array
 
 __all__ = ["attention", "attention_backward"]
 
 _DTYPES = frozenset({"float32", "float64"})   # what the kernels take (the contract)
+# float16 (autocast's attention) runs the float32 kernel: its exps and sums in float32, as the
+# composition and torch's autocast compute them, a few casts instead of the blockwise composition
+_WIDENED = frozenset({"float16"})
 
 
 def _kernel(dev, op: str, q: Array, v: Array):
     """The device's kernel for ``op`` where it takes these arrays, else None (compose): the
-    dtypes of the contract, and head dims up to the kernel's ``max_features`` where it declares
-    one (the Vulkan kernel holds a row's features in registers)."""
+    dtypes of the contract (float16 widened), and head dims up to the kernel's ``max_features``
+    where it declares one (the Vulkan kernel holds a row's features in registers)."""
     kern = dev.kernels.get(op)
-    if kern is None or q._dtype.name not in _DTYPES:
+    name = q._dtype.name
+    if kern is None or (name not in _DTYPES and name not in _WIDENED):
         return None
     limit = getattr(kern, "max_features", None)
     return None if limit is not None and max(q.shape[3], v.shape[3]) > limit else kern
+
+
+def _call(kern, q: Array, arrays: tuple, args: tuple) -> tuple:
+    """``kern`` over the arrays' buffers (None kept; float16 ones as float32 copies), its
+    results as Arrays of q's dtype (a float32 result rounded once)."""
+    dev = q._device
+    wide = dt.float32 if q._dtype.name in _WIDENED else q._dtype
+    res = kern(*(None if a is None else core.astype_buf(a, wide) for a in arrays), *args)
+    out = []
+    for b in res:
+        r = None if b is None else core.wrap(b, wide, dev)
+        if r is not None and wide is not q._dtype:
+            r = core.wrap(core.astype_buf(r, q._dtype), q._dtype, dev)
+        out.append(r)
+    return tuple(out)
 
 
 def _check(op: str, q: Array, k: Array, v: Array, bias, drop, scale, block: int) -> None:
@@ -68,9 +89,7 @@ def attention(q: Array, k: Array, v: Array, bias: Array | None = None, drop: Arr
     dev = q._device
     kern = _kernel(dev, "attention", q, v)
     if kern is not None:
-        out, lse = kern(q._buf, k._buf, v._buf, None if bias is None else bias._buf,
-                        None if drop is None else drop._buf, *args)
-        return core.wrap(out, q._dtype, dev), core.wrap(lse, q._dtype, dev)
+        return _call(kern, q, (q, k, v, bias, drop), args)
     return _as(q, core.composite(dev, "attention")(dev, q, k, v, bias, drop, *args))
 
 
@@ -92,9 +111,7 @@ def attention_backward(g: Array, q: Array, k: Array, v: Array, bias: Array | Non
     dev = q._device
     kern = _kernel(dev, op, q, v)
     if kern is not None:
-        bufs = kern(g._buf, q._buf, k._buf, v._buf, None if bias is None else bias._buf,
-                    None if drop is None else drop._buf, out._buf, lse._buf, *args)
-        return tuple(None if b is None else core.wrap(b, q._dtype, dev) for b in bufs)
+        return _call(kern, q, (g, q, k, v, bias, drop, out, lse), args)
     return _as(q, core.composite(dev, op)(dev, g, q, k, v, bias, drop, out, lse, *args))
 
 
