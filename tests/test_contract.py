@@ -618,6 +618,15 @@ def _philox_uniform(dev):
         random_bits.philox_uniform(6, 2**32 - 2, 2**40 + 3, gp.float32, dev)
 
 
+def _philox_dropout(dev):
+    """Composed from philox_uniform, so the same: test_philox_dropout checks the values on every
+    real device, against the composition and the contract's equations."""
+    from grilly.array import random_bits
+    for d in (gp.float32, gp.float16):
+        with pytest.raises(NotImplementedError, match=r"bitwise_\w+: not available on device"):
+            random_bits.philox_dropout(6, 2**32 - 2, 2**40 + 3, 0.5, 2.0, d, dev)
+
+
 def _ref_topk(x: np.ndarray, k: int, axis: int, largest: bool) -> np.ndarray:
     """topk's indices by Python's stable sort: NaN the largest value, ties by index."""
     def order(row):
@@ -725,7 +734,7 @@ CHECKS = {
     "lif_forward": _lif(False), "lif_backward": _lif(True), "leaky_integrate": _leaky,
     "alif_forward": _alif, "alif_backward": _alif,
     "matmul_topk": _matmul_topk, "philox_blocks": _philox_blocks,
-    "philox_uniform": _philox_uniform,
+    "philox_uniform": _philox_uniform, "philox_dropout": _philox_dropout,
     "plasticity_step": _plasticity,
     "unique": _unique, "isin": _isin, "topk": _topk, "cross": _cross, "fft_roll": _fft_roll,
     "softmax": _softmax(False), "log_softmax": _softmax(True),

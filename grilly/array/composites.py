@@ -644,6 +644,13 @@ def philox_uniform(device, n: int, counter: int, key: int, d: dt.DType) -> Array
     return random_bits.composed_uniform(device, n, counter, key, d)
 
 
+def philox_dropout(device, n: int, counter: int, key: int, p: float, scale: float,
+                   d: dt.DType) -> Array:
+    """A dropout multiplier from philox_uniform, a comparison and a where
+    (grilly.array.random_bits)."""
+    return random_bits.composed_dropout(device, n, counter, key, p, scale, d)
+
+
 def host_view(device, x: Array):
     """No zero-copy view of device memory: None (callers copy through to_host)."""
     return None
@@ -690,7 +697,8 @@ COMPOSITES = {
     "lif_forward": lif_forward, "lif_backward": lif_backward, "alif_forward": alif_forward,
     "alif_backward": alif_backward, "leaky_integrate": leaky_integrate,
     "matmul_topk": matmul_topk, "philox_blocks": philox_blocks,
-    "philox_uniform": philox_uniform, "plasticity_step": plasticity_step,
+    "philox_uniform": philox_uniform, "philox_dropout": philox_dropout,
+    "plasticity_step": plasticity_step,
     **{op: _host_path(op) for op in host.HOST_OPS},
 }
 core.COMPOSITES.update(COMPOSITES)

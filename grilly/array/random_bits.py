@@ -4,15 +4,19 @@ consecutive 64-bit block counters under a 64-bit key, one dispatch on a device t
 kernel. The default composition computes them with namespace integer ops (``philox4x32``), so
 every backend produces the same words for the same key and counter. ``philox_uniform`` (also a
 contract kernel) turns the words into uniform floats in [0, 1); its composition is
-``philox_blocks`` followed by namespace shifts, casts and multiplies.
+``philox_blocks`` followed by namespace shifts, casts and multiplies. ``philox_dropout`` (a
+contract kernel too) turns those uniforms into a dropout multiplier, ``scale`` where u >= p and
+0 elsewhere; its composition is ``philox_uniform``, a comparison and a where.
 """
 from __future__ import annotations
+
+import numbers
 
 from . import core
 from . import dispatch as _dispatch
 from . import dtypes as dt
 
-__all__ = ["philox_blocks", "philox_uniform"]
+__all__ = ["philox_blocks", "philox_dropout", "philox_uniform"]
 
 M0, M1 = 0xD2511F53, 0xCD9E8D57
 W0, W1 = 0x9E3779B9, 0xBB67AE85
@@ -129,6 +133,53 @@ def philox_uniform(n: int, counter: int, key: int, dtype: dt.DType, device):
     wide = dt.float64 if dtype is dt.float64 else dt.float32
     u = core.wrap(core.call(dev, op, n, counter, key, wide), wide, dev)
     return u if wide is dtype else _dispatch.ns.astype(u, dtype)
+
+
+def composed_dropout(device, n: int, counter: int, key: int, p: float, scale: float,
+                     dtype: dt.DType):
+    """philox_dropout from philox_uniform and namespace ops: the ops grilly.nn.functional's
+    dropout ran before the kernel, ``where(u >= p, scale, 0)``, p and scale taken as ``dtype``
+    by the array API's scalar rules."""
+    ns = _dispatch.ns
+    keep = philox_uniform(n, counter, key, dtype, device) >= p
+    return ns.where(keep, ns.asarray(scale, dtype=dtype, device=device),
+                    ns.asarray(0.0, dtype=dtype, device=device))
+
+
+def _check_real(op: str, name: str, v) -> None:
+    # numbers.Real takes Python and NumPy ints and floats; a bool is no probability or scale
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        raise TypeError(f"{op}: {name} must be a real number, got {type(v).__name__}")
+
+
+def philox_dropout(n: int, counter: int, key: int, p: float, scale: float, dtype: dt.DType,
+                   device):
+    """A dropout multiplier of ``n`` elements of ``dtype``: ``scale`` where ``philox_uniform(n,
+    counter, key, dtype)``'s u_k >= p, else 0, with p and scale converted to ``dtype`` as the
+    array API converts Python scalars (bfloat16: the float32 multiplier rounded); the same
+    blocks as philox_uniform."""
+    op = "philox_dropout"
+    _check_ints(op, "n", n, counter, key)
+    _check_real(op, "p", p)
+    _check_real(op, "scale", scale)
+    if not any(dtype is d for d in _UNIFORM_DTYPES):
+        raise TypeError(f"{op}: dtype must be a real floating dtype, got "
+                        f"{getattr(dtype, 'name', dtype)!r}")
+    dev = core.resolve_device(device, op)
+    core.check_device_dtype(dev, dtype, op)
+    if n == 0:
+        return core.wrap(core.full_buf(dev, (0,), 0, dtype), dtype, dev)
+    p, scale = float(p), float(scale)
+    if dtype is dt.float16:
+        # u and p rounded to float16 and compared there: the float32 kernel's comparison would
+        # not reproduce that, so float16 stays the composition (what dropout always ran)
+        return composed_dropout(dev, n, counter, key, p, scale, dtype)
+    # bfloat16 is the float32 result rounded once, as every bfloat16 op computes (the
+    # dispatcher does the same once it has seen a bfloat16 dtype, so the result never
+    # depends on that)
+    wide = dt.float64 if dtype is dt.float64 else dt.float32
+    m = core.wrap(core.call(dev, op, n, counter, key, p, scale, wide), wide, dev)
+    return m if wide is dtype else _dispatch.ns.astype(m, dtype)
 
 
 _dispatch.export(globals(), "random_bits.")

@@ -99,6 +99,7 @@ _EXPECT = {
     "leaky_integrate": lambda x, s0, alpha, reverse: (tuple(x.shape), x.dtype),
     "philox_blocks": lambda m, counter, key: ((4, m), "uint32"),
     "philox_uniform": lambda n, counter, key, dtype: ((n,), dtype.name),
+    "philox_dropout": lambda n, counter, key, p, scale, dtype: ((n,), dtype.name),
 }
 # kernels returning a tuple: f(*args) -> [(shape, dtype) or None where None is returned]
 _EXPECT_TUPLE = {

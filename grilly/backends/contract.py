@@ -250,6 +250,13 @@ KERNELS: dict[str, Kernel] = {
                              "4 i + j): element k is (word k >> 8) 2^-24 in float32, ((word 2k "
                              ">> 5) 2^26 + (word 2k+1 >> 6)) 2^-53 in float64 (float16/bfloat16: "
                              "the array layer casts the float32 result, which may round to 1)"),
+    # a dropout multiplier straight from the uniforms: grilly.nn.functional's dropout masks, one
+    # pass where philox_uniform, a comparison and a where took three
+    "philox_dropout": Kernel("random", COMPOSED,
+                             "(n, counter, key, p, scale, dtype) -> buf (n,) of dtype, float32 or "
+                             "float64: scale where philox_uniform(n, counter, key, dtype)'s u_k "
+                             ">= p, else 0, p and scale Python floats rounded to dtype (float16: "
+                             "the array layer composes; bfloat16: it casts the float32 result)"),
     # exact nearest-neighbour search: the k best of a product's rows, the product never written
     "matmul_topk": Kernel("search", COMPOSED,
                           "(x (n, d), mat (m, d), add (m,) or None, k, largest) -> (values (n, k), "

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+from .. import random as _grandom
 from ..array import api as gp
 from ..array import dispatch as _dispatch
 
@@ -19,7 +20,7 @@ from ..array.array import Array
 from ..array.dtypes import DType
 from ..autograd.function import Function
 from ..autograd.mode import is_grad_enabled
-from . import _random, _special
+from . import _special
 from .module import _no_grad
 
 __all__ = [
@@ -135,16 +136,21 @@ def dropout(input: Array, p: float = 0.5, training: bool = True, inplace: bool =
         return input
     if p == 1.0:
         return input * 0.0
-    keep = _random.uniform(input.shape, dtype=input.dtype, device=input.device) >= p
-    return input * _keep_scale(keep, 1.0 / (1.0 - p), input.dtype)
+    return input * _keep_scale(input.shape, p, 1.0 / (1.0 - p), input.dtype, input.device)
 
 
-def _keep_scale(keep: Array, scale: float, dtype) -> Array:
-    """``scale`` where ``keep``, else 0, in ``dtype``: one where (an astype and a multiply took
-    two passes)."""
-    dev = keep.device
-    return gp.where(keep, gp.asarray(scale, dtype=dtype, device=dev),
-                    gp.asarray(0.0, dtype=dtype, device=dev))
+def _keep_scale(shape: tuple, p, scale, dtype, device) -> Array:
+    """``scale`` where a uniform draw of ``shape`` is >= p, else 0, in ``dtype``: one kernel
+    (philox_dropout) where the draw, the comparison and a where took three passes; the same
+    numbers the default generator's ``uniform(shape) >= p`` gave."""
+    if isinstance(p, Array):
+        # an Array p takes part in type promotion (a float64 p compares float32 uniforms in
+        # float64): the draw, comparison and where as before
+        keep = _grandom.uniform(shape=shape, dtype=dtype, device=device) >= p
+        return gp.where(keep, gp.asarray(scale, dtype=dtype, device=device),
+                        gp.asarray(0.0, dtype=dtype, device=device))
+    # float(): a bool or int p compares as the number it is, as it did against the uniforms
+    return _grandom.keep_scale(shape, float(p), float(scale), dtype=dtype, device=device)
 
 
 def pad(input: Array, pad: tuple[int, ...], mode: str = "constant", value: float = 0.0) -> Array:
@@ -846,9 +852,9 @@ def _attend(op: str, query: Array, key: Array, value: Array, attn_mask, dropout_
     drop = None
     if dropout_p > 0.0:
         # the draws of dropout() on the (..., L, S) probabilities: the same seed, the same mask
-        keep = _random.uniform(batch + (lq, sk), dtype=dt, device=query.device) >= dropout_p
         mult = 0.0 if dropout_p == 1.0 else 1.0 / (1.0 - dropout_p)
-        drop = gp.reshape(_keep_scale(keep, mult, dt), _lead(batch) + (lq, sk))
+        drop = gp.reshape(_keep_scale(batch + (lq, sk), dropout_p, mult, dt, query.device),
+                          _lead(batch) + (lq, sk))
     out = _Attention.apply(_as4(query, batch), _as4(key, batch), _as4(value, batch), bias, drop,
                            causal=bool(is_causal), scale=scale, block=block_size)
     return gp.reshape(out, batch + (lq, value.shape[-1]))

@@ -17,8 +17,8 @@ from ..array.core import normalize_shape
 from ..array import dispatch as _dispatch
 from ..array import random_bits
 
-__all__ = ["Generator", "bernoulli", "default_generator", "get_state", "integers", "normal",
-           "permutation", "philox4x32", "random_raw", "seed", "set_state", "uniform"]
+__all__ = ["Generator", "bernoulli", "default_generator", "get_state", "integers", "keep_scale",
+           "normal", "permutation", "philox4x32", "random_raw", "seed", "set_state", "uniform"]
 
 
 def _ns():
@@ -105,6 +105,25 @@ class Generator:
         start = self._counter
         self._counter = (start + random_bits.uniform_blocks(n, dtype)) % 2 ** 64
         return random_bits.philox_uniform(n, start, self._key, dtype, _device(device))
+
+    def keep_scale(self, shape, p: float, scale: float, *, dtype=None, device=None):
+        """Dropout's multiplier: ``scale`` where ``uniform(shape=shape, dtype=dtype)`` would give
+        u >= p, else 0, from the same draw (the same counter advance), in one kernel."""
+        d = _float_dtype(dtype, "keep_scale")
+        random_bits._check_real("keep_scale", "p", p)
+        random_bits._check_real("keep_scale", "scale", scale)
+        shape = normalize_shape(shape, "keep_scale")
+        # a host op, like _unit: a traced graph draws a fresh mask on every replay
+        m = _dispatch.host_op(self._draw_keep_scale, _size(shape), float(p), float(scale), d,
+                              device)
+        return _ns().reshape(m, shape)
+
+    def _draw_keep_scale(self, n: int, p: float, scale: float, dtype, device):
+        # _draw_unit's blocks and advance, so every mask is the one uniform() >= p gave
+        start = self._counter
+        self._counter = (start + random_bits.uniform_blocks(n, dtype)) % 2 ** 64
+        return random_bits.philox_dropout(n, start, self._key, p, scale, dtype,
+                                          _device(device))
 
     # ---- distributions -----------------------------------------------------------------------
     def uniform(self, low: float = 0.0, high: float = 1.0, shape=(), *, dtype=None,
@@ -215,6 +234,12 @@ def random_raw(n: int, *, device=None):
 def uniform(low: float = 0.0, high: float = 1.0, shape=(), *, dtype=None, device=None):
     """Uniform floats in [low, high) from the default generator."""
     return default_generator.uniform(low, high, shape, dtype=dtype, device=device)
+
+
+def keep_scale(shape, p: float, scale: float, *, dtype=None, device=None):
+    """Dropout's multiplier (``scale`` where a uniform draw is >= p, else 0) from the default
+    generator."""
+    return default_generator.keep_scale(shape, p, scale, dtype=dtype, device=device)
 
 
 def normal(mean: float = 0.0, std: float = 1.0, shape=(), *, dtype=None, device=None):

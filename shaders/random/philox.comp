@@ -1,14 +1,18 @@
 #version 450
-// philox_blocks and philox_uniform (grilly/backends/vulkan/philox.py): invocation i computes
-// Philox4x32-10 of the block counter (counter + i) as a 64-bit number in words 0-1, words 2-3
-// zero, under the key (k0, k1). pc.off[0] = out (elements); pc.shape = (counter lo, counter hi,
-// k0, k1), bit patterns of uint32.
+// philox_blocks, philox_uniform and philox_dropout (grilly/backends/vulkan/philox.py):
+// invocation i computes Philox4x32-10 of the block counter (counter + i) as a 64-bit number in
+// words 0-1, words 2-3 zero, under the key (k0, k1). pc.off[0] = out (elements); pc.shape =
+// (counter lo, counter hi, k0, k1), bit patterns of uint32.
 //   UNIFORM 0 (philox_blocks): out[w * m + i] = word w (a (4, m) uint32 array); pc.n = m.
 //   UNIFORM 32: out is pc.n floats; block i gives out[4 i + j] = (word j >> 8) * 2^-24.
 //   UNIFORM 64: out is pc.n doubles; block i gives out[2 i + j] = ((word 2 j >> 5) * 2^26 +
 //   (word 2 j + 1 >> 6)) * 2^-53.
+//   DROP (with UNIFORM 32 or 64; philox_dropout): each uniform u is stored as u >= p ? scale
+//   : 0, p and scale in the output's type, given as bit patterns: float: pc.st[0] = p,
+//   pc.st[1] = scale; double: pc.st[0..1] = p (low word first), pc.st[2..3] = scale.
 // The uniforms are exact (at most 24 or 53 significant bits, scaled by a power of two), so
-// they equal the array layer's composition bit for bit, contracted into an fma or not.
+// they equal the array layer's composition bit for bit, contracted into an fma or not; so do
+// the comparisons with p made in the same type.
 #include "../common.glsl"
 
 #ifndef UNIFORM
@@ -40,6 +44,21 @@ uvec4 philox(uint c0, uint c1, uint k0, uint k1) {
     return uvec4(c0, c1, c2, c3);
 }
 
+#ifdef DROP
+#if UNIFORM == 64
+#define DTYPE double
+#define DROP_P packDouble2x32(uvec2(pc.st[0], pc.st[1]))
+#define DROP_S packDouble2x32(uvec2(pc.st[2], pc.st[3]))
+#else
+#define DTYPE float
+#define DROP_P intBitsToFloat(pc.st[0])
+#define DROP_S intBitsToFloat(pc.st[1])
+#endif
+#define KEEP(u) ((u) >= p ? s : DTYPE(0))
+#else
+#define KEEP(u) (u)
+#endif
+
 void main() {
     uint step = gl_NumWorkGroups.x * WG;
     uint clo = uint(pc.shape[0]), chi = uint(pc.shape[1]);
@@ -51,24 +70,27 @@ void main() {
 #else
     uint blocks = pc.n;
 #endif
+#ifdef DROP
+    DTYPE p = DROP_P, s = DROP_S;
+#endif
     for (uint i = gl_GlobalInvocationID.x; i < blocks; i += step) {
         uint c0 = clo + i;
         uvec4 w = philox(c0, chi + (c0 < clo ? 1u : 0u), k0, k1);
         int o = pc.off[0];
 #if UNIFORM == 64
         uint e = 2u * i;
-        res[o + int(e)] = (double(w.x >> 5u) * 67108864.0LF + double(w.y >> 6u))
-                          * (1.0LF / 9007199254740992.0LF);
+        res[o + int(e)] = KEEP((double(w.x >> 5u) * 67108864.0LF + double(w.y >> 6u))
+                               * (1.0LF / 9007199254740992.0LF));
         if (e + 1u < pc.n)
-            res[o + int(e) + 1] = (double(w.z >> 5u) * 67108864.0LF + double(w.w >> 6u))
-                                  * (1.0LF / 9007199254740992.0LF);
+            res[o + int(e) + 1] = KEEP((double(w.z >> 5u) * 67108864.0LF + double(w.w >> 6u))
+                                       * (1.0LF / 9007199254740992.0LF));
 #elif UNIFORM == 32
         uint e = 4u * i;
         vec4 u = vec4(w >> 8u) * (1.0 / 16777216.0);
-        res[o + int(e)] = u.x;
-        if (e + 1u < pc.n) res[o + int(e) + 1] = u.y;
-        if (e + 2u < pc.n) res[o + int(e) + 2] = u.z;
-        if (e + 3u < pc.n) res[o + int(e) + 3] = u.w;
+        res[o + int(e)] = KEEP(u.x);
+        if (e + 1u < pc.n) res[o + int(e) + 1] = KEEP(u.y);
+        if (e + 2u < pc.n) res[o + int(e) + 2] = KEEP(u.z);
+        if (e + 3u < pc.n) res[o + int(e) + 3] = KEEP(u.w);
 #else
         o += int(i);
         res[o] = w.x;

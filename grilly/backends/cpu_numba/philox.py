@@ -1,7 +1,9 @@
 """CPU kernels: philox_blocks, the Philox4x32-10 words of m consecutive 64-bit block counters in
 one parallel Numba loop (the array layer's composition takes some fifty namespace passes), and
 philox_uniform, uniform floats made from those words in the same loop (the composition writes
-the words, transposes them and converts them in some six passes)."""
+the words, transposes them and converts them in some six passes), and philox_dropout, those
+uniforms turned into a dropout multiplier in the same loop (the composition adds a comparison and
+a where)."""
 from __future__ import annotations
 
 import numpy as np
@@ -108,6 +110,46 @@ def _uniform64(out, clo, chi, k0, k1):
             out[e] = flat[e - 2 * a]
 
 
+@njit(parallel=True, cache=True, nogil=True)
+def _dropout32(out, clo, chi, k0, k1, p, s):
+    # _uniform32's loop with u >= p ? s : 0 stored; p and s are float32, so the comparison is
+    # the composition's float32 one
+    n = out.shape[0]
+    m = (n + 3) // 4
+    zero = np.float32(0.0)
+    for c in prange((m + _CHUNK - 1) // _CHUNK):
+        a = c * _CHUNK
+        b = min(a + _CHUNK, m)
+        tmp = np.empty((_CHUNK, 4), np.float32)
+        for i in range(b - a):
+            w = _block(clo, chi, k0, k1, a + i)
+            tmp[i, 0] = s if _u32(w[0]) >= p else zero
+            tmp[i, 1] = s if _u32(w[1]) >= p else zero
+            tmp[i, 2] = s if _u32(w[2]) >= p else zero
+            tmp[i, 3] = s if _u32(w[3]) >= p else zero
+        flat = tmp.reshape(4 * _CHUNK)
+        for e in range(4 * a, min(4 * b, n)):
+            out[e] = flat[e - 4 * a]
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _dropout64(out, clo, chi, k0, k1, p, s):
+    # _uniform64's loop with u >= p ? s : 0 stored
+    n = out.shape[0]
+    m = (n + 1) // 2
+    for c in prange((m + _CHUNK - 1) // _CHUNK):
+        a = c * _CHUNK
+        b = min(a + _CHUNK, m)
+        tmp = np.empty((_CHUNK, 2), np.float64)
+        for i in range(b - a):
+            w = _block(clo, chi, k0, k1, a + i)
+            tmp[i, 0] = s if _u64(w[0], w[1]) >= p else 0.0
+            tmp[i, 1] = s if _u64(w[2], w[3]) >= p else 0.0
+        flat = tmp.reshape(2 * _CHUNK)
+        for e in range(2 * a, min(2 * b, n)):
+            out[e] = flat[e - 2 * a]
+
+
 def philox_blocks(m: int, counter: int, key: int) -> np.ndarray:
     """(4, m) uint32 words of block counters counter .. counter + m - 1 under ``key``."""
     out = pool.empty((4, m), np.dtype(np.uint32))
@@ -124,4 +166,16 @@ def philox_uniform(n: int, counter: int, key: int, dtype) -> np.ndarray:
     return out
 
 
-KERNELS: dict = {"philox_blocks": philox_blocks, "philox_uniform": philox_uniform}
+def philox_dropout(n: int, counter: int, key: int, p: float, scale: float, dtype) -> np.ndarray:
+    """(n,) float32 or float64: ``scale`` where philox_uniform's u >= p, else 0, in ``dtype``."""
+    f = np.dtype(np.float64 if dtype.name == "float64" else np.float32)
+    out = pool.empty((n,), f)
+    # p and scale rounded to dtype as the full kernel rounds a Python scalar
+    pd, sd = (np.asarray(v).astype(f)[()] for v in (p, scale))
+    (_dropout64 if f == np.float64 else _dropout32)(out, counter & _MASK, counter >> 32,
+                                                    key & _MASK, key >> 32, pd, sd)
+    return out
+
+
+KERNELS: dict = {"philox_blocks": philox_blocks, "philox_dropout": philox_dropout,
+                 "philox_uniform": philox_uniform}

@@ -1,7 +1,10 @@
 """Vulkan kernels: philox_blocks, Philox4x32-10 words of m consecutive 64-bit block counters in
-one dispatch, and philox_uniform, uniform floats made from those words in the same dispatch
-(shaders/random/philox.comp; the compositions take some fifty and some six)."""
+one dispatch, philox_uniform, uniform floats made from those words in the same dispatch, and
+philox_dropout, those uniforms as a dropout multiplier in the same dispatch
+(shaders/random/philox.comp; the compositions take some fifty, some six and some eight)."""
 from __future__ import annotations
+
+import numpy as np
 
 from .. import dtypes as _dt
 from .kernels import new_buffer
@@ -37,6 +40,20 @@ def philox_uniform(ctx, n: int, counter: int, key: int, dtype):
     return out
 
 
+def philox_dropout(ctx, n: int, counter: int, key: int, p: float, scale: float, dtype):
+    """(n,) float32 or float64: ``scale`` where philox_uniform's u >= p, else 0, in ``dtype``."""
+    out = new_buffer(ctx, (n,), dtype)
+    f64 = dtype.name == "float64"
+    blocks = -(-n // 2) if f64 else -(-n // 4)
+    # p and scale rounded to dtype as the full kernel rounds a Python scalar, then passed as
+    # their bits (a double as two words, low first)
+    bits = np.array([p, scale], np.float64).astype(dtype.np).view(np.uint32)
+    dispatch(ctx, f"philox_dropout_{dtype.name}", (0, 1), [out], n, blocks, (out.offset,),
+             _words(counter, key), (tuple(_i32(int(b)) for b in bits),))
+    return out
+
+
 # no buffer argument: the device table passes their context
-philox_blocks.takes_ctx = philox_uniform.takes_ctx = True
-KERNELS: dict = {"philox_blocks": philox_blocks, "philox_uniform": philox_uniform}
+philox_blocks.takes_ctx = philox_uniform.takes_ctx = philox_dropout.takes_ctx = True
+KERNELS: dict = {"philox_blocks": philox_blocks, "philox_dropout": philox_dropout,
+                 "philox_uniform": philox_uniform}
