@@ -114,18 +114,24 @@ def composed_uniform(device, n: int, counter: int, key: int, dtype: dt.DType):
 _UNIFORM_DTYPES = (dt.float16, dt.bfloat16, dt.float32, dt.float64)
 
 
-def philox_uniform(n: int, counter: int, key: int, dtype: dt.DType, device):
-    """``n`` uniform floats in [0, 1) of ``dtype`` from the Philox words of blocks counter,
-    counter + 1, ... under ``key``: float32 and narrower from one word each, ``(w >> 8) *
-    2^-24`` (rounded to float16/bfloat16), float64 from two, ``((w0 >> 5) * 2^26 + (w1 >> 6))
-    * 2^-53``; they use ``uniform_blocks(n, dtype)`` blocks."""
-    op = "philox_uniform"
+def _check_draw(op: str, n: int, counter: int, key: int, dtype, device):
+    """The arguments every float draw takes, checked; the device resolved."""
     _check_ints(op, "n", n, counter, key)
     if not any(dtype is d for d in _UNIFORM_DTYPES):
         raise TypeError(f"{op}: dtype must be a real floating dtype, got "
                         f"{getattr(dtype, 'name', dtype)!r}")
     dev = core.resolve_device(device, op)
     core.check_device_dtype(dev, dtype, op)
+    return dev
+
+
+def philox_uniform(n: int, counter: int, key: int, dtype: dt.DType, device):
+    """``n`` uniform floats in [0, 1) of ``dtype`` from the Philox words of blocks counter,
+    counter + 1, ... under ``key``: float32 and narrower from one word each, ``(w >> 8) *
+    2^-24`` (rounded to float16/bfloat16), float64 from two, ``((w0 >> 5) * 2^26 + (w1 >> 6))
+    * 2^-53``; they use ``uniform_blocks(n, dtype)`` blocks."""
+    op = "philox_uniform"
+    dev = _check_draw(op, n, counter, key, dtype, device)
     if n == 0:
         return core.wrap(core.full_buf(dev, (0,), 0, dtype), dtype, dev)
     # the kernel computes float32 and float64; a narrower float is the float32 values rounded
@@ -159,14 +165,9 @@ def philox_dropout(n: int, counter: int, key: int, p: float, scale: float, dtype
     array API converts Python scalars (bfloat16: the float32 multiplier rounded); the same
     blocks as philox_uniform."""
     op = "philox_dropout"
-    _check_ints(op, "n", n, counter, key)
     _check_real(op, "p", p)
     _check_real(op, "scale", scale)
-    if not any(dtype is d for d in _UNIFORM_DTYPES):
-        raise TypeError(f"{op}: dtype must be a real floating dtype, got "
-                        f"{getattr(dtype, 'name', dtype)!r}")
-    dev = core.resolve_device(device, op)
-    core.check_device_dtype(dev, dtype, op)
+    dev = _check_draw(op, n, counter, key, dtype, device)
     if n == 0:
         return core.wrap(core.full_buf(dev, (0,), 0, dtype), dtype, dev)
     p, scale = float(p), float(scale)
