@@ -12,7 +12,9 @@ import grilly as gp
 import grilly.nn.functional as F
 from grilly.array import attention as _att
 from grilly.array import random_bits
-from grilly.random import Generator, philox4x32
+from grilly.random import Generator
+from test_philox_uniform import _bits
+from test_philox_uniform import _reference as uniform_reference
 
 DTYPES = ["float16", "bfloat16", "float32", "float64"]
 PS = (0.1, 0.5, 0.9)
@@ -21,37 +23,14 @@ CASES = [(1, 0, 0), (3, 5, 2 ** 64 - 1), (7, 2 ** 32 - 1, 77), (1001, 2 ** 32 - 
          (13, 2 ** 64 - 2, 123456789), (4099, 2 ** 64 - 300, 2 ** 40 + 3)]
 
 
-def _words(count: int, counter: int, key: int) -> np.ndarray:
-    """Stream words 0 .. count - 1 of blocks counter, counter + 1, ... (mod 2^64), the block
-    counters made with Python ints (as in test_philox_uniform)."""
-    m = -(-count // 4)
-    blk = [(counter + i) % 2 ** 64 for i in range(m)]
-    cs = [gp.asarray(np.array(v, np.uint32), device="cpu") for v in
-          ([b & 0xFFFFFFFF for b in blk], [b >> 32 for b in blk], [0] * m, [0] * m)]
-    out = philox4x32(*cs, key & 0xFFFFFFFF, key >> 32, use_u64=True)
-    return np.stack([np.asarray(w) for w in out], axis=1).reshape(-1)[:count]
-
-
 def _reference(n: int, counter: int, key: int, p: float, scale: float, dtype: str) -> np.ndarray:
-    """The equations on numpy: u as philox_uniform makes it, compared with p in the dtype
-    (float16: u and p rounded to float16), scale in the dtype where kept; bfloat16 is the
-    float32 multiplier rounded."""
-    if dtype == "float64":
-        w = _words(2 * n, counter, key).astype(np.uint64)
-        u = ((w[0::2] >> 5) * 2.0 ** 26 + (w[1::2] >> 6)) * 2.0 ** -53
-        f = np.float64
-    else:
-        u = (_words(n, counter, key) >> 8).astype(np.float32) * np.float32(2.0 ** -24)
-        f = np.float16 if dtype == "float16" else np.float32
-        u = u.astype(f)
+    """The equations on numpy: u as philox_uniform makes it (test_philox_uniform's reference),
+    compared with p in the dtype (float16: u and p rounded to float16), scale in the dtype where
+    kept; bfloat16 is the float32 multiplier rounded."""
+    u = uniform_reference(n, counter, key, dtype if dtype in ("float16", "float64") else "float32")
+    f = u.dtype.type
     m = np.where(u >= f(p), f(scale), f(0.0))
     return m.astype(getattr(gp, dtype).np)
-
-
-def _bits(a) -> np.ndarray:
-    """An Array's or ndarray's values as unsigned integers of the same width."""
-    h = np.asarray(a)
-    return h.view(f"u{h.dtype.itemsize}")
 
 
 def _same(a, b) -> bool:
