@@ -10,7 +10,7 @@ in ``grilly.device_stats(device)["host_round_trips"]`` (docs/vulkan.md lists the
 from __future__ import annotations
 
 from .. import dtypes as _dt
-from .kernels import broadcast_to, full, new_buffer, reshape
+from .kernels import broadcast_to, elementwise, full, new_buffer, permute, reshape
 from .memory import Buffer
 from .reductions import _prod, dispatch
 
@@ -160,9 +160,7 @@ def matmul(out_shape, out_dtype, a: Buffer, b: Buffer) -> Buffer:
 def linear(x: Buffer, w: Buffer, bias: Buffer | None) -> Buffer:
     """x (M, K) @ w (N, K)^T + bias: w read transposed in place; the bias is added in the sgemm
     shader's epilogue where that runs unsplit, else by one elementwise pass."""
-    wt = Buffer(w.ctx, w.alloc, w.offset, (w.shape[1], w.shape[0]), (w.strides[1], w.strides[0]),
-                w.dtype)
-    return _matmul((x.shape[0], w.shape[0]), x.dtype, x, wt, bias)
+    return _matmul((x.shape[0], w.shape[0]), x.dtype, x, permute(w, (1, 0)), bias)
 
 
 def _bias_ok(bias: Buffer | None, dtype) -> bool:
@@ -172,15 +170,11 @@ def _bias_ok(bias: Buffer | None, dtype) -> bool:
             and (bias.strides == (1,) or bias.size <= 1))
 
 
-_ADD = []   # the elementwise add kernel, built on first use
+_add = elementwise()["add"]   # the bias added where the epilogue cannot take it
 
 
 def _add_bias(out: Buffer, bias: Buffer) -> Buffer:
-    if not _ADD:
-        from .kernels import _ew_kernel
-        from .variants import op_codes
-        _ADD.append(_ew_kernel("add", op_codes()["add"]))
-    return _ADD[0](out.shape, out.dtype, out, bias)
+    return _add(out.shape, out.dtype, out, bias)
 
 
 def _matmul(out_shape: tuple, out_dtype, a: Buffer, b: Buffer, bias: Buffer | None) -> Buffer:
