@@ -185,25 +185,18 @@ def adagrad_step(p, g, state_sum, clr, eps, weight_decay, maximize) -> None:
          (bool(maximize),))
 
 
-_UNSCALE = _HEADER + '''
-@njit(**_o)
-def s_unscale(g, inv):
+# the serial and parallel loops of amp_unscale: one body
+_UNSCALE_BODY = """
     bad = 0
-    for i in range(g.shape[0]):
+    for i in {loop}(g.shape[0]):
         v = g[i]
         bad += 0 if np.isfinite(v) else 1
         g[i] = v * inv
     return bad
-
-@njit(parallel=True, **_o)
-def p_unscale(g, inv):
-    bad = 0
-    for i in prange(g.shape[0]):
-        v = g[i]
-        bad += 0 if np.isfinite(v) else 1
-        g[i] = v * inv
-    return bad
-'''
+"""
+_UNSCALE = (_HEADER + "\n@njit(**_o)\ndef s_unscale(g, inv):" + _UNSCALE_BODY.format(loop="range")
+            + "\n@njit(parallel=True, **_o)\ndef p_unscale(g, inv):"
+            + _UNSCALE_BODY.format(loop="prange"))
 
 
 def amp_unscale(g: np.ndarray, found: np.ndarray, inv_scale: float) -> None:
