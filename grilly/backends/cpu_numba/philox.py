@@ -66,54 +66,16 @@ def _u64(w0, w1):
         * _F64_SCALE
 
 
-# blocks per task of the uniform loops: a task computes its blocks' values into a small scratch
+# blocks per task of the draw loops: a task computes its blocks' values into a small scratch
 # array and copies that out. Stored straight into the output the same loop did not vectorize
 # (Numba cannot tell LLVM that an argument is unaliased) and ran three to four times slower.
 _CHUNK = 1024
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def _uniform32(out, clo, chi, k0, k1):
-    # block i gives elements 4 i .. 4 i + 3
-    n = out.shape[0]
-    m = (n + 3) // 4
-    for c in prange((m + _CHUNK - 1) // _CHUNK):
-        a = c * _CHUNK
-        b = min(a + _CHUNK, m)
-        tmp = np.empty((_CHUNK, 4), np.float32)
-        for i in range(b - a):
-            w = _block(clo, chi, k0, k1, a + i)
-            tmp[i, 0] = _u32(w[0])
-            tmp[i, 1] = _u32(w[1])
-            tmp[i, 2] = _u32(w[2])
-            tmp[i, 3] = _u32(w[3])
-        flat = tmp.reshape(4 * _CHUNK)
-        for e in range(4 * a, min(4 * b, n)):
-            out[e] = flat[e - 4 * a]
-
-
-@njit(parallel=True, cache=True, nogil=True)
-def _uniform64(out, clo, chi, k0, k1):
-    # block i gives elements 2 i (words 0, 1) and 2 i + 1 (words 2, 3)
-    n = out.shape[0]
-    m = (n + 1) // 2
-    for c in prange((m + _CHUNK - 1) // _CHUNK):
-        a = c * _CHUNK
-        b = min(a + _CHUNK, m)
-        tmp = np.empty((_CHUNK, 2), np.float64)
-        for i in range(b - a):
-            w = _block(clo, chi, k0, k1, a + i)
-            tmp[i, 0] = _u64(w[0], w[1])
-            tmp[i, 1] = _u64(w[2], w[3])
-        flat = tmp.reshape(2 * _CHUNK)
-        for e in range(2 * a, min(2 * b, n)):
-            out[e] = flat[e - 2 * a]
-
-
-@njit(parallel=True, cache=True, nogil=True)
-def _dropout32(out, clo, chi, k0, k1, p, s):
-    # _uniform32's loop with u >= p ? s : 0 stored; p and s are float32, so the comparison is
-    # the composition's float32 one
+def _draw32(out, clo, chi, k0, k1, drop, p, s):
+    # block i gives elements 4 i .. 4 i + 3: the uniforms, or (drop) s where u >= p else 0
+    # (p and s float32: the composition's float32 comparison)
     n = out.shape[0]
     m = (n + 3) // 4
     zero = np.float32(0.0)
@@ -123,18 +85,17 @@ def _dropout32(out, clo, chi, k0, k1, p, s):
         tmp = np.empty((_CHUNK, 4), np.float32)
         for i in range(b - a):
             w = _block(clo, chi, k0, k1, a + i)
-            tmp[i, 0] = s if _u32(w[0]) >= p else zero
-            tmp[i, 1] = s if _u32(w[1]) >= p else zero
-            tmp[i, 2] = s if _u32(w[2]) >= p else zero
-            tmp[i, 3] = s if _u32(w[3]) >= p else zero
+            for j in range(4):
+                u = _u32(w[j])
+                tmp[i, j] = (s if u >= p else zero) if drop else u
         flat = tmp.reshape(4 * _CHUNK)
         for e in range(4 * a, min(4 * b, n)):
             out[e] = flat[e - 4 * a]
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def _dropout64(out, clo, chi, k0, k1, p, s):
-    # _uniform64's loop with u >= p ? s : 0 stored
+def _draw64(out, clo, chi, k0, k1, drop, p, s):
+    # block i gives elements 2 i (words 0, 1) and 2 i + 1 (words 2, 3); drop as _draw32
     n = out.shape[0]
     m = (n + 1) // 2
     for c in prange((m + _CHUNK - 1) // _CHUNK):
@@ -143,8 +104,9 @@ def _dropout64(out, clo, chi, k0, k1, p, s):
         tmp = np.empty((_CHUNK, 2), np.float64)
         for i in range(b - a):
             w = _block(clo, chi, k0, k1, a + i)
-            tmp[i, 0] = s if _u64(w[0], w[1]) >= p else 0.0
-            tmp[i, 1] = s if _u64(w[2], w[3]) >= p else 0.0
+            for j in range(2):
+                u = _u64(w[2 * j], w[2 * j + 1])
+                tmp[i, j] = (s if u >= p else 0.0) if drop else u
         flat = tmp.reshape(2 * _CHUNK)
         for e in range(2 * a, min(2 * b, n)):
             out[e] = flat[e - 2 * a]
@@ -161,8 +123,9 @@ def philox_uniform(n: int, counter: int, key: int, dtype) -> np.ndarray:
     """(n,) float32 or float64 uniforms in [0, 1) from the words of blocks counter, ... ."""
     f64 = dtype.name == "float64"
     out = pool.empty((n,), np.dtype(np.float64 if f64 else np.float32))
-    (_uniform64 if f64 else _uniform32)(out, counter & _MASK, counter >> 32, key & _MASK,
-                                        key >> 32)
+    t = out.dtype.type
+    (_draw64 if f64 else _draw32)(out, counter & _MASK, counter >> 32, key & _MASK, key >> 32,
+                                  False, t(0), t(0))
     return out
 
 
@@ -172,8 +135,8 @@ def philox_dropout(n: int, counter: int, key: int, p: float, scale: float, dtype
     out = pool.empty((n,), f)
     # p and scale rounded to dtype as the full kernel rounds a Python scalar
     pd, sd = (np.asarray(v).astype(f)[()] for v in (p, scale))
-    (_dropout64 if f == np.float64 else _dropout32)(out, counter & _MASK, counter >> 32,
-                                                    key & _MASK, key >> 32, pd, sd)
+    (_draw64 if f == np.float64 else _draw32)(out, counter & _MASK, counter >> 32, key & _MASK,
+                                              key >> 32, True, pd, sd)
     return out
 
 
