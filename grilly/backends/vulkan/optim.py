@@ -18,6 +18,15 @@ _RULES = {"sgd_step": 0, "adam_step": 1, "rmsprop_step": 2, "adagrad_step": 3}
 _NBUF = 5
 
 
+def _check_limits(op: str, ctx, n: int) -> None:
+    """optim.comp binds five buffers and indexes elements with 32-bit ints."""
+    if ctx.bindings < _NBUF:
+        raise NotImplementedError(f"{op}: the Vulkan device {ctx.phys.name!r} binds "
+                                  f"{ctx.bindings} buffers per kernel; this kernel needs {_NBUF}")
+    if n >= 2**31:
+        raise ValueError(f"{op}: {n} elements exceed the Vulkan backend's 2**31 limit")
+
+
 def _run(op: str, p, g, state: list, scalars: tuple, flags: tuple) -> None:
     name = p.dtype.name
     if name not in _PC:
@@ -26,15 +35,10 @@ def _run(op: str, p, g, state: list, scalars: tuple, flags: tuple) -> None:
         if b is not None and (b.dtype is not p.dtype or b.shape != p.shape):
             raise ValueError(f"{op}: every buffer must have the parameter's shape {p.shape} and "
                              f"dtype {name}, got {b.shape} {b.dtype.name}")
-    ctx = p.ctx
-    if ctx.bindings < _NBUF:
-        raise NotImplementedError(f"{op}: the Vulkan device {ctx.phys.name!r} binds "
-                                  f"{ctx.bindings} buffers per kernel; this kernel needs {_NBUF}")
-    n = p.size
+    ctx, n = p.ctx, p.size
+    _check_limits(op, ctx, n)
     if n == 0:
         return
-    if n >= 2**31:
-        raise ValueError(f"{op}: {n} elements exceed the Vulkan backend's 2**31 limit")
     out = [p, *state]
     work = [b if b is None or b.is_contiguous() else copy(b) for b in out]
     slots = [w if w is not None else work[0] for w in work]
@@ -84,13 +88,8 @@ def amp_unscale(g, found, inv_scale) -> None:
     name = g.dtype.name
     if name not in _PC:
         raise TypeError(f"amp_unscale: the Vulkan kernel takes float32 or float64, got {name}")
-    ctx = g.ctx
-    if ctx.bindings < _NBUF:
-        raise NotImplementedError(f"amp_unscale: the Vulkan device {ctx.phys.name!r} binds "
-                                  f"{ctx.bindings} buffers per kernel; this kernel needs {_NBUF}")
-    n = g.size
-    if n >= 2**31:
-        raise ValueError(f"amp_unscale: {n} elements exceed the Vulkan backend's 2**31 limit")
+    ctx, n = g.ctx, g.size
+    _check_limits("amp_unscale", ctx, n)
     work = g if g.is_contiguous() else copy(g)
     bufs = [work, found, work, work, work]
     pc = _PC[name].pack(n, work.offset, found.offset, work.offset, work.offset, work.offset,
