@@ -130,6 +130,14 @@ def binary(op: str, x1, x2) -> Array:
             k = dev.kernels.get(op)
             if k is not None:
                 return Array._new(k(shape, rd, x1._buf, x2._buf), rd, dev)
+    elif type(x1) is Array and type(x2) in _SCALAR_KINDS:
+        out = _scalar_fast(op, x1, x2, True)
+        if out is not None:
+            return out
+    elif type(x2) is Array and type(x1) in _SCALAR_KINDS:
+        out = _scalar_fast(op, x2, x1, False)
+        if out is not None:
+            return out
     allowed, compute, result = BINARY[op]
     if isinstance(x1, Array):
         dev = x1._device
@@ -159,6 +167,26 @@ def binary(op: str, x1, x2) -> Array:
     if k is None:
         return composite(dev, op)(dev, shape, rd, a, b)
     return Array._new(k(shape, rd, a._buf, b._buf), rd, dev)
+
+
+# Python scalar type -> the array dtype kinds it combines with without changing the dtype
+_SCALAR_KINDS = {int: "iufc", float: "fc"}
+
+
+def _scalar_fast(op: str, x: Array, s, x_first: bool) -> Array | None:
+    """``binary(op, x, s)`` (or ``(s, x)``) for a Python int or float ``s`` that leaves x's
+    dtype as it is, when the op has taken that dtype before; None sends the call the long way."""
+    d = x._dtype
+    if d.kind not in _SCALAR_KINDS[type(s)]:
+        return None   # (a bool array and an int, an integer array and a float: the errors)
+    rd = _FAST.get(op, _NONE).get(d)
+    dev = x._device
+    k = dev.kernels.get(op)
+    if rd is None or k is None:
+        return None
+    c = scalar_operand(s, d, dev, op)._buf
+    return Array._new(k(x._buf.shape, rd, x._buf, c) if x_first else k(x._buf.shape, rd, c, x._buf),
+                      rd, dev)
 
 
 def _operand(x, dtype, dev, op: str) -> Array:

@@ -15,6 +15,14 @@ __all__ = ["broadcast_arrays", "broadcast_shapes", "broadcast_to", "concat", "ex
 
 def _ints(seq, op: str, arg: str) -> tuple:
     """``seq`` (an int or a sequence of ints) as a tuple of Python ints, or TypeError."""
+    if type(seq) is int:
+        return (seq,)
+    if type(seq) is tuple:
+        for v in seq:
+            if type(v) is not int:   # (bool, numpy ints, ...: checked and converted below)
+                break
+        else:
+            return seq   # the common case: already a tuple of Python ints
     if isinstance(seq, Array) or not hasattr(seq, "__iter__"):
         seq = (seq,)
     out = []
@@ -210,17 +218,19 @@ def reshape(x: Array, /, shape: tuple[int, ...], *, copy: bool | None = None) ->
     shape = _shape_arg(shape, "reshape")
     if copy not in (None, True, False):
         raise TypeError(f"reshape: copy must be True, False or None, got {copy!r}")
-    unknown = [i for i, s in enumerate(shape) if s == -1]
-    if len(unknown) > 1 or any(s < -1 for s in shape):
-        raise ValueError(f"reshape: invalid shape {shape}; only one -1 and no other negatives")
-    known = 1
-    for s in shape:
-        known *= s if s != -1 else 1
+    known, unknown = 1, None   # (one pass: this runs on every reshape)
+    for i, s in enumerate(shape):
+        if s >= 0:
+            known *= s
+        elif s == -1 and unknown is None:
+            unknown = i
+        else:
+            raise ValueError(f"reshape: invalid shape {shape}; only one -1 and no other negatives")
     size = x.size
-    if unknown:
+    if unknown is not None:
         if known == 0 or size % known:
             raise ValueError(f"reshape: cannot reshape an array of size {size} into {shape}")
-        shape = shape[:unknown[0]] + (size // known,) + shape[unknown[0] + 1:]
+        shape = shape[:unknown] + (size // known,) + shape[unknown + 1:]
     elif known != size:
         raise ValueError(f"reshape: cannot reshape an array of size {size} into {shape}")
     if not copy and tuple(x._buf.shape) == shape:

@@ -28,6 +28,7 @@ def _check(op: str, p, g, **state) -> None:
     core.check_array(p, op, "p")
     if p._dtype.kind != "f":
         raise TypeError(f"{op}: p must have a real floating dtype, got {p._dtype.name}")
+    shape = p.shape
     for name, a in (("g", g), *state.items()):
         if a is None:
             continue
@@ -35,9 +36,10 @@ def _check(op: str, p, g, **state) -> None:
         if a._dtype is not p._dtype:
             raise TypeError(f"{op}: {name} has dtype {a._dtype.name}, expected p's dtype "
                             f"{p._dtype.name}")
-        if a.shape != p.shape:
-            raise ValueError(f"{op}: {name} has shape {a.shape}, expected p's shape {p.shape}")
-        core.common_device(op, p, a)
+        if a.shape != shape:
+            raise ValueError(f"{op}: {name} has shape {a.shape}, expected p's shape {shape}")
+        if a._device is not p._device:
+            core.common_device(op, p, a)   # (raises)
 
 
 def _run(op: str, p: Array, arrays: tuple, scalars: tuple) -> None:

@@ -154,6 +154,8 @@ def composed_dropout(device, n: int, counter: int, key: int, p: float, scale: fl
 
 def _check_real(op: str, name: str, v) -> None:
     # numbers.Real takes Python and NumPy ints and floats; a bool is no probability or scale
+    if type(v) is float or type(v) is int:
+        return   # the common case, without the ABC's isinstance (microseconds, Python-level)
     if isinstance(v, bool) or not isinstance(v, numbers.Real):
         raise TypeError(f"{op}: {name} must be a real number, got {type(v).__name__}")
 

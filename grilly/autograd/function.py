@@ -19,7 +19,8 @@ def _edges(args) -> list:
     for i, a in enumerate(args):
         if isinstance(a, Array):
             if a.requires_grad and a._dtype.kind in "fc":
-                edges.append((i, edge_of(a), a.shape, a._dtype))
+                # (edge_of, inlined: this runs for every argument of every recorded op)
+                edges.append((i, a._node if a._node is not None else a, a.shape, a._dtype))
         elif isinstance(a, _SEQ):
             for j, b in enumerate(a):
                 if isinstance(b, Array) and b.requires_grad and b._dtype.kind in "fc":
@@ -34,8 +35,11 @@ def record(name: str, rule, args: tuple, kw: dict, out, save_out: bool = True):
     if not edges:
         return out
     if isinstance(out, Array):
-        if out._dtype.kind not in "fc" or any(out is a for a in args):
+        if out._dtype.kind not in "fc":
             return out
+        for a in args:   # (a loop, not any() over a generator: this runs on every op)
+            if out is a:
+                return out
         out._node = (Node(name, rule, args, kw, out if save_out else None, edges, 1), 0)
         out.requires_grad = True
         return out
@@ -92,7 +96,7 @@ class _Ctx:
 
     def __init__(self, args):
         self.saved_tensors = ()
-        self.needs_input_grad = tuple(isinstance(a, Array) and a.requires_grad for a in args)
+        self.needs_input_grad = tuple([isinstance(a, Array) and a.requires_grad for a in args])
 
     def save_for_backward(self, *arrays) -> None:
         """Keep ``arrays`` for backward (read them back as ``ctx.saved_tensors``)."""

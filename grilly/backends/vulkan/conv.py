@@ -27,16 +27,29 @@ def _check(op: str, buf, size: int) -> None:
         raise ValueError(f"{op}: more than 2**31 elements exceed the Vulkan backend's limit")
 
 
-def _fill_bits(fill: float, dtype) -> list:
+def _fill_bits(fill: float, dtype) -> tuple:
     """``fill`` as the signed 32-bit words the shader rebuilds it from (float16: float32 bits of
     the float16 value, rounded as the CPU kernel rounds it)."""
-    with np.errstate(over="ignore"):
-        if dtype.name == "float64":
-            return [int(w) for w in np.array([fill], np.float64).view(np.int32)]
-        v = np.float32(fill)
-        if dtype.name == "float16":
-            v = np.float32(np.float16(v))
-    return [int(np.array([v]).view(np.int32)[0])]
+    # cached: the numpy conversion costs microseconds and every im2col asks (repr keys -0.0
+    # apart from 0.0, and NaN)
+    key = (dtype.name, type(fill), repr(fill))
+    words = _FILL_BITS.get(key)
+    if words is None:
+        with np.errstate(over="ignore"):
+            if dtype.name == "float64":
+                words = tuple(int(w) for w in np.array([fill], np.float64).view(np.int32))
+            else:
+                v = np.float32(fill)
+                if dtype.name == "float16":
+                    v = np.float32(np.float16(v))
+                words = (int(np.array([v]).view(np.int32)[0]),)
+        if len(_FILL_BITS) >= 256:
+            _FILL_BITS.clear()
+        _FILL_BITS[key] = words
+    return words
+
+
+_FILL_BITS: dict = {}   # (dtype name, fill's type, repr(fill)) -> words
 
 
 def _run(op: int, cm: bool, out, src, image: tuple, kernel, stride, dilation, pads, hw,

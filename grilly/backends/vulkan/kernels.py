@@ -86,6 +86,24 @@ def launch(ctx, variant: str, op: int, bufs: list, shape: tuple, name: str) -> N
 def dispatch_flat(ctx, variant: str, op: int, allocs: list, offs: list, flat: tuple, n: int) -> None:
     """Record one elementwise dispatch whose operands are contiguous (``flat`` True) or one
     element, at element offsets ``offs`` of ``allocs`` (the output first)."""
+    # the pipeline, push constants and item count depend on nothing else: made once per key
+    # (packing the push constants alone costs about half a microsecond a call)
+    key = (variant, op, flat, n, *offs)
+    call = ctx.flat_calls.get(key)
+    if call is None:
+        call = _flat_call(ctx, variant, op, offs, flat, n)
+        if len(ctx.flat_calls) >= FLAT_CALLS_MAX:
+            ctx.flat_calls.clear()
+        ctx.flat_calls[key] = call
+    pipe, pc, items = call
+    ctx.recorder.dispatch_allocs(pipe, allocs, pc, items)
+
+
+FLAT_CALLS_MAX = 4096   # bounds a context's dispatch_flat cache (sizes and offsets vary)
+
+
+def _flat_call(ctx, variant: str, op: int, offs: list, flat: tuple, n: int) -> tuple:
+    """(pipeline, push constants, items) of a dispatch_flat call."""
     spec = (op, 1)
     if n & 3 == 0 and variant in VEC4_VARIANTS and op != _WHERE:
         for o, c in zip(offs, flat):
@@ -93,9 +111,8 @@ def dispatch_flat(ctx, variant: str, op: int, allocs: list, offs: list, flat: tu
                 break
         else:
             spec, n = (op, 1, 1), n >> 2   # 128-bit loads and stores, 4 elements per step
-    pipe = ctx.pipelines.get((variant, spec)) or ctx.pipeline(variant, spec)
-    ctx.recorder.dispatch_allocs(pipe, allocs, _PC.pack(n, *offs, *_PAD[len(offs)], n, 0, 0, 0, 0,
-                                                        *_FLAT[flat]), n)
+    pipe = ctx.pipeline(variant, spec)
+    return pipe, _PC.pack(n, *offs, *_PAD[len(offs)], n, 0, 0, 0, 0, *_FLAT[flat]), n
 
 
 # elementwise variants with the VEC4 path (32-bit dtypes, output of the input's dtype)
@@ -230,7 +247,13 @@ def eye(ctx, n_rows: int, n_cols: int, k: int, dtype) -> Buffer:
 
 
 def _cast_into(dst: Buffer, src: Buffer, name: str) -> None:
-    launch(dst.ctx, f"cast_{src.dtype.name}_{dst.dtype.name}", 0, [dst, src], dst.shape, name)
+    variant = _CASTS.get((src.dtype, dst.dtype))
+    if variant is None:   # (built once per pair: every copy, astype and assign comes here)
+        variant = _CASTS[src.dtype, dst.dtype] = f"cast_{src.dtype.name}_{dst.dtype.name}"
+    launch(dst.ctx, variant, 0, [dst, src], dst.shape, name)
+
+
+_CASTS: dict = {}   # (source dtype, destination dtype) -> cast shader variant
 
 
 def astype(buf: Buffer, dtype) -> Buffer:

@@ -259,6 +259,9 @@ class Context:
         self._make_layout()
         self._make_pipeline_cache()
         self.pipelines: dict = {}
+        # (variant, op, flat pattern, n, *offsets) -> (pipeline, push constants, items)
+        # of an elementwise dispatch (vulkan/kernels.py dispatch_flat)
+        self.flat_calls: dict = {}
         self.spirv: dict = {}
         # pool, recorder, staging and fuser are attached by vulkan/backend.py (open_context),
         # which sits above the modules that define them
