@@ -242,3 +242,54 @@ def test_linear_adds_the_bias_in_the_sgemm_epilogue(monkeypatch, m, n, k, offset
     sgemm = [v for v, _ in used if v.startswith("sgemm_")]
     split = linalg._split_k(sgemm[0], 1, m, n, k) > 1 if sgemm else False
     assert bool(fused) == (offset == 0 and bool(sgemm) and not split), used
+
+
+@pytest.mark.parametrize("ta,tb", list(itertools.product([False, True], repeat=2)))
+@pytest.mark.parametrize("batch", [None, 3])
+def test_sgemm_64x64_tiles(variants, monkeypatch, ta, tb, batch):
+    """sgemm.comp's S64 variants (64x64 tiles, 32-deep slabs), forced on every shape: aligned
+    and ragged, batched, each layout, and a linear layer's bias in their epilogue."""
+    from grilly.array import dense
+    from grilly.backends.vulkan import linalg
+
+    monkeypatch.setattr(linalg, "use_s64", lambda *a: True)
+    rng = np.random.default_rng(11)
+    seen = set()
+    for m, n, k in SHAPES + [(64, 64, 32), (70, 8, 12)]:
+        sa, sb = ((k, m) if ta else (m, k)), ((n, k) if tb else (k, n))
+        if batch:
+            sa, sb = (batch, *sa), (batch, *sb)
+        a = rng.standard_normal(sa).astype(np.float32)
+        b = rng.standard_normal(sb).astype(np.float32)
+        ga, gb = gp.asarray(a, device=VK[0]), gp.asarray(b, device=VK[0])
+        if ta:
+            a, ga = np.swapaxes(a, -1, -2), gp.matrix_transpose(ga)
+        if tb:
+            b, gb = np.swapaxes(b, -1, -2), gp.matrix_transpose(gb)
+        ref = a.astype(np.float64) @ b.astype(np.float64)
+        variants.clear()
+        got = np.asarray(ga @ gb)
+        seen.update(variants)
+        scale = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64)
+        assert got.shape == ref.shape
+        assert np.all(np.abs(got - ref) <= 4 * k * 2.0**-24 * scale + 1e-30)
+    tag = ("t" if ta else "n") + ("t" if tb else "n")
+    assert {f"sgemm_{tag}_s64_float32", f"sgemm_{tag}_edge_s64_float32"} <= seen, seen
+    if not batch and tag == "nn":
+        x = rng.standard_normal((4100, 48)).astype(np.float32)
+        w = rng.standard_normal((36, 48)).astype(np.float32)
+        bias = rng.standard_normal(36).astype(np.float32)
+        variants.clear()
+        got = np.asarray(dense.linear(*(gp.asarray(v, device=VK[0]) for v in (x, w, bias))))
+        assert variants == ["sgemm_nt_edge_s64_float32"]   # the bias in the epilogue
+        np.testing.assert_allclose(got, x.astype(np.float64) @ w.T + bias, rtol=1e-5, atol=1e-5)
+
+
+def test_sgemm_64x64_tiles_where_128_would_be_half_empty():
+    from grilly.backends.vulkan import linalg
+
+    assert linalg.use_s64(256, 256, 64, 256)        # attention's p v: half-empty 128 tiles
+    assert linalg.use_s64(1, 65536, 64, 576)        # a narrow layer over many rows
+    assert not linalg.use_s64(1, 4096, 4096, 4096)  # full tiles
+    assert not linalg.use_s64(256, 256, 256, 64)
+    assert not linalg.use_s64(1, 128, 64, 8192)     # few tiles: the K-split paths

@@ -1,8 +1,8 @@
 #version 450
-// float32 matmul for large operands: 128x128 output tiles per workgroup, 16-deep k slabs
-// double-buffered in shared memory, 8x8 outputs per invocation held as two 4x4 blocks (rows
-// 4ty.. and 64+4ty.., columns 4tx.. and 64+4tx..). Invocations 0-127 load A, 128-255 load B;
-// every global and shared access is a vec4.
+// float32 matmul for large operands: 128x128 output tiles per workgroup (S64: 64x64, below),
+// 16-deep k slabs double-buffered in shared memory, 8x8 outputs per invocation held as two 4x4
+// blocks (rows 4ty.. and 64+4ty.., columns 4tx.. and 64+4tx..). Invocations 0-127 load A,
+// 128-255 load B; every global and shared access is a vec4.
 //
 // An operand is read in the layout it has, without a copy (backward's x^T @ g and g @ W^T):
 // - "row" loading (A as (M, K), or B transposed: B^T stored as (N, K)): k is contiguous; a
@@ -61,8 +61,20 @@ const bool GUARD = true;
 const bool GUARD = false;
 #endif
 
+// S64: 64x64 output tiles, 32-deep slabs, 4x4 outputs per invocation (rows 4ty.., columns
+// 4tx..): a quarter of the registers, so more workgroups share an SM, for products whose
+// 128x128 tiles would be half empty or too few to hide a short K (attention's batched
+// (256, 256) x (256, 64) products). The slabs hold as many floats, so each loader's share is
+// the same four vec4s.
+#ifdef S64
+#define BM 64
+#define BK 32
+#else
 #define BM 128
 #define BK 16
+#endif
+const int KQ = BK / 4;    // k quads of a slab: row loaders per row group
+const int CQ = BM / 4;    // column quads of a slab: column loaders per k row
 shared vec4 As[2][BK][BM / 4];   // As[k][q] = rows 4q..4q+3 at depth k
 shared vec4 Bs[2][BK][BM / 4];   // Bs[k][q] = columns 4q..4q+3 at depth k
 
@@ -71,7 +83,7 @@ shared vec4 Bs[2][BK][BM / 4];   // Bs[k][q] = columns 4q..4q+3 at depth k
 #define FETCH(BUF, ROWS, R, r0, k0)                                                       \
     UNR for (int i = 0; i < 4; ++i) {                                                    \
         int row = ROWS ? r0 + 4 * g + i : r0 + 4 * cq;                                   \
-        int k = k0 + (ROWS ? 4 * kq : kr + 4 * i);                                       \
+        int k = k0 + (ROWS ? 4 * kq : kr + KQ * i);                                      \
         bool ok = !GUARD || (row < R && k < K);                                          \
         r[i] = ok ? TO_F32(BUF[ROWS ? base + row * ld + (k >> 2) : base + k * ld + (row >> 2)]) \
                   : vec4(0.0);                                                           \
@@ -81,7 +93,7 @@ shared vec4 Bs[2][BK][BM / 4];   // Bs[k][q] = columns 4q..4q+3 at depth k
         for (int j = 0; j < 4; ++j)                                                      \
             S[cur][4 * kq + j][g] = vec4(r[0][j], r[1][j], r[2][j], r[3][j]);            \
     } else {                                                                             \
-        for (int i = 0; i < 4; ++i) S[cur][kr + 4 * i][cq] = r[i];                       \
+        for (int i = 0; i < 4; ++i) S[cur][kr + KQ * i][cq] = r[i];                      \
     }
 
 void main() {
@@ -95,9 +107,9 @@ void main() {
     int ld = (loads_a ? (TRANS_A ? pc.st[2] : pc.st[1])
                       : (TRANS_B ? pc.st[MAXD + 2] : pc.st[MAXD + 1])) >> 2;
     int e = tid & 127;
-    // row loaders: row group g (rows 4g..4g+3), k quad kq; column loaders: k rows kr + 4i,
+    // row loaders: row group g (rows 4g..4g+3), k quad kq; column loaders: k rows kr + KQ i,
     // column quad cq
-    int g = e >> 2, kq = e & 3, kr = e >> 5, cq = e & 31;
+    int g = e / KQ, kq = e % KQ, kr = e / CQ, cq = e % CQ;
     for (int t = int(gl_WorkGroupID.x); t < ntiles; t += int(gl_NumWorkGroups.x)) {
         int bi = t / (tm * tn);
         int rem = t - bi * tm * tn;
@@ -105,8 +117,13 @@ void main() {
         int base = (pc.off[loads_a ? 1 : 2] + bi * pc.st[loads_a ? 0 : MAXD]) >> 2;
         vec4 r[4];
         if (loads_a) { FETCH(a, !TRANS_A, M, m0, 0) } else { FETCH(b, TRANS_B, N, n0, 0) }
+#ifdef S64
+        vec4 acc[4][1];
+        for (int i = 0; i < 4; ++i) acc[i][0] = vec4(0.0);
+#else
         vec4 acc[8][2];
         for (int i = 0; i < 8; ++i) { acc[i][0] = vec4(0.0); acc[i][1] = vec4(0.0); }
+#endif
         int cur = 0;
         for (int k0 = 0; k0 < K; k0 += BK) {
             if (loads_a) { STORE(As, !TRANS_A) } else { STORE(Bs, TRANS_B) }
@@ -116,6 +133,12 @@ void main() {
                 // prefetch the next slab into registers while this one is multiplied
                 if (loads_a) { FETCH(a, !TRANS_A, M, m0, kn) } else { FETCH(b, TRANS_B, N, n0, kn) }
             }
+#ifdef S64
+            UNR for (int kk = 0; kk < BK; ++kk) {
+                vec4 a0 = As[cur][kk][ty], b0 = Bs[cur][kk][tx];
+                UNR for (int i = 0; i < 4; ++i) acc[i][0] = fma(vec4(a0[i]), b0, acc[i][0]);
+            }
+#else
             UNR for (int kk = 0; kk < BK; ++kk) {
                 vec4 a0 = As[cur][kk][ty], a1 = As[cur][kk][16 + ty];
                 vec4 b0 = Bs[cur][kk][tx], b1 = Bs[cur][kk][16 + tx];
@@ -126,11 +149,22 @@ void main() {
                     acc[4 + i][1] = fma(vec4(a1[i]), b1, acc[4 + i][1]);
                 }
             }
+#endif
             cur ^= 1;
         }
         int ob = (pc.off[0] >> 2) + bi * (M * N >> 2);
         int nq = N >> 2;
         int c0 = n0 + 4 * tx, c1 = n0 + 64 + 4 * tx;
+#ifdef S64
+        if (BIAS != 0) {
+            vec4 b0 = (!GUARD || c0 < N) ? TO_F32(cb[(pc.off[3] >> 2) + (c0 >> 2)]) : vec4(0.0);
+            for (int i = 0; i < 4; ++i) acc[i][0] += b0;
+        }
+        for (int i = 0; i < 4; ++i) {
+            int ra = m0 + 4 * ty + i;
+            if ((!GUARD || ra < M) && (!GUARD || c0 < N)) res[ob + ra * nq + (c0 >> 2)] = OUT4(acc[i][0]);
+        }
+#else
         if (BIAS != 0) {
             vec4 b0 = (!GUARD || c0 < N) ? TO_F32(cb[(pc.off[3] >> 2) + (c0 >> 2)]) : vec4(0.0);
             vec4 b1 = (!GUARD || c1 < N) ? TO_F32(cb[(pc.off[3] >> 2) + (c1 >> 2)]) : vec4(0.0);
@@ -150,6 +184,7 @@ void main() {
                 if (!GUARD || c1 < N) res[ob + rb * nq + (c1 >> 2)] = OUT4(acc[4 + i][1]);
             }
         }
+#endif
         barrier();
     }
 }
