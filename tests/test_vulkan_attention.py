@@ -4,7 +4,9 @@ shader's lane layouts (1 to 256; past it the kernel's error and the array layer'
 lengths that are not multiples of the tiles and span many tiles, causal masks with L > S and
 L < S, a bias broadcast along each axis, dropout, fully masked rows and empty key sets, strided
 views (read in place or copied), float64, more work units than workgroups, and the dispatch
-counts (1 forward, 3 backward)."""
+counts (1 forward, 3 backward). Every test runs on both float32 paths: the fused kernels and the
+composition around materialized scores (batched GEMMs and the row passes OP 4-6), which
+attention.py otherwise picks by size."""
 import numpy as np
 import pytest
 
@@ -22,6 +24,12 @@ pytestmark = pytest.mark.skipif(not VK, reason="no Vulkan device")
 @pytest.fixture(params=[str(d) for d in VK] or ["none"])
 def vdev(request):
     return gp.backends.registry.device(request.param)
+
+
+@pytest.fixture(autouse=True, params=["fused", "composed"])
+def path(request, monkeypatch):
+    monkeypatch.setattr(vk_att, "COMPOSE_MIN", 1 if request.param == "composed" else 1 << 62)
+    return request.param
 
 
 def _data(shape_nhlse, dtype, seed=0, bias_shape=None, dropout=False):
@@ -145,7 +153,9 @@ def test_strided_views(vdev, dtype):
            on=on)
 
 
-def test_dispatch_counts(vdev):
+def test_dispatch_counts(vdev, path):
+    if path == "composed":
+        pytest.skip("the fused kernels' counts (test_composed_dispatch_counts: the composition's)")
     q, k, v, bias, drop, g = _data((2, 3, 70, 90, 64, 64), np.float32, bias_shape=(2, 1, 1, 90),
                                    dropout=True)
     on = [gp.asarray(a, device=vdev) for a in (q, k, v, bias, drop, g)]
@@ -159,6 +169,35 @@ def test_dispatch_counts(vdev):
     att.attention_backward(on[5], *on[:5], out, lse, causal=True, scale=0.125,
                            need=(False, False, True))
     assert gp.device_stats(vdev)["dispatches"] - bwd == 2   # no dQ dispatch
+
+
+def test_composed_dispatch_counts(vdev, path):
+    if path == "fused":
+        pytest.skip("the composition's counts")
+    q, k, v, bias, drop, g = _data((2, 3, 70, 90, 64, 64), np.float32, bias_shape=(2, 1, 1, 90),
+                                   dropout=True)
+    on = [gp.asarray(a, device=vdev) for a in (q, k, v, bias, drop, g)]
+    before = gp.device_stats(vdev)["dispatches"]
+    out, lse = att.attention(*on[:5], causal=True, scale=0.125)
+    fwd = gp.device_stats(vdev)["dispatches"]
+    assert fwd - before == 3      # q k^T, the probabilities, p v
+    att.attention_backward(on[5], *on[:5], out, lse, causal=True, scale=0.125)
+    bwd = gp.device_stats(vdev)["dispatches"]
+    # D and the masks, g's masked rows (a bias), q k^T, g v^T, dS, and dQ, dK, dV
+    assert bwd - fwd == 8
+    att.attention_backward(on[5], *on[:5], out, lse, causal=True, scale=0.125,
+                           need=(False, False, True))
+    assert gp.device_stats(vdev)["dispatches"] - bwd == 6   # no dQ or dK product
+
+
+def test_compose_by_size(vdev, monkeypatch):
+    # the composition's score memory is bounded: past COMPOSE_MAX the fused kernel runs
+    monkeypatch.setattr(vk_att, "COMPOSE_MIN", 1)
+    monkeypatch.setattr(vk_att, "COMPOSE_MAX", 2 * 3 * 70 * 90 - 1)
+    on = [gp.asarray(a, device=vdev) for a in _data((2, 3, 70, 90, 64, 64), np.float32)[:3]]
+    before = gp.device_stats(vdev)["dispatches"]
+    att.attention(*on, scale=0.125)
+    assert gp.device_stats(vdev)["dispatches"] - before == 1
 
 
 @pytest.mark.parametrize("causal", [False, True])

@@ -9,6 +9,8 @@
 //        part in any gradient) with D = 0.
 //   OP 2 dQ: one workgroup per (n, h, block of R query rows), keys in shared tiles.
 //   OP 3 dK, dV: one workgroup per (n, h, block of R key rows), queries in shared tiles.
+//   OP 4, 5, 6: the row passes of attention.py's composition (scores and their gradients
+//        materialized, the products batched GEMMs): see probs, dscores and live_g below.
 // Lanes: RB adjacent rows (queries; keys for OP 3) belong to a cluster of T adjacent lanes
 // (T = 1, 2, 4 or 8, within one subgroup); lane t of the cluster holds the feature quads t,
 // t + T, t + 2T, ... of its rows' q / k (NQ quads a row) and v-sized vectors (acc, g, v, dv:
@@ -426,9 +428,125 @@ void grad_kv(int n, int h, int nh, int j0, int cl, int t) {
     }
 }
 
+// ---- the composition's row passes (attention.py: _composed), around batched GEMMs -------------
+// the sum and maximum of a value over a cluster's T lanes (every lane gets the same bits)
+TC csum(TC v) {
+    for (int o = 1; o < T; o <<= 1) v += subgroupShuffleXor(v, uint(o));
+    return v;
+}
+TC cmax(TC v) {
+    for (int o = 1; o < T; o <<= 1) v = max(v, subgroupShuffleXor(v, uint(o)));
+    return v;
+}
+
+// OP 4: scores q k^T (NH, L, S) at binding 0 -> the (dropped) probabilities in place, the row
+// logsumexp to binding 1; one row per cluster of T lanes, lane t taking keys t + T c. Rows of up
+// to T * HELD keys stay in registers (one read, one exp a score); longer ones are read three
+// times. A fully masked row: lse -inf and NaN probabilities (a NaN output row, as the fused
+// forward's).
+const int HELD = 8;
+void probs(int cl, int t) {
+    TC sc = scale();
+    int rows = pc.NH * pc.L, per = WG / T;
+    bool held = pc.S <= T * HELD;
+    for (int x = int(gl_WorkGroupID.x) * per + cl; x < rows; x += int(gl_NumWorkGroups.x) * per) {
+        int nh = x / pc.L, i = x - nh * pc.L, n = nh / pc.H, h = nh - n * pc.H;
+        int base = pc.off[0] + x * pc.S;
+        int lim = CAUSAL != 0 ? min(pc.S, i + 1) : pc.S;   // the keys row i sees
+#define SCORE(j) (sc * TC(o0[base + (j)]) + (HAS_BIAS != 0 ? bias_at(n, h, i, j) : TC(0)))
+        TC v[HELD];
+        TC mx = NEG_INF;
+        if (held) {
+            UNR for (int c = 0; c < HELD; ++c) {
+                int j = t + T * c;
+                v[c] = j < lim ? SCORE(j) : NEG_INF;
+                if (v[c] > mx) mx = v[c];
+            }
+        } else {
+            for (int j = t; j < lim; j += T) {
+                TC s = SCORE(j);
+                if (s > mx) mx = s;
+            }
+        }
+        mx = cmax(mx);
+        TC den = TC(0);
+        if (held) {
+            UNR for (int c = 0; c < HELD; ++c) {
+                v[c] = t + T * c < lim && mx != NEG_INF ? expn(v[c] - mx) : TC(0);
+                den += v[c];
+            }
+        } else if (mx != NEG_INF) {
+            for (int j = t; j < lim; j += T) den += expn(SCORE(j) - mx);
+        }
+        den = csum(den);
+        bool seen = den > TC(0);
+        TC inv = seen ? DIV(TC(1), den) : NAN_V;
+        for (int c = 0, j = t; j < pc.S; ++c, j += T) {
+            TC e = TC(0);
+            if (held) {
+                UNR for (int u = 0; u < HELD; ++u) if (u == c) e = v[u];
+            } else if (j < lim) {
+                e = expn(SCORE(j) - mx);
+            }
+            TC p = e * inv;
+            if (!seen) p = NAN_V;
+            else if (HAS_DROP != 0 && j < lim) p *= drop_at(nh, i, j);
+            o0[base + j] = TS(p);
+        }
+#undef SCORE
+        if (t == 0) o1[pc.off[1] + x] = TS(seen ? mx + LN(den) : NEG_INF);
+    }
+}
+
+// OP 5: with s = q k^T at binding 0, dP' = g v^T at binding 1 (both (NH, L, S)) and aux = [lse'
+// | D] at binding 2 (OP 1's): p = exp(s scale + bias - lse') (0 where masked, or on a fully
+// masked row), binding 0 <- p drop (dV = that^T g), binding 1 <- dS scale = p (dP' drop - D)
+// scale (dQ = that k, dK = that^T q). One row per cluster of T lanes.
+void dscores(int cl, int t) {
+    TC sc = scale();
+    int rows = pc.NH * pc.L, per = WG / T;
+    for (int x = int(gl_WorkGroupID.x) * per + cl; x < rows; x += int(gl_NumWorkGroups.x) * per) {
+        int nh = x / pc.L, i = x - nh * pc.L, n = nh / pc.H, h = nh - n * pc.H;
+        TC ls = TC(qb[pc.off[2] + x]), d = TC(qb[pc.off[2] + rows + x]);
+        int lim = ls == POS_INF ? 0 : (CAUSAL != 0 ? min(pc.S, i + 1) : pc.S);
+        int b0 = pc.off[0] + x * pc.S, b1 = pc.off[1] + x * pc.S;
+        for (int j = t; j < pc.S; j += T) {
+            TC p = TC(0), ds = TC(0);
+            if (j < lim) {
+                TC s = sc * TC(o0[b0 + j]);
+                if (HAS_BIAS != 0) s += bias_at(n, h, i, j);
+                TC dr = HAS_DROP != 0 ? drop_at(nh, i, j) : TC(1);
+                p = expn(s - ls);
+                ds = p * (TC(o1[b1 + j]) * dr - d) * sc;
+                p *= dr;
+            }
+            o0[b0 + j] = TS(p);
+            o1[b1 + j] = TS(ds);
+        }
+    }
+}
+
+// OP 6: g with the rows of fully masked queries (lse' = +inf in aux at binding 1) zeroed, to
+// binding 0 (contiguous (NH, L, Ev)): their (maybe NaN) gradient takes no part in dV
+void live_g() {
+    uint total = uint(pc.NH * pc.L * pc.EV);
+    for (uint x = gl_GlobalInvocationID.x; x < total; x += gl_NumWorkGroups.x * WG) {
+        int row = int(x / uint(pc.EV)), e = int(x) - row * pc.EV;
+        int nh = row / pc.L, i = row - nh * pc.L, n = nh / pc.H, h = nh - n * pc.H;
+        bool dead = TC(o1[pc.off[1] + row]) == POS_INF;
+        o0[pc.off[0] + int(x)] = dead ? TS(0) : gb[pc.off[5] + row3(13, n, h, i) + e];
+    }
+}
+
 void main() {
     if (OP == 1) {
         prep();
+        return;
+    }
+    if (OP == 4 || OP == 5 || OP == 6) {
+        if (OP == 4) probs(int(gl_LocalInvocationID.x) / T, int(gl_LocalInvocationID.x) % T);
+        else if (OP == 5) dscores(int(gl_LocalInvocationID.x) / T, int(gl_LocalInvocationID.x) % T);
+        else live_g();
         return;
     }
     int lane = int(gl_LocalInvocationID.x), t = lane % T, cl = lane / T;

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import struct
 
-from .kernels import _view, copy, new_buffer
+from .kernels import _view, copy, new_buffer, permute, reshape
+from .linalg import _matmul
 from .memory import contiguous_strides
 from .runtime import ffi, lib
 
@@ -32,6 +33,10 @@ _MAX_T = 8          # lanes per row: a cluster stays within one subgroup
 _BT = 32            # rows per shared tile, halved while it does not fit
 _SHARED = 48 << 10  # shared memory used at most (the common device limit)
 _PC = struct.Struct("<2i6i8i16i")
+# float32 attention with at most this many scores (N H L S) runs as batched GEMMs around
+# materialized scores (_composed); longer ones in the fused kernels, whose memory stays linear
+COMPOSE_MAX = 1 << 25
+COMPOSE_MIN = 1 << 18   # below it, the one fused dispatch costs less than the passes
 _SLOTS = {"q": 0, "k": 3, "v": 6, "bias": 9, "g": 13}   # first stride word of each operand
 _shuffle: dict = {}  # physical device -> whether compute shaders have subgroup shuffles
 
@@ -165,6 +170,8 @@ def attention(q, k, v, bias, drop, causal, scale, block):
     q, k, v, drop, lay, flags, dims = _common("attention", q, k, v, bias, drop, causal)
     if lse.size == 0:
         return out, lse
+    if _compose(q, n * h * lq * s):
+        return _composed(ctx, q, k, v, bias, drop, flags, dims, scale, lse), lse
     units = n * h * -(-lq // _rows_per_group(lay))
     strides = {"q": _strides3(q), "k": _strides3(k), "v": _strides3(v)}
     if bias is not None:
@@ -192,6 +199,8 @@ def attention_backward(g, q, k, v, bias, drop, out, lse, causal, scale, block, n
         _run(ctx, 1, lay, flags, [aux, lse, out, None, None, g, None, None],
              {"q": _strides3(out), "k": tuple(lse.strides), "g": _strides3(g)}, dims, words,
              rows)
+    if _compose(q, rows * s):
+        return _composed_backward(ctx, g, q, k, v, bias, drop, aux, flags, dims, scale, need)
     strides = {"q": _strides3(q), "k": _strides3(k), "v": _strides3(v), "g": _strides3(g)}
     if bias is not None:
         strides["bias"] = _bias(bias)
@@ -210,6 +219,68 @@ def attention_backward(g, q, k, v, bias, drop, out, lse, causal, scale, block, n
             _run(ctx, 3, lay, flags, [dkv, aux, q, k, v, g, bias, drop], strides, dims, words,
                  n * h * -(-s // r) * _WG, work=2 * n * h * lq * s * (e + ev))
     return dq, dk if nk else None, dv if nv else None
+
+
+def _compose(q, scores: int) -> bool:
+    """Whether attention with ``scores`` (N H L S) scores runs as _composed: float32 (the
+    vec4 GEMMs), big enough to pay for its passes and small enough for its scores' memory."""
+    return q.dtype.name == "float32" and COMPOSE_MIN <= scores <= COMPOSE_MAX
+
+
+def _rows_lay(ctx) -> tuple:
+    """The lanes a row of OP 4 takes (up to 32, within a subgroup) in _run's layout tuple."""
+    t = 1
+    while t < 32 and t * 2 <= ctx.phys.subgroup_size and _has_shuffle(ctx.phys):
+        t *= 2
+    return t, 1, 1, 1, 1, 1
+
+
+def _flat3(b, rows: int, cols: int):
+    """``b`` (N, H, rows, cols) as (N H, rows, cols): a view where its layout allows, else a copy."""
+    return reshape(b, (b.shape[0] * b.shape[1], rows, cols))
+
+
+def _composed(ctx, q, k, v, bias, drop, flags, dims, scale, lse):
+    """The forward as s = q k^T (one batched GEMM), p = softmax(s scale + bias) (times drop) in
+    place with the row logsumexps (OP 4), out = p v (a batched GEMM): the tensor-core-free
+    GEMMs run near peak where the fused kernel's per-row loops do not (docs/kernels/attention.md)."""
+    h, lq, s, e, ev, nh = dims
+    q3, k3, v3 = _flat3(q, lq, e), _flat3(k, s, e), _flat3(v, s, ev)
+    sc = _matmul((nh, lq, s), q.dtype, q3, permute(k3, (0, 2, 1)), None)
+    strides = {"bias": _bias(bias)} if bias is not None else {}
+    lay = _rows_lay(ctx)
+    _run(ctx, 4, lay, flags, [sc, lse, q, None, None, None, bias, drop], strides, dims,
+         _scale_words(scale, q.dtype), -(-nh * lq // (_WG // lay[0])) * _WG, writes=2,
+         work=nh * lq * s * 16)
+    out = _matmul((nh, lq, ev), q.dtype, sc, v3, None)
+    return reshape(out, (nh // h, h, lq, ev))
+
+
+def _composed_backward(ctx, g, q, k, v, bias, drop, aux, flags, dims, scale, need) -> tuple:
+    """The backward of _composed: s = q k^T and dP' = g v^T (batched GEMMs), OP 5 turns them
+    into p drop and dS scale in place, then dV = (p drop)^T g, dQ = dS k, dK = dS^T q."""
+    h, lq, s, e, ev, nh = dims
+    n = nh // h
+    nq, nk, nv = (bool(x) for x in need)
+    q3, k3, v3 = _flat3(q, lq, e), _flat3(k, s, e), _flat3(v, s, ev)
+    words = _scale_words(scale, q.dtype)
+    lay = _rows_lay(ctx)
+    if flags[1]:
+        # a bias can mask whole rows: their g rows (maybe NaN) are zeroed for dV (OP 6)
+        g3 = new_buffer(ctx, (nh, lq, ev), q.dtype)
+        _run(ctx, 6, lay, flags, [g3, aux, q, None, None, g, None, None],
+             {"g": _strides3(g)}, dims, words, nh * lq * ev)
+    else:
+        g3 = _flat3(g, lq, ev)
+    sc = _matmul((nh, lq, s), q.dtype, q3, permute(k3, (0, 2, 1)), None)
+    dp = _matmul((nh, lq, s), q.dtype, g3, permute(v3, (0, 2, 1)), None)
+    strides = {"bias": _bias(bias)} if bias is not None else {}
+    _run(ctx, 5, lay, flags, [sc, dp, aux, None, None, None, bias, drop], strides, dims, words,
+         -(-nh * lq // (_WG // lay[0])) * _WG, writes=2, work=nh * lq * s * 16)
+    dq = _matmul((nh, lq, e), q.dtype, dp, k3, None) if nq else None
+    dk = _matmul((nh, s, e), q.dtype, permute(dp, (0, 2, 1)), q3, None) if nk else None
+    dv = _matmul((nh, s, ev), q.dtype, permute(sc, (0, 2, 1)), g3, None) if nv else None
+    return tuple(None if b is None else reshape(b, (n, h) + b.shape[1:]) for b in (dq, dk, dv))
 
 
 # the array layer composes above this (grilly.array.attention._kernel)
