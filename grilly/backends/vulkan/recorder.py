@@ -15,10 +15,6 @@ WG = 256
 SPIN_S = 0.002     # how long a sync polls the fence before a blocking wait
 BATCH_MAX = 256   # dispatches per submit; bounds the memory pending work keeps alive
 SUBMIT_WORK = 1 << 20   # items recorded after which the batch is submitted (GPU starts on it)
-# items after which the batch is submitted early if the GPU has nothing left to run: after a
-# sync (a training step's loss read) the GPU would otherwise idle until SUBMIT_WORK items are
-# recorded (an H100's encoder step: 9-10 ms eager against 6.2 replayed)
-KICK_WORK = 1 << 16
 RING = 4          # command buffers: at most RING - 1 submissions in flight while recording
 # GRILLY_PROFILE=1: a GPU timestamp after each dispatch; per kernel variant, the count and the
 # GPU time (from the previous timestamp of its command buffer to its own: serialized work)
@@ -180,14 +176,8 @@ class Recorder:
         self.n_dispatches += 1
         self.count += 1
         self.work += n
-        if self.capturing is None and (self.work >= SUBMIT_WORK or self.count >= BATCH_MAX
-                                       or self.work >= KICK_WORK and self._idle()):
+        if (self.work >= SUBMIT_WORK or self.count >= BATCH_MAX) and self.capturing is None:
             self.submit()
-
-    def _idle(self) -> bool:
-        """Whether every submitted batch has finished (the GPU waits for the next)."""
-        return not self._inflight or lib.vkGetFenceStatus(
-            self.ctx.device, self._inflight[-1].fence[0]) == 0
 
     def references(self, a) -> int:
         """How many references to allocation ``a`` are this recorder's own bookkeeping (no
