@@ -96,3 +96,23 @@ def test_col2im_is_the_adjoint_on_device(device, kh, kw, sh, sw, dh, dw, p, h, w
     back = C.col2im(gp.asarray(g, device=device), kernel, stride, dilation, pads, (h, w), cm)
     lhs, rhs = float(np.sum(np.asarray(cols) * g)), float(np.sum(x * np.asarray(back)))
     assert abs(lhs - rhs) < (1e-9 if dt == "float64" else 1e-3)
+
+
+@pytest.mark.parametrize("kernel, stride, dilation, pads, size", [
+    ((3, 3), (1, 1), (1, 1), (1, 1, 1, 1), (6, 8)),     # Wo 8: four outputs an invocation
+    ((3, 3), (2, 2), (1, 1), (1, 1, 1, 1), (9, 15)),    # Wo 8, strided
+    ((2, 3), (1, 2), (2, 1), (0, 1, 2, 1), (5, 13)),    # Wo 8, dilated, uneven padding
+    ((1, 1), (1, 1), (1, 1), (0, 0, 0, 0), (3, 12)),    # Wo 12
+    ((3, 3), (1, 1), (1, 1), (1, 1, 1, 1), (5, 7)),     # Wo 7: one output an invocation
+])
+@pytest.mark.parametrize("cm", [False, True])
+def test_im2col_geometries(device, kernel, stride, dilation, pads, size, cm):
+    """im2col against numpy across strides, dilations and padding, where rows of Wo split into
+    fours (the Vulkan shader's four-output invocations) and where they do not."""
+    rng = np.random.default_rng(sum(size))
+    x = rng.standard_normal((3, 2, *size)).astype(np.float32)
+    out = _out(kernel, stride, dilation, pads, size)
+    ref = _ref_im2col(x, kernel, stride, dilation, pads, -1.5, out)
+    ref = ref.transpose(1, 2, 0, 3, 4) if cm else ref
+    got = C.im2col(gp.asarray(x, device=device), kernel, stride, dilation, pads, -1.5, out, cm)
+    assert_close(got, ref, rtol=0, atol=0)

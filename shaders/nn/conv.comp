@@ -9,11 +9,15 @@
 // Window k = j*KH + i for kernel offset (i, j) (kw-major). CM=1: im2col writes
 // (C, KW*KH, N, Ho, Wo) instead of (N, C, KW*KH, Ho, Wo). col2im is a gather (one invocation
 // per image pixel summing the window entries that read it, in the CPU kernel's k order), so
-// no float atomics and a deterministic result.
+// no float atomics and a deterministic result. VEC = 4 (Wo a multiple of 4): an im2col
+// invocation writes 4 adjacent outputs of a row, so its index arithmetic (five integer
+// divisions, most of the kernel's time) serves four elements.
+#extension GL_EXT_control_flow_attributes : enable
 #include "../common.glsl"
 
 layout(constant_id = 0) const int OP = 0;
 layout(constant_id = 2) const int CM = 0;
+layout(constant_id = 3) const int VEC = 1;   // im2col outputs per invocation (1 or 4)
 
 #define TC IN_TC
 layout(set = 0, binding = 0) writeonly buffer O { IN_TS y[]; };
@@ -31,8 +35,9 @@ TC fill_value() {
 void im2col(int g, int N, int C, int H, int W, int KH) {
     int KW = pc.st[5], SH = pc.st[6], SW = pc.st[7], DH = pc.st[8], DW = pc.st[9];
     int HO = pc.st[12], WO = pc.st[13], K = KH * KW;
+    g *= VEC;
     int t = g / WO;
-    int b = g - t * WO;
+    int b0 = g - t * WO;
     int q = t / HO;
     int a = t - q * HO;
     int n, c, k;
@@ -48,11 +53,16 @@ void im2col(int g, int N, int C, int H, int W, int KH) {
         c = p - n * C;
     }
     int j = k / KH, i = k - j * KH;
-    int r = a * SH + i * DH - pc.st[10], col = b * SW + j * DW - pc.st[11];
-    TC v = fill_value();
-    if (r >= 0 && r < H && col >= 0 && col < W)
-        v = TC(x[pc.off[1] + n * pc.st[0] + c * pc.st[1] + r * pc.st[2] + col * pc.st[3]]);
-    y[pc.off[0] + g] = IN_TS(v);
+    int r = a * SH + i * DH - pc.st[10];
+    bool rin = r >= 0 && r < H;
+    int src = pc.off[1] + n * pc.st[0] + c * pc.st[1] + r * pc.st[2];
+    TC fill = fill_value();
+    [[unroll]] for (int u = 0; u < VEC; ++u) {
+        int col = (b0 + u) * SW + j * DW - pc.st[11];
+        TC v = fill;
+        if (rin && col >= 0 && col < W) v = TC(x[src + col * pc.st[3]]);
+        y[pc.off[0] + g + u] = IN_TS(v);
+    }
 }
 
 void col2im(int g, int N, int C, int H, int W, int KH) {

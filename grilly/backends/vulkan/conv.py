@@ -55,8 +55,11 @@ _FILL_BITS: dict = {}   # (dtype name, fill's type, repr(fill)) -> words
 def _run(op: int, cm: bool, out, src, image: tuple, kernel, stride, dilation, pads, hw,
          src_strides, fill_words=()) -> None:
     (kh, kw), (sh, sw), (dh, dw), (ho, wo) = kernel, stride, dilation, hw
-    dispatch(src.ctx, f"conv_{src.dtype.name}", (op, 1, int(cm)), [out, src], out.size,
-             out.size, (out.offset, src.offset), (*image, kh),
+    # im2col: four outputs of a row per invocation where rows split into fours (conv.comp)
+    vec = 4 if op == 0 and wo % 4 == 0 else 1
+    n = out.size // vec
+    dispatch(src.ctx, f"conv_{src.dtype.name}", (op, 1, int(cm), vec), [out, src], n,
+             n, (out.offset, src.offset), (*image, kh),
              (src_strides, (kw, sh, sw, dh, dw), (pads[0], pads[2], ho, wo, *fill_words[:1]),
               tuple(fill_words[1:])))
 
