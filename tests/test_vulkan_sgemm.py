@@ -293,3 +293,24 @@ def test_sgemm_64x64_tiles_where_128_would_be_half_empty():
     assert not linalg.use_s64(1, 4096, 4096, 4096)  # full tiles
     assert not linalg.use_s64(256, 256, 256, 64)
     assert not linalg.use_s64(1, 128, 64, 8192)     # few tiles: the K-split paths
+
+
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_ragged_rows_with_a_long_k_run_the_tail_in_slices(variants, with_bias):
+    """(1000, 2048) x (2048, 512): 896 rows on the aligned shader, the last 104 on the edge one
+    as K slices summed afterwards (then the bias), against float64."""
+    from grilly.array import dense
+
+    rng = np.random.default_rng(17)
+    x = rng.standard_normal((1000, 2048)).astype(np.float32)
+    w = rng.standard_normal((512, 2048)).astype(np.float32)
+    b = rng.standard_normal(512).astype(np.float32) if with_bias else None
+    args = [gp.asarray(v, device=VK[0]) for v in (x, w)] + [
+        None if b is None else gp.asarray(b, device=VK[0])]
+    variants.clear()
+    got = np.asarray(dense.linear(*args))
+    assert variants[:2] == ["sgemm_nt_float32", "sgemm_nt_edge_float32"], variants
+    ref = x.astype(np.float64) @ w.T.astype(np.float64) + (0 if b is None else b)
+    scale = np.abs(x).astype(np.float64) @ np.abs(w.T).astype(np.float64) + (
+        0 if b is None else np.abs(b))
+    assert np.all(np.abs(got - ref) <= 4 * 2048 * 2.0**-24 * scale)

@@ -240,9 +240,8 @@ def _matmul(out_shape: tuple, out_dtype, a: Buffer, b: Buffer, bias: Buffer | No
             fast = variant.replace("_edge", "")
             dispatch(ctx, fast, spec, ops, 0, (m_al // 128) * (n // 128) * 256,
                      args[0] + boff, (nb, m_al, n, k), args[2])
-            tail = (out.offset + m_al * n, a3.offset + m_al * a3.strides[1], b3.offset) + boff
-            dispatch(ctx, variant, spec, ops, 0, (n // 128) * 256, tail,
-                     (nb, m - m_al, n, k), args[2])
+            _ragged_tail(ctx, variant, spec, ops, out, a3, b3, bias if fused else None, m_al,
+                         m, n, k, args[2])
         else:
             tiles = nb * -(-m // 128) * -(-n // 128)
             dispatch(ctx, variant, spec, ops, 0, tiles * 256, args[0] + boff, *args[1:])
@@ -257,6 +256,30 @@ def _matmul(out_shape: tuple, out_dtype, a: Buffer, b: Buffer, bias: Buffer | No
     else:
         dispatch(ctx, f"mm_{out_dtype.name}", (0, 1), [out, a3, b3], out.size, out.size, *args)
     return out if bias is None else _add_bias(out, bias)
+
+
+def _ragged_tail(ctx, variant: str, spec: tuple, ops: list, out: Buffer, a3: Buffer,
+                 b3: Buffer, bias: Buffer | None, m_al: int, m: int, n: int, k: int,
+                 strides: tuple) -> None:
+    """Rows m_al.. of a product whose first m_al rows ran on the aligned variant: one row of
+    edge tiles, which alone would leave most of the GPU idle for the whole K (an SNN layer's
+    (8000, 4096) x (4096, 4096): 0.5 ms for its last 64 rows on an H200), so a long K runs as
+    slices (_split_run) and the bias, where the epilogue would have added it, after them."""
+    tiles = n // 128
+    s = _slices(tiles, k, 1) if tiles < SPLITK_TILES else 1
+    if s == 1:
+        tail = (out.offset + m_al * n, a3.offset + m_al * a3.strides[1], b3.offset)
+        dispatch(ctx, variant, spec, ops, 0, tiles * 256,
+                 tail + ((bias.offset,) if bias is not None else ()), (1, m - m_al, n, k),
+                 strides)
+        return
+    from .kernels import _view, assign
+
+    rows = _view(out, out.offset + m_al * n, (m - m_al, n), (n, 1))
+    a_tail = _view(a3, a3.offset + m_al * a3.strides[1], (1, m - m_al, k), a3.strides)
+    _split_run(ctx, variant, s, tiles, rows, a_tail, b3, m - m_al, n, k)
+    if bias is not None:
+        assign(rows, _add(rows.shape, rows.dtype, rows, bias))
 
 
 def diagonal(buf: Buffer, offset: int) -> Buffer:
