@@ -101,12 +101,13 @@ SPLITK_MAX = 16
 SPLITK_MIN_K = 256   # k per split, at least
 
 
-def _slices(tiles: int, k: int, granule: int) -> int:
-    """The number of K slices (doubling) that brings ``tiles`` output tiles towards
-    SPLITK_TILES: at most SPLITK_MAX, each slice a multiple of ``granule`` and SPLITK_MIN_K long
-    at least (1: no split)."""
+def _slices(tiles: int, k: int, granule: int, target: int = 0, most: int = 0) -> int:
+    """The number of K slices (doubling) that brings ``tiles`` output tiles towards ``target``
+    workgroups (SPLITK_TILES): at most ``most`` (SPLITK_MAX), each slice a multiple of
+    ``granule`` and SPLITK_MIN_K long at least (1: no split)."""
+    target, most = target or SPLITK_TILES, most or SPLITK_MAX
     s = 1
-    while (s * 2 <= SPLITK_MAX and tiles * s < SPLITK_TILES and k % (s * 2 * granule) == 0
+    while (s * 2 <= most and tiles * s < target and k % (s * 2 * granule) == 0
            and k // (s * 2) >= SPLITK_MIN_K):
         s *= 2
     return s
@@ -227,6 +228,14 @@ def _matmul(out_shape: tuple, out_dtype, a: Buffer, b: Buffer, bias: Buffer | No
     if variant is not None:
         m_al = m - m % 128
         split = _split_k(variant, nb, m, n, k) if out_dtype.name == "float32" else 1
+        if split > 1 and "_edge_" in variant and m % 64 == 0 and n % 64 == 0 and k % 32 == 0:
+            # ragged for 128x128 tiles, whole 64x64 ones (a conv weight gradient's 128 x 576):
+            # the aligned S64 variant in K slices, no bounds checks
+            # (a 64x64 workgroup holds a quarter of the registers: four times as many slices)
+            v64, t64 = variant.replace("_edge_", "_s64_"), (m // 64) * (n // 64)
+            s64 = _slices(t64, k, 32, 4 * SPLITK_TILES, 4 * SPLITK_MAX)
+            _split_run(ctx, v64, s64, t64, out, a3, b3, m, n, k)
+            return out if bias is None else _add_bias(out, bias)
         if split > 1:
             _split_run(ctx, variant, split, -(-m // 128) * -(-n // 128), out, a3, b3, m, n, k)
             return out if bias is None else _add_bias(out, bias)
