@@ -190,6 +190,30 @@ def test_composed_dispatch_counts(vdev, path):
     assert gp.device_stats(vdev)["dispatches"] - bwd == 6   # no dQ or dK product
 
 
+def test_composed_reads_heads_in_place(vdev, path):
+    # q, k, v as the heads of one packed (N, L, 3, H, E) projection (MultiheadAttention's) are
+    # read in place, and out comes back with its heads merged ((N, L, H, E) memory): the
+    # forward is the three passes and nothing else, the backward copies nothing either
+    if path == "fused":
+        pytest.skip("the composition's layouts")
+    rng = np.random.default_rng(23)
+    n, h, lq, e = 2, 4, 256, 64
+    x = rng.standard_normal((n, lq, 3, h, e)).astype(np.float32)
+    g = rng.standard_normal((n, lq, h, e)).astype(np.float32)
+    xa = gp.asarray(x, device=vdev)
+    qkv = [gp.permute_dims(xa[:, :, i], (0, 2, 1, 3)) for i in range(3)]
+    ga = gp.permute_dims(gp.asarray(g, device=vdev), (0, 2, 1, 3))
+    before = gp.device_stats(vdev)["dispatches"]
+    out, lse = att.attention(*qkv, causal=True, scale=0.125)
+    fwd = gp.device_stats(vdev)["dispatches"]
+    assert fwd - before == 3
+    assert out._buf.strides == (lq * h * e, e, h * e, 1)
+    grads = att.attention_backward(ga, *qkv, None, None, out, lse, causal=True, scale=0.125)
+    assert gp.device_stats(vdev)["dispatches"] - fwd == 7   # D, 2 products, dS, 3 products
+    p = [np.ascontiguousarray(x[:, :, i].transpose(0, 2, 1, 3)) for i in range(3)]
+    assert_attention(out, lse, grads, *p, None, None, g.transpose(0, 2, 1, 3), True, 0.125)
+
+
 def test_compose_by_size(vdev, monkeypatch):
     # the composition's score memory is bounded: past COMPOSE_MAX the fused kernel runs
     monkeypatch.setattr(vk_att, "COMPOSE_MIN", 1)

@@ -316,3 +316,37 @@ def test_ragged_rows_with_a_long_k_run_the_tail_in_slices(variants, with_bias):
     scale = np.abs(x).astype(np.float64) @ np.abs(w.T).astype(np.float64) + (
         0 if b is None else np.abs(b))
     assert np.all(np.abs(got - ref) <= 4 * 2048 * 2.0**-24 * scale)
+
+
+@pytest.mark.parametrize("m,n,k", [(128, 128, 64), (200, 64, 40), (130, 132, 12), (8, 8, 8)])
+@pytest.mark.parametrize("tb", [False, True])
+def test_matmul4_reads_heads_in_place_and_merges_them(variants, m, n, k, tb):
+    """Two batch levels read in place (the k part of a packed (N, L, 3, H, E) projection, per
+    head) and the output written with merged heads ((N, L, H, n) memory as an (N, H, L, n)
+    view): one sgemm dispatch, against float64; too small a product for the shader's tiles
+    records nothing and says so."""
+    from grilly.array import core
+    from grilly.backends.vulkan import kernels, linalg
+
+    rng = np.random.default_rng(19)
+    nb, h = 4, 4
+    packed = rng.standard_normal((nb, m, 3, h, k)).astype(np.float32)
+    other = rng.standard_normal((nb, h, n, k) if tb else (nb, h, k, n)).astype(np.float32)
+    gq = gp.asarray(packed, device=VK[0])._buf
+    st = gq.strides
+    a = kernels._view(gq, gq.offset + h * k, (nb, h, m, k), (st[0], st[3], st[1], 1))
+    gb = gp.asarray(other, device=VK[0])._buf
+    b = kernels.permute(gb, (0, 1, 3, 2)) if tb else gb
+    out = kernels.new_buffer(gq.ctx, (nb, m, h, n), gq.dtype)
+    variants.clear()
+    done = linalg.matmul4_into(kernels.permute(out, (0, 2, 1, 3)), a, b)
+    if m == 8:
+        assert not done and not variants
+        return
+    assert done and len(variants) == 1 and variants[0].startswith("sgemm_"), variants
+    av = packed[:, :, 1].transpose(0, 2, 1, 3).astype(np.float64)
+    bv = (other.transpose(0, 1, 3, 2) if tb else other).astype(np.float64)
+    ref = av @ bv
+    got = np.asarray(core.wrap(out, gp.float32, VK[0])).transpose(0, 2, 1, 3)
+    scale = np.abs(av) @ np.abs(bv)
+    assert np.all(np.abs(got - ref) <= 4 * k * 2.0**-24 * scale)

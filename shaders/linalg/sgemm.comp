@@ -14,8 +14,12 @@
 // The caller guarantees: the contiguous axis of each operand has unit stride and a length that is
 // a multiple of 4, the other strides and the offsets are multiples of 4, N is a multiple of 4 and
 // the output is contiguous (linalg.py: _sgemm_variant).
-// pc.shape = (batch, M, N, K); a strides (batch, row, col) at pc.st[0..2], b at pc.st[MAXD..];
-// pc.off = (out, a, b, bias) in floats.
+// pc.shape = (batch, M, N, K, H2); a strides (batch, row, col, inner batch) at pc.st[0..3], b at
+// pc.st[MAXD..]; pc.off = (out, a, b, bias) in floats. With H2 > 1 the batch index splits into
+// (outer, inner) = (bi / H2, bi % H2), each with its own stride (attention's (n, h) heads, read
+// from a packed projection in place). The output is contiguous (batch, M, N), or, where its row
+// stride pc.st[2 MAXD + 2] is set, strided: (outer, inner) batch strides at pc.st[2 MAXD ..],
+// rows at that stride (multiples of 4), unit columns.
 // BIAS (specialization constant 2) = 1: out[m, n] = sum + bias[n], the bias (N,) a contiguous
 // vector at binding 3 (offset a multiple of 4), added in float32 before the one rounding (a
 // linear layer's forward: no separate pass over the output).
@@ -98,6 +102,8 @@ shared vec4 Bs[2][BK][BM / 4];   // Bs[k][q] = columns 4q..4q+3 at depth k
 
 void main() {
     int nb = pc.shape[0], M = pc.shape[1], N = pc.shape[2], K = pc.shape[3];
+    int h2 = max(pc.shape[4], 1);         // inner batch count (0: one level)
+    int orow = pc.st[2 * MAXD + 2];       // output row stride (0: contiguous (batch, M, N))
     int tm = (M + BM - 1) / BM, tn = (N + BM - 1) / BM;
     int ntiles = nb * tm * tn;
     int tid = int(gl_LocalInvocationID.x);
@@ -114,7 +120,10 @@ void main() {
         int bi = t / (tm * tn);
         int rem = t - bi * tm * tn;
         int m0 = (rem / tn) * BM, n0 = (rem - (rem / tn) * tn) * BM;
-        int base = (pc.off[loads_a ? 1 : 2] + bi * pc.st[loads_a ? 0 : MAXD]) >> 2;
+        // two batch levels (bi = bo * H2 + bj): a (n, h) grid of heads read in place
+        int bo = bi / h2, bj = bi - bo * h2;
+        int sa = loads_a ? 0 : MAXD;
+        int base = (pc.off[loads_a ? 1 : 2] + bo * pc.st[sa] + bj * pc.st[sa + 3]) >> 2;
         vec4 r[4];
         if (loads_a) { FETCH(a, !TRANS_A, M, m0, 0) } else { FETCH(b, TRANS_B, N, n0, 0) }
 #ifdef S64
@@ -152,8 +161,9 @@ void main() {
 #endif
             cur ^= 1;
         }
-        int ob = (pc.off[0] >> 2) + bi * (M * N >> 2);
-        int nq = N >> 2;
+        int ob = (pc.off[0] + (orow == 0 ? bi * M * N
+                                         : bo * pc.st[2 * MAXD] + bj * pc.st[2 * MAXD + 1])) >> 2;
+        int nq = (orow == 0 ? N : orow) >> 2;
         int c0 = n0 + 4 * tx, c1 = n0 + 64 + 4 * tx;
 #ifdef S64
         if (BIAS != 0) {

@@ -21,7 +21,7 @@ from __future__ import annotations
 import struct
 
 from .kernels import _view, copy, new_buffer, permute, reshape
-from .linalg import _matmul
+from .linalg import _matmul, matmul4_into
 from .memory import contiguous_strides
 from .runtime import ffi, lib
 
@@ -235,52 +235,64 @@ def _rows_lay(ctx) -> tuple:
     return t, 1, 1, 1, 1, 1
 
 
-def _flat3(b, rows: int, cols: int):
-    """``b`` (N, H, rows, cols) as (N H, rows, cols): a view where its layout allows, else a copy."""
-    return reshape(b, (b.shape[0] * b.shape[1], rows, cols))
+def _bmm(a, b, out=None):
+    """a (N, H, M, K) @ b (N, H, K, P) per head: one GEMM reading both in place where the
+    sgemm shader takes their layouts (linalg.matmul4_into), written into ``out`` (a view, maybe
+    with merged heads) or a new contiguous buffer; else over (N H)-stacked copies, into a new
+    contiguous buffer (``out`` unused)."""
+    n, h, m = a.shape[:3]
+    p = b.shape[3]
+    dst = out if out is not None else new_buffer(a.ctx, (n, h, m, p), a.dtype)
+    if matmul4_into(dst, a, b):
+        return dst
+    return reshape(_matmul((n * h, m, p), a.dtype, reshape(a, (n * h,) + a.shape[2:]),
+                           reshape(b, (n * h,) + b.shape[2:]), None), (n, h, m, p))
+
+
+def _t(b):
+    """The last two axes of a 4-d view swapped."""
+    return permute(b, (0, 1, 3, 2))
 
 
 def _composed(ctx, q, k, v, bias, drop, flags, dims, scale, lse):
     """The forward as s = q k^T (one batched GEMM), p = softmax(s scale + bias) (times drop) in
     place with the row logsumexps (OP 4), out = p v (a batched GEMM): the tensor-core-free
-    GEMMs run near peak where the fused kernel's per-row loops do not (docs/kernels/attention.md)."""
+    GEMMs run near peak where the fused kernel's per-row loops do not (docs/kernels/attention.md).
+    q, k, v are read in place (a packed projection's heads); out is written with its heads
+    merged, (N, L, H, Ev) memory returned as the (N, H, L, Ev) view, so the projection after
+    it reads it without a copy."""
     h, lq, s, e, ev, nh = dims
-    q3, k3, v3 = _flat3(q, lq, e), _flat3(k, s, e), _flat3(v, s, ev)
-    sc = _matmul((nh, lq, s), q.dtype, q3, permute(k3, (0, 2, 1)), None)
+    sc = _bmm(q, _t(k))
     strides = {"bias": _bias(bias)} if bias is not None else {}
     lay = _rows_lay(ctx)
     _run(ctx, 4, lay, flags, [sc, lse, q, None, None, None, bias, drop], strides, dims,
          _scale_words(scale, q.dtype), -(-nh * lq // (_WG // lay[0])) * _WG, writes=2,
          work=nh * lq * s * 16)
-    out = _matmul((nh, lq, ev), q.dtype, sc, v3, None)
-    return reshape(out, (nh // h, h, lq, ev))
+    merged = new_buffer(ctx, (nh // h, lq, h, ev), q.dtype)
+    return _bmm(sc, v, permute(merged, (0, 2, 1, 3)))
 
 
 def _composed_backward(ctx, g, q, k, v, bias, drop, aux, flags, dims, scale, need) -> tuple:
     """The backward of _composed: s = q k^T and dP' = g v^T (batched GEMMs), OP 5 turns them
     into p drop and dS scale in place, then dV = (p drop)^T g, dQ = dS k, dK = dS^T q."""
     h, lq, s, e, ev, nh = dims
-    n = nh // h
     nq, nk, nv = (bool(x) for x in need)
-    q3, k3, v3 = _flat3(q, lq, e), _flat3(k, s, e), _flat3(v, s, ev)
     words = _scale_words(scale, q.dtype)
     lay = _rows_lay(ctx)
     if flags[1]:
         # a bias can mask whole rows: their g rows (maybe NaN) are zeroed for dV (OP 6)
-        g3 = new_buffer(ctx, (nh, lq, ev), q.dtype)
-        _run(ctx, 6, lay, flags, [g3, aux, q, None, None, g, None, None],
+        g0 = new_buffer(ctx, (nh // h, h, lq, ev), q.dtype)
+        _run(ctx, 6, lay, flags, [g0, aux, q, None, None, g, None, None],
              {"g": _strides3(g)}, dims, words, nh * lq * ev)
     else:
-        g3 = _flat3(g, lq, ev)
-    sc = _matmul((nh, lq, s), q.dtype, q3, permute(k3, (0, 2, 1)), None)
-    dp = _matmul((nh, lq, s), q.dtype, g3, permute(v3, (0, 2, 1)), None)
+        g0 = g
+    sc = _bmm(q, _t(k))
+    dp = _bmm(g, _t(v))
     strides = {"bias": _bias(bias)} if bias is not None else {}
     _run(ctx, 5, lay, flags, [sc, dp, aux, None, None, None, bias, drop], strides, dims, words,
          -(-nh * lq // (_WG // lay[0])) * _WG, writes=2, work=nh * lq * s * 16)
-    dq = _matmul((nh, lq, e), q.dtype, dp, k3, None) if nq else None
-    dk = _matmul((nh, s, e), q.dtype, permute(dp, (0, 2, 1)), q3, None) if nk else None
-    dv = _matmul((nh, s, ev), q.dtype, permute(sc, (0, 2, 1)), g3, None) if nv else None
-    return tuple(None if b is None else reshape(b, (n, h) + b.shape[1:]) for b in (dq, dk, dv))
+    return (_bmm(dp, k) if nq else None, _bmm(_t(dp), q) if nk else None,
+            _bmm(_t(sc), g0) if nv else None)
 
 
 # the array layer composes above this (grilly.array.attention._kernel)

@@ -267,6 +267,39 @@ def _matmul(out_shape: tuple, out_dtype, a: Buffer, b: Buffer, bias: Buffer | No
     return out if bias is None else _add_bias(out, bias)
 
 
+def matmul4_into(out: Buffer, a: Buffer, b: Buffer) -> bool:
+    """out[i, j] = a[i, j] @ b[i, j] for float32 (B1, B2, M, K) and (B1, B2, K, N) views read
+    in place (two batch levels: attention's heads of a packed projection), written into the
+    (B1, B2, M, N) view ``out`` (unit column stride, rows at any multiple of 4: heads merged in
+    place). One sgemm dispatch; False (nothing recorded) where the shader cannot take the
+    layouts (the caller copies)."""
+    b1, b2, m, k = a.shape
+    n = b.shape[3]
+    if (a.dtype is not _dt.float32 or out.strides[3] != 1 or k == 0
+            or any(v % 4 for v in (*out.strides[:3], out.offset))):
+        return False
+    a3 = Buffer(a.ctx, a.alloc, a.offset, (b1 * b2, m, k), (a.strides[0],) + a.strides[2:],
+                a.dtype)
+    b3 = Buffer(b.ctx, b.alloc, b.offset, (b1 * b2, k, n), (b.strides[0],) + b.strides[2:],
+                b.dtype)
+    ta, tb = _layout(a3.strides, m, k), _layout(b3.strides, k, n)
+    if ta is None or tb is None or n % 4 or any(
+            v % 4 for v in (a.strides[0], a.strides[1], a3.strides[2 if ta == "t" else 1],
+                            b.strides[0], b.strides[1], b3.strides[2 if tb == "t" else 1],
+                            a.offset, b.offset)):
+        return False
+    tile, slab, tag = (64, 32, "_s64") if use_s64(b1 * b2, m, n, k) else (128, SGEMM_BK, "")
+    aligned = m % tile == 0 and n % tile == 0 and k % slab == 0
+    tiles = b1 * b2 * -(-m // tile) * -(-n // tile)
+    if not aligned and tiles < SGEMM_MIN_TILES:
+        return False   # (the generic shader keeps more of the GPU busy)
+    variant = f"sgemm_{ta}{tb}{'' if aligned else '_edge'}{tag}_float32"
+    dispatch(a.ctx, variant, (0, 1), [out, a3, b3], 0, tiles * 256,
+             (out.offset, a.offset, b.offset), (b1 * b2, m, n, k, b2),
+             ((*a3.strides, a.strides[1]), (*b3.strides, b.strides[1]), out.strides[:3]))
+    return True
+
+
 def _ragged_tail(ctx, variant: str, spec: tuple, ops: list, out: Buffer, a3: Buffer,
                  b3: Buffer, bias: Buffer | None, m_al: int, m: int, n: int, k: int,
                  strides: tuple) -> None:
