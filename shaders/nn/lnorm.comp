@@ -7,10 +7,11 @@
 //   OP 1: xhat = (x - mean) rstd, gh = g w; (flag 4) gx = rstd (gh - sum(gh) / D - xhat
 //         sum(gh xhat) / D); and per workgroup the column partials of g xhat and of g over its
 //         rows, written to its own slice of o (the caller sums the slices: g_w and g_b).
-//         Bindings: o = [gx (M D, when wanted) | mean (M) | rstd (M) | partials (groups, 2, D)],
-//         x, g, w.
+//         Bindings: o = [gx (M D, when wanted) | partials (groups, 2, D)], x, g, w, mean, rstd
+//         (read where the forward left them: no copy).
 // pc.shape = (M, D, R, flags: 1 has w, 2 has b, 4 wants gx); pc.off = (o, x, g or w, w or b);
-// pc.st = (mean, rstd, partials) offsets in o, then eps (float bits; two words for float64).
+// pc.st = (mean, rstd, partials) offsets (OP 0: in o; OP 1: mean and rstd at bindings 4 and 5,
+// unit-strided), then eps (float bits; two words for float64).
 #include "../common.glsl"
 #if IN_BITS == 64
 #define SQRT(x) sqrt(x)
@@ -28,6 +29,8 @@ layout(set = 0, binding = 0) buffer O { IN_TS o[]; };
 layout(set = 0, binding = 1) readonly buffer X { IN_TS x[]; };
 layout(set = 0, binding = 2) readonly buffer P { IN_TS p[]; };
 layout(set = 0, binding = 3) readonly buffer Q { IN_TS q[]; };
+layout(set = 0, binding = 4) readonly buffer MB { IN_TS mb[]; };
+layout(set = 0, binding = 5) readonly buffer RB { IN_TS rb[]; };
 
 shared TC r1[WG];
 shared TC r2[WG];
@@ -99,7 +102,7 @@ void main() {
                     o[ro + row] = IN_TS(rs);
                 }
             } else {
-                TC m = TC(o[mo + row]), rs = TC(o[ro + row]);
+                TC m = TC(mb[pc.st[0] + row]), rs = TC(rb[pc.st[1] + row]);
                 int gb = pc.off[2] + row * D;
                 TC sg = TC(0), sgx = TC(0);
                 for (int j = int(lane); j < D; j += WG) {

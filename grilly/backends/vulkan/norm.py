@@ -107,27 +107,24 @@ def layer_norm_backward(g, x, mean, rstd, weight, need):
     rows = -(-m // LN_GROUPS)
     groups = -(-m // rows)
     gxn = m * d if nx else 0
-    out = new_buffer(x.ctx, (gxn + 2 * m + groups * 2 * d,), x.dtype)
-    if (mean.alloc is rstd.alloc and rstd.offset == mean.offset + m
-            and mean.strides == rstd.strides == (1,)):
-        # layer_norm's own [mean | rstd]: one copy
-        assign(_rows(out, gxn, gxn + 2 * m, 1, (2 * m,)),
-               Buffer(mean.ctx, mean.alloc, mean.offset, (2 * m,), (1,), mean.dtype))
-    else:
-        assign(_rows(out, gxn, gxn + m, 1, (m,)), mean)
-        assign(_rows(out, gxn + m, gxn + 2 * m, 1, (m,)), rstd)
+    out = new_buffer(x.ctx, (gxn + groups * 2 * d,), x.dtype)
+    mean, rstd = _contig(mean), _contig(rstd)
     w = xc if weight is None else _contig(weight)
     flags = int(weight is not None) | 4 * int(nx)
-    dispatch(x.ctx, f"lnorm_{x.dtype.name}", (1, 1), [out, xc, gc, w], groups, groups * 256,
-             (out.offset, xc.offset, gc.offset, w.offset), (m, d, rows, flags),
-             ((gxn, gxn + m, gxn + 2 * m, *_eps_words(0.0, x.dtype.name)),))
+    dispatch(x.ctx, f"lnorm_{x.dtype.name}", (1, 1), [out, xc, gc, w, mean, rstd], groups,
+             groups * 256, (out.offset, xc.offset, gc.offset, w.offset), (m, d, rows, flags),
+             ((mean.offset, rstd.offset, gxn, *_eps_words(0.0, x.dtype.name)),))
     gw = gb = None
-    if nw or nb:
-        part = _rows(out, gxn + 2 * m, gxn + 2 * m + groups * 2 * d, 1, (1, groups, 2 * d))
-        sums = new_buffer(x.ctx, (2 * d,), x.dtype)
-        _run(part, CODES["sum"], f"red_{x.dtype.name}", sums)
-        gw = _rows(sums, 0, 1, d, (d,)) if nw else None
-        gb = _rows(sums, 1, 2, d, (d,)) if nb else None
+    # the column sums of the partials, each into its own buffer: leaves that shared one would
+    # have their .grad copied apart
+    part = _rows(out, gxn, gxn + groups * 2 * d, 1, (1, groups, 2 * d))
+    for i, want in ((0, nw), (1, nb)):
+        if want:
+            col = Buffer(part.ctx, part.alloc, part.offset + i * d, (1, groups, d),
+                         (groups * 2 * d, 2 * d, 1), part.dtype)
+            total = new_buffer(x.ctx, (d,), x.dtype)
+            _run(col, CODES["sum"], f"red_{x.dtype.name}", total)
+            gw, gb = (total, gb) if i == 0 else (gw, total)
     return (_rows(out, 0, m, d, (m, d)) if nx else None), gw, gb
 
 
