@@ -350,3 +350,40 @@ def test_matmul4_reads_heads_in_place_and_merges_them(variants, m, n, k, tb):
     got = np.asarray(core.wrap(out, gp.float32, VK[0])).transpose(0, 2, 1, 3)
     scale = np.abs(av) @ np.abs(bv)
     assert np.all(np.abs(got - ref) <= 4 * k * 2.0**-24 * scale)
+
+
+@pytest.mark.parametrize("n,c,o,hw,stride,with_bias", [
+    (32, 16, 32, 8, 1, True),     # 64x64 edge tiles, the bias in the epilogue (per channel)
+    (4, 32, 64, 8, 1, True),      # 64x64 aligned tiles
+    (16, 8, 128, 8, 2, False),    # strided, no bias
+    (2, 3, 8, 6, 1, True),        # too small (and Ho*Wo = 36): the composition on buffers
+])
+def test_vulkan_conv2d_writes_nchw_from_one_gemm(variants, n, c, o, hw, stride, with_bias):
+    """Vulkan's conv2d kernel: im2col, then one sgemm over the images (the weight shared)
+    writing (N, O, Ho, Wo) with the bias added in its epilogue; against float64."""
+    from grilly.array import conv as C
+
+    rng = np.random.default_rng(n + c)
+    x = rng.standard_normal((n, c, hw, hw)).astype(np.float32)
+    w = rng.standard_normal((o, c, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(o).astype(np.float32) if with_bias else None
+    ho = (hw + 2 - 3) // stride + 1
+    args = [gp.asarray(x, device=VK[0]), gp.asarray(w, device=VK[0]),
+            None if b is None else gp.asarray(b, device=VK[0])]
+    variants.clear()
+    before = gp.device_stats(VK[0])["dispatches"]
+    got = C.conv2d(*args, (stride, stride), (1, 1), (1, 1, 1, 1), 1, (ho, ho))
+    count = gp.device_stats(VK[0])["dispatches"] - before
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    ref = np.zeros((n, o, ho, ho))
+    for i in range(3):
+        for j in range(3):
+            win = xp[:, :, i:i + stride * (ho - 1) + 1:stride, j:j + stride * (ho - 1) + 1:stride]
+            ref += np.einsum("nchw,oc->nohw", win, w[:, :, i, j].astype(np.float64))
+    ref += 0 if b is None else b[None, :, None, None]
+    np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-4, atol=1e-4)
+    if n * o >= 128:
+        # the weight in window order (a copy), im2col, the GEMM: no layout or bias pass
+        assert len(variants) == 1 and variants[0].startswith("sgemm_") and count == 3, variants
+    else:
+        assert variants == ["mm_tiled_float32"] and count == 4, variants

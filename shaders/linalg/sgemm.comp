@@ -22,7 +22,8 @@
 // rows at that stride (multiples of 4), unit columns.
 // BIAS (specialization constant 2) = 1: out[m, n] = sum + bias[n], the bias (N,) a contiguous
 // vector at binding 3 (offset a multiple of 4), added in float32 before the one rounding (a
-// linear layer's forward: no separate pass over the output).
+// linear layer's forward: no separate pass over the output); = 2: out[m, n] = sum + bias[m],
+// the bias (M,) unit-strided at any offset (a convolution's, per output channel).
 #extension GL_EXT_control_flow_attributes : enable
 #include "../common.glsl"
 // unrolled in SPIR-V for the aligned variants (about 1.15x on the H100); the edge variants,
@@ -35,10 +36,12 @@
 
 // F16: float16 operands and output (16-bit storage), float32 arithmetic, one rounding per output
 #ifdef F16
+#define S1 float16_t
 #define V4 f16vec4
 #define TO_F32(x) vec4(x)
 #define OUT4(x) f16vec4(x)
 #else
+#define S1 float
 #define V4 vec4
 #define TO_F32(x) x
 #define OUT4(x) x
@@ -47,6 +50,7 @@ layout(set = 0, binding = 0) writeonly buffer O { V4 res[]; };
 layout(set = 0, binding = 1) readonly buffer A { V4 a[]; };
 layout(set = 0, binding = 2) readonly buffer B { V4 b[]; };
 layout(set = 0, binding = 3) readonly buffer C { V4 cb[]; };
+layout(set = 0, binding = 3) readonly buffer C1 { S1 cb1[]; };
 layout(constant_id = 2) const int BIAS = 0;
 
 #ifdef TA
@@ -166,7 +170,12 @@ void main() {
         int nq = (orow == 0 ? N : orow) >> 2;
         int c0 = n0 + 4 * tx, c1 = n0 + 64 + 4 * tx;
 #ifdef S64
-        if (BIAS != 0) {
+        if (BIAS == 2) {
+            for (int i = 0; i < 4; ++i) {
+                int ra = m0 + 4 * ty + i;
+                acc[i][0] += vec4((!GUARD || ra < M) ? float(cb1[pc.off[3] + ra]) : 0.0);
+            }
+        } else if (BIAS != 0) {
             vec4 b0 = (!GUARD || c0 < N) ? TO_F32(cb[(pc.off[3] >> 2) + (c0 >> 2)]) : vec4(0.0);
             for (int i = 0; i < 4; ++i) acc[i][0] += b0;
         }
@@ -175,7 +184,17 @@ void main() {
             if ((!GUARD || ra < M) && (!GUARD || c0 < N)) res[ob + ra * nq + (c0 >> 2)] = OUT4(acc[i][0]);
         }
 #else
-        if (BIAS != 0) {
+        if (BIAS == 2) {
+            for (int i = 0; i < 4; ++i) {
+                int ra = m0 + 4 * ty + i, rb = m0 + 64 + 4 * ty + i;
+                vec4 va = vec4((!GUARD || ra < M) ? float(cb1[pc.off[3] + ra]) : 0.0);
+                vec4 vb = vec4((!GUARD || rb < M) ? float(cb1[pc.off[3] + rb]) : 0.0);
+                acc[i][0] += va;
+                acc[i][1] += va;
+                acc[4 + i][0] += vb;
+                acc[4 + i][1] += vb;
+            }
+        } else if (BIAS != 0) {
             vec4 b0 = (!GUARD || c0 < N) ? TO_F32(cb[(pc.off[3] >> 2) + (c0 >> 2)]) : vec4(0.0);
             vec4 b1 = (!GUARD || c1 < N) ? TO_F32(cb[(pc.off[3] >> 2) + (c1 >> 2)]) : vec4(0.0);
             for (int i = 0; i < 8; ++i) {

@@ -11,7 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dt
-from .kernels import astype, copy, new_buffer
+from .kernels import astype, copy, elementwise, new_buffer, permute, reshape
+from .linalg import _matmul, matmul4_into
+from .memory import Buffer
 from .reductions import dispatch
 
 _DTYPES = {"float16", "float32", "float64"}
@@ -139,5 +141,38 @@ def max_pool2d_backward(g, idx, kernel, stride, dilation, pads, size):
     return gx
 
 
-KERNELS: dict = {"im2col": im2col, "col2im": col2im, "max_pool2d": max_pool2d,
+def conv2d(x, w, bias, stride, dilation, pads, groups, out):
+    """(N, O, Ho, Wo): the channel-major windows of x (im2col) times the weight. float32 with one
+    group, window rows and Ho*Wo multiples of 4: one sgemm per image batch (two batch levels:
+    the images, the weight shared) writing (N, O, Ho*Wo) directly, the bias in its epilogue;
+    otherwise the array layer's composition on buffers (one GEMM per group over the whole
+    batch, then the (O, N) -> (N, O) layout and the bias in one elementwise pass)."""
+    n = x.shape[0]
+    o, cg, kh, kw = w.shape
+    ho, wo = out
+    hw, ck = ho * wo, cg * kh * kw
+    cols = im2col(x, (kh, kw), stride, dilation, pads, 0.0, out, channel_major=True)
+    # the weight's window axes in im2col's kw-major order
+    wt = reshape(permute(w, (0, 1, 3, 2)) if kh > 1 and kw > 1 else w, (groups, o // groups, ck))
+    if groups == 1 and n and hw and o:
+        res = new_buffer(x.ctx, (n, o, ho, wo), x.dtype)
+        a = Buffer(wt.ctx, wt.alloc, wt.offset, (n, 1, o, ck), (0, 0, wt.strides[1], wt.strides[2]),
+                   wt.dtype)
+        b = Buffer(cols.ctx, cols.alloc, cols.offset, (n, 1, ck, hw), (hw, 0, n * hw, 1),
+                   cols.dtype)
+        dst = Buffer(res.ctx, res.alloc, res.offset, (n, 1, o, hw), (o * hw, 0, hw, 1), res.dtype)
+        if matmul4_into(dst, a, b, bias):
+            return res
+    y = _matmul((groups, o // groups, n * hw), x.dtype, wt,
+                reshape(cols, (groups, ck, n * hw)), None)
+    y = permute(reshape(y, (o, n, ho, wo)), (1, 0, 2, 3))
+    if bias is None:
+        return copy(y)
+    return _ADD((n, o, ho, wo), x.dtype, y, reshape(bias, (1, o, 1, 1)))
+
+
+_ADD = elementwise()["add"]
+
+
+KERNELS: dict = {"im2col": im2col, "col2im": col2im, "conv2d": conv2d, "max_pool2d": max_pool2d,
                  "max_pool2d_backward": max_pool2d_backward}

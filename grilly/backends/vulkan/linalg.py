@@ -267,16 +267,19 @@ def _matmul(out_shape: tuple, out_dtype, a: Buffer, b: Buffer, bias: Buffer | No
     return out if bias is None else _add_bias(out, bias)
 
 
-def matmul4_into(out: Buffer, a: Buffer, b: Buffer) -> bool:
+def matmul4_into(out: Buffer, a: Buffer, b: Buffer, row_bias: Buffer | None = None) -> bool:
     """out[i, j] = a[i, j] @ b[i, j] for float32 (B1, B2, M, K) and (B1, B2, K, N) views read
     in place (two batch levels: attention's heads of a packed projection), written into the
     (B1, B2, M, N) view ``out`` (unit column stride, rows at any multiple of 4: heads merged in
-    place). One sgemm dispatch; False (nothing recorded) where the shader cannot take the
+    place), plus ``row_bias`` (M,) along the rows where given (a convolution's bias, in the
+    epilogue). One sgemm dispatch; False (nothing recorded) where the shader cannot take the
     layouts (the caller copies)."""
     b1, b2, m, k = a.shape
     n = b.shape[3]
     if (a.dtype is not _dt.float32 or out.strides[3] != 1 or k == 0
-            or any(v % 4 for v in (*out.strides[:3], out.offset))):
+            or any(v % 4 for v in (*out.strides[:3], out.offset))
+            or row_bias is not None and (row_bias.dtype is not a.dtype
+                                         or row_bias.strides != (1,) and m > 1)):
         return False
     a3 = Buffer(a.ctx, a.alloc, a.offset, (b1 * b2, m, k), (a.strides[0],) + a.strides[2:],
                 a.dtype)
@@ -294,8 +297,10 @@ def matmul4_into(out: Buffer, a: Buffer, b: Buffer) -> bool:
     if not aligned and tiles < SGEMM_MIN_TILES:
         return False   # (the generic shader keeps more of the GPU busy)
     variant = f"sgemm_{ta}{tb}{'' if aligned else '_edge'}{tag}_float32"
-    dispatch(a.ctx, variant, (0, 1), [out, a3, b3], 0, tiles * 256,
-             (out.offset, a.offset, b.offset), (b1 * b2, m, n, k, b2),
+    spec, ops, offs = (0, 1), [out, a3, b3], (out.offset, a.offset, b.offset)
+    if row_bias is not None:
+        spec, ops, offs = (0, 1, 2), ops + [row_bias], offs + (row_bias.offset,)
+    dispatch(a.ctx, variant, spec, ops, 0, tiles * 256, offs, (b1 * b2, m, n, k, b2),
              ((*a3.strides, a.strides[1]), (*b3.strides, b.strides[1]), out.strides[:3]))
     return True
 
