@@ -36,12 +36,10 @@
 
 // F16: float16 operands and output (16-bit storage), float32 arithmetic, one rounding per output
 #ifdef F16
-#define S1 float16_t
 #define V4 f16vec4
 #define TO_F32(x) vec4(x)
 #define OUT4(x) f16vec4(x)
 #else
-#define S1 float
 #define V4 vec4
 #define TO_F32(x) x
 #define OUT4(x) x
@@ -50,7 +48,8 @@ layout(set = 0, binding = 0) writeonly buffer O { V4 res[]; };
 layout(set = 0, binding = 1) readonly buffer A { V4 a[]; };
 layout(set = 0, binding = 2) readonly buffer B { V4 b[]; };
 layout(set = 0, binding = 3) readonly buffer C { V4 cb[]; };
-layout(set = 0, binding = 3) readonly buffer C1 { S1 cb1[]; };
+// element i of the bias (BIAS = 2: any offset) through its vec4s
+#define BIAS_AT(i) TO_F32(cb[(pc.off[3] + (i)) >> 2])[(pc.off[3] + (i)) & 3]
 layout(constant_id = 2) const int BIAS = 0;
 
 #ifdef TA
@@ -173,7 +172,7 @@ void main() {
         if (BIAS == 2) {
             for (int i = 0; i < 4; ++i) {
                 int ra = m0 + 4 * ty + i;
-                acc[i][0] += vec4((!GUARD || ra < M) ? float(cb1[pc.off[3] + ra]) : 0.0);
+                acc[i][0] += vec4((!GUARD || ra < M) ? BIAS_AT(ra) : 0.0);
             }
         } else if (BIAS != 0) {
             vec4 b0 = (!GUARD || c0 < N) ? TO_F32(cb[(pc.off[3] >> 2) + (c0 >> 2)]) : vec4(0.0);
@@ -187,8 +186,8 @@ void main() {
         if (BIAS == 2) {
             for (int i = 0; i < 4; ++i) {
                 int ra = m0 + 4 * ty + i, rb = m0 + 64 + 4 * ty + i;
-                vec4 va = vec4((!GUARD || ra < M) ? float(cb1[pc.off[3] + ra]) : 0.0);
-                vec4 vb = vec4((!GUARD || rb < M) ? float(cb1[pc.off[3] + rb]) : 0.0);
+                vec4 va = vec4((!GUARD || ra < M) ? BIAS_AT(ra) : 0.0);
+                vec4 vb = vec4((!GUARD || rb < M) ? BIAS_AT(rb) : 0.0);
                 acc[i][0] += va;
                 acc[i][1] += va;
                 acc[4 + i][0] += vb;
