@@ -2,12 +2,16 @@
 // Training-mode batch normalization over a contiguous x (N, C, S) (grilly.array.normalization),
 // one workgroup per channel c (grid-stride over channels), n = N S values each:
 //   OP 0: mean = sum(x) / n, var = sum((x - mean)^2) / n, invstd = 1 / sqrt(var + eps)
-//         (two passes, the second centred), then y = (x - mean) invstd w + b;
-//         aux = [mean (C) | invstd (C) | w (C) | b (C)], the first two written here.
-//   OP 1: sg = sum(g), sgx = sum(g (x - mean) invstd); aux = [mean | invstd | w | gw | gb] with
-//         gw = sgx and gb = sg written here, and (flag 4) gx = w invstd (g - sg/n - xhat sgx/n).
-// pc.shape = (N, C, S, flags: 1 has w, 2 has b, 4 wants gx); pc.off = (y or gx, aux, x, g);
-// pc.st[0..] = eps (float bits; two words for float64). Sums: a lane's run, then a tree.
+//         (two passes, the second centred), then y = (x - mean) invstd w + b.
+//         Bindings: y, [mean (C) | invstd (C)] (written), x, w, b.
+//   OP 1: sg = sum(g), sgx = sum(g (x - mean) invstd); gw = sgx and gb = sg, and (flag 4)
+//         gx = w invstd (g - sg/n - xhat sgx/n).
+//         Bindings: gx, gw, x, g, gb, mean, invstd, w (gw and gb their own buffers, mean,
+//         invstd and w read where they are: no copies).
+// The vectors are unit-strided. pc.shape = (N, C, S, flags: 1 has w, 2 has b, 4 wants gx);
+// pc.off = (y or gx, [mean | invstd] or gw, x, w or g); pc.st = eps (float bits; two words for
+// float64), then the offsets of b or gb (st[2]), mean (st[3]), invstd (st[4]), w (st[5], OP 1).
+// Sums: a lane's run, then a tree.
 #include "../common.glsl"
 #if IN_BITS == 64
 #define SQRT(x) sqrt(x)
@@ -25,6 +29,10 @@ layout(set = 0, binding = 0) buffer O { IN_TS o[]; };
 layout(set = 0, binding = 1) buffer S { IN_TS aux[]; };
 layout(set = 0, binding = 2) readonly buffer X { IN_TS x[]; };
 layout(set = 0, binding = 3) readonly buffer G { IN_TS g[]; };
+layout(set = 0, binding = 4) buffer B4 { IN_TS b4[]; };
+layout(set = 0, binding = 5) readonly buffer B5 { IN_TS mb[]; };
+layout(set = 0, binding = 6) readonly buffer B6 { IN_TS ib[]; };
+layout(set = 0, binding = 7) readonly buffer B7 { IN_TS wb[]; };
 
 shared TC r1[WG];
 shared TC r2[WG];
@@ -62,7 +70,8 @@ void main() {
     for (uint cu = gl_WorkGroupID.x; cu < uint(C); cu += gl_NumWorkGroups.x) {
         int c = int(cu);
         int xb = pc.off[2] + c * S, ab = pc.off[1];
-        TC w = (flags & 1) != 0 ? TC(aux[ab + 2 * C + c]) : TC(1);
+        TC w = (flags & 1) == 0 ? TC(1)
+             : OP == 0 ? TC(g[pc.off[3] + c]) : TC(wb[pc.st[5] + c]);
         if (OP == 0) {
             TC s = TC(0), z = TC(0);
             for (int e = int(lane); e < n; e += WG) {
@@ -79,7 +88,7 @@ void main() {
             }
             reduce2(lane, v, z);
             TC inv = DIV(TC(1), SQRT(DIV(v, cnt) + eps()));
-            TC b = (flags & 2) != 0 ? TC(aux[ab + 3 * C + c]) : TC(0);
+            TC b = (flags & 2) != 0 ? TC(b4[pc.st[2] + c]) : TC(0);
             TC k = inv * w;
             for (int e = int(lane); e < n; e += WG) {
                 int q = e / S, at = q * C * S + c * S + (e - q * S);
@@ -90,7 +99,7 @@ void main() {
                 aux[ab + C + c] = IN_TS(inv);
             }
         } else {
-            TC m = TC(aux[ab + c]), inv = TC(aux[ab + C + c]);
+            TC m = TC(mb[pc.st[3] + c]), inv = TC(ib[pc.st[4] + c]);
             TC sg = TC(0), sgx = TC(0);
             for (int e = int(lane); e < n; e += WG) {
                 int q = e / S, at = q * C * S + c * S + (e - q * S);
@@ -109,8 +118,8 @@ void main() {
                 }
             }
             if (lane == 0) {
-                aux[ab + 3 * C + c] = IN_TS(sgx);
-                aux[ab + 4 * C + c] = IN_TS(sg);
+                aux[ab + c] = IN_TS(sgx);
+                b4[pc.st[2] + c] = IN_TS(sg);
             }
         }
     }

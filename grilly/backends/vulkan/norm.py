@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import struct
 
-from .kernels import assign, copy, full, new_buffer
+from .kernels import copy, full, new_buffer
 from .memory import Buffer
 from .reductions import CODES, _run, dispatch
 from .snn import _rows
@@ -32,6 +32,11 @@ def _eps_words(eps: float, name: str) -> tuple:
     return struct.unpack("<2i", struct.pack("<d", eps))
 
 
+def _eps2(eps: float, name: str) -> tuple:
+    """eps as two words (float32: its bits, then 0), so the words after it keep their slots."""
+    return (_eps_words(eps, name) + (0,))[:2]
+
+
 def _contig(b):
     return b if b.is_contiguous() else copy(b)
 
@@ -42,15 +47,13 @@ def batch_norm(x, weight, bias, eps):
     n, c, s = x.shape
     xc = _contig(x)
     y = new_buffer(x.ctx, x.shape, x.dtype)
-    aux = new_buffer(x.ctx, (4 * c,), x.dtype)
-    for k, v in ((2, weight), (3, bias)):
-        if v is not None:
-            assign(_rows(aux, k, k + 1, c, (c,)), v)
+    aux = new_buffer(x.ctx, (2 * c,), x.dtype)   # [mean | invstd]
     if c:
         flags = int(weight is not None) | 2 * int(bias is not None)
-        dispatch(x.ctx, f"bnorm_{x.dtype.name}", (0, 1), [y, aux, xc, xc], c, c * 256,
-                 (y.offset, aux.offset, xc.offset, xc.offset), (n, c, s, flags),
-                 (_eps_words(eps, x.dtype.name),), writes=2)
+        w, b = (xc if v is None else _contig(v) for v in (weight, bias))
+        dispatch(x.ctx, f"bnorm_{x.dtype.name}", (0, 1), [y, aux, xc, w, b], c, c * 256,
+                 (y.offset, aux.offset, xc.offset, w.offset), (n, c, s, flags),
+                 ((*_eps2(eps, x.dtype.name), b.offset),), writes=2)
     return y, _rows(aux, 0, 1, c, (c,)), _rows(aux, 1, 2, c, (c,))
 
 
@@ -60,19 +63,21 @@ def batch_norm_backward(g, x, mean, invstd, weight, need):
     n, c, s = x.shape
     nx, nw, nb = (bool(v) for v in need)
     xc, gc = _contig(x), _contig(g)
-    aux = new_buffer(x.ctx, (5 * c,), x.dtype)
-    for k, v in ((0, mean), (1, invstd), (2, weight)):
-        if v is not None:
-            assign(_rows(aux, k, k + 1, c, (c,)), v)
+    mean, invstd = _contig(mean), _contig(invstd)
+    w = xc if weight is None else _contig(weight)
+    # g_w and g_b in buffers of their own: two parameters' gradients sharing one allocation
+    # would each be copied when taken as .grad
+    gw, gb = new_buffer(x.ctx, (c,), x.dtype), new_buffer(x.ctx, (c,), x.dtype)
     gx = new_buffer(x.ctx, x.shape, x.dtype) if nx else None
-    out = gx if nx else aux
+    out = gx if nx else gw
     if c:   # with no values the sums are zero, and so are g_w and g_b
         flags = int(weight is not None) | 4 * int(nx)
-        dispatch(x.ctx, f"bnorm_{x.dtype.name}", (1, 1), [out, aux, xc, gc], c, c * 256,
-                 (out.offset, aux.offset, xc.offset, gc.offset), (n, c, s, flags),
-                 (_eps_words(0.0, x.dtype.name),), writes=2)
-    return (gx, _rows(aux, 3, 4, c, (c,)) if nw else None,
-            _rows(aux, 4, 5, c, (c,)) if nb else None)
+        words = _eps2(0.0, x.dtype.name)
+        dispatch(x.ctx, f"bnorm_{x.dtype.name}", (1, 1),
+                 [out, gw, xc, gc, gb, mean, invstd, w], c, c * 256,
+                 (out.offset, gw.offset, xc.offset, gc.offset), (n, c, s, flags),
+                 ((*words, gb.offset, mean.offset, invstd.offset), (w.offset,)), writes=5)
+    return gx, gw if nw else None, gb if nb else None
 
 
 LN_GROUPS = 1024   # workgroups a layer norm aims for: its rows go in blocks of ceil(M / this)
