@@ -58,3 +58,38 @@ def test_column_sum_of_strided_and_transposed_views(device):
             ref = np.sum(hv.astype(np.float64), axis=axis, keepdims=True)
             assert got.shape == ref.shape
             assert np.all(np.abs(got - ref) <= _bound(hv, axis, hv.shape[axis]).reshape(ref.shape))
+
+
+@pytest.mark.parametrize("axes", [(0, 2, 3), (0, 3), (1, 3), (0, 1, 3)])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.float16])
+def test_axes_apart_reduce_without_a_transposing_copy(monkeypatch, axes, dtype):
+    """A reduction over axes that are not adjacent (a conv bias gradient's (0, 2, 3)) runs the
+    last run of adjacent axes first, then the rest, on the Vulkan device: no copy of the input
+    (float16 keeps its one float32-accumulated pass over a copy). Against numpy,
+    sum/prod/max/min."""
+    dev = [d for d in gp.devices() if str(d).startswith("vulkan")]
+    if not dev:
+        pytest.skip("no Vulkan device")
+    from grilly.backends.vulkan import kernels
+
+    copies = []
+    real = kernels._cast_into
+    def spy(dst, src, name):   # same-dtype copies only (int32 sums widen to int64 first)
+        if dst.dtype is src.dtype:
+            copies.append(1)
+        return real(dst, src, name)
+
+    monkeypatch.setattr(kernels, "_cast_into", spy)
+    rng = np.random.default_rng(len(axes))
+    x = (rng.standard_normal((6, 5, 8, 12)) * 2).astype(dtype)
+    g = gp.asarray(x, device=dev[0])
+    for name in ("sum", "prod", "max", "min"):
+        copies.clear()
+        got = np.asarray(getattr(gp, name)(g, axis=axes)).astype(np.float64)
+        want = getattr(np, name)(x.astype(np.float64), axis=axes)
+        if dtype == np.float16:
+            want = want.astype(np.float16).astype(np.float64)
+        tol = 2e-3 if dtype == np.float16 else 1e-5
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max(),
+                                   err_msg=name)
+        assert bool(copies) == (dtype == np.float16), (name, len(copies))

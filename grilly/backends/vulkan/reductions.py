@@ -138,8 +138,23 @@ def _reduce_kernel(op: str):
             buf = astype(buf, out_dtype)
         if not axes:
             return reshape(astype(buf, out_dtype) if buf is orig else buf, shape)
+        code, variant = CODES[_AS.get(op, op)], f"red_{out_dtype.name}"
+        axes = tuple(sorted(axes))
+        # (not float16: its partials would round to float16 between passes, not float32)
+        while axes[-1] - axes[0] + 1 != len(axes) and out_dtype.name != "float16":
+            # axes apart (a conv bias gradient's (0, 2, 3)): the last run of adjacent ones is
+            # reduced first, so no transposing copy of the input is made (the ops are
+            # associative; float sums change their order, as any other split would)
+            i = len(axes) - 1
+            while axes[i - 1] == axes[i] - 1:
+                i -= 1
+            run = axes[i:]
+            part = new_buffer(buf.ctx, tuple(s for d, s in enumerate(buf.shape) if d not in run),
+                              out_dtype)
+            _run(view3(buf, run), code, variant, part)
+            buf, axes = part, axes[:i]
         out = new_buffer(buf.ctx, shape, out_dtype)
-        _run(view3(buf, axes), CODES[_AS.get(op, op)], f"red_{out_dtype.name}", out)
+        _run(view3(buf, axes), code, variant, out)
         return out
     k.__name__ = op
     return k
