@@ -13,7 +13,7 @@
 // 128 and 16: loads past the edge read zero, stores past it are skipped).
 // The caller guarantees: the contiguous axis of each operand has unit stride and a length that is
 // a multiple of 4, the other strides and the offsets are multiples of 4, N is a multiple of 4 and
-// the output is contiguous (linalg.py: _sgemm_variant).
+// the output's columns are unit-strided (linalg.py: _sgemm_variant, matmul4_into).
 // pc.shape = (batch, M, N, K, H2); a strides (batch, row, col, inner batch) at pc.st[0..3], b at
 // pc.st[MAXD..]; pc.off = (out, a, b, bias) in floats. With H2 > 1 the batch index splits into
 // (outer, inner) = (bi / H2, bi % H2), each with its own stride (attention's (n, h) heads, read
