@@ -153,41 +153,30 @@ def test_strided_views(vdev, dtype):
            on=on)
 
 
+# dispatches per path: forward, backward, backward without dQ (and dK)
+COUNTS = {
+    "fused": (1, 3, 2),      # forward; D and the masks, dQ, dK with dV; no dQ dispatch
+    # q k^T, the probabilities, p v; D and the masks, g's masked rows (a bias), q k^T, g v^T,
+    # dS, and dQ, dK, dV; no dQ or dK product
+    "composed": (3, 8, 6),
+}
+
+
 def test_dispatch_counts(vdev, path):
-    if path == "composed":
-        pytest.skip("the fused kernels' counts (test_composed_dispatch_counts: the composition's)")
+    n_fwd, n_bwd, n_dv = COUNTS[path]
     q, k, v, bias, drop, g = _data((2, 3, 70, 90, 64, 64), np.float32, bias_shape=(2, 1, 1, 90),
                                    dropout=True)
     on = [gp.asarray(a, device=vdev) for a in (q, k, v, bias, drop, g)]
     before = gp.device_stats(vdev)["dispatches"]
     out, lse = att.attention(*on[:5], causal=True, scale=0.125)
     fwd = gp.device_stats(vdev)["dispatches"]
-    assert fwd - before == 1
+    assert fwd - before == n_fwd
     att.attention_backward(on[5], *on[:5], out, lse, causal=True, scale=0.125)
     bwd = gp.device_stats(vdev)["dispatches"]
-    assert bwd - fwd == 3         # D and the masks, dQ, dK with dV
+    assert bwd - fwd == n_bwd
     att.attention_backward(on[5], *on[:5], out, lse, causal=True, scale=0.125,
                            need=(False, False, True))
-    assert gp.device_stats(vdev)["dispatches"] - bwd == 2   # no dQ dispatch
-
-
-def test_composed_dispatch_counts(vdev, path):
-    if path == "fused":
-        pytest.skip("the composition's counts")
-    q, k, v, bias, drop, g = _data((2, 3, 70, 90, 64, 64), np.float32, bias_shape=(2, 1, 1, 90),
-                                   dropout=True)
-    on = [gp.asarray(a, device=vdev) for a in (q, k, v, bias, drop, g)]
-    before = gp.device_stats(vdev)["dispatches"]
-    out, lse = att.attention(*on[:5], causal=True, scale=0.125)
-    fwd = gp.device_stats(vdev)["dispatches"]
-    assert fwd - before == 3      # q k^T, the probabilities, p v
-    att.attention_backward(on[5], *on[:5], out, lse, causal=True, scale=0.125)
-    bwd = gp.device_stats(vdev)["dispatches"]
-    # D and the masks, g's masked rows (a bias), q k^T, g v^T, dS, and dQ, dK, dV
-    assert bwd - fwd == 8
-    att.attention_backward(on[5], *on[:5], out, lse, causal=True, scale=0.125,
-                           need=(False, False, True))
-    assert gp.device_stats(vdev)["dispatches"] - bwd == 6   # no dQ or dK product
+    assert gp.device_stats(vdev)["dispatches"] - bwd == n_dv
 
 
 def test_composed_reads_heads_in_place(vdev, path):

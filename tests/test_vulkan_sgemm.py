@@ -32,33 +32,39 @@ def variants(monkeypatch):
     return used
 
 
+def _check_product(variants, rng, ta, tb, batch, m, n, k) -> list:
+    """One (M, K) @ (K, N) product in the given layouts (batched where ``batch``) against
+    float64; the shader variants it dispatched."""
+    sa, sb = ((k, m) if ta else (m, k)), ((n, k) if tb else (k, n))
+    if batch:
+        sa, sb = (batch, *sa), (batch, *sb)
+    a = rng.standard_normal(sa).astype(np.float32)
+    b = rng.standard_normal(sb).astype(np.float32)
+    ga, gb = gp.asarray(a, device=VK[0]), gp.asarray(b, device=VK[0])
+    if ta:
+        a, ga = np.swapaxes(a, -1, -2), gp.matrix_transpose(ga)
+    if tb:
+        b, gb = np.swapaxes(b, -1, -2), gp.matrix_transpose(gb)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    variants.clear()
+    got = np.asarray(ga @ gb)
+    assert got.shape == ref.shape
+    # float32 accumulation over k terms: error bound ~ k * eps * |a||b|
+    scale = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64)
+    assert np.all(np.abs(got - ref) <= 4 * k * 2.0**-24 * scale + 1e-30)
+    return list(variants)
+
+
 @pytest.mark.parametrize("ta,tb", list(itertools.product([False, True], repeat=2)))
 @pytest.mark.parametrize("batch", [None, 3])
 def test_sgemm_layouts(variants, ta, tb, batch):
     rng = np.random.default_rng(7)
     seen = set()
     for m, n, k in SHAPES:
-        sa, sb = ((k, m) if ta else (m, k)), ((n, k) if tb else (k, n))
-        if batch:
-            sa, sb = (batch, *sa), (batch, *sb)
-        a = rng.standard_normal(sa).astype(np.float32)
-        b = rng.standard_normal(sb).astype(np.float32)
-        ga, gb = gp.asarray(a, device=VK[0]), gp.asarray(b, device=VK[0])
-        if ta:
-            a, ga = np.swapaxes(a, -1, -2), gp.matrix_transpose(ga)
-        if tb:
-            b, gb = np.swapaxes(b, -1, -2), gp.matrix_transpose(gb)
-        ref = a.astype(np.float64) @ b.astype(np.float64)
-        variants.clear()
-        got = np.asarray(ga @ gb)
-        seen.update(variants)
+        used = _check_product(variants, rng, ta, tb, batch, m, n, k)
+        seen.update(used)
         if (m, n, k, batch) == (1000, 512, 64, None):   # the split: 896 rows fast, 104 edge
-            assert len(variants) == 2 and variants[1] == variants[0].replace("_float32",
-                                                                             "_edge_float32")
-        assert got.shape == ref.shape
-        # float32 accumulation over k terms: error bound ~ k * eps * |a||b|
-        scale = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64)
-        assert np.all(np.abs(got - ref) <= 4 * k * 2.0**-24 * scale + 1e-30)
+            assert len(used) == 2 and used[1] == used[0].replace("_float32", "_edge_float32")
     tag = ("t" if ta else "n") + ("t" if tb else "n")
     assert f"sgemm_{tag}_float32" in seen and f"sgemm_{tag}_edge_float32" in seen, seen
 
@@ -258,23 +264,7 @@ def test_sgemm_64x64_tiles(variants, monkeypatch, ta, tb, batch):
     rng = np.random.default_rng(11)
     seen = set()
     for m, n, k in SHAPES + [(64, 64, 32), (70, 8, 12)]:
-        sa, sb = ((k, m) if ta else (m, k)), ((n, k) if tb else (k, n))
-        if batch:
-            sa, sb = (batch, *sa), (batch, *sb)
-        a = rng.standard_normal(sa).astype(np.float32)
-        b = rng.standard_normal(sb).astype(np.float32)
-        ga, gb = gp.asarray(a, device=VK[0]), gp.asarray(b, device=VK[0])
-        if ta:
-            a, ga = np.swapaxes(a, -1, -2), gp.matrix_transpose(ga)
-        if tb:
-            b, gb = np.swapaxes(b, -1, -2), gp.matrix_transpose(gb)
-        ref = a.astype(np.float64) @ b.astype(np.float64)
-        variants.clear()
-        got = np.asarray(ga @ gb)
-        seen.update(variants)
-        scale = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64)
-        assert got.shape == ref.shape
-        assert np.all(np.abs(got - ref) <= 4 * k * 2.0**-24 * scale + 1e-30)
+        seen.update(_check_product(variants, rng, ta, tb, batch, m, n, k))
     tag = ("t" if ta else "n") + ("t" if tb else "n")
     assert {f"sgemm_{tag}_s64_float32", f"sgemm_{tag}_edge_s64_float32"} <= seen, seen
     if not batch and tag == "nn":

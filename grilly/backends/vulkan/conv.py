@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dt
-from .kernels import astype, copy, elementwise, new_buffer, permute, reshape
-from .linalg import _matmul, matmul4_into
+from .kernels import astype, copy, new_buffer, permute, reshape
+from .linalg import _add, _matmul, matmul4_into
 from .memory import Buffer
 from .reductions import dispatch
 
@@ -168,10 +168,7 @@ def conv2d(x, w, bias, stride, dilation, pads, groups, out):
     y = permute(reshape(y, (o, n, ho, wo)), (1, 0, 2, 3))
     if bias is None:
         return copy(y)
-    return _ADD((n, o, ho, wo), x.dtype, y, reshape(bias, (1, o, 1, 1)))
-
-
-_ADD = elementwise()["add"]
+    return _add((n, o, ho, wo), x.dtype, y, reshape(bias, (1, o, 1, 1)))
 
 
 KERNELS: dict = {"im2col": im2col, "col2im": col2im, "conv2d": conv2d, "max_pool2d": max_pool2d,

@@ -10,7 +10,7 @@ in ``grilly.device_stats(device)["host_round_trips"]`` (docs/vulkan.md lists the
 from __future__ import annotations
 
 from .. import dtypes as _dt
-from .kernels import broadcast_to, elementwise, full, new_buffer, permute, reshape
+from .kernels import _view, assign, broadcast_to, elementwise, full, new_buffer, permute, reshape
 from .memory import Buffer
 from .reductions import _prod, dispatch
 
@@ -93,6 +93,13 @@ def use_s64(nb: int, m: int, n: int, k: int) -> bool:
     if nb == 1 and -(-m // 64) * -(-n // 64) < SPLITK_TILES:
         return False
     return min(m, n) <= 64 or -(-m // 128) * -(-n // 128) * 128 * 128 >= 1.5 * m * n
+
+
+def _s64(variant: str, m: int, n: int, k: int) -> str:
+    """The S64 (64x64-tile) counterpart of an sgemm float32 variant for an (M, N, K) product:
+    aligned where M and N are whole 64x64 tiles and K whole 32-deep slabs, else the edge one."""
+    aligned = m % 64 == 0 and n % 64 == 0 and k % 32 == 0
+    return f"sgemm_{variant.split('_')[1]}{'' if aligned else '_edge'}_s64_float32"
 
 
 SPLITK_TILES = 128   # fewer 128x128 output tiles than this leave SMs idle: split K
@@ -215,34 +222,32 @@ def _matmul(out_shape: tuple, out_dtype, a: Buffer, b: Buffer, bias: Buffer | No
         return out if bias is None else _add_bias(out, bias)
     variant = _sgemm_variant(a3, b3, m, n, k, out_dtype.name) \
         if out_dtype.name in ("float32", "float16") else None
-    if variant is not None and out_dtype.name == "float32" and use_s64(nb, m, n, k):
-        # 64x64 tiles (sgemm.comp's S64)
+    if variant is not None:
+        # the bias, where there is one, in the epilogue (specialization constant 2)
         fused = nb == 1 and _bias_ok(bias, out_dtype)
         spec, ops = ((0, 1, 1), [out, a3, b3, bias]) if fused else ((0, 1), [out, a3, b3])
         boff = (bias.offset,) if fused else ()
-        aligned = m % 64 == 0 and n % 64 == 0 and k % 32 == 0
-        v64 = f"{variant[:8]}{'' if aligned else '_edge'}_s64_float32"
+    if variant is not None and out_dtype.name == "float32" and use_s64(nb, m, n, k):
+        # 64x64 tiles (sgemm.comp's S64)
         tiles = nb * -(-m // 64) * -(-n // 64)
-        dispatch(ctx, v64, spec, ops, 0, tiles * 256, args[0] + boff, *args[1:])
+        dispatch(ctx, _s64(variant, m, n, k), spec, ops, 0, tiles * 256, args[0] + boff,
+                 *args[1:])
         return out if bias is None or fused else _add_bias(out, bias)
     if variant is not None:
         m_al = m - m % 128
         split = _split_k(variant, nb, m, n, k) if out_dtype.name == "float32" else 1
-        if split > 1 and "_edge_" in variant and m % 64 == 0 and n % 64 == 0 and k % 32 == 0:
+        v64 = _s64(variant, m, n, k) if split > 1 and "_edge_" in variant else None
+        if v64 is not None and "_edge_" not in v64:
             # ragged for 128x128 tiles, whole 64x64 ones (a conv weight gradient's 128 x 576):
             # the aligned S64 variant in K slices, no bounds checks
             # (a 64x64 workgroup holds a quarter of the registers: four times as many slices)
-            v64, t64 = variant.replace("_edge_", "_s64_"), (m // 64) * (n // 64)
+            t64 = (m // 64) * (n // 64)
             s64 = _slices(t64, k, 32, 4 * SPLITK_TILES, 4 * SPLITK_MAX)
             _split_run(ctx, v64, s64, t64, out, a3, b3, m, n, k)
             return out if bias is None else _add_bias(out, bias)
         if split > 1:
             _split_run(ctx, variant, split, -(-m // 128) * -(-n // 128), out, a3, b3, m, n, k)
             return out if bias is None else _add_bias(out, bias)
-        # the bias, where there is one, in the epilogue (specialization constant 2)
-        fused = nb == 1 and _bias_ok(bias, out_dtype)
-        spec, ops = ((0, 1, 1), [out, a3, b3, bias]) if fused else ((0, 1), [out, a3, b3])
-        boff = (bias.offset,) if fused else ()
         if "_edge_" in variant and nb == 1 and m_al and n % 128 == 0 and k % SGEMM_BK == 0:
             # only M is ragged: the aligned (faster) variant on the first m_al rows, the edge
             # one on the rest (the rows of A and of the output past m_al)
@@ -281,22 +286,24 @@ def matmul4_into(out: Buffer, a: Buffer, b: Buffer, row_bias: Buffer | None = No
             or row_bias is not None and (row_bias.dtype is not a.dtype
                                          or row_bias.strides != (1,) and m > 1)):
         return False
-    a3 = Buffer(a.ctx, a.alloc, a.offset, (b1 * b2, m, k), (a.strides[0],) + a.strides[2:],
-                a.dtype)
-    b3 = Buffer(b.ctx, b.alloc, b.offset, (b1 * b2, k, n), (b.strides[0],) + b.strides[2:],
-                b.dtype)
+    a3 = _view(a, a.offset, (b1 * b2, m, k), (a.strides[0],) + a.strides[2:])
+    b3 = _view(b, b.offset, (b1 * b2, k, n), (b.strides[0],) + b.strides[2:])
     ta, tb = _layout(a3.strides, m, k), _layout(b3.strides, k, n)
     if ta is None or tb is None or n % 4 or any(
             v % 4 for v in (a.strides[0], a.strides[1], a3.strides[2 if ta == "t" else 1],
                             b.strides[0], b.strides[1], b3.strides[2 if tb == "t" else 1],
                             a.offset, b.offset)):
         return False
-    tile, slab, tag = (64, 32, "_s64") if use_s64(b1 * b2, m, n, k) else (128, SGEMM_BK, "")
-    aligned = m % tile == 0 and n % tile == 0 and k % slab == 0
+    variant = f"sgemm_{ta}{tb}_float32"
+    if use_s64(b1 * b2, m, n, k):
+        tile, variant = 64, _s64(variant, m, n, k)
+    elif m % 128 or n % 128 or k % SGEMM_BK:
+        tile, variant = 128, f"sgemm_{ta}{tb}_edge_float32"
+    else:
+        tile = 128
     tiles = b1 * b2 * -(-m // tile) * -(-n // tile)
-    if not aligned and tiles < SGEMM_MIN_TILES:
+    if "_edge" in variant and tiles < SGEMM_MIN_TILES:
         return False   # (the generic shader keeps more of the GPU busy)
-    variant = f"sgemm_{ta}{tb}{'' if aligned else '_edge'}{tag}_float32"
     spec, ops, offs = (0, 1), [out, a3, b3], (out.offset, a.offset, b.offset)
     if row_bias is not None:
         spec, ops, offs = (0, 1, 2), ops + [row_bias], offs + (row_bias.offset,)
@@ -320,8 +327,6 @@ def _ragged_tail(ctx, variant: str, spec: tuple, ops: list, out: Buffer, a3: Buf
                  tail + ((bias.offset,) if bias is not None else ()), (1, m - m_al, n, k),
                  strides)
         return
-    from .kernels import _view, assign
-
     rows = _view(out, out.offset + m_al * n, (m - m_al, n), (n, 1))
     a_tail = _view(a3, a3.offset + m_al * a3.strides[1], (1, m - m_al, k), a3.strides)
     _split_run(ctx, variant, s, tiles, rows, a_tail, b3, m - m_al, n, k)
