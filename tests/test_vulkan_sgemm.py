@@ -277,6 +277,51 @@ def test_sgemm_64x64_tiles(variants, monkeypatch, ta, tb, batch):
         np.testing.assert_allclose(got, x.astype(np.float64) @ w.T + bias, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("ta,tb", list(itertools.product([False, True], repeat=2)))
+@pytest.mark.parametrize("batch", [None, 3])
+def test_sgemm_wide_tiles(variants, monkeypatch, ta, tb, batch):
+    """sgemm.comp's WIDE variants (128x256 tiles, 8-deep slabs, 16x8 outputs per invocation)
+    wherever N is whole 256-column tiles (their tile minimum lifted): aligned, ragged rows (a
+    WIDE part and an edge tail), split over K, each layout, batched; and a linear layer's bias
+    in their epilogue; against float64."""
+    from grilly.array import dense
+    from grilly.backends.vulkan import linalg
+
+    monkeypatch.setattr(linalg, "WIDE_MIN_TILES", 1)
+    monkeypatch.setattr(linalg, "SPLITK_MIN_TILES", 1)
+    monkeypatch.setattr(linalg, "SPLITK_MIN_K", 64)
+    rng = np.random.default_rng(19)
+    tag = ("t" if ta else "n") + ("t" if tb else "n")
+    wide = f"sgemm_{tag}_w256_float32"
+    for m, n, k in [(256, 512, 64), (384, 768, 48), (1000, 512, 64), (256, 512, 1024)]:
+        used = _check_product(variants, rng, ta, tb, batch, m, n, k)
+        if m == 1000:   # a single product: 896 rows WIDE, the last 104 on the edge shader
+            assert used == ([f"sgemm_{tag}_edge_float32"] if batch
+                            else [wide, f"sgemm_{tag}_edge_float32"]), used
+        else:
+            assert wide in used, ((m, n, k), used)
+    if not batch and tag == "nn":
+        x = rng.standard_normal((384, 40 * 4)).astype(np.float32)
+        w = rng.standard_normal((512, 40 * 4)).astype(np.float32)
+        bias = rng.standard_normal(512).astype(np.float32)
+        variants.clear()
+        got = np.asarray(dense.linear(*(gp.asarray(v, device=VK[0]) for v in (x, w, bias))))
+        assert variants == ["sgemm_nt_w256_float32"]   # the bias in the epilogue
+        np.testing.assert_allclose(got, x.astype(np.float64) @ w.T + bias, rtol=1e-5, atol=1e-4)
+
+
+def test_sgemm_wide_tiles_where_n_and_the_tile_count_allow():
+    from grilly.backends.vulkan import linalg
+
+    assert linalg._wide("sgemm_nt_float32", 1, 4096, 4096) == "sgemm_nt_w256_float32"
+    assert linalg._wide("sgemm_nn_float32", 1, 1024, 4096)             # 128 tiles of 128x256
+    assert linalg._wide("sgemm_nn_float32", 1, 512, 4096) is None      # 64: 128x128 tiles
+    assert linalg._wide("sgemm_tn_float32", 1, 512, 2048, split=True)  # K slices fill the GPU
+    assert linalg._wide("sgemm_nn_float32", 1, 4096, 4224) is None     # N not whole 256s
+    for v in ("sgemm_nn_edge_float32", "sgemm_nn_s64_float32", "sgemm_nn_float16"):
+        assert linalg._wide(v, 1, 4096, 4096) is None
+
+
 def test_sgemm_64x64_tiles_where_128_would_be_half_empty():
     from grilly.backends.vulkan import linalg
 

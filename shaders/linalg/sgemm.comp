@@ -1,8 +1,8 @@
 #version 450
-// float32 matmul for large operands: 128x128 output tiles per workgroup (S64: 64x64, below),
-// 16-deep k slabs double-buffered in shared memory, 8x8 outputs per invocation held as two 4x4
-// blocks (rows 4ty.. and 64+4ty.., columns 4tx.. and 64+4tx..). Invocations 0-127 load A,
-// 128-255 load B; every global and shared access is a vec4.
+// float32 matmul for large operands: 128x128 output tiles per workgroup (S64: 64x64 and WIDE:
+// 128x256, below), 16-deep k slabs double-buffered in shared memory, 8x8 outputs per invocation
+// held as two 4x4 blocks (rows 4ty.. and 64+4ty.., columns 4tx.. and 64+4tx..). Invocations
+// 0-127 load A, 128-255 load B; every global and shared access is a vec4.
 //
 // An operand is read in the layout it has, without a copy (backward's x^T @ g and g @ W^T):
 // - "row" loading (A as (M, K), or B transposed: B^T stored as (N, K)): k is contiguous; a
@@ -73,17 +73,35 @@ const bool GUARD = false;
 // 128x128 tiles would be half empty or too few to hide a short K (attention's batched
 // (256, 256) x (256, 64) products). The slabs hold as many floats, so each loader's share is
 // the same four vec4s.
+//
+// WIDE: 128x256 output tiles, 8-deep slabs, 16x8 outputs per invocation as four 4x4 blocks down
+// (rows 4ty.., 32+4ty.., 64+4ty.., 96+4ty.., ty < 8) by two across (columns 4tx.. and
+// 128+4tx.., tx < 32): about 1.1x the 128x128 tiles' speed on the H200 for the products
+// linalg.py gives it (N a multiple of 256; 4096^3 nn 44.8 -> 47.3 TFLOP/s, tn 42.7 -> 47.6),
+// not run with EDGE. Its loads: invocations 0-63 take A's slab, 64-191 B's, four vec4s each.
 #ifdef S64
 #define BM 64
+#define BN 64
 #define BK 32
+#elif defined(WIDE)
+#define BM 128
+#define BN 256
+#define BK 8
 #else
 #define BM 128
+#define BN 128
 #define BK 16
 #endif
 const int KQ = BK / 4;    // k quads of a slab: row loaders per row group
+#ifdef WIDE
+const int GA = BM / 4 * KQ;   // A's loaders (one 4x4 group each); B's follow
+#define ELSE_B else if (loads_b)
+#else
+#define ELSE_B else
 const int CQ = BM / 4;    // column quads of a slab: column loaders per k row
+#endif
 shared vec4 As[2][BK][BM / 4];   // As[k][q] = rows 4q..4q+3 at depth k
-shared vec4 Bs[2][BK][BM / 4];   // Bs[k][q] = columns 4q..4q+3 at depth k
+shared vec4 Bs[2][BK][BN / 4];   // Bs[k][q] = columns 4q..4q+3 at depth k
 
 // load this invocation's four vec4s of the slab at depth k0 of operand BUF (ROWS: "row" loading,
 // a compile-time constant, so each branch below is straight code)
@@ -107,48 +125,71 @@ void main() {
     int nb = pc.shape[0], M = pc.shape[1], N = pc.shape[2], K = pc.shape[3];
     int h2 = max(pc.shape[4], 1);         // inner batch count (0: one level)
     int orow = pc.st[2 * MAXD + 2];       // output row stride (0: contiguous (batch, M, N))
-    int tm = (M + BM - 1) / BM, tn = (N + BM - 1) / BM;
+    int tm = (M + BM - 1) / BM, tn = (N + BN - 1) / BN;
     int ntiles = nb * tm * tn;
     int tid = int(gl_LocalInvocationID.x);
+#ifdef WIDE
+    int tx = tid % 32, ty = tid / 32;
+    bool loads_a = tid < GA, loads_b = !loads_a && tid < 3 * GA;
+    int e = loads_a ? tid : tid - GA;
+    int CQ = loads_a ? BM / 4 : BN / 4;   // column quads of a slab: column loaders per k row
+#else
     int tx = tid & 15, ty = tid >> 4;
     bool loads_a = tid < 128;
+#endif
     // the stride (in vec4s) of the non-contiguous axis of this invocation's operand
     int ld = (loads_a ? (TRANS_A ? pc.st[2] : pc.st[1])
                       : (TRANS_B ? pc.st[MAXD + 2] : pc.st[MAXD + 1])) >> 2;
+#ifndef WIDE
     int e = tid & 127;
+#endif
     // row loaders: row group g (rows 4g..4g+3), k quad kq; column loaders: k rows kr + KQ i,
     // column quad cq
     int g = e / KQ, kq = e % KQ, kr = e / CQ, cq = e % CQ;
     for (int t = int(gl_WorkGroupID.x); t < ntiles; t += int(gl_NumWorkGroups.x)) {
         int bi = t / (tm * tn);
         int rem = t - bi * tm * tn;
-        int m0 = (rem / tn) * BM, n0 = (rem - (rem / tn) * tn) * BM;
+        int m0 = (rem / tn) * BM, n0 = (rem - (rem / tn) * tn) * BN;
         // two batch levels (bi = bo * H2 + bj): a (n, h) grid of heads read in place
         int bo = bi / h2, bj = bi - bo * h2;
         int sa = loads_a ? 0 : MAXD;
         int base = (pc.off[loads_a ? 1 : 2] + bo * pc.st[sa] + bj * pc.st[sa + 3]) >> 2;
         vec4 r[4];
-        if (loads_a) { FETCH(a, !TRANS_A, M, m0, 0) } else { FETCH(b, TRANS_B, N, n0, 0) }
+        if (loads_a) { FETCH(a, !TRANS_A, M, m0, 0) } ELSE_B { FETCH(b, TRANS_B, N, n0, 0) }
 #ifdef S64
         vec4 acc[4][1];
         for (int i = 0; i < 4; ++i) acc[i][0] = vec4(0.0);
+#elif defined(WIDE)
+        vec4 acc[16][2];
+        for (int i = 0; i < 16; ++i)
+            for (int j = 0; j < 2; ++j) acc[i][j] = vec4(0.0);
 #else
         vec4 acc[8][2];
         for (int i = 0; i < 8; ++i) { acc[i][0] = vec4(0.0); acc[i][1] = vec4(0.0); }
 #endif
         int cur = 0;
         for (int k0 = 0; k0 < K; k0 += BK) {
-            if (loads_a) { STORE(As, !TRANS_A) } else { STORE(Bs, TRANS_B) }
+            if (loads_a) { STORE(As, !TRANS_A) } ELSE_B { STORE(Bs, TRANS_B) }
             barrier();
             int kn = k0 + BK;
             if (kn < K) {
                 // prefetch the next slab into registers while this one is multiplied
-                if (loads_a) { FETCH(a, !TRANS_A, M, m0, kn) } else { FETCH(b, TRANS_B, N, n0, kn) }
+                if (loads_a) { FETCH(a, !TRANS_A, M, m0, kn) } ELSE_B { FETCH(b, TRANS_B, N, n0, kn) }
             }
 #ifdef S64
             UNR for (int kk = 0; kk < BK; ++kk) {
                 vec4 a0 = As[cur][kk][ty], b0 = Bs[cur][kk][tx];
                 UNR for (int i = 0; i < 4; ++i) acc[i][0] = fma(vec4(a0[i]), b0, acc[i][0]);
+            }
+#elif defined(WIDE)
+            UNR for (int kk = 0; kk < BK; ++kk) {
+                vec4 av[4], bv[2];
+                UNR for (int j = 0; j < 4; ++j) av[j] = As[cur][kk][ty + 8 * j];
+                UNR for (int j = 0; j < 2; ++j) bv[j] = Bs[cur][kk][tx + 32 * j];
+                UNR for (int jm = 0; jm < 4; ++jm)
+                    UNR for (int i = 0; i < 4; ++i)
+                        UNR for (int jn = 0; jn < 2; ++jn)
+                            acc[4 * jm + i][jn] = fma(vec4(av[jm][i]), bv[jn], acc[4 * jm + i][jn]);
             }
 #else
             UNR for (int kk = 0; kk < BK; ++kk) {
@@ -181,6 +222,22 @@ void main() {
         for (int i = 0; i < 4; ++i) {
             int ra = m0 + 4 * ty + i;
             if ((!GUARD || ra < M) && (!GUARD || c0 < N)) res[ob + ra * nq + (c0 >> 2)] = OUT4(acc[i][0]);
+        }
+#elif defined(WIDE)
+        for (int jn = 0; jn < 2; ++jn) {
+            int c = c0 + 128 * jn;
+            bool cok = !GUARD || c < N;
+            vec4 bc = vec4(0.0);
+            if (BIAS == 1) bc = cok ? TO_F32(cb[(pc.off[3] >> 2) + (c >> 2)]) : vec4(0.0);
+            for (int jm = 0; jm < 4; ++jm) {
+                for (int i = 0; i < 4; ++i) {
+                    int ra = m0 + 4 * (ty + 8 * jm) + i;
+                    vec4 v = acc[4 * jm + i][jn];
+                    if (BIAS == 2) v += vec4((!GUARD || ra < M) ? BIAS_AT(ra) : 0.0);
+                    else if (BIAS != 0) v += bc;
+                    if ((!GUARD || ra < M) && cok) res[ob + ra * nq + (c >> 2)] = OUT4(v);
+                }
+            }
         }
 #else
         if (BIAS == 2) {

@@ -1,7 +1,8 @@
 """linalg kernels of the Vulkan backend (docs/kernels/linalg.md conventions).
 
-matmul is native (shaders/linalg/): float32 and float16 in 128x128-tiled shaders (sgemm.comp;
-float16 on tensor cores, hgemm_coop.comp, where the device has cooperative matrices), small or
+matmul is native (shaders/linalg/): float32 and float16 in 128x128-tiled shaders (sgemm.comp,
+with 128x256 and 64x64 tiles where they fit better; float16 on tensor cores, hgemm_coop.comp,
+where the device has cooperative matrices), small or
 misaligned float32 in a 64x64-tiled one, other dtypes one invocation per output; diagonal is a
 view. cross and fft_roll are the array
 layer's compositions; the decompositions and the FFTs its host path (grilly.array.host), counted
@@ -100,6 +101,21 @@ def _s64(variant: str, m: int, n: int, k: int) -> str:
     aligned where M and N are whole 64x64 tiles and K whole 32-deep slabs, else the edge one."""
     aligned = m % 64 == 0 and n % 64 == 0 and k % 32 == 0
     return f"sgemm_{variant.split('_')[1]}{'' if aligned else '_edge'}_s64_float32"
+
+
+WIDE_MIN_TILES = 128   # fewer 128x256 tiles than this (unsplit) leave SMs idle: 128x128 ones
+
+
+def _wide(variant: str, nb: int, m: int, n: int, split: bool = False) -> str | None:
+    """The WIDE (128x256-tile, sgemm.comp) counterpart of an aligned float32 variant, where N is
+    whole 256-column tiles and, unless the product runs split over K (which fills the GPU with
+    slices), there are WIDE_MIN_TILES of them: about 1.1x the 128x128 tiles' speed on an H200
+    (docs/benchmarks.md); None where it does not apply."""
+    if not variant.endswith("_float32") or "_edge" in variant or "_s64" in variant or n % 256:
+        return None
+    if not split and nb * (m // 128) * (n // 256) < WIDE_MIN_TILES:
+        return None
+    return variant.replace("_float32", "_w256_float32")
 
 
 SPLITK_TILES = 128   # fewer 128x128 output tiles than this leave SMs idle: split K
@@ -246,19 +262,29 @@ def _matmul(out_shape: tuple, out_dtype, a: Buffer, b: Buffer, bias: Buffer | No
             _split_run(ctx, v64, s64, t64, out, a3, b3, m, n, k)
             return out if bias is None else _add_bias(out, bias)
         if split > 1:
-            _split_run(ctx, variant, split, -(-m // 128) * -(-n // 128), out, a3, b3, m, n, k)
+            wide = _wide(variant, nb, m, n, split=True)
+            if wide is not None:   # as many slices as bring its (half as many) tiles to the target
+                tw = (m // 128) * (n // 256)
+                _split_run(ctx, wide, _slices(tw, k, SGEMM_BK), tw, out, a3, b3, m, n, k)
+            else:
+                _split_run(ctx, variant, split, -(-m // 128) * -(-n // 128), out, a3, b3, m, n,
+                           k)
             return out if bias is None else _add_bias(out, bias)
         if "_edge_" in variant and nb == 1 and m_al and n % 128 == 0 and k % SGEMM_BK == 0:
             # only M is ragged: the aligned (faster) variant on the first m_al rows, the edge
             # one on the rest (the rows of A and of the output past m_al)
             fast = variant.replace("_edge", "")
-            dispatch(ctx, fast, spec, ops, 0, (m_al // 128) * (n // 128) * 256,
+            wide = _wide(fast, nb, m_al, n)
+            cols = 256 if wide is not None else 128
+            dispatch(ctx, wide or fast, spec, ops, 0, (m_al // 128) * (n // cols) * 256,
                      args[0] + boff, (nb, m_al, n, k), args[2])
             _ragged_tail(ctx, variant, spec, ops, out, a3, b3, bias if fused else None, m_al,
                          m, n, k, args[2])
         else:
-            tiles = nb * -(-m // 128) * -(-n // 128)
-            dispatch(ctx, variant, spec, ops, 0, tiles * 256, args[0] + boff, *args[1:])
+            wide = _wide(variant, nb, m, n)
+            cols = 256 if wide is not None else 128
+            tiles = nb * -(-m // 128) * -(-n // cols)
+            dispatch(ctx, wide or variant, spec, ops, 0, tiles * 256, args[0] + boff, *args[1:])
         return out if bias is None or fused else _add_bias(out, bias)
     elif out_dtype.name == "float32":
         tiles = nb * -(-m // TILE) * -(-n // TILE)

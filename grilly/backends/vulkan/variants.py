@@ -126,6 +126,8 @@ def variants() -> dict[str, tuple[str, list[str]]]:
                 out[f"sgemm_{ta}{tb}{edge}_float32"] = ("linalg/sgemm.comp", defs)
                 out[f"sgemm_{ta}{tb}{edge}_float16"] = ("linalg/sgemm.comp", defs + ["-DF16"])
                 out[f"sgemm_{ta}{tb}{edge}_s64_float32"] = ("linalg/sgemm.comp", defs + ["-DS64"])
+                if not edge:
+                    out[f"sgemm_{ta}{tb}_w256_float32"] = ("linalg/sgemm.comp", defs + ["-DWIDE"])
                 # tensor cores (VK_KHR_cooperative_matrix devices: vulkan/linalg.py chooses)
                 out[f"hgemm_{ta}{tb}{edge}_coop_float16"] = ("linalg/hgemm_coop.comp", defs)
                 out[f"hgemm_{ta}{tb}{edge}_coop_f32out_float16"] = ("linalg/hgemm_coop.comp",
