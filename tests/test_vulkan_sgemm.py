@@ -322,6 +322,25 @@ def test_sgemm_wide_tiles_where_n_and_the_tile_count_allow():
         assert linalg._wide(v, 1, 4096, 4096) is None
 
 
+def test_a_large_product_is_submitted_at_once(monkeypatch):
+    """A product of linalg.SUBMIT_FLOPS or more is submitted as soon as it is recorded (the GPU
+    starts on it while the host records what follows); smaller ones wait for the batch."""
+    from grilly.backends.vulkan import linalg
+
+    dev = VK[0]
+    rng = np.random.default_rng(23)
+    a = rng.standard_normal((256, 64)).astype(np.float32)
+    b = rng.standard_normal((64, 128)).astype(np.float32)
+    ga, gb = gp.asarray(a, device=dev), gp.asarray(b, device=dev)
+    for limit, more in ((2 * 256 * 128 * 64, 1), (2 * 256 * 128 * 64 + 1, 0)):
+        monkeypatch.setattr(linalg, "SUBMIT_FLOPS", limit)
+        gp.synchronize(dev)
+        before = gp.device_stats(dev)["submits"]
+        c = ga @ gb
+        assert gp.device_stats(dev)["submits"] - before == more
+        np.testing.assert_allclose(np.asarray(c), a.astype(np.float64) @ b, rtol=1e-5, atol=1e-4)
+
+
 def test_sgemm_64x64_tiles_where_128_would_be_half_empty():
     from grilly.backends.vulkan import linalg
 

@@ -187,15 +187,35 @@ def _split_run(ctx, variant: str, s: int, tiles: int, out: Buffer, a3: Buffer, b
         _cast_into(reshape(out, (m, n)), total, "matmul")
 
 
+# a product this large (about 0.7 ms on an H200) is submitted at once: the recorder submits by
+# items recorded, and a GEMM has few, so the GPU would wait for the host to record what follows
+# (an SNN layer's (8000, 4096) x (4096, 4096) weight gradient: its backward 7.6-7.7 -> 7.1-7.3
+# ms). From 1 GFLOP on, the encoder layer's eager step measured slower (more submits a step).
+SUBMIT_FLOPS = 32e9
+
+
+def _submit_big(ctx, out: Buffer, k: int) -> None:
+    """Submit the batch after a product of SUBMIT_FLOPS or more, so that the GPU starts on it
+    while the host records what follows (not inside a captured graph)."""
+    if 2 * out.size * k >= SUBMIT_FLOPS:
+        rec = ctx.recorder
+        if rec.capturing is None and rec.recording:
+            rec.submit()
+
+
 def matmul(out_shape, out_dtype, a: Buffer, b: Buffer) -> Buffer:
     """(..., M, K) @ (..., K, N) -> out_shape = broadcast batch + (M, N); inputs of out_dtype."""
-    return _matmul(tuple(out_shape), out_dtype, a, b, None)
+    out = _matmul(tuple(out_shape), out_dtype, a, b, None)
+    _submit_big(out.ctx, out, a.shape[-1])
+    return out
 
 
 def linear(x: Buffer, w: Buffer, bias: Buffer | None) -> Buffer:
     """x (M, K) @ w (N, K)^T + bias: w read transposed in place; the bias is added in the sgemm
     shader's epilogue where that runs unsplit, else by one elementwise pass."""
-    return _matmul((x.shape[0], w.shape[0]), x.dtype, x, permute(w, (1, 0)), bias)
+    out = _matmul((x.shape[0], w.shape[0]), x.dtype, x, permute(w, (1, 0)), bias)
+    _submit_big(out.ctx, out, x.shape[1])
+    return out
 
 
 def _bias_ok(bias: Buffer | None, dtype) -> bool:
