@@ -231,6 +231,9 @@ TC bin(int op, TC x, TC y) {
     }
     case OP_COPYSIGN: return copysign_(x, y);
     case OP_HYPOT: return hypot_(x, y);
+    // x where y > 0, else 0 (ReLU's gradient g from its output y; a NaN y gives 0, a NaN g
+    // passes where y > 0): relu_backward in one pass, not a comparison and a choice
+    case OP_RELU_GRAD: return y > TC(0) ? x : TC(0);
 #if IS_F16
     case OP_NEXTAFTER: return nextafter_h(x, y);
 #else

@@ -66,4 +66,5 @@
 #define OP_LESS_EQUAL 65
 #define OP_GREATER 66
 #define OP_GREATER_EQUAL 67
+#define OP_RELU_GRAD 68
 #define OP_WHERE 70

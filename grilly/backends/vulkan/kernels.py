@@ -118,6 +118,7 @@ def _flat_call(ctx, variant: str, op: int, offs: list, flat: tuple, n: int) -> t
 # elementwise variants with the VEC4 path (32-bit dtypes, output of the input's dtype)
 VEC4_VARIANTS = frozenset({"ew_float32", "ew_int32", "ew_uint32"})
 _WHERE = op_codes()["where"]
+_RELU_GRAD = op_codes()["relu_grad"]
 
 
 def _flat_pattern(bufs: list, shape: tuple):
@@ -390,8 +391,17 @@ def where(shape, out_dtype, c, a, b):
     return out
 
 
+def relu_backward(g, y):
+    """g where y > 0, else 0 (the contract's relu_backward: ReLU's gradient from its output), as
+    one elementwise pass (op relu_grad) instead of a comparison and a where."""
+    out = new_buffer(g.ctx, g.shape, g.dtype)
+    launch(g.ctx, "ew_" + g.dtype.name, _RELU_GRAD, [out, g, y], tuple(g.shape), "relu_backward")
+    return out
+
+
 def elementwise() -> dict:
     codes = op_codes()
     table = {op: _ew_kernel(op, codes[op]) for op in (*UNARY, *BINARY)}
     table["where"] = where
+    table["relu_backward"] = relu_backward
     return table
