@@ -32,19 +32,27 @@ def variants(monkeypatch):
     return used
 
 
-def _check_product(variants, rng, ta, tb, batch, m, n, k) -> list:
-    """One (M, K) @ (K, N) product in the given layouts (batched where ``batch``) against
-    float64; the shader variants it dispatched."""
+def _operands(rng, ta, tb, batch, m, n, k, dtype=np.float32) -> tuple:
+    """(a, b, ga, gb): random (M, K) and (K, N) operands (batched where ``batch``), on the
+    device as stored (``ta``/``tb``: transposed views of (K, M) / (N, K) arrays) and on the
+    host as the logical matrices."""
     sa, sb = ((k, m) if ta else (m, k)), ((n, k) if tb else (k, n))
     if batch:
         sa, sb = (batch, *sa), (batch, *sb)
-    a = rng.standard_normal(sa).astype(np.float32)
-    b = rng.standard_normal(sb).astype(np.float32)
+    a = rng.standard_normal(sa).astype(dtype)
+    b = rng.standard_normal(sb).astype(dtype)
     ga, gb = gp.asarray(a, device=VK[0]), gp.asarray(b, device=VK[0])
     if ta:
         a, ga = np.swapaxes(a, -1, -2), gp.matrix_transpose(ga)
     if tb:
         b, gb = np.swapaxes(b, -1, -2), gp.matrix_transpose(gb)
+    return a, b, ga, gb
+
+
+def _check_product(variants, rng, ta, tb, batch, m, n, k) -> list:
+    """One (M, K) @ (K, N) product in the given layouts (batched where ``batch``) against
+    float64; the shader variants it dispatched."""
+    a, b, ga, gb = _operands(rng, ta, tb, batch, m, n, k)
     ref = a.astype(np.float64) @ b.astype(np.float64)
     variants.clear()
     got = np.asarray(ga @ gb)
@@ -154,16 +162,7 @@ def test_float16_matmul_layouts(variants, ta, tb, batch):
     rng = np.random.default_rng(11)
     seen = set()
     for m, n, k in [(256, 256, 64), (200, 260, 52), (130, 384, 96), (5, 7, 3)]:
-        sa, sb = ((k, m) if ta else (m, k)), ((n, k) if tb else (k, n))
-        if batch:
-            sa, sb = (batch, *sa), (batch, *sb)
-        a = rng.standard_normal(sa).astype(np.float16)
-        b = rng.standard_normal(sb).astype(np.float16)
-        ga, gb = gp.asarray(a, device=VK[0]), gp.asarray(b, device=VK[0])
-        if ta:
-            a, ga = np.swapaxes(a, -1, -2), gp.matrix_transpose(ga)
-        if tb:
-            b, gb = np.swapaxes(b, -1, -2), gp.matrix_transpose(gb)
+        a, b, ga, gb = _operands(rng, ta, tb, batch, m, n, k, np.float16)
         variants.clear()
         got = ga @ gb
         seen.update(variants)

@@ -11,9 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dt
-from .kernels import astype, copy, new_buffer, permute, reshape
+from .kernels import _view, astype, copy, new_buffer, permute, reshape
 from .linalg import _add, _matmul, matmul4_into
-from .memory import Buffer
 from .reductions import dispatch
 
 _DTYPES = {"float16", "float32", "float64"}
@@ -156,11 +155,9 @@ def conv2d(x, w, bias, stride, dilation, pads, groups, out):
     wt = reshape(permute(w, (0, 1, 3, 2)) if kh > 1 and kw > 1 else w, (groups, o // groups, ck))
     if groups == 1 and n and hw and o:
         res = new_buffer(x.ctx, (n, o, ho, wo), x.dtype)
-        a = Buffer(wt.ctx, wt.alloc, wt.offset, (n, 1, o, ck), (0, 0, wt.strides[1], wt.strides[2]),
-                   wt.dtype)
-        b = Buffer(cols.ctx, cols.alloc, cols.offset, (n, 1, ck, hw), (hw, 0, n * hw, 1),
-                   cols.dtype)
-        dst = Buffer(res.ctx, res.alloc, res.offset, (n, 1, o, hw), (o * hw, 0, hw, 1), res.dtype)
+        a = _view(wt, wt.offset, (n, 1, o, ck), (0, 0, wt.strides[1], wt.strides[2]))
+        b = _view(cols, cols.offset, (n, 1, ck, hw), (hw, 0, n * hw, 1))
+        dst = _view(res, res.offset, (n, 1, o, hw), (o * hw, 0, hw, 1))
         if matmul4_into(dst, a, b, bias):
             return res
     y = _matmul((groups, o // groups, n * hw), x.dtype, wt,

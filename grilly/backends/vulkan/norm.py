@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import struct
 
-from .kernels import copy, full, new_buffer
-from .memory import Buffer
+from .kernels import _view, copy, full, new_buffer
 from .reductions import CODES, _run, dispatch
 from .snn import _rows
 
@@ -119,18 +118,17 @@ def layer_norm_backward(g, x, mean, rstd, weight, need):
     dispatch(x.ctx, f"lnorm_{x.dtype.name}", (1, 1), [out, xc, gc, w, mean, rstd], groups,
              groups * 256, (out.offset, xc.offset, gc.offset, w.offset), (m, d, rows, flags),
              ((mean.offset, rstd.offset, gxn, *_eps_words(0.0, x.dtype.name)),))
-    gw = gb = None
-    # the column sums of the partials, each into its own buffer: leaves that shared one would
-    # have their .grad copied apart
     part = _rows(out, gxn, gxn + groups * 2 * d, 1, (1, groups, 2 * d))
-    for i, want in ((0, nw), (1, nb)):
-        if want:
-            col = Buffer(part.ctx, part.alloc, part.offset + i * d, (1, groups, d),
-                         (groups * 2 * d, 2 * d, 1), part.dtype)
-            total = new_buffer(x.ctx, (d,), x.dtype)
-            _run(col, CODES["sum"], f"red_{x.dtype.name}", total)
-            gw, gb = (total, gb) if i == 0 else (gw, total)
-    return (_rows(out, 0, m, d, (m, d)) if nx else None), gw, gb
+
+    def column_sum(i: int):
+        # each into its own buffer: leaves that shared one would have their .grad copied apart
+        total = new_buffer(x.ctx, (d,), x.dtype)
+        col = _view(part, part.offset + i * d, (1, groups, d), (groups * 2 * d, 2 * d, 1))
+        _run(col, CODES["sum"], f"red_{x.dtype.name}", total)
+        return total
+
+    return ((_rows(out, 0, m, d, (m, d)) if nx else None), column_sum(0) if nw else None,
+            column_sum(1) if nb else None)
 
 
 KERNELS = {"batch_norm": batch_norm, "batch_norm_backward": batch_norm_backward,
