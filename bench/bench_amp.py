@@ -137,6 +137,9 @@ def main(argv=None) -> dict:
     a = ap.parse_args(argv)
     import torch
 
+    # torch's float32 steps in float32: cuDNN's convolutions default to TF32 tensor cores
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
     tdev = "cuda" if torch.cuda.is_available() else "cpu"
     sizes = [int(s) for s in a.sizes.split(",") if s]
     gemm = gemm_rows(a.device, sizes, tdev, a.reps) if sizes else []

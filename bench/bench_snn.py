@@ -208,6 +208,8 @@ def worker(lib: str, cfg: dict) -> dict:
     if lib != "grilly":
         import torch
         torch.set_num_threads(os.cpu_count() or 1)
+        torch.backends.cuda.matmul.allow_tf32 = False   # float32 against float32 (the default,
+        torch.backends.cudnn.allow_tf32 = False         # said aloud; cuDNN's is TF32)
     fwd, bwd, _ = LIBS[lib](dict(cfg, T=2))
     bwd(fwd())                          # warm-up on 2 steps: imports, compilation
     del fwd, bwd

@@ -176,6 +176,11 @@ def main(argv=None) -> dict:
     a = ap.parse_args(argv)
     import torch
 
+    # float32 against float32: torch's matmuls default to full float32, but cuDNN's convolutions
+    # to TF32 tensor cores (10-bit significands), which would time the CNNs against TF32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+
     rng = np.random.default_rng(0)
     data = {"mlp": rng.uniform(0, 1, (BATCH, 64)).astype(np.float32),
             "cnn": rng.uniform(0, 1, (BATCH, 1, 8, 8)).astype(np.float32),

@@ -198,3 +198,45 @@ def test_long_rows_two_pass(vdev, dtype):
     assert_close(gp.max(a, axis=1), x.max(axis=1))
     assert_close(gp.min(a), np.min(x))
     assert_close(gp.argmax(a, axis=1), x.argmax(axis=1))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "int32", "int64",
+                                   "float64", "complex64", "uint8"])
+def test_transposed_copies(vdev, dtype, monkeypatch):
+    """Copies of views with unit stride along rows (x.T, a slice of it; 2-d and 3-d, ragged
+    against the shader's 32x32 tiles) run the tiled transpose shader for 2-, 4- and 8-byte
+    elements, into contiguous buffers and into a strided destination (setitem), bit for bit."""
+    from grilly.backends.vulkan import kernels
+
+    used = []
+    real = kernels._transpose_into
+    monkeypatch.setattr(kernels, "_transpose_into", lambda d, s: used.append(real(d, s)) or used[-1])
+    rng = np.random.default_rng(5)
+    if dtype == "bfloat16":
+        import ml_dtypes
+        np_dtype = ml_dtypes.bfloat16
+    else:
+        np_dtype = np.dtype(dtype)
+    tiled = np.dtype(np_dtype).itemsize in (2, 4, 8)
+    for shape in [(100, 70), (64, 64), (3, 50, 90), (1000, 33)]:
+        a = (rng.standard_normal(shape) * 100).astype(np_dtype)
+        g = gp.asarray(a, device=vdev)
+        used.clear()
+        got = np.asarray(gp.reshape(gp.matrix_transpose(g), (-1,)))
+        assert got.tobytes() == np.swapaxes(a, -1, -2).reshape(-1).tobytes()
+        assert used == [tiled]
+    a = (rng.standard_normal((90, 130)) * 100).astype(np_dtype)
+    src = gp.matrix_transpose(gp.asarray(a, device=vdev))[3:120:2, 5:85]   # rows stride 2
+    big = gp.zeros((70, 100), dtype=gp.asarray(a[:1, :1]).dtype, device=vdev)
+    used.clear()
+    big[4:63, 10:90] = src
+    ref = np.zeros((70, 100), dtype=np_dtype)
+    ref[4:63, 10:90] = a.T[3:120:2, 5:85]
+    assert np.asarray(big).tobytes() == ref.tobytes()
+    assert used == [False]   # (the source's unit stride went with the slice's step)
+    src = gp.matrix_transpose(gp.asarray(a, device=vdev))[3:120, 5:85]
+    used.clear()
+    big[4:121 - 4 - 50, 10:90] = src[:63]
+    ref[4:67, 10:90] = a.T[3:66, 5:85]
+    assert np.asarray(big).tobytes() == ref.tobytes()
+    assert used == [tiled]

@@ -321,6 +321,33 @@ def test_sgemm_wide_tiles_where_n_and_the_tile_count_allow():
         assert linalg._wide(v, 1, 4096, 4096) is None
 
 
+@pytest.mark.parametrize("ta", [False, True])
+def test_a_transposed_b_is_copied_for_many_rows(variants, monkeypatch, ta):
+    """An "nt" ("tt") product with linalg.NT_COPY_MIN_M rows or more and N whole 256-column
+    tiles (NT_COPY_MIN_N or more) runs as "nn" ("tn") on a contiguous copy of B^T (aligned,
+    ragged rows, a linear layer with its bias); fewer rows, or N not whole 256s, read B in
+    place. Against float64."""
+    from grilly.array import dense
+    from grilly.backends.vulkan import linalg
+
+    monkeypatch.setattr(linalg, "NT_COPY_MIN_M", 384)
+    monkeypatch.setattr(linalg, "NT_COPY_MIN_N", 512)
+    monkeypatch.setattr(linalg, "WIDE_MIN_TILES", 1)
+    rng = np.random.default_rng(29)
+    t = "t" if ta else "n"
+    for m, n, k, copied in [(384, 512, 64, True), (1000, 512, 80, True), (256, 512, 64, False),
+                            (512, 384, 64, False)]:
+        used = _check_product(variants, rng, ta, True, None, m, n, k)
+        assert all(v.startswith(f"sgemm_{t}{'n' if copied else 't'}_") for v in used), used
+    x = rng.standard_normal((512, 64)).astype(np.float32)
+    w = rng.standard_normal((512, 64)).astype(np.float32)
+    bias = rng.standard_normal(512).astype(np.float32)
+    variants.clear()
+    got = np.asarray(dense.linear(*(gp.asarray(v, device=VK[0]) for v in (x, w, bias))))
+    assert variants == ["sgemm_nn_w256_float32"]   # the bias still in the epilogue
+    np.testing.assert_allclose(got, x.astype(np.float64) @ w.T + bias, rtol=1e-5, atol=1e-4)
+
+
 def test_a_large_product_is_submitted_at_once(monkeypatch):
     """A product of linalg.SUBMIT_FLOPS or more is submitted as soon as it is recorded (the GPU
     starts on it while the host records what follows); smaller ones wait for the batch."""

@@ -247,7 +247,35 @@ def eye(ctx, n_rows: int, n_cols: int, k: int, dtype) -> Buffer:
     return _host_fill(ctx, np.eye(n_rows, n_cols, k), dtype)
 
 
+TRANSPOSE_MIN = 4096   # elements from which a transposed copy takes the tiled shader
+
+
+def _transpose_into(dst: Buffer, src: Buffer) -> bool:
+    """Copy ``src`` into ``dst`` (same dtype and shape) with shaders/elementwise/transpose.comp
+    where src is a 2-d or 3-d view with unit stride along its rows and dst has unit stride along
+    its columns (a transposed matrix made contiguous: 2.5x the strided copy's speed on an H200;
+    docs/vulkan.md); False where that does not apply."""
+    nd = len(src.shape)
+    if nd not in (2, 3) or src.dtype is not dst.dtype or src.dtype.itemsize not in (2, 4, 8):
+        return False
+    ss, ds = src.strides, dst.strides
+    r, c = src.shape[-2], src.shape[-1]
+    if (ss[-2] != 1 or ss[-1] == 1 or ds[-1] != 1 or r < 8 or c < 8
+            or not TRANSPOSE_MIN <= src.size < 2**31):
+        return False
+    b = src.shape[0] if nd == 3 else 1
+    sb, db = (ss[0], ds[0]) if nd == 3 else (0, 0)
+    pc = _PC.pack(src.size, dst.offset, src.offset, 0, 0, b, r, c, 0, 0,
+                  db, ds[-2], 1, 0, 0, sb, 1, ss[-1], 0, 0, *([0] * (2 * MAXD)))
+    ctx = dst.ctx
+    pipe = ctx.pipeline(f"transpose_u{src.dtype.itemsize * 8}", (0, 3))
+    ctx.recorder.dispatch(pipe, [dst, src], pc, b * -(-r // 32) * -(-c // 32) * 256)
+    return True
+
+
 def _cast_into(dst: Buffer, src: Buffer, name: str) -> None:
+    if src.shape == dst.shape and _transpose_into(dst, src):
+        return
     variant = _CASTS.get((src.dtype, dst.dtype))
     if variant is None:   # (built once per pair: every copy, astype and assign comes here)
         variant = _CASTS[src.dtype, dst.dtype] = f"cast_{src.dtype.name}_{dst.dtype.name}"

@@ -134,6 +134,9 @@ def variants() -> dict[str, tuple[str, list[str]]]:
                                                                     defs + ["-DOUT_F32"])
     for bits, (ts, tc) in WORDS.items():
         out[f"gather_u{bits}"] = ("indexing/gather.comp", [f"-DW_TS={ts}", f"-DW_TC={tc}"])
+        if bits in (16, 32, 64):
+            out[f"transpose_u{bits}"] = ("elementwise/transpose.comp",
+                                             [f"-DW_TS={ts}", f"-DW_TC={tc}"])
     return out
 
 
