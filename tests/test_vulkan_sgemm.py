@@ -129,6 +129,41 @@ def test_edge_shader_splits_a_long_k_with_few_tiles(variants, ta, tb, m, n, k):
     assert variants == [f"sgemm_{tag}_{'s64' if whole64 else 'edge'}_float32"]
 
 
+def test_the_wave_model_picks_whole_waves():
+    """linalg._waves against hand-counted cases on 132 compute units: 18 tiles of a conv weight
+    gradient fill waves best in 32 slices (576 workgroups, 4.4 waves, against 144 in 8: 1.1);
+    the encoder's 32 WIDE tiles stay at 4 (128 workgroups, one wave: more slices only add
+    reduction); a product whose partial sums outweigh the waves saved is not split; slices stay
+    SPLITK_MIN_K long and whole granules."""
+    from grilly.backends.vulkan import linalg
+
+    assert linalg._waves(18, 16384, 16, 132, 1, 16384, 256, 1152) == 32
+    assert linalg._waves(32, 8192, 16, 132, 1, 32768, 512, 2048) == 4
+    assert linalg._waves(120, 512, 16, 132, 1, 16384, 1280, 1536) == 1
+    assert linalg._waves(1, 1024, 16, 132, 1, 16384, 128, 128) == 4      # 1024 / 256
+    assert linalg._waves(1, 1024, 48, 132, 1, 16384, 128, 128) == 1      # not whole granules
+
+
+@pytest.mark.parametrize("ta,tb", [(False, False), (False, True), (True, False)])
+@pytest.mark.parametrize("units", [1, 3, 132])
+def test_split_products_with_the_devices_compute_units(variants, monkeypatch, ta, tb, units):
+    """Where the device reports its compute units, split products take the wave model's slice
+    counts (128x128, WIDE, 64x64 tiles and a ragged tail), and still match float64."""
+    from grilly.backends.vulkan import linalg
+
+    monkeypatch.setattr(VK[0].ctx.phys, "compute_units", units)
+    monkeypatch.setattr(linalg, "SPLITK_MIN_TILES", 1)
+    monkeypatch.setattr(linalg, "SPLITK_MIN_K", 64)
+    picked = []
+    real = linalg._waves
+    monkeypatch.setattr(linalg, "_waves", lambda *a: picked.append(real(*a)) or picked[-1])
+    rng = np.random.default_rng(31)
+    for m, n, k in [(256, 384, 2048), (256, 512, 2048), (128, 576, 2048), (1000, 256, 1024)]:
+        picked.clear()
+        _check_product(variants, rng, ta, tb, None, m, n, k)
+        assert picked, (m, n, k)
+
+
 @pytest.mark.parametrize("m,n,k", [(64, 27, 65536), (7, 5, 4096), (9, 3, 1000)])
 def test_generic_shader_splits_a_long_k(variants, m, n, k):
     """A narrow output with a long K on the generic tiled shader (a conv layer's weight

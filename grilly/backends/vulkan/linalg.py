@@ -137,15 +137,28 @@ def _untranspose_b(variant: str, b3: Buffer, nb: int, m: int, n: int, k: int):
 
 
 SPLITK_TILES = 128   # fewer 128x128 output tiles than this leave SMs idle: split K
-SPLITK_MIN_TILES = 16   # below this, split products measured slower on the H100 (unexplained)
+SPLITK_MIN_TILES = 16   # below this, split products measured slower on the H100 (unexplained;
+# where the wave model applies it decides: 128 x 256 x 65536 unsplit ran at 0.7 TFLOP/s)
 SPLITK_MAX = 16
 SPLITK_MIN_K = 256   # k per split, at least
 
 
-def _slices(tiles: int, k: int, granule: int, target: int = 0, most: int = 0) -> int:
+# The wave model (_waves) where a device reports its compute units. Its constants are an H200's,
+# in the time a 128x128-tile workgroup takes per step of k (about 96 ns): the bytes memory moves
+# meanwhile (about 2.5 TB/s), and the partial sums' reduction dispatch and barrier.
+SPLIT_BYTES_PER_STEP = 240_000
+SPLIT_FIXED_STEPS = 80
+SPLIT_WAVES_MAX = 64   # the most slices it weighs
+
+
+def _slices(tiles: int, k: int, granule: int, target: int = 0, most: int = 0,
+            fit: tuple | None = None) -> int:
     """The number of K slices (doubling) that brings ``tiles`` output tiles towards ``target``
     workgroups (SPLITK_TILES): at most ``most`` (SPLITK_MAX), each slice a multiple of
-    ``granule`` and SPLITK_MIN_K long at least (1: no split)."""
+    ``granule`` and SPLITK_MIN_K long at least (1: no split). With ``fit`` = (compute units,
+    workgroups per unit, tile elements, M, N) and the units known, the count _waves picks."""
+    if fit is not None and fit[0]:
+        return _waves(tiles, k, granule, *fit)
     target, most = target or SPLITK_TILES, most or SPLITK_MAX
     s = 1
     while (s * 2 <= most and tiles * s < target and k % (s * 2 * granule) == 0
@@ -154,17 +167,42 @@ def _slices(tiles: int, k: int, granule: int, target: int = 0, most: int = 0) ->
     return s
 
 
-def _split_k(variant: str, nb: int, m: int, n: int, k: int) -> int:
+def _waves(tiles: int, k: int, granule: int, units: int, per_unit: int, elems: int, m: int,
+           n: int) -> int:
+    """The K slices (1, 2, 4, ... SPLIT_WAVES_MAX; each a multiple of ``granule`` and
+    SPLITK_MIN_K long at least) with the least modelled time: the waves of workgroups
+    (``per_unit`` at a time on each of ``units``) times each one's share of K, plus the
+    reduction of the (M, N) partial sums. Whole waves are what a fixed workgroup target misses:
+    18 tiles in 8 slices are 144 workgroups, two waves on 132 SMs with the second nearly empty
+    (a conv weight gradient's 256 x 1152 x 16384: 23 TFLOP/s on an H200, 28 in 16 slices)."""
+    slots = units * per_unit
+    best, best_t, s = 1, None, 1
+    while s <= SPLIT_WAVES_MAX and (s == 1 or (k % (s * granule) == 0
+                                               and k // s >= SPLITK_MIN_K)):
+        t = -(-tiles * s // slots) * (k / s) * elems / 16384 * per_unit
+        if s > 1:
+            t += (2 * s + 1) * m * n * 4 / SPLIT_BYTES_PER_STEP + SPLIT_FIXED_STEPS
+        if best_t is None or t < best_t:
+            best, best_t = s, t
+        s *= 2
+    return best
+
+
+def _split_k(variant: str, nb: int, m: int, n: int, k: int, units: int | None = None) -> int:
     """How many slices of K an aligned single product runs as (1: no split). A long K with a
     small output (weight gradients x^T @ g: M and N the layer widths, K the batch) has too few
-    tiles to fill the GPU; its K slices run as a batch of partial products, then summed."""
+    tiles to fill the GPU; its K slices run as a batch of partial products, then summed. With
+    the device's compute ``units`` known, the wave model (_waves) picks how many."""
     if nb != 1:
         return 1
     tiles = -(-m // 128) * -(-n // 128)
+    fit = (units, 1, 16384, m, n)
     if variant.endswith("_edge_float32"):
         # the edge shader otherwise only runs where its tiles fill the GPU unsplit
-        return 1 if tiles >= SGEMM_MIN_TILES else _slices(tiles, k, SGEMM_BK)
-    return 1 if tiles < SPLITK_MIN_TILES else _slices(tiles, k, SGEMM_BK)
+        return 1 if tiles >= SGEMM_MIN_TILES else _slices(tiles, k, SGEMM_BK, fit=fit)
+    if tiles >= SPLITK_TILES or (tiles < SPLITK_MIN_TILES and not units):
+        return 1
+    return _slices(tiles, k, SGEMM_BK, fit=fit)
 
 
 TILED_SPLIT_TILES = 256   # workgroups a long-K product on the generic shader should fill
@@ -291,21 +329,24 @@ def _matmul(out_shape: tuple, out_dtype, a: Buffer, b: Buffer, bias: Buffer | No
         return out if bias is None or fused else _add_bias(out, bias)
     if variant is not None:
         m_al = m - m % 128
-        split = _split_k(variant, nb, m, n, k) if out_dtype.name == "float32" else 1
+        units = ctx.phys.compute_units
+        split = _split_k(variant, nb, m, n, k, units) if out_dtype.name == "float32" else 1
         v64 = _s64(variant, m, n, k) if split > 1 and "_edge_" in variant else None
         if v64 is not None and "_edge_" not in v64:
             # ragged for 128x128 tiles, whole 64x64 ones (a conv weight gradient's 128 x 576):
             # the aligned S64 variant in K slices, no bounds checks
             # (a 64x64 workgroup holds a quarter of the registers: four times as many slices)
             t64 = (m // 64) * (n // 64)
-            s64 = _slices(t64, k, 32, 4 * SPLITK_TILES, 4 * SPLITK_MAX)
+            s64 = _slices(t64, k, 32, 4 * SPLITK_TILES, 4 * SPLITK_MAX,
+                          fit=(units, 2, 4096, m, n))
             _split_run(ctx, v64, s64, t64, out, a3, b3, m, n, k)
             return out if bias is None else _add_bias(out, bias)
         if split > 1:
             wide = _wide(variant, nb, m, n, split=True)
             if wide is not None:   # as many slices as bring its (half as many) tiles to the target
                 tw = (m // 128) * (n // 256)
-                _split_run(ctx, wide, _slices(tw, k, SGEMM_BK), tw, out, a3, b3, m, n, k)
+                _split_run(ctx, wide, _slices(tw, k, SGEMM_BK, fit=(units, 1, 32768, m, n)),
+                           tw, out, a3, b3, m, n, k)
             else:
                 _split_run(ctx, variant, split, -(-m // 128) * -(-n // 128), out, a3, b3, m, n,
                            k)
@@ -386,7 +427,8 @@ def _ragged_tail(ctx, variant: str, spec: tuple, ops: list, out: Buffer, a3: Buf
     (8000, 4096) x (4096, 4096): 0.5 ms for its last 64 rows on an H200), so a long K runs as
     slices (_split_run) and the bias, where the epilogue would have added it, after them."""
     tiles = n // 128
-    s = _slices(tiles, k, 1) if tiles < SPLITK_TILES else 1
+    fit = (ctx.phys.compute_units, 1, 16384, m - m_al, n)
+    s = _slices(tiles, k, 1, fit=fit) if tiles < SPLITK_TILES else 1
     if s == 1:
         tail = (out.offset + m_al * n, a3.offset + m_al * a3.strides[1], b3.offset)
         dispatch(ctx, variant, spec, ops, 0, tiles * 256,

@@ -139,6 +139,27 @@ class PhysicalDevice:
                           for i in range(mp.memoryTypeCount)]
         self.queue_family = self._compute_family()
         self.coop_f16 = coop.probe(self)   # float16 matmuls on tensor cores (vulkan/coop.py)
+        self.compute_units = self._compute_units()
+
+    def _compute_units(self) -> int | None:
+        """Streaming multiprocessors (VK_NV_shader_sm_builtins) or compute units
+        (VK_AMD_shader_core_properties) where the driver reports them, else None: how many
+        workgroups run at once, which sizes a split product's slices (vulkan/linalg.py)."""
+        nv = "VK_NV_shader_sm_builtins" in self.extensions
+        if nv:
+            p = ffi.new("VkPhysicalDeviceShaderSMBuiltinsPropertiesNV*", {
+                "sType": lib.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV})
+        elif "VK_AMD_shader_core_properties" in self.extensions:
+            p = ffi.new("VkPhysicalDeviceShaderCorePropertiesAMD*", {
+                "sType": lib.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_AMD})
+        else:
+            return None
+        props = ffi.new("VkPhysicalDeviceProperties2*", {
+            "sType": lib.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, "pNext": p})
+        lib.vkGetPhysicalDeviceProperties2(self.handle, props)
+        n = p.shaderSMCount if nv else (p.shaderEngineCount * p.shaderArraysPerEngineCount
+                                        * p.computeUnitsPerShaderArray)
+        return int(n) or None
 
     def memory_budget(self) -> list | None:
         """(budget, usage) bytes per memory heap from VK_EXT_memory_budget, or None without it."""
@@ -190,6 +211,7 @@ class PhysicalDevice:
             "signed_zero_inf_nan_preserve": self.ieee_preserve,
             "denorm_preserve": {f"float{b}": v for b, v in self.denorm_preserve.items()},
             "denorm_preserve_requested": [f"float{b}" for b in self.denorm_modes()],
+            "compute_units": self.compute_units,
             "maxComputeWorkGroupCount": list(self.max_group_counts),
             "maxStorageBufferRange": self.max_storage,
             "maxComputeSharedMemorySize": self.max_shared,
