@@ -2,11 +2,12 @@
 layout, then training steps in float32 and under autocast.
 
 Run: python bench/bench_amp.py [--device vulkan] [--sizes 1024,4096] [--models wide,transformer]
-[--steps 5] [--json out.json]. torch runs on CUDA when it has it (float32 with TF32 off, float16,
-bfloat16), else on the CPU. GEMM layouts: nn (A, B as stored), nt (B a transposed view), tn (A a
-transposed view); ratio = grilly TFLOP/s / torch TFLOP/s in the same dtype. Training steps are
-bench_train.py's models (Adam, cross entropy), best of --steps after a warm-up step: float32, and
-autocast(float16) with a GradScaler for grilly; float32 and autocast(bfloat16) for torch.
+[--steps 5] [--dtype float16|bfloat16] [--json out.json]. torch runs on CUDA when it has it
+(float32 with TF32 off, float16, bfloat16), else on the CPU. GEMM layouts: nn (A, B as
+stored), nt (B a transposed view), tn (A a transposed view); ratio = grilly TFLOP/s / torch
+TFLOP/s in the same dtype. Training steps are bench_train.py's models (Adam, cross entropy),
+best of --steps after a warm-up step: float32, and autocast(--dtype: float16 with a
+GradScaler, or bfloat16) for grilly; float32 and autocast(bfloat16) for torch.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import os
 import sys
 import time
 
+import ml_dtypes
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -50,11 +52,12 @@ def gemm_rows(device: str, sizes: list[int], tdev: str, reps: int) -> list[dict]
         a = (rng.random((n, n), np.float32) - 0.5)
         b = (rng.random((n, n), np.float32) - 0.5)
         flops = 2 * n**3 / 1e12
-        for dt in ("float32", "float16"):
-            ga = gp.asarray(a.astype(dt), device=device)
-            gb = gp.asarray(b.astype(dt), device=device)
-            ta = torch.from_numpy(a.astype(dt)).to(tdev)
-            tb = torch.from_numpy(b.astype(dt)).to(tdev)
+        for dt in ("float32", "float16", "bfloat16"):
+            host = ml_dtypes.bfloat16 if dt == "bfloat16" else dt
+            ga = gp.asarray(a.astype(host), device=device)
+            gb = gp.asarray(b.astype(host), device=device)
+            ta = torch.from_numpy(a).to(tdev).to(getattr(torch, dt))
+            tb = torch.from_numpy(b).to(tdev).to(getattr(torch, dt))
             for lay in ("nn", "nt", "tn"):
                 x = gp.matrix_transpose(ga) if lay[0] == "t" else ga
                 y = gp.matrix_transpose(gb) if lay[1] == "t" else gb
@@ -65,16 +68,12 @@ def gemm_rows(device: str, sizes: list[int], tdev: str, reps: int) -> list[dict]
                 rows.append({"n": n, "dtype": dt, "layout": lay, "grilly_tflops": flops / g,
                              "torch_tflops": flops / t, "ratio": t / g})
             del ga, gb, ta, tb
-        tb16 = torch.from_numpy(b).to(tdev).bfloat16()
-        ta16 = torch.from_numpy(a).to(tdev).bfloat16()
-        t = _timed(lambda: ta16 @ tb16, tsync, reps)
-        rows.append({"n": n, "dtype": "bfloat16", "layout": "nn", "grilly_tflops": None,
-                     "torch_tflops": flops / t, "ratio": None})
     return rows
 
 
-def grilly_steps(kind: str, x: np.ndarray, y: np.ndarray, device: str) -> dict:
-    """float32 and autocast(float16) + GradScaler training steps of one model."""
+def grilly_steps(kind: str, x: np.ndarray, y: np.ndarray, device: str,
+                 dtype: str = "float16") -> dict:
+    """float32 and autocast(dtype) training steps of one model (float16 with a GradScaler)."""
     nn.manual_seed(0)
     model = {"wide": grilly_wide, "transformer": grilly_transformer,
              "cnn32": grilly_cnn32}[kind]().to(device)
@@ -92,8 +91,12 @@ def grilly_steps(kind: str, x: np.ndarray, y: np.ndarray, device: str) -> dict:
 
     def mixed() -> float:
         opt.zero_grad()
-        with amp.autocast(dtype=gp.float16):
+        with amp.autocast(dtype=getattr(gp, dtype)):
             loss = loss_fn(model(xb), yb)
+        if dtype == "bfloat16":   # float32's range: no loss scaling
+            loss.backward()
+            opt.step()
+            return float(loss)
         scaler.scale(loss).backward()
         scaler.step(opt)
         scaler.update()
@@ -133,6 +136,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--reps", type=int, default=10, help="products timed per GEMM row")
     ap.add_argument("--models", default="wide,transformer,cnn32")
     ap.add_argument("--steps", type=int, default=5, help="training steps timed (best of)")
+    ap.add_argument("--dtype", default="float16", choices=("float16", "bfloat16"),
+                    help="grilly's autocast dtype (torch's is bfloat16)")
     ap.add_argument("--json", default=None)
     a = ap.parse_args(argv)
     import torch
@@ -158,7 +163,7 @@ def main(argv=None) -> dict:
         x = data[kind]
         y = rng.integers(0, 10, len(x)).astype(np.int64)
         row = {"model": kind}
-        for name, f in grilly_steps(kind, x, y, a.device).items():
+        for name, f in grilly_steps(kind, x, y, a.device, a.dtype).items():
             row[f"grilly_{name}_ms"] = best(f, a.steps, 1) * 1e3
         for name, f in torch_steps(kind, x, y, tdev).items():
             row[f"torch_{name}_ms"] = best(f, a.steps, 1) * 1e3
@@ -167,7 +172,7 @@ def main(argv=None) -> dict:
         row["autocast_ratio"] = row["torch_autocast_ms"] / row["grilly_autocast_ms"]
         train.append(row)
     if train:
-        print(f"training step ms: grilly {a.device} float32 / autocast(float16), torch {tdev} "
+        print(f"training step ms: grilly {a.device} float32 / autocast({a.dtype}), torch {tdev} "
               f"float32 / autocast(bfloat16)")
     for r in train:
         print(f"  {r['model']:11s} grilly {r['grilly_float32_ms']:8.2f} / "

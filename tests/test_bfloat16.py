@@ -192,6 +192,33 @@ def test_autograd_and_autocast(device):
     assert np.all(np.abs(got - ref) <= 2**-7 * (np.abs(ref) + 1))
 
 
+def test_dropout_and_random_draws(device):
+    """Dropout under autocast(bfloat16) trains (its mask is the float32 draw, the scale rounded
+    once); normal and bernoulli give bfloat16 (computed in float32); uniform refuses bfloat16
+    (rounding would reach ``high``)."""
+    a = gp.random.Generator(3).keep_scale((1000,), 0.3, 1 / 0.7, dtype=gp.bfloat16,
+                                          device=device)
+    b = gp.random.Generator(3).keep_scale((1000,), 0.3, 1 / 0.7, device=device)
+    assert a.dtype == gp.bfloat16
+    assert np.array_equal(np.asarray(a).astype(np.float32),
+                          np.asarray(b).astype(BF).astype(np.float32))
+    g = gp.random.Generator(1)
+    assert g.normal(shape=(3,), dtype=gp.bfloat16, device=device).dtype == gp.bfloat16
+    assert g.bernoulli(0.5, (3,), dtype=gp.bfloat16, device=device).dtype == gp.bfloat16
+    with pytest.raises(TypeError, match="uniform"):
+        g.uniform(shape=(3,), dtype=gp.bfloat16, device=device)
+    m = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.5)).to(device)
+    x = gp.asarray(R.standard_normal((64, 8)).astype(np.float32), device=device)
+    with amp.autocast(dtype=gp.bfloat16):
+        y = m(x)
+        assert y.dtype == gp.bfloat16
+        loss = gp.sum(y)
+    loss.backward()
+    assert m[0].weight.grad.dtype == gp.float32
+    kept = np.asarray(y).astype(np.float32) != 0
+    assert 0.3 < kept.mean() < 0.7
+
+
 def test_dlpack_with_torch(device):
     h = (R.standard_normal(50) * 1e3).astype(BF)
     x = gp.asarray(h, device=device)

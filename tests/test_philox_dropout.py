@@ -226,9 +226,9 @@ def test_bad_arguments(device):
         with pytest.raises(TypeError, match="philox_dropout: dtype must be a real floating"):
             random_bits.philox_dropout(4, 0, 0, 0.5, 2.0, d, device)
     g = Generator(0)
-    for d in (gp.int32, gp.bfloat16):   # uniform's dtypes, so dropout's
-        with pytest.raises(TypeError, match="keep_scale: dtype must be a real floating"):
-            g.keep_scale((3,), 0.5, 2.0, dtype=d, device=device)
+    # (bfloat16 masks are the float32 draw rounded: tests/test_bfloat16.py)
+    with pytest.raises(TypeError, match="keep_scale: dtype must be a real floating"):
+        g.keep_scale((3,), 0.5, 2.0, dtype=gp.int32, device=device)
     with pytest.raises(TypeError, match="keep_scale: p must be a real number"):
         g.keep_scale((3,), "0.5", 2.0, device=device)
     assert g.get_state() == (0, 0)   # nothing drawn

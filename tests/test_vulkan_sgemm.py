@@ -213,6 +213,62 @@ def test_float16_matmul_layouts(variants, ta, tb, batch):
         assert any(v.startswith(f"sgemm_{tag}") and v.endswith("_float16") for v in seen), seen
 
 
+@pytest.mark.parametrize("ta,tb", list(itertools.product([False, True], repeat=2)))
+@pytest.mark.parametrize("batch", [None, 2])
+def test_bfloat16_matmul_layouts(variants, ta, tb, batch):
+    """bfloat16 products accumulate in float32 and round once (to nearest even): on tensor
+    cores where the device has VK_KHR_shader_bfloat16's cooperative matrices (hgemm_*_coop_
+    bfloat16, aligned and edge variants, a long K split into float32 partial sums), else as
+    float32 products rounded; against float64."""
+    import ml_dtypes
+
+    rng = np.random.default_rng(13)
+    seen = set()
+    for m, n, k in [(256, 256, 64), (200, 260, 52), (130, 384, 96), (5, 7, 3), (128, 128, 4096)]:
+        a, b, ga, gb = _operands(rng, ta, tb, batch, m, n, k, ml_dtypes.bfloat16)
+        variants.clear()
+        got = ga @ gb
+        seen.update(variants)
+        assert got.dtype == gp.bfloat16
+        got = np.asarray(got).astype(np.float64)
+        ref = a.astype(np.float64) @ b.astype(np.float64)
+        scale = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64)
+        assert np.all(np.abs(got - ref) <= 2.0**-8 * np.abs(ref) + 4 * k * 2.0**-24 * scale)
+    tag = ("t" if ta else "n") + ("t" if tb else "n")
+    if VK[0].ctx.phys.coop_bf16:
+        assert {f"hgemm_{tag}_coop_bfloat16", f"hgemm_{tag}_edge_coop_bfloat16"} <= seen, seen
+        if not batch:
+            assert f"hgemm_{tag}_coop_f32out_bfloat16" in seen, seen
+    else:
+        assert not any("bfloat16" in v for v in seen), seen
+
+
+def test_bfloat16_native_ops_follow_the_backend():
+    """The array layer runs a DEVICE_NATIVE op on bfloat16 itself only where the device's
+    backend lists it (Backend.native_bfloat16) and every array argument is bfloat16."""
+    import types
+
+    from grilly.array import bfloat16 as bf
+
+    class Arr:
+        def __init__(self, dtype, device):
+            self._dtype, self._device = dtype, device
+
+    class Dev:   # (hashable, as devices are)
+        def __init__(self, ops):
+            self.backend = types.SimpleNamespace(native_bfloat16=lambda d: ops)
+
+    dev_n, dev_f = Dev({"matmul", "dense.linear"}), Dev(frozenset())
+    x, y = Arr(gp.bfloat16, dev_n), Arr(gp.bfloat16, dev_n)
+    assert bf.native_on("matmul", (x, y)) and bf.native_on("dense.linear", (x, y, None))
+    assert not bf.native_on("dense.linear_backward", (x, x, y, (True,) * 3))  # not listed
+    assert not bf.native_on("add", (x, y))                                     # never native
+    assert not bf.native_on("matmul", (x, Arr(gp.float32, dev_n)))             # mixed dtypes
+    assert not bf.native_on("matmul", (Arr(gp.bfloat16, dev_f), Arr(gp.bfloat16, dev_f)))
+    native_vk = VK[0].backend.native_bfloat16(VK[0])
+    assert native_vk == (bf.DEVICE_NATIVE if VK[0].ctx.phys.coop_bf16 else frozenset())
+
+
 def test_float16_matmul_odd_strides_overflow_and_zeros():
     """Views at odd offsets and strides, results past float16's range (inf, as numpy rounds
     them), K = 0 and signed zeros."""

@@ -17,7 +17,32 @@ NATIVE = frozenset({
     "expand_dims", "squeeze", "broadcast_to", "__getitem__", "__setitem__", "__dlpack__",
     "__dlpack_device__", "autograd.detach", "autograd.backward",
 })
+# ops a backend may run on bfloat16 itself (Backend.native_bfloat16: the Vulkan backend's
+# tensor-core matrix products), where every array argument is bfloat16
+DEVICE_NATIVE = frozenset({"matmul", "linalg.matmul", "dense.linear", "dense.linear_backward"})
 _BF16, _F32 = _dt.bfloat16, _dt.float32
+_NATIVE_ON: dict = {}   # device -> the ops its backend runs natively
+
+
+def native_on(name: str, args: tuple) -> bool:
+    """Whether ``name`` runs on bfloat16 itself for ``args``: a DEVICE_NATIVE op whose array
+    arguments are all bfloat16, on a device whose backend says it runs that op natively."""
+    if name not in DEVICE_NATIVE:
+        return False
+    dev = None
+    for a in args:
+        d = getattr(a, "_dtype", None)
+        if d is None:
+            continue
+        if d is not _BF16:
+            return False
+        dev = a._device
+    if dev is None:
+        return False
+    ops = _NATIVE_ON.get(dev)
+    if ops is None:
+        ops = _NATIVE_ON[dev] = frozenset(dev.backend.native_bfloat16(dev))
+    return name in ops
 
 
 def involved(args: tuple, kw: dict) -> bool:

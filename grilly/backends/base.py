@@ -57,6 +57,12 @@ class Backend:
     def supports_dtype(self, device: Device, dtype) -> bool:
         return True
 
+    def native_bfloat16(self, device: Device) -> frozenset:
+        """Namespace ops (of grilly.array.bfloat16.DEVICE_NATIVE) that this device runs on
+        bfloat16 arrays itself: their kernels get bfloat16 buffers and return bfloat16 results.
+        The array layer computes every other op in float32 (the default: none)."""
+        return frozenset()
+
     def buffer_device(self, buf) -> Device | None:
         """The device holding ``buf``, or None when the backend cannot tell (checked mode)."""
         return None

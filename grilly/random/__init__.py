@@ -35,7 +35,7 @@ def _size(shape) -> int:
 def _float_dtype(dtype, op: str):
     ns = _ns()
     d = ns.float32 if dtype is None else dtype
-    if d not in (ns.float16, ns.float32, ns.float64):
+    if d not in (ns.float16, ns.float32, ns.float64, ns.bfloat16):
         raise TypeError(f"{op}: dtype must be a real floating dtype, got {getattr(d, 'name', d)}")
     return d
 
@@ -110,6 +110,8 @@ class Generator:
         """Dropout's multiplier: ``scale`` where ``uniform(shape=shape, dtype=dtype)`` would give
         u >= p, else 0, from the same draw (the same counter advance), in one kernel."""
         d = _float_dtype(dtype, "keep_scale")
+        if d is _ns().bfloat16:   # the float32 mask (same draw), its scale rounded once
+            return _ns().astype(self.keep_scale(shape, p, scale, device=device), d)
         random_bits._check_real("keep_scale", "p", p)
         random_bits._check_real("keep_scale", "scale", scale)
         shape = normalize_shape(shape, "keep_scale")
@@ -130,6 +132,9 @@ class Generator:
                 device=None):
         """Uniform floats in [low, high)."""
         d = _float_dtype(dtype, "uniform")
+        if d is _ns().bfloat16:
+            raise TypeError("uniform: bfloat16 would round values up to high; draw float32 "
+                            "and astype")
         if not high >= low:
             raise ValueError(f"uniform: high ({high}) must be >= low ({low})")
         u = self._unit(shape, d, device, "uniform")

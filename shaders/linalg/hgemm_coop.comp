@@ -23,6 +23,15 @@
 #extension GL_EXT_control_flow_attributes : enable
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_GOOGLE_include_directive : require
+// BF16: bfloat16 operands and output (VK_KHR_shader_bfloat16's cooperative matrices; glslang 15
+// or newer), the same float32 accumulation, each output rounded to nearest even as
+// elementwise/cast.comp rounds (through shared memory: no bfloat16 accumulator conversion)
+#ifdef BF16
+#extension GL_EXT_bfloat16 : require
+#define ELT bfloat16_t
+#else
+#define ELT float16_t
+#endif
 #include "../common.glsl"
 
 #ifndef BM
@@ -70,6 +79,9 @@ const bool TRANS_B = false;
 layout(set = 0, binding = 0) writeonly buffer O4 { uvec4 res4[]; };
 layout(set = 0, binding = 0) writeonly buffer O1 { float16_t res1[]; };
 layout(set = 0, binding = 0) writeonly buffer OF { float resf[]; };
+#ifdef BF16
+layout(set = 0, binding = 0) writeonly buffer OU { uint16_t resu[]; };
+#endif
 layout(set = 0, binding = 1) readonly buffer A4 { uvec4 a4[]; };
 layout(set = 0, binding = 1) readonly buffer A1 { uint16_t a1[]; };
 layout(set = 0, binding = 2) readonly buffer B4 { uvec4 b4[]; };
@@ -83,9 +95,18 @@ const int A_Q = A_ROWS * A_COLS / 8, B_Q = B_ROWS * B_COLS / 8;   // 16-byte qua
 const int LA = (A_Q + WG - 1) / WG, LB = (B_Q + WG - 1) / WG;     // quads per invocation
 shared uvec4 As[2][A_ROWS * A_LD / 8];
 shared uvec4 Bs[2][B_ROWS * B_LD / 8];
-#ifdef EDGE
+#if defined(EDGE) || (defined(BF16) && !defined(OUT_F32))
+#define VIA_SHARED 1   // outputs stored element by element from shared memory
 shared float Cs[8][16 * 16];   // one subgroup's 16x16 block on its way to a guarded store
 #endif
+
+// the bfloat16 nearest (ties to even) to f; NaN stays a quiet NaN with its sign
+uint16_t bf16_bits(float f) {
+    uint u = floatBitsToUint(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return uint16_t(((u >> 16) & 0x8000u) | 0x7fc0u);
+    return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
 
 uint pack2(uint16_t lo, uint16_t hi) { return uint(lo) | (uint(hi) << 16); }
 
@@ -179,8 +200,8 @@ void main() {
             if (kt + DEPTH < nk) { FETCH((kt + DEPTH) * BK, r) }
 #endif
             [[unroll]] for (int kk = 0; kk < BK; kk += 16) {
-                coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> fa[FM];
-                coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB> fb[FN];
+                coopmat<ELT, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> fa[FM];
+                coopmat<ELT, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB> fb[FN];
                 [[unroll]] for (int i = 0; i < FM; ++i) {
                     int m = wm * WM + i * 16;
                     if (TRANS_A)
@@ -210,7 +231,7 @@ void main() {
         [[unroll]] for (int i = 0; i < FM; ++i) {
             [[unroll]] for (int j = 0; j < FN; ++j) {
                 int r0 = m0 + wm * WM + i * 16, c0 = n0 + wn * WN + j * 16;
-#ifdef EDGE
+#ifdef VIA_SHARED
                 coopMatStore(acc[i][j], Cs[warp], 0, 16, gl_CooperativeMatrixLayoutRowMajor);
                 subgroupBarrier();
                 int lane = tid & 31;
@@ -218,6 +239,8 @@ void main() {
                     int idx = lane + 32 * e, r = r0 + (idx >> 4), c = c0 + (idx & 15);
 #ifdef OUT_F32
                     if (r < M && c < N) resf[ob + r * N + c] = Cs[warp][idx];
+#elif defined(BF16)
+                    if (r < M && c < N) resu[ob + r * N + c] = bf16_bits(Cs[warp][idx]);
 #else
                     if (r < M && c < N) res1[ob + r * N + c] = float16_t(Cs[warp][idx]);
 #endif

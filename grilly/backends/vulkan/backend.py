@@ -126,6 +126,9 @@ def _selected(phys: list) -> int | None:
     return None
 
 
+_BF16_NATIVE = frozenset({"matmul", "linalg.matmul", "dense.linear", "dense.linear_backward"})
+
+
 class VulkanBackend(Backend):
     """Compute shaders (SPIR-V built from shaders/) on every usable Vulkan device."""
 
@@ -195,6 +198,11 @@ class VulkanBackend(Backend):
     def supports_dtype(self, device: Device, dtype) -> bool:
         feat = _KIND_BY_DTYPE.get(dtype.name)
         return feat is None or device.phys.features.get(feat, False)
+
+    def native_bfloat16(self, device: Device) -> frozenset:
+        """Matrix products on bfloat16 arrays run natively (tensor cores, hgemm_coop.comp's
+        bfloat16 variants) where the device has VK_KHR_shader_bfloat16's cooperative matrices."""
+        return _BF16_NATIVE if device.phys.coop_bf16 else frozenset()
 
     def stats(self, device: Device) -> dict:
         """This device's submits, dispatches, transfers and pool bytes (zeros before first use)."""

@@ -42,8 +42,9 @@ COOP_BM, COOP_BK = 128, 16   # shaders/linalg/hgemm_coop.comp's output tile (squ
 
 
 def _coop_variant(out: Buffer, a3: Buffer, b3: Buffer, m: int, n: int, k: int) -> str:
-    """The tensor-core float16 variant: aligned (16-byte loads, whole tiles) where the operands
-    allow it, else the edge one, which takes any shape and strides."""
+    """The tensor-core variant for out's dtype (float16 or bfloat16): aligned (16-byte loads,
+    whole tiles) where the operands allow it, else the edge one, which takes any shape and
+    strides."""
     ta = "t" if a3.strides[2] != 1 and a3.strides[1] == 1 else "n"
     tb = "t" if b3.strides[2] != 1 and b3.strides[1] == 1 else "n"
     aligned = (m % COOP_BM == 0 and n % COOP_BM == 0 and k % COOP_BK == 0
@@ -51,7 +52,7 @@ def _coop_variant(out: Buffer, a3: Buffer, b3: Buffer, m: int, n: int, k: int) -
                and not any(v % 8 for v in (a3.strides[0], a3.strides[2 if ta == "t" else 1],
                                            b3.strides[0], b3.strides[2 if tb == "t" else 1],
                                            a3.offset, b3.offset, out.offset)))
-    return f"hgemm_{ta}{tb}{'' if aligned else '_edge'}_coop_float16"
+    return f"hgemm_{ta}{tb}{'' if aligned else '_edge'}_coop_{out.dtype.name}"
 
 
 COOP_SPLIT_MIN_K = 2048   # 1024^3 (64 tiles) measured 1.8x slower split on the H100
@@ -302,7 +303,8 @@ def _matmul(out_shape: tuple, out_dtype, a: Buffer, b: Buffer, bias: Buffer | No
     a3, b3 = _stack3(a, batch, m, k), _stack3(b, batch, k, n)
     nb = a3.shape[0]
     args = ((out.offset, a3.offset, b3.offset), (nb, m, n, k), (a3.strides, b3.strides))
-    if out_dtype.name == "float16" and ctx.phys.coop_f16:
+    if ((out_dtype.name == "float16" and ctx.phys.coop_f16)
+            or (out_dtype.name == "bfloat16" and ctx.phys.coop_bf16)):
         variant = _coop_variant(out, a3, b3, m, n, k)
         tiles = nb * -(-m // COOP_BM) * -(-n // COOP_BM)
         split = _coop_split(nb, tiles, k, "_edge_" not in variant)
@@ -374,6 +376,9 @@ def _matmul(out_shape: tuple, out_dtype, a: Buffer, b: Buffer, bias: Buffer | No
             _split_run(ctx, "mm_tiled_float32", split, tiles, out, a3, b3, m, n, k)
         else:
             dispatch(ctx, "mm_tiled_float32", (0, 1), [out, a3, b3], 0, tiles * 256, *args)
+    elif out_dtype.name == "bfloat16":   # (the array layer computes it in float32 here)
+        raise NotImplementedError(f"matmul: bfloat16 runs on tensor cores only, which "
+                                  f"{ctx.phys.name!r} lacks (VK_KHR_shader_bfloat16)")
     else:
         dispatch(ctx, f"mm_{out_dtype.name}", (0, 1), [out, a3, b3], out.size, out.size, *args)
     return out if bias is None else _add_bias(out, bias)

@@ -139,6 +139,7 @@ class PhysicalDevice:
                           for i in range(mp.memoryTypeCount)]
         self.queue_family = self._compute_family()
         self.coop_f16 = coop.probe(self)   # float16 matmuls on tensor cores (vulkan/coop.py)
+        self.coop_bf16 = coop.probe_bf16(self)   # and bfloat16 ones
         self.compute_units = self._compute_units()
 
     def _compute_units(self) -> int | None:
@@ -220,6 +221,7 @@ class PhysicalDevice:
             "cooperative_matrix": "VK_KHR_cooperative_matrix" in self.extensions,
             "cooperative_matrix2": "VK_NV_cooperative_matrix2" in self.extensions,
             "matmul_float16": coop.describe(self),
+            "matmul_bfloat16": coop.describe(self, "bfloat16"),
             "shader_float16_int8": "VK_KHR_shader_float16_int8" in self.extensions,
         }
 

@@ -128,10 +128,13 @@ def variants() -> dict[str, tuple[str, list[str]]]:
                 out[f"sgemm_{ta}{tb}{edge}_s64_float32"] = ("linalg/sgemm.comp", defs + ["-DS64"])
                 if not edge:
                     out[f"sgemm_{ta}{tb}_w256_float32"] = ("linalg/sgemm.comp", defs + ["-DWIDE"])
-                # tensor cores (VK_KHR_cooperative_matrix devices: vulkan/linalg.py chooses)
-                out[f"hgemm_{ta}{tb}{edge}_coop_float16"] = ("linalg/hgemm_coop.comp", defs)
-                out[f"hgemm_{ta}{tb}{edge}_coop_f32out_float16"] = ("linalg/hgemm_coop.comp",
-                                                                    defs + ["-DOUT_F32"])
+                # tensor cores (VK_KHR_cooperative_matrix devices: vulkan/linalg.py chooses);
+                # bfloat16 ones need VK_KHR_shader_bfloat16 (and glslang 15 to build)
+                for cd, extra in (("float16", []), ("bfloat16", ["-DBF16"])):
+                    out[f"hgemm_{ta}{tb}{edge}_coop_{cd}"] = ("linalg/hgemm_coop.comp",
+                                                             defs + extra)
+                    out[f"hgemm_{ta}{tb}{edge}_coop_f32out_{cd}"] = (
+                        "linalg/hgemm_coop.comp", defs + extra + ["-DOUT_F32"])
     for bits, (ts, tc) in WORDS.items():
         out[f"gather_u{bits}"] = ("indexing/gather.comp", [f"-DW_TS={ts}", f"-DW_TC={tc}"])
         if bits in (16, 32, 64):
