@@ -25,7 +25,8 @@
 #extension GL_GOOGLE_include_directive : require
 // BF16: bfloat16 operands and output (VK_KHR_shader_bfloat16's cooperative matrices; glslang 15
 // or newer), the same float32 accumulation, each output rounded to nearest even as
-// elementwise/cast.comp rounds (through shared memory: no bfloat16 accumulator conversion)
+// elementwise/cast.comp rounds: in float32 first (bf16_round), so that the accumulator's
+// conversion is exact (NVIDIA's truncates)
 #ifdef BF16
 #extension GL_EXT_bfloat16 : require
 #define ELT bfloat16_t
@@ -95,17 +96,17 @@ const int A_Q = A_ROWS * A_COLS / 8, B_Q = B_ROWS * B_COLS / 8;   // 16-byte qua
 const int LA = (A_Q + WG - 1) / WG, LB = (B_Q + WG - 1) / WG;     // quads per invocation
 shared uvec4 As[2][A_ROWS * A_LD / 8];
 shared uvec4 Bs[2][B_ROWS * B_LD / 8];
-#if defined(EDGE) || (defined(BF16) && !defined(OUT_F32))
-#define VIA_SHARED 1   // outputs stored element by element from shared memory
+#ifdef EDGE
 shared float Cs[8][16 * 16];   // one subgroup's 16x16 block on its way to a guarded store
 #endif
 
-// the bfloat16 nearest (ties to even) to f; NaN stays a quiet NaN with its sign
-uint16_t bf16_bits(float f) {
+// the bfloat16 nearest (ties to even) to f, as a float32 (exact in bfloat16); NaN stays a
+// quiet NaN with its sign
+float bf16_round(float f) {
     uint u = floatBitsToUint(f);
     if ((u & 0x7fffffffu) > 0x7f800000u)
-        return uint16_t(((u >> 16) & 0x8000u) | 0x7fc0u);
-    return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+        return uintBitsToFloat((u & 0x80000000u) | 0x7fc00000u);
+    return uintBitsToFloat((u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u);
 }
 
 uint pack2(uint16_t lo, uint16_t hi) { return uint(lo) | (uint(hi) << 16); }
@@ -231,7 +232,7 @@ void main() {
         [[unroll]] for (int i = 0; i < FM; ++i) {
             [[unroll]] for (int j = 0; j < FN; ++j) {
                 int r0 = m0 + wm * WM + i * 16, c0 = n0 + wn * WN + j * 16;
-#ifdef VIA_SHARED
+#ifdef EDGE
                 coopMatStore(acc[i][j], Cs[warp], 0, 16, gl_CooperativeMatrixLayoutRowMajor);
                 subgroupBarrier();
                 int lane = tid & 31;
@@ -240,7 +241,8 @@ void main() {
 #ifdef OUT_F32
                     if (r < M && c < N) resf[ob + r * N + c] = Cs[warp][idx];
 #elif defined(BF16)
-                    if (r < M && c < N) resu[ob + r * N + c] = bf16_bits(Cs[warp][idx]);
+                    if (r < M && c < N)
+                        resu[ob + r * N + c] = uint16_t(floatBitsToUint(bf16_round(Cs[warp][idx])) >> 16);
 #else
                     if (r < M && c < N) res1[ob + r * N + c] = float16_t(Cs[warp][idx]);
 #endif
@@ -250,8 +252,12 @@ void main() {
                 coopMatStore(acc[i][j], resf, ob + r0 * N + c0, N,
                              gl_CooperativeMatrixLayoutRowMajor);
 #else
-                coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> h =
-                    coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>(acc[i][j]);
+#ifdef BF16
+                [[unroll]] for (int e = 0; e < acc[i][j].length(); ++e)
+                    acc[i][j][e] = bf16_round(acc[i][j][e]);
+#endif
+                coopmat<ELT, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> h =
+                    coopmat<ELT, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>(acc[i][j]);
                 coopMatStore(h, res4, (ob + r0 * N + c0) / 8, N / 8,
                              gl_CooperativeMatrixLayoutRowMajor);
 #endif
