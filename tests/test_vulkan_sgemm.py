@@ -243,6 +243,31 @@ def test_bfloat16_matmul_layouts(variants, ta, tb, batch):
         assert not any("bfloat16" in v for v in seen), seen
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_tensor_core_nt_products_copy_b(variants, monkeypatch, dtype):
+    """On tensor cores, an "nt" product with linalg.NT_COPY_MIN_M rows and NT_COPY_MIN_N
+    columns or more runs "nn" on a copy of B^T (the "nt" variant keeps a slower loop); smaller
+    ones, and edge shapes, read B in place. Against float64 on every device."""
+    import ml_dtypes
+
+    from grilly.backends.vulkan import linalg
+
+    monkeypatch.setattr(linalg, "NT_COPY_MIN_M", 256)
+    monkeypatch.setattr(linalg, "NT_COPY_MIN_N", 256)
+    host = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.float16
+    coop = VK[0].ctx.phys.coop_f16 if dtype == "float16" else VK[0].ctx.phys.coop_bf16
+    rng = np.random.default_rng(17)
+    for m, n, k, want in [(256, 256, 64, "nn"), (128, 256, 64, "nt"), (256, 260, 64, "nt")]:
+        a, b, ga, gb = _operands(rng, False, True, None, m, n, k, host)
+        variants.clear()
+        got = np.asarray(ga @ gb).astype(np.float64)
+        ref = a.astype(np.float64) @ b.astype(np.float64)
+        scale = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64)
+        assert np.all(np.abs(got - ref) <= 2.0**-8 * np.abs(ref) + 4 * k * 2.0**-24 * scale)
+        if coop:
+            assert variants and variants[0].startswith(f"hgemm_{want}_"), variants
+
+
 def test_bfloat16_native_ops_follow_the_backend():
     """The array layer runs a DEVICE_NATIVE op on bfloat16 itself only where the device's
     backend lists it (Backend.native_bfloat16) and every array argument is bfloat16."""

