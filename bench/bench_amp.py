@@ -7,7 +7,8 @@ Run: python bench/bench_amp.py [--device vulkan] [--sizes 1024,4096] [--models w
 stored), nt (B a transposed view), tn (A a transposed view); ratio = grilly TFLOP/s / torch
 TFLOP/s in the same dtype. Training steps are bench_train.py's models (Adam, cross entropy),
 best of --steps after a warm-up step: float32, and autocast(--dtype: float16 with a
-GradScaler, or bfloat16) for grilly; float32 and autocast(bfloat16) for torch.
+GradScaler, or bfloat16) for grilly, eager and through grilly.jit (unscaled there); float32
+and autocast(bfloat16) for torch.
 """
 from __future__ import annotations
 
@@ -101,7 +102,20 @@ def grilly_steps(kind: str, x: np.ndarray, y: np.ndarray, device: str,
         scaler.step(opt)
         scaler.update()
         return float(loss)
-    return {"float32": fp32, "autocast": mixed}
+
+    def step(x, t, low: bool):
+        opt.zero_grad()
+        with amp.autocast(dtype=getattr(gp, dtype), enabled=low):
+            loss = loss_fn(model(x), t)
+        loss.backward()
+        opt.step()
+        return loss
+
+    # through grilly.jit, one submission a step; unscaled (a GradScaler's step reads its
+    # inf/NaN flag on the host, which a traced step cannot), so float16 only times the work
+    jit32, jitlow = gp.jit(lambda x, t: step(x, t, False)), gp.jit(lambda x, t: step(x, t, True))
+    return {"float32": fp32, "autocast": mixed, "float32_jit": lambda: float(jit32(xb, yb)),
+            "autocast_jit": lambda: float(jitlow(xb, yb))}
 
 
 def torch_steps(kind: str, x: np.ndarray, y: np.ndarray, tdev: str) -> dict:
@@ -168,6 +182,7 @@ def main(argv=None) -> dict:
         for name, f in torch_steps(kind, x, y, tdev).items():
             row[f"torch_{name}_ms"] = best(f, a.steps, 1) * 1e3
         row["grilly_speedup"] = row["grilly_float32_ms"] / row["grilly_autocast_ms"]
+        row["grilly_jit_speedup"] = row["grilly_float32_jit_ms"] / row["grilly_autocast_jit_ms"]
         row["torch_speedup"] = row["torch_float32_ms"] / row["torch_autocast_ms"]
         row["autocast_ratio"] = row["torch_autocast_ms"] / row["grilly_autocast_ms"]
         train.append(row)
@@ -179,6 +194,9 @@ def main(argv=None) -> dict:
               f"{r['grilly_autocast_ms']:8.2f} ({r['grilly_speedup']:.2f}x)   torch "
               f"{r['torch_float32_ms']:8.2f} / {r['torch_autocast_ms']:8.2f} "
               f"({r['torch_speedup']:.2f}x)   autocast grilly/torch {r['autocast_ratio']:.2f}x")
+        print(f"  {'':11s} jit    {r['grilly_float32_jit_ms']:8.2f} / "
+              f"{r['grilly_autocast_jit_ms']:8.2f} ({r['grilly_jit_speedup']:.2f}x)   autocast jit "
+              f"grilly/torch {r['torch_autocast_ms'] / r['grilly_autocast_jit_ms']:.2f}x")
     out = {"gemm": gemm, "train": train, "torch": torch.__version__, "torch_device": tdev}
     if a.json:
         with open(a.json, "w") as f:
