@@ -118,6 +118,27 @@ def test_setitem_slices(device, dtype):
     assert_close(x, a)
 
 
+@K("assign", "slice", "permute")
+@pytest.mark.parametrize("dtype", ["int32", "float32", "float64"])
+def test_setitem_from_an_overlapping_view(device, dtype):
+    """The source is read in full before the destination is written, as NumPy does, when both
+    are views of the same memory: shifted (x[1:] = x[:-1] and back), transposed into itself,
+    reversed. A kernel that copies element by element in parallel reads overwritten values."""
+    a = np.arange(64 * 64).astype(dtype).reshape(64, 64)
+    x = on(device, a)
+    x[1:] = x[:-1]
+    a[1:] = a[:-1].copy()
+    x[:, :-3] = x[:, 3:]
+    a[:, :-3] = a[:, 3:].copy()
+    x[...] = gp.matrix_transpose(x)
+    a[...] = a.T.copy()
+    v = gp.reshape(x, (-1,))
+    v[::-1] = v
+    b = a.reshape(-1)
+    b[::-1] = b.copy()
+    assert_close(x, a)
+
+
 @K("assign", "copy", "slice")
 def test_concat_stack(device):
     a, b = np.arange(6.0).reshape(2, 3), -np.arange(3.0).reshape(1, 3)
