@@ -142,6 +142,10 @@ def test_the_wave_model_picks_whole_waves():
     assert linalg._waves(120, 512, 16, 132, 1, 16384, 1280, 1536) == 1
     assert linalg._waves(1, 1024, 16, 132, 1, 16384, 128, 128) == 4      # 1024 / 256
     assert linalg._waves(1, 1024, 48, 132, 1, 16384, 128, 128) == 1      # not whole granules
+    # tensor cores: a conv weight gradient of one tile takes up to COOP_SPLIT_MAX slices there
+    assert linalg._coop_split(1, 1, 262144, False, 132, 64, 27) == linalg.COOP_SPLIT_MAX
+    assert linalg._coop_split(1, 1, 262144, False) == linalg.SPLITK_MAX    # units unknown
+    assert linalg._coop_split(1, 1, 1024, False, 132, 64, 27) == 1         # K too short
 
 
 @pytest.mark.parametrize("ta,tb", [(False, False), (False, True), (True, False)])
@@ -314,7 +318,7 @@ def test_float16_matmul_odd_strides_overflow_and_zeros():
 
 
 @pytest.mark.parametrize("m,n,k,ta", [(128, 256, 4096, True), (512, 10, 4096, False),
-                                      (10, 200, 2048, True)])
+                                      (10, 200, 2048, True), (64, 27, 65536, False)])
 def test_float16_long_k_few_tiles(variants, m, n, k, ta):
     """Weight gradients and narrow layers: few output tiles and a long K. On tensor cores K runs
     in slices (float32 partial products, summed in float32, rounded once)."""

@@ -114,14 +114,22 @@ uint pack2(uint16_t lo, uint16_t hi) { return uint(lo) | (uint(hi) << 16); }
 // the 8 halfs at (row, col..col+7) of an operand slab: rows/cols are the slab's stored axes,
 // (R, C) their extents in the operand, (sr, sc) their strides, base the operand's offset
 #ifdef EDGE
+// a whole, 16-byte aligned run of 8 along a unit-stride axis is one vector load (a weight
+// gradient's long K: only its ragged rows take the element loads); the rest element by element
 #define QUAD(BUF, base, row, col, R, C, sr, sc, dst)                                     \
     {                                                                                   \
-        uint16_t h[8];                                                                  \
-        [[unroll]] for (int e = 0; e < 8; ++e) {                                        \
-            bool ok = row < R && col + e < C;                                           \
-            h[e] = ok ? BUF##1[base + row * sr + (col + e) * sc] : uint16_t(0);           \
+        int q0 = base + row * sr + col * sc;                                            \
+        if (sc == 1 && row < R && col + 8 <= C && (q0 & 7) == 0) {                      \
+            dst = BUF##4[q0 >> 3];                                                      \
+        } else {                                                                        \
+            uint16_t h[8];                                                              \
+            [[unroll]] for (int e = 0; e < 8; ++e) {                                    \
+                bool ok = row < R && col + e < C;                                       \
+                h[e] = ok ? BUF##1[q0 + e * sc] : uint16_t(0);                          \
+            }                                                                           \
+            dst = uvec4(pack2(h[0], h[1]), pack2(h[2], h[3]), pack2(h[4], h[5]),        \
+                        pack2(h[6], h[7]));                                             \
         }                                                                               \
-        dst = uvec4(pack2(h[0], h[1]), pack2(h[2], h[3]), pack2(h[4], h[5]), pack2(h[6], h[7])); \
     }
 #else
 #define QUAD(BUF, base, row, col, R, C, sr, sc, dst) dst = BUF##4[(base + row * sr + col) >> 3];

@@ -58,12 +58,21 @@ def _coop_variant(out: Buffer, a3: Buffer, b3: Buffer, m: int, n: int, k: int) -
 COOP_SPLIT_MIN_K = 2048   # 1024^3 (64 tiles) measured 1.8x slower split on the H100
 
 
-def _coop_split(nb: int, tiles: int, k: int, aligned: bool) -> int:
+COOP_SPLIT_MAX = 128   # a conv weight gradient of one tile (64 x 27, K = 262144) wants them all
+
+
+def _coop_split(nb: int, tiles: int, k: int, aligned: bool, units: int | None = None,
+                m: int = 0, n: int = 0) -> int:
     """Slices of K for a tensor-core product with too few output tiles to fill the GPU (weight
-    gradients, narrow layers): 1 for no split. Aligned variants keep slices whole slabs."""
+    gradients, narrow layers): 1 for no split. Aligned variants keep slices whole slabs. With
+    the device's compute ``units`` known, the wave model's count (up to COOP_SPLIT_MAX): a
+    64 x 27 weight gradient with K = 262144 ran on 16 workgroups at 1 TFLOP/s."""
     if nb != 1 or k < COOP_SPLIT_MIN_K:
         return 1
-    return _slices(tiles, k, COOP_BK if aligned else 1)
+    granule = COOP_BK if aligned else 1
+    if units:
+        return _waves(tiles, k, granule, units, 1, COOP_BM * COOP_BM, m, n, COOP_SPLIT_MAX)
+    return _slices(tiles, k, granule)
 
 
 def _sgemm_variant(a3: Buffer, b3: Buffer, m: int, n: int, k: int,
@@ -169,16 +178,16 @@ def _slices(tiles: int, k: int, granule: int, target: int = 0, most: int = 0,
 
 
 def _waves(tiles: int, k: int, granule: int, units: int, per_unit: int, elems: int, m: int,
-           n: int) -> int:
-    """The K slices (1, 2, 4, ... SPLIT_WAVES_MAX; each a multiple of ``granule`` and
+           n: int, most: int = 0) -> int:
+    """The K slices (1, 2, 4, ... ``most`` or SPLIT_WAVES_MAX; each a multiple of ``granule`` and
     SPLITK_MIN_K long at least) with the least modelled time: the waves of workgroups
     (``per_unit`` at a time on each of ``units``) times each one's share of K, plus the
     reduction of the (M, N) partial sums. Whole waves are what a fixed workgroup target misses:
     18 tiles in 8 slices are 144 workgroups, two waves on 132 SMs with the second nearly empty
     (a conv weight gradient's 256 x 1152 x 16384: 23 TFLOP/s on an H200, 28 in 16 slices)."""
-    slots = units * per_unit
+    slots, most = units * per_unit, most or SPLIT_WAVES_MAX
     best, best_t, s = 1, None, 1
-    while s <= SPLIT_WAVES_MAX and (s == 1 or (k % (s * granule) == 0
+    while s <= most and (s == 1 or (k % (s * granule) == 0
                                                and k // s >= SPLITK_MIN_K)):
         t = -(-tiles * s // slots) * (k / s) * elems / 16384 * per_unit
         if s > 1:
@@ -314,7 +323,7 @@ def _matmul(out_shape: tuple, out_dtype, a: Buffer, b: Buffer, bias: Buffer | No
             variant = _coop_variant(out, a3, b3, m, n, k)
             args = ((out.offset, a3.offset, b3.offset), (nb, m, n, k), (a3.strides, b3.strides))
         tiles = nb * -(-m // COOP_BM) * -(-n // COOP_BM)
-        split = _coop_split(nb, tiles, k, "_edge_" not in variant)
+        split = _coop_split(nb, tiles, k, "_edge_" not in variant, ctx.phys.compute_units, m, n)
         if split > 1:
             _split_run(ctx, variant.replace("_coop_", "_coop_f32out_"), split, tiles, out, a3,
                        b3, m, n, k)
