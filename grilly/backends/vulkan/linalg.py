@@ -187,8 +187,7 @@ def _waves(tiles: int, k: int, granule: int, units: int, per_unit: int, elems: i
     (a conv weight gradient's 256 x 1152 x 16384: 23 TFLOP/s on an H200, 28 in 16 slices)."""
     slots, most = units * per_unit, most or SPLIT_WAVES_MAX
     best, best_t, s = 1, None, 1
-    while s <= most and (s == 1 or (k % (s * granule) == 0
-                                               and k // s >= SPLITK_MIN_K)):
+    while s <= most and (s == 1 or (k % (s * granule) == 0 and k // s >= SPLITK_MIN_K)):
         t = -(-tiles * s // slots) * (k / s) * elems / 16384 * per_unit
         if s > 1:
             t += (2 * s + 1) * m * n * 4 / SPLIT_BYTES_PER_STEP + SPLIT_FIXED_STEPS
