@@ -193,23 +193,31 @@ def _f16_bound(ref: np.ndarray, scale: np.ndarray, k: int) -> np.ndarray:
         + 4 * k * 2.0**-24 * scale
 
 
+def _half_products(variants, rng, ta, tb, batch, dtype, shapes, bound) -> set:
+    """Products of 16-bit operands in the given layouts against float64 (within
+    ``bound(ref, scale, k)``), each returning ``dtype``; the shader variants they ran."""
+    seen = set()
+    for m, n, k in shapes:
+        a, b, ga, gb = _operands(rng, ta, tb, batch, m, n, k, dtype)
+        variants.clear()
+        got = ga @ gb
+        seen.update(variants)
+        assert got.dtype == ga.dtype
+        got = np.asarray(got).astype(np.float64)
+        ref = a.astype(np.float64) @ b.astype(np.float64)
+        scale = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64)
+        assert np.all(np.abs(got - ref) <= bound(ref, scale, k))
+    return seen
+
+
 @pytest.mark.parametrize("ta,tb", list(itertools.product([False, True], repeat=2)))
 @pytest.mark.parametrize("batch", [None, 2])
 def test_float16_matmul_layouts(variants, ta, tb, batch):
     """float16 products accumulate in float32 and round once: on tensor cores where the device
     has cooperative matrices (hgemm_*_coop), else in the float16 variants of the sgemm shader."""
-    rng = np.random.default_rng(11)
-    seen = set()
-    for m, n, k in [(256, 256, 64), (200, 260, 52), (130, 384, 96), (5, 7, 3)]:
-        a, b, ga, gb = _operands(rng, ta, tb, batch, m, n, k, np.float16)
-        variants.clear()
-        got = ga @ gb
-        seen.update(variants)
-        assert got.dtype == gp.float16
-        got = np.asarray(got).astype(np.float64)
-        ref = a.astype(np.float64) @ b.astype(np.float64)
-        scale = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64)
-        assert np.all(np.abs(got - ref) <= _f16_bound(ref, scale, k))
+    seen = _half_products(variants, np.random.default_rng(11), ta, tb, batch, np.float16,
+                          [(256, 256, 64), (200, 260, 52), (130, 384, 96), (5, 7, 3)],
+                          _f16_bound)
     tag = ("t" if ta else "n") + ("t" if tb else "n")
     if VK[0].ctx.phys.coop_f16:
         assert f"hgemm_{tag}_coop_float16" in seen and f"hgemm_{tag}_edge_coop_float16" in seen
@@ -226,18 +234,10 @@ def test_bfloat16_matmul_layouts(variants, ta, tb, batch):
     float32 products rounded; against float64."""
     import ml_dtypes
 
-    rng = np.random.default_rng(13)
-    seen = set()
-    for m, n, k in [(256, 256, 64), (200, 260, 52), (130, 384, 96), (5, 7, 3), (128, 128, 4096)]:
-        a, b, ga, gb = _operands(rng, ta, tb, batch, m, n, k, ml_dtypes.bfloat16)
-        variants.clear()
-        got = ga @ gb
-        seen.update(variants)
-        assert got.dtype == gp.bfloat16
-        got = np.asarray(got).astype(np.float64)
-        ref = a.astype(np.float64) @ b.astype(np.float64)
-        scale = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64)
-        assert np.all(np.abs(got - ref) <= 2.0**-8 * np.abs(ref) + 4 * k * 2.0**-24 * scale)
+    seen = _half_products(
+        variants, np.random.default_rng(13), ta, tb, batch, ml_dtypes.bfloat16,
+        [(256, 256, 64), (200, 260, 52), (130, 384, 96), (5, 7, 3), (128, 128, 4096)],
+        lambda ref, scale, k: 2.0**-8 * np.abs(ref) + 4 * k * 2.0**-24 * scale)
     tag = ("t" if ta else "n") + ("t" if tb else "n")
     if VK[0].ctx.phys.coop_bf16:
         assert {f"hgemm_{tag}_coop_bfloat16", f"hgemm_{tag}_edge_coop_bfloat16"} <= seen, seen
