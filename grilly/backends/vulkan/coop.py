@@ -92,10 +92,11 @@ def _shapes(phys) -> set:
 
 def describe(phys, dtype: str = "float16") -> str:
     """The float16 (or bfloat16) matmul path of a device, for ``grilly info``."""
-    if phys.coop_f16 if dtype == "float16" else phys.coop_bf16:
-        return "tensor cores (VK_KHR_cooperative_matrix" + (
-            ", VK_KHR_shader_bfloat16)" if dtype == "bfloat16" else ")")
-    return "shader (float32 arithmetic)" if dtype == "float16" else "float32 matmul, rounded"
+    if dtype == "bfloat16":
+        return ("tensor cores (VK_KHR_cooperative_matrix, VK_KHR_shader_bfloat16)"
+                if phys.coop_bf16 else "float32 matmul, rounded")
+    return ("tensor cores (VK_KHR_cooperative_matrix)" if phys.coop_f16
+            else "shader (float32 arithmetic)")
 
 
 def extensions(phys) -> list[str]:

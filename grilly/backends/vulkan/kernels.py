@@ -251,16 +251,18 @@ TRANSPOSE_MIN = 4096   # elements from which a transposed copy takes the tiled s
 
 
 def _transpose_into(dst: Buffer, src: Buffer) -> bool:
-    """Copy ``src`` into ``dst`` (same dtype and shape) with shaders/elementwise/transpose.comp
-    where src is a 2-d or 3-d view with unit stride along its rows and dst has unit stride along
+    """Copy ``src`` into ``dst`` with shaders/elementwise/transpose.comp where both have one
+    dtype and shape and src is a 2-d or 3-d view with unit stride along its rows and dst has unit stride along
     its columns (a transposed matrix made contiguous: 2.5x the strided copy's speed on an H200;
     docs/vulkan.md); False where that does not apply."""
-    nd = len(src.shape)
-    if nd not in (2, 3) or src.dtype is not dst.dtype or src.dtype.itemsize not in (2, 4, 8):
-        return False
     ss, ds = src.strides, dst.strides
+    nd = len(ss)
+    # (every copy comes here: the usual contiguous source leaves at the first test)
+    if nd not in (2, 3) or ss[-2] != 1 or ss[-1] == 1 or ds[-1] != 1:
+        return False
     r, c = src.shape[-2], src.shape[-1]
-    if (ss[-2] != 1 or ss[-1] == 1 or ds[-1] != 1 or r < 8 or c < 8
+    if (src.shape != dst.shape or src.dtype is not dst.dtype
+            or src.dtype.itemsize not in (2, 4, 8) or r < 8 or c < 8
             or not TRANSPOSE_MIN <= src.size < 2**31):
         return False
     b = src.shape[0] if nd == 3 else 1
@@ -274,7 +276,7 @@ def _transpose_into(dst: Buffer, src: Buffer) -> bool:
 
 
 def _cast_into(dst: Buffer, src: Buffer, name: str) -> None:
-    if src.shape == dst.shape and _transpose_into(dst, src):
+    if _transpose_into(dst, src):
         return
     variant = _CASTS.get((src.dtype, dst.dtype))
     if variant is None:   # (built once per pair: every copy, astype and assign comes here)

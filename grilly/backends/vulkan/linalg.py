@@ -133,15 +133,21 @@ NT_COPY_MIN_M = 2048   # rows from which B^T is copied so that an "nt" product r
 NT_COPY_MIN_N = 2048   # (with N = 512 or 1536, "nn" measured no faster than "nt")
 
 
+def _copy_b_pays(variant: str, nb: int, m: int, n: int) -> bool:
+    """Whether a product whose B is a transposed view (``variant``'s layout "nt" or "tt":
+    Linear's x @ w^T) is large enough to copy B^T contiguous once (kernels._transpose_into:
+    8 bytes moved per element of B, against 2M flops per element) and run the "nn" or "tn"
+    variant, whose loads of B need no transpose into shared memory (sgemm and tensor cores)."""
+    return nb == 1 and variant[7] == "t" and m >= NT_COPY_MIN_M and n >= NT_COPY_MIN_N
+
+
 def _untranspose_b(variant: str, b3: Buffer, nb: int, m: int, n: int, k: int):
-    """(variant, b3) for a float32 product whose B is a transposed view (Linear's x @ w^T):
-    with NT_COPY_MIN_M rows or more and N whole 256-column tiles, B^T copied contiguous once
-    (kernels._transpose_into: 8 bytes moved per element of B, against 2M flops per element)
-    and the "nn" or "tn" variant, whose row loads of B need no transpose into shared memory.
-    On an H200, copy included: 4096^3 44.8 -> 46.7 TFLOP/s, (8000, 4096) x (4096, 4096)^T
-    43.8 -> 45.9, (8192, 512) x (2048, 512)^T 35.7 -> 42.8. Otherwise as they are."""
-    if (nb != 1 or variant[7] != "t" or not variant.endswith("_float32") or m < NT_COPY_MIN_M
-            or n < NT_COPY_MIN_N or n % 256 or k % SGEMM_BK):
+    """(variant, b3) for a float32 product: where _copy_b_pays and N is whole 256-column tiles,
+    B^T copied and the "nn"/"tn" variant. On an H200, copy included: 4096^3 44.8 -> 46.7
+    TFLOP/s, (8000, 4096) x (4096, 4096)^T 43.8 -> 45.9, (8192, 512) x (2048, 512)^T 35.7 ->
+    42.8. Otherwise as they are."""
+    if (not _copy_b_pays(variant, nb, m, n) or not variant.endswith("_float32") or n % 256
+            or k % SGEMM_BK):
         return variant, b3
     return variant[:7] + "n" + variant[8:], copy(b3)
 
@@ -314,10 +320,9 @@ def _matmul(out_shape: tuple, out_dtype, a: Buffer, b: Buffer, bias: Buffer | No
     if ((out_dtype.name == "float16" and ctx.phys.coop_f16)
             or (out_dtype.name == "bfloat16" and ctx.phys.coop_bf16)):
         variant = _coop_variant(out, a3, b3, m, n, k)
-        if (nb == 1 and variant[7] == "t" and "_edge_" not in variant and m >= NT_COPY_MIN_M
-                and n >= NT_COPY_MIN_N):
-            # B^T copied once, as for float32 (_untranspose_b): the "nt" variant keeps the
-            # plain loop (no loads ahead), 160 TFLOP/s at 4096^3 against nn's 216 (H200)
+        if "_edge_" not in variant and _copy_b_pays(variant, nb, m, n):
+            # the "nt" variant keeps the plain loop (no loads ahead): 160 TFLOP/s at 4096^3
+            # against nn's 216 (H200)
             b3 = copy(b3)
             variant = _coop_variant(out, a3, b3, m, n, k)
             args = ((out.offset, a3.offset, b3.offset), (nb, m, n, k), (a3.strides, b3.strides))
@@ -332,8 +337,10 @@ def _matmul(out_shape: tuple, out_dtype, a: Buffer, b: Buffer, bias: Buffer | No
     variant = _sgemm_variant(a3, b3, m, n, k, out_dtype.name) \
         if out_dtype.name in ("float32", "float16") else None
     if variant is not None:
-        variant, b3 = _untranspose_b(variant, b3, nb, m, n, k)
-        args = ((out.offset, a3.offset, b3.offset), (nb, m, n, k), (a3.strides, b3.strides))
+        variant, b_read = _untranspose_b(variant, b3, nb, m, n, k)
+        if b_read is not b3:
+            b3 = b_read
+            args = ((out.offset, a3.offset, b3.offset), (nb, m, n, k), (a3.strides, b3.strides))
         # the bias, where there is one, in the epilogue (specialization constant 2)
         fused = nb == 1 and _bias_ok(bias, out_dtype)
         spec, ops = ((0, 1, 1), [out, a3, b3, bias]) if fused else ((0, 1), [out, a3, b3])
