@@ -110,6 +110,39 @@ def test_kernels_match_numpy(reset, delay, device):
                 np.testing.assert_allclose(_np(g), w, rtol=1e-11, atol=1e-12)
 
 
+@pytest.mark.parametrize("reset", RESETS)
+def test_kernel_broadcast_spike_gradients(reset, device):
+    """A loss over the steps hands the backward a broadcast gradient: one row for every step
+    (a sum over time), or one value (a sum over everything). The kernels read it as it is and
+    give the numpy reference's gradients, for the plain, refractory and adaptive neurons."""
+    x, m0, beta, thr, _, gm = _case(3, T=11, N=37)
+    rng = np.random.default_rng(5)
+    row, val = rng.standard_normal(37), np.float64(rng.standard_normal())
+    for gs_np, gs_dev in ((np.broadcast_to(row, (11, 37)),
+                           gp.broadcast_to(gp.asarray(row, device=device), (11, 37))),
+                          (np.broadcast_to(val, (11, 37)),
+                           gp.broadcast_to(gp.asarray(val, device=device), (11, 37)))):
+        want = ref_backward(np.ascontiguousarray(gs_np), gm, x, m0, beta, thr, reset, True,
+                            "atan", 2.0)
+        X, M0, B, TH, GM = _on(device, x, m0, beta, thr, gm)
+        got = spiking.lif_backward(gs_dev, GM, X, M0, B, TH, None, reset=reset)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(_np(g), w, rtol=1e-11, atol=1e-12)
+        # the other neurons: a broadcast and a contiguous gradient give the same result
+        GS = gp.asarray(np.ascontiguousarray(gs_np), device=device)
+        S0 = gp.asarray(np.zeros(37), device=device)
+        ref = dict(reset=reset, refractory=2, ref0=S0)
+        for a, b in zip(spiking.lif_backward(gs_dev, GM, X, M0, B, TH, None, **ref),
+                        spiking.lif_backward(GS, GM, X, M0, B, TH, None, **ref)):
+            np.testing.assert_array_equal(_np(a), _np(b))
+        P, G = _on(device, np.full(37, 0.9), np.full(37, 0.2))
+        for a, b in zip(spiking.alif_backward(gs_dev, GM, GM, X, M0, S0, B, P, G, TH, None,
+                                              reset=reset),
+                        spiking.alif_backward(GS, GM, GM, X, M0, S0, B, P, G, TH, None,
+                                              reset=reset)):
+            np.testing.assert_array_equal(_np(a), _np(b))
+
+
 @pytest.mark.parametrize("delay", [True, False])
 @pytest.mark.parametrize("reset", RESETS)
 def test_kernel_undetached_reset_matches_the_composition(reset, delay, device):

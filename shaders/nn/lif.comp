@@ -33,6 +33,9 @@ layout(constant_id = 4) const int STORE = 1;
 layout(constant_id = 5) const int KIND = 0;    // atan, fast_sigmoid, sigmoid, triangle, ste
 layout(constant_id = 6) const int DETACH = 1;  // 0: the reset signal's surrogate slope flows too
 layout(constant_id = 7) const int NEURON = 0;  // 0 LIF, 1 refractory counter, 2 adaptive threshold
+// MODE 1: the layout of g_spikes (a loss's gradient is often a broadcast: a sum over the
+// steps, or over everything): 0 (T, N), 1 one (N) row for every step, 2 one value
+layout(constant_id = 8) const int GS = 0;
 
 #define TC IN_TC
 layout(set = 0, binding = 0) buffer O { IN_TS o[]; };
@@ -126,7 +129,7 @@ void backward(uint i, int T, int N) {
     TC acc_b = TC(0), acc_t = TC(0);
     for (int t = T - 1; t >= 0; --t) {
         TC v = TC(b[ot + t * N + i]);
-        TC gs = TC(a[og + t * N + i]);
+        TC gs = TC(a[og + (GS == 0 ? t * N + i : GS == 1 ? i : 0)]);
         TC act, tho;
         before(t, i, N, oa, s0, th, ga, act, tho);
         TC gtho = TC(0);   // dL/d(the old threshold)

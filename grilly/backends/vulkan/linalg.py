@@ -268,7 +268,11 @@ SUBMIT_FLOPS = 32e9
 def _submit_big(ctx, out: Buffer, k: int) -> None:
     """Submit the batch after a product of SUBMIT_FLOPS or more, so that the GPU starts on it
     while the host records what follows (not inside a captured graph)."""
-    if 2 * out.size * k >= SUBMIT_FLOPS:
+    _submit_flops(ctx, 2 * out.size * k)
+
+
+def _submit_flops(ctx, flops: int) -> None:
+    if flops >= SUBMIT_FLOPS:
         rec = ctx.recorder
         if rec.capturing is None and rec.recording:
             rec.submit()
@@ -383,6 +387,9 @@ def _matmul(out_shape: tuple, out_dtype, a: Buffer, b: Buffer, bias: Buffer | No
             cols = 256 if wide is not None else 128
             dispatch(ctx, wide or fast, spec, ops, 0, (m_al // 128) * (n // cols) * 256,
                      args[0] + boff, (nb, m_al, n, k), args[2])
+            # the bulk goes to the GPU before the host records the tail (split in K slices, the
+            # tail writes its own buffer, so it runs beside the bulk)
+            _submit_flops(ctx, 2 * m_al * n * k)
             _ragged_tail(ctx, variant, spec, ops, out, a3, b3, bias if fused else None, m_al,
                          m, n, k, args[2])
         else:

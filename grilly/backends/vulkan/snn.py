@@ -37,6 +37,15 @@ def _flat(buf):
     return buf if buf.is_contiguous() else copy(buf)
 
 
+def _grad_layout(gs) -> tuple:
+    """The spikes' gradient (T, N) as lif.comp's MODE 1 reads it, and its GS layout: a
+    broadcast row (strides (0, 1)) or value (0, 0), as a loss over the steps leaves it, is
+    read in place (1, 2); anything else from a contiguous copy (0)."""
+    if gs.strides[0] == 0 and gs.strides[1] in (0, 1):
+        return gs, 1 + (gs.strides[1] == 0 and gs.shape[1] > 1)
+    return _flat(gs), 0
+
+
 def _pack(rows: list, n: int, like):
     """One (len(rows), n) buffer holding the (n,) rows: a single binding for the kernel."""
     out = new_buffer(like.ctx, (len(rows), n), like.dtype)
@@ -108,12 +117,13 @@ def _backward(x, gs, trace, params: list, neuron: int, k: int, reset: str, delay
         if neuron == 2:
             assign(_rows(out, T + 3, T + 4, N, (N,)), params[7])
     else:
-        g, tr = _flat(gs), _flat(trace)
+        g, layout = _grad_layout(gs)
+        tr = _flat(trace)
         packed = _pack(params, N, x)
         consts = _consts(surrogate, float(slope), x.dtype.name)
         dispatch(x.ctx, f"lif_{x.dtype.name}",
                  (1, 1, RESETS[reset], int(bool(delay)), 1, SURROGATES[surrogate],
-                  int(bool(detach)), neuron),
+                  int(bool(detach)), neuron, layout),
                  [out, g, tr, packed], N, N, (out.offset, g.offset, tr.offset, packed.offset),
                  (T, k), (consts[:5], consts[5:]))   # rows of MAXD = 5 words, read as one run
     return tuple([_rows(out, 0, T, N, (T, N))]
