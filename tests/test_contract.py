@@ -2,6 +2,7 @@
 kernel and nothing outside the contract; the composed tier is exactly the array layer's
 composite registry; and a "mini" backend holding only the required kernels (the cpu backend's)
 runs every composed op equal to numpy, while an optional op names itself and the device."""
+import contextlib
 import math
 
 import numpy as np
@@ -716,6 +717,30 @@ def _amp_unscale(dev):
         assert int(np.asarray(found)) == hit
 
 
+def _optim_multi(dev):
+    """The composition runs each collected update as its own rule would: Adam over parameters
+    of several shapes and an unscale over their gradients, batched against one by one."""
+    from grilly.array import optim_steps
+
+    def run(batched):
+        rng = np.random.default_rng(6)
+        ps = [_on(dev, rng.standard_normal(s).astype(np.float32)) for s in ((3,), (2, 5), ())]
+        st = [[_on(dev, np.zeros(p.shape, np.float32)) for _ in range(2)] for p in ps]
+        found = _on(dev, np.array(0, np.uint32))
+        for t in (1, 2):
+            gs = [_on(dev, rng.standard_normal(p.shape).astype(np.float32)) for p in ps]
+            with optim_steps.batched() if batched else contextlib.nullcontext():
+                for g in gs:
+                    optim_steps.amp_unscale(g, found, 0.5)
+                for p, g, (m, v) in zip(ps, gs, st):
+                    optim_steps.adam_step(p, g, m, v, lr=0.1, beta1=0.9, beta2=0.99, eps=1e-8,
+                                          step=t)
+        return [np.asarray(a) for a in (*ps, found)]
+
+    for a, b in zip(run(True), run(False)):
+        np.testing.assert_array_equal(a, b)
+
+
 CHECKS = {
     "host_view": _host_view, "scalar": _scalar,
     "arange": _creation, "linspace": _creation, "eye": _creation,
@@ -747,7 +772,7 @@ CHECKS = {
     "conv2d": _conv2d, "conv2d_backward": _conv2d, "max_pool2d": _max_pool,
     "max_pool2d_backward": _max_pool,
     **{op: _optim(op) for op in ("sgd_step", "adam_step", "rmsprop_step", "adagrad_step")},
-    "amp_unscale": _amp_unscale,
+    "amp_unscale": _amp_unscale, "optim_multi": _optim_multi,
     **{op: _host(op) for op in HOST_CASES},
 }
 

@@ -1,6 +1,7 @@
 """The fused optimizer kernels (grilly.array.optim_steps): each rule, on every device, by kernel
 and by composition, equals a float64 numpy reference of the rule over several steps; the
 kernel and the composition agree with each other; bad arguments name the op and the argument."""
+import contextlib
 import math
 
 import numpy as np
@@ -241,3 +242,139 @@ def test_cpu_parallel_backoff_judges_each_kernel_against_its_own_best(monkeypatc
         assert reductions.use_threads(1 << 30)
     reductions.par(kernel, 1, nbytes, 0.04)     # 4x its best: contended
     assert not reductions.use_threads(1 << 30)
+
+
+# ---- many parameters at once (optim_steps.batched, the optim_multi kernel) ----------------------
+# shapes: a scalar, ragged sizes, one spanning many workgroups of optim_multi.comp, an empty one
+SHAPES = [(), (3,), (7, 5), (1000,), (3000, 3), (0, 4), (33,)]
+
+
+def _params(dev, dtype, seed):
+    rng = np.random.default_rng(seed)
+    return [gp.asarray(rng.standard_normal(s).astype(dtype), device=dev) for s in SHAPES]
+
+
+def _run_adam(dev, dtype, batched, amsgrad, decoupled):
+    """Three Adam steps over SHAPES (a strided gradient among them); the arrays after."""
+    ps = _params(dev, dtype, 1)
+    st = [[gp.zeros_like(p) for _ in range(3)] for p in ps]
+    rng = np.random.default_rng(2)
+    for t in range(1, 4):
+        gs = [gp.asarray(rng.standard_normal(p.shape).astype(dtype), device=dev) for p in ps]
+        gs[2] = gp.matrix_transpose(gp.asarray(rng.standard_normal((5, 7)).astype(dtype),
+                                               device=dev))
+        with optim_steps.batched() if batched else contextlib.nullcontext():
+            for p, g, (m, v, vx) in zip(ps, gs, st):
+                # the first parameter a step behind: a different bias correction
+                optim_steps.adam_step(p, g, m, v, vx if amsgrad else None, lr=0.01, beta1=0.9,
+                                      beta2=0.99, eps=1e-8, step=t if p.ndim else max(t - 1, 1),
+                                      weight_decay=0.1, decoupled=decoupled)
+    return [np.asarray(a) for a in ps + [s for row in st for s in row]]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+@pytest.mark.parametrize("amsgrad,decoupled", [(False, False), (True, True)])
+def test_batched_equals_one_by_one(device, dtype, amsgrad, decoupled):
+    """Updates collected by batched() give exactly the one-parameter results, every dtype."""
+    if dtype is np.float64 and not device.backend.supports_dtype(device, gp.float64):
+        pytest.skip("no float64 on this device")
+    want = _run_adam(device, dtype, False, amsgrad, decoupled)
+    got = _run_adam(device, dtype, True, amsgrad, decoupled)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_batched_sgd_rmsprop_adagrad(device):
+    rng = np.random.default_rng(5)
+    for rule, kw in (("sgd_step", dict(lr=0.1, momentum=0.9, nesterov=True)),
+                     ("rmsprop_step", dict(lr=0.01, alpha=0.9, eps=1e-8, momentum=0.5)),
+                     ("adagrad_step", dict(lr=0.1, eps=1e-10, lr_decay=0.01))):
+        runs = []
+        g_np = [rng.standard_normal(s).astype(np.float32) for s in SHAPES]
+        for batched in (False, True):
+            ps = _params(device, np.float32, 7)
+            st = [[gp.zeros_like(p) for _ in range(2)] for p in ps]
+            gs = [gp.asarray(h, device=device) for h in g_np]
+            with optim_steps.batched() if batched else contextlib.nullcontext():
+                for p, g, (a, b) in zip(ps, gs, st):
+                    if rule == "sgd_step":
+                        optim_steps.sgd_step(p, g, a, first=True, **kw)
+                    elif rule == "rmsprop_step":
+                        optim_steps.rmsprop_step(p, g, a, None, b, **kw)
+                    else:
+                        optim_steps.adagrad_step(p, g, a, step=2, **kw)
+            runs.append([np.asarray(x) for x in ps + [s for row in st for s in row]])
+        for a, b in zip(*runs):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_batched_amp_unscale(device):
+    """GradScaler's unscale of many gradients at once: every gradient scaled, the flag set only
+    by the one holding an inf."""
+    for bad in (None, 3):
+        gs_np = [np.random.default_rng(k).standard_normal(s).astype(np.float32)
+                 for k, s in enumerate(SHAPES)]
+        if bad is not None:
+            gs_np[bad].flat[2] = np.inf
+        gs = [gp.asarray(h, device=device) for h in gs_np]
+        found = gp.zeros((), dtype=gp.uint32, device=device)
+        with optim_steps.batched():
+            for g in gs:
+                optim_steps.amp_unscale(g, found, 0.125)
+        assert int(np.asarray(found)) == (bad is not None)
+        for g, h in zip(gs, gs_np):
+            np.testing.assert_array_equal(np.asarray(g), h * np.float32(0.125))
+
+
+def test_batched_error_updates_nothing(device):
+    """A bad call inside batched() raises there, and nothing collected before it runs."""
+    p = gp.asarray(np.ones(4, np.float32), device=device)
+    g = gp.asarray(np.ones(4, np.float32), device=device)
+    with pytest.raises(ValueError, match="adam_step"):
+        with optim_steps.batched():
+            optim_steps.sgd_step(p, g, lr=0.5)
+            optim_steps.adam_step(p, g, gp.zeros(3, dtype=gp.float32, device=device),
+                                  gp.zeros(4, dtype=gp.float32, device=device),
+                                  lr=0.1, beta1=0.9, beta2=0.99, eps=1e-8, step=1)
+    np.testing.assert_array_equal(np.asarray(p), np.ones(4, np.float32))
+
+
+def test_optimizer_step_is_one_dispatch_on_vulkan():
+    """An Adam step over many parameters is one optim_multi dispatch on a Vulkan device that
+    reaches buffers by address, and gives the one-by-one result."""
+    devs = [d for d in gp.devices() if str(d).startswith("vulkan")]
+    dev = devs[0] if devs else None
+    if dev is None or not dev.phys.device_addresses:
+        pytest.skip("no Vulkan device with buffer device addresses")
+    from grilly import optim
+
+    def train(batched):
+        ps = _params(dev, np.float32, 3)
+        for p in ps:
+            p.requires_grad_()
+        opt = optim.Adam(ps, lr=0.01)
+        rng = np.random.default_rng(4)
+        counts = []
+        for _ in range(3):
+            for p in ps:
+                p.grad = gp.asarray(rng.standard_normal(p.shape).astype(np.float32), device=dev)
+            gp.synchronize(dev)
+            before = gp.device_stats(dev)["dispatches"]
+            if batched:
+                opt.step()
+            else:
+                with optim_steps.batched():   # nested: the outer block runs them ...
+                    pass
+                for p in ps:                  # ... here each on its own
+                    if p.grad is not None:
+                        opt._update(p, p.grad, opt.state_of(p), opt.param_groups[0])
+            gp.synchronize(dev)
+            counts.append(gp.device_stats(dev)["dispatches"] - before)
+        return [np.asarray(p) for p in ps], counts
+
+    got, n_batched = train(True)
+    want, n_single = train(False)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+    assert n_batched == [1, 1, 1]
+    assert min(n_single) >= len(SHAPES) - 1   # (the empty one has nothing to do)

@@ -76,7 +76,7 @@ class GradScaler:
                                "the last update()")
         inv = 1.0 / self._scale
         found: dict = {}   # device -> its 0-d uint32 flag
-        with no_grad():
+        with no_grad(), _steps.batched():   # one dispatch for all the gradients where it can
             for group in optimizer.param_groups:
                 for p in group["params"]:
                     g = p.grad

@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from . import (attention, conv, core, dense, fused, host, host_kernels, indexing, manipulation, neighbors,
-               normalization, plasticity, random_bits, searching, spiking, statistical)
+               normalization, optim_steps, plasticity, random_bits, searching, spiking, statistical)
 from . import dtypes as dt
 from .array import Array
 from .core import as_compute_array, wrap
@@ -503,6 +503,13 @@ def amp_unscale(device, g: Array, found: Array, inv_scale: float) -> None:
     _assign(g, binary("multiply", g, inv_scale))
 
 
+def optim_multi(device, op: str, calls: list) -> None:
+    """Each update through the rule's own kernel or its composition, in order."""
+    for args in calls:
+        k = next(i for i, a in enumerate(args) if a is not None and not isinstance(a, Array))
+        optim_steps._now(op, device, args[:k], args[k:])
+
+
 # ---- optimizer updates: the unfused rules, in torch.optim's order (grilly/array/optim_steps.py)
 def _neg(x: Array) -> Array:
     return binary("subtract", -0.0, x)
@@ -693,7 +700,7 @@ COMPOSITES = {
     "conv2d": conv2d, "conv2d_backward": conv2d_backward, "max_pool2d": max_pool2d,
     "max_pool2d_backward": max_pool2d_backward,
     "sgd_step": sgd_step, "adam_step": adam_step, "rmsprop_step": rmsprop_step,
-    "adagrad_step": adagrad_step, "amp_unscale": amp_unscale,
+    "adagrad_step": adagrad_step, "amp_unscale": amp_unscale, "optim_multi": optim_multi,
     "lif_forward": lif_forward, "lif_backward": lif_backward, "alif_forward": alif_forward,
     "alif_backward": alif_backward, "leaky_integrate": leaky_integrate,
     "matmul_topk": matmul_topk, "philox_blocks": philox_blocks,

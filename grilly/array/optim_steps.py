@@ -12,12 +12,14 @@ no_grad.
 """
 from __future__ import annotations
 
+import contextlib
 import math
+import threading
 
 from . import core
 from .array import Array
 
-__all__ = ["sgd_step", "adam_step", "rmsprop_step", "adagrad_step", "amp_unscale"]
+__all__ = ["sgd_step", "adam_step", "rmsprop_step", "adagrad_step", "amp_unscale", "batched"]
 
 _KERNEL_DTYPES = frozenset({"float32", "float64"})   # what the kernels take (the contract)
 
@@ -42,13 +44,58 @@ def _check(op: str, p, g, **state) -> None:
             core.common_device(op, p, a)   # (raises)
 
 
-def _run(op: str, p: Array, arrays: tuple, scalars: tuple) -> None:
-    dev = p._device
+_batch = threading.local()   # .calls: the updates collected by ``batched`` on this thread
+
+
+@contextlib.contextmanager
+def batched():
+    """Collect the updates made inside (each an optimizer step of one parameter, or an
+    amp_unscale) and run them when the block ends: those of one rule on one device through the
+    device's ``optim_multi`` kernel (one dispatch for many parameters where it has one),
+    the rest one by one, in their order. An error inside drops what was collected, so no
+    parameter is updated; inside another ``batched`` block, the outer one runs them."""
+    if getattr(_batch, "calls", None) is not None:
+        yield
+        return
+    calls: list = []
+    _batch.calls = calls
+    try:
+        yield
+    finally:
+        _batch.calls = None
+    _run_batch(calls)
+
+
+def _run_batch(calls: list) -> None:
+    # by device, rule and whether the kernels take the dtype (the updates are independent)
+    groups: dict = {}
+    for op, dev, arrays, scalars in calls:
+        key = (dev, op, arrays[0]._dtype.name in _KERNEL_DTYPES)
+        groups.setdefault(key, []).append((arrays, scalars))
+    for (dev, op, kernel_dtype), rows in groups.items():
+        k = dev.kernels.get("optim_multi") if kernel_dtype else None
+        if k is not None:
+            k(op, [tuple(a._buf if a is not None else None for a in arrays) + scalars
+                   for arrays, scalars in rows])
+        else:
+            core.composite(dev, "optim_multi")(dev, op, [arrays + scalars
+                                                         for arrays, scalars in rows])
+
+
+def _now(op: str, dev, arrays: tuple, scalars: tuple) -> None:
     k = dev.kernels.get(op)
-    if k is not None and p._dtype.name in _KERNEL_DTYPES:
+    if k is not None and arrays[0]._dtype.name in _KERNEL_DTYPES:
         k(*[a._buf if a is not None else None for a in arrays], *scalars)
     else:
         core.composite(dev, op)(dev, *arrays, *scalars)
+
+
+def _run(op: str, p: Array, arrays: tuple, scalars: tuple) -> None:
+    calls = getattr(_batch, "calls", None)
+    if calls is not None:
+        calls.append((op, p._device, arrays, scalars))
+    else:
+        _now(op, p._device, arrays, scalars)
 
 
 def sgd_step(p: Array, g: Array, momentum_buffer: Array | None = None, *, lr: float,
@@ -117,10 +164,5 @@ def amp_unscale(g: Array, found: Array, inv_scale: float) -> None:
     core.common_device(op, g, found)
     if g.size == 0:
         return
-    dev = g._device
-    k = dev.kernels.get(op)
-    if k is not None and g._dtype.name in _KERNEL_DTYPES:
-        k(g._buf, found._buf, float(inv_scale))
-    else:
-        core.composite(dev, op)(dev, g, found, float(inv_scale))
+    _run(op, g, (g, found), (float(inv_scale),))
 

@@ -205,6 +205,13 @@ KERNELS: dict[str, Kernel] = {
                           "(g, found (0-d uint32), inv_scale) -> None: found set to 1 where g "
                           "holds an inf or NaN (else left), then g *= inv_scale in place; "
                           "float32/float64 g"),
+    # many updates of one rule in one call (grilly.array.optim_steps.batched: an optimizer's
+    # step over all its parameters, GradScaler's unscale over all gradients); each call the
+    # arguments of the rule's own kernel
+    "optim_multi": Kernel("optim", COMPOSED,
+                          "(op (sgd_step, adam_step, rmsprop_step, adagrad_step or amp_unscale), "
+                          "calls (a list of that kernel's argument tuples)) -> None: every "
+                          "update made, as the rule's kernel makes it"),
     # spiking neurons: every time step of a LIF layer in one call (docs/snn.md, the fused path)
     "lif_forward": Kernel("snn", COMPOSED,
                           "(x (T, N), mem0, beta, thr (N,), reset, delay, store[, refractory, "

@@ -4,6 +4,7 @@ from __future__ import annotations
 import copy
 
 from ..array import api as gp
+from ..array import optim_steps
 from ..array.array import Array
 from ..array.dispatch import host_op
 from ..autograd.mode import no_grad
@@ -88,7 +89,9 @@ class Optimizer:
         return loss
 
     def _step_all(self) -> None:
-        with no_grad():
+        # the updates made through grilly.array.optim_steps run together at the end: one
+        # dispatch for all parameters of a rule where the device can (its optim_multi kernel)
+        with no_grad(), optim_steps.batched():
             for group in self.param_groups:
                 self._step_group(group)
 

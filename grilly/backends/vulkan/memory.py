@@ -10,6 +10,7 @@ from collections import deque
 
 import numpy as np
 
+from . import addresses
 from .runtime import check, ffi, lib
 
 MIN_BYTES = 256          # every block is aligned to this (>= minStorageBufferOffsetAlignment)
@@ -46,12 +47,15 @@ def _find_type(types: list, bits: int, wants: tuple) -> int | None:
 class Chunk:
     """One VkBuffer bound to its own VkDeviceMemory, mapped persistently."""
 
-    __slots__ = ("buffer", "memory", "size", "host")
+    __slots__ = ("buffer", "memory", "size", "host", "address")
 
     def __init__(self, pool: "Pool", size: int, type_index: int | None = None):
         ctx = pool.ctx
         usage = (lib.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | lib.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
                  | lib.VK_BUFFER_USAGE_TRANSFER_DST_BIT)
+        addressed = ctx.get_buffer_address is not None   # (vulkan/addresses.py)
+        if addressed:
+            usage |= lib.VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT
         info = ffi.new("VkBufferCreateInfo*", {
             "sType": lib.VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, "size": size, "usage": usage,
             "sharingMode": lib.VK_SHARING_MODE_EXCLUSIVE})
@@ -64,6 +68,11 @@ class Chunk:
             "sType": lib.VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, "allocationSize": req.size,
             "memoryTypeIndex": pool.type_index(req.memoryTypeBits) if type_index is None
             else type_index})
+        if addressed:
+            flags = ffi.new("VkMemoryAllocateFlagsInfo*", {
+                "sType": lib.VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO,
+                "flags": lib.VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT})
+            ainfo.pNext = flags
         mem = ffi.new("VkDeviceMemory*")
         res = lib.vkAllocateMemory(ctx.device, ainfo, ffi.NULL, mem)
         if res != 0:
@@ -71,6 +80,7 @@ class Chunk:
             raise MemoryError(res)
         self.memory = mem[0]
         check(lib.vkBindBufferMemory(ctx.device, self.buffer, self.memory, 0), "vkBindBufferMemory")
+        self.address = addresses.of_buffer(ctx, self.buffer) if addressed else None
         self.size = size
         self.host = None
         if ctx.phys.mem_types[ainfo.memoryTypeIndex][0] & _VISIBLE:

@@ -179,6 +179,27 @@ class Recorder:
         if (self.work >= SUBMIT_WORK or self.count >= BATCH_MAX) and self.capturing is None:
             self.submit()
 
+    def dispatch_reaching(self, pipeline, allocs: list, pc: bytes, n: int, writes: int,
+                          reached_w: list, reached_r: list) -> None:
+        """``dispatch_allocs`` for a shader that also reaches memory by address (vulkan/
+        addresses.py): ``reached_w`` written, ``reached_r`` read. They are ordered against
+        other work and kept alive as bound allocations are."""
+        if self.pending is not None:
+            self.pending.emit()
+        if not self.recording:
+            self._start()
+        written, read = self._written, self._read
+        if (any(a in written for a in reached_w) or any(a in written for a in reached_r)
+                or any(a in read for a in reached_w)):
+            self._barrier_all()
+        # kept by this batch (dispatch_allocs may submit it); marked after it, since a barrier
+        # it records for the bound allocations clears the hazard sets
+        self.keep += reached_w
+        self.keep += reached_r
+        self.dispatch_allocs(pipeline, allocs, pc, n, writes)
+        self._written.update(reached_w)
+        self._read.update(reached_r)
+
     def references(self, a) -> int:
         """How many references to allocation ``a`` are this recorder's own bookkeeping (no
         holder of its memory: grilly.backends.vulkan.ownership)."""

@@ -16,7 +16,7 @@ except Exception as e:  # no loader (libvulkan.so) or no vulkan package
     ffi = lib = None
     IMPORT_ERROR = f"the Vulkan loader could not be loaded ({type(e).__name__}: {e})"
 
-from . import coop, spirv
+from . import addresses, coop, spirv
 from .variants import SPV_DIR
 
 API_1_1 = (1 << 22) | (1 << 12)
@@ -141,6 +141,7 @@ class PhysicalDevice:
         self.coop_f16 = coop.probe(self)   # float16 matmuls on tensor cores (vulkan/coop.py)
         self.coop_bf16 = coop.probe_bf16(self)   # and bfloat16 ones
         self.compute_units = self._compute_units()
+        self.device_addresses = addresses.probe(self)   # VK_KHR_buffer_device_address
 
     def _compute_units(self) -> int | None:
         """Streaming multiprocessors (VK_NV_shader_sm_builtins) or compute units
@@ -250,6 +251,7 @@ class Context:
                 "VK_KHR_shader_float16_int8", "VK_KHR_storage_buffer_storage_class",
                 "VK_EXT_memory_budget", "VK_KHR_shader_float_controls"]
         want += coop.extensions(phys)
+        want += [addresses.EXTENSION] if phys.device_addresses else []
         names = [ffi.new("char[]", e.encode()) for e in want if e in phys.extensions]
         enames = ffi.new("char*[]", names)
         f8 = ffi.new("VkPhysicalDevice8BitStorageFeatures*", {
@@ -259,6 +261,7 @@ class Context:
             "sType": lib.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
             "storageBuffer16BitAccess": 1, "pNext": f8})
         f16 = coop.feature_chain(phys, f16, self._keep)
+        f16 = addresses.feature_chain(phys, f16, self._keep)
         feats = ffi.new("VkPhysicalDeviceFeatures2*", {
             "sType": lib.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, "pNext": f16})
         ff = phys.features
@@ -275,6 +278,8 @@ class Context:
         q = ffi.new("VkQueue*")
         lib.vkGetDeviceQueue(dev, phys.queue_family, 0, q)
         self.queue = q[0]
+        # (memory.Chunk gives every chunk an address where the device has them)
+        self.get_buffer_address = addresses.getter(dev) if phys.device_addresses else None
         # the descriptor set layout has room for the fused kernel's buffers where the device
         # allows them (the Vulkan minimum is 4); elementwise fusion is off otherwise
         self.bindings = FUSED_BINDINGS if phys.max_stage_buffers >= FUSED_BINDINGS else MAX_BINDINGS

@@ -1,0 +1,58 @@
+#version 450
+// The optimizer updates of optim.comp for many parameters in one dispatch (grilly.optim's
+// step, GradScaler's unscale; docs/kernels/optim.md): their buffers are reached through device
+// addresses (VK_KHR_buffer_device_address, grilly/backends/vulkan/addresses.py) read from a
+// table, binding 1: per tensor 16 words, the addresses of p, s1, s2, s3 and g (two words each,
+// low first; an unused state slot holds p's and is never touched), its element count and its
+// first workgroup. Workgroups are laid out tensor after tensor, CHUNK elements each, so every
+// tensor gets workgroups in proportion to its size. Binding 0: rule 4's found flag (uint32, at
+// pc.flag; the table again for the other rules, which leave it alone). Scalars and flags are
+// those of optim.comp, the same for every tensor.
+#define OWN_PUSH_CONSTANTS 1
+#include "../common.glsl"
+#extension GL_EXT_buffer_reference : require
+#extension GL_EXT_buffer_reference_uvec2 : require
+
+#define CHUNK (4 * WG)
+
+layout(push_constant) uniform MPC {
+    uint ntens;
+    uint flag;     // the found flag's element offset (rule 4)
+    uint pad0, pad1;
+    IN_TC s[8];
+} pc;
+
+layout(set = 0, binding = 0) buffer Found { uint found[]; };
+layout(set = 0, binding = 1) readonly buffer Tab { uint tab[]; };
+
+layout(buffer_reference, std430, buffer_reference_align = IN_BITS / 8) buffer Ref { IN_TS v[]; };
+
+Ref rp, r1, r2, r3, rg;
+#define P_(i) rp.v[i]
+#define S1_(i) r1.v[i]
+#define S2_(i) r2.v[i]
+#define S3_(i) r3.v[i]
+#define G_(i) rg.v[i]
+#define S_(k) pc.s[k]
+#define FOUND_OR() atomicOr(found[pc.flag], 1u)
+#include "optim_rule.glsl"
+
+void main() {
+    uint wg = gl_WorkGroupID.x;
+    // the tensor this workgroup works on: the last whose first workgroup is <= wg
+    uint lo = 0, hi = pc.ntens - 1;
+    while (lo < hi) {
+        uint mid = (lo + hi + 1) / 2;
+        if (tab[16 * mid + 11] <= wg) lo = mid; else hi = mid - 1;
+    }
+    uint b = 16 * lo;
+    rp = Ref(uvec2(tab[b], tab[b + 1]));
+    r1 = Ref(uvec2(tab[b + 2], tab[b + 3]));
+    r2 = Ref(uvec2(tab[b + 4], tab[b + 5]));
+    r3 = Ref(uvec2(tab[b + 6], tab[b + 7]));
+    rg = Ref(uvec2(tab[b + 8], tab[b + 9]));
+    uint n = tab[b + 10];
+    uint start = (wg - tab[b + 11]) * CHUNK;
+    uint stop = min(start + CHUNK, n);
+    for (uint i = start + gl_LocalInvocationID.x; i < stop; i += WG) update(i);
+}
