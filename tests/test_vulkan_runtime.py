@@ -8,6 +8,7 @@ import pytest
 
 import grilly as gp
 from grilly.backends.vulkan import backend as vkb
+from grilly.backends.vulkan import kernels
 from grilly.backends.vulkan import runtime
 from grilly.backends.vulkan.recorder import stats
 from grilly.testing import assert_close
@@ -110,7 +111,10 @@ def test_chain_stays_on_device():
     assert stats["downloads"] == before["downloads"]
     h = np.asarray(y)
     assert stats["downloads"] == before["downloads"] + 1
-    assert stats["submits"] == before["submits"] + 1  # nothing was left to submit
+    # nothing was left to submit; a read from uncached memory (resizable BAR) submits its copy
+    # into staging (vulkan/kernels.py STAGE_MIN)
+    staged = d.ctx.pool.staged_reads() is not None and 4000 >= kernels.STAGE_MIN
+    assert stats["submits"] == before["submits"] + 1 + staged
     e = np.arange(1000, dtype=np.float32)
     for _ in range(20):
         e = np.sqrt(e * e + np.float32(1.0)) - np.float32(0.5)
