@@ -105,6 +105,25 @@ def test_conv2d_forward_and_backward(device, case, dtype):
                                            atol=tol["atol"] * scale * 10, err_msg=how)
 
 
+@pytest.mark.parametrize("case", range(len(CONV_CASES)))
+def test_conv2d_backward_kernel_is_the_composition(device, case):
+    """Vulkan's conv2d_backward is the composition on buffers: the composition's gradients
+    bit for bit, and a contiguous weight gradient (the cpu kernel is a fused loop of its own)."""
+    if device.backend.name != "vulkan":
+        pytest.skip("the Vulkan kernel only")
+    xs, ws, stride, dilation, pads, groups = CONV_CASES[case]
+    rng = np.random.default_rng(10 + case)
+    out = _out(xs, ws, stride, dilation, pads)
+    x, w, gy = (gp.asarray(rng.standard_normal(s).astype(np.float32), device=device)
+                for s in (xs, ws, (xs[0], ws[0]) + out))
+    got = C.conv2d_backward(gy, x, w, stride, dilation, pads, groups, (True, True, True))
+    want = composites.COMPOSITES["conv2d_backward"](device, gy, x, w, stride, dilation, pads,
+                                                    groups, (True, True, True))
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert np.asarray(got[1]).flags.c_contiguous and got[1].shape == ws
+
+
 def test_conv2d_autograd_matches_the_reference(device):
     """nn.functional.conv2d's one node, through backward: input, weight and bias gradients."""
     xs, ws, stride, dilation, pads, groups = CONV_CASES[1]

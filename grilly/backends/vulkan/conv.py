@@ -12,10 +12,12 @@ import numpy as np
 
 from .. import dtypes as _dt
 from .kernels import _view, astype, copy, new_buffer, permute, reshape
-from .linalg import _add, _matmul, matmul4_into
+from .linalg import _add, _matmul, matmul, matmul4_into
+from .reductions import KERNELS as _REDUCTIONS
 from .reductions import dispatch
 
 _DTYPES = {"float16", "float32", "float64"}
+_sum = _REDUCTIONS["sum"]
 _LIMIT = 2**31  # the shader indexes with 32-bit ints
 
 
@@ -151,8 +153,7 @@ def conv2d(x, w, bias, stride, dilation, pads, groups, out):
     ho, wo = out
     hw, ck = ho * wo, cg * kh * kw
     cols = im2col(x, (kh, kw), stride, dilation, pads, 0.0, out, channel_major=True)
-    # the weight's window axes in im2col's kw-major order
-    wt = reshape(permute(w, (0, 1, 3, 2)) if kh > 1 and kw > 1 else w, (groups, o // groups, ck))
+    wt = _flat_weight(w, groups)
     if groups == 1 and n and hw and o:
         res = new_buffer(x.ctx, (n, o, ho, wo), x.dtype)
         a = _view(wt, wt.offset, (n, 1, o, ck), (0, 0, wt.strides[1], wt.strides[2]))
@@ -168,5 +169,41 @@ def conv2d(x, w, bias, stride, dilation, pads, groups, out):
     return _add((n, o, ho, wo), x.dtype, y, reshape(bias, (1, o, 1, 1)))
 
 
-KERNELS: dict = {"im2col": im2col, "col2im": col2im, "conv2d": conv2d, "max_pool2d": max_pool2d,
+def _flat_weight(w, groups: int):
+    """w (O, C/g, KH, KW) as (g, O/g, C/g*KW*KH), its window axes in im2col's kw-major order."""
+    o, cg, kh, kw = w.shape
+    return reshape(permute(w, (0, 1, 3, 2)) if kh > 1 and kw > 1 else w,
+                   (groups, o // groups, cg * kh * kw))
+
+
+def conv2d_backward(g, x, w, stride, dilation, pads, groups, need):
+    """The gradients (x, w, bias) of ``conv2d``: the array layer's composition
+    (grilly.array.conv.composed_conv2d_backward) on buffers, the same kernels in the same
+    order (so the same results) without the namespace's per-op work: the bias's a sum, the
+    weight's the output gradient times the recomputed channel-major windows (one GEMM per
+    group, the batch in its K), the input's the weight times the output gradient, then
+    col2im. The weight gradient comes back contiguous."""
+    n, c = x.shape[:2]
+    o, cg, kh, kw = w.shape
+    ho, wo = g.shape[2:]
+    m, ck = n * ho * wo, cg * kh * kw
+    g3 = reshape(permute(g, (1, 0, 2, 3)), (groups, o // groups, m))
+    gx = gw = gb = None
+    if need[2]:
+        gb = _sum(g, (0, 2, 3), False, g.dtype)
+    if need[1]:
+        cols = reshape(im2col(x, (kh, kw), stride, dilation, pads, 0.0, (ho, wo), True),
+                       (groups, ck, m))
+        gw = reshape(matmul((groups, o // groups, ck), g.dtype, g3, permute(cols, (0, 2, 1))),
+                     (o, cg, kw, kh))
+        gw = copy(permute(gw, (0, 1, 3, 2))) if kh > 1 and kw > 1 else reshape(gw, w.shape)
+    if need[0]:
+        gcols = matmul((groups, ck, m), g.dtype, permute(_flat_weight(w, groups), (0, 2, 1)), g3)
+        gx = col2im(reshape(gcols, (c, kh * kw, n, ho, wo)), (kh, kw), stride, dilation, pads,
+                    tuple(x.shape[2:]), True)
+    return gx, gw, gb
+
+
+KERNELS: dict = {"im2col": im2col, "col2im": col2im, "conv2d": conv2d,
+                 "conv2d_backward": conv2d_backward, "max_pool2d": max_pool2d,
                  "max_pool2d_backward": max_pool2d_backward}
