@@ -138,16 +138,17 @@ _MPC = {"float32": struct.Struct("<4I8f"), "float64": struct.Struct("<4I8d")}
 
 def _multi_dispatch(ctx, dtype, spec: tuple, vals: tuple, rows: list, found=None) -> None:
     """One optim_multi dispatch over ``rows``: (p, [s1, s2, s3], g) of contiguous buffers."""
-    table = np.zeros((len(rows), 16), np.uint32)
-    written, read, first = [], [], 0
-    for t, (p, slots, g) in enumerate(rows):
-        addr = [address(b) for b in (p, *slots, g)]
-        table[t, :10] = [w for a in addr for w in (a & 0xFFFFFFFF, a >> 32)]
-        table[t, 10:12] = p.size, first
+    words, written, read, first = [], [], [], 0
+    for p, slots, g in rows:
+        for b in (p, *slots, g):
+            a = address(b)
+            words += (a & 0xFFFFFFFF, a >> 32)
+        words += (p.size, first, 0, 0, 0, 0)
         first += -(-p.size // _CHUNK)
-        written += [p.alloc] + [b.alloc for b in slots if b is not p]
+        written.append(p.alloc)
+        written += [b.alloc for b in slots if b is not p]
         read.append(g.alloc)
-    tab = _host_fill(ctx, table, _dt.uint32)
+    tab = _host_fill(ctx, np.array(words, np.uint32), _dt.uint32)
     rule4 = found is not None
     pc = _MPC[dtype.name].pack(len(rows), found.offset if rule4 else 0, 0, 0, *vals)
     variant = f"optim_multi_{dtype.name}"
