@@ -331,6 +331,18 @@ def _batch_norm(dev):
         np.testing.assert_allclose(np.asarray(a), ref, rtol=1e-11, atol=1e-12)
 
 
+def _batch_norm_update(dev):
+    """The running statistics composed from required kernels, against float64 numpy."""
+    from grilly.array import normalization
+    rng = np.random.default_rng(7)
+    rm, rv, mean, inv = (rng.uniform(0.5, 2.0, 5) for _ in range(4))
+    a, b = _on(dev, rm), _on(dev, rv)
+    normalization.batch_norm_update(a, b, _on(dev, mean), _on(dev, inv), 0.1, 1e-5, 8)
+    np.testing.assert_allclose(np.asarray(a), rm * 0.9 + mean * 0.1, rtol=1e-13)
+    np.testing.assert_allclose(np.asarray(b), rv * 0.9 + (1 / inv**2 - 1e-5) * (8 / 7) * 0.1,
+                               rtol=1e-13)
+
+
 def _linear(dev):
     """linear and its backward composed from matmul, add and sum, against float64 numpy."""
     from grilly.array import dense
@@ -766,6 +778,7 @@ CHECKS = {
     "cross_entropy": _cross_entropy, "cross_entropy_backward": _cross_entropy,
     "relu_backward": _relu_backward, "linear": _linear, "linear_backward": _linear,
     "batch_norm": _batch_norm, "batch_norm_backward": _batch_norm,
+    "batch_norm_update": _batch_norm_update,
     "layer_norm": _layer_norm, "layer_norm_backward": _layer_norm,
     "attention": _attention, "attention_backward": _attention,
     "im2col": _conv(False), "col2im": _conv(True),

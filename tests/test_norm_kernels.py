@@ -57,6 +57,45 @@ def test_batch_norm_kernels(device, dtype, shape, affine):
                                                err_msg=how)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_batch_norm_update(device, dtype):
+    """The running statistics update: the device's kernel gives the composition's values bit
+    for bit (the same operations in the same order), and both the float64 formula's."""
+    if dtype == np.float64 and not device.backend.supports_dtype(device, gp.float64):
+        pytest.skip("no float64 on this device")
+    rng = np.random.default_rng(8)
+    rm, rv, mean = (rng.standard_normal(37).astype(dtype) for _ in range(3))
+    rv, inv = np.abs(rv) + 0.5, rng.uniform(0.2, 3.0, 37).astype(dtype)
+    n, m, eps = 50, 0.1, 1e-5
+    want_m = rm.astype(np.float64) * (1 - m) + mean.astype(np.float64) * m
+    want_v = rv.astype(np.float64) * (1 - m) + (1 / inv.astype(np.float64) ** 2 - eps) \
+        * (n / (n - 1)) * m
+    got = []
+    for how in ("kernel", "composed"):
+        a, b, c, d = (gp.asarray(v, device=device) for v in (rm, rv, mean, inv))
+        if how == "kernel":
+            N.batch_norm_update(a, b, c, d, m, eps, n)
+        else:
+            composites.COMPOSITES["batch_norm_update"](device, a, b, c, d, m, eps, n)
+        tol = dict(rtol=1e-6, atol=1e-6) if dtype == np.float32 else dict(rtol=1e-14, atol=1e-15)
+        np.testing.assert_allclose(np.asarray(a), want_m, **tol, err_msg=how)
+        np.testing.assert_allclose(np.asarray(b), want_v, **tol, err_msg=how)
+        got.append((np.asarray(a), np.asarray(b)))
+    for x, y in zip(*got):
+        np.testing.assert_array_equal(x, y)
+    # a strided running_mean is written where it lives
+    big = gp.asarray(np.zeros(74, dtype), device=device)
+    view = big[::2]
+    N.batch_norm_update(view, gp.asarray(rv, device=device), gp.asarray(mean, device=device),
+                        gp.asarray(inv, device=device), 1.0, eps, n)
+    np.testing.assert_array_equal(np.asarray(big)[::2], mean)
+    np.testing.assert_array_equal(np.asarray(big)[1::2], 0)
+    with pytest.raises(ValueError, match="batch_norm_update: n must be > 1"):
+        N.batch_norm_update(a, b, c, d, m, eps, 1)
+    with pytest.raises(ValueError, match="batch_norm_update: mean must have"):
+        N.batch_norm_update(a, b, gp.asarray(mean[:3], device=device), d, m, eps, n)
+
+
 def test_batch_norm_bad_arguments(device):
     x = gp.asarray(np.ones((2, 3, 4), np.float32), device=device)
     with pytest.raises(ValueError, match=r"batch_norm: weight must be float32 of shape \(3,\)"):

@@ -426,6 +426,13 @@ def batch_norm_backward(device, g: Array, x: Array, mean: Array, invstd: Array, 
     return normalization.composed_batch_norm_backward(g, x, mean, invstd, weight, need)
 
 
+def batch_norm_update(device, running_mean: Array, running_var: Array, mean: Array,
+                      invstd: Array, momentum: float, eps: float, n: int) -> None:
+    """Elementwise ops assigned back (grilly.array.normalization)."""
+    normalization.composed_batch_norm_update(running_mean, running_var, mean, invstd, momentum,
+                                             eps, n)
+
+
 def layer_norm(device, x: Array, weight, bias, eps: float) -> tuple:
     """Row means and elementwise ops (grilly.array.normalization)."""
     return normalization.composed_layer_norm(x, weight, bias, eps)
@@ -691,7 +698,8 @@ COMPOSITES = {
     "nonzero": nonzero, "diagonal": diagonal, "unique": unique, "isin": isin, "topk": topk,
     "cross": cross, "fft_roll": fft_roll,
     "linear": linear, "linear_backward": linear_backward, "batch_norm": batch_norm,
-    "batch_norm_backward": batch_norm_backward, "layer_norm": layer_norm,
+    "batch_norm_backward": batch_norm_backward, "batch_norm_update": batch_norm_update,
+    "layer_norm": layer_norm,
     "layer_norm_backward": layer_norm_backward,
     "softmax": softmax, "log_softmax": log_softmax, "cross_entropy": cross_entropy,
     "cross_entropy_backward": cross_entropy_backward, "relu_backward": relu_backward,

@@ -11,7 +11,8 @@ from . import core
 from . import dispatch as _dispatch
 from .array import Array
 
-__all__ = ["batch_norm", "batch_norm_backward", "layer_norm", "layer_norm_backward"]
+__all__ = ["batch_norm", "batch_norm_backward", "batch_norm_update", "layer_norm",
+           "layer_norm_backward"]
 
 _DTYPES = frozenset({"float32", "float64"})   # what the kernels take (the contract)
 
@@ -91,6 +92,40 @@ def composed_batch_norm_backward(g: Array, x: Array, mean: Array, invstd: Array,
         gx = scale * (g - sg / n - xhat * (sgx / n))
     return (gx, gp.reshape(sgx, (c,)) if need[1] else None,
             gp.reshape(sg, (c,)) if need[2] else None)
+
+
+def batch_norm_update(running_mean: Array, running_var: Array, mean: Array, invstd: Array,
+                      momentum: float, eps: float, n: int) -> None:
+    """Update training-mode batch norm's running statistics in place from one batch's mean and
+    invstd (``batch_norm``'s) over ``n`` values a channel: running_mean = running_mean (1 - m)
+    + mean m, running_var likewise with the unbiased variance (1 / invstd^2 - eps) n/(n - 1)."""
+    op = "batch_norm_update"
+    core.check_array(running_mean, op, "running_mean")
+    c = running_mean.shape
+    for a, name in ((running_var, "running_var"), (mean, "mean"), (invstd, "invstd")):
+        core.check_array(a, op, name)
+        if a.shape != c:
+            raise ValueError(f"{op}: {name} must have running_mean's shape {c}, got {a.shape}")
+        core.common_device(op, running_mean, a)
+    if n <= 1:
+        raise ValueError(f"{op}: n must be > 1 values a channel, got {n}")
+    dev = running_mean._device
+    k = dev.kernels.get(op)
+    if (k is not None and running_mean._dtype.name in _DTYPES
+            and all(a._dtype is running_mean._dtype for a in (running_var, mean, invstd))):
+        k(running_mean._buf, running_var._buf, mean._buf, invstd._buf, float(momentum),
+          float(eps), int(n))
+    else:
+        core.composite(dev, op)(dev, running_mean, running_var, mean, invstd, float(momentum),
+                                float(eps), int(n))
+
+
+def composed_batch_norm_update(running_mean: Array, running_var: Array, mean: Array,
+                               invstd: Array, momentum: float, eps: float, n: int) -> None:
+    """Elementwise ops assigned back (the kernel computes these, in this order)."""
+    bv = (1.0 / (invstd * invstd) - eps) * (n / (n - 1))
+    running_mean[...] = running_mean * (1 - momentum) + mean * momentum
+    running_var[...] = running_var * (1 - momentum) + bv * momentum
 
 
 def layer_norm(x: Array, weight: Array | None, bias: Array | None, eps: float) -> tuple:

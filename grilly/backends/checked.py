@@ -159,7 +159,8 @@ def _check_tuple(where: str, results: tuple, want: list) -> None:
 
 
 _RETURNS_NONE = frozenset({"assign", "scatter", "sgd_step", "adam_step", "rmsprop_step",
-                           "adagrad_step", "amp_unscale", "optim_multi", "plasticity_step"})
+                           "adagrad_step", "amp_unscale", "optim_multi", "plasticity_step",
+                           "batch_norm_update"})
 _RETURNS_HOST = frozenset({"to_host", "host_view"})
 
 

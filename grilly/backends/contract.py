@@ -143,6 +143,11 @@ KERNELS: dict[str, Kernel] = {
     "batch_norm_backward": Kernel("nn", COMPOSED,
                                   "(g, x, mean, invstd, weight or None, need (3 bools)) -> "
                                   "(g_x, g_weight, g_bias), None where not needed"),
+    "batch_norm_update": Kernel("nn", COMPOSED,
+                                "(running_mean (C,), running_var (C,), mean, invstd, momentum, "
+                                "eps, n) -> None: in place, running_mean = running_mean (1 - "
+                                "momentum) + mean momentum, running_var likewise with the unbiased "
+                                "variance (1 / invstd^2 - eps) n/(n-1); float32/float64"),
     "layer_norm": Kernel("nn", COMPOSED,
                          "(x (M, D), weight (D,) or None, bias or None, eps) -> (y, mean (M,), "
                          "rstd (M,)): each row normalized by its mean and biased variance; "

@@ -491,10 +491,8 @@ def batch_norm(input: Array, running_mean: Array | None, running_var: Array | No
                     m = 1.0 / max(nbt, 1.0)
                 else:
                     m = momentum
-                inv = stats["invstd"]
-                bv = (1.0 / (inv * inv) - eps) * (n / (n - 1))
-                running_mean[...] = running_mean * (1 - m) + stats["mean"] * m
-                running_var[...] = running_var * (1 - m) + bv * m
+                _norm.batch_norm_update(running_mean, running_var, stats["mean"],
+                                        stats["invstd"], m, eps, n)
         return y
     if running_mean is None or running_var is None:
         raise ValueError("batch_norm: running_mean and running_var are needed in eval mode")

@@ -11,6 +11,11 @@
 // The vectors are unit-strided. pc.shape = (N, C, S, flags: 1 has w, 2 has b, 4 wants gx);
 // pc.off = (y or gx, [mean | invstd] or gw, x, w or g); pc.st = eps (float bits; two words for
 // float64), then the offsets of b or gb (st[2]), mean (st[3]), invstd (st[4]), w (st[5], OP 1).
+//   OP 2: the running statistics, one invocation per channel, in place (eval-mode stats):
+//         rm = rm (1 - m) + mean m, rv = rv (1 - m) + ((1 / invstd^2 - eps) n/(n-1)) m, the
+//         composition's operations in its order (grilly.array.normalization). Bindings: rm, rv
+//         (written), mean, invstd; pc.off their offsets, pc.shape[1] = C, pc.st the scalars
+//         1 - m, m, eps, n/(n-1) (float bits; two words each for float64).
 // Sums: a lane's run, then a tree.
 #include "../common.glsl"
 #if IN_BITS == 64
@@ -45,6 +50,26 @@ TC eps() {
 #endif
 }
 
+TC scalar(int k) {   // OP 2's k-th scalar
+#if IN_BITS == 64
+    return packDouble2x32(uvec2(uint(pc.st[2 * k]), uint(pc.st[2 * k + 1])));
+#else
+    return uintBitsToFloat(uint(pc.st[k]));
+#endif
+}
+
+void running_stats() {
+    TC keep = scalar(0), m = scalar(1), e = scalar(2), f = scalar(3);
+    for (uint c = gl_GlobalInvocationID.x; c < uint(pc.shape[1]); c += gl_NumWorkGroups.x * WG) {
+        precise TC inv = TC(g[pc.off[3] + c]);
+        precise TC bv = (DIV(TC(1), inv * inv) - e) * f;
+        precise TC rm = TC(o[pc.off[0] + c]) * keep + TC(x[pc.off[2] + c]) * m;
+        precise TC rv = TC(aux[pc.off[1] + c]) * keep + bv * m;
+        o[pc.off[0] + c] = IN_TS(rm);
+        aux[pc.off[1] + c] = IN_TS(rv);
+    }
+}
+
 // tree sums of r1 (and r2) over the workgroup; every lane gets the totals
 void reduce2(uint lane, inout TC a, inout TC b) {
     r1[lane] = a;
@@ -63,6 +88,10 @@ void reduce2(uint lane, inout TC a, inout TC b) {
 }
 
 void main() {
+    if (OP == 2) {
+        running_stats();
+        return;
+    }
     int N = pc.shape[0], C = pc.shape[1], S = pc.shape[2], flags = pc.shape[3];
     int n = N * S;
     uint lane = gl_LocalInvocationID.x;

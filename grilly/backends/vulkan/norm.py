@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import struct
 
-from .kernels import _view, copy, full, new_buffer
+from .kernels import _view, assign, copy, full, new_buffer
 from .reductions import CODES, _run, dispatch
 from .snn import _rows
 
@@ -131,5 +131,30 @@ def layer_norm_backward(g, x, mean, rstd, weight, need):
             column_sum(1) if nb else None)
 
 
+def batch_norm_update(running_mean, running_var, mean, invstd, momentum, eps, n) -> None:
+    """The running statistics updated in place from a batch's mean and invstd (bnorm.comp's
+    OP 2): one dispatch where the composition takes ten elementwise ops and two copies."""
+    _check("batch_norm_update", running_mean)
+    c = running_mean.shape[0]
+    bufs = [running_mean, running_var, _contig(mean), _contig(invstd)]
+    if any(b.dtype is not running_mean.dtype for b in bufs):
+        raise TypeError("batch_norm_update: every buffer must have running_mean's dtype "
+                        f"{running_mean.dtype.name}")
+    if not c:
+        return
+    work = [b if b.is_contiguous() else copy(b) for b in bufs[:2]]
+    m = float(momentum)
+    vals = (1.0 - m, m, float(eps), n / (n - 1))
+    fmt = "<4f" if running_mean.dtype.name == "float32" else "<4d"
+    words = struct.unpack(f"<{struct.calcsize(fmt) // 4}i", struct.pack(fmt, *vals))
+    dispatch(running_mean.ctx, f"bnorm_{running_mean.dtype.name}", (2, 1), [*work, *bufs[2:]],
+             c, c, tuple(b.offset for b in (*work, *bufs[2:])), (1, c),
+             (words[:5], words[5:]), writes=2)
+    for b, w in zip(bufs[:2], work):
+        if w is not b:
+            assign(b, w)
+
+
 KERNELS = {"batch_norm": batch_norm, "batch_norm_backward": batch_norm_backward,
+           "batch_norm_update": batch_norm_update,
            "layer_norm": layer_norm, "layer_norm_backward": layer_norm_backward}
