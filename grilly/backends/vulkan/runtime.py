@@ -214,6 +214,8 @@ class PhysicalDevice:
             "denorm_preserve": {f"float{b}": v for b, v in self.denorm_preserve.items()},
             "denorm_preserve_requested": [f"float{b}" for b in self.denorm_modes()],
             "compute_units": self.compute_units,
+            # buffers reached by address: the optimizer step over all parameters in one dispatch
+            "buffer_device_address": self.device_addresses,
             "maxComputeWorkGroupCount": list(self.max_group_counts),
             "maxStorageBufferRange": self.max_storage,
             "maxComputeSharedMemorySize": self.max_shared,
