@@ -512,9 +512,9 @@ def amp_unscale(device, g: Array, found: Array, inv_scale: float) -> None:
 
 def optim_multi(device, op: str, calls: list) -> None:
     """Each update through the rule's own kernel or its composition, in order."""
+    n = optim_steps.ARRAYS[op]
     for args in calls:
-        k = next(i for i, a in enumerate(args) if a is not None and not isinstance(a, Array))
-        optim_steps._now(op, device, args[:k], args[k:])
+        optim_steps._now(op, device, args[:n], args[n:])
 
 
 # ---- optimizer updates: the unfused rules, in torch.optim's order (grilly/array/optim_steps.py)

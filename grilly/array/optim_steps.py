@@ -22,6 +22,8 @@ from .array import Array
 __all__ = ["sgd_step", "adam_step", "rmsprop_step", "adagrad_step", "amp_unscale", "batched"]
 
 _KERNEL_DTYPES = frozenset({"float32", "float64"})   # what the kernels take (the contract)
+# how many of each rule's kernel arguments are arrays (the rest are scalars)
+ARRAYS = {"sgd_step": 3, "adam_step": 5, "rmsprop_step": 5, "adagrad_step": 3, "amp_unscale": 2}
 
 
 def _check(op: str, p, g, **state) -> None:
@@ -71,15 +73,18 @@ def _run_batch(calls: list) -> None:
     groups: dict = {}
     for op, dev, arrays, scalars in calls:
         key = (dev, op, arrays[0]._dtype.name in _KERNEL_DTYPES)
-        groups.setdefault(key, []).append((arrays, scalars))
+        rows = groups.get(key)
+        if rows is None:
+            rows = groups[key] = []
+        rows.append(arrays + scalars)
     for (dev, op, kernel_dtype), rows in groups.items():
         k = dev.kernels.get("optim_multi") if kernel_dtype else None
         if k is not None:
-            k(op, [tuple(a._buf if a is not None else None for a in arrays) + scalars
-                   for arrays, scalars in rows])
+            n = ARRAYS[op]
+            k(op, [tuple([a._buf if a is not None else None for a in r[:n]]) + r[n:]
+                   for r in rows])
         else:
-            core.composite(dev, "optim_multi")(dev, op, [arrays + scalars
-                                                         for arrays, scalars in rows])
+            core.composite(dev, "optim_multi")(dev, op, rows)
 
 
 def _now(op: str, dev, arrays: tuple, scalars: tuple) -> None:
