@@ -2,6 +2,8 @@
 gradient against a central finite difference) and of nn (a training step lowers the loss)."""
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -193,7 +195,7 @@ def test_max_pool2d_ties_nan_and_gradient(device, dtype):
     assert_close(xa.grad, gx.astype(dtype), rtol=1e-6 if dtype == "float32" else 1e-12)
 
 
-@K("batch_norm", "batch_norm_backward", family="nn")
+@K("batch_norm", "batch_norm_backward", "batch_norm_update", family="nn")
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_batch_norm_training_forward_and_backward(device, dtype):
     rng = np.random.default_rng(23)
@@ -331,3 +333,56 @@ def test_linear_forward_and_backward(device, dtype):
     y.backward(on(device, g.astype(dtype)))
     for got, ref in ((xa.grad, g @ w), (wa.grad, g.T @ x), (ba.grad, g.sum(axis=0))):
         assert_close(got, ref.astype(dtype), rtol=tol, atol=tol)
+
+
+def _adam_ref(p, g, m, v, vmax, t, lr=0.01, b1=0.9, b2=0.99, eps=1e-8, wd=0.1):
+    """One AdamW step with amsgrad in float64 (torch.optim's formulas)."""
+    p = p * (1 - lr * wd)
+    m = b1 * m + (1 - b1) * g
+    v = b2 * v + (1 - b2) * g * g
+    vmax = np.maximum(vmax, v)
+    step = lr / (1 - b1 ** t)
+    return p - step * m / (np.sqrt(vmax) / np.sqrt(1 - b2 ** t) + eps), m, v, vmax
+
+
+@K("adam_step", "sgd_step", "optim_multi", family="nn")
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_optimizer_steps_one_by_one_and_batched(device, dtype):
+    """Three AdamW (amsgrad) and SGD (Nesterov momentum) steps over parameters of several
+    shapes against float64 numpy; collected by optim_steps.batched (how Optimizer.step runs:
+    the optim_multi kernel where the backend has one) they give the one-by-one results."""
+    from grilly.array import optim_steps
+
+    shapes = [(), (5,), (3, 7), (300,)]
+    rng = np.random.default_rng(31)
+    p0 = [rng.standard_normal(s) for s in shapes]
+    grads = [[rng.standard_normal(s) for s in shapes] for _ in range(3)]
+    runs = []
+    for batched in (False, True):
+        ps = [on(device, a.astype(dtype)) for a in p0]
+        qs = [on(device, a.astype(dtype)) for a in p0]
+        st = [[on(device, np.zeros(s, dtype)) for _ in range(3)] for s in shapes]
+        bufs = [on(device, np.zeros(s, dtype)) for s in shapes]
+        for t in (1, 2, 3):
+            gs = [on(device, g.astype(dtype)) for g in grads[t - 1]]
+            with optim_steps.batched() if batched else contextlib.nullcontext():
+                for p, g, (m, v, vx) in zip(ps, gs, st):
+                    optim_steps.adam_step(p, g, m, v, vx, lr=0.01, beta1=0.9, beta2=0.99,
+                                          eps=1e-8, step=t, weight_decay=0.1, decoupled=True)
+                for q, g, b in zip(qs, gs, bufs):
+                    optim_steps.sgd_step(q, g, b, lr=0.1, momentum=0.9, nesterov=True,
+                                         first=t == 1)
+        runs.append([gp.asarray(a, device="cpu") for a in ps + qs])
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    for k, p in enumerate(p0):
+        want, m, v, vx = p.copy(), 0 * p, 0 * p, 0 * p
+        q, buf = p.copy(), None
+        for t in (1, 2, 3):
+            g = grads[t - 1][k]
+            want, m, v, vx = _adam_ref(want, g, m, v, vx, t)
+            buf = g.copy() if buf is None else 0.9 * buf + g
+            q = q - 0.1 * (g + 0.9 * buf)
+        assert_close(runs[0][k], want.astype(dtype), rtol=tol, atol=tol)
+        assert_close(runs[0][len(p0) + k], q.astype(dtype), rtol=tol, atol=tol)
+    for a, b in zip(*runs):
+        assert np.array_equal(np.asarray(a), np.asarray(b)), "batched != one by one"
