@@ -113,7 +113,7 @@ def _surrogate(kind, a, c1, c2, one, v, th, gs, d):
 
 
 @njit(**_o)
-def _bwd_block(b, gs, gm, x, m0, beta, thr, tr, code, delay, kind, a, c1, c2, detach,
+def _bwd_block(b, gs, gt, gm, x, m0, beta, thr, tr, code, delay, kind, a, c1, c2, detach,
                gx, gm0, gb, gth):
     T, N = x.shape
     lo = b * BLOCK
@@ -130,7 +130,7 @@ def _bwd_block(b, gs, gm, x, m0, beta, thr, tr, code, delay, kind, a, c1, c2, de
     up = np.empty(n, x.dtype)
     for t in range(T - 1, -1, -1):
         v, gxt = tr[t, lo:hi], gx[t, lo:hi]
-        _surrogate(kind, a, c1, c2, one, v, th, gs[t, lo:hi], d)
+        _surrogate(kind, a, c1, c2, one, v, th, gs[t * gt, lo:hi], d)
         prev = tr[t - 1, lo:hi] if t > 0 else mz
         if delay:
             # U[t] = beta U[t-1] + x[t] - R[t] thr, R[t] = H(U[t-1] - thr): detached, or (detach
@@ -195,17 +195,19 @@ def _bwd_block(b, gs, gm, x, m0, beta, thr, tr, code, delay, kind, a, c1, c2, de
 
 
 @njit(**_o)
-def s_bwd(gs, gm, x, m0, beta, thr, tr, code, delay, kind, a, c1, c2, detach, gx, gm0, gb, gth):
+def s_bwd(gs, gt, gm, x, m0, beta, thr, tr, code, delay, kind, a, c1, c2, detach, gx, gm0, gb,
+          gth):
     for b in range((x.shape[1] + BLOCK - 1) // BLOCK):
-        _bwd_block(b, gs, gm, x, m0, beta, thr, tr, code, delay, kind, a, c1, c2, detach, gx, gm0,
-                   gb, gth)
+        _bwd_block(b, gs, gt, gm, x, m0, beta, thr, tr, code, delay, kind, a, c1, c2, detach, gx,
+                   gm0, gb, gth)
 
 
 @njit(parallel=True, **_o)
-def p_bwd(gs, gm, x, m0, beta, thr, tr, code, delay, kind, a, c1, c2, detach, gx, gm0, gb, gth):
+def p_bwd(gs, gt, gm, x, m0, beta, thr, tr, code, delay, kind, a, c1, c2, detach, gx, gm0, gb,
+          gth):
     for b in prange((x.shape[1] + BLOCK - 1) // BLOCK):
-        _bwd_block(b, gs, gm, x, m0, beta, thr, tr, code, delay, kind, a, c1, c2, detach, gx, gm0,
-                   gb, gth)
+        _bwd_block(b, gs, gt, gm, x, m0, beta, thr, tr, code, delay, kind, a, c1, c2, detach, gx,
+                   gm0, gb, gth)
 
 
 def _consts(surrogate: str, a: float, ct):
@@ -217,6 +219,16 @@ def _consts(surrogate: str, a: float, ct):
 
 def _c(buf, ctype):
     return np.ascontiguousarray(buf, dtype=ctype)
+
+
+def _grad(gs, ctype) -> tuple:
+    """The spikes' gradient (T, N) as the backward loop reads it, and its step stride: a
+    broadcast over the steps (a loss summed over them, or over everything, leaves one) as one
+    contiguous (1, N) row read at every step (0), where a (T, N) copy would add a third to the
+    backward's memory traffic; anything else contiguous (1)."""
+    if gs.ndim == 2 and gs.strides[0] == 0:
+        return _c(gs[:1], ctype), 0
+    return _c(gs, ctype), 1
 
 
 def _ctype(d):
@@ -274,10 +286,11 @@ def lif_backward(gs, gm, x, mem0, beta, thr, trace, reset: str, delay: bool, sur
     T, N = x.shape
     if trace is None:   # recompute: the forward again, its trace kept only for this call
         trace = lif_forward(x, mem0, beta, thr, reset, delay, True)[2]
-    g, gmf, xs, m0, b, th, tr = (_c(v, ct) for v in (gs, gm, x, mem0, beta, thr, trace))
+    gmf, xs, m0, b, th, tr = (_c(v, ct) for v in (gm, x, mem0, beta, thr, trace))
+    g, gt = _grad(gs, ct)
     gx, gm0, gb, gth = _out((T, N), d, ct), _out((N,), d, ct), _out((N,), d, ct), _out((N,), d, ct)
     if x.size:
-        _run(s_bwd, p_bwd, N, 4 * xs.nbytes, g, gmf, xs, m0, b, th, tr, RESETS[reset],
+        _run(s_bwd, p_bwd, N, 4 * xs.nbytes, g, gt, gmf, xs, m0, b, th, tr, RESETS[reset],
              bool(delay), SURROGATES[surrogate], ct(slope), *_consts(surrogate, slope, ct),
              bool(detach_reset), gx, gm0, gb, gth)
     else:
