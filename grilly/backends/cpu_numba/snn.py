@@ -425,9 +425,9 @@ def _ext_before(adapt, sp, th, ga, one, zero, act, tho):
 
 
 @njit(**_o)
-def _ext_bwd_block(b, gs, gm, ga, m0, beta, thr, s0, rho, gam, tr, adapt, code, delay, kind, a,
-                   c1, c2, detach, gx, gm0, gb, gth, ga0):
-    T, N = gs.shape
+def _ext_bwd_block(b, gs, gt, gm, ga, m0, beta, thr, s0, rho, gam, tr, adapt, code, delay, kind,
+                   a, c1, c2, detach, gx, gm0, gb, gth, ga0):
+    T, N = gx.shape
     lo = b * BLOCK
     hi = min(lo + BLOCK, N)
     n = hi - lo
@@ -452,7 +452,7 @@ def _ext_bwd_block(b, gs, gm, ga, m0, beta, thr, s0, rho, gam, tr, adapt, code, 
                 for j in range(n):
                     thn[j] = th[j] + gma[j] * st[j]
             for j in range(n):
-                gsa[j] = gs[t, lo + j] * act[j]
+                gsa[j] = gs[t * gt, lo + j] * act[j]
             _surrogate(kind, a, c1, c2, one, v, thn, gsa, d)
             prev = tr[0, t - 1, lo:hi] if t > 0 else mz
             for j in range(n):
@@ -498,7 +498,7 @@ def _ext_bwd_block(b, gs, gm, ga, m0, beta, thr, s0, rho, gam, tr, adapt, code, 
             for j in range(n):   # gsa: dL/dS[t] times the mask; d: the gradient of h kept
                 sj = (one if v[j] > tho[j] else zero) * act[j]
                 gj = g[j]
-                gss = gs[t, lo + j]
+                gss = gs[t * gt, lo + j]
                 if not detach:
                     grj = -(gj * tho[j]) if code == 0 else -(gj * v[j]) if code == 1 else zero
                     if adapt:
@@ -536,19 +536,19 @@ def _ext_bwd_block(b, gs, gm, ga, m0, beta, thr, s0, rho, gam, tr, adapt, code, 
 
 
 @njit(**_o)
-def s_ext_bwd(gs, gm, ga, m0, beta, thr, s0, rho, gam, tr, adapt, code, delay, kind, a, c1, c2,
-              detach, gx, gm0, gb, gth, ga0):
-    for b in range((gs.shape[1] + BLOCK - 1) // BLOCK):
-        _ext_bwd_block(b, gs, gm, ga, m0, beta, thr, s0, rho, gam, tr, adapt, code, delay, kind,
-                       a, c1, c2, detach, gx, gm0, gb, gth, ga0)
+def s_ext_bwd(gs, gt, gm, ga, m0, beta, thr, s0, rho, gam, tr, adapt, code, delay, kind, a, c1,
+              c2, detach, gx, gm0, gb, gth, ga0):
+    for b in range((gx.shape[1] + BLOCK - 1) // BLOCK):
+        _ext_bwd_block(b, gs, gt, gm, ga, m0, beta, thr, s0, rho, gam, tr, adapt, code, delay,
+                       kind, a, c1, c2, detach, gx, gm0, gb, gth, ga0)
 
 
 @njit(parallel=True, **_o)
-def p_ext_bwd(gs, gm, ga, m0, beta, thr, s0, rho, gam, tr, adapt, code, delay, kind, a, c1, c2,
-              detach, gx, gm0, gb, gth, ga0):
-    for b in prange((gs.shape[1] + BLOCK - 1) // BLOCK):
-        _ext_bwd_block(b, gs, gm, ga, m0, beta, thr, s0, rho, gam, tr, adapt, code, delay, kind,
-                       a, c1, c2, detach, gx, gm0, gb, gth, ga0)
+def p_ext_bwd(gs, gt, gm, ga, m0, beta, thr, s0, rho, gam, tr, adapt, code, delay, kind, a, c1,
+              c2, detach, gx, gm0, gb, gth, ga0):
+    for b in prange((gx.shape[1] + BLOCK - 1) // BLOCK):
+        _ext_bwd_block(b, gs, gt, gm, ga, m0, beta, thr, s0, rho, gam, tr, adapt, code, delay,
+                       kind, a, c1, c2, detach, gx, gm0, gb, gth, ga0)
 
 
 def _ext_forward(x, m0, beta, thr, s0, rho, gam, k: int, reset: str, delay: bool, store: bool):
@@ -580,13 +580,14 @@ def _ext_backward(gs, gm, ga, x, m0, beta, thr, s0, rho, gam, trace, k: int, res
     if trace is None:   # recompute: the forward again, its trace kept only for this call
         trace = _ext_forward(x, m0, beta, thr, s0, rho, gam, k, reset, delay, True)[3]
     adapt = rho is not None
-    g, gmf, m, b, th, s, tr = (_c(v, ct) for v in (gs, gm, m0, beta, thr, s0, trace))
+    gmf, m, b, th, s, tr = (_c(v, ct) for v in (gm, m0, beta, thr, s0, trace))
+    g, gt = _grad(gs, ct)
     gaf = _c(ga, ct) if ga is not None else np.zeros(N, ct)
     r, gmm = (_c(rho, ct), _c(gam, ct)) if adapt else (b, b)
     gx = _out((T, N), d, ct)
     gm0, gb, gth, ga0 = (_out((N,), d, ct) for _ in range(4))
     if x.size:
-        _run(s_ext_bwd, p_ext_bwd, N, 5 * g.nbytes, g, gmf, gaf, m, b, th, s, r, gmm, tr, adapt,
+        _run(s_ext_bwd, p_ext_bwd, N, 5 * gx.nbytes, g, gt, gmf, gaf, m, b, th, s, r, gmm, tr, adapt,
              RESETS[reset], bool(delay), SURROGATES[surrogate], ct(slope),
              *_consts(surrogate, slope, ct), bool(detach), gx, gm0, gb, gth, ga0)
     else:
