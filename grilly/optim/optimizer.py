@@ -15,7 +15,10 @@ __all__ = ["Optimizer"]
 class Optimizer:
     """Base of grilly's optimizers (the torch.optim interface). Subclasses implement
     ``_update(p, grad, state, group)``, called under no_grad for each parameter with a grad;
-    updates write into the parameter in place, so its Array identity stays."""
+    updates write into the parameter in place, so its Array identity stays. Updates made
+    through grilly.array.optim_steps run together when the loop ends (one dispatch for all
+    parameters where the device can), so an ``_update`` must not read a parameter another
+    ``_update`` of the same step has just written through them."""
 
     def __init__(self, params, defaults: dict) -> None:
         self.defaults = dict(defaults)
