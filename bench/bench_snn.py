@@ -77,12 +77,15 @@ def _grilly(cfg):
     calls = []
 
     def mem():
-        st = gp.device_stats(dev)
-        # the pool's most-live mark: the warm-up's is smaller, so after the timed run it is its
-        # peak (first call: the resident bytes)
-        if "peak_live_bytes" not in st:
+        # first call: the resident bytes, and the pool's most-live mark reset to them (the
+        # warm-up's model may have held more); then that mark: the peak since
+        if "peak_live_bytes" not in gp.device_stats(dev):
             return None
         calls.append(1)
+        if len(calls) == 1:
+            gp.synchronize(dev)
+            gp.reset_peak_memory_stats(dev)
+        st = gp.device_stats(dev)
         return (st["live_bytes"] if len(calls) == 1 else st["peak_live_bytes"]) / 2**20
 
     return fwd, bwd, mem

@@ -97,6 +97,25 @@ def test_device_stats_count_this_device():
 
 
 @needs_vk
+def test_reset_peak_memory_stats():
+    """The pool's peak starts over from the live bytes, then rises with what is made after."""
+    d = VK[0]
+    big = gp.asarray(np.ones(1 << 20, np.float32), device=d)
+    gp.synchronize(d)
+    del big
+    gp.synchronize(d)
+    st = gp.device_stats(d)
+    assert st["peak_live_bytes"] >= st["live_bytes"] + (4 << 20)
+    gp.reset_peak_memory_stats(d)
+    st = gp.device_stats(d)
+    assert st["peak_live_bytes"] == st["live_bytes"]
+    small = gp.asarray(np.ones(1000, np.float32), device=d)
+    assert gp.device_stats(d)["peak_live_bytes"] >= st["live_bytes"] + 4000
+    del small
+    gp.reset_peak_memory_stats("cpu")   # a backend without the figure: nothing to do
+
+
+@needs_vk
 def test_chain_stays_on_device():
     d = VK[0]
     x = gp.asarray(np.arange(1000, dtype=np.float32), device=d)

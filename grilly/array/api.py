@@ -18,7 +18,7 @@ from .dtypes import (  # noqa: F401
     int8, int16, int32, int64, isdtype, result_type, uint8, uint16, uint32, uint64,
 )
 from .elementwise import *  # noqa: F401,F403
-from .host import device_stats, profile_report  # noqa: F401
+from .host import device_stats, profile_report, reset_peak_memory_stats  # noqa: F401
 from .indexing import *  # noqa: F401,F403
 from .interop import *  # noqa: F401,F403
 from .linear_algebra import *  # noqa: F401,F403

@@ -108,6 +108,13 @@ def device_stats(device=None) -> dict:
     return {**dev.backend.stats(dev), "host_round_trips": host_round_trips(dev)}
 
 
+def reset_peak_memory_stats(device=None) -> None:
+    """Start ``device_stats(device)["peak_live_bytes"]`` (where the backend reports it) over
+    from the bytes live now, as torch.cuda.reset_peak_memory_stats does."""
+    dev = resolve_device(device)
+    dev.backend.reset_peak(dev)
+
+
 def profile_report(device=None) -> str:
     """Per kernel, GPU time and count on ``device`` since it started (GRILLY_PROFILE=1; the
     backend's ``profile`` hook), as a table sorted by time; empty where nothing was timed."""

@@ -76,6 +76,10 @@ class Backend:
         ints only; a backend reports what it counts (none by default)."""
         return {}
 
+    def reset_peak(self, device: Device) -> None:
+        """Start ``stats``' peak memory figure over from what is live now (``gp.reset_peak_
+        memory_stats``); nothing to do by default."""
+
     def profile(self, device: Device) -> dict:
         """GRILLY_PROFILE=1: kernel name -> (count, device seconds) since the device started
         (none by default; ``gp.profile_report`` prints it)."""

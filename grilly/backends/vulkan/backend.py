@@ -216,6 +216,13 @@ class VulkanBackend(Backend):
                     "held_bytes": ctx.pool.held, "live_bytes": ctx.pool.live,
                     "peak_live_bytes": ctx.pool.peak}
 
+    def reset_peak(self, device: Device) -> None:
+        """The pool's peak_live_bytes starts over from its live bytes."""
+        ctx = device._ctx
+        if ctx is not None:
+            with device.lock:
+                ctx.pool.peak = ctx.pool.live
+
     def profile(self, device: Device) -> dict:
         """Per shader variant: (dispatches, GPU seconds), with GRILLY_PROFILE=1."""
         ctx = device._ctx
