@@ -300,17 +300,6 @@ def copy(buf: Buffer) -> Buffer:
     return astype(buf, buf.dtype)
 
 
-def _span(buf: Buffer) -> tuple:
-    """The byte range [lo, hi) of ``buf``'s allocation that its elements occupy."""
-    lo = hi = buf.offset
-    for n, st in zip(buf.shape, buf.strides):
-        if st < 0:
-            lo += (n - 1) * st
-        else:
-            hi += (n - 1) * st
-    return lo * buf.dtype.itemsize, (hi + 1) * buf.dtype.itemsize
-
-
 def assign(dst: Buffer, src: Buffer) -> None:
     """Copy ``src`` (broadcast) into the view ``dst``; a source overlapping the destination
     (``x[1:] = x[:-1]``, ``x[...] = x.T``) is read in full first, as NumPy reads it: the
@@ -318,7 +307,7 @@ def assign(dst: Buffer, src: Buffer) -> None:
     if src.shape != dst.shape:
         src = broadcast_to(src, dst.shape)
     if src.alloc is dst.alloc and src.size and dst.size:
-        (a, b), (c, d) = _span(src), _span(dst)
+        (a, b), (c, d) = src.span(), dst.span()
         if a < d and c < b:
             src = copy(src)
     _cast_into(dst, src, "assign")

@@ -307,6 +307,11 @@ def _add_bias(out: Buffer, bias: Buffer) -> Buffer:
     return _add(out.shape, out.dtype, out, bias)
 
 
+def _gemm_args(out: Buffer, a3: Buffer, b3: Buffer, nb: int, m: int, n: int, k: int) -> tuple:
+    """The matmul shaders' push-constant parts: offsets, (batch, M, N, K), operand strides."""
+    return (out.offset, a3.offset, b3.offset), (nb, m, n, k), (a3.strides, b3.strides)
+
+
 def _matmul(out_shape: tuple, out_dtype, a: Buffer, b: Buffer, bias: Buffer | None) -> Buffer:
     """matmul, plus ``bias`` (N,) along the rows when given (a single product only)."""
     batch, (m, n) = out_shape[:-2], out_shape[-2:]
@@ -320,7 +325,6 @@ def _matmul(out_shape: tuple, out_dtype, a: Buffer, b: Buffer, bias: Buffer | No
         return out
     a3, b3 = _stack3(a, batch, m, k), _stack3(b, batch, k, n)
     nb = a3.shape[0]
-    args = ((out.offset, a3.offset, b3.offset), (nb, m, n, k), (a3.strides, b3.strides))
     if ((out_dtype.name == "float16" and ctx.phys.coop_f16)
             or (out_dtype.name == "bfloat16" and ctx.phys.coop_bf16)):
         variant = _coop_variant(out, a3, b3, m, n, k)
@@ -329,7 +333,7 @@ def _matmul(out_shape: tuple, out_dtype, a: Buffer, b: Buffer, bias: Buffer | No
             # against nn's 216 (H200)
             b3 = copy(b3)
             variant = _coop_variant(out, a3, b3, m, n, k)
-            args = ((out.offset, a3.offset, b3.offset), (nb, m, n, k), (a3.strides, b3.strides))
+        args = _gemm_args(out, a3, b3, nb, m, n, k)
         tiles = nb * -(-m // COOP_BM) * -(-n // COOP_BM)
         split = _coop_split(nb, tiles, k, "_edge_" not in variant, ctx.phys.compute_units, m, n)
         if split > 1:
@@ -341,14 +345,12 @@ def _matmul(out_shape: tuple, out_dtype, a: Buffer, b: Buffer, bias: Buffer | No
     variant = _sgemm_variant(a3, b3, m, n, k, out_dtype.name) \
         if out_dtype.name in ("float32", "float16") else None
     if variant is not None:
-        variant, b_read = _untranspose_b(variant, b3, nb, m, n, k)
-        if b_read is not b3:
-            b3 = b_read
-            args = ((out.offset, a3.offset, b3.offset), (nb, m, n, k), (a3.strides, b3.strides))
+        variant, b3 = _untranspose_b(variant, b3, nb, m, n, k)
         # the bias, where there is one, in the epilogue (specialization constant 2)
         fused = nb == 1 and _bias_ok(bias, out_dtype)
         spec, ops = ((0, 1, 1), [out, a3, b3, bias]) if fused else ((0, 1), [out, a3, b3])
         boff = (bias.offset,) if fused else ()
+    args = _gemm_args(out, a3, b3, nb, m, n, k)
     if variant is not None and out_dtype.name == "float32" and use_s64(nb, m, n, k):
         # 64x64 tiles (sgemm.comp's S64)
         tiles = nb * -(-m // 64) * -(-n // 64)

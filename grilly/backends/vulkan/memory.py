@@ -257,11 +257,8 @@ class Staging:
     def read(self, buf: "Buffer") -> np.ndarray:
         """Sync point: copy the bytes ``buf`` spans into staging memory, return a host copy."""
         item = buf.dtype.itemsize
-        lo = hi = buf.offset
-        for s, st in zip(buf.shape, buf.strides):
-            lo += min(0, (s - 1) * st)
-            hi += max(0, (s - 1) * st)
-        nbytes = (hi - lo + 1) * item
+        first, end = buf.span()
+        lo, nbytes = first // item, end - first
         if self.chunk is None or self.chunk.size < nbytes:
             if self.chunk is not None:
                 self.ctx.recorder.flush()
@@ -269,7 +266,7 @@ class Staging:
                 self.chunk = None
             self.chunk = Chunk(self.ctx.pool, bucket(nbytes), self.ctx.pool.staged_reads())
         rec = self.ctx.recorder
-        rec.copy(buf.alloc, buf.alloc.offset + lo * item, self.chunk.buffer, nbytes)
+        rec.copy(buf.alloc, buf.alloc.offset + first, self.chunk.buffer, nbytes)
         rec.flush()
         raw = self.chunk.host[:nbytes].view(buf.dtype.np)
         view = np.lib.stride_tricks.as_strided(
@@ -292,6 +289,16 @@ class Buffer:
         for s in self.shape:
             n *= s
         return n
+
+    def span(self) -> tuple:
+        """The byte range [first, end) of the allocation this (non-empty) view's elements
+        occupy, relative to the allocation's start."""
+        lo = hi = self.offset
+        for s, st in zip(self.shape, self.strides):
+            lo += min(0, (s - 1) * st)
+            hi += max(0, (s - 1) * st)
+        item = self.dtype.itemsize
+        return lo * item, (hi + 1) * item
 
     def is_contiguous(self) -> bool:
         return self.strides == contiguous_strides(self.shape) or self.size <= 1

@@ -110,14 +110,18 @@ def adagrad_step(*args) -> None:
     _run("adagrad_step", *_adagrad(*args))
 
 
+def _unscale_check(g) -> None:
+    if g.dtype.name not in _PC:
+        raise TypeError(f"amp_unscale: the Vulkan kernel takes float32 or float64, got "
+                        f"{g.dtype.name}")
+    _check_limits("amp_unscale", g.ctx, g.size)
+
+
 def amp_unscale(g, found, inv_scale) -> None:
     """GradScaler's unscale of one gradient, one dispatch: g *= inv_scale in place, and the
     uint32 flag ``found`` or-ed with 1 (an atomic) where g held an inf or NaN."""
-    name = g.dtype.name
-    if name not in _PC:
-        raise TypeError(f"amp_unscale: the Vulkan kernel takes float32 or float64, got {name}")
-    ctx, n = g.ctx, g.size
-    _check_limits("amp_unscale", ctx, n)
+    _unscale_check(g)
+    name, ctx, n = g.dtype.name, g.ctx, g.size
     work = g if g.is_contiguous() else copy(g)
     bufs = [work, found, work, work, work]
     pc = _PC[name].pack(n, work.offset, found.offset, work.offset, work.offset, work.offset,
@@ -193,16 +197,13 @@ def _unscale_multi(calls: list) -> None:
     """GradScaler's unscale of many gradients (``calls``: (g, found, inv_scale) each)."""
     groups: dict = {}
     for g, found, inv_scale in calls:
-        name = g.dtype.name
-        if name not in _PC:
-            raise TypeError(f"amp_unscale: the Vulkan kernel takes float32 or float64, got {name}")
-        _check_limits("amp_unscale", g.ctx, g.size)
+        _unscale_check(g)
         if g.size == 0:
             continue
         if not g.ctx.get_buffer_address or not g.is_contiguous():
             amp_unscale(g, found, inv_scale)
             continue
-        key = (name, id(found.alloc), found.offset, float(inv_scale))
+        key = (g.dtype.name, id(found.alloc), found.offset, float(inv_scale))
         groups.setdefault(key, (found, []))[1].append((g, [g, g, g], g))
     for (name, _, _, inv), (found, rows) in groups.items():
         vals = (inv, *(0.0,) * 7)
