@@ -64,13 +64,16 @@ def test_equals_composition_and_reference(device, dtype, n, counter, key):
             assert _same(got, old)
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.filterwarnings("ignore:overflow encountered in cast")   # float16's 1e6: inf
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
 def test_edge_p_and_scale(device, dtype):
-    """p outside [0, 1], infinite or NaN, scale 0 or negative: the composition's answers."""
+    """p outside [0, 1], infinite or NaN, scale 0, negative or past float16's range, p between
+    two float16 values: the composition's answers."""
     d = getattr(gp, dtype)
     n, counter, key = 23, 2 ** 64 - 3, 99
     for p, scale in ((0.0, 1.0), (1.0, 0.0), (-1.0, 2.5), (2.0, 3.0), (math.inf, 1.0),
-                     (-math.inf, -0.5), (math.nan, 4.0), (1 / 3, 1.5), (0.5, -2.0)):
+                     (-math.inf, -0.5), (math.nan, 4.0), (1 / 3, 1.5), (0.5, -2.0),
+                     (1.0 - 2.0 ** -12, 1e6), (2.0 ** -20, 1.0), (0.75 + 2.0 ** -13, 2.0)):
         got = random_bits.philox_dropout(n, counter, key, p, scale, d, device)
         assert _same(got, random_bits.composed_dropout(device, n, counter, key, p, scale, d))
         assert _same(got, _reference(n, counter, key, p, scale, dtype))
@@ -235,14 +238,15 @@ def test_bad_arguments(device):
 
 
 def test_one_dispatch_on_vulkan(device):
-    """The reason for the kernel: a float32 or float64 mask is one dispatch (uniform, compare
-    and where were three), and dropout that and its multiply."""
+    """The reason for the kernel: a float16, float32 or float64 mask is one dispatch (uniform,
+    compare and where were three; float16 four, with a cast), and dropout that and its
+    multiply."""
     if device.backend.name != "vulkan":
         pytest.skip("counts Vulkan dispatches")
     dev = device
     g = Generator(1)
     np.asarray(g.keep_scale((64, 64), 0.5, 2.0, device=dev))
-    for d in (gp.float32, gp.float64):
+    for d in (gp.float16, gp.float32, gp.float64):
         if not dev.backend.supports_dtype(dev, d):
             continue
         before = gp.device_stats(dev)["dispatches"]

@@ -174,9 +174,12 @@ def philox_dropout(n: int, counter: int, key: int, p: float, scale: float, dtype
         return core.wrap(core.full_buf(dev, (0,), 0, dtype), dtype, dev)
     p, scale = float(p), float(scale)
     if dtype is dt.float16:
-        # u and p rounded to float16 and compared there: the float32 kernel's comparison would
-        # not reproduce that, so float16 stays the composition (what dropout always ran)
-        return composed_dropout(dev, n, counter, key, p, scale, dtype)
+        # u and p rounded to float16 and compared there: a kernel that declares it does so
+        # (contract.float16_dropout_args); the float32 comparison would not, so others compose
+        kern = dev.kernels.get(op)
+        if kern is None or not getattr(kern, "takes_float16", False):
+            return composed_dropout(dev, n, counter, key, p, scale, dtype)
+        return core.wrap(kern(n, counter, key, p, scale, dtype), dtype, dev)
     # bfloat16 is the float32 result rounded once, as every bfloat16 op computes (the
     # dispatcher does the same once it has seen a bfloat16 dtype, so the result never
     # depends on that)

@@ -267,8 +267,10 @@ KERNELS: dict[str, Kernel] = {
     "philox_dropout": Kernel("random", COMPOSED,
                              "(n, counter, key, p, scale, dtype) -> buf (n,) of dtype, float32 or "
                              "float64: scale where philox_uniform(n, counter, key, dtype)'s u_k "
-                             ">= p, else 0, p and scale Python floats rounded to dtype (float16: "
-                             "the array layer composes; bfloat16: it casts the float32 result)"),
+                             ">= p, else 0, p and scale Python floats rounded to dtype; float16 "
+                             "too where the kernel declares takes_float16 (u_k and p rounded to "
+                             "float16: float16_dropout_args), else the array layer composes it "
+                             "(bfloat16: it casts the float32 result)"),
     # exact nearest-neighbour search: the k best of a product's rows, the product never written
     "matmul_topk": Kernel("search", COMPOSED,
                           "(x (n, d), mat (m, d), add (m,) or None, k, largest) -> (values (n, k), "
@@ -277,6 +279,23 @@ KERNELS: dict[str, Kernel] = {
 }
 
 FAMILIES = tuple(dict.fromkeys(k.family for k in KERNELS.values()))
+
+
+def float16_dropout_args(p: float, scale: float) -> tuple:
+    """float16 philox_dropout as integer work: (P, S) where a uniform u = k 2^-24 (k = word >>
+    8) rounded to float16 is >= p rounded to float16 exactly when k rounded to 11 significant
+    bits (to nearest, ties to even: float16's precision) is >= P, and S is scale's float16 bits."""
+    import numpy as np   # (a leaf module: numpy only, imported where this runs)
+
+    with np.errstate(over="ignore"):
+        p16, s16 = np.float16(p), np.float16(scale)
+    if p16 != p16 or p16 > 1:
+        big = (1 << 24) + 1   # above every rounded k (at most 2^24): nothing kept
+    elif p16 <= 0:
+        big = 0
+    else:
+        big = int(float(p16) * (1 << 24))   # exact: float16 values are multiples of 2^-24
+    return big, int(s16.view(np.uint16))
 
 
 def names(tier: str | None = None, family: str | None = None) -> tuple:

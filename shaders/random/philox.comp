@@ -10,6 +10,11 @@
 //   DROP (with UNIFORM 32 or 64; philox_dropout): each uniform u is stored as u >= p ? scale
 //   : 0, p and scale in the output's type, given as bit patterns: float: pc.st[0] = p,
 //   pc.st[1] = scale; double: pc.st[0..1] = p (low word first), pc.st[2..3] = scale.
+//   UNIFORM 16 (DROP only; float16 philox_dropout): the float32 uniform k * 2^-24 (k = word >>
+//   8) rounded to float16 is k rounded to 11 significant bits (nearest, ties to even) times
+//   2^-24, so u16 >= p16 is that integer >= P = p16 * 2^24 (contract.float16_dropout_args):
+//   integer work, no float16 conversion of the driver's. pc.st[0] = P, pc.st[1] = scale's
+//   float16 bits.
 // The uniforms are exact (at most 24 or 53 significant bits, scaled by a power of two), so
 // they equal the array layer's composition bit for bit, contracted into an fma or not; so do
 // the comparisons with p made in the same type.
@@ -21,6 +26,8 @@
 
 #if UNIFORM == 64
 layout(set = 0, binding = 0) writeonly buffer O { double res[]; };
+#elif UNIFORM == 16
+layout(set = 0, binding = 0) writeonly buffer O { uint16_t res[]; };
 #elif UNIFORM == 32
 layout(set = 0, binding = 0) writeonly buffer O { float res[]; };
 #else
@@ -44,8 +51,20 @@ uvec4 philox(uint c0, uint c1, uint k0, uint k1) {
     return uvec4(c0, c1, c2, c3);
 }
 
+// k (< 2^24) rounded to 11 significant bits, to nearest, ties to even (float16's precision)
+uint rne11(uint k) {
+    int sh = max(findMSB(k) - 10, 0);
+    if (sh == 0)
+        return k;
+    uint q = k >> uint(sh), rem = k & ((1u << uint(sh)) - 1u), hf = 1u << uint(sh - 1);
+    q += uint(rem > hf || (rem == hf && (q & 1u) == 1u));
+    return q << uint(sh);
+}
+
 #ifdef DROP
-#if UNIFORM == 64
+#if UNIFORM == 16
+#define KEEP16(w) uint16_t(rne11((w) >> 8u) >= pk ? sk : 0u)
+#elif UNIFORM == 64
 #define DTYPE double
 #define DROP_P packDouble2x32(uvec2(pc.st[0], pc.st[1]))
 #define DROP_S packDouble2x32(uvec2(pc.st[2], pc.st[3]))
@@ -65,12 +84,15 @@ void main() {
     uint k0 = uint(pc.shape[2]), k1 = uint(pc.shape[3]);
 #if UNIFORM == 64
     uint blocks = pc.n / 2u + pc.n % 2u;   // (no pc.n + 1: it may wrap)
-#elif UNIFORM == 32
+#elif UNIFORM == 32 || UNIFORM == 16
     uint blocks = pc.n / 4u + uint(pc.n % 4u != 0u);
 #else
     uint blocks = pc.n;
 #endif
-#ifdef DROP
+#if UNIFORM == 16
+    uint pk = uint(pc.st[0]);
+    uint sk = uint(pc.st[1]);
+#elif defined(DROP)
     DTYPE p = DROP_P, s = DROP_S;
 #endif
     for (uint i = gl_GlobalInvocationID.x; i < blocks; i += step) {
@@ -84,6 +106,12 @@ void main() {
         if (e + 1u < pc.n)
             res[o + int(e) + 1] = KEEP((double(w.z >> 5u) * 67108864.0LF + double(w.w >> 6u))
                                        * (1.0LF / 9007199254740992.0LF));
+#elif UNIFORM == 16
+        uint e = 4u * i;
+        res[o + int(e)] = KEEP16(w.x);
+        if (e + 1u < pc.n) res[o + int(e) + 1] = KEEP16(w.y);
+        if (e + 2u < pc.n) res[o + int(e) + 2] = KEEP16(w.z);
+        if (e + 3u < pc.n) res[o + int(e) + 3] = KEEP16(w.w);
 #elif UNIFORM == 32
         uint e = 4u * i;
         vec4 u = vec4(w >> 8u) * (1.0 / 16777216.0);

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from ..contract import float16_dropout_args
 from .pool import pool
 
 _M0, _M1 = np.uint64(0xD2511F53), np.uint64(0xCD9E8D57)
@@ -112,6 +113,44 @@ def _draw64(out, clo, chi, k0, k1, drop, p, s):
             out[e] = flat[e - 2 * a]
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _rne11(k):
+    """k (< 2^24) rounded to 11 significant bits, to nearest, ties to even: float16's
+    precision on the uniform k 2^-24 (contract.float16_dropout_args)."""
+    sh = 0
+    for j in range(11, 24):
+        sh += 1 if k >= (1 << j) else 0
+    if sh == 0:
+        return k
+    q = k >> sh
+    rem = k & ((1 << sh) - 1)
+    hf = 1 << (sh - 1)
+    if rem > hf or (rem == hf and (q & 1) == 1):
+        q += 1
+    return q << sh
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _drop16(out, clo, chi, k0, k1, big, bits):
+    # block i gives elements 4 i .. 4 i + 3: the float16 bits ``bits`` where the word's rounded
+    # uniform is >= big, else 0 (the integer form of the float16 comparison)
+    n = out.shape[0]
+    m = (n + 3) // 4
+    zero = np.uint16(0)
+    for c in prange((m + _CHUNK - 1) // _CHUNK):
+        a = c * _CHUNK
+        b = min(a + _CHUNK, m)
+        tmp = np.empty((_CHUNK, 4), np.uint16)
+        for i in range(b - a):
+            w = _block(clo, chi, k0, k1, a + i)
+            for j in range(4):
+                k = np.int64(w[j] >> _S8)
+                tmp[i, j] = bits if _rne11(k) >= big else zero
+        flat = tmp.reshape(4 * _CHUNK)
+        for e in range(4 * a, min(4 * b, n)):
+            out[e] = flat[e - 4 * a]
+
+
 def philox_blocks(m: int, counter: int, key: int) -> np.ndarray:
     """(4, m) uint32 words of block counters counter .. counter + m - 1 under ``key``."""
     out = pool.empty((4, m), np.dtype(np.uint32))
@@ -130,7 +169,14 @@ def philox_uniform(n: int, counter: int, key: int, dtype) -> np.ndarray:
 
 
 def philox_dropout(n: int, counter: int, key: int, p: float, scale: float, dtype) -> np.ndarray:
-    """(n,) float32 or float64: ``scale`` where philox_uniform's u >= p, else 0, in ``dtype``."""
+    """(n,) float16, float32 or float64: ``scale`` where philox_uniform's u >= p, else 0, in
+    ``dtype`` (float16: u and p rounded to float16, compared as integers)."""
+    if dtype.name == "float16":
+        big, bits = float16_dropout_args(p, scale)
+        out = pool.empty((n,), np.dtype(np.uint16))
+        _drop16(out, counter & _MASK, counter >> 32, key & _MASK, key >> 32, np.int64(big),
+                np.uint16(bits))
+        return out.view(np.float16)
     f = np.dtype(np.float64 if dtype.name == "float64" else np.float32)
     out = pool.empty((n,), f)
     # p and scale rounded to dtype as the full kernel rounds a Python scalar
@@ -138,6 +184,9 @@ def philox_dropout(n: int, counter: int, key: int, p: float, scale: float, dtype
     (_draw64 if f == np.float64 else _draw32)(out, counter & _MASK, counter >> 32, key & _MASK,
                                               key >> 32, True, pd, sd)
     return out
+
+
+philox_dropout.takes_float16 = True   # (the contract's float16 comparison: _drop16)
 
 
 KERNELS: dict = {"philox_blocks": philox_blocks, "philox_dropout": philox_dropout,

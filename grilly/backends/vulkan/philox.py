@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dt
+from ..contract import float16_dropout_args
 from .kernels import new_buffer
 from .reductions import dispatch
 
@@ -41,19 +42,24 @@ def philox_uniform(ctx, n: int, counter: int, key: int, dtype):
 
 
 def philox_dropout(ctx, n: int, counter: int, key: int, p: float, scale: float, dtype):
-    """(n,) float32 or float64: ``scale`` where philox_uniform's u >= p, else 0, in ``dtype``."""
+    """(n,) float16, float32 or float64: ``scale`` where philox_uniform's u >= p, else 0, in
+    ``dtype`` (float16: u and p rounded to float16, compared as integers in the shader)."""
     out = new_buffer(ctx, (n,), dtype)
     f64 = dtype.name == "float64"
     blocks = -(-n // 2) if f64 else -(-n // 4)
-    # p and scale rounded to dtype as the full kernel rounds a Python scalar, then passed as
-    # their bits (a double as two words, low first)
-    bits = np.array([p, scale], np.float64).astype(dtype.np).view(np.uint32)
+    if dtype.name == "float16":
+        words = float16_dropout_args(p, scale)
+    else:
+        # p and scale rounded to dtype as the full kernel rounds a Python scalar, then passed
+        # as their bits (a double as two words, low first)
+        words = np.array([p, scale], np.float64).astype(dtype.np).view(np.uint32)
     dispatch(ctx, f"philox_dropout_{dtype.name}", (0, 1), [out], n, blocks, (out.offset,),
-             _words(counter, key), (tuple(_i32(int(b)) for b in bits),))
+             _words(counter, key), (tuple(_i32(int(b)) for b in words),))
     return out
 
 
 # no buffer argument: the device table passes their context
 philox_blocks.takes_ctx = philox_uniform.takes_ctx = philox_dropout.takes_ctx = True
+philox_dropout.takes_float16 = True   # (the contract's float16 comparison, UNIFORM 16)
 KERNELS: dict = {"philox_blocks": philox_blocks, "philox_dropout": philox_dropout,
                  "philox_uniform": philox_uniform}

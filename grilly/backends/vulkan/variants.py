@@ -81,7 +81,7 @@ def variants() -> dict[str, tuple[str, list[str]]]:
     out["philox"] = ("random/philox.comp", [])
     for d in ("float32", "float64"):   # philox_uniform: the words as floats in [0, 1)
         out[f"philox_uniform_{d}"] = ("random/philox.comp", [f"-DUNIFORM={d[5:]}"])
-    for d in ("float32", "float64"):   # philox_dropout: u >= p ? scale : 0
+    for d in ("float16", "float32", "float64"):   # philox_dropout: u >= p ? scale : 0
         out[f"philox_dropout_{d}"] = ("random/philox.comp", [f"-DUNIFORM={d[5:]}", "-DDROP"])
     for c in COMPLEX:
         for d in (*DTYPES, *COMPLEX):
