@@ -140,6 +140,46 @@ def test_threads_match_numpy_and_serial(device, fused):
                                        err_msg=f"thread {k} op {i} on {device}")
 
 
+def test_dead_fused_result_not_stored_in_its_reused_block(device, monkeypatch):
+    """A thread switch just as a pending fused result dies (its block back in the pool): another
+    thread takes the block for an upload and syncs, which emits the pending run. The dead result
+    must not be stored over the upload (CI once read another thread's ``ia * 3`` of op kind 7
+    in a kind 4 op's input). The switch is forced: the dying thread runs the other one right
+    after the block's release."""
+    if device.backend.name != "vulkan":
+        pytest.skip("elementwise fusion is a Vulkan feature")
+    from grilly.backends.vulkan import memory
+
+    a = np.linspace(-1, 1, 40, dtype=np.float32)
+    armed, got = [False], []
+    release = memory.Pool.release
+
+    def other():
+        h = gp.asarray(a, device=device)   # the block just released (free lists are LIFO)
+        got.append(np.asarray(h))          # a sync: emits the pending run
+
+    def switch_after(self, *args):
+        release(self, *args)
+        if armed[0]:
+            armed[0] = False
+            t = threading.Thread(target=other)
+            t.start()
+            t.join()
+
+    restore = _fusion(device, True)
+    monkeypatch.setattr(memory.Pool, "release", switch_after)
+    try:
+        ia = gp.asarray(np.arange(-20, 20, dtype=np.int32), device=device)
+        armed[0] = True
+        w = ia * 3 - 7   # the temporary ia * 3 dies here, an instruction of the pending run
+        armed[0] = False
+        np.testing.assert_array_equal(np.asarray(w), np.arange(-20, 20) * 3 - 7)
+    finally:
+        restore()
+    assert len(got) == 1
+    np.testing.assert_array_equal(got[0], a)
+
+
 def test_threads_share_arrays_read_only(device):
     """Threads reading one shared array (and the cached scalar operands) get numpy's result."""
     a = np.linspace(-3, 3, 1000, dtype=np.float32)

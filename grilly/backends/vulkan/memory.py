@@ -6,6 +6,7 @@ always on lavapipe, resizable BAR on NVIDIA), mapped once, so uploads write stra
 """
 from __future__ import annotations
 
+import weakref
 from collections import deque
 
 import numpy as np
@@ -97,7 +98,8 @@ class Chunk:
 
 
 class Allocation:
-    """A block of a chunk handed out by the pool; returns to it when no view references it."""
+    """A block of a chunk handed out by the pool; returns to it when no view references it
+    (Pool._dead, the callback of the pool's weak reference to it)."""
 
     __slots__ = ("pool", "chunk", "offset", "size", "const", "__weakref__")
 
@@ -109,11 +111,17 @@ class Allocation:
         """The block's bytes as a mapped numpy view (zero-copy)."""
         return self.chunk.host[self.offset:self.offset + self.size]
 
-    def __del__(self):
-        try:
-            self.pool.release(self)
-        except Exception:
-            pass  # interpreter shutdown
+
+class _Block(weakref.ref):
+    """The pool's weak reference to an Allocation it handed out, with the block to give back.
+
+    Not ``Allocation.__del__``: a finalizer runs while weak references to the dying allocation
+    still answer, so a thread switch there let another thread take the released block and then
+    reach the old allocation through the fuser's weak reference to a pending result, and store
+    that result over the new owner's data (tests/test_threads.py). A weakref callback runs only
+    once every weak reference to the allocation is cleared."""
+
+    __slots__ = ("size", "chunk", "offset")
 
 
 class Pool:
@@ -130,6 +138,8 @@ class Pool:
         self._buckets: dict = {}  # request -> bucket size, for sizes checked against the limit
         # blocks released by a thread that could not take the device lock; alloc takes them back
         self._deferred: deque = deque()
+        self._blocks: set = set()   # a _Block per allocation handed out (their callbacks free)
+        self._on_dead = self._dead  # (one bound method for every _Block)
 
     def type_index(self, bits: int) -> int:
         i = _find_type(self.ctx.phys.mem_types, bits, (_HOST | _LOCAL, _HOST))
@@ -179,7 +189,11 @@ class Pool:
         self.live += size
         if self.live > self.peak:
             self.peak = self.live
-        return Allocation(self, chunk, off, size)
+        a = Allocation(self, chunk, off, size)
+        r = _Block(a, self._on_dead)
+        r.size, r.chunk, r.offset = size, chunk, off
+        self._blocks.add(r)
+        return a
 
     def _grow(self, size: int, lst: list) -> None:
         if size >= REUSE_MIN:
@@ -206,19 +220,27 @@ class Pool:
         self.held += csize
         lst.extend((chunk, off) for off in range(csize - size, -1, -size))
 
-    def release(self, a: Allocation) -> None:
-        """Return ``a``'s block. An allocation dies in whichever thread drops its last
-        reference, maybe one holding another device's lock: never wait for this one's (a
+    def _dead(self, r: _Block) -> None:
+        """An allocation died (every weak reference to it is cleared): give its block back."""
+        try:
+            self._blocks.discard(r)
+            self.release(r.size, r.chunk, r.offset)
+        except Exception:
+            pass  # interpreter shutdown
+
+    def release(self, size: int, chunk: Chunk, offset: int) -> None:
+        """Return a dead allocation's block. An allocation dies in whichever thread drops its
+        last reference, maybe one holding another device's lock: never wait for this one's (a
         deadlock); queue the block instead when another thread holds it."""
         lock = self.ctx.lock
         if lock.acquire(blocking=False):
             try:
-                self.live -= a.size
-                self.free[a.size].append((a.chunk, a.offset))
+                self.live -= size
+                self.free[size].append((chunk, offset))
             finally:
                 lock.release()
         else:
-            self._deferred.append((a.size, a.chunk, a.offset))   # (deque.append is atomic)
+            self._deferred.append((size, chunk, offset))   # (deque.append is atomic)
 
     def take_deferred(self) -> None:
         """Put the queued released blocks back on the free lists (device lock held)."""
