@@ -63,6 +63,38 @@ def _check_product(variants, rng, ta, tb, batch, m, n, k) -> list:
     return list(variants)
 
 
+@pytest.mark.parametrize("m,n,k", [(256, 384, 128), (200, 130, 52), (1024, 512, 64),
+                                   (128, 128, 8192)])
+@pytest.mark.parametrize("offset", [0, 3])
+def test_float16_linear_takes_the_bias_in_the_product(variants, m, n, k, offset):
+    """float16 linear (autocast's) runs Vulkan's kernel: on tensor cores the accumulators start
+    at the bias (hgemm_n*_coop_bias_float16, aligned and edge: one rounding, with the bias in
+    it) unless K is split; elsewhere the sgemm float16 epilogue or an add after the product;
+    within float16 rounding of float64 (one rounding where the bias is in the product)."""
+    from grilly.array import dense
+
+    rng = np.random.default_rng(17)
+    x = rng.standard_normal((m, k)).astype(np.float16)
+    w = (rng.standard_normal((n, k)) / np.sqrt(k)).astype(np.float16)
+    b = rng.standard_normal(n + offset).astype(np.float16)
+    bias = gp.asarray(b, device=VK[0])[offset:]
+    variants.clear()
+    got = dense.linear(gp.asarray(x, device=VK[0]), gp.asarray(w, device=VK[0]), bias)
+    assert got.dtype == gp.float16
+    got = np.asarray(got).astype(np.float64)
+    prod = x.astype(np.float64) @ w.T.astype(np.float64)
+    ref = prod + b[offset:]
+    scale = np.abs(x).astype(np.float64) @ np.abs(w.T).astype(np.float64) + np.abs(b[offset:])
+    one = _f16_bound(ref, scale, k)
+    fused = [v for v in variants if "_coop_bias_" in v]
+    if VK[0].ctx.phys.coop_f16:
+        assert bool(fused) == (k < 8192), variants   # (the K split adds the bias after)
+    else:
+        assert not fused and variants, variants
+    bound = one if fused else one + 0.5 * np.spacing(np.abs(prod).astype(np.float16))
+    assert np.all(np.abs(got - ref) <= bound)
+
+
 @pytest.mark.parametrize("ta,tb", list(itertools.product([False, True], repeat=2)))
 @pytest.mark.parametrize("batch", [None, 3])
 def test_sgemm_layouts(variants, ta, tb, batch):

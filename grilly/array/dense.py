@@ -35,7 +35,8 @@ def linear(x: Array, w: Array, bias: Array | None = None) -> Array:
     _check("linear", x, w, bias)
     dev = x._device
     k = dev.kernels.get("linear")
-    if k is not None and x._dtype.name in _DTYPES:
+    if k is not None and (x._dtype.name in _DTYPES or (
+            x._dtype.name == "float16" and getattr(k, "takes_float16", False))):
         return core.wrap(k(x._buf, w._buf, None if bias is None else bias._buf), x._dtype, dev)
     return core.composite(dev, "linear")(dev, x, w, bias)
 

@@ -122,7 +122,8 @@ KERNELS: dict[str, Kernel] = {
     "cross": Kernel("linalg", COMPOSED, "(out_shape, out_dtype, a, b) -> buf (last axis 3)"),
     # a dense layer (grilly.array.dense): float32/float64 (others: the composition)
     "linear": Kernel("linalg", COMPOSED, "(x (M, K), w (N, K), bias (N,) or None) -> buf (M, N) "
-                     "= x @ w.T + bias"),
+                     "= x @ w.T + bias; float32/float64, float16 too where the kernel declares "
+                     "takes_float16 (else the array layer composes it)"),
     "linear_backward": Kernel("linalg", COMPOSED,
                               "(g (M, N), x, w, need (3 bools)) -> (g @ w, g.T @ x, g summed "
                               "over rows), None where not needed"),

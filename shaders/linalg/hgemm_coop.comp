@@ -16,6 +16,9 @@
 // (vulkan/coop.py checks both before this shader is chosen).
 // pc.shape = (batch, M, N, K); a strides (batch, row, col) at pc.st[0..2], b at pc.st[MAXD..];
 // pc.off = (out, a, b) in elements; the output is contiguous (float16, or float32 with OUT_F32).
+// BIAS (a linear layer's forward, one product): out[m, n] = sum + bias[n], the bias (N,) of the
+// output's dtype, unit-strided at pc.off[3]: every accumulator starts at its column's bias (16
+// rows of it in shared memory), so the sum is rounded once, with the bias in it.
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
@@ -98,6 +101,22 @@ shared uvec4 As[2][A_ROWS * A_LD / 8];
 shared uvec4 Bs[2][B_ROWS * B_LD / 8];
 #ifdef EDGE
 shared float Cs[8][16 * 16];   // one subgroup's 16x16 block on its way to a guarded store
+#endif
+#ifdef BIAS
+layout(set = 0, binding = 3) readonly buffer BB { uint16_t biasb[]; };
+shared float BiasS[16 * BN];   // the tile's BN bias values, in each of 16 rows
+
+// bias element c as a float (exact), 0 past N
+float bias_at(int c, int N) {
+    if (c >= N)
+        return 0.0;
+    uint h = uint(biasb[pc.off[3] + c]);
+#ifdef BF16
+    return uintBitsToFloat(h << 16);
+#else
+    return unpackHalf2x16(h).x;
+#endif
+}
 #endif
 
 // the bfloat16 nearest (ties to even) to f, as a float32 (exact in bfloat16); NaN stays a
@@ -185,12 +204,26 @@ void main() {
         // slabs 0 .. DEPTH-1 in flight, slab 0 in shared memory
         [[unroll]] for (int r = 0; r < DEPTH; ++r)
             if (r < nk) { FETCH(r * BK, r) }
+#ifdef BIAS
+        // (the previous tile's reads of BiasS are behind its K loop's barriers)
+        for (int i = tid; i < 16 * BN; i += WG)
+            BiasS[i] = bias_at(n0 + i % BN, N);
+#endif
         STASH(0, 0)
         barrier();
         coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> acc[FM][FN];
+#ifdef BIAS
+        [[unroll]] for (int j = 0; j < FN; ++j) {
+            coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> bj;
+            coopMatLoad(bj, BiasS, wn * WN + j * 16, BN, gl_CooperativeMatrixLayoutRowMajor);
+            [[unroll]] for (int i = 0; i < FM; ++i)
+                acc[i][j] = bj;
+        }
+#else
         [[unroll]] for (int i = 0; i < FM; ++i)
             [[unroll]] for (int j = 0; j < FN; ++j)
                 acc[i][j] = coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>(0.0);
+#endif
         // slab kt is multiplied from shared memory while slabs kt+1 .. kt+DEPTH are loading
         // into registers (set kt % DEPTH: its slab went to shared memory a step ago); then
         // slab kt+1 goes to the other shared buffer. The loop is unrolled DEPTH times so that

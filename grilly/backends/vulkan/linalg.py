@@ -300,6 +300,14 @@ def _bias_ok(bias: Buffer | None, dtype) -> bool:
             and (bias.strides == (1,) or bias.size <= 1))
 
 
+def _coop_bias_ok(variant: str, bias: Buffer | None, nb: int) -> bool:
+    """Whether a tensor-core product takes ``bias`` in its accumulators: one float16 product
+    with A as stored (the BIAS variants: a linear layer's) and a unit-stride bias."""
+    return (bias is not None and nb == 1 and variant.startswith("hgemm_n")
+            and variant.endswith("_float16") and bias.dtype.name == "float16"
+            and (bias.strides == (1,) or bias.size <= 1))
+
+
 _add = elementwise()["add"]   # the bias added where the epilogue cannot take it
 
 
@@ -339,6 +347,11 @@ def _matmul(out_shape: tuple, out_dtype, a: Buffer, b: Buffer, bias: Buffer | No
         if split > 1:
             _split_run(ctx, variant.replace("_coop_", "_coop_f32out_"), split, tiles, out, a3,
                        b3, m, n, k)
+        elif _coop_bias_ok(variant, bias, nb):
+            # the accumulators start at the bias (hgemm_coop.comp's BIAS): one rounding
+            dispatch(ctx, variant.replace("_coop_", "_coop_bias_"), (0, 1), [out, a3, b3, bias],
+                     0, tiles * 256, args[0] + (bias.offset,), *args[1:])
+            return out
         else:
             dispatch(ctx, variant, (0, 1), [out, a3, b3], 0, tiles * 256, *args)
         return out if bias is None else _add_bias(out, bias)
@@ -489,4 +502,5 @@ def diagonal(buf: Buffer, offset: int) -> Buffer:
                   buf.dtype)
 
 
+linear.takes_float16 = True   # (autocast's linear: the bias in the product's epilogue)
 KERNELS: dict = {"matmul": matmul, "diagonal": diagonal, "linear": linear}

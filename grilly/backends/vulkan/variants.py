@@ -136,6 +136,9 @@ def variants() -> dict[str, tuple[str, list[str]]]:
                                                              defs + extra)
                     out[f"hgemm_{ta}{tb}{edge}_coop_f32out_{cd}"] = (
                         "linalg/hgemm_coop.comp", defs + extra + ["-DOUT_F32"])
+                    if ta == "n" and cd == "float16":   # linear's forward: the bias added
+                        out[f"hgemm_{ta}{tb}{edge}_coop_bias_{cd}"] = (
+                            "linalg/hgemm_coop.comp", defs + extra + ["-DBIAS"])
     for bits, (ts, tc) in WORDS.items():
         out[f"gather_u{bits}"] = ("indexing/gather.comp", [f"-DW_TS={ts}", f"-DW_TC={tc}"])
         if bits in (16, 32, 64):
