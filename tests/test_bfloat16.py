@@ -124,6 +124,62 @@ def test_elementwise_is_float32_rounded_once(device):
     assert int(gp.argmax(ga)) == int(np.argmax(fa))
 
 
+NATIVE_BINARY = ["add", "subtract", "multiply", "maximum", "minimum", "equal", "not_equal",
+                 "less", "less_equal", "greater", "greater_equal"]
+NATIVE_UNARY = ["negative", "positive", "isnan", "isinf", "isfinite", "signbit"]
+
+
+def _composed(name, *args):
+    """What the op computed before a backend ran it on bfloat16: float32 copies of bfloat16
+    arrays (Python scalars as float32), the float32 op, a float result rounded to bfloat16."""
+    f32 = [gp.astype(a, gp.float32) if isinstance(a, gp.Array) else a for a in args]
+    r = getattr(gp, name)(*f32)
+    return gp.astype(r, gp.bfloat16) if r.dtype == gp.float32 else r
+
+
+@pytest.mark.parametrize("name", NATIVE_BINARY + NATIVE_UNARY)
+def test_native_elementwise_equals_the_float32_composition(device, name):
+    """The elementwise ops a backend may run on bfloat16 itself (Vulkan: ew_bfloat16, one
+    dispatch) give the composition's bits: specials, subnormals, ties, broadcasting, and
+    Python scalars that are bfloat16 values (others, like 0.1, still compose in float32)."""
+    a = np.concatenate([SPECIAL, (R.standard_normal(500) * 4).astype(np.float32)])
+    b = np.concatenate([SPECIAL[::-1], (R.standard_normal(500) * 4).astype(np.float32)])
+    ga, gb = _bf(a, device), _bf(b, device)
+    fn = getattr(gp, name)
+    cases = [(ga,)] if name in NATIVE_UNARY else [
+        (ga, gb), (ga, gb[3:4]), (gp.reshape(ga[:512], (32, 16)), gp.reshape(gb[:16], (16,))),
+        (ga, 0.0), (ga, -1.5), (2, ga), (ga, 0.1)]
+    for args in cases:
+        got = fn(*args)
+        want = _composed(name, *args)
+        assert got.dtype == want.dtype and got.shape == want.shape, (name, args)
+        if got.dtype == gp.bool:
+            assert np.array_equal(np.asarray(got), np.asarray(want)), name
+        else:
+            assert np.array_equal(_bits(got), _bits(want)), name
+    if device.backend.name == "vulkan":   # one dispatch, where the three casts and op were
+        np.asarray(ga)
+        before = gp.device_stats(device)["dispatches"]
+        fn(*cases[0])
+        assert gp.device_stats(device)["dispatches"] - before == 1
+
+
+def test_native_elementwise_gradients_equal_cpu(device):
+    """Gradients through the native ops (add, multiply, maximum) are the float32
+    composition's, as the cpu device (which composes) computes them, bit for bit."""
+    x, w, b = ((R.standard_normal(s) * 2).astype(np.float32) for s in ((8, 5), (8, 5), (5,)))
+    grads = []
+    for dev in (device, gp.backends.registry.device("cpu")):
+        gx, gw, gb = (_bf(v, dev) for v in (x, w, b))
+        for t in (gx, gw, gb):
+            t.requires_grad = True
+        y = gp.maximum(gx * gw + gb, 0.0) - gx
+        gp.sum(y * y).backward()
+        grads.append([np.asarray(t.grad) for t in (gx, gw, gb)] + [np.asarray(y)])
+    for a, c in zip(*grads):
+        assert np.array_equal(a.view(np.uint16), c.view(np.uint16))
+
+
 def test_reductions_matmul_and_promotion(device):
     a = R.standard_normal((64, 48)).astype(BF)
     b = R.standard_normal((48, 32)).astype(BF)

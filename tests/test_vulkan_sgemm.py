@@ -323,11 +323,18 @@ def test_bfloat16_native_ops_follow_the_backend():
     x, y = Arr(gp.bfloat16, dev_n), Arr(gp.bfloat16, dev_n)
     assert bf.native_on("matmul", (x, y)) and bf.native_on("dense.linear", (x, y, None))
     assert not bf.native_on("dense.linear_backward", (x, x, y, (True,) * 3))  # not listed
-    assert not bf.native_on("add", (x, y))                                     # never native
+    assert not bf.native_on("add", (x, y))                                     # not listed
+    assert not bf.native_on("cos", (x,))                                       # never native
     assert not bf.native_on("matmul", (x, Arr(gp.float32, dev_n)))             # mixed dtypes
     assert not bf.native_on("matmul", (Arr(gp.bfloat16, dev_f), Arr(gp.bfloat16, dev_f)))
+    dev_e = Dev({"add"})   # elementwise: Python scalars only where they are bfloat16 values
+    xe = Arr(gp.bfloat16, dev_e)
+    assert bf.native_on("add", (xe, xe)) and bf.native_on("add", (xe, 0.5))
+    assert bf.native_on("add", (3, xe)) and not bf.native_on("add", (xe, 0.1))
+    assert not bf.native_on("add", (xe, 257)) and not bf.native_on("add", (xe, True))
     native_vk = VK[0].backend.native_bfloat16(VK[0])
-    assert native_vk == (bf.DEVICE_NATIVE if VK[0].ctx.phys.coop_bf16 else frozenset())
+    assert native_vk == bf.ELEMENTWISE | (bf.DEVICE_NATIVE if VK[0].ctx.phys.coop_bf16
+                                          else frozenset())
 
 
 def test_float16_matmul_odd_strides_overflow_and_zeros():

@@ -20,19 +20,41 @@ NATIVE = frozenset({
 # ops a backend may run on bfloat16 itself (Backend.native_bfloat16: the Vulkan backend's
 # tensor-core matrix products), where every array argument is bfloat16
 DEVICE_NATIVE = frozenset({"matmul", "linalg.matmul", "dense.linear", "dense.linear_backward"})
+# elementwise ops a backend may run on bfloat16 itself (float32 arithmetic on the bits, rounded
+# once as astype rounds): those whose value and gradient are then the composition's bit for
+# bit, as every step of them is one rounding of a float32 result (or exact). Their Python
+# scalars must be bfloat16 values (the composition would take them as float32).
+ELEMENTWISE = frozenset({
+    "add", "subtract", "multiply", "negative", "positive", "maximum", "minimum", "equal",
+    "not_equal", "less", "less_equal", "greater", "greater_equal", "isnan", "isinf",
+    "isfinite", "signbit",
+})
 _BF16, _F32 = _dt.bfloat16, _dt.float32
 _NATIVE_ON: dict = {}   # device -> the ops its backend runs natively
 
 
+def _bf16_value(v) -> bool:
+    """Whether a Python int or float is a bfloat16 value (so float32 and bfloat16 hold it
+    alike)."""
+    if type(v) is not int and type(v) is not float:
+        return False
+    f = float(v)
+    return f != f or float(_BF16.np.type(f)) == f
+
+
 def native_on(name: str, args: tuple) -> bool:
     """Whether ``name`` runs on bfloat16 itself for ``args``: a DEVICE_NATIVE op whose array
-    arguments are all bfloat16, on a device whose backend says it runs that op natively."""
-    if name not in DEVICE_NATIVE:
+    arguments are all bfloat16, or an ELEMENTWISE one whose other arguments are bfloat16
+    values, on a device whose backend says it runs that op natively."""
+    ew = name in ELEMENTWISE
+    if not ew and name not in DEVICE_NATIVE:
         return False
     dev = None
     for a in args:
         d = getattr(a, "_dtype", None)
         if d is None:
+            if ew and not _bf16_value(a):
+                return False
             continue
         if d is not _BF16:
             return False

@@ -84,6 +84,21 @@ BINARY = {
 }
 
 
+def _with_bfloat16() -> None:
+    """bfloat16 accepted by the ops a backend may run on it natively (bfloat16.ELEMENTWISE):
+    a bfloat16 call reaches these functions only then (the dispatcher runs the others in
+    float32)."""
+    from .bfloat16 import ELEMENTWISE
+
+    for table in (UNARY, BINARY):
+        for name, (allowed, compute, result) in table.items():
+            if name in ELEMENTWISE:
+                table[name] = (allowed | {dt.bfloat16}, compute, result)
+
+
+_with_bfloat16()
+
+
 def _bad_dtype(op: str, d, allowed) -> TypeError:
     kinds = sorted({x.kind for x in allowed})
     names = {"b": "bool", "i": "signed integer", "u": "unsigned integer", "f": "real floating",

@@ -48,16 +48,7 @@ double bf16_double(uint b) {
     return double(uintBitsToFloat(b << 16));
 }
 
-// the bfloat16 nearest (ties to even) to the float32 with bits u
-uint16_t bf16_round(uint u) {
-    if ((u & 0x7fffffffu) > 0x7f800000u)
-        return uint16_t(((u >> 16) & 0x8000u) | 0x7fc0u);
-    return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
-uint16_t bf16_bits(float f) {
-    return bf16_round(floatBitsToUint(f));
-}
+#include "../bf16.glsl"
 
 // float64 -> float32 -> bfloat16 as ml_dtypes rounds it; a result in float32's subnormal range
 // is rounded in float64 arithmetic (a driver may flush a subnormal float32 conversion)

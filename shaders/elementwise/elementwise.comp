@@ -13,6 +13,20 @@ layout(constant_id = 0) const int OP = 0;
 #else
 #define OUT_TS IN_TS
 #endif
+// bfloat16 (IN_BF16=1): its 16 bits stored, float32 computed: a load widens exactly (the bits
+// are float32's top half), a store rounds as astype does (bf16.glsl), so an op equals astype to
+// float32, the float32 op, and astype back, bit for bit, in one pass
+#ifndef IN_BF16
+#define IN_BF16 0
+#endif
+#if IN_BF16
+#include "../bf16.glsl"
+#define LD(v) uintBitsToFloat(uint(v) << 16)
+#define ST(r) bf16_bits(r)
+#else
+#define LD(v) TC(v)
+#define ST(r) OUT_TS(r)
+#endif
 
 layout(set = 0, binding = 0) writeonly buffer O { OUT_TS o[]; };
 layout(set = 0, binding = 1) readonly buffer A { IN_TS a[]; };
@@ -70,15 +84,15 @@ void main() {
     for (uint i = gl_GlobalInvocationID.x; i < pc.n; i += step) {
         int ix[4];
         locate(i, nops, ix);
-        TC x = TC(a[ix[1]]);
+        TC x = LD(a[ix[1]]);
 #if OUT_BOOL
-        bool r = nops == 2 ? pred1(OP, x) : pred2(OP, x, TC(b[ix[2]]));
+        bool r = nops == 2 ? pred1(OP, x) : pred2(OP, x, LD(b[ix[2]]));
         o[ix[0]] = uint8_t(r ? 1u : 0u);
 #else
         TC r;
-        if (OP == OP_WHERE) r = uint(c[ix[3]]) != 0u ? x : TC(b[ix[2]]);
-        else r = nops == 2 ? un(OP, x) : bin(OP, x, TC(b[ix[2]]));
-        o[ix[0]] = OUT_TS(r);
+        if (OP == OP_WHERE) r = uint(c[ix[3]]) != 0u ? x : LD(b[ix[2]]);
+        else r = nops == 2 ? un(OP, x) : bin(OP, x, LD(b[ix[2]]));
+        o[ix[0]] = ST(r);
 #endif
     }
 }

@@ -127,6 +127,13 @@ def _selected(phys: list) -> int | None:
 
 
 _BF16_NATIVE = frozenset({"matmul", "linalg.matmul", "dense.linear", "dense.linear_backward"})
+# elementwise ops on bfloat16's bits (ew_bfloat16, ewb_bfloat16: float32 arithmetic, astype's
+# rounding), on every device that stores bfloat16
+_BF16_ELEMENTWISE = frozenset({
+    "add", "subtract", "multiply", "negative", "positive", "maximum", "minimum", "equal",
+    "not_equal", "less", "less_equal", "greater", "greater_equal", "isnan", "isinf",
+    "isfinite", "signbit",
+})
 
 
 class VulkanBackend(Backend):
@@ -200,9 +207,10 @@ class VulkanBackend(Backend):
         return feat is None or device.phys.features.get(feat, False)
 
     def native_bfloat16(self, device: Device) -> frozenset:
-        """Matrix products on bfloat16 arrays run natively (tensor cores, hgemm_coop.comp's
-        bfloat16 variants) where the device has VK_KHR_shader_bfloat16's cooperative matrices."""
-        return _BF16_NATIVE if device.phys.coop_bf16 else frozenset()
+        """Elementwise arithmetic and comparisons on bfloat16 arrays run natively (their bits,
+        float32 arithmetic), and matrix products (tensor cores, hgemm_coop.comp's bfloat16
+        variants) where the device has VK_KHR_shader_bfloat16's cooperative matrices."""
+        return _BF16_ELEMENTWISE | (_BF16_NATIVE if device.phys.coop_bf16 else frozenset())
 
     def stats(self, device: Device) -> dict:
         """This device's submits, dispatches, transfers and pool bytes (zeros before first use)."""

@@ -67,8 +67,13 @@ def variants() -> dict[str, tuple[str, list[str]]]:
                                               + [f"-DKMAX={kmax}", "-DSCAN"])
         if d != "bool":
             out[f"mm_{d}"] = ("linalg/matmul.comp", _dtype_defines("IN", d))
-    # bfloat16 is storage only: casts to and from every real dtype (grilly/array/bfloat16.py
-    # computes in float32)
+    # bfloat16: elementwise ops with float32 arithmetic on its bits (the ops the array layer
+    # runs natively: grilly/array/bfloat16.py's ELEMENTWISE), and casts to and from every real
+    # dtype (everything else computes in float32 there)
+    for ob in (0, 1):
+        out[f"ew{'b' if ob else ''}_bfloat16"] = (
+            "elementwise/elementwise.comp",
+            _dtype_defines("IN", "bfloat16") + ["-DIS_F64=0", "-DIS_F16=0", f"-DOUT_BOOL={ob}"])
     for d in (*DTYPES, "bfloat16"):
         out[f"cast_bfloat16_{d}"] = ("elementwise/cast.comp", _dtype_defines("IN", "bfloat16")
                                      + _dtype_defines("OUT", d))
