@@ -10,6 +10,7 @@ dispatcher (dispatch.op) sends a call here only once a bfloat16 dtype has been a
 from __future__ import annotations
 
 from ..backends import dtypes as _dt
+from ..backends.contract import BFLOAT16_ELEMENTWISE
 
 # ops that work on storage without arithmetic: the backends run them on bfloat16 directly
 NATIVE = frozenset({
@@ -20,15 +21,10 @@ NATIVE = frozenset({
 # ops a backend may run on bfloat16 itself (Backend.native_bfloat16: the Vulkan backend's
 # tensor-core matrix products), where every array argument is bfloat16
 DEVICE_NATIVE = frozenset({"matmul", "linalg.matmul", "dense.linear", "dense.linear_backward"})
-# elementwise ops a backend may run on bfloat16 itself (float32 arithmetic on the bits, rounded
-# once as astype rounds): those whose value and gradient are then the composition's bit for
-# bit, as every step of them is one rounding of a float32 result (or exact). Their Python
-# scalars must be bfloat16 values (the composition would take them as float32).
-ELEMENTWISE = frozenset({
-    "add", "subtract", "multiply", "negative", "positive", "maximum", "minimum", "equal",
-    "not_equal", "less", "less_equal", "greater", "greater_equal", "isnan", "isinf",
-    "isfinite", "signbit",
-})
+# elementwise ops a backend may run on bfloat16 itself (their value and gradient are then the
+# composition's bit for bit); their Python scalars must be bfloat16 values (the composition
+# would take them as float32)
+ELEMENTWISE = BFLOAT16_ELEMENTWISE
 _BF16, _F32 = _dt.bfloat16, _dt.float32
 _NATIVE_ON: dict = {}   # device -> the ops its backend runs natively
 

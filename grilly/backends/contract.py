@@ -282,6 +282,18 @@ KERNELS: dict[str, Kernel] = {
 FAMILIES = tuple(dict.fromkeys(k.family for k in KERNELS.values()))
 
 
+# elementwise ops a backend may run on bfloat16 arrays itself (Backend.native_bfloat16):
+# float32 arithmetic on the widened bits, each result rounded as astype rounds, gives the array
+# layer's float32 composition bit for bit, gradients included, as every step of these is one
+# rounding of a float32 result (or exact); grilly/array/bfloat16.py hands them bfloat16 only
+# with bfloat16-valued Python scalars
+BFLOAT16_ELEMENTWISE = frozenset({
+    "add", "subtract", "multiply", "negative", "positive", "maximum", "minimum", "equal",
+    "not_equal", "less", "less_equal", "greater", "greater_equal", "isnan", "isinf",
+    "isfinite", "signbit",
+})
+
+
 def float16_dropout_args(p: float, scale: float) -> tuple:
     """float16 philox_dropout as integer work: (P, S) where a uniform u = k 2^-24 (k = word >>
     8) rounded to float16 is >= p rounded to float16 exactly when k rounded to 11 significant

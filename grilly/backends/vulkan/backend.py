@@ -6,6 +6,7 @@ import os
 import threading
 
 from ..base import Backend, Device
+from ..contract import BFLOAT16_ELEMENTWISE
 from . import runtime
 from .locking import locked, with_ctx
 from .memory import Buffer
@@ -127,13 +128,6 @@ def _selected(phys: list) -> int | None:
 
 
 _BF16_NATIVE = frozenset({"matmul", "linalg.matmul", "dense.linear", "dense.linear_backward"})
-# elementwise ops on bfloat16's bits (ew_bfloat16, ewb_bfloat16: float32 arithmetic, astype's
-# rounding), on every device that stores bfloat16
-_BF16_ELEMENTWISE = frozenset({
-    "add", "subtract", "multiply", "negative", "positive", "maximum", "minimum", "equal",
-    "not_equal", "less", "less_equal", "greater", "greater_equal", "isnan", "isinf",
-    "isfinite", "signbit",
-})
 
 
 class VulkanBackend(Backend):
@@ -210,7 +204,7 @@ class VulkanBackend(Backend):
         """Elementwise arithmetic and comparisons on bfloat16 arrays run natively (their bits,
         float32 arithmetic), and matrix products (tensor cores, hgemm_coop.comp's bfloat16
         variants) where the device has VK_KHR_shader_bfloat16's cooperative matrices."""
-        return _BF16_ELEMENTWISE | (_BF16_NATIVE if device.phys.coop_bf16 else frozenset())
+        return BFLOAT16_ELEMENTWISE | (_BF16_NATIVE if device.phys.coop_bf16 else frozenset())
 
     def stats(self, device: Device) -> dict:
         """This device's submits, dispatches, transfers and pool bytes (zeros before first use)."""
