@@ -15,6 +15,11 @@ WG = 256
 SPIN_S = 0.002     # how long a sync polls the fence before a blocking wait
 BATCH_MAX = 256   # dispatches per submit; bounds the memory pending work keeps alive
 SUBMIT_WORK = 1 << 20   # items recorded after which the batch is submitted (GPU starts on it)
+# ... but only while the GPU has nothing left to run (the last submission's fence signalled): a
+# busy GPU gains nothing from another submission now, and each costs host time (a submit, and
+# a wait for a ring slot once RING - 1 are in flight); the batch goes at the first dispatch
+# after the GPU runs dry
+SUBMIT_WHEN_IDLE = True
 # command buffers: at most RING - 1 submissions in flight while recording (H200, eager steps:
 # 8 against 4 made cnn32's 4.12 -> 3.78 ms, the encoder's the same; 16 slowed the encoder)
 RING = 8
@@ -178,7 +183,8 @@ class Recorder:
         self.n_dispatches += 1
         self.count += 1
         self.work += n
-        if (self.work >= SUBMIT_WORK or self.count >= BATCH_MAX) and self.capturing is None:
+        if (self.count >= BATCH_MAX or self.work >= SUBMIT_WORK and self._gpu_idle()) \
+                and self.capturing is None:
             self.submit()
 
     def dispatch_reaching(self, pipeline, allocs: list, pc: bytes, n: int, writes: int,
@@ -201,6 +207,13 @@ class Recorder:
         self.dispatch_allocs(pipeline, allocs, pc, n, writes)
         self._written.update(reached_w)
         self._read.update(reached_r)
+
+    def _gpu_idle(self) -> bool:
+        """Whether every submission has finished (submissions run in order: the last one's
+        fence tells), or SUBMIT_WHEN_IDLE is off."""
+        if not SUBMIT_WHEN_IDLE or not self._inflight:
+            return True
+        return lib.vkGetFenceStatus(self.ctx.device, self._inflight[-1].fence[0]) == 0
 
     def references(self, a) -> int:
         """How many references to allocation ``a`` are this recorder's own bookkeeping (no
