@@ -6,7 +6,9 @@
 //   pc.shape = (N, C, H, W, KH): the image (the im2col input, the col2im output)
 //   pc.st[0..4] = input strides: im2col (n, c, h, w), col2im (n, c, k, a, b) whatever the layout
 //   pc.st[5..13] = KW, SH, SW, DH, DW, top, left, Ho, Wo; pc.st[14..15] = fill bits (im2col)
-// Window k = j*KH + i for kernel offset (i, j) (kw-major). CM=1: im2col writes
+// Window k = j*KH + i for kernel offset (i, j) (kw-major: the im2col contract's), or k = i*KW + j
+// with KHM=1 (kh-major: a weight's own (KH, KW) order, which Vulkan's conv2d and conv2d_backward
+// use so that the weight is one GEMM operand as it is stored, no copy). CM=1: im2col writes
 // (C, KW*KH, N, Ho, Wo) instead of (N, C, KW*KH, Ho, Wo). col2im is a gather (one invocation
 // per image pixel summing the window entries that read it, in the CPU kernel's k order), so
 // no float atomics and a deterministic result. VEC = 4 (Wo a multiple of 4): an im2col
@@ -18,6 +20,7 @@
 layout(constant_id = 0) const int OP = 0;
 layout(constant_id = 2) const int CM = 0;
 layout(constant_id = 3) const int VEC = 1;   // im2col outputs per invocation (1 or 4)
+layout(constant_id = 4) const int KHM = 0;   // window order: 0 kw-major, 1 kh-major
 
 #define TC IN_TC
 layout(set = 0, binding = 0) writeonly buffer O { IN_TS y[]; };
@@ -52,7 +55,14 @@ void im2col(int g, int N, int C, int H, int W, int KH) {
         n = p / C;
         c = p - n * C;
     }
-    int j = k / KH, i = k - j * KH;
+    int i, j;
+    if (KHM != 0) {
+        i = k / KW;
+        j = k - i * KW;
+    } else {
+        j = k / KH;
+        i = k - j * KH;
+    }
     int r = a * SH + i * DH - pc.st[10];
     bool rin = r >= 0 && r < H;
     int src = pc.off[1] + n * pc.st[0] + c * pc.st[1] + r * pc.st[2];
@@ -76,18 +86,35 @@ void col2im(int g, int N, int C, int H, int W, int KH) {
     int base = pc.off[1] + n * pc.st[0] + c * pc.st[1];
     TC s = TC(0);
     // window (i, j) at output (a, b) read pixel (a*SH + i*DH - top, b*SW + j*DW - left): the
-    // pixel's windows are the offsets whose remainder is a multiple of the stride, in range
-    for (int j = 0; j < KW; ++j) {
-        int u = col + pc.st[11] - j * DW;
-        if (u < 0) break;  // u only decreases with j
-        int b = u / SW;
-        if (b * SW != u || b >= WO) continue;
+    // pixel's windows are the offsets whose remainder is a multiple of the stride, in range;
+    // summed in k order either way (the outer loop is the major axis)
+    if (KHM != 0) {
         for (int i = 0; i < KH; ++i) {
             int v = r + pc.st[10] - i * DH;
-            if (v < 0) break;
+            if (v < 0) break;  // v only decreases with i
             int a = v / SH;
             if (a * SH != v || a >= HO) continue;
-            s += TC(x[base + (j * KH + i) * pc.st[2] + a * pc.st[3] + b * pc.st[4]]);
+            for (int j = 0; j < KW; ++j) {
+                int u = col + pc.st[11] - j * DW;
+                if (u < 0) break;
+                int b = u / SW;
+                if (b * SW != u || b >= WO) continue;
+                s += TC(x[base + (i * KW + j) * pc.st[2] + a * pc.st[3] + b * pc.st[4]]);
+            }
+        }
+    } else {
+        for (int j = 0; j < KW; ++j) {
+            int u = col + pc.st[11] - j * DW;
+            if (u < 0) break;  // u only decreases with j
+            int b = u / SW;
+            if (b * SW != u || b >= WO) continue;
+            for (int i = 0; i < KH; ++i) {
+                int v = r + pc.st[10] - i * DH;
+                if (v < 0) break;
+                int a = v / SH;
+                if (a * SH != v || a >= HO) continue;
+                s += TC(x[base + (j * KH + i) * pc.st[2] + a * pc.st[3] + b * pc.st[4]]);
+            }
         }
     }
     y[pc.off[0] + g] = IN_TS(s);

@@ -56,12 +56,13 @@ _FILL_BITS: dict = {}   # (dtype name, fill's type, repr(fill)) -> words
 
 
 def _run(op: int, cm: bool, out, src, image: tuple, kernel, stride, dilation, pads, hw,
-         src_strides, fill_words=()) -> None:
+         src_strides, fill_words=(), khm: bool = False) -> None:
     (kh, kw), (sh, sw), (dh, dw), (ho, wo) = kernel, stride, dilation, hw
     # im2col: four outputs of a row per invocation where rows split into fours (conv.comp)
     vec = 4 if op == 0 and wo % 4 == 0 else 1
     n = out.size // vec
-    dispatch(src.ctx, f"conv_{src.dtype.name}", (op, 1, int(cm), vec), [out, src], n,
+    spec = (op, 1, int(cm), vec) + ((1,) if khm else ())   # (KHM: kh-major windows)
+    dispatch(src.ctx, f"conv_{src.dtype.name}", spec, [out, src], n,
              n, (out.offset, src.offset), (*image, kh),
              (src_strides, (kw, sh, sw, dh, dw), (pads[0], pads[2], ho, wo, *fill_words[:1]),
               tuple(fill_words[1:])))
@@ -70,6 +71,18 @@ def _run(op: int, cm: bool, out, src, image: tuple, kernel, stride, dilation, pa
 def im2col(buf, kernel, stride, dilation, pads, fill, out, channel_major=False):
     """(N, C, H, W) -> (N, C, KW*KH, Ho, Wo) windows, kw-major, or (C, KW*KH, N, Ho, Wo) with
     ``channel_major``; outside the image is ``fill``."""
+    return _im2col(buf, kernel, stride, dilation, pads, fill, out, channel_major, False)
+
+
+def col2im(buf, kernel, stride, dilation, pads, size, channel_major=False):
+    """Adjoint of ``im2col``: window values (N, C, KW*KH, Ho, Wo) (or (C, KW*KH, N, Ho, Wo)
+    with ``channel_major``) summed onto (N, C, H, W); what falls on the padding is dropped."""
+    return _col2im(buf, kernel, stride, dilation, pads, size, channel_major, False)
+
+
+def _im2col(buf, kernel, stride, dilation, pads, fill, out, channel_major, khm):
+    """im2col, with the windows kh-major where ``khm`` (this backend's conv2d: its weight is
+    then a GEMM operand as stored)."""
     n, c, h, w = buf.shape
     k = kernel[0] * kernel[1]
     shape = (c, k, n, *out) if channel_major else (n, c, k, *out)
@@ -77,13 +90,12 @@ def im2col(buf, kernel, stride, dilation, pads, fill, out, channel_major=False):
     res = new_buffer(buf.ctx, shape, buf.dtype)
     if res.size:
         _run(0, channel_major, res, buf, (n, c, h, w), kernel, stride, dilation, pads, out,
-             buf.strides, _fill_bits(fill, buf.dtype))
+             buf.strides, _fill_bits(fill, buf.dtype), khm)
     return res
 
 
-def col2im(buf, kernel, stride, dilation, pads, size, channel_major=False):
-    """Adjoint of ``im2col``: window values (N, C, KW*KH, Ho, Wo) (or (C, KW*KH, N, Ho, Wo)
-    with ``channel_major``) summed onto (N, C, H, W); what falls on the padding is dropped."""
+def _col2im(buf, kernel, stride, dilation, pads, size, channel_major, khm):
+    """col2im, of kh-major windows where ``khm``."""
     st = buf.strides
     if channel_major:
         c, _, n, ho, wo = buf.shape
@@ -93,7 +105,8 @@ def col2im(buf, kernel, stride, dilation, pads, size, channel_major=False):
     _check("col2im", buf, n * c * size[0] * size[1])
     res = new_buffer(buf.ctx, (n, c, *size), buf.dtype)
     if res.size:
-        _run(1, False, res, buf, (n, c, *size), kernel, stride, dilation, pads, (ho, wo), st)
+        _run(1, False, res, buf, (n, c, *size), kernel, stride, dilation, pads, (ho, wo), st,
+             khm=khm)
     return res
 
 
@@ -143,16 +156,17 @@ def max_pool2d_backward(g, idx, kernel, stride, dilation, pads, size):
 
 
 def conv2d(x, w, bias, stride, dilation, pads, groups, out):
-    """(N, O, Ho, Wo): the channel-major windows of x (im2col) times the weight. float32 with one
-    group, window rows and Ho*Wo multiples of 4: one sgemm per image batch (two batch levels:
-    the images, the weight shared) writing (N, O, Ho*Wo) directly, the bias in its epilogue;
-    otherwise the array layer's composition on buffers (one GEMM per group over the whole
-    batch, then the (O, N) -> (N, O) layout and the bias in one elementwise pass)."""
+    """(N, O, Ho, Wo): the channel-major windows of x (im2col, kh-major: the weight (O, C/g, KH,
+    KW) is the GEMM's other operand as stored) times the weight. float32 with one group, window
+    rows and Ho*Wo multiples of 4: one sgemm per image batch (two batch levels: the images, the
+    weight shared) writing (N, O, Ho*Wo) directly, the bias in its epilogue; otherwise one GEMM
+    per group over the whole batch, then the (O, N) -> (N, O) layout and the bias in one
+    elementwise pass (the array layer's composition, with the windows kh-major)."""
     n = x.shape[0]
     o, cg, kh, kw = w.shape
     ho, wo = out
     hw, ck = ho * wo, cg * kh * kw
-    cols = im2col(x, (kh, kw), stride, dilation, pads, 0.0, out, channel_major=True)
+    cols = _im2col(x, (kh, kw), stride, dilation, pads, 0.0, out, True, True)
     wt = _flat_weight(w, groups)
     if groups == 1 and n and hw and o:
         res = new_buffer(x.ctx, (n, o, ho, wo), x.dtype)
@@ -170,16 +184,16 @@ def conv2d(x, w, bias, stride, dilation, pads, groups, out):
 
 
 def _flat_weight(w, groups: int):
-    """w (O, C/g, KH, KW) as (g, O/g, C/g*KW*KH), its window axes in im2col's kw-major order."""
+    """w (O, C/g, KH, KW) as (g, O/g, C/g*KH*KW): kh-major windows (khm), no copy of a
+    contiguous weight."""
     o, cg, kh, kw = w.shape
-    return reshape(permute(w, (0, 1, 3, 2)) if kh > 1 and kw > 1 else w,
-                   (groups, o // groups, cg * kh * kw))
+    return reshape(w, (groups, o // groups, cg * kh * kw))
 
 
 def conv2d_backward(g, x, w, stride, dilation, pads, groups, need):
     """The gradients (x, w, bias) of ``conv2d``: the array layer's composition
-    (grilly.array.conv.composed_conv2d_backward) on buffers, the same kernels in the same
-    order (so the same results) without the namespace's per-op work: the bias's a sum, the
+    (grilly.array.conv.composed_conv2d_backward) on buffers with the windows kh-major (the
+    weight and its gradient are GEMM operands as stored: no copies): the bias's a sum, the
     weight's the output gradient times the recomputed channel-major windows (one GEMM per
     group, the batch in its K), the input's the weight times the output gradient, then
     col2im. The weight gradient comes back contiguous."""
@@ -192,15 +206,14 @@ def conv2d_backward(g, x, w, stride, dilation, pads, groups, need):
     if need[2]:
         gb = _sum(g, (0, 2, 3), False, g.dtype)
     if need[1]:
-        cols = reshape(im2col(x, (kh, kw), stride, dilation, pads, 0.0, (ho, wo), True),
+        cols = reshape(_im2col(x, (kh, kw), stride, dilation, pads, 0.0, (ho, wo), True, True),
                        (groups, ck, m))
         gw = reshape(matmul((groups, o // groups, ck), g.dtype, g3, permute(cols, (0, 2, 1))),
-                     (o, cg, kw, kh))
-        gw = copy(permute(gw, (0, 1, 3, 2))) if kh > 1 and kw > 1 else reshape(gw, w.shape)
+                     w.shape)
     if need[0]:
         gcols = matmul((groups, ck, m), g.dtype, permute(_flat_weight(w, groups), (0, 2, 1)), g3)
-        gx = col2im(reshape(gcols, (c, kh * kw, n, ho, wo)), (kh, kw), stride, dilation, pads,
-                    tuple(x.shape[2:]), True)
+        gx = _col2im(reshape(gcols, (c, kh * kw, n, ho, wo)), (kh, kw), stride, dilation, pads,
+                     tuple(x.shape[2:]), True, True)
     return gx, gw, gb
 
 
