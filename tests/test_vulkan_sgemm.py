@@ -332,6 +332,7 @@ def test_bfloat16_native_ops_follow_the_backend():
     assert bf.native_on("add", (xe, xe)) and bf.native_on("add", (xe, 0.5))
     assert bf.native_on("add", (3, xe)) and not bf.native_on("add", (xe, 0.1))
     assert not bf.native_on("add", (xe, 257)) and not bf.native_on("add", (xe, True))
+    assert not bf.native_on("add", (xe, 10**400))   # (past float64: the usual OverflowError)
     native_vk = VK[0].backend.native_bfloat16(VK[0])
     assert native_vk == bf.ELEMENTWISE | (bf.DEVICE_NATIVE if VK[0].ctx.phys.coop_bf16
                                           else frozenset())

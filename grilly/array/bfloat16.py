@@ -34,7 +34,10 @@ def _bf16_value(v) -> bool:
     alike)."""
     if type(v) is not int and type(v) is not float:
         return False
-    f = float(v)
+    try:
+        f = float(v)
+    except OverflowError:   # an int past float64: not one
+        return False
     return f != f or float(_BF16.np.type(f)) == f
 
 
