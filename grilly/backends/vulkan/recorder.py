@@ -20,6 +20,12 @@ SUBMIT_WORK = 1 << 20   # items recorded after which the batch is submitted (GPU
 # a wait for a ring slot once RING - 1 are in flight); the batch goes at the first dispatch
 # after the GPU runs dry
 SUBMIT_WHEN_IDLE = True
+# a batch this large goes even to a busy GPU: memory its work uses is reused only once the
+# batch completes, so what an unsubmitted batch pins stays bounded (H200, eager steps against a
+# submit per 2^20 items: the encoder 26 -> 18 submits, peak the same 757 MB; cnn32 27 -> 12,
+# peak 1039 -> 1129 MB, 2^26 1113, 2^22 1071 with 22 submits; lavapipe, whose GPU is always
+# busy, an encoder layer of 32 x 128: 421 -> 534 MB, 658 with no cap)
+SUBMIT_WORK_BUSY = 1 << 24
 # command buffers: at most RING - 1 submissions in flight while recording (H200, eager steps:
 # 8 against 4 made cnn32's 4.12 -> 3.78 ms, the encoder's the same; 16 slowed the encoder)
 RING = 8
@@ -183,8 +189,8 @@ class Recorder:
         self.n_dispatches += 1
         self.count += 1
         self.work += n
-        if (self.count >= BATCH_MAX or self.work >= SUBMIT_WORK and self._gpu_idle()) \
-                and self.capturing is None:
+        if (self.count >= BATCH_MAX or self.work >= SUBMIT_WORK and (
+                self.work >= SUBMIT_WORK_BUSY or self._gpu_idle())) and self.capturing is None:
             self.submit()
 
     def dispatch_reaching(self, pipeline, allocs: list, pc: bytes, n: int, writes: int,
