@@ -240,3 +240,49 @@ def test_transposed_copies(vdev, dtype, monkeypatch):
     ref[4:67, 10:90] = a.T[3:66, 5:85]
     assert np.asarray(big).tobytes() == ref.tobytes()
     assert used == [tiled]
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "float16", "float32", "int64", "float64"])
+def test_contiguous_copies_are_transfers(vdev, dtype, monkeypatch):
+    """A same-dtype copy between contiguous views (copy, astype to its own dtype, assign of a
+    whole row) records one transfer command and no copy shader; the values, an odd element
+    offset, work ordered before and after it, and an overlapping assign all come out as
+    NumPy's."""
+    from grilly.backends.vulkan import kernels
+    from grilly.backends.vulkan.recorder import Recorder
+
+    rng = np.random.default_rng(3)
+    h = _data(dtype, (5, 37), rng)
+    x = gp.asarray(h, device=vdev)
+    transfers, launched = [], []
+    real_copy, real_launch = Recorder.copy_between, kernels.launch
+    monkeypatch.setattr(Recorder, "copy_between",
+                        lambda self, *a: (transfers.append(a[-1]), real_copy(self, *a)))
+    monkeypatch.setattr(kernels, "launch", lambda ctx, v, *a: (launched.append(v),
+                                                               real_launch(ctx, v, *a)))
+    y = gp.asarray(x, copy=True)                      # a whole-buffer copy
+    row = x[3]                                        # a view at an odd element offset
+    x[1] = row                                        # assign of a contiguous row
+    z = gp.astype(x[2:4], x.dtype, copy=True)         # astype of a contiguous slice
+    assert not any(v.startswith("cast_") for v in launched), launched
+    size = np.dtype(dtype).itemsize
+    assert transfers == [h.size * size, 37 * size, 2 * 37 * size], transfers
+    ref = h.copy()
+    ref[1] = h[3]
+    np.testing.assert_array_equal(np.asarray(y), h)
+    np.testing.assert_array_equal(np.asarray(x), ref)
+    np.testing.assert_array_equal(np.asarray(z), ref[2:4])
+    # written before the copy, read after it (the recorder's barriers): a chain on one buffer
+    w = gp.asarray(h, device=vdev)
+    for k in range(4):
+        w[(k + 1) % 5] = w[k]
+    ref = h.copy()
+    for k in range(4):
+        ref[(k + 1) % 5] = ref[k]
+    np.testing.assert_array_equal(np.asarray(w), ref)
+    # an overlapping source is read in full first (assign copies it), as NumPy reads it
+    f = gp.asarray(h.reshape(-1), device=vdev)
+    f[1:] = f[:-1]
+    g = h.reshape(-1).copy()
+    g[1:] = g[:-1].copy()
+    np.testing.assert_array_equal(np.asarray(f), g)

@@ -215,7 +215,8 @@ def test_generic_shader_splits_a_long_k(variants, m, n, k):
     scale = np.abs(a).astype(np.float64) @ np.abs(b).T.astype(np.float64)
     assert np.all(np.abs(np.asarray(got) - ref) <= 4 * k * 2.0**-24 * scale)
     split = linalg._tiled_split(1, 1, k)
-    assert (split > 1) == (k % 2 == 0 and k >= 2 * linalg.SPLITK_MIN_K)
+    assert (split > 1) == (k % 2 == 0 and k >= max(2 * linalg.SPLITK_MIN_K,
+                                                    linalg.TILED_SPLIT_MIN_K))
     assert variants.count("mm_tiled_float32") == 1
 
 
@@ -378,13 +379,14 @@ def test_float16_long_k_few_tiles(variants, m, n, k, ta):
 
 
 @pytest.mark.parametrize("m,n,k", [(512, 256, 64), (1000, 512, 64), (300, 132, 20),
-                                   (200, 132, 4096)])
+                                   (200, 132, 4096), (128, 64, 512), (32, 10, 512),
+                                   (256, 10, 4096)])
 @pytest.mark.parametrize("offset", [0, 3])
 def test_linear_adds_the_bias_in_the_sgemm_epilogue(monkeypatch, m, n, k, offset):
     """Vulkan's linear kernel: x @ w^T (w read transposed in place) plus the bias in the sgemm
     shader's epilogue where it runs unsplit with a 16-byte aligned bias (aligned, and ragged M
-    as two dispatches), else one add after the product (the generic shader, a K split, a bias
-    view at an odd offset); all against float64."""
+    as two dispatches), in the generic tiled shader's where that runs unsplit (any offset), else
+    one add after the product (a K split, a bias view at an odd offset); all against float64."""
     from grilly.array import dense
     from grilly.backends.vulkan import linalg
 
@@ -408,7 +410,10 @@ def test_linear_adds_the_bias_in_the_sgemm_epilogue(monkeypatch, m, n, k, offset
     fused = [v for v, spec in used if spec == (0, 1, 1)]
     sgemm = [v for v, _ in used if v.startswith("sgemm_")]
     split = linalg._split_k(sgemm[0], 1, m, n, k) > 1 if sgemm else False
-    assert bool(fused) == (offset == 0 and bool(sgemm) and not split), used
+    tiled = not sgemm and linalg._tiled_split(1, -(-m // 64) * -(-n // 64), k) == 1
+    assert bool(fused) == ((offset == 0 and bool(sgemm) and not split) or tiled), used
+    if tiled:
+        assert used == [("mm_tiled_float32", (0, 1, 1))], used
 
 
 @pytest.mark.parametrize("ta,tb", list(itertools.product([False, True], repeat=2)))

@@ -2,12 +2,18 @@
 // float32 batched matmul: 64x64 output tiles, 16-deep k slabs in shared memory, 4x4 outputs
 // per invocation (rows ty + 16 i, columns tx + 16 j, so neighbours write neighbouring words).
 // pc.shape = (batch, M, N, K); a strides (batch, row, col) at pc.st[0..2], b at pc.st[MAXD..];
-// pc.off = (out, a, b); out is a fresh contiguous (batch, M, N) buffer.
+// pc.off = (out, a, b, bias); out is a fresh contiguous (batch, M, N) buffer.
+// BIAS (specialization constant 2) = 1: out[m, n] = sum + bias[n], the bias (N,) unit-strided
+// at pc.off[3] (a linear layer's forward); = 2: sum + bias[m], the bias (M,) (a convolution's,
+// per output channel). Added to the rounded sum, as a separate add would: the same result in
+// one dispatch.
 #include "../common.glsl"
 
 layout(set = 0, binding = 0) writeonly buffer O { float res[]; };
 layout(set = 0, binding = 1) readonly buffer A { float a[]; };
 layout(set = 0, binding = 2) readonly buffer B { float b[]; };
+layout(set = 0, binding = 3) readonly buffer C { float bias[]; };
+layout(constant_id = 2) const int BIAS = 0;
 
 #define TM 64
 #define TK 16
@@ -55,7 +61,11 @@ void main() {
             if (gm >= M) continue;
             for (int j = 0; j < 4; ++j) {
                 int gn = n0 + tx + 16 * j;
-                if (gn < N) res[obase + gm * N + gn] = acc[i][j];
+                if (gn >= N) continue;
+                float v = acc[i][j];
+                if (BIAS == 1) v += bias[pc.off[3] + gn];
+                else if (BIAS == 2) v += bias[pc.off[3] + gm];
+                res[obase + gm * N + gn] = v;
             }
         }
     }

@@ -21,6 +21,15 @@ TILE = 64
 
 def _stack3(buf: Buffer, batch: tuple, rows: int, cols: int) -> Buffer:
     """``buf`` broadcast to ``batch + (rows, cols)`` as a (B, rows, cols) view (or device copy)."""
+    shp = buf.shape
+    if rows > 1 and cols > 1 and shp[-2:] == (rows, cols):
+        # the common layouts directly, with the strides the general path gives them (this runs
+        # twice for every product)
+        if not batch and len(shp) == 2:
+            s0, s1 = buf.strides
+            return _view(buf, buf.offset, (1, rows, cols), (s0 * rows, s0, s1))
+        if len(shp) == 3 and len(batch) == 1 and shp[0] == batch[0] > 1:
+            return buf
     return reshape(broadcast_to(buf, batch + (rows, cols)), (_prod(batch), rows, cols))
 
 
@@ -222,13 +231,17 @@ def _split_k(variant: str, nb: int, m: int, n: int, k: int, units: int | None = 
 
 TILED_SPLIT_TILES = 256   # workgroups a long-K product on the generic shader should fill
 TILED_SPLIT_MAX = 1024
+# shorter products run unsplit: a 64x64 tile's K of 512 takes a few microseconds of one SM,
+# less than the split's two extra dispatches (the partial sums' reduction, the bias add) cost
+# the host (a linear layer's forward at batch 128: 3 dispatches -> 1)
+TILED_SPLIT_MIN_K = 1024
 
 
 def _tiled_split(nb: int, tiles: int, k: int) -> int:
     """K slices for a single product on the generic tiled shader (1: none): a conv layer's
     weight gradient (a narrow output, K = batch x pixels) would otherwise run on a handful of
     workgroups. Slices halve K while it stays divisible and at least SPLITK_MIN_K long."""
-    if nb != 1:
+    if nb != 1 or k < TILED_SPLIT_MIN_K:
         return 1
     s = 1
     while (s * 2 <= TILED_SPLIT_MAX and tiles * s < TILED_SPLIT_TILES and k % (s * 2) == 0
@@ -297,6 +310,13 @@ def _bias_ok(bias: Buffer | None, dtype) -> bool:
     """Whether the sgemm epilogue can read ``bias``: a unit-stride vector of the output's dtype
     at a 16-byte aligned element offset (its vec4 loads)."""
     return (bias is not None and bias.dtype is dtype and bias.offset % 4 == 0
+            and (bias.strides == (1,) or bias.size <= 1))
+
+
+def _tiled_bias_ok(bias: Buffer | None, dtype) -> bool:
+    """Whether the generic tiled shader's epilogue can read ``bias``: a unit-stride vector of
+    the output's dtype (element loads: any offset)."""
+    return (bias is not None and bias.dtype is dtype
             and (bias.strides == (1,) or bias.size <= 1))
 
 
@@ -418,6 +438,11 @@ def _matmul(out_shape: tuple, out_dtype, a: Buffer, b: Buffer, bias: Buffer | No
         split = _tiled_split(nb, tiles, k)
         if split > 1:
             _split_run(ctx, "mm_tiled_float32", split, tiles, out, a3, b3, m, n, k)
+        elif nb == 1 and _tiled_bias_ok(bias, out_dtype):
+            # the bias in the epilogue (matmul_tiled.comp's BIAS = 1)
+            dispatch(ctx, "mm_tiled_float32", (0, 1, 1), [out, a3, b3, bias], 0, tiles * 256,
+                     args[0] + (bias.offset,), *args[1:])
+            return out
         else:
             dispatch(ctx, "mm_tiled_float32", (0, 1), [out, a3, b3], 0, tiles * 256, *args)
     elif out_dtype.name == "bfloat16":   # (the array layer computes it in float32 here)
