@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from .kernels import _view, astype, copy, new_buffer, permute, reshape
-from .linalg import _add, _matmul, matmul, matmul4_into
+from .linalg import TILE, _add, _matmul, matmul, matmul4_into
 from .reductions import KERNELS as _REDUCTIONS
 from .reductions import dispatch
 
@@ -159,7 +159,8 @@ def conv2d(x, w, bias, stride, dilation, pads, groups, out):
     """(N, O, Ho, Wo): the channel-major windows of x (im2col, kh-major: the weight (O, C/g, KH,
     KW) is the GEMM's other operand as stored) times the weight. float32 with one group, window
     rows and Ho*Wo multiples of 4: one sgemm per image batch (two batch levels: the images, the
-    weight shared) writing (N, O, Ho*Wo) directly, the bias in its epilogue; otherwise one GEMM
+    weight shared) writing (N, O, Ho*Wo) directly, the bias in its epilogue; other float32 ones
+    (ragged window rows or pixels) the same on the generic tiled shader; otherwise one GEMM
     per group over the whole batch, then the (O, N) -> (N, O) layout and the bias in one
     elementwise pass (the array layer's composition, with the windows kh-major)."""
     n = x.shape[0]
@@ -174,6 +175,22 @@ def conv2d(x, w, bias, stride, dilation, pads, groups, out):
         b = _view(cols, cols.offset, (n, 1, ck, hw), (hw, 0, n * hw, 1))
         dst = _view(res, res.offset, (n, 1, o, hw), (o * hw, 0, hw, 1))
         if matmul4_into(dst, a, b, bias):
+            return res
+        if x.dtype is _dt.float32:
+            # window rows or Ho*Wo not multiples of 4 (a first layer's 3 x 3 x 3 windows): the
+            # generic tiled shader, batched over the images the same way (the weight shared,
+            # each image's columns a strided view), the bias per row in its epilogue; one
+            # dispatch where the product, the layout and the bias took two
+            a3 = _view(wt, wt.offset, (n, o, ck), (0, wt.strides[1], wt.strides[2]))
+            b3 = _view(cols, cols.offset, (n, ck, hw), (hw, n * hw, 1))
+            tiles = n * -(-o // TILE) * -(-hw // TILE)
+            ops, spec, offs = [res, a3, b3], (0, 1), (res.offset, a3.offset, b3.offset)
+            if bias is not None and (bias.strides == (1,) or o == 1):
+                ops, spec, offs = ops + [bias], (0, 1, 2), offs + (bias.offset,)
+            dispatch(x.ctx, "mm_tiled_float32", spec, ops, 0, tiles * 256, offs, (n, o, hw, ck),
+                     (a3.strides, b3.strides))
+            if len(ops) == 3 and bias is not None:
+                return _add(res.shape, res.dtype, res, reshape(bias, (1, o, 1, 1)))
             return res
     y = _matmul((groups, o // groups, n * hw), x.dtype, wt,
                 reshape(cols, (groups, ck, n * hw)), None)
