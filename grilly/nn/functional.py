@@ -434,10 +434,12 @@ def layer_norm(input: Array, normalized_shape: int | tuple[int, ...], weight: Ar
         raise TypeError(f"layer_norm: input must be real floating, got {input.dtype}")
     x, weight, bias = _promoted(input, weight, bias)
     d = math.prod(shp)
-    x2 = gp.reshape(x, (-1, d))
-    w2 = None if weight is None else gp.reshape(weight, (d,))
-    b2 = None if bias is None else gp.reshape(bias, (d,))
-    return gp.reshape(_LayerNorm.apply(x2, w2, b2, eps=float(eps)), input.shape)
+    # (a reshape to the shape it has is still an op with a gradient node: skipped)
+    x2 = x if x.shape == (x.size // d if d else 0, d) else gp.reshape(x, (-1, d))
+    w2 = weight if weight is None or weight.shape == (d,) else gp.reshape(weight, (d,))
+    b2 = bias if bias is None or bias.shape == (d,) else gp.reshape(bias, (d,))
+    y = _LayerNorm.apply(x2, w2, b2, eps=float(eps))
+    return y if y.shape == input.shape else gp.reshape(y, input.shape)
 
 
 def rms_norm(input: Array, normalized_shape: int | tuple[int, ...], weight: Array | None = None,
