@@ -279,15 +279,6 @@ def _transpose_into(dst: Buffer, src: Buffer) -> bool:
 
 
 def _cast_into(dst: Buffer, src: Buffer, name: str) -> None:
-    if (src.dtype is dst.dtype and src.shape == dst.shape and src.size
-            and src.is_contiguous() and dst.is_contiguous()):
-        # same bytes in the same order: one transfer command (assign's callers have copied
-        # an overlapping source already; astype's destination is fresh)
-        size = src.dtype.itemsize
-        sa, da = src.alloc, dst.alloc
-        dst.ctx.recorder.copy_between(sa, sa.offset + src.offset * size, da,
-                                      da.offset + dst.offset * size, src.size * size)
-        return
     if _transpose_into(dst, src):
         return
     variant = _CASTS.get((src.dtype, dst.dtype))

@@ -253,40 +253,6 @@ class Recorder:
         lib.vkCmdCopyBuffer(self.cmd, src.chunk.buffer, dst_buffer, 1, region)
         self.count += 1
 
-    def copy_between(self, src, src_offset: int, dst, dst_offset: int, nbytes: int) -> None:
-        """Record a device copy of ``nbytes`` from allocation ``src`` to allocation ``dst`` (byte
-        offsets into their VkBuffers), ordered and kept alive as a dispatch that reads src and
-        writes dst. One transfer command where a copy shader's dispatch takes a pipeline,
-        descriptors and push constants: a fraction of the host time (counted as a dispatch)."""
-        if self.pending is not None:
-            self.pending.emit()
-        if not self.recording:
-            self._start()
-        written, read = self._written, self._read
-        if src in written or dst in written or dst in read:
-            self._barrier_all()
-        written.add(dst)
-        read.add(src)
-        self.keep.append(src)
-        self.keep.append(dst)
-        region = self._region
-        region.srcOffset, region.dstOffset, region.size = src_offset, dst_offset, nbytes
-        lib.vkCmdCopyBuffer(self.cmd, src.chunk.buffer, dst.chunk.buffer, 1, region)
-        if self.profile is not None and self.capturing is None:
-            names = self._cur.names
-            if len(names) < _QMAX:
-                lib.vkCmdWriteTimestamp(self.cmd, _BOTTOM, self._qpool,
-                                        self._cur.qbase + 1 + len(names))
-                names.append("copy_buffer")
-        stats["dispatches"] += 1
-        self.n_dispatches += 1
-        self.count += 1
-        n = nbytes >> 2
-        self.work += n
-        if (self.count >= BATCH_MAX or self.work >= SUBMIT_WORK and (
-                self.work >= SUBMIT_WORK_BUSY or self._gpu_idle())) and self.capturing is None:
-            self.submit()
-
     def _wait(self, slot: "_Slot") -> None:
         """Wait for a slot's fence: poll first (a blocking wait sleeps in the driver and wakes
         tens of microseconds late, longer than a small batch takes), then block."""
