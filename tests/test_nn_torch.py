@@ -359,3 +359,49 @@ def test_flash_attention_bool_mask(device):
 def test_embedding(device):
     tm, gm = torch.nn.Embedding(10, 3), nn.Embedding(10, 3)
     _check(tm, gm, [torch.tensor([[1, 2, 2], [9, 0, 1]])], device)
+
+
+@pytest.mark.parametrize("shape", [(6, 5), (2, 3, 5)])
+def test_linear_gradient_penalty(device, shape):
+    """Double backward through Linear layers (a gradient penalty, as WGAN-GP takes): the input
+    gradient made with create_graph=True, then the gradient of its squared norm with respect
+    to the weights, against torch. Without create_graph the fused backward kernel runs."""
+    tmod = torch.nn.Sequential(torch.nn.Linear(5, 7), torch.nn.Tanh(), torch.nn.Linear(7, 3))
+    gmod = nn.Sequential(nn.Linear(5, 7), nn.Tanh(), nn.Linear(7, 3))
+    _copy(tmod, gmod, device)
+    x = torch.randn(shape)
+    tx = x.clone().requires_grad_(True)
+    (tg,) = torch.autograd.grad(tmod(tx).pow(2).sum(), [tx], create_graph=True)
+    tg.pow(2).sum().backward()
+    gx = _g(x, device)
+    gx.requires_grad_()
+    (gg,) = gp.autograd.grad(gp.sum(gmod(gx) ** 2), [gx], create_graph=True)
+    gp.sum(gg ** 2).backward()
+    _close(gg, tg, rtol=1e-4, atol=1e-5)
+    for (name, tp), gpar in zip(tmod.named_parameters(), gmod.parameters()):
+        _close(gpar.grad, tp.grad, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("layer", ["layer_norm", "conv2d", "cross_entropy"])
+def test_fused_backward_raises_when_differentiated_again(device, layer):
+    """Layers whose backward is fused kernels (no gradient of their own): a gradient made with
+    create_graph=True has the plain gradient's values, and differentiating it again raises
+    NotImplementedError naming the layer, instead of a second-order result missing its terms."""
+    rng = np.random.default_rng(3)
+    if layer == "layer_norm":
+        mod, shape = nn.LayerNorm(5).to(device), (4, 5)
+        f = mod
+    elif layer == "conv2d":
+        mod, shape = nn.Conv2d(2, 3, 3).to(device), (2, 2, 5, 5)
+        f = mod
+    else:
+        shape, t = (4, 5), gp.asarray(np.array([0, 1, 2, 3]), device=device)
+        def f(x):
+            return F.cross_entropy(x, t)
+    x = gp.asarray(rng.standard_normal(shape).astype(np.float32), device=device)
+    x.requires_grad_()
+    (g,) = gp.autograd.grad(gp.sum(f(x) ** 2), [x], create_graph=True)
+    (g0,) = gp.autograd.grad(gp.sum(f(x) ** 2), [x])
+    np.testing.assert_array_equal(np.asarray(g), np.asarray(g0))
+    with pytest.raises(NotImplementedError, match="second backward"):
+        gp.sum(g * g).backward()

@@ -103,9 +103,33 @@ class _Ctx:
         self.saved_tensors = arrays
 
 
+def _not_twice(name: str):
+    def rule(*_a, **_k):
+        raise NotImplementedError(
+            f"{name}: its backward runs fused kernels that have no gradient of their own; a "
+            "second backward through it (create_graph=True, then differentiating the "
+            "gradient) is not supported yet")
+    return rule
+
+
+def _once(name: str, res: tuple, inputs: tuple) -> tuple:
+    """``res`` (a backward's gradients, computed under create_graph) each marked with a node
+    that raises when differentiated, where ``inputs`` (the forward's arguments and the incoming
+    gradient) require grad: an error instead of a second-order result missing their terms."""
+    rule = _not_twice(name)
+    for r in res:
+        if isinstance(r, Array):
+            record(f"{name}.backward", rule, inputs, {}, r, save_out=False)
+    return res
+
+
 class Function:
     """A differentiable op from a hand-written ``forward(ctx, *args)`` and
     ``backward(ctx, *grad_outputs)``; call it with ``MyFunction.apply(*args)``."""
+
+    # True where backward runs kernels with no gradient rule (torch's once_differentiable):
+    # under create_graph its results then raise when differentiated, rather than be constants
+    once_differentiable: bool = False
 
     @staticmethod
     def forward(ctx, *args, **kw):
@@ -132,6 +156,10 @@ class Function:
             return out
 
         def rule(g, _out, *_a, **_k):
-            res = cls.backward(ctx, *(g if isinstance(g, tuple) else (g,)))
-            return res if isinstance(res, tuple) else (res,)
+            gs = g if isinstance(g, tuple) else (g,)
+            res = cls.backward(ctx, *gs)
+            res = res if isinstance(res, tuple) else (res,)
+            if cls.once_differentiable and _state.enabled:   # (create_graph)
+                res = _once(cls.__name__.lstrip("_"), res, (*args, *gs))
+            return res
         return record(cls.__name__, rule, args, {}, out, save_out=False)

@@ -85,28 +85,42 @@ def linear(input: Array, weight: Array, bias: Array | None = None) -> Array:
         y = gp.matmul(input, gp.permute_dims(weight, (1, 0)))
         return y if bias is None else y + bias
     input, weight, bias = _promoted(input, weight, bias)
-    if input.ndim == 2:
-        return _Linear.apply(input, weight, bias)
-    # leading axes folded into one: the weight gradient is one matmul, not a batch of
-    # (n, n) products summed afterwards (a (T, batch, n) spike sequence, say)
-    lead = input.shape[:-1]
-    y = _Linear.apply(gp.reshape(input, (-1, input.shape[-1])), weight, bias)
-    return gp.reshape(y, (*lead, weight.shape[0]))
+    return _Linear.apply(input, weight, bias)
 
 
 class _Linear(Function):
-    """``x @ w.T + b`` for a 2-D ``x`` as one node: one kernel forward (the bias is the GEMM's
-    starting value), one for the three gradients (grilly.array.dense)."""
+    """``x @ w.T + b`` as one node: one kernel forward (the bias is the GEMM's starting
+    value), one for the three gradients (grilly.array.dense). Leading axes are folded into the
+    rows inside (no reshape nodes): the weight gradient is one matmul, not a batch of (n, n)
+    products summed afterwards (a (T, batch, n) spike sequence, say)."""
 
     @staticmethod
     def forward(ctx, x, w, b):
-        ctx.save_for_backward(x, w)
-        return _dense.linear(x, w, b)
+        if x.ndim == 2:
+            ctx.save_for_backward(x, w)
+            return _dense.linear(x, w, b)
+        ctx.lead = x.shape[:-1]
+        x2 = gp.reshape(x, (-1, x.shape[-1]))
+        ctx.save_for_backward(x2, w)
+        return gp.reshape(_dense.linear(x2, w, b), (*ctx.lead, w.shape[0]))
 
     @staticmethod
     def backward(ctx, g):
         x, w = ctx.saved_tensors
-        return _dense.linear_backward(g, x, w, ctx.needs_input_grad)
+        lead = getattr(ctx, "lead", None)
+        g2 = g if lead is None else gp.reshape(g, (-1, g.shape[-1]))
+        need = ctx.needs_input_grad
+        if is_grad_enabled():
+            # create_graph (a gradient penalty): this backward is itself recorded, so it runs
+            # as differentiable namespace ops (the fused kernel has no gradient of its own)
+            gx = gp.matmul(g2, w) if need[0] else None
+            gw = gp.matmul(gp.matrix_transpose(g2), x) if need[1] else None
+            gb = gp.sum(g2, axis=0) if need[2] else None
+        else:
+            gx, gw, gb = _dense.linear_backward(g2, x, w, need)
+        if lead is not None and gx is not None:
+            gx = gp.reshape(gx, (*lead, x.shape[-1]))
+        return gx, gw, gb
 
 
 def embedding(input: Array, weight: Array, padding_idx: int | None = None) -> Array:
@@ -408,6 +422,8 @@ class _LayerNorm(Function):
     """Layer norm of x viewed as (M, D) as one node: one kernel forward (output, row means and
     1/std), one backward (grilly.array.normalization)."""
 
+    once_differentiable = True   # (fused backward kernels)
+
     @staticmethod
     def forward(ctx, x, weight, bias, *, eps):
         y, mean, rstd = _norm.layer_norm(x, weight, bias, eps)
@@ -455,6 +471,8 @@ class _BatchNormTrain(Function):
     """Training-mode batch norm of x viewed as (N, C, S) as one node: one kernel forward (output
     and batch statistics), one backward (grilly.array.normalization). The batch mean and
     1/sqrt(biased variance + eps) go into ``stats``."""
+
+    once_differentiable = True   # (fused backward kernels)
 
     @staticmethod
     def forward(ctx, x, weight, bias, *, eps, stats):
@@ -513,6 +531,8 @@ def _detach(x):
 class _Im2col(Function):
     """The kernel windows of a padded (N, C, H, W) input (grilly.array.conv.im2col); the
     backward is one col2im instead of a tape of KH*KW slice gradients."""
+
+    once_differentiable = True   # (fused backward kernels)
 
     @staticmethod
     def forward(ctx, x, *, kernel, stride, dilation, pads, fill, out, channel_major):
@@ -575,6 +595,8 @@ def conv2d(input: Array, weight: Array, bias: Array | None = None, stride: int |
 class _Conv2d(Function):
     """conv2d as one node (grilly.array.conv's conv2d and conv2d_backward kernels): on the CPU
     each image's windows live only in a thread's scratch, forward and backward."""
+
+    once_differentiable = True   # (fused backward kernels)
 
     @staticmethod
     def forward(ctx, x, w, b, *, geom):
@@ -641,6 +663,8 @@ def max_pool2d(input: Array, kernel_size: int | tuple[int, int], stride: int | t
 class _MaxPool2d(Function):
     """max_pool2d as one node: the forward keeps each window's argmax, the backward adds the
     gradient there (grilly.array.conv's max_pool2d kernels)."""
+
+    once_differentiable = True   # (fused backward kernels)
 
     @staticmethod
     def forward(ctx, x, *, geom, out):
@@ -797,6 +821,8 @@ def _bias4(bias: Array, batch: tuple, lq: int, sk: int, op: str) -> Array:
 class _Attention(Function):
     """Attention as one node: the fused kernel each way (grilly.array.attention), which keeps
     the output and the row logsumexp and recomputes the probabilities in the backward."""
+
+    once_differentiable = True   # (fused backward kernels)
 
     @staticmethod
     def forward(ctx, q, k, v, bias, drop, *, causal, scale, block):
@@ -960,6 +986,8 @@ def nll_loss(input: Array, target: Array, weight: Array | None = None, ignore_in
 class _CrossEntropy(Function):
     """Mean or summed cross entropy of (N, C) logits against class indices (rows whose index is
     out of range drop out: ignore_index) as one node: one fused kernel each way."""
+
+    once_differentiable = True   # (fused backward kernels)
 
     @staticmethod
     def forward(ctx, x, target, *, mean):

@@ -82,6 +82,8 @@ def _trace_grads(g_trace, x2, m0, b, th, mem_tr, reset: str, need, act=None, ada
 
 
 class _LIFSequence(Function):
+    once_differentiable = True   # (fused backward kernels)
+
     @staticmethod
     def forward(ctx, x, mem0, beta, thr, *, reset, reset_delay, kind, slope, recompute,
                 trace_out=False, detach_reset=True, refractory=0, ref0=None):
@@ -149,6 +151,8 @@ def lif_sequence(x: Array, mem0: Array, beta, threshold, *, reset: str, reset_de
 
 
 class _ALIFSequence(Function):
+    once_differentiable = True   # (fused backward kernels)
+
     @staticmethod
     def forward(ctx, x, mem0, a0, beta, thr, *, rho, gamma, reset, reset_delay, kind, slope,
                 recompute, trace_out=False, detach_reset=True):
@@ -204,6 +208,8 @@ def alif_sequence(x: Array, mem0: Array, a0: Array, beta, threshold, *, rho, gam
 class _Leaky(Function):
     """The synaptic current of all T steps: syn[t] = alpha syn[t-1] + x[t] (one kernel call);
     backward is the same scan in reverse (a second call)."""
+
+    once_differentiable = True   # (fused backward kernels)
 
     @staticmethod
     def forward(ctx, x, syn0, alpha):
