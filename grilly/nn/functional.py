@@ -96,10 +96,10 @@ class _Linear(Function):
 
     @staticmethod
     def forward(ctx, x, w, b):
-        if x.ndim == 2:
+        ctx.lead = None if x.ndim == 2 else x.shape[:-1]
+        if ctx.lead is None:
             ctx.save_for_backward(x, w)
             return _dense.linear(x, w, b)
-        ctx.lead = x.shape[:-1]
         x2 = gp.reshape(x, (-1, x.shape[-1]))
         ctx.save_for_backward(x2, w)
         return gp.reshape(_dense.linear(x2, w, b), (*ctx.lead, w.shape[0]))
@@ -107,7 +107,7 @@ class _Linear(Function):
     @staticmethod
     def backward(ctx, g):
         x, w = ctx.saved_tensors
-        lead = getattr(ctx, "lead", None)
+        lead = ctx.lead
         g2 = g if lead is None else gp.reshape(g, (-1, g.shape[-1]))
         need = ctx.needs_input_grad
         if is_grad_enabled():
@@ -451,7 +451,7 @@ def layer_norm(input: Array, normalized_shape: int | tuple[int, ...], weight: Ar
     x, weight, bias = _promoted(input, weight, bias)
     d = math.prod(shp)
     # (a reshape to the shape it has is still an op with a gradient node: skipped)
-    x2 = x if x.shape == (x.size // d if d else 0, d) else gp.reshape(x, (-1, d))
+    x2 = x if x.ndim == 2 and x.shape[1] == d else gp.reshape(x, (-1, d))
     w2 = weight if weight is None or weight.shape == (d,) else gp.reshape(weight, (d,))
     b2 = bias if bias is None or bias.shape == (d,) else gp.reshape(bias, (d,))
     y = _LayerNorm.apply(x2, w2, b2, eps=float(eps))

@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from .kernels import _view, astype, copy, new_buffer, permute, reshape
-from .linalg import TILE, _add, _matmul, matmul, matmul4_into
+from .linalg import TILE, _add, _matmul, _tiled_bias_ok, matmul, matmul4_into
 from .reductions import KERNELS as _REDUCTIONS
 from .reductions import dispatch
 
@@ -185,7 +185,7 @@ def conv2d(x, w, bias, stride, dilation, pads, groups, out):
             b3 = _view(cols, cols.offset, (n, ck, hw), (hw, n * hw, 1))
             tiles = n * -(-o // TILE) * -(-hw // TILE)
             ops, spec, offs = [res, a3, b3], (0, 1), (res.offset, a3.offset, b3.offset)
-            if bias is not None and (bias.strides == (1,) or o == 1):
+            if _tiled_bias_ok(bias, x.dtype):
                 ops, spec, offs = ops + [bias], (0, 1, 2), offs + (bias.offset,)
             dispatch(x.ctx, "mm_tiled_float32", spec, ops, 0, tiles * 256, offs, (n, o, hw, ck),
                      (a3.strides, b3.strides))
