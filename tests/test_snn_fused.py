@@ -110,6 +110,33 @@ def test_kernels_match_numpy(reset, delay, device):
                 np.testing.assert_allclose(_np(g), w, rtol=1e-11, atol=1e-12)
 
 
+@pytest.mark.parametrize("packed", [False, True])
+@pytest.mark.parametrize("reset", RESETS)
+def test_kernels_read_parameter_views(reset, packed, device, monkeypatch):
+    """Broadcast (stride 0) and strided parameter rows, as a layer with a shared beta and
+    threshold passes them: read in place where the device binds each row (Vulkan with 8
+    bindings), or packed by copies (``packed``: the 4-binding layout), against numpy."""
+    x, m0, beta, thr, gs, gm = _case(7, T=11, N=40)
+    beta[:], thr[:] = 0.8, 1.1
+    X, GS = _on(device, x, gs)
+    M0 = gp.asarray(np.stack([m0, -m0], 1), device=device)[:, 0]        # stride 2
+    GM = gp.asarray(np.stack([-gm, gm], 1), device=device)[:, 1]
+    B = gp.broadcast_to(gp.asarray(0.8, device=device), (40,))          # stride 0
+    TH = gp.broadcast_to(gp.asarray(np.array([1.1]), device=device), (40,))
+    if packed and str(device).startswith("vulkan"):
+        from grilly.backends.vulkan import snn as vk_snn
+        monkeypatch.setattr(vk_snn, "SEPARATE", False)
+    spk, mem, tr = ref_forward(x, m0, beta, thr, reset, True)
+    s, m, t = spiking.lif_forward(X, M0, B, TH, reset=reset)
+    np.testing.assert_array_equal(_np(s), spk)
+    np.testing.assert_allclose(_np(m), mem, rtol=1e-13, atol=1e-13)
+    want = ref_backward(gs, gm, x, m0, beta, thr, reset, True, "atan", 2.0)
+    for trace in (t, None):
+        got = spiking.lif_backward(GS, GM, X, M0, B, TH, trace, reset=reset)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(_np(g), w, rtol=1e-11, atol=1e-12)
+
+
 @pytest.mark.parametrize("reset", RESETS)
 def test_kernel_broadcast_spike_gradients(reset, device):
     """A loss over the steps hands the backward a broadcast gradient: one row for every step

@@ -13,7 +13,7 @@ import grilly as gp
 VK = [d for d in gp.devices() if str(d).startswith("vulkan")]
 pytestmark = pytest.mark.skipif(not VK, reason="no Vulkan device")
 
-# aligned; ragged everywhere; ragged M, N, K; small; ragged M only (aligned rows + an edge tail)
+# aligned; ragged everywhere; ragged M, N, K; small; ragged M only (the aligned shader, clamped)
 SHAPES = [(256, 256, 64), (200, 260, 52), (1000, 640, 100), (300, 132, 20), (1000, 512, 64)]
 
 
@@ -111,8 +111,8 @@ def test_sgemm_layouts(variants, ta, tb, batch):
     for m, n, k in SHAPES:
         used = _check_product(variants, rng, ta, tb, batch, m, n, k)
         seen.update(used)
-        if (m, n, k, batch) == (1000, 512, 64, None):   # the split: 896 rows fast, 104 edge
-            assert len(used) == 2 and used[1] == used[0].replace("_float32", "_edge_float32")
+        if (m, n, k) == (1000, 512, 64):   # ragged M only: the aligned shader, clamped
+            assert len(used) == 1 and "_edge" not in used[0], used
     tag = ("t" if ta else "n") + ("t" if tb else "n")
     assert f"sgemm_{tag}_float32" in seen and f"sgemm_{tag}_edge_float32" in seen, seen
 
@@ -192,7 +192,7 @@ def test_the_wave_model_picks_whole_waves():
 @pytest.mark.parametrize("units", [1, 3, 132])
 def test_split_products_with_the_devices_compute_units(variants, monkeypatch, ta, tb, units):
     """Where the device reports its compute units, split products take the wave model's slice
-    counts (128x128, WIDE, 64x64 tiles and a ragged tail), and still match float64."""
+    counts (128x128, WIDE and 64x64 tiles), and still match float64."""
     from grilly.backends.vulkan import linalg
 
     monkeypatch.setattr(VK[0].ctx.phys, "compute_units", units)
@@ -393,7 +393,7 @@ def test_float16_long_k_few_tiles(variants, m, n, k, ta):
 def test_linear_adds_the_bias_in_the_sgemm_epilogue(monkeypatch, m, n, k, offset):
     """Vulkan's linear kernel: x @ w^T (w read transposed in place) plus the bias in the sgemm
     shader's epilogue where it runs unsplit with a 16-byte aligned bias (aligned, and ragged M
-    as two dispatches), in the generic tiled shader's where that runs unsplit (any offset), else
+    on the aligned shader, clamped), in the generic tiled shader's where that runs unsplit (any offset), else
     one add after the product (a K split, a bias view at an odd offset); all against float64."""
     from grilly.array import dense
     from grilly.backends.vulkan import linalg
@@ -415,7 +415,7 @@ def test_linear_adds_the_bias_in_the_sgemm_epilogue(monkeypatch, m, n, k, offset
     ref = x.astype(np.float64) @ w.T.astype(np.float64) + b[offset:]
     scale = np.abs(x).astype(np.float64) @ np.abs(w.T).astype(np.float64) + np.abs(b[offset:])
     assert np.all(np.abs(got - ref) <= 4 * k * 2.0**-24 * scale)
-    fused = [v for v, spec in used if spec == (0, 1, 1)]
+    fused = [v for v, spec in used if spec[:3] == (0, 1, 1)]
     sgemm = [v for v, _ in used if v.startswith("sgemm_")]
     split = linalg._split_k(sgemm[0], 1, m, n, k) > 1 if sgemm else False
     tiled = not sgemm and linalg._tiled_split(1, -(-m // 64) * -(-n // 64), k) == 1
@@ -453,8 +453,8 @@ def test_sgemm_64x64_tiles(variants, monkeypatch, ta, tb, batch):
 @pytest.mark.parametrize("batch", [None, 3])
 def test_sgemm_wide_tiles(variants, monkeypatch, ta, tb, batch):
     """sgemm.comp's WIDE variants (128x256 tiles, 8-deep slabs, 16x8 outputs per invocation)
-    wherever N is whole 256-column tiles (their tile minimum lifted): aligned, ragged rows (a
-    WIDE part and an edge tail), split over K, each layout, batched; and a linear layer's bias
+    wherever N is whole 256-column tiles (their tile minimum lifted): aligned, ragged rows (its
+    loads of A clamped, CLAMP_M), split over K, each layout, batched; and a linear layer's bias
     in their epilogue; against float64."""
     from grilly.array import dense
     from grilly.backends.vulkan import linalg
@@ -467,9 +467,8 @@ def test_sgemm_wide_tiles(variants, monkeypatch, ta, tb, batch):
     wide = f"sgemm_{tag}_w256_float32"
     for m, n, k in [(256, 512, 64), (384, 768, 48), (1000, 512, 64), (256, 512, 1024)]:
         used = _check_product(variants, rng, ta, tb, batch, m, n, k)
-        if m == 1000:   # a single product: 896 rows WIDE, the last 104 on the edge shader
-            assert used == ([f"sgemm_{tag}_edge_float32"] if batch
-                            else [wide, f"sgemm_{tag}_edge_float32"]), used
+        if m == 1000:   # every row on the WIDE shader, the last 104 through clamped loads
+            assert used == [wide], used
         else:
             assert wide in used, ((m, n, k), used)
     if not batch and tag == "nn":
@@ -551,20 +550,31 @@ def test_sgemm_64x64_tiles_where_128_would_be_half_empty():
 
 
 @pytest.mark.parametrize("with_bias", [False, True])
-def test_ragged_rows_with_a_long_k_run_the_tail_in_slices(variants, with_bias):
-    """(1000, 2048) x (2048, 512): 896 rows on the aligned shader, the last 104 on the edge one
-    as K slices summed afterwards (then the bias), against float64."""
+@pytest.mark.parametrize("ta", [False, True])
+def test_ragged_rows_run_on_the_aligned_shader(variants, ta, with_bias):
+    """(1000, 2048) x (2048, 512) as a linear layer, and (1000, 2048) x (2048, 512) with A a
+    transposed view: only M is ragged, so the aligned shader runs every row (sgemm.comp's
+    CLAMP_M: loads of A past its last row clamped, stores past M skipped) in one dispatch,
+    the bias in its epilogue; against float64."""
     from grilly.array import dense
 
     rng = np.random.default_rng(17)
     x = rng.standard_normal((1000, 2048)).astype(np.float32)
     w = rng.standard_normal((512, 2048)).astype(np.float32)
     b = rng.standard_normal(512).astype(np.float32) if with_bias else None
-    args = [gp.asarray(v, device=VK[0]) for v in (x, w)] + [
-        None if b is None else gp.asarray(b, device=VK[0])]
-    variants.clear()
-    got = np.asarray(dense.linear(*args))
-    assert variants[:2] == ["sgemm_nt_float32", "sgemm_nt_edge_float32"], variants
+    if ta:   # A^T stored (2048, 1000): column loading, clamped to its last quad of rows
+        xa = gp.asarray(np.ascontiguousarray(x.T), device=VK[0])
+        wa = gp.asarray(np.ascontiguousarray(w.T), device=VK[0])
+        variants.clear()
+        got = np.asarray(gp.matmul(gp.matrix_transpose(xa), wa)
+                         + (0 if b is None else gp.asarray(b, device=VK[0])))
+        assert variants[0] == "sgemm_tn_float32", variants
+    else:
+        args = [gp.asarray(v, device=VK[0]) for v in (x, w)] + [
+            None if b is None else gp.asarray(b, device=VK[0])]
+        variants.clear()
+        got = np.asarray(dense.linear(*args))
+        assert variants == ["sgemm_nt_float32"], variants
     ref = x.astype(np.float64) @ w.T.astype(np.float64) + (0 if b is None else b)
     scale = np.abs(x).astype(np.float64) @ np.abs(w.T).astype(np.float64) + (
         0 if b is None else np.abs(b))

@@ -20,6 +20,10 @@
 // from a packed projection in place). The output is contiguous (batch, M, N), or, where its row
 // stride pc.st[2 MAXD + 2] is set, strided: (outer, inner) batch strides at pc.st[2 MAXD ..],
 // rows at that stride (multiples of 4), unit columns.
+// CLAMP_M (specialization constant 3, aligned variants) = 1: M need not be a multiple of the
+// tile's rows: loads of A past row M - 1 read its last row (column loading: its last quad) and
+// stores past it are skipped, so a product whose only ragged edge is M runs in one dispatch,
+// its last row of tiles in the grid's last wave (an SNN layer's (8000, 4096) x (4096, 4096)).
 // BIAS (specialization constant 2) = 1: out[m, n] = sum + bias[n], the bias (N,) a contiguous
 // vector at binding 3 (offset a multiple of 4), added in float32 before the one rounding (a
 // linear layer's forward: no separate pass over the output); = 2: out[m, n] = sum + bias[m],
@@ -67,6 +71,8 @@ const bool GUARD = true;
 #else
 const bool GUARD = false;
 #endif
+layout(constant_id = 3) const int CLAMP_M = 0;
+const bool GM = GUARD || CLAMP_M != 0;   // rows past M are possible: stores check them
 
 // S64: 64x64 output tiles, 32-deep slabs, 4x4 outputs per invocation (rows 4ty.., columns
 // 4tx..): a quarter of the registers, so more workgroups share an SM, for products whose
@@ -108,6 +114,7 @@ shared vec4 Bs[2][BK][BN / 4];   // Bs[k][q] = columns 4q..4q+3 at depth k
 #define FETCH(BUF, ROWS, R, r0, k0)                                                       \
     UNR for (int i = 0; i < 4; ++i) {                                                    \
         int row = ROWS ? r0 + 4 * g + i : r0 + 4 * cq;                                   \
+        if (CLAMP_M != 0) row = min(row, R - (ROWS ? 1 : 4));                            \
         int k = k0 + (ROWS ? 4 * kq : kr + KQ * i);                                      \
         bool ok = !GUARD || (row < R && k < K);                                          \
         r[i] = ok ? TO_F32(BUF[ROWS ? base + row * ld + (k >> 2) : base + k * ld + (row >> 2)]) \
@@ -213,7 +220,7 @@ void main() {
         if (BIAS == 2) {
             for (int i = 0; i < 4; ++i) {
                 int ra = m0 + 4 * ty + i;
-                acc[i][0] += vec4((!GUARD || ra < M) ? BIAS_AT(ra) : 0.0);
+                acc[i][0] += vec4((!GM || ra < M) ? BIAS_AT(ra) : 0.0);
             }
         } else if (BIAS != 0) {
             vec4 b0 = (!GUARD || c0 < N) ? TO_F32(cb[(pc.off[3] >> 2) + (c0 >> 2)]) : vec4(0.0);
@@ -221,7 +228,7 @@ void main() {
         }
         for (int i = 0; i < 4; ++i) {
             int ra = m0 + 4 * ty + i;
-            if ((!GUARD || ra < M) && (!GUARD || c0 < N)) res[ob + ra * nq + (c0 >> 2)] = OUT4(acc[i][0]);
+            if ((!GM || ra < M) && (!GUARD || c0 < N)) res[ob + ra * nq + (c0 >> 2)] = OUT4(acc[i][0]);
         }
 #elif defined(WIDE)
         for (int jn = 0; jn < 2; ++jn) {
@@ -233,9 +240,9 @@ void main() {
                 for (int i = 0; i < 4; ++i) {
                     int ra = m0 + 4 * (ty + 8 * jm) + i;
                     vec4 v = acc[4 * jm + i][jn];
-                    if (BIAS == 2) v += vec4((!GUARD || ra < M) ? BIAS_AT(ra) : 0.0);
+                    if (BIAS == 2) v += vec4((!GM || ra < M) ? BIAS_AT(ra) : 0.0);
                     else if (BIAS != 0) v += bc;
-                    if ((!GUARD || ra < M) && cok) res[ob + ra * nq + (c >> 2)] = OUT4(v);
+                    if ((!GM || ra < M) && cok) res[ob + ra * nq + (c >> 2)] = OUT4(v);
                 }
             }
         }
@@ -243,8 +250,8 @@ void main() {
         if (BIAS == 2) {
             for (int i = 0; i < 4; ++i) {
                 int ra = m0 + 4 * ty + i, rb = m0 + 64 + 4 * ty + i;
-                vec4 va = vec4((!GUARD || ra < M) ? BIAS_AT(ra) : 0.0);
-                vec4 vb = vec4((!GUARD || rb < M) ? BIAS_AT(rb) : 0.0);
+                vec4 va = vec4((!GM || ra < M) ? BIAS_AT(ra) : 0.0);
+                vec4 vb = vec4((!GM || rb < M) ? BIAS_AT(rb) : 0.0);
                 acc[i][0] += va;
                 acc[i][1] += va;
                 acc[4 + i][0] += vb;
@@ -260,11 +267,11 @@ void main() {
         }
         for (int i = 0; i < 4; ++i) {
             int ra = m0 + 4 * ty + i, rb = m0 + 64 + 4 * ty + i;
-            if (!GUARD || ra < M) {
+            if (!GM || ra < M) {
                 if (!GUARD || c0 < N) res[ob + ra * nq + (c0 >> 2)] = OUT4(acc[i][0]);
                 if (!GUARD || c1 < N) res[ob + ra * nq + (c1 >> 2)] = OUT4(acc[i][1]);
             }
-            if (!GUARD || rb < M) {
+            if (!GM || rb < M) {
                 if (!GUARD || c0 < N) res[ob + rb * nq + (c0 >> 2)] = OUT4(acc[4 + i][0]);
                 if (!GUARD || c1 < N) res[ob + rb * nq + (c1 >> 2)] = OUT4(acc[4 + i][1]);
             }

@@ -16,6 +16,10 @@
 //           NEURON 2]; pc.st[0..5] = slope, c1, c2 as float bits (float32: one word each;
 //           float64: two words each, low first). DETACH = 0: the reset signal is differentiated
 //           through the surrogate (detach_reset=False).
+// SEP (devices with 8 bindings): each parameter row k is its own binding (2 + k in MODE 0,
+// 3 + k in MODE 1) read at element offset pc.st[8 + 2k] with stride pc.st[9 + 2k], so a
+// broadcast beta or threshold (stride 0) is read in place, where the packed layout costs a
+// copy per row (a dispatch each) before every call.
 #include "../common.glsl"
 #if IN_BITS == 64
 #extension GL_ARB_gpu_shader_fp64 : enable
@@ -42,6 +46,31 @@ layout(set = 0, binding = 0) buffer O { IN_TS o[]; };
 layout(set = 0, binding = 1) readonly buffer A { IN_TS a[]; };
 layout(set = 0, binding = 2) readonly buffer B { IN_TS b[]; };
 layout(set = 0, binding = 3) readonly buffer P { IN_TS p[]; };
+#ifdef SEP
+layout(set = 0, binding = 4) readonly buffer P4 { IN_TS p4[]; };
+layout(set = 0, binding = 5) readonly buffer P5 { IN_TS p5[]; };
+layout(set = 0, binding = 6) readonly buffer P6 { IN_TS p6[]; };
+layout(set = 0, binding = 7) readonly buffer P7 { IN_TS p7[]; };
+
+// parameter row k of neuron i (k a constant at every call: the switch folds away)
+TC prm(int k, uint i) {
+    int j = (MODE == 0 ? 2 : 3) + k;
+    int e = pc.st[8 + 2 * k] + int(i) * pc.st[9 + 2 * k];
+    switch (j) {
+        case 2: return TC(b[e]);
+        case 3: return TC(p[e]);
+        case 4: return TC(p4[e]);
+        case 5: return TC(p5[e]);
+        case 6: return TC(p6[e]);
+        default: return TC(p7[e]);
+    }
+}
+#else
+TC prm(int k, uint i) {
+    int N = int(pc.n);
+    return MODE == 0 ? TC(b[pc.off[2] + k * N + int(i)]) : TC(p[pc.off[3] + k * N + int(i)]);
+}
+#endif
 
 TC konst(int k) {
 #if IN_BITS == 64
@@ -65,12 +94,12 @@ TC sg(TC v, TC slope, TC c1, TC c2) {
 }
 
 void forward(uint i, int T, int N) {
-    int ox = pc.off[1], pp = pc.off[2], oo = pc.off[0];
-    precise TC u = TC(b[pp + i]);
-    TC be = TC(b[pp + N + i]), th = TC(b[pp + 2 * N + i]);
-    precise TC s = NEURON != 0 ? TC(b[pp + 3 * N + i]) : TC(0);
-    TC rho = NEURON == 2 ? TC(b[pp + 4 * N + i]) : TC(0);
-    TC ga = NEURON == 2 ? TC(b[pp + 5 * N + i]) : TC(0);
+    int ox = pc.off[1], oo = pc.off[0];
+    precise TC u = prm(0, i);
+    TC be = prm(1, i), th = prm(2, i);
+    precise TC s = NEURON != 0 ? prm(3, i) : TC(0);
+    TC rho = NEURON == 2 ? prm(4, i) : TC(0);
+    TC ga = NEURON == 2 ? prm(5, i) : TC(0);
     TC kk = TC(pc.shape[1]);
     int tr0 = oo + (NEURON != 0 ? T + 2 : T + 1) * N;   // the membrane trace; s's follows
     for (int t = 0; t < T; ++t) {
@@ -117,14 +146,14 @@ void before(int t, uint i, int N, int oa, TC s0, TC th, TC ga, out TC act, out T
 }
 
 void backward(uint i, int T, int N) {
-    int og = pc.off[1], ot = pc.off[2], pp = pc.off[3], oo = pc.off[0];
+    int og = pc.off[1], ot = pc.off[2], oo = pc.off[0];
     int oa = ot + T * N;   // the second state's trace
-    TC m0 = TC(p[pp + i]), be = TC(p[pp + N + i]), th = TC(p[pp + 2 * N + i]);
-    TC g = TC(p[pp + 3 * N + i]);                                  // dL/dU[t]
-    TC s0 = NEURON != 0 ? TC(p[pp + 4 * N + i]) : TC(0);
-    TC rho = NEURON == 2 ? TC(p[pp + 5 * N + i]) : TC(0);
-    TC ga = NEURON == 2 ? TC(p[pp + 6 * N + i]) : TC(0);
-    TC gA = NEURON == 2 ? TC(p[pp + 7 * N + i]) : TC(0);          // dL/dA[t]
+    TC m0 = prm(0, i), be = prm(1, i), th = prm(2, i);
+    TC g = prm(3, i);                                              // dL/dU[t]
+    TC s0 = NEURON != 0 ? prm(4, i) : TC(0);
+    TC rho = NEURON == 2 ? prm(5, i) : TC(0);
+    TC ga = NEURON == 2 ? prm(6, i) : TC(0);
+    TC gA = NEURON == 2 ? prm(7, i) : TC(0);                       // dL/dA[t]
     TC slope = konst(0), c1 = konst(1), c2 = konst(2);
     TC acc_b = TC(0), acc_t = TC(0);
     for (int t = T - 1; t >= 0; --t) {

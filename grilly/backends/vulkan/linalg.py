@@ -11,7 +11,7 @@ in ``grilly.device_stats(device)["host_round_trips"]`` (docs/vulkan.md lists the
 from __future__ import annotations
 
 from .. import dtypes as _dt
-from .kernels import (_view, assign, broadcast_to, copy, elementwise, full, new_buffer, permute,
+from .kernels import (_view, broadcast_to, copy, elementwise, full, new_buffer, permute,
                       reshape)
 from .memory import Buffer
 from .reductions import _prod, dispatch
@@ -414,19 +414,17 @@ def _matmul(out_shape: tuple, out_dtype, a: Buffer, b: Buffer, bias: Buffer | No
                 _split_run(ctx, variant, split, -(-m // 128) * -(-n // 128), out, a3, b3, m, n,
                            k)
             return out if bias is None else _add_bias(out, bias)
-        if "_edge_" in variant and nb == 1 and m_al and n % 128 == 0 and k % SGEMM_BK == 0:
-            # only M is ragged: the aligned (faster) variant on the first m_al rows, the edge
-            # one on the rest (the rows of A and of the output past m_al)
+        if "_edge_" in variant and m_al and n % 128 == 0 and k % SGEMM_BK == 0:
+            # only M is ragged: the aligned (faster) variant over every row of tiles, its
+            # loads of A clamped to the last row and its stores past M skipped (sgemm.comp's
+            # CLAMP_M): one dispatch, the last row of tiles in the grid's last wave (on an
+            # H200 an edge tail beside it took 0.14 ms of an SNN layer's 5.9)
             fast = variant.replace("_edge", "")
-            wide = _wide(fast, nb, m_al, n)
+            wide = _wide(fast, nb, m, n)
             cols = 256 if wide is not None else 128
-            dispatch(ctx, wide or fast, spec, ops, 0, (m_al // 128) * (n // cols) * 256,
-                     args[0] + boff, (nb, m_al, n, k), args[2])
-            # the bulk goes to the GPU before the host records the tail (split in K slices, the
-            # tail writes its own buffer, so it runs beside the bulk)
-            _submit_flops(ctx, 2 * m_al * n * k)
-            _ragged_tail(ctx, variant, spec, ops, out, a3, b3, bias if fused else None, m_al,
-                         m, n, k, args[2])
+            tiles = nb * -(-m // 128) * (n // cols)
+            dispatch(ctx, wide or fast, (spec + (0,))[:3] + (1,), ops, 0, tiles * 256,
+                     args[0] + boff, *args[1:])
         else:
             wide = _wide(variant, nb, m, n)
             cols = 256 if wide is not None else 128
@@ -491,29 +489,6 @@ def matmul4_into(out: Buffer, a: Buffer, b: Buffer, row_bias: Buffer | None = No
     dispatch(a.ctx, variant, spec, ops, 0, tiles * 256, offs, (b1 * b2, m, n, k, b2),
              ((*a3.strides, a.strides[1]), (*b3.strides, b.strides[1]), out.strides[:3]))
     return True
-
-
-def _ragged_tail(ctx, variant: str, spec: tuple, ops: list, out: Buffer, a3: Buffer,
-                 b3: Buffer, bias: Buffer | None, m_al: int, m: int, n: int, k: int,
-                 strides: tuple) -> None:
-    """Rows m_al.. of a product whose first m_al rows ran on the aligned variant: one row of
-    edge tiles, which alone would leave most of the GPU idle for the whole K (an SNN layer's
-    (8000, 4096) x (4096, 4096): 0.5 ms for its last 64 rows on an H200), so a long K runs as
-    slices (_split_run) and the bias, where the epilogue would have added it, after them."""
-    tiles = n // 128
-    fit = (ctx.phys.compute_units, 1, 16384, m - m_al, n)
-    s = _slices(tiles, k, 1, fit=fit) if tiles < SPLITK_TILES else 1
-    if s == 1:
-        tail = (out.offset + m_al * n, a3.offset + m_al * a3.strides[1], b3.offset)
-        dispatch(ctx, variant, spec, ops, 0, tiles * 256,
-                 tail + ((bias.offset,) if bias is not None else ()), (1, m - m_al, n, k),
-                 strides)
-        return
-    rows = _view(out, out.offset + m_al * n, (m - m_al, n), (n, 1))
-    a_tail = _view(a3, a3.offset + m_al * a3.strides[1], (1, m - m_al, k), a3.strides)
-    _split_run(ctx, variant, s, tiles, rows, a_tail, b3, m - m_al, n, k)
-    if bias is not None:
-        assign(rows, _add(rows.shape, rows.dtype, rows, bias))
 
 
 def diagonal(buf: Buffer, offset: int) -> Buffer:

@@ -2,7 +2,9 @@
 contract's calls; docs/snn.md, "The fused path"; shader shaders/nn/lif.comp): one dispatch runs
 all T steps of a layer, one invocation per neuron. The per-neuron inputs are packed into one
 buffer and the results come back as views of one output buffer, so a kernel binds at most 4
-buffers (every device allows that). float32 and float64.
+buffers (every device allows that). Where the device allows 8 bindings (every one lif.comp's
+SEP variant needs), the parameter rows are bound as they are, through their strides, with no
+copies. float32 and float64.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from .reductions import dispatch
 RESETS = {"subtract": 0, "zero": 1, "none": 2}
 SURROGATES = {"atan": 0, "fast_sigmoid": 1, "sigmoid": 2, "triangle": 3, "straight_through": 4}
 _DTYPES = ("float32", "float64")
+SEPARATE = True   # parameter rows bound one by one where the device allows (False: packed)
 
 
 def _check(op: str, x) -> None:
@@ -54,10 +57,28 @@ def _pack(rows: list, n: int, like):
     return out
 
 
+def _params(ctx, variant: str, bufs: list, offs: tuple, params: list, first: int):
+    """The kernel's variant, bindings and offsets for ``params``: each its own binding from
+    ``first`` (lif.comp's SEP: offset and stride in push-constant words 8 + 2k, 9 + 2k) where
+    the device allows it, else one packed buffer (a copy per row)."""
+    if SEPARATE and ctx.bindings >= first + len(params) and all(len(r.shape) == 1 for r in params):
+        words = [0] * 8
+        for r in params:
+            words += [r.offset, r.strides[0]]
+        return variant.replace("lif_", "lifsep_"), bufs + params, offs, words
+    packed = _pack(params, params[0].shape[0], bufs[1])
+    return variant, bufs + [packed], offs + (packed.offset,), [0] * 8
+
+
 def _rows(out, start: int, stop: int, N: int, shape: tuple):
     """Rows [start, stop) of a flat (rows * N,) output buffer as a view of ``shape``."""
     v = slice_view(out, (slice(start * N, stop * N, 1),))
     return type(v)(v.ctx, v.alloc, v.offset, shape, _strides(shape), v.dtype)
+
+
+def _chunks(words: list) -> tuple:
+    """Push-constant words as the rows of MAXD = 5 that ``dispatch`` lays out as one run."""
+    return tuple(words[i:i + 5] for i in range(0, len(words), 5))
 
 
 def _strides(shape: tuple) -> tuple:
@@ -91,10 +112,11 @@ def _forward(x, params: list, neuron: int, k: int, reset: str, delay: bool, stor
             assign(_rows(out, T + 1, T + 2, N, (N,)), params[3])
     else:
         xs = _flat(x)
-        packed = _pack(params, N, x)
-        dispatch(x.ctx, f"lif_{x.dtype.name}",
+        variant, bufs, offs, words = _params(x.ctx, f"lif_{x.dtype.name}", [out, xs],
+                                             (out.offset, xs.offset), params, 2)
+        dispatch(x.ctx, variant,
                  (0, 1, RESETS[reset], int(bool(delay)), int(bool(store)), 0, 1, neuron),
-                 [out, xs, packed], N, N, (out.offset, xs.offset, packed.offset), (T, k))
+                 bufs, N, N, offs, (T, k), _chunks(words))
     t0 = T + 1 + ext
     trace = None
     if store:
@@ -119,13 +141,14 @@ def _backward(x, gs, trace, params: list, neuron: int, k: int, reset: str, delay
     else:
         g, layout = _grad_layout(gs)
         tr = _flat(trace)
-        packed = _pack(params, N, x)
+        variant, bufs, offs, words = _params(x.ctx, f"lif_{x.dtype.name}", [out, g, tr],
+                                             (out.offset, g.offset, tr.offset), params, 3)
         consts = _consts(surrogate, float(slope), x.dtype.name)
-        dispatch(x.ctx, f"lif_{x.dtype.name}",
+        words[:len(consts)] = consts
+        dispatch(x.ctx, variant,
                  (1, 1, RESETS[reset], int(bool(delay)), 1, SURROGATES[surrogate],
                   int(bool(detach)), neuron, layout),
-                 [out, g, tr, packed], N, N, (out.offset, g.offset, tr.offset, packed.offset),
-                 (T, k), (consts[:5], consts[5:]))   # rows of MAXD = 5 words, read as one run
+                 bufs, N, N, offs, (T, k), _chunks(words))
     return tuple([_rows(out, 0, T, N, (T, N))]
                  + [_rows(out, T + j, T + j + 1, N, (N,)) for j in range(nout)])
 

@@ -117,6 +117,8 @@ def variants() -> dict[str, tuple[str, list[str]]]:
         out[f"optim_{d}"] = ("nn/optim.comp", _dtype_defines("IN", d))
         out[f"optim_multi_{d}"] = ("nn/optim_multi.comp", _dtype_defines("IN", d))
         out[f"lif_{d}"] = ("nn/lif.comp", _dtype_defines("IN", d))
+        # each parameter row its own binding (devices with 8): no packing copies
+        out[f"lifsep_{d}"] = ("nn/lif.comp", _dtype_defines("IN", d) + ["-DSEP"])
         out[f"leaky_{d}"] = ("nn/leaky.comp", _dtype_defines("IN", d))
         out[f"plasticity_{d}"] = ("nn/plasticity.comp", _dtype_defines("IN", d))
     for d in ("float32", "float64", "int32", "uint32"):
