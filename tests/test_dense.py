@@ -57,6 +57,24 @@ def test_linear_on_views(device):
         np.testing.assert_allclose(np.asarray(gb), g.sum(axis=0), rtol=1e-12, err_msg=how)
 
 
+def test_vulkan_linear_backward_is_the_composition_bit_for_bit():
+    """Vulkan's linear_backward runs the composition's kernels on buffers: the same bits as the
+    composition, float32, aligned and ragged (an sgemm product, the generic shader), and only
+    what ``need`` asks for."""
+    vk = [d for d in gp.devices() if str(d).startswith("vulkan")]
+    if not vk or "linear_backward" not in vk[0].kernels:
+        pytest.skip("no Vulkan linear_backward kernel")
+    rng = np.random.default_rng(3)
+    for m, k, n in ((512, 256, 384), (1000, 96, 130), (7, 5, 3)):
+        x, w, g = (gp.asarray(rng.standard_normal(s).astype(np.float32), device=vk[0])
+                   for s in ((m, k), (n, k), (m, n)))
+        want = composites.COMPOSITES["linear_backward"](vk[0], g, x, w, (True, True, True))
+        got = dense.linear_backward(g, x, w, (True, True, True))
+        for a, b in zip(got, want):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+        assert dense.linear_backward(g, x, w, (False, True, False))[::2] == (None, None)
+
+
 def test_linear_split_over_threads(device):
     """A product big enough for the CPU backend's row split (and its transposed operand)."""
     rng = np.random.default_rng(2)

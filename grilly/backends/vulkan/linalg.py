@@ -14,6 +14,7 @@ from .. import dtypes as _dt
 from .kernels import (_view, broadcast_to, copy, elementwise, full, new_buffer, permute,
                       reshape)
 from .memory import Buffer
+from .reductions import KERNELS as _REDUCTIONS
 from .reductions import _prod, dispatch
 
 TILE = 64
@@ -306,6 +307,17 @@ def linear(x: Buffer, w: Buffer, bias: Buffer | None) -> Buffer:
     return out
 
 
+def linear_backward(g: Buffer, x: Buffer, w: Buffer, need: tuple) -> tuple:
+    """(g @ w, g^T @ x, the column sums of g), each None where ``need`` says no: the array
+    layer's composition (grilly.array.dense) run on buffers, so the same kernels give the same
+    bits without the namespace's per-op work; g^T and w are read in place."""
+    m, n = g.shape
+    gx = matmul((m, w.shape[1]), g.dtype, g, w) if need[0] else None
+    gw = matmul((n, x.shape[1]), g.dtype, permute(g, (1, 0)), x) if need[1] else None
+    gb = _REDUCTIONS["sum"](g, (0,), False, g.dtype) if need[2] else None
+    return gx, gw, gb
+
+
 def _bias_ok(bias: Buffer | None, dtype) -> bool:
     """Whether the sgemm epilogue can read ``bias``: a unit-stride vector of the output's dtype
     at a 16-byte aligned element offset (its vec4 loads)."""
@@ -503,4 +515,5 @@ def diagonal(buf: Buffer, offset: int) -> Buffer:
 
 
 linear.takes_float16 = True   # (autocast's linear: the bias in the product's epilogue)
-KERNELS: dict = {"matmul": matmul, "diagonal": diagonal, "linear": linear}
+KERNELS: dict = {"matmul": matmul, "diagonal": diagonal, "linear": linear,
+                 "linear_backward": linear_backward}

@@ -12,7 +12,14 @@ import weakref
 from .runtime import MAX_BINDINGS, check, ffi, lib
 
 WG = 256
-SPIN_S = 0.002     # how long a sync polls the fence before a blocking wait
+# How long a sync polls the fence before a blocking wait. A blocking wait sleeps: after a long
+# one the host thread wakes cold (its next Python runs 2-2.5x slower for a few hundred
+# microseconds: an SNN layer's backward took 160 us to record a sum after its 6 ms forward's
+# sync, 70 us after a short one), so a GPU is polled as CUDA's default schedule spins while it
+# has cores to spare. A CPU implementation (lavapipe) runs the work on this machine's cores,
+# which polling would take from it.
+SPIN_S = 0.002
+SPIN_GPU_S = float(os.environ.get("GRILLY_VULKAN_SPIN_MS", "50")) / 1e3
 BATCH_MAX = 256   # dispatches per submit; bounds the memory pending work keeps alive
 SUBMIT_WORK = 1 << 20   # items recorded after which the batch is submitted (GPU starts on it)
 # ... but only while the GPU has nothing left to run (the last submission's fence signalled): a
@@ -47,6 +54,7 @@ class Recorder:
 
     def __init__(self, ctx):
         self.ctx = ctx
+        self.spin_s = SPIN_S if ctx.phys.type == 4 else SPIN_GPU_S   # 4: a CPU device
         self.n_dispatches = self.n_submits = 0   # this device's counts (gp.device_stats)
         dev = ctx.device
         pinfo = ffi.new("VkCommandPoolCreateInfo*", {
@@ -258,7 +266,7 @@ class Recorder:
         tens of microseconds late, longer than a small batch takes), then block."""
         dev, fence = self.ctx.device, slot.fence[0]
         status = lib.vkGetFenceStatus
-        end = time.perf_counter() + SPIN_S
+        end = time.perf_counter() + self.spin_s
         while time.perf_counter() < end:
             if status(dev, fence) == 0:
                 return
