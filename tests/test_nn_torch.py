@@ -382,26 +382,25 @@ def test_linear_gradient_penalty(device, shape):
         _close(gpar.grad, tp.grad, rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("layer", ["layer_norm", "conv2d", "cross_entropy"])
+@pytest.mark.parametrize("layer", ["LIF", "Synaptic", "AdaptiveLIF"])
 def test_fused_backward_raises_when_differentiated_again(device, layer):
-    """Layers whose backward is fused kernels (no gradient of their own): a gradient made with
-    create_graph=True has the plain gradient's values, and differentiating it again raises
-    NotImplementedError naming the layer, instead of a second-order result missing its terms."""
+    """Layers whose backward is still fused kernels with no gradient of their own (the SNN
+    sequences): a gradient made with create_graph=True has the plain gradient's values, and
+    differentiating it again raises NotImplementedError naming the layer, instead of a
+    second-order result missing its terms. (Norms, conv2d, pooling, attention and cross entropy
+    differentiate twice: tests/test_double_backward.py.)"""
     rng = np.random.default_rng(3)
-    if layer == "layer_norm":
-        mod, shape = nn.LayerNorm(5).to(device), (4, 5)
-        f = mod
-    elif layer == "conv2d":
-        mod, shape = nn.Conv2d(2, 3, 3).to(device), (2, 2, 5, 5)
-        f = mod
-    else:
-        shape, t = (4, 5), gp.asarray(np.array([0, 1, 2, 3]), device=device)
-        def f(x):
-            return F.cross_entropy(x, t)
-    x = gp.asarray(rng.standard_normal(shape).astype(np.float32), device=device)
+    args = {"LIF": (0.5,), "Synaptic": (0.6, 0.5), "AdaptiveLIF": (0.5,)}[layer]
+    mod = getattr(nn.snn, layer)(*args, step_mode="m").to(device)
+    x = gp.asarray(rng.standard_normal((6, 3, 4)).astype(np.float32) + 0.8, device=device)
     x.requires_grad_()
+
+    def f(x):
+        mod.reset_state()
+        return mod(x)
     (g,) = gp.autograd.grad(gp.sum(f(x) ** 2), [x], create_graph=True)
     (g0,) = gp.autograd.grad(gp.sum(f(x) ** 2), [x])
     np.testing.assert_array_equal(np.asarray(g), np.asarray(g0))
+    assert np.abs(np.asarray(g0)).max() > 0
     with pytest.raises(NotImplementedError, match="second backward"):
         gp.sum(g * g).backward()

@@ -418,21 +418,42 @@ def _norm_axes(input, normalized_shape, op):
     return tuple(range(input.ndim - len(ns), input.ndim))
 
 
+def _norm_grads(g, x, weight, eps, axes, wshape, waxes, need) -> tuple:
+    """The gradients (x, weight, bias) of normalizing x over ``axes`` (weight and bias seen as
+    ``wshape``, summed over ``waxes``) in differentiable namespace ops: the statistics are
+    recomputed from x, so a second backward sees their dependence on it (create_graph)."""
+    d = x - gp.mean(x, axis=axes, keepdims=True)
+    rstd = 1.0 / gp.sqrt(gp.mean(d * d, axis=axes, keepdims=True) + eps)
+    xhat = d * rstd
+    gx = gw = gb = None
+    if need[0]:
+        gy = g if weight is None else g * gp.reshape(weight, wshape)
+        gx = rstd * (gy - gp.mean(gy, axis=axes, keepdims=True)
+                     - xhat * gp.mean(gy * xhat, axis=axes, keepdims=True))
+    if need[1]:
+        gw = gp.sum(g * xhat, axis=waxes)
+    if need[2]:
+        gb = gp.sum(g, axis=waxes)
+    return gx, gw, gb
+
+
 class _LayerNorm(Function):
     """Layer norm of x viewed as (M, D) as one node: one kernel forward (output, row means and
     1/std), one backward (grilly.array.normalization)."""
-
-    once_differentiable = True   # (fused backward kernels)
 
     @staticmethod
     def forward(ctx, x, weight, bias, *, eps):
         y, mean, rstd = _norm.layer_norm(x, weight, bias, eps)
         ctx.save_for_backward(x, mean, rstd, weight)
+        ctx.eps = eps
         return y
 
     @staticmethod
     def backward(ctx, g):
         x, mean, rstd, weight = ctx.saved_tensors
+        if is_grad_enabled():   # create_graph: the fused kernel has no gradient of its own
+            return _norm_grads(g, x, weight, ctx.eps, (1,), (1, x.shape[1]), (0,),
+                               ctx.needs_input_grad)
         return _norm.layer_norm_backward(g, x, mean, rstd, weight, ctx.needs_input_grad)
 
 
@@ -472,18 +493,20 @@ class _BatchNormTrain(Function):
     and batch statistics), one backward (grilly.array.normalization). The batch mean and
     1/sqrt(biased variance + eps) go into ``stats``."""
 
-    once_differentiable = True   # (fused backward kernels)
-
     @staticmethod
     def forward(ctx, x, weight, bias, *, eps, stats):
         y, mean, invstd = _norm.batch_norm(x, weight, bias, eps)
         stats["mean"], stats["invstd"] = mean, invstd
         ctx.save_for_backward(x, mean, invstd, weight)
+        ctx.eps = eps
         return y
 
     @staticmethod
     def backward(ctx, g):
         x, mean, invstd, weight = ctx.saved_tensors
+        if is_grad_enabled():   # create_graph: the fused kernel has no gradient of its own
+            return _norm_grads(g, x, weight, ctx.eps, (0, 2), (1, x.shape[1], 1), (0, 2),
+                               ctx.needs_input_grad)
         return _norm.batch_norm_backward(g, x, mean, invstd, weight, ctx.needs_input_grad)
 
 
@@ -532,8 +555,6 @@ class _Im2col(Function):
     """The kernel windows of a padded (N, C, H, W) input (grilly.array.conv.im2col); the
     backward is one col2im instead of a tape of KH*KW slice gradients."""
 
-    once_differentiable = True   # (fused backward kernels)
-
     @staticmethod
     def forward(ctx, x, *, kernel, stride, dilation, pads, fill, out, channel_major):
         ctx.geom = (kernel, stride, dilation, pads, tuple(x.shape[2:]), channel_major)
@@ -541,12 +562,34 @@ class _Im2col(Function):
 
     @staticmethod
     def backward(ctx, g):
+        if is_grad_enabled():   # create_graph: col2im as a node whose own backward is im2col
+            return (_col2im(g, *ctx.geom),)
         return (_conv.col2im(g, *ctx.geom),)
+
+
+class _Col2im(Function):
+    """im2col's adjoint (grilly.array.conv.col2im) as a node; both are linear, so each one's
+    backward is the other and the pair differentiates any number of times."""
+
+    @staticmethod
+    def forward(ctx, g, *, kernel, stride, dilation, pads, size, channel_major):
+        # the windows' (Ho, Wo): axes 3 and 4 in both layouts
+        ctx.geom = (kernel, stride, dilation, pads, 0.0, tuple(g.shape[3:5]), channel_major)
+        return _conv.col2im(g, kernel, stride, dilation, pads, size, channel_major)
+
+    @staticmethod
+    def backward(ctx, gg):
+        return (_im2col(gg, *ctx.geom),)
 
 
 def _im2col(x, kernel, stride, dilation, pads, fill, out, channel_major=False):
     return _Im2col.apply(x, kernel=kernel, stride=stride, dilation=dilation, pads=pads, fill=fill,
                          out=out, channel_major=channel_major)
+
+
+def _col2im(g, kernel, stride, dilation, pads, size, channel_major=False):
+    return _Col2im.apply(g, kernel=kernel, stride=stride, dilation=dilation, pads=pads, size=size,
+                         channel_major=channel_major)
 
 
 def _out_size(n, k, s, p, d, ceil_mode=False, op="conv"):
@@ -596,8 +639,6 @@ class _Conv2d(Function):
     """conv2d as one node (grilly.array.conv's conv2d and conv2d_backward kernels): on the CPU
     each image's windows live only in a thread's scratch, forward and backward."""
 
-    once_differentiable = True   # (fused backward kernels)
-
     @staticmethod
     def forward(ctx, x, w, b, *, geom):
         ctx.save_for_backward(x, w)
@@ -608,7 +649,35 @@ class _Conv2d(Function):
     def backward(ctx, g):
         x, w = ctx.saved_tensors
         need = ctx.needs_input_grad
+        if is_grad_enabled():   # create_graph: the fused kernel has no gradient of its own
+            return _conv2d_grads(g, x, w, *ctx.geom[:4], need)
         return _conv.conv2d_backward(g, x, w, *ctx.geom[:4], need=need)
+
+
+def _conv2d_grads(g, x, w, stride, dilation, pads, groups, need) -> tuple:
+    """conv2d's gradients (x, w, bias) in differentiable ops: grilly.array.conv's
+    composed_conv2d_backward (one GEMM per group each) with the windows taken and put back by
+    the _Im2col and _Col2im nodes."""
+    n, c = x.shape[:2]
+    o, cg, kh, kw = w.shape
+    ho, wo = g.shape[2:]
+    # (O, N, Ho*Wo) per group: the layout of the channel-major windows' columns
+    g3 = gp.reshape(gp.permute_dims(g, (1, 0, 2, 3)), (groups, o // groups, n * ho * wo))
+    gx = gw = gb = None
+    if need[2]:
+        gb = gp.sum(g, axis=(0, 2, 3))
+    if need[1]:
+        cols = gp.reshape(_im2col(x, (kh, kw), stride, dilation, pads, 0.0, (ho, wo), True),
+                          (groups, cg * kh * kw, n * ho * wo))
+        gw = gp.reshape(gp.matmul(g3, gp.matrix_transpose(cols)), (o, cg, kw, kh))
+        gw = gp.permute_dims(gw, (0, 1, 3, 2))   # im2col's windows are kw-major
+    if need[0]:
+        # w (O, C/g, KH, KW) as (g, O/g, C/g*KW*KH), its window axes in the same kw-major order
+        wf = gp.reshape(gp.permute_dims(w, (0, 1, 3, 2)), (groups, o // groups, cg * kh * kw))
+        gcols = gp.matmul(gp.matrix_transpose(wf), g3)
+        gx = _col2im(gp.reshape(gcols, (c, kh * kw, n, ho, wo)), (kh, kw), stride, dilation,
+                     pads, tuple(x.shape[2:]), True)
+    return gx, gw, gb
 
 
 def conv1d(input: Array, weight: Array, bias: Array | None = None, stride: int | tuple[int] = 1,
@@ -664,8 +733,6 @@ class _MaxPool2d(Function):
     """max_pool2d as one node: the forward keeps each window's argmax, the backward adds the
     gradient there (grilly.array.conv's max_pool2d kernels)."""
 
-    once_differentiable = True   # (fused backward kernels)
-
     @staticmethod
     def forward(ctx, x, *, geom, out):
         y, ctx.idx = _conv.max_pool2d(x, *geom, out)
@@ -674,6 +741,14 @@ class _MaxPool2d(Function):
 
     @staticmethod
     def backward(ctx, g):
+        if is_grad_enabled():
+            # create_graph: g put on the window argmaxes by a where (a constant one-hot), then a
+            # _Col2im node; linear in g, and the argmaxes are locally constant in x
+            kk = ctx.geom[0][0] * ctx.geom[0][1]
+            ks = gp.reshape(gp.arange(kk, dtype=ctx.idx.dtype, device=g.device), (1, 1, kk, 1, 1))
+            hot = gp.expand_dims(ctx.idx, axis=2) == ks
+            gcols = gp.where(hot, gp.expand_dims(g, axis=2), 0.0)
+            return (_col2im(gcols, *ctx.geom, ctx.size),)
         return (_conv.max_pool2d_backward(g, ctx.idx, *ctx.geom, ctx.size),)
 
 
@@ -822,8 +897,6 @@ class _Attention(Function):
     """Attention as one node: the fused kernel each way (grilly.array.attention), which keeps
     the output and the row logsumexp and recomputes the probabilities in the backward."""
 
-    once_differentiable = True   # (fused backward kernels)
-
     @staticmethod
     def forward(ctx, q, k, v, bias, drop, *, causal, scale, block):
         out, lse = _att.attention(q, k, v, bias, drop, causal=causal, scale=scale, block=block)
@@ -835,10 +908,36 @@ class _Attention(Function):
     def backward(ctx, g):
         q, k, v, bias, drop, out, lse = ctx.saved_tensors
         causal, scale, block = ctx.geom
-        dq, dk, dv = _att.attention_backward(g, q, k, v, bias, drop, out, lse, causal=causal,
-                                             scale=scale, block=block,
-                                             need=ctx.needs_input_grad[:3])
+        need = ctx.needs_input_grad[:3]
+        if is_grad_enabled():   # create_graph: the fused kernel has no gradient of its own
+            dq, dk, dv = _attention_grads(g, q, k, v, bias, drop, causal, scale, need)
+        else:
+            dq, dk, dv = _att.attention_backward(g, q, k, v, bias, drop, out, lse,
+                                                 causal=causal, scale=scale, block=block,
+                                                 need=need)
         return dq, dk, dv, None, None
+
+
+def _attention_grads(g, q, k, v, bias, drop, causal, scale, need) -> tuple:
+    """The gradients (q, k, v) of attention in differentiable ops, the (L, S) probabilities
+    recomputed whole (O(L*S) memory on this create_graph path): dV = (P drop)^T g,
+    dS = P (g v^T drop - rowsum(P g v^T drop)), dQ = dS k scale, dK = dS^T q scale."""
+    s = gp.matmul(q, gp.matrix_transpose(k)) * scale
+    if bias is not None:
+        s = s + bias
+    if causal:
+        s = s + _causal(q.shape[-2], k.shape[-2], s.dtype, s.device)
+    # rows with no visible key: the kernels' output there is NaN and their gradient zero
+    live = gp.any(s != -math.inf, axis=-1, keepdims=True)
+    p = gp.where(live, softmax(gp.where(live, s, 0.0), dim=-1), 0.0)
+    dp = gp.matmul(g, gp.matrix_transpose(v))
+    if drop is not None:
+        dp = dp * drop
+    ds = p * (dp - gp.sum(p * dp, axis=-1, keepdims=True))
+    dq = gp.matmul(ds, k) * scale if need[0] else None
+    dk = gp.matmul(gp.matrix_transpose(ds), q) * scale if need[1] else None
+    dv = gp.matmul(gp.matrix_transpose(p if drop is None else p * drop), g) if need[2] else None
+    return dq, dk, dv
 
 
 def _attend(op: str, query: Array, key: Array, value: Array, attn_mask, dropout_p: float,
@@ -987,8 +1086,6 @@ class _CrossEntropy(Function):
     """Mean or summed cross entropy of (N, C) logits against class indices (rows whose index is
     out of range drop out: ignore_index) as one node: one fused kernel each way."""
 
-    once_differentiable = True   # (fused backward kernels)
-
     @staticmethod
     def forward(ctx, x, target, *, mean):
         ctx.save_for_backward(x, target)
@@ -998,6 +1095,10 @@ class _CrossEntropy(Function):
     @staticmethod
     def backward(ctx, g):
         x, target = ctx.saved_tensors
+        if is_grad_enabled():
+            # create_graph: (softmax(x) * counted - onehot) * g (/ the count) in namespace ops,
+            # softmax recorded with its own rule
+            return _fused.composed_cross_entropy_backward(x, target, g, ctx.mean), None
         return _fused.cross_entropy_backward(x, target, g, mean=ctx.mean), None
 
 
