@@ -13,10 +13,10 @@ from .runtime import MAX_BINDINGS, check, ffi, lib
 
 WG = 256
 # How long a sync polls the fence before a blocking wait. A blocking wait sleeps: after a long
-# one the host thread wakes cold (its next Python runs 2-2.5x slower for a few hundred
-# microseconds: an SNN layer's backward took 160 us to record a sum after its 6 ms forward's
-# sync, 70 us after a short one), so a GPU is polled as CUDA's default schedule spins while it
-# has cores to spare. A CPU implementation (lavapipe) runs the work on this machine's cores,
+# one the host thread wakes cold (its next Python runs 1.5-2x slower for a few hundred
+# microseconds: on the H200's host an SNN layer's backward took 143 us to record a sum after
+# its 6 ms forward's sync with 2 ms of polling, 79 us with 50), so a GPU is polled as CUDA's
+# default schedule spins while it has cores to spare. A CPU implementation (lavapipe) runs the work on this machine's cores,
 # which polling would take from it.
 SPIN_S = 0.002
 SPIN_GPU_S = float(os.environ.get("GRILLY_VULKAN_SPIN_MS", "50")) / 1e3
