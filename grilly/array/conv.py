@@ -154,12 +154,14 @@ def composed_conv2d(x: Array, w: Array, bias, stride, dilation, pads, groups, ou
 
 
 def composed_conv2d_backward(g: Array, x: Array, w: Array, stride, dilation, pads, groups,
-                             need) -> tuple:
+                             need, *, take=None, put=None) -> tuple:
     """conv2d's gradients from namespace ops, one GEMM per group each (the batch folded into
     the GEMM's K for the weight, into its N for the input): the bias's a sum, the weight's the
     output gradient times the (recomputed, channel-major) windows, the input's the weight
-    times the output gradient, then col2im."""
+    times the output gradient, then col2im. ``take`` and ``put`` stand for im2col and col2im
+    where given (grilly.nn's autograd nodes: a gradient that is itself differentiable)."""
     gp = _ns()
+    take, put = take or im2col, put or col2im
     n, c = x.shape[:2]
     o, cg, kh, kw = w.shape
     ho, wo = g.shape[2:]
@@ -169,14 +171,14 @@ def composed_conv2d_backward(g: Array, x: Array, w: Array, stride, dilation, pad
     if need[2]:
         gb = gp.sum(g, axis=(0, 2, 3))
     if need[1]:
-        cols = gp.reshape(im2col(x, (kh, kw), stride, dilation, pads, 0.0, (ho, wo), True),
+        cols = gp.reshape(take(x, (kh, kw), stride, dilation, pads, 0.0, (ho, wo), True),
                           (groups, cg * kh * kw, n * ho * wo))
         gw = gp.reshape(gp.matmul(g3, gp.matrix_transpose(cols)), (o, cg, kw, kh))
         gw = gp.permute_dims(gw, (0, 1, 3, 2)) if kh > 1 and kw > 1 else gp.reshape(gw, w.shape)
     if need[0]:
         gcols = gp.matmul(gp.matrix_transpose(_flat_weight(w, groups)), g3)
-        gx = col2im(gp.reshape(gcols, (c, kh * kw, n, ho, wo)), (kh, kw), stride, dilation, pads,
-                    tuple(x.shape[2:]), True)
+        gx = put(gp.reshape(gcols, (c, kh * kw, n, ho, wo)), (kh, kw), stride, dilation, pads,
+                 tuple(x.shape[2:]), True)
     return gx, gw, gb
 
 

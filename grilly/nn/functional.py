@@ -658,26 +658,8 @@ def _conv2d_grads(g, x, w, stride, dilation, pads, groups, need) -> tuple:
     """conv2d's gradients (x, w, bias) in differentiable ops: grilly.array.conv's
     composed_conv2d_backward (one GEMM per group each) with the windows taken and put back by
     the _Im2col and _Col2im nodes."""
-    n, c = x.shape[:2]
-    o, cg, kh, kw = w.shape
-    ho, wo = g.shape[2:]
-    # (O, N, Ho*Wo) per group: the layout of the channel-major windows' columns
-    g3 = gp.reshape(gp.permute_dims(g, (1, 0, 2, 3)), (groups, o // groups, n * ho * wo))
-    gx = gw = gb = None
-    if need[2]:
-        gb = gp.sum(g, axis=(0, 2, 3))
-    if need[1]:
-        cols = gp.reshape(_im2col(x, (kh, kw), stride, dilation, pads, 0.0, (ho, wo), True),
-                          (groups, cg * kh * kw, n * ho * wo))
-        gw = gp.reshape(gp.matmul(g3, gp.matrix_transpose(cols)), (o, cg, kw, kh))
-        gw = gp.permute_dims(gw, (0, 1, 3, 2))   # im2col's windows are kw-major
-    if need[0]:
-        # w (O, C/g, KH, KW) as (g, O/g, C/g*KW*KH), its window axes in the same kw-major order
-        wf = gp.reshape(gp.permute_dims(w, (0, 1, 3, 2)), (groups, o // groups, cg * kh * kw))
-        gcols = gp.matmul(gp.matrix_transpose(wf), g3)
-        gx = _col2im(gp.reshape(gcols, (c, kh * kw, n, ho, wo)), (kh, kw), stride, dilation,
-                     pads, tuple(x.shape[2:]), True)
-    return gx, gw, gb
+    return _conv.composed_conv2d_backward(g, x, w, stride, dilation, pads, groups, need,
+                                          take=_im2col, put=_col2im)
 
 
 def conv1d(input: Array, weight: Array, bias: Array | None = None, stride: int | tuple[int] = 1,

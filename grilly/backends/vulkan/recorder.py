@@ -16,8 +16,8 @@ WG = 256
 # one the host thread wakes cold (its next Python runs 1.5-2x slower for a few hundred
 # microseconds: on the H200's host an SNN layer's backward took 143 us to record a sum after
 # its 6 ms forward's sync with 2 ms of polling, 79 us with 50), so a GPU is polled as CUDA's
-# default schedule spins while it has cores to spare. A CPU implementation (lavapipe) runs the work on this machine's cores,
-# which polling would take from it.
+# default schedule spins while it has cores to spare. A CPU implementation (lavapipe) runs
+# the work on this machine's cores, which polling would take from it.
 SPIN_S = 0.002
 SPIN_GPU_S = float(os.environ.get("GRILLY_VULKAN_SPIN_MS", "50")) / 1e3
 BATCH_MAX = 256   # dispatches per submit; bounds the memory pending work keeps alive
