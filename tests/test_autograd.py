@@ -115,6 +115,33 @@ def test_grad_wrt_intermediate_and_unused(device):
     assert grad(y, [z], allow_unused=True) == (None,)
 
 
+def test_grad_runs_only_the_rules_toward_its_inputs(device):
+    """grad() leaves the graph upstream of its inputs alone (the SNN sequences' second order
+    calls it from a backward, on a graph recomputed from their inputs)."""
+    calls = []
+
+    class Spy(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2.0
+
+        @staticmethod
+        def backward(ctx, g):
+            calls.append(1)
+            return g * 2.0
+    x = leaf([1.0, 2.0], device)
+    h = Spy.apply(x)
+    w = h * 3.0
+    y = gp.sum(w * h)
+    gw, gh = grad(y, [w, h], retain_graph=True)
+    assert calls == []
+    np.testing.assert_allclose(np.asarray(gw), [2.0, 4.0])
+    np.testing.assert_allclose(np.asarray(gh), 6 * np.array([2.0, 4.0]))
+    gh, gx = grad(y, [h, x])
+    assert calls == [1]
+    np.testing.assert_allclose(np.asarray(gx), 24 * np.array([1.0, 2.0]))
+
+
 def test_no_grad_modes(device):
     x = leaf([1.0], device)
     with gp.no_grad():

@@ -382,25 +382,29 @@ def test_linear_gradient_penalty(device, shape):
         _close(gpar.grad, tp.grad, rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("layer", ["LIF", "Synaptic", "AdaptiveLIF"])
-def test_fused_backward_raises_when_differentiated_again(device, layer):
-    """Layers whose backward is still fused kernels with no gradient of their own (the SNN
-    sequences): a gradient made with create_graph=True has the plain gradient's values, and
-    differentiating it again raises NotImplementedError naming the layer, instead of a
-    second-order result missing its terms. (Norms, conv2d, pooling, attention and cross entropy
-    differentiate twice: tests/test_double_backward.py.)"""
-    rng = np.random.default_rng(3)
-    args = {"LIF": (0.5,), "Synaptic": (0.6, 0.5), "AdaptiveLIF": (0.5,)}[layer]
-    mod = getattr(nn.snn, layer)(*args, step_mode="m").to(device)
-    x = gp.asarray(rng.standard_normal((6, 3, 4)).astype(np.float32) + 0.8, device=device)
-    x.requires_grad_()
+def test_once_differentiable_function_raises_when_differentiated_again(device):
+    """A Function marked once_differentiable (a backward with no gradient of its own): a
+    gradient made with create_graph=True has the plain gradient's values, and differentiating
+    it again raises NotImplementedError naming it, instead of a second-order result missing its
+    terms. (Every fused layer of grilly differentiates twice: tests/test_double_backward.py,
+    tests/test_snn_double_backward.py.)"""
+    class Cube(gp.autograd.Function):
+        once_differentiable = True
 
-    def f(x):
-        mod.reset_state()
-        return mod(x)
-    (g,) = gp.autograd.grad(gp.sum(f(x) ** 2), [x], create_graph=True)
-    (g0,) = gp.autograd.grad(gp.sum(f(x) ** 2), [x])
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * 3.0 * x * x
+    x = gp.asarray([0.5, -1.0, 2.0], device=device)
+    x.requires_grad_()
+    (g,) = gp.autograd.grad(gp.sum(Cube.apply(x)), [x], create_graph=True)
+    (g0,) = gp.autograd.grad(gp.sum(Cube.apply(x)), [x])
     np.testing.assert_array_equal(np.asarray(g), np.asarray(g0))
-    assert np.abs(np.asarray(g0)).max() > 0
-    with pytest.raises(NotImplementedError, match="second backward"):
+    np.testing.assert_allclose(np.asarray(g0), [0.75, 3.0, 12.0])
+    with pytest.raises(NotImplementedError, match="Cube: .*second backward"):
         gp.sum(g * g).backward()

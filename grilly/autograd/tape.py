@@ -107,6 +107,10 @@ def _sweep(outputs, grad_outputs, retain_graph: bool, create_graph: bool, captur
             else:
                 want_leaves.setdefault(id(x), []).append(i)
     captured = [None] * (len(capture) if capture is not None else 0)
+    # grad() runs only the rules on a path to its inputs: a Function's backward that calls
+    # grad() on a recomputed graph (the SNN sequences' second order) leaves the graph upstream
+    # of its inputs alone
+    need = None if capture is None else _needed(deps, want_nodes, want_leaves)
     bufs: dict = {}
     leaves: dict = {}
 
@@ -135,7 +139,8 @@ def _sweep(outputs, grad_outputs, retain_graph: bool, create_graph: bool, captur
                     for pos in want_nodes.get((n, idx), ()):
                         captured[pos] = g
             results = None
-            if gs is not None and any(g is not None for g in gs):
+            if (gs is not None and (need is None or n in need)
+                    and any(g is not None for g in gs)):
                 results = _apply(n, gs, ns)
             for slot, e, shape, dtype in n.edges:
                 if results is not None:
@@ -153,6 +158,28 @@ def _sweep(outputs, grad_outputs, retain_graph: bool, create_graph: bool, captur
         for pos in want_leaves.get(k, ()):
             captured[pos] = g
     return leaves, captured
+
+
+def _needed(deps: dict, want_nodes: dict, want_leaves: dict) -> set:
+    """The nodes of the graph (``deps``) from which an edge path leads to a wanted array."""
+    count = dict(deps)
+    ready = [n for n, c in count.items() if c == 0]
+    order = []
+    while ready:   # outputs first, every node after all that point at it
+        n = ready.pop()
+        order.append(n)
+        for _, e, _, _ in n.edges:
+            if type(e) is tuple:
+                count[e[0]] -= 1
+                if count[e[0]] == 0:
+                    ready.append(e[0])
+    need = set()
+    for n in reversed(order):
+        for _, e, _, _ in n.edges:
+            if (e in want_nodes or e[0] in need) if type(e) is tuple else id(e) in want_leaves:
+                need.add(n)
+                break
+    return need
 
 
 def _apply(n: Node, gs: list, ns) -> list:

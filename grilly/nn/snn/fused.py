@@ -7,6 +7,11 @@ says the options allow.
 Memory: the forward keeps one float per neuron per step (the pre-reset membrane, what the
 surrogate is evaluated at; two with a refractory counter or an adaptation), or nothing with
 ``recompute=True`` (backward then runs the forward again, holding its trace only while it runs).
+
+Second order: under ``create_graph=True`` the kernels' backward would give gradients with no
+graph of their own, so backward runs the forward again one step at a time with namespace ops
+(grilly.nn.snn.functional's per-step equations, the spikes from the layer's surrogate) and
+differentiates that with ``grilly.autograd.grad``: a recorded graph, differentiable again.
 """
 from __future__ import annotations
 
@@ -17,6 +22,9 @@ from ...array import spiking
 
 from ...array.array import Array
 from ...autograd.function import Function
+from ...autograd.mode import is_grad_enabled
+from ...autograd.tape import grad
+from . import functional as F
 from .surrogate import _ATan, _FastSigmoid, _Sigmoid, _StraightThrough, _Triangle
 
 __all__ = ["lif_sequence", "alif_sequence", "synaptic_current", "supported"]
@@ -81,12 +89,41 @@ def _trace_grads(g_trace, x2, m0, b, th, mem_tr, reset: str, need, act=None, ada
     return (G if act is None else G * act), b * G[0], gb, gth, ga0
 
 
-class _LIFSequence(Function):
-    once_differentiable = True   # (fused backward kernels)
+def _recorded_grads(ctx, outs: tuple, grads: tuple) -> tuple:
+    """The gradients of a Function's array inputs (None where none is needed) from its
+    recomputed outputs ``outs`` and their incoming ``grads``, as a recorded graph (the second
+    order: backward under create_graph)."""
+    pairs = [(o, g) for o, g in zip(outs, grads) if o.requires_grad]
+    need = ctx.needs_input_grad
+    wrt = [a for a, n in zip(ctx.inputs, need) if n]
+    res = iter(grad([o for o, _ in pairs], wrt, [g for _, g in pairs], create_graph=True,
+                    allow_unused=True) if pairs else [None] * len(wrt))
+    return tuple(next(res) if n else None for n in need)
 
+
+def _lif_steps(ctx) -> tuple:
+    """_LIFSequence's forward one step at a time (the per-step path's equations): spikes,
+    final membrane, and the membrane of every step when the forward returned it."""
+    x, u, beta, thr = ctx.inputs
+    o, k = ctx.opts, ctx.opts["refractory"]
+    ref = ctx.ref0
+    spikes, mems = [], []
+    for xt in gp.unstack(x, axis=0):
+        act = gp.astype(ref <= 0, x.dtype) if k else None
+        spk, u, _ = F._fire(xt, u, beta, thr, thr, o["reset"], ctx.sg, o["detach_reset"],
+                            o["reset_delay"], False, act)
+        if k:
+            ref = F._count_down(ref, spk, k)
+        spikes.append(spk)
+        mems.append(u)
+    out = (gp.stack(spikes, axis=0), u)
+    return out + (gp.stack(mems, axis=0),) if ctx.trace_out else out
+
+
+class _LIFSequence(Function):
     @staticmethod
     def forward(ctx, x, mem0, beta, thr, *, reset, reset_delay, kind, slope, recompute,
-                trace_out=False, detach_reset=True, refractory=0, ref0=None):
+                trace_out=False, detach_reset=True, refractory=0, ref0=None, sg):
         T, shape = x.shape[0], x.shape[1:]
         n = math.prod(shape)
         x2 = gp.reshape(x, (T, n))
@@ -101,6 +138,8 @@ class _LIFSequence(Function):
         ctx.opts = dict(reset=reset, reset_delay=reset_delay, surrogate=kind, slope=slope,
                         detach_reset=detach_reset, refractory=refractory, ref0=r0)
         ctx.shape = x.shape
+        # for the second order (_lif_steps): the inputs themselves, their graph included
+        ctx.inputs, ctx.sg, ctx.ref0, ctx.trace_out = (x, mem0, beta, thr), sg, ref0, trace_out
         out = (gp.reshape(spk, x.shape), gp.reshape(mem, shape))
         if trace_out:
             # the trace is the membrane U[t] of every step (reset_delay: the reset of S[t] only
@@ -111,6 +150,8 @@ class _LIFSequence(Function):
 
     @staticmethod
     def backward(ctx, g_spk, g_mem, *rest):
+        if is_grad_enabled():   # create_graph: the fused kernels have no gradient of their own
+            return _recorded_grads(ctx, _lif_steps(ctx), (g_spk, g_mem, *rest))
         x2, m0, b, th, tr = ctx.saved
         shape = ctx.shape[1:]
         gx, gm0, gb, gth = spiking.lif_backward(
@@ -146,16 +187,40 @@ def lif_sequence(x: Array, mem0: Array, beta, threshold, *, reset: str, reset_de
     out = _LIFSequence.apply(x, mem0, beta, threshold, reset=reset, reset_delay=reset_delay,
                              kind=kind, slope=slope, recompute=recompute,
                              trace_out=bool(return_mem), detach_reset=bool(detach_reset),
-                             refractory=refractory, ref0=ref0)
+                             refractory=refractory, ref0=ref0, sg=surrogate)
     return out[:-1] + (out[-1].detach(),) if refractory else out
 
 
-class _ALIFSequence(Function):
-    once_differentiable = True   # (fused backward kernels)
+def _alif_steps(ctx) -> tuple:
+    """_ALIFSequence's forward one step at a time (adaptive_lif_step's equations, beta taken
+    as given): spikes, final membrane and adaptation, and the membrane of every step when the
+    forward returned it."""
+    x, u, a, beta, thr = ctx.inputs
+    o, sg = ctx.opts, ctx.sg
+    rho, gamma = ctx.rho_gamma
+    spikes, mems = [], []
+    for xt in gp.unstack(x, axis=0):
+        if o["reset_delay"]:
+            # the previous step's spike (the reset signal) is what raises the threshold now
+            tho = thr + gamma * a
+            r = gp.astype(u > tho, u.dtype) if o["detach_reset"] else sg(u - tho)
+            a = rho * a + r
+            spk, u, _ = F._fire(xt, u, beta, tho, thr + gamma * a, o["reset"], sg,
+                                o["detach_reset"], True, False, None)
+        else:
+            spk, u, r = F._fire(xt, u, beta, thr, thr + gamma * a, o["reset"], sg,
+                                o["detach_reset"], False, False, None)
+            a = rho * a + r
+        spikes.append(spk)
+        mems.append(u)
+    out = (gp.stack(spikes, axis=0), u, a)
+    return out + (gp.stack(mems, axis=0),) if ctx.trace_out else out
 
+
+class _ALIFSequence(Function):
     @staticmethod
     def forward(ctx, x, mem0, a0, beta, thr, *, rho, gamma, reset, reset_delay, kind, slope,
-                recompute, trace_out=False, detach_reset=True):
+                recompute, trace_out=False, detach_reset=True, sg):
         T, shape = x.shape[0], x.shape[1:]
         n = math.prod(shape)
         x2 = gp.reshape(x, (T, n))
@@ -169,11 +234,16 @@ class _ALIFSequence(Function):
         ctx.opts = dict(reset=reset, reset_delay=reset_delay, surrogate=kind, slope=slope,
                         detach_reset=detach_reset)
         ctx.shape = x.shape
+        # for the second order (_alif_steps): the inputs themselves, their graph included
+        ctx.inputs, ctx.sg, ctx.trace_out = (x, mem0, a0, beta, thr), sg, trace_out
+        ctx.rho_gamma = rho, gamma
         out = (gp.reshape(spk, x.shape), gp.reshape(mem, shape), gp.reshape(a, shape))
         return out + (gp.reshape(tr[0], x.shape),) if trace_out else out
 
     @staticmethod
     def backward(ctx, g_spk, g_mem, g_a, g_trace=None):
+        if is_grad_enabled():   # create_graph: the fused kernels have no gradient of their own
+            return _recorded_grads(ctx, _alif_steps(ctx), (g_spk, g_mem, g_a, g_trace))
         x2, m0, s0, b, p, g, th, tr = ctx.saved
         shape = ctx.shape[1:]
         gx, gm0, ga0, gb, gth = spiking.alif_backward(
@@ -202,17 +272,16 @@ def alif_sequence(x: Array, mem0: Array, a0: Array, beta, threshold, *, rho, gam
     return _ALIFSequence.apply(x, mem0, a0, beta, threshold, rho=rho, gamma=gamma, reset=reset,
                                reset_delay=reset_delay, kind=kind, slope=slope,
                                recompute=recompute, trace_out=bool(return_mem),
-                               detach_reset=bool(detach_reset))
+                               detach_reset=bool(detach_reset), sg=surrogate)
 
 
 class _Leaky(Function):
     """The synaptic current of all T steps: syn[t] = alpha syn[t-1] + x[t] (one kernel call);
     backward is the same scan in reverse (a second call)."""
 
-    once_differentiable = True   # (fused backward kernels)
-
     @staticmethod
     def forward(ctx, x, syn0, alpha):
+        ctx.inputs = (x, syn0, alpha)   # for the second order, their graph included
         T, shape = x.shape[0], x.shape[1:]
         n = math.prod(shape)
         x2 = gp.reshape(x, (T, n))
@@ -225,6 +294,13 @@ class _Leaky(Function):
 
     @staticmethod
     def backward(ctx, g):
+        if is_grad_enabled():   # create_graph: the scan kernel has no gradient of its own
+            x, s, alpha = ctx.inputs
+            steps = []
+            for xt in gp.unstack(x, axis=0):
+                s = alpha * s + xt
+                steps.append(s)
+            return _recorded_grads(ctx, (gp.stack(steps, axis=0),), (g,))
         s0, a, out = ctx.saved
         shape = ctx.shape[1:]
         G = spiking.leaky_integrate(gp.reshape(g, out.shape), gp.zeros_like(s0), a, reverse=True)
