@@ -258,3 +258,24 @@ def test_property_product_rule(a, b):
     np.testing.assert_allclose(np.asarray(y.grad), a[:n], rtol=1e-12)
 
 
+
+
+def test_pow_with_a_zero_exponent_has_zero_derivative(device):
+    """d/dx x ** 0 is 0 (as torch gives), not 0 * x ** -1 (NaN at x = 0): the third derivative of
+    x ** 2 at 0, and an array exponent with zeros, against torch."""
+    torch = pytest.importorskip("torch")
+    x = leaf([0.0, 1.0, 2.0], device)
+    (g,) = grad(gp.sum(x ** 2), [x], create_graph=True)
+    (h,) = grad(gp.sum(g), [x], create_graph=True)
+    (k,) = grad(gp.sum(h * x), [x])
+    t = torch.tensor([0.0, 1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    (tg,) = torch.autograd.grad((t ** 2).sum(), [t], create_graph=True)
+    (th,) = torch.autograd.grad(tg.sum(), [t], create_graph=True)
+    (tk,) = torch.autograd.grad((th * t).sum(), [t])
+    np.testing.assert_allclose(np.asarray(k), tk.numpy())
+    e = [2.0, 0.0, 0.0]
+    y = leaf([0.0, 0.0, 2.0], device)
+    (ky,) = grad(gp.sum(y ** gp.asarray(e, device=device)), [y])
+    ty = torch.tensor([0.0, 0.0, 2.0], dtype=torch.float64, requires_grad=True)
+    (tky,) = torch.autograd.grad((ty ** torch.tensor(e, dtype=torch.float64)).sum(), [ty])
+    np.testing.assert_allclose(np.asarray(ky), tky.numpy())

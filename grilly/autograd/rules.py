@@ -104,7 +104,13 @@ def _divide(g, out, x1, x2):
 def _pow(g, out, x1, x2):
     gx1 = gx2 = None
     if _rg(x1):
-        gx1 = g * _cj(x2 * x1 ** (x2 - 1))
+        # x ** 0 has derivative 0 (torch's too), where 0 * x ** -1 would be NaN at x = 0: the
+        # third derivative of x ** 2, say
+        if isinstance(x2, Array):
+            d = x2 * x1 ** (x2 - 1)
+            gx1 = g * _cj(N.where(x2 == 0, N.zeros_like(d), d))
+        else:
+            gx1 = N.zeros_like(g) if x2 == 0 else g * _cj(x2 * x1 ** (x2 - 1))
     if _rg(x2):
         # x1 == 0 contributes nothing (the limit of out * log(x1) where out -> 0)
         safe = N.where(x1 == 0, N.ones_like(x1), x1) if isinstance(x1, Array) else x1
