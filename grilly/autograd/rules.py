@@ -107,8 +107,7 @@ def _pow(g, out, x1, x2):
         # x ** 0 has derivative 0 (torch's too), where 0 * x ** -1 would be NaN at x = 0: the
         # third derivative of x ** 2, say
         if isinstance(x2, Array):
-            d = x2 * x1 ** (x2 - 1)
-            gx1 = g * _cj(N.where(x2 == 0, N.zeros_like(d), d))
+            gx1 = g * _cj(N.where(x2 == 0, 0.0, x2 * x1 ** (x2 - 1)))
         else:
             gx1 = N.zeros_like(g) if x2 == 0 else g * _cj(x2 * x1 ** (x2 - 1))
     if _rg(x2):

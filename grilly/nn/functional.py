@@ -112,10 +112,9 @@ class _Linear(Function):
         need = ctx.needs_input_grad
         if is_grad_enabled():
             # create_graph (a gradient penalty): this backward is itself recorded, so it runs
-            # as differentiable namespace ops (the fused kernel has no gradient of its own)
-            gx = gp.matmul(g2, w) if need[0] else None
-            gw = gp.matmul(gp.matrix_transpose(g2), x) if need[1] else None
-            gb = gp.sum(g2, axis=0) if need[2] else None
+            # as the composition's differentiable namespace ops (the fused kernel has no
+            # gradient of its own)
+            gx, gw, gb = _dense.composed_linear_backward(g2, x, w, need)
         else:
             gx, gw, gb = _dense.linear_backward(g2, x, w, need)
         if lead is not None and gx is not None:

@@ -318,18 +318,17 @@ def linear_backward(g: Buffer, x: Buffer, w: Buffer, need: tuple) -> tuple:
     return gx, gw, gb
 
 
-def _bias_ok(bias: Buffer | None, dtype) -> bool:
-    """Whether the sgemm epilogue can read ``bias``: a unit-stride vector of the output's dtype
-    at a 16-byte aligned element offset (its vec4 loads)."""
-    return (bias is not None and bias.dtype is dtype and bias.offset % 4 == 0
-            and (bias.strides == (1,) or bias.size <= 1))
-
-
 def _tiled_bias_ok(bias: Buffer | None, dtype) -> bool:
     """Whether the generic tiled shader's epilogue can read ``bias``: a unit-stride vector of
     the output's dtype (element loads: any offset)."""
     return (bias is not None and bias.dtype is dtype
             and (bias.strides == (1,) or bias.size <= 1))
+
+
+def _bias_ok(bias: Buffer | None, dtype) -> bool:
+    """Whether the sgemm epilogue can read ``bias``: what the tiled shader's can, at a 16-byte
+    aligned element offset (its vec4 loads)."""
+    return _tiled_bias_ok(bias, dtype) and bias.offset % 4 == 0
 
 
 def _coop_bias_ok(variant: str, bias: Buffer | None, nb: int) -> bool:

@@ -114,8 +114,9 @@ class Recorder:
         self.max_groups = min(ctx.phys.max_groups, 65535)
         self.capturing = None         # the Capture being recorded (begin_capture), else None
         self._dead: list = []         # (command buffer array, fence) of dropped Captures
-        self._captures_inflight: list = []   # submitted Captures, not yet waited for
-        self._cap_slot: dict = {}     # Capture -> the in-flight slot it was submitted with
+        # submitted Captures not yet waited for -> what to wait on: the Capture's own fence, or
+        # the slot it rode with (Recorder.run_capture); the dict holds them alive meanwhile
+        self._captures_inflight: dict = {}
 
     def _start(self) -> None:
         slot = self._free.pop() if self._free else self._retire(self._inflight.pop(0))
@@ -135,8 +136,8 @@ class Recorder:
         """Wait for a submitted slot, release what its work kept alive, make it reusable."""
         self._wait(slot)
         if slot.rider is not None:   # a capture submitted with it is done too
-            if self._cap_slot.get(slot.rider) is slot:
-                del self._cap_slot[slot.rider]
+            if self._captures_inflight.get(slot.rider) is slot:
+                del self._captures_inflight[slot.rider]
             slot.rider = None
         slot.keep.clear()
         if slot.names:
@@ -318,8 +319,9 @@ class Recorder:
         self.submit()
         while self._inflight:
             self._free.append(self._retire(self._inflight.pop(0)))
-        while self._captures_inflight:
-            self._wait(self._captures_inflight.pop(0))
+        for w in self._captures_inflight.values():   # (the riders' slots are retired above)
+            self._wait(w)
+        self._captures_inflight.clear()
         self._free_dead()
         self._slots = [None] * self.ctx.bindings
         self._written.clear()
@@ -393,7 +395,7 @@ class Recorder:
 
     def _free_dead(self) -> None:
         """Free the command buffers and fences of Captures that were dropped (none of them can
-        be in flight: run_capture's list holds those)."""
+        be in flight: _captures_inflight holds those)."""
         dev = self.ctx.device
         while self._dead:
             cmds, fence = self._dead.pop()
@@ -442,10 +444,7 @@ class Recorder:
         if self.pending is not None:
             self.pending.emit()
         # its previous run must finish before a resubmit (not a simultaneous-use buffer)
-        if cap in self._captures_inflight:
-            self._wait(cap)
-            self._captures_inflight.remove(cap)
-        prev = self._cap_slot.pop(cap, None)
+        prev = self._captures_inflight.pop(cap, None)
         if prev is not None:
             self._wait(prev)
         if self.recording:
@@ -453,14 +452,14 @@ class Recorder:
             slot._cmds2[0], slot._cmds2[1] = slot.cmd, cap.cmd
             check(lib.vkQueueSubmit(self.ctx.queue, 1, slot.submit2, slot.fence[0]),
                   "vkQueueSubmit")
-            slot.rider = cap   # (kept alive, and its run known done, until the slot retires)
-            self._cap_slot[cap] = slot
+            slot.rider = cap   # (its run is known done when the slot retires)
+            self._captures_inflight[cap] = slot
             self._inflight.append(slot)
         else:
             lib.vkResetFences(self.ctx.device, 1, cap.fence)
             check(lib.vkQueueSubmit(self.ctx.queue, 1, cap.submit, cap.fence[0]),
                   "vkQueueSubmit")
-            self._captures_inflight.append(cap)
+            self._captures_inflight[cap] = cap
         stats["submits"] += 1
         self.n_submits += 1
         # what follows and touches its buffers waits for it (a barrier, as for any hazard)
