@@ -61,7 +61,7 @@ def _params(ctx, variant: str, bufs: list, offs: tuple, params: list, first: int
     """The kernel's variant, bindings and offsets for ``params``: each its own binding from
     ``first`` (lif.comp's SEP: offset and stride in push-constant words 8 + 2k, 9 + 2k) where
     the device allows it, else one packed buffer (a copy per row)."""
-    if SEPARATE and ctx.bindings >= first + len(params) and all(len(r.shape) == 1 for r in params):
+    if SEPARATE and ctx.bindings >= first + len(params):   # (rows: (N,) views, any stride)
         words = [0] * 8
         for r in params:
             words += [r.offset, r.strides[0]]
