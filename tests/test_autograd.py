@@ -72,6 +72,21 @@ def test_scalar_only_implicit_and_shape_check(device):
         gp.asarray([1.0], device=device).backward()
 
 
+def test_seed_of_another_dtype_is_cast_to_the_output_dtype(device):
+    """As torch: a float64 ones() seeds a float32 output (through a fused rule, relu's)."""
+    x = leaf([[-1.0, 2.0], [3.0, -4.0]], device, gp.float32)
+    from grilly.nn import functional as F
+    y = F.relu(x * 3.0)
+    y.backward(gp.ones((2, 2), dtype=gp.float64, device=device))
+    assert x.grad.dtype == gp.float32
+    np.testing.assert_array_equal(np.asarray(x.grad), [[0.0, 3.0], [3.0, 0.0]])
+    other = "vulkan" if str(device).startswith("cpu") else "cpu"
+    if other in [str(d).split(":")[0] for d in gp.devices()]:
+        z = F.relu(x * 3.0)
+        with pytest.raises(ValueError, match="grad_output is on"):
+            z.backward(gp.ones((2, 2), dtype=gp.float32, device=other))
+
+
 def test_retain_graph(device):
     x = leaf([1.0, 2.0], device)
     y = gp.sum(gp.sin(x))

@@ -83,6 +83,103 @@ def test_training_steps_equal_eager(device, opt):
                                    atol=1e-7)
 
 
+_OPTS = {
+    "sgd": lambda ps: gp.optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True, weight_decay=1e-3),
+    "adam-amsgrad": lambda ps: gp.optim.Adam(ps, lr=1e-2, amsgrad=True, weight_decay=1e-3),
+    "adamw": lambda ps: gp.optim.AdamW(ps, lr=1e-2, weight_decay=0.1),
+    "rmsprop": lambda ps: gp.optim.RMSprop(ps, lr=1e-2, momentum=0.5, centered=True),
+    "adagrad": lambda ps: gp.optim.Adagrad(ps, lr=1e-1, lr_decay=0.01),
+}
+
+
+@pytest.mark.parametrize("opt", sorted(_OPTS))
+def test_whole_training_step_is_one_captured_graph(device, opt):
+    """The optimizer's kernels are traced with the forward and backward (its Python part, the
+    step counts and scalars, is a host input run ahead of them): traced at the first step (SGD's
+    momentum buffer starts there), replayed under a learning rate a scheduler changes, the
+    parameters and state are bit for bit the eager steps'; on Vulkan one captured graph, and a
+    replay one submission with its input copies (and one more for the loss copied out). (A
+    device whose optim_multi kernel does not take its scalars from a buffer, the CPU's, replays
+    the optimizer step as one host op.)"""
+    xs = [_arr((16, 12), device) for _ in range(6)]
+    ys = [gp.asarray(R.integers(0, 4, 16), device=device) for _ in range(6)]
+
+    def make():
+        nn.manual_seed(0)
+        m = nn.Sequential(nn.Linear(12, 32), nn.ReLU(), nn.Linear(32, 4)).to(device)
+        o = _OPTS[opt](m.parameters())
+        sched = gp.optim.lr_scheduler.StepLR(o, step_size=2, gamma=0.5)
+
+        def step(x, y):
+            o.zero_grad()
+            loss = F.cross_entropy(m(x), y)
+            loss.backward()
+            o.step()
+            return loss
+        return m, o, sched, step
+
+    m1, o1, sc1, s1 = make()
+    eager = []
+    for x, y in zip(xs, ys):
+        eager.append(float(s1(x, y)))
+        sc1.step()
+    m2, o2, sc2, s2 = make()
+    js = gp.jit(s2)
+    jitted = []
+    for x, y in zip(xs, ys):
+        jitted.append(float(js(x, y)))
+        sc2.step()
+    assert js.traces == 1
+    np.testing.assert_array_equal(jitted, eager)
+    for p1, p2 in zip(m1.parameters(), m2.parameters()):
+        np.testing.assert_array_equal(np.asarray(p2), np.asarray(p1))
+        for k, v in o1.state_of(p1).items():
+            v2 = o2.state_of(p2)[k]
+            np.testing.assert_array_equal(np.asarray(v2), np.asarray(v))
+    graph = js.graph
+    if not getattr(device.kernels.get("optim_multi"), "takes_vals", False):
+        assert "_step_all (host)" in graph.summary()   # the whole step as one host op
+        return
+    assert "(host input)" in graph.summary() and "(host)" not in graph.summary()
+    if device.backend.capture(device) is None:
+        return
+    assert graph.captured == 1
+    gp.synchronize(device)
+    before = gp.device_stats(device)
+    js(xs[0], ys[0])
+    after = gp.device_stats(device)
+    assert after["submits"] - before["submits"] == 1   # the input copies with the whole step
+    gp.synchronize(device)
+    assert gp.device_stats(device)["submits"] - before["submits"] == 2
+
+
+def test_optimizer_parameters_changing_after_a_trace_is_an_error(device):
+    """Where the optimizer's kernels are in the graph (a device whose optim_multi takes its
+    scalars from a buffer), a parameter that had a gradient at the trace and has none on a
+    replay changes the step the graph holds: JitError, not a silently different update.
+    (Elsewhere the step is a host op, which runs the optimizer as it finds it.)"""
+    if not getattr(device.kernels.get("optim_multi"), "takes_vals", False):
+        pytest.skip("the optimizer step is a host op on this device")
+    w = gp.asarray(np.ones((3,), np.float32), device=device)
+    w.requires_grad = True
+    v = gp.asarray(np.ones((2,), np.float32), device=device)
+    v.requires_grad = True
+    o = gp.optim.SGD([w, v], lr=0.1)
+
+    def step(x):
+        (gp.sum(w * x)).backward()
+        o.step()
+        return w
+
+    js = gp.jit(step)
+    x = gp.asarray(np.ones((3,), np.float32), device=device)
+    v.grad = gp.ones((2,), dtype=gp.float32, device=device)
+    js(x)
+    v.grad = None
+    with pytest.raises(JitError, match="trace again"):
+        js(x)
+
+
 def test_random_draws_are_fresh_on_replay(device):
     def f(x):
         return x + gp.random.uniform(shape=x.shape, device=x.device)

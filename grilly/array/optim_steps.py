@@ -15,11 +15,17 @@ from __future__ import annotations
 import contextlib
 import math
 import threading
+from typing import Callable
 
+import numpy as np
+
+from ..backends.contract import optim_scalars
 from . import core
+from . import dispatch as _dispatch
 from .array import Array
 
-__all__ = ["sgd_step", "adam_step", "rmsprop_step", "adagrad_step", "amp_unscale", "batched"]
+__all__ = ["sgd_step", "adam_step", "rmsprop_step", "adagrad_step", "amp_unscale", "batched",
+           "takes_vals", "step_in_kernels"]
 
 _KERNEL_DTYPES = frozenset({"float32", "float64"})   # what the kernels take (the contract)
 # how many of each rule's kernel arguments are arrays (the rest are scalars)
@@ -85,6 +91,49 @@ def _run_batch(calls: list) -> None:
                    for r in rows])
         else:
             core.composite(dev, "optim_multi")(dev, op, rows)
+
+
+def takes_vals(p: Array, g: Array) -> bool:
+    """Whether the update of ``p`` by ``g`` runs on its device's optim_multi kernel with its
+    scalars read from a buffer (the kernel's ``takes_vals``): a kernel dtype, and ``g`` of
+    ``p``'s dtype, shape and device as the optimizers pass it without a conversion."""
+    k = p._device.kernels.get("optim_multi")
+    return (getattr(k, "takes_vals", False) and p._dtype.name in _KERNEL_DTYPES
+            and g._dtype is p._dtype and g.shape == p.shape and g._device is p._device)
+
+
+def step_in_kernels(collect: Callable[[], None]) -> None:
+    """An optimizer step whose updates all pass ``takes_vals``: ``collect()`` (the optimizer's
+    loop, calling the rule functions above once per parameter) and the scalars of every update
+    are one host input (grilly.array.dispatch.host_input), and the optim_multi kernels that
+    read them follow as kernels, so grilly.jit captures them with the rest of a training step
+    and a replay refills the scalars (step counts, learning rates) before its one submission."""
+    res = _dispatch.host_input(_collect_vals, collect)
+    for (dev, op, rows), vals in zip(res[-1], res[:-1]):
+        dev.kernels["optim_multi"](op, rows, vals._buf)
+
+
+def _collect_vals(collect: Callable[[], None]) -> tuple:
+    """Run ``collect`` gathering its updates; per device, rule and dtype the (n, 8) scalars
+    of its updates (contract.optim_scalars) as an Array, then the plan: (device, rule, the
+    kernel's calls) for each."""
+    calls: list = []
+    outer = getattr(_batch, "calls", None)
+    _batch.calls = calls
+    try:
+        collect()
+    finally:
+        _batch.calls = outer
+    groups: dict = {}
+    for op, dev, arrays, scalars in calls:
+        groups.setdefault((dev, op, arrays[0]._dtype), []).append(
+            tuple([a._buf if a is not None else None for a in arrays]) + scalars)
+    out, plan = [], []
+    for (dev, op, dtype), rows in groups.items():
+        h = np.array([optim_scalars(op, r)[3] for r in rows], dtype.np)
+        out.append(core.wrap(dev.kernels["from_host"](h, dtype), dtype, dev))
+        plan.append((dev, op, rows))
+    return (*out, plan)
 
 
 def _now(op: str, dev, arrays: tuple, scalars: tuple) -> None:

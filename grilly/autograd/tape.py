@@ -221,6 +221,12 @@ def _seed(outputs, grad_outputs, op: str):
         elif g.shape != o.shape:
             raise ValueError(f"{op}: grad_output shape {g.shape} does not match output shape "
                              f"{o.shape}")
+        elif g.device != o.device:
+            raise ValueError(f"{op}: grad_output is on {g.device}, its output on {o.device}")
+        elif g.dtype != o.dtype:
+            # torch casts a seed to its output's dtype (a float64 ones() for a float32 loss);
+            # the rules downstream take one dtype
+            g = ns.astype(g, o.dtype)
         seeds.append(g)
     return outs, seeds
 

@@ -216,8 +216,11 @@ KERNELS: dict[str, Kernel] = {
     # arguments of the rule's own kernel
     "optim_multi": Kernel("optim", COMPOSED,
                           "(op (sgd_step, adam_step, rmsprop_step, adagrad_step or amp_unscale), "
-                          "calls (a list of that kernel's argument tuples)) -> None: every "
-                          "update made, as the rule's kernel makes it"),
+                          "calls (a list of that kernel's argument tuples)[, vals]) -> None: "
+                          "every update made, as the rule's kernel makes it; a kernel that "
+                          "declares takes_vals also takes vals, a (len(calls), 8) buffer of the "
+                          "parameters' dtype whose row k replaces call k's scalars (row k: "
+                          "optim_scalars(op, call k)'s values; the calls' flags still hold)"),
     # spiking neurons: every time step of a LIF layer in one call (docs/snn.md, the fused path)
     "lif_forward": Kernel("snn", COMPOSED,
                           "(x (T, N), mem0, beta, thr (N,), reset, delay, store[, refractory, "
@@ -309,6 +312,36 @@ def float16_dropout_args(p: float, scale: float) -> tuple:
     else:
         big = int(float(p16) * (1 << 24))   # exact: float16 values are multiples of 2^-24
     return big, int(s16.view(np.uint16))
+
+
+def optim_scalars(op: str, args: tuple) -> tuple:
+    """One update's kernel arguments (``args``: the rule kernel's, or amp_unscale's) as an
+    update kernel takes them: (p, g, state slots, eight scalars, flags). The scalars are all
+    that may change from step to step (learning rate, bias corrections, SGD's first step), so
+    a captured step reads them from a buffer; the flags select the kernel's code."""
+    if op == "sgd_step":
+        p, g, buf, lr, momentum, dampening, weight_decay, nesterov, maximize, first = args
+        return (p, g, [buf], (lr, momentum, 1.0 - dampening, weight_decay, float(bool(first)),
+                              0.0, 0.0, 0.0), (buf is not None, bool(nesterov), bool(maximize)))
+    if op == "adam_step":
+        (p, g, m, v, vmax, lr, beta1, beta2, eps, weight_decay, decoupled, maximize, step_size,
+         bc2_sqrt) = args
+        return (p, g, [m, v, vmax],
+                (1.0 - lr * weight_decay, 1.0 - beta1, beta2, 1.0 - beta2, eps, weight_decay,
+                 step_size, bc2_sqrt), (bool(decoupled), vmax is not None, bool(maximize)))
+    if op == "rmsprop_step":
+        p, g, square_avg, grad_avg, buf, lr, alpha, eps, weight_decay, momentum, maximize = args
+        return (p, g, [square_avg, grad_avg, buf],
+                (lr, alpha, 1.0 - alpha, eps, weight_decay, momentum, 0.0, 0.0),
+                (grad_avg is not None, buf is not None, bool(maximize)))
+    if op == "adagrad_step":
+        p, g, state_sum, clr, eps, weight_decay, maximize = args
+        return (p, g, [state_sum], (clr, eps, weight_decay, 0.0, 0.0, 0.0, 0.0, 0.0),
+                (False, False, bool(maximize)))
+    if op == "amp_unscale":
+        g, found, inv_scale = args
+        return g, g, [found], (inv_scale, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0), (False, False, False)
+    raise ValueError(f"optim_scalars: no rule {op!r}")
 
 
 def names(tier: str | None = None, family: str | None = None) -> tuple:

@@ -86,10 +86,36 @@ class Optimizer:
 
             with enable_grad():
                 loss = closure()
-        # one host op: a traced step (grilly.jit) repeats it on replay, with this optimizer's
-        # step counts and learning rates as they are then
-        host_op(self._step_all)
+        if self._in_kernels and self._kernels_take_all():
+            # the Python part (step counts, learning rates, the scalars) is one host input and
+            # the update kernels follow: grilly.jit captures them with the rest of the step
+            optim_steps.step_in_kernels(self._collect)
+        else:
+            # one host op: a traced step (grilly.jit) repeats it on replay, with this
+            # optimizer's step counts and learning rates as they are then
+            host_op(self._step_all)
         return loss
+
+    # subclasses whose _update makes exactly one optim_steps rule call per parameter, no other
+    # array work (the Python part of a step can then run ahead of its kernels)
+    _in_kernels = False
+
+    def _kernels_take_all(self) -> bool:
+        """Whether every update of this step runs on an optim_multi kernel that reads its
+        scalars from a buffer (optim_steps.takes_vals)."""
+        n = 0
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is not None:
+                    if not optim_steps.takes_vals(p, p.grad):
+                        return False
+                    n += 1
+        return n > 0
+
+    def _collect(self) -> None:
+        with no_grad():
+            for group in self.param_groups:
+                self._step_group(group)
 
     def _step_all(self) -> None:
         # the updates made through grilly.array.optim_steps run together at the end: one

@@ -28,6 +28,8 @@ def _grad(p, g):
 class SGD(Optimizer):
     """Stochastic gradient descent with momentum, dampening, Nesterov and weight decay."""
 
+    _in_kernels = True
+
     def __init__(self, params, lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
                  weight_decay: float = 0.0, nesterov: bool = False, *,
                  maximize: bool = False) -> None:
@@ -53,6 +55,8 @@ class SGD(Optimizer):
 
 class Adam(Optimizer):
     """Adam (Kingma & Ba) with L2 weight decay, or decoupled decay in AdamW; amsgrad option."""
+
+    _in_kernels = True
 
     _decoupled = False
 
@@ -96,6 +100,8 @@ class AdamW(Adam):
 class RMSprop(Optimizer):
     """RMSprop (Hinton), optionally centered and with momentum."""
 
+    _in_kernels = True
+
     def __init__(self, params, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
                  weight_decay: float = 0.0, momentum: float = 0.0, centered: bool = False, *,
                  maximize: bool = False) -> None:
@@ -124,6 +130,8 @@ class RMSprop(Optimizer):
 
 class Adagrad(Optimizer):
     """Adagrad (Duchi et al.) with learning-rate decay and weight decay."""
+
+    _in_kernels = True
 
     def __init__(self, params, lr: float = 1e-2, lr_decay: float = 0.0,
                  weight_decay: float = 0.0, initial_accumulator_value: float = 0.0,

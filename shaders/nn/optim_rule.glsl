@@ -6,7 +6,7 @@
 // contracting a * b + c into an fma, so a float32 result is the composition's (float32 sqrt and
 // division from the correctly rounded library). The includer defines the accessors P_(i),
 // S1_(i), S2_(i), S3_(i) (parameter and state slots, read and written), G_(i) (the gradient),
-// S_(k) (the rule's scalars) and FOUND_OR() (RULE 4's flag).
+// S_(k) (the rule's scalars, read once into registers) and FOUND_OR() (RULE 4's flag).
 #if IN_BITS == 64
 #define SQRT(x) sqrt(x)
 #define DIV(a, b) ((a) / (b))
@@ -18,13 +18,13 @@
 #define TC IN_TC
 
 layout(constant_id = 0) const int RULE = 0;
-// flags, per rule. SGD: has momentum buffer, nesterov, maximize, first step.
+// flags, per rule. SGD: has momentum buffer, nesterov, maximize.
 // Adam: decoupled decay, amsgrad, maximize. RMSprop: centered, has momentum buffer, maximize.
-// Adagrad: -, -, maximize.
+// Adagrad: -, -, maximize. (What changes from step to step, SGD's first step included, is a
+// scalar: a captured step (grilly.jit) reads new ones from its buffer on every replay.)
 layout(constant_id = 2) const int F0 = 0;
 layout(constant_id = 3) const int F1 = 0;
 layout(constant_id = 4) const int MAXIMIZE = 0;
-layout(constant_id = 5) const int F3 = 0;
 
 void update(uint i) {
     if (RULE == 4) {          // GradScaler's unscale: p is the gradient; s: 1 / scale
@@ -36,10 +36,10 @@ void update(uint i) {
     precise TC gi = TC(G_(i));
     if (MAXIMIZE != 0) gi = -gi;
     precise TC pi = TC(P_(i));
-    if (RULE == 0) {          // s: lr, momentum, 1 - dampening, weight_decay
+    if (RULE == 0) {          // s: lr, momentum, 1 - dampening, weight_decay, first step (1/0)
         if (S_(3) != TC(0)) gi = S_(3) * pi + gi;
         if (F0 != 0) {
-            precise TC bi = F3 != 0 ? gi : S_(2) * gi + TC(S1_(i)) * S_(1);
+            precise TC bi = S_(4) != TC(0) ? gi : S_(2) * gi + TC(S1_(i)) * S_(1);
             S1_(i) = IN_TS(bi);
             gi = F1 != 0 ? S_(1) * bi + gi : bi;
         }

@@ -386,3 +386,53 @@ def test_optimizer_steps_one_by_one_and_batched(device, dtype):
         assert_close(runs[0][len(p0) + k], q.astype(dtype), rtol=tol, atol=tol)
     for a, b in zip(*runs):
         assert np.array_equal(np.asarray(a), np.asarray(b)), "batched != one by one"
+
+
+@K("optim_multi", family="nn")
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_optim_multi_scalars_from_a_buffer(device, dtype):
+    """A backend whose optim_multi declares takes_vals reads each update's scalars from row k
+    of ``vals`` (contract.optim_scalars) instead of the calls: Adam updates of parameters at
+    different step counts and learning rates, and SGD's first momentum step, give the results
+    of the calls' own scalars, bit for bit."""
+    from grilly.backends.contract import optim_scalars
+
+    k = device.kernels.get("optim_multi")
+    if not getattr(k, "takes_vals", False):
+        pytest.skip("this backend's optim_multi takes its scalars from the calls only")
+    rng = np.random.default_rng(5)
+    shapes = [(3, 7), (300,), (), (5,)]
+    init = [rng.standard_normal(s).astype(dtype) for s in shapes]
+    grad = [rng.standard_normal(s).astype(dtype) for s in shapes]
+    results = []
+    for with_vals in (False, True):
+        ps = [on(device, a) for a in init]
+        gs = [on(device, a) for a in grad]
+        st = [[on(device, np.full(s, 0.5, dtype)) for _ in range(3)] for s in shapes]
+        bad = (-1.0, 7.0, 9.0, 2.0, 3.0, 5.0, 4.0, 6.0)   # what the calls say, where vals rule
+        calls, rows = [], []
+        for i, (p, g, (m, v, vx)) in enumerate(zip(ps, gs, st)):
+            t, lr = i + 1, 0.01 * (i + 1)
+            real = (lr, 0.9, 0.99, 1e-8, 0.1, True, False, lr / (1 - 0.9 ** t),
+                    float(np.sqrt(1 - 0.99 ** t)))
+            args = (p._buf, g._buf, m._buf, v._buf, vx._buf if i % 2 else None)
+            calls.append(args + (bad[:5] + (True, False) + bad[5:7] if with_vals else real))
+            rows.append(optim_scalars("adam_step", args + real)[3])
+        if with_vals:
+            k("adam_step", calls, on(device, np.array(rows, dtype))._buf)
+        else:
+            k("adam_step", calls)
+        sgd_calls, sgd_rows = [], []
+        for i, (p, g, (m, _, _)) in enumerate(zip(ps, gs, st)):
+            real = (0.1, 0.9, 0.0, 0.0, True, False, i % 2 == 0)
+            args = (p._buf, g._buf, m._buf)
+            sgd_calls.append(args + ((0.5, 0.5, 0.5, 0.5, True, False, i % 2 == 1)
+                                     if with_vals else real))
+            sgd_rows.append(optim_scalars("sgd_step", args + real)[3])
+        if with_vals:
+            k("sgd_step", sgd_calls, on(device, np.array(sgd_rows, dtype))._buf)
+        else:
+            k("sgd_step", sgd_calls)
+        results.append([np.asarray(a) for a in ps + [b for s3 in st for b in s3]])
+    for a, b in zip(*results):
+        assert np.array_equal(a, b), "scalars from vals != scalars from the calls"
