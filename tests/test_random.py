@@ -146,3 +146,35 @@ def test_philox_blocks_kernel_equals_the_composition(device, m, counter, key):
     np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
     with pytest.raises(ValueError, match=r"philox_blocks: counter must be an int in \[0, "):
         random_bits.philox_blocks(1, -1, 0, device)
+
+
+@pytest.mark.parametrize("counter, key", [(2**32 - 3, 2**63 + 5), (2**64 - 2, 77)])
+def test_counter_array_draws_equal_the_int_draws(device, counter, key):
+    """Where a device's philox kernels take the counter as a (4,) uint32 array (how a traced
+    graph gets a fresh counter on every replay), blocks, uniforms and dropout masks of every
+    dtype are the draws of the same counter and key given as ints, bit for bit, across the low
+    word's carry and the counter's wrap; elsewhere such a counter is a TypeError."""
+    from grilly.array import random_bits as rb
+
+    dev = gp.asarray(0, device=device).device
+    ctr = rb.counter_array(counter, key, dev)
+    np.testing.assert_array_equal(np.asarray(ctr), [counter & 0xFFFFFFFF, counter >> 32,
+                                                    key & 0xFFFFFFFF, key >> 32])
+    if not rb.takes_counter_array(dev, "philox_blocks"):
+        with pytest.raises(TypeError, match="philox_blocks: .* does not take the counter"):
+            rb.philox_blocks(3, ctr, None, dev)
+        return
+    np.testing.assert_array_equal(np.asarray(rb.philox_blocks(9, ctr, None, dev)),
+                                  np.asarray(rb.philox_blocks(9, counter, key, dev)))
+    for dtype in (gp.float16, gp.bfloat16, gp.float32, gp.float64):
+        if dtype is gp.float64 and not dev.backend.supports_dtype(dev, gp.float64):
+            continue
+        np.testing.assert_array_equal(
+            np.asarray(rb.philox_uniform(11, ctr, None, dtype, dev)),
+            np.asarray(rb.philox_uniform(11, counter, key, dtype, dev)))
+        if rb.takes_counter_array(dev, "philox_dropout", dtype):
+            np.testing.assert_array_equal(
+                np.asarray(rb.philox_dropout(13, ctr, None, 0.3, 2.0, dtype, dev)),
+                np.asarray(rb.philox_dropout(13, counter, key, 0.3, 2.0, dtype, dev)))
+    with pytest.raises(ValueError, match="counter must be a counter_array"):
+        rb.philox_blocks(3, ctr, 5, dev)

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import numbers
 
+import numpy as np
+
 from . import core
 from . import dispatch as _dispatch
 from . import dtypes as dt
+from .array import Array
 
-__all__ = ["philox_blocks", "philox_dropout", "philox_uniform"]
+__all__ = ["counter_array", "philox_blocks", "philox_dropout", "philox_uniform"]
 
 M0, M1 = 0xD2511F53, 0xCD9E8D57
 W0, W1 = 0x9E3779B9, 0xBB67AE85
@@ -72,11 +75,45 @@ def composed_blocks(device, m: int, counter: int, key: int):
     return ns.stack(philox4x32(c0, c1, z, z, key & MASK32, key >> 32), axis=0)
 
 
-def _check_ints(op: str, n_name: str, n: int, counter: int, key: int) -> None:
-    for name, v, top in ((n_name, n, 2 ** 62), ("counter", counter, 2 ** 64),
-                         ("key", key, 2 ** 64)):
+def _check_ints(op: str, n_name: str, n: int, counter, key) -> None:
+    ints = ((n_name, n, 2 ** 62),) if isinstance(counter, Array) else (
+        (n_name, n, 2 ** 62), ("counter", counter, 2 ** 64), ("key", key, 2 ** 64))
+    for name, v, top in ints:
         if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < top:
             raise ValueError(f"{op}: {name} must be an int in [0, {top}), got {v!r}")
+
+
+def takes_counter_array(device, op: str, dtype=None) -> bool:
+    """Whether ``device``'s kernel for ``op`` (philox_blocks, philox_uniform, philox_dropout of
+    ``dtype``) takes its counter and key as a counter_array."""
+    k = device.kernels.get(op)
+    if not getattr(k, "takes_counter_array", False):
+        return False
+    return dtype is not dt.float16 or op != "philox_dropout" or getattr(k, "takes_float16",
+                                                                        False)
+
+
+def counter_array(counter: int, key: int, device) -> Array:
+    """The (4,) uint32 array a draw's kernel may read in place of its counter and key (their
+    32-bit halves, low first; pass it as ``counter`` with key None, where takes_counter_array):
+    made on the host, so that grilly.jit can make it anew for every replay."""
+    _check_ints("counter_array", "n", 0, counter, key)
+    dev = core.resolve_device(device, "counter_array")
+    h = np.array([counter & MASK32, counter >> 32, key & MASK32, key >> 32], np.uint32)
+    return core.wrap(dev.kernels["from_host"](h, dt.uint32), dt.uint32, dev)
+
+
+def _check_counter(op: str, counter, key, dev, dtype=None) -> None:
+    """A counter_array ``counter`` (key None) only for a kernel that takes one."""
+    if not isinstance(counter, Array):
+        return
+    if not takes_counter_array(dev, op, dtype):
+        raise TypeError(f"{op}: {dev}'s kernel does not take the counter as an array; pass ints")
+    if counter.shape != (4,) or counter._dtype is not dt.uint32 or counter._device is not dev \
+            or key is not None:
+        raise ValueError(f"{op}: counter must be a counter_array ((4,) uint32 on {dev}) with "
+                         f"key None, got {counter._dtype.name} {counter.shape} on "
+                         f"{counter._device} and key {key!r}")
 
 
 def philox_blocks(m: int, counter: int, key: int, device):
@@ -86,6 +123,7 @@ def philox_blocks(m: int, counter: int, key: int, device):
     op = "philox_blocks"
     _check_ints(op, "m", m, counter, key)
     dev = core.resolve_device(device, op)
+    _check_counter(op, counter, key, dev)
     if m == 0:
         return core.wrap(core.full_buf(dev, (4, 0), 0, dt.uint32), dt.uint32, dev)
     return core.wrap(core.call(dev, op, m, counter, key), dt.uint32, dev)
@@ -122,6 +160,7 @@ def _check_draw(op: str, n: int, counter: int, key: int, dtype, device):
                         f"{getattr(dtype, 'name', dtype)!r}")
     dev = core.resolve_device(device, op)
     core.check_device_dtype(dev, dtype, op)
+    _check_counter(op, counter, key, dev, dtype)
     return dev
 
 
@@ -179,7 +218,8 @@ def philox_dropout(n: int, counter: int, key: int, p: float, scale: float, dtype
         kern = dev.kernels.get(op)
         if kern is None or not getattr(kern, "takes_float16", False):
             return composed_dropout(dev, n, counter, key, p, scale, dtype)
-        return core.wrap(kern(n, counter, key, p, scale, dtype), dtype, dev)
+        c = counter._buf if isinstance(counter, Array) else counter
+        return core.wrap(kern(n, c, key, p, scale, dtype), dtype, dev)
     # bfloat16 is the float32 result rounded once, as every bfloat16 op computes (the
     # dispatcher does the same once it has seen a bfloat16 dtype, so the result never
     # depends on that)

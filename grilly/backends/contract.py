@@ -256,7 +256,10 @@ KERNELS: dict[str, Kernel] = {
     "philox_blocks": Kernel("random", COMPOSED,
                             "(m, counter, key) -> uint32 buf (4, m): the Philox4x32-10 words of "
                             "64-bit block counters counter + i (words 2-3 zero) under the "
-                            "64-bit key"),
+                            "64-bit key; where the kernel (of this family) declares "
+                            "takes_counter_array, counter may be a (4,) uint32 buf of the "
+                            "counter's and the key's 32-bit halves, low first, with key None "
+                            "(random_bits.counter_array: a traced graph's fresh counter)"),
     # uniform floats straight from the Philox words: the same values as philox_blocks and
     # namespace casts (grilly.random.Generator), one pass instead of about six
     "philox_uniform": Kernel("random", COMPOSED,

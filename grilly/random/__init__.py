@@ -78,8 +78,23 @@ class Generator:
 
     # ---- raw words ----------------------------------------------------------------------------
     def _blocks(self, m: int, device):
+        dev = _device(device)
+        if m and random_bits.takes_counter_array(dev, "philox_blocks"):
+            # the counter as a host input, the kernel traced: a replay (grilly.jit) draws fresh
+            # numbers without splitting its captured graph
+            return random_bits.philox_blocks(m, self._counter_array(m, dev), None, dev)
         # a host op: a traced graph (grilly.jit) draws fresh numbers on every replay
         return _dispatch.host_op(self._draw, m, device)
+
+    def _counter_array(self, blocks: int, dev):
+        """The counter of a draw of ``blocks`` blocks (advanced past it) as a counter_array,
+        made by a host input (grilly.array.dispatch.host_input: a replay makes it anew)."""
+        return _dispatch.host_input(self._advance, blocks, dev)
+
+    def _advance(self, blocks: int, dev):
+        start = self._counter
+        self._counter = (start + blocks) % 2 ** 64
+        return random_bits.counter_array(start, self._key, dev)
 
     def _draw(self, m: int, device):
         start = self._counter
@@ -96,9 +111,14 @@ class Generator:
         """Uniform floats in [0, 1) of ``dtype``: 24 random bits for float32 and below, 53 for
         float64 (exact, so identical on every device)."""
         shape = normalize_shape(shape, op)
+        n, dev, ns = _size(shape), _device(device), _ns()
+        wide = ns.float64 if dtype is ns.float64 else ns.float32
+        if n and random_bits.takes_counter_array(dev, "philox_uniform", wide):
+            ctr = self._counter_array(random_bits.uniform_blocks(n, dtype), dev)
+            return ns.reshape(random_bits.philox_uniform(n, ctr, None, dtype, dev), shape)
         # a host op, like _blocks: a traced graph draws fresh numbers on every replay
-        u = _dispatch.host_op(self._draw_unit, _size(shape), dtype, device)
-        return _ns().reshape(u, shape)
+        u = _dispatch.host_op(self._draw_unit, n, dtype, device)
+        return ns.reshape(u, shape)
 
     def _draw_unit(self, n: int, dtype, device):
         # the words of random_raw(n) (float64: random_raw(2 n)), so the same counter advance
@@ -115,9 +135,13 @@ class Generator:
         random_bits._check_real("keep_scale", "p", p)
         random_bits._check_real("keep_scale", "scale", scale)
         shape = normalize_shape(shape, "keep_scale")
+        n, dev = _size(shape), _device(device)
+        if n and random_bits.takes_counter_array(dev, "philox_dropout", d):
+            ctr = self._counter_array(random_bits.uniform_blocks(n, d), dev)
+            m = random_bits.philox_dropout(n, ctr, None, float(p), float(scale), d, dev)
+            return _ns().reshape(m, shape)
         # a host op, like _unit: a traced graph draws a fresh mask on every replay
-        m = _dispatch.host_op(self._draw_keep_scale, _size(shape), float(p), float(scale), d,
-                              device)
+        m = _dispatch.host_op(self._draw_keep_scale, n, float(p), float(scale), d, device)
         return _ns().reshape(m, shape)
 
     def _draw_keep_scale(self, n: int, p: float, scale: float, dtype, device):

@@ -2,7 +2,9 @@
 // philox_blocks, philox_uniform and philox_dropout (grilly/backends/vulkan/philox.py):
 // invocation i computes Philox4x32-10 of the block counter (counter + i) as a 64-bit number in
 // words 0-1, words 2-3 zero, under the key (k0, k1). pc.off[0] = out (elements); pc.shape =
-// (counter lo, counter hi, k0, k1), bit patterns of uint32.
+// (counter lo, counter hi, k0, k1), bit patterns of uint32; with CTR_BUF, those four words are
+// read from binding 1 at pc.off[1] instead (a draw's counter made on the host as an array, so
+// that a captured graph (grilly.jit) reads a fresh one on every replay).
 //   UNIFORM 0 (philox_blocks): out[w * m + i] = word w (a (4, m) uint32 array); pc.n = m.
 //   UNIFORM 32: out is pc.n floats; block i gives out[4 i + j] = (word j >> 8) * 2^-24.
 //   UNIFORM 64: out is pc.n doubles; block i gives out[2 i + j] = ((word 2 j >> 5) * 2^26 +
@@ -33,6 +35,9 @@ layout(set = 0, binding = 0) writeonly buffer O { float res[]; };
 #else
 layout(set = 0, binding = 0) writeonly buffer O { uint res[]; };
 #endif
+
+layout(constant_id = 2) const int CTR_BUF = 0;
+layout(set = 0, binding = 1) readonly buffer C { uint ctr[]; };
 
 uvec4 philox(uint c0, uint c1, uint k0, uint k1) {
     uint c2 = 0u, c3 = 0u;
@@ -82,6 +87,13 @@ void main() {
     uint step = gl_NumWorkGroups.x * WG;
     uint clo = uint(pc.shape[0]), chi = uint(pc.shape[1]);
     uint k0 = uint(pc.shape[2]), k1 = uint(pc.shape[3]);
+    if (CTR_BUF != 0) {
+        int c = pc.off[1];
+        clo = ctr[c];
+        chi = ctr[c + 1];
+        k0 = ctr[c + 2];
+        k1 = ctr[c + 3];
+    }
 #if UNIFORM == 64
     uint blocks = pc.n / 2u + pc.n % 2u;   // (no pc.n + 1: it may wrap)
 #elif UNIFORM == 32 || UNIFORM == 16

@@ -19,29 +19,35 @@ def _i32(v: int) -> int:
     return v - (1 << 32) if v >= 1 << 31 else v
 
 
-def _words(counter: int, key: int) -> tuple:
-    """The counter's and the key's 32-bit halves as push constants."""
-    return tuple(_i32(w) for w in (counter & _MASK, counter >> 32, key & _MASK, key >> 32))
+def _args(out, counter, key) -> tuple:
+    """(spec, buffers, offsets, push-constant words) of a draw into ``out``: the counter's and
+    the key's 32-bit halves as push constants, or (``counter`` a (4,) uint32 buffer of them,
+    the array layer's counter_array; ``key`` None) read from binding 1."""
+    if isinstance(counter, int):
+        words = (counter & _MASK, counter >> 32, key & _MASK, key >> 32)
+        return (0, 1, 0), [out], (out.offset,), tuple(_i32(w) for w in words)
+    return (0, 1, 1), [out, counter], (out.offset, counter.offset), (0, 0, 0, 0)
 
 
-def philox_blocks(ctx, m: int, counter: int, key: int):
+def philox_blocks(ctx, m: int, counter, key):
     """(4, m) uint32 words of block counters counter .. counter + m - 1 under ``key``."""
     out = new_buffer(ctx, (4, m), _dt.uint32)
-    dispatch(ctx, "philox", (0, 1), [out], m, m, (out.offset,), _words(counter, key))
+    spec, bufs, offs, words = _args(out, counter, key)
+    dispatch(ctx, "philox", spec, bufs, m, m, offs, words)
     return out
 
 
-def philox_uniform(ctx, n: int, counter: int, key: int, dtype):
+def philox_uniform(ctx, n: int, counter, key, dtype):
     """(n,) float32 or float64 uniforms in [0, 1) from the words of blocks counter, ... (the
     array layer passes float64 only where the device holds it)."""
     out = new_buffer(ctx, (n,), dtype)
     blocks = -(-n // 2) if dtype.name == "float64" else -(-n // 4)
-    dispatch(ctx, f"philox_uniform_{dtype.name}", (0, 1), [out], n, blocks, (out.offset,),
-             _words(counter, key))
+    spec, bufs, offs, words = _args(out, counter, key)
+    dispatch(ctx, f"philox_uniform_{dtype.name}", spec, bufs, n, blocks, offs, words)
     return out
 
 
-def philox_dropout(ctx, n: int, counter: int, key: int, p: float, scale: float, dtype):
+def philox_dropout(ctx, n: int, counter, key, p: float, scale: float, dtype):
     """(n,) float16, float32 or float64: ``scale`` where philox_uniform's u >= p, else 0, in
     ``dtype`` (float16: u and p rounded to float16, compared as integers in the shader)."""
     out = new_buffer(ctx, (n,), dtype)
@@ -53,13 +59,17 @@ def philox_dropout(ctx, n: int, counter: int, key: int, p: float, scale: float, 
         # p and scale rounded to dtype as the full kernel rounds a Python scalar, then passed
         # as their bits (a double as two words, low first)
         words = np.array([p, scale], np.float64).astype(dtype.np).view(np.uint32)
-    dispatch(ctx, f"philox_dropout_{dtype.name}", (0, 1), [out], n, blocks, (out.offset,),
-             _words(counter, key), (tuple(_i32(int(b)) for b in words),))
+    spec, bufs, offs, cw = _args(out, counter, key)
+    dispatch(ctx, f"philox_dropout_{dtype.name}", spec, bufs, n, blocks, offs, cw,
+             (tuple(_i32(int(b)) for b in words),))
     return out
 
 
 # no buffer argument: the device table passes their context
 philox_blocks.takes_ctx = philox_uniform.takes_ctx = philox_dropout.takes_ctx = True
 philox_dropout.takes_float16 = True   # (the contract's float16 comparison, UNIFORM 16)
+# the counter and key may come as a (4,) uint32 buffer (random_bits.counter_array)
+philox_blocks.takes_counter_array = philox_uniform.takes_counter_array = True
+philox_dropout.takes_counter_array = True
 KERNELS: dict = {"philox_blocks": philox_blocks, "philox_dropout": philox_dropout,
                  "philox_uniform": philox_uniform}
