@@ -50,10 +50,10 @@ def host_op(fn: Callable, *args):
 
 
 def host_input(fn: Callable, *args):
-    """``fn(*args)``, Python work that makes new arrays from host state alone (it reads no
-    device data: an optimizer step's scalars), marked for grilly.jit: it is repeated on every
-    replay like a host op, but before the captured kernels that read its results, so it does not
-    split a captured graph in two submissions."""
+    """``fn(*args)``, cheap Python work that makes new arrays from host state alone (it reads
+    no device data: a random draw's counter), marked for grilly.jit: it is repeated on every
+    replay like a host op, but before the captured kernels around it, so it does not split a
+    captured graph in two submissions (the device waits for it, so it should be short)."""
     h = hooks.host_input
     return fn(*args) if h is None else h(fn, args)
 _namespace: list = []   # the top-level namespace module, registered by grilly/__init__.py

@@ -105,10 +105,13 @@ def takes_vals(p: Array, g: Array) -> bool:
 def step_in_kernels(collect: Callable[[], None]) -> None:
     """An optimizer step whose updates all pass ``takes_vals``: ``collect()`` (the optimizer's
     loop, calling the rule functions above once per parameter) and the scalars of every update
-    are one host input (grilly.array.dispatch.host_input), and the optim_multi kernels that
-    read them follow as kernels, so grilly.jit captures them with the rest of a training step
-    and a replay refills the scalars (step counts, learning rates) before its one submission."""
-    res = _dispatch.host_input(_collect_vals, collect)
+    are one host op (grilly.array.dispatch.host_op), and the optim_multi kernels that read them
+    follow as kernels. grilly.jit replays the host op (new step counts, learning rates) and
+    captures the kernels: a replayed training step submits its forward and backward, runs
+    this Python while the device works on them, then submits the captured update. (As a host
+    input, run ahead of the forward, the same step measured slower: the device waited for the
+    Python; docs/jit.md.)"""
+    res = _dispatch.host_op(_collect_vals, collect)
     for (dev, op, rows), vals in zip(res[-1], res[:-1]):
         dev.kernels["optim_multi"](op, rows, vals._buf)
 

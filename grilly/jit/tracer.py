@@ -8,9 +8,9 @@ kept by reference (a parameter's buffer, updated in place by the optimizer kerne
 Python code that must run again on every replay (an optimizer's step: it counts steps and reads
 the learning rate; a random draw: it advances the generator) registers itself as a *host op*
 through ``grilly.array.dispatch.host_op`` and is replayed as a call. A *host input*
-(``dispatch.host_input``: Python that makes arrays from host state alone, such as an optimizer
-step's scalars for the kernels that follow it) is replayed as a call too, but ahead of the
-captured kernels it sits among, so it does not cut them in two.
+(``dispatch.host_input``: short Python that makes arrays from host state alone, such as a
+random draw's counter for the kernel that follows it) is replayed as a call too, but ahead of
+the captured kernels it sits among, so it does not cut them in two.
 
 Arrays created during the trace that are still alive when the graph is built (a parameter's
 ``.grad``, a module attribute set in forward) are rebound to each replay's buffers as they are

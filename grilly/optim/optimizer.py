@@ -87,8 +87,8 @@ class Optimizer:
             with enable_grad():
                 loss = closure()
         if self._in_kernels and self._kernels_take_all():
-            # the Python part (step counts, learning rates, the scalars) is one host input and
-            # the update kernels follow: grilly.jit captures them with the rest of the step
+            # the Python part (step counts, learning rates, the scalars) is one host op and
+            # the update kernels follow: grilly.jit captures them (without Python per kernel)
             optim_steps.step_in_kernels(self._collect)
         else:
             # one host op: a traced step (grilly.jit) repeats it on replay, with this
