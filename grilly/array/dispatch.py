@@ -34,8 +34,6 @@ class _Hooks:
     cast: Callable | None = None
     # host_op(fn, args) -> result: grilly.jit's tracer, while it records; host_op() below
     host_op: Callable | None = None
-    # host_input(fn, args) -> result: the same for host_input() below
-    host_input: Callable | None = None
 
 
 hooks = _Hooks()
@@ -46,15 +44,6 @@ def host_op(fn: Callable, *args):
     optimizer's step counts steps; a random draw advances its generator): grilly.jit records it
     as one call instead of the kernels it runs."""
     h = hooks.host_op
-    return fn(*args) if h is None else h(fn, args)
-
-
-def host_input(fn: Callable, *args):
-    """``fn(*args)``, cheap Python work that makes new arrays from host state alone (it reads
-    no device data: a random draw's counter), marked for grilly.jit: it is repeated on every
-    replay like a host op, but before the captured kernels around it, so it does not split a
-    captured graph in two submissions (the device waits for it, so it should be short)."""
-    h = hooks.host_input
     return fn(*args) if h is None else h(fn, args)
 _namespace: list = []   # the top-level namespace module, registered by grilly/__init__.py
 

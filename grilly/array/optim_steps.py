@@ -108,9 +108,9 @@ def step_in_kernels(collect: Callable[[], None]) -> None:
     are one host op (grilly.array.dispatch.host_op), and the optim_multi kernels that read them
     follow as kernels. grilly.jit replays the host op (new step counts, learning rates) and
     captures the kernels: a replayed training step submits its forward and backward, runs
-    this Python while the device works on them, then submits the captured update. (As a host
-    input, run ahead of the forward, the same step measured slower: the device waited for the
-    Python; docs/jit.md.)"""
+    this Python while the device works on them, then submits the captured update. (Run ahead
+    of the forward, to make the step one submission, it measured slower: the device waited for
+    the Python; docs/jit.md.)"""
     res = _dispatch.host_op(_collect_vals, collect)
     for (dev, op, rows), vals in zip(res[-1], res[:-1]):
         dev.kernels["optim_multi"](op, rows, vals._buf)

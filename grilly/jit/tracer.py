@@ -7,10 +7,9 @@ registered input is a *slot*, filled anew on each replay; any other argument is 
 kept by reference (a parameter's buffer, updated in place by the optimizer kernels, is one).
 Python code that must run again on every replay (an optimizer's step: it counts steps and reads
 the learning rate; a random draw: it advances the generator) registers itself as a *host op*
-through ``grilly.array.dispatch.host_op`` and is replayed as a call. A *host input*
-(``dispatch.host_input``: short Python that makes arrays from host state alone, such as a
-random draw's counter for the kernel that follows it) is replayed as a call too, but ahead of
-the captured kernels it sits among, so it does not cut them in two.
+through ``grilly.array.dispatch.host_op`` and is replayed as a call; the arrays it returns
+are slots like a kernel's results, so the kernels after it (an optimizer's updates reading the
+step's scalars, a draw reading its counter) are recorded and captured.
 
 Arrays created during the trace that are still alive when the graph is built (a parameter's
 ``.grad``, a module attribute set in forward) are rebound to each replay's buffers as they are
@@ -56,12 +55,10 @@ class _Record:
     """One step of a graph: a kernel call (``host`` False) or a host op."""
 
     __slots__ = ("name", "fn", "args", "kwargs", "fill", "outs", "shapes", "host", "rebind",
-                 "nested", "device", "ahead", "copy_of")
+                 "nested", "device", "copy_of")
 
-    def __init__(self, name, fn, args, kwargs, outs, shapes, host=False, device=None,
-                 ahead=False):
+    def __init__(self, name, fn, args, kwargs, outs, shapes, host=False, device=None):
         self.name, self.fn, self.host, self.device = name, fn, host, device
-        self.ahead = ahead   # a host input: run before the captured segment it sits in
         self.copy_of = None  # a plain copy (an astype to the same dtype) of this slot
         self.args, self.kwargs = args, kwargs
         self.outs, self.shapes = outs, shapes   # slot per flattened result (None: not a slot)
@@ -143,14 +140,12 @@ class Tracer:
                 table[op] = self._wrap(op, fn, d)
         _array_mod._new_hook = self._on_new
         _dispatch.hooks.host_op = self._host_op
-        _dispatch.hooks.host_input = self._host_input
         return self
 
     def __exit__(self, *exc) -> None:
         global _active
         _array_mod._new_hook = None
         _dispatch.hooks.host_op = None
-        _dispatch.hooks.host_input = None
         for table, saved in self._saved:
             for op, fn in saved.items():   # item by item: a table's update() may wrap again
                 table[op] = fn
@@ -227,11 +222,7 @@ class Tracer:
         if self._mine():
             self._made.append(weakref.ref(a))
 
-    def _host_input(self, fn: Callable, args: tuple):
-        """``_host_op`` for a host input (grilly.array.dispatch.host_input)."""
-        return self._host_op(fn, args, ahead=True)
-
-    def _host_op(self, fn: Callable, args: tuple, ahead: bool = False):
+    def _host_op(self, fn: Callable, args: tuple):
         """Run ``fn(*args)`` now and on every replay (its own kernels are not recorded)."""
         if not self._mine():
             return fn(*args)
@@ -244,7 +235,7 @@ class Tracer:
         outs = [self._new_slot(b) if b is not None else None for b in flat]
         shapes = [tuple(b.shape) if b is not None else None for b in flat]
         self.records.append(_Record(getattr(fn, "__name__", "host_op"), fn, args, {}, outs,
-                                    shapes, host=True, ahead=ahead))
+                                    shapes, host=True))
         for v in _flat(r):   # Arrays a host op returns are rebound like any made in the trace
             if isinstance(v, Array):
                 self._made.append(weakref.ref(v))
@@ -359,7 +350,6 @@ class _Segment:
     def __init__(self, device) -> None:
         self.device = device
         self.records: list[_Record] = []
-        self.ahead: list[_Record] = []   # host inputs, run before the segment
         self.capturer = None
         self.handle = None
         self.failed = False
@@ -417,27 +407,17 @@ class TracedGraph:
     def _make_plan(self) -> list:
         plan: list = []
         seg = None
-        waiting: list = []   # host inputs met where no segment was open: the next one's
         for rec in self.records:
-            if rec.host and rec.ahead:
-                # it reads no device data, so it may run before the kernels recorded ahead of
-                # it in its segment (no host op comes between: they close segments)
-                (seg.ahead if seg is not None else waiting).append(rec)
-                continue
             if rec.host:
-                plan.extend(waiting)
-                waiting = []
                 plan.append(rec)
                 seg = None
                 continue
             if seg is None or seg.device is not rec.device:
                 seg = _Segment(rec.device)
-                seg.ahead, waiting = waiting, []
                 if CAPTURE:
                     seg.capturer = rec.device.backend.capture(rec.device)
                 plan.append(seg)
             seg.records.append(rec)
-        plan.extend(waiting)
         return plan
 
     def _capture(self, seg: _Segment, vals: list) -> None:
@@ -497,8 +477,6 @@ class TracedGraph:
             if isinstance(step, _Record):
                 _run_record(step, vals)
                 continue
-            for rec in step.ahead:
-                _run_record(rec, vals)
             if step.handle is not None:
                 assign = step.device.kernels["assign"]
                 for s, b in step.copy_in:
@@ -533,6 +511,6 @@ class TracedGraph:
             shapes = [sh for s, sh in zip(rec.outs, rec.shapes) if s is not None]
             out = (str(outs[0]) if len(outs) == 1 else str(outs)) if outs else "-"
             shape = (f" {shapes[0]}" if len(shapes) == 1 else f" {shapes}") if shapes else ""
-            tag = (" (host input)" if rec.ahead else " (host)") if rec.host else ""
+            tag = " (host)" if rec.host else ""
             lines.append(f"[{n}] {rec.name}{tag}: {rec.inputs()} -> {out}{shape}")
         return "\n".join(lines)

@@ -97,7 +97,7 @@ class Optimizer:
         return loss
 
     # subclasses whose _update makes exactly one optim_steps rule call per parameter, no other
-    # array work (the Python part of a step can then run ahead of its kernels)
+    # array work (the Python part of a step can then be separated from its kernels)
     _in_kernels = False
 
     def _kernels_take_all(self) -> bool:

@@ -80,16 +80,17 @@ class Generator:
     def _blocks(self, m: int, device):
         dev = _device(device)
         if m and random_bits.takes_counter_array(dev, "philox_blocks"):
-            # the counter as a host input, the kernel traced: a replay (grilly.jit) draws fresh
-            # numbers without splitting its captured graph
+            # the counter as a host op, the kernel traced: a replay (grilly.jit) draws fresh
+            # numbers with the kernel captured
             return random_bits.philox_blocks(m, self._counter_array(m, dev), None, dev)
         # a host op: a traced graph (grilly.jit) draws fresh numbers on every replay
         return _dispatch.host_op(self._draw, m, device)
 
     def _counter_array(self, blocks: int, dev):
         """The counter of a draw of ``blocks`` blocks (advanced past it) as a counter_array,
-        made by a host input (grilly.array.dispatch.host_input: a replay makes it anew)."""
-        return _dispatch.host_input(self._advance, blocks, dev)
+        made by a host op (a replay of a traced graph makes it anew; the kernel that reads it
+        is captured)."""
+        return _dispatch.host_op(self._advance, blocks, dev)
 
     def _advance(self, blocks: int, dev):
         start = self._counter
