@@ -112,20 +112,24 @@ def _multi_dispatch(ctx, dtype, spec: tuple, rows: list, vbuf, found=None) -> No
     """One optim_multi dispatch over ``rows``: (p, [s1, s2, s3], g, v) of contiguous buffers,
     ``v`` the row of ``vbuf`` that holds the update's scalars, or (``vbuf`` None) the scalars,
     uploaded after the table."""
-    words, written, read, first, host_vals = [], [], [], 0, []
+    # per tensor eight 64-bit words: five addresses, size | first workgroup << 32, the scalar
+    # row, 0; as uint32 (little-endian) they are the shader's sixteen words
+    table, written, read, first, host_vals = [], [], [], 0, []
     for p, slots, g, v in rows:
-        for b in (p, *slots, g):
-            a = address(b)
-            words += (a & 0xFFFFFFFF, a >> 32)
+        s1, s2, s3 = slots
+        n = p.size
         if vbuf is None:
             host_vals.append(v)
             v = len(host_vals) - 1
-        words += (p.size, first, v, 0, 0, 0)
-        first += -(-p.size // _CHUNK)
+        table.append((address(p), address(s1), address(s2), address(s3), address(g),
+                      n | first << 32, v, 0))
+        first += -(-n // _CHUNK)
         written.append(p.alloc)
-        written += [b.alloc for b in slots if b is not p]
+        for b in slots:
+            if b is not p:
+                written.append(b.alloc)
         read.append(g.alloc)
-    words = np.array(words, np.uint32)
+    words = np.array(table, np.uint64).view(np.uint32).reshape(-1)
     if vbuf is None:   # the scalars after the table, in one upload (the table's 64-byte rows
         # keep them aligned for float64)
         vw = np.array(host_vals, dtype.np).reshape(-1).view(np.uint32)
@@ -168,11 +172,15 @@ def optim_multi(op: str, calls: list, vals=None) -> None:
             vals = _vals_rows(op, vals, calls, p.dtype)
         if p.size == 0:
             continue
-        if not p.ctx.get_buffer_address or not all(
-                b.is_contiguous() for b in (p, *state) if b is not None):
+        slots = [p, p, p]
+        strided = not p.is_contiguous()
+        for i, b in enumerate(state):
+            if b is not None:
+                slots[i] = b
+                strided = strided or not b.is_contiguous()
+        if strided or not p.ctx.get_buffer_address:
             _run(op, p, g, state, sc, flags, None if vals is None else (vals, 8 * k))
             continue
-        slots = [b if b is not None else p for b in state] + [p] * (3 - len(state))
         groups.setdefault((p.dtype.name, spec), []).append(
             (p, slots, g if g.is_contiguous() else copy(g), sc if vals is None else k))
     for (_, spec), rows in groups.items():
