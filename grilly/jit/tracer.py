@@ -55,11 +55,10 @@ class _Record:
     """One step of a graph: a kernel call (``host`` False) or a host op."""
 
     __slots__ = ("name", "fn", "args", "kwargs", "fill", "outs", "shapes", "host", "rebind",
-                 "nested", "device", "copy_of")
+                 "nested", "device")
 
     def __init__(self, name, fn, args, kwargs, outs, shapes, host=False, device=None):
         self.name, self.fn, self.host, self.device = name, fn, host, device
-        self.copy_of = None  # a plain copy (an astype to the same dtype) of this slot
         self.args, self.kwargs = args, kwargs
         self.outs, self.shapes = outs, shapes   # slot per flattened result (None: not a slot)
         self.rebind: list = []                 # (slot, weakref to an Array) rebound after it
@@ -208,10 +207,7 @@ class Tracer:
             kw = {k: tracer._encode(v) for k, v in kwargs.items()}
             r = fn(*args, **kwargs)
             outs, shapes = tracer._outs(r)
-            rec = _Record(op, fn, enc, kw, outs, shapes, device=device)
-            if op == "astype" and isinstance(enc[0], _Slot) and _same_layout(args[0], r):
-                rec.copy_of = enc[0].i
-            tracer.records.append(rec)
+            tracer.records.append(_Record(op, fn, enc, kw, outs, shapes, device=device))
             return r
 
         traced.__dict__.update(getattr(fn, "__dict__", {}))   # what a kernel declares
@@ -267,41 +263,7 @@ class Tracer:
             n = producer.get(s)
             if n is not None:
                 self.records[n].rebind.append((s, ref))
-        records = _drop_copies(self.records, out_slots)
-        return TracedGraph(records, self.nslots, self._inputs, outs, out_slots, single)
-
-
-def _same_layout(a, b) -> bool:
-    """Whether buffer ``b`` has ``a``'s dtype and shape (an astype that only copied)."""
-    return (getattr(a, "dtype", None) == getattr(b, "dtype", 0)
-            and tuple(getattr(a, "shape", ())) == tuple(getattr(b, "shape", (None,))))
-
-
-def _alias(buf, *_):
-    return buf
-
-
-def _drop_copies(records: list, out_slots: list) -> list:
-    """The records without the copies a replay does not need. Autograd copies a gradient it
-    cannot prove it holds alone (core.sole_owner, a count of references), and during a trace
-    the tracer's own references make every such check fail: a plain copy of a slot that no
-    other step reads, no live array holds and the graph does not return becomes that slot
-    itself on replay, and the checks, whose answers a replay never uses, are dropped."""
-    reads: dict = {}
-    for rec in records:
-        if rec.name != "sole_owner":
-            for s in rec.inputs():
-                reads[s] = reads.get(s, 0) + 1
-    held = {s for rec in records for s, _ in rec.rebind} | set(out_slots)
-    out = []
-    for rec in records:
-        if rec.name == "sole_owner" and not rec.host:
-            continue
-        s = rec.copy_of
-        if s is not None and reads.get(s) == 1 and s not in held:
-            rec.fn, rec.name = _alias, "astype (copy dropped)"
-        out.append(rec)
-    return out
+        return TracedGraph(self.records, self.nslots, self._inputs, outs, out_slots, single)
 
 
 def _run_record(rec: _Record, vals: list) -> None:
