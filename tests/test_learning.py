@@ -227,7 +227,11 @@ def test_learning_seed_api(device):
     w, x, e = R.standard_normal(4), R.standard_normal(4), 0.3
     np.testing.assert_allclose(L.nlms_update(w, x, e, 0.1), w + 0.1 * e * x / (1e-6 + x @ x),
                                rtol=1e-5)
-    data = R.standard_normal((300, 4)) @ R.standard_normal((4, 4))
+    # the seed API computes in float32, where whitening through the covariance squares the
+    # data's condition number: mixed data conditioned 4 (a random mixing matrix, drawn from
+    # the shared generator in whatever order the tests run, reached 1800 and failed)
+    q, _ = np.linalg.qr(np.random.default_rng(221).standard_normal((4, 4)))
+    data = np.random.default_rng(222).standard_normal((300, 4)) @ (q * [1.0, 2.0, 3.0, 4.0])
     z = L.whitening(data, 1e-6)
     np.testing.assert_allclose(_cov(z), np.eye(4), atol=1e-3)
     g, fd = R.standard_normal(4), R.random(4) + 0.5
