@@ -42,7 +42,8 @@ hooks = _Hooks()
 def host_op(fn: Callable, *args):
     """``fn(*args)``, marked as Python work a traced graph must repeat on every replay (an
     optimizer's step counts steps; a random draw advances its generator): grilly.jit records it
-    as one call instead of the kernels it runs."""
+    as one call instead of the kernels it runs. It must not write in place into arrays the
+    traced kernels made (it may read them, make new ones and update its own state)."""
     h = hooks.host_op
     return fn(*args) if h is None else h(fn, args)
 _namespace: list = []   # the top-level namespace module, registered by grilly/__init__.py

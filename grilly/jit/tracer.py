@@ -355,6 +355,7 @@ class TracedGraph:
         self.single = single
         self._plan = None
         self._fixed_slots: set = set()   # slots held by captured buffers
+        self._final_at: dict = {}        # plan step -> outputs no step from it on references
 
     @property
     def n_ops(self) -> int:
@@ -380,6 +381,18 @@ class TracedGraph:
                     seg.capturer = rec.device.backend.capture(rec.device)
                 plan.append(seg)
             seg.records.append(rec)
+        # an output is final after the last step that references its slot (host ops write no
+        # slot's buffer: dispatch.host_op); its copy out can be recorded there and ride with
+        # the next submission, not wait for one of its own at the caller's read
+        last: dict = {}
+        for i, st in enumerate(plan):
+            for rec in (st.records if isinstance(st, _Segment) else (st,)):
+                for x in (*rec.inputs(), *rec.outs):
+                    if x is not None:
+                        last[x] = i
+        for k, s in enumerate(self.out_slots):
+            if s is not None and last.get(s, len(plan) - 1) < len(plan) - 1:
+                self._final_at.setdefault(last[s] + 1, []).append(k)
         return plan
 
     def _capture(self, seg: _Segment, vals: list) -> None:
@@ -435,7 +448,10 @@ class TracedGraph:
             vals[s] = x._buf
         if self._plan is None:
             self._plan = self._make_plan()
-        for step in self._plan:
+        early: dict = {}
+        for i, step in enumerate(self._plan):
+            if i in self._final_at:
+                self._copy_out(self._final_at[i], vals, early, i)
             if isinstance(step, _Record):
                 _run_record(step, vals)
                 continue
@@ -455,14 +471,24 @@ class TracedGraph:
                 for rec in step.records:
                     _run_record(rec, vals)
         outs = []
-        for s, (d, dev), y in zip(self.out_slots, self.out_specs, self._fixed):
+        for k, (s, (d, dev), y) in enumerate(zip(self.out_slots, self.out_specs, self._fixed)):
             if s is None:
                 outs.append(y)
+            elif k in early:
+                outs.append(Array._new(early[k], d, dev))
             else:   # a captured buffer is rewritten by the next run: the caller gets a copy
                 b = vals[s]
                 outs.append(Array._new(dev.kernels["copy"](b) if s in self._fixed_slots else b,
                                        d, dev))
         return outs[0] if self.single else tuple(outs)
+
+    def _copy_out(self, ks: list, vals: list, early: dict, i: int) -> None:
+        """Copy the outputs ``ks``, final before plan step ``i``, out of their captured buffers
+        now (recorded before that step's submission, they go with it)."""
+        for k in ks:
+            s = self.out_slots[k]
+            if s in self._fixed_slots:
+                early[k] = self.out_specs[k][1].kernels["copy"](vals[s])
 
     def summary(self) -> str:
         """One line per step, as ``[0] matmul: [0, 1] -> 2 (32, 256)``."""
