@@ -451,7 +451,7 @@ class TracedGraph:
         early: dict = {}
         for i, step in enumerate(self._plan):
             if i in self._final_at:
-                self._copy_out(self._final_at[i], vals, early, i)
+                self._copy_out(self._final_at[i], vals, early)
             if isinstance(step, _Record):
                 _run_record(step, vals)
                 continue
@@ -482,9 +482,9 @@ class TracedGraph:
                                        d, dev))
         return outs[0] if self.single else tuple(outs)
 
-    def _copy_out(self, ks: list, vals: list, early: dict, i: int) -> None:
-        """Copy the outputs ``ks``, final before plan step ``i``, out of their captured buffers
-        now (recorded before that step's submission, they go with it)."""
+    def _copy_out(self, ks: list, vals: list, early: dict) -> None:
+        """Copy the outputs ``ks``, final before the plan step about to run, out of their
+        captured buffers now (recorded before that step's submission, they go with it)."""
         for k in ks:
             s = self.out_slots[k]
             if s in self._fixed_slots:
