@@ -207,6 +207,51 @@ def test_outputs_final_before_a_host_op_are_copied_then(device):
         assert list(jf.graph._final_at.values()) == [[0]]   # y, before the draw's host op
 
 
+def test_traces_in_several_threads_wait_for_each_other(device):
+    """Threads that jit their own training steps at once: a trace waits for the one active in
+    another thread (traces wrap every device's kernel table), then each thread's replays run
+    alongside the others'; every thread's losses equal its eager steps'."""
+    def make(k):
+        nn.manual_seed(k)
+        m = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 3)).to(device)
+        o = gp.optim.Adam(m.parameters(), lr=1e-2)
+        x = gp.asarray(np.random.default_rng(k).standard_normal((16, 6)).astype(np.float32),
+                       device=device)
+        y = gp.asarray(np.random.default_rng(k + 9).integers(0, 3, 16), device=device)
+
+        def step():
+            o.zero_grad()
+            loss = F.cross_entropy(m(x), y)
+            loss.backward()
+            o.step()
+            return loss
+        return step
+
+    want = {k: [float(s()) for _ in range(6)] for k, s in ((k, make(k)) for k in range(4))}
+    steps = [make(k) for k in range(4)]   # (here: initialisation draws from one generator)
+    got, errors = {}, []
+
+    def worker(k):
+        try:
+            js = gp.jit(steps[k])
+            got[k] = [float(js()) for _ in range(6)]
+        except Exception as e:   # noqa: BLE001 (reported below)
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    for k in range(4):
+        np.testing.assert_allclose(got[k], want[k], rtol=1e-6)
+    with Tracer():
+        with pytest.raises(JitError, match="do not nest"):
+            with Tracer():
+                pass
+
+
 def test_random_draws_are_fresh_on_replay(device):
     def f(x):
         return x + gp.random.uniform(shape=x.shape, device=x.device)

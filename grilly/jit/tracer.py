@@ -103,7 +103,9 @@ def _flat(r) -> list:
     return list(r) if isinstance(r, tuple) else [r]
 
 
-_lock = threading.Lock()
+# one trace at a time (it wraps every device's kernel table): a trace begun in another thread
+# waits for the active one to end; one begun inside it, in its thread, is an error
+_lock = threading.Condition()
 _active: "Tracer | None" = None
 
 
@@ -127,11 +129,14 @@ class Tracer:
     # ---- the context ---------------------------------------------------------------------------
     def __enter__(self) -> "Tracer":
         global _active
+        me = threading.get_ident()
         with _lock:
-            if _active is not None:
+            if _active is not None and _active._thread == me:
                 raise JitError("grilly.jit: a trace is already active (traces do not nest)")
+            while _active is not None:
+                _lock.wait()
             _active = self
-        self._thread = threading.get_ident()
+            self._thread = me
         for d in _registry.devices():
             table = d.kernels
             self._saved.append((table, dict(table)))
@@ -151,6 +156,7 @@ class Tracer:
         self._saved.clear()
         with _lock:
             _active = None
+            _lock.notify_all()
 
     def _mine(self) -> bool:
         return not self._paused and threading.get_ident() == self._thread
