@@ -252,6 +252,33 @@ def test_traces_in_several_threads_wait_for_each_other(device):
                 pass
 
 
+def test_modes_a_graph_was_traced_in_guard_its_replays(device):
+    """A replay must compute what an eager call would: after model.eval() the graph traced in
+    training (Dropout on, BatchNorm on batch statistics) is not replayed, the function traces
+    again; back in training the first graph replays. Autocast and grad mode key the graphs
+    too (a matmul traced outside autocast is float32, inside float16)."""
+    nn.manual_seed(0)
+    m = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.5), nn.BatchNorm1d(8)).to(device)
+    f = gp.jit(lambda x: m(x))
+    x = _arr((16, 4), device)
+    with gp.no_grad():
+        f(x)
+        m.eval()
+        got, want = np.asarray(f(x)), np.asarray(m(x))
+        m.train()
+        f(x)
+    np.testing.assert_array_equal(got, want)
+    assert f.traces == 2 and len(f.graphs) == 1   # one signature, a graph per mode
+    w = _arr((4, 3), device)
+    g = gp.jit(lambda x: x @ w)
+    assert g(x).dtype == gp.float32
+    with gp.amp.autocast(device_type=str(device).split(":")[0], dtype=gp.float16):
+        assert g(x).dtype == gp.float16
+    with gp.no_grad():
+        g(x)
+    assert g.traces == 3
+
+
 def test_random_draws_are_fresh_on_replay(device):
     def f(x):
         return x + gp.random.uniform(shape=x.shape, device=x.device)

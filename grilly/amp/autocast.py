@@ -107,6 +107,18 @@ def is_autocast_enabled() -> bool:
     return bool(st) and st[-1][0]
 
 
+def _mode_key():
+    """This thread's innermost region as grilly.jit keys a graph on it."""
+    st = getattr(_local, "stack", None)
+    if not st:
+        return None
+    enabled, dtype, device_type = st[-1]
+    return (enabled, getattr(dtype, "name", None), device_type) if enabled else None
+
+
+_dispatch.mode_keys.append(_mode_key)
+
+
 def get_autocast_dtype():
     """The low-precision dtype of this thread's innermost region (None outside one)."""
     st = getattr(_local, "stack", None)

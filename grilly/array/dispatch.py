@@ -34,9 +34,16 @@ class _Hooks:
     cast: Callable | None = None
     # host_op(fn, args) -> result: grilly.jit's tracer, while it records; host_op() below
     host_op: Callable | None = None
+    # module_call(module): grilly.jit's tracer, while it records (nn.Module.__call__ reports
+    # each call, so a traced graph knows the train/eval modes it was traced in)
+    module_call: Callable | None = None
 
 
 hooks = _Hooks()
+
+# this thread's state that changes which kernels a function runs (grad mode, autocast): each a
+# function of no arguments returning something hashable; grilly.jit keys its graphs on them
+mode_keys: list = []
 
 
 def host_op(fn: Callable, *args):

@@ -89,6 +89,7 @@ def _inplace(x: Array, name: str, other) -> Array:
 
 
 dispatch.hooks.record = _record
+dispatch.mode_keys.append(is_grad_enabled)
 dispatch.hooks.setitem = _setitem
 dispatch.hooks.inplace = _inplace
 dispatch.OPS["autograd.backward"] = backward

@@ -18,6 +18,7 @@ import types
 from collections import OrderedDict
 from typing import Any, Callable
 
+from ..array import dispatch as _dispatch
 from ..array.array import Array
 from .tracer import JitError, TracedGraph, Tracer
 
@@ -77,17 +78,24 @@ class TracedFunction:
             functools.update_wrapper(self, fn)
         self.fn = fn
         self.cache_size = cache_size
-        self.graphs: OrderedDict = OrderedDict()   # signature -> (TracedGraph, rebuild)
+        # signature -> [(TracedGraph, rebuild)], one per train/eval state of its modules
+        self.graphs: OrderedDict = OrderedDict()
         self.traces = 0                             # how many times fn was traced
+        self._last = None                           # the graph used by the latest call
 
     def __call__(self, *args, **kwargs):
         arrays, key = _split(args, kwargs)
-        hit = self.graphs.get(key)
-        if hit is not None:
+        # grad mode and autocast change which kernels run, and so do the train/eval modes of
+        # the modules the trace called (a replay must not apply Dropout after model.eval())
+        key += (tuple(f() for f in _dispatch.mode_keys),)
+        hits = self.graphs.get(key)
+        if hits is not None:
             self.graphs.move_to_end(key)
-            graph, rebuild = hit
-            outs = graph(*arrays)
-            return rebuild(list(outs) if isinstance(outs, tuple) else [outs])
+            for graph, rebuild in hits:
+                if graph.guards_hold():
+                    self._last = graph
+                    outs = graph(*arrays)
+                    return rebuild(list(outs) if isinstance(outs, tuple) else [outs])
         tracer = Tracer()
         with tracer:
             for a in arrays:
@@ -96,15 +104,19 @@ class TracedFunction:
         outs, rebuild = _outputs(r)
         graph = tracer.build(outs)
         self.traces += 1
-        self.graphs[key] = (graph, rebuild)
+        hits = self.graphs.setdefault(key, [])
+        self.graphs.move_to_end(key)
+        hits.append((graph, rebuild))
+        del hits[:-self.cache_size]
         if len(self.graphs) > self.cache_size:
             self.graphs.popitem(last=False)
+        self._last = graph
         return r
 
     @property
     def graph(self) -> TracedGraph | None:
         """The most recently used graph (None before the first call)."""
-        return next(reversed(self.graphs.values()))[0] if self.graphs else None
+        return self._last
 
     def summary(self) -> str:
         """The latest graph's summary."""

@@ -125,6 +125,7 @@ class Tracer:
         self._saved: list = []
         self._thread = None
         self._paused = 0
+        self._modules: dict = {}            # id -> (weakref to a Module called, its training)
 
     # ---- the context ---------------------------------------------------------------------------
     def __enter__(self) -> "Tracer":
@@ -144,12 +145,14 @@ class Tracer:
                 table[op] = self._wrap(op, fn, d)
         _array_mod._new_hook = self._on_new
         _dispatch.hooks.host_op = self._host_op
+        _dispatch.hooks.module_call = self._on_module
         return self
 
     def __exit__(self, *exc) -> None:
         global _active
         _array_mod._new_hook = None
         _dispatch.hooks.host_op = None
+        _dispatch.hooks.module_call = None
         for table, saved in self._saved:
             for op, fn in saved.items():   # item by item: a table's update() may wrap again
                 table[op] = fn
@@ -220,6 +223,10 @@ class Tracer:
         traced.__name__ = getattr(fn, "__name__", op)
         return traced
 
+    def _on_module(self, m) -> None:
+        if self._mine() and id(m) not in self._modules:
+            self._modules[id(m)] = (weakref.ref(m), bool(getattr(m, "training", False)))
+
     def _on_new(self, a: Array) -> None:
         if self._mine():
             self._made.append(weakref.ref(a))
@@ -269,7 +276,9 @@ class Tracer:
             n = producer.get(s)
             if n is not None:
                 self.records[n].rebind.append((s, ref))
-        return TracedGraph(self.records, self.nslots, self._inputs, outs, out_slots, single)
+        graph = TracedGraph(self.records, self.nslots, self._inputs, outs, out_slots, single)
+        graph.guards = list(self._modules.values())
+        return graph
 
 
 def _run_record(rec: _Record, vals: list) -> None:
@@ -362,6 +371,15 @@ class TracedGraph:
         self._plan = None
         self._fixed_slots: set = set()   # slots held by captured buffers
         self._final_at: dict = {}        # plan step -> outputs no step from it on references
+        self.guards: list = []           # (weakref to a Module, its training flag) at the trace
+
+    def guards_hold(self) -> bool:
+        """Whether every module the trace called is in the train/eval mode it was then."""
+        for ref, training in self.guards:
+            m = ref()
+            if m is not None and bool(getattr(m, "training", False)) != training:
+                return False
+        return True
 
     @property
     def n_ops(self) -> int:

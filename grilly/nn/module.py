@@ -6,6 +6,7 @@ from collections import OrderedDict, namedtuple
 from typing import Any, Iterable, Iterator
 
 from ..array import api as gp
+from ..array.dispatch import hooks as _hooks
 from ..autograd import no_grad
 
 from .parameter import Parameter, is_parameter
@@ -311,6 +312,9 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__}: forward() is not implemented")
 
     def __call__(self, *args, **kwargs):
+        h = _hooks.module_call
+        if h is not None:   # grilly.jit's tracer notes the modes a graph was traced in
+            h(self)
         return self.forward(*args, **kwargs)
 
     def extra_repr(self) -> str:
