@@ -279,6 +279,20 @@ def test_modes_a_graph_was_traced_in_guard_its_replays(device):
     assert g.traces == 3
 
 
+def test_results_carry_no_autograd_graph_from_the_first_call_on(device):
+    """A replay records no autograd graph, so no call hands one back, the tracing call
+    included: differentiating a traced model's result fails the same way on every call (it
+    used to work on the first call only); a whole training step differentiates inside."""
+    m = nn.Linear(4, 2).to(device)
+    jm = gp.jit(m)
+    x = _arr((3, 4), device)
+    for _ in range(2):
+        y = jm(x)
+        assert not y.requires_grad
+        with pytest.raises(RuntimeError, match="does not require grad"):
+            gp.sum(y).backward()
+
+
 def test_random_draws_are_fresh_on_replay(device):
     def f(x):
         return x + gp.random.uniform(shape=x.shape, device=x.device)

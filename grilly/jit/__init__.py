@@ -111,7 +111,8 @@ class TracedFunction:
         if len(self.graphs) > self.cache_size:
             self.graphs.popitem(last=False)
         self._last = graph
-        return r
+        # the caller gets what a replay would give: arrays without an autograd graph
+        return rebuild([Array._new(o._buf, o._dtype, o._device) for o in outs]) if outs else r
 
     @property
     def graph(self) -> TracedGraph | None:
