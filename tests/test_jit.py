@@ -48,6 +48,17 @@ def _model(device, seed=0):
                          nn.Linear(32, 4)).to(device)
 
 
+def _train_step(m, o):
+    """A training step of model ``m`` with optimizer ``o`` (cross entropy): its loss."""
+    def step(x, y):
+        o.zero_grad()
+        loss = F.cross_entropy(m(x), y)
+        loss.backward()
+        o.step()
+        return loss
+    return step
+
+
 @pytest.mark.parametrize("opt", ["sgd", "adam", "adamw"])
 def test_training_steps_equal_eager(device, opt):
     xs = [_arr((16, 12), device) for _ in range(6)]
@@ -60,13 +71,7 @@ def test_training_steps_equal_eager(device, opt):
              "adam": lambda: gp.optim.Adam(ps, lr=1e-2),
              "adamw": lambda: gp.optim.AdamW(ps, lr=1e-2, weight_decay=0.1)}[opt]()
 
-        def step(x, y):
-            o.zero_grad()
-            loss = F.cross_entropy(m(x), y)
-            loss.backward()
-            o.step()
-            return loss
-        return m, step
+        return m, _train_step(m, o)
 
     gp.random.seed(1)
     m1, s1 = make()
@@ -110,13 +115,7 @@ def test_whole_training_step_is_one_captured_graph(device, opt):
         o = _OPTS[opt](m.parameters())
         sched = gp.optim.lr_scheduler.StepLR(o, step_size=2, gamma=0.5)
 
-        def step(x, y):
-            o.zero_grad()
-            loss = F.cross_entropy(m(x), y)
-            loss.backward()
-            o.step()
-            return loss
-        return m, o, sched, step
+        return m, o, sched, _train_step(m, o)
 
     m1, o1, sc1, s1 = make()
     eager = []
@@ -218,14 +217,8 @@ def test_traces_in_several_threads_wait_for_each_other(device):
         x = gp.asarray(np.random.default_rng(k).standard_normal((16, 6)).astype(np.float32),
                        device=device)
         y = gp.asarray(np.random.default_rng(k + 9).integers(0, 3, 16), device=device)
-
-        def step():
-            o.zero_grad()
-            loss = F.cross_entropy(m(x), y)
-            loss.backward()
-            o.step()
-            return loss
-        return step
+        step = _train_step(m, o)
+        return lambda: step(x, y)
 
     want = {k: [float(s()) for _ in range(6)] for k, s in ((k, make(k)) for k in range(4))}
     steps = [make(k) for k in range(4)]   # (here: initialisation draws from one generator)
@@ -406,13 +399,7 @@ def test_cnn_training_steps_equal_eager(device):
                           nn.Linear(64, 5)).to(device)
         o = gp.optim.Adam(m.parameters(), lr=1e-2)
 
-        def step(x, y):
-            o.zero_grad()
-            loss = F.cross_entropy(m(x), y)
-            loss.backward()
-            o.step()
-            return loss
-        return m, step
+        return m, _train_step(m, o)
 
     m1, s1 = make()
     eager = [float(s1(x, y)) for x, y in zip(xs, ys)]

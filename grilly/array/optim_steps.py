@@ -66,12 +66,25 @@ def batched():
         yield
         return
     calls: list = []
+    with _gathering(calls):
+        yield
+    _run_batch(calls)
+
+
+@contextlib.contextmanager
+def _gathering(calls: list):
+    """The updates made inside go to ``calls`` (as (rule, device, arrays, scalars))."""
+    outer = getattr(_batch, "calls", None)
     _batch.calls = calls
     try:
         yield
     finally:
-        _batch.calls = None
-    _run_batch(calls)
+        _batch.calls = outer
+
+
+def _bufs(arrays: tuple) -> tuple:
+    """The arrays' buffers (None kept), as the kernels take them."""
+    return tuple([a._buf if a is not None else None for a in arrays])
 
 
 def _run_batch(calls: list) -> None:
@@ -87,8 +100,7 @@ def _run_batch(calls: list) -> None:
         k = dev.kernels.get("optim_multi") if kernel_dtype else None
         if k is not None:
             n = ARRAYS[op]
-            k(op, [tuple([a._buf if a is not None else None for a in r[:n]]) + r[n:]
-                   for r in rows])
+            k(op, [_bufs(r[:n]) + r[n:] for r in rows])
         else:
             core.composite(dev, "optim_multi")(dev, op, rows)
 
@@ -121,16 +133,11 @@ def _collect_vals(collect: Callable[[], None]) -> tuple:
     of its updates (contract.optim_scalars) as an Array, then the plan: (device, rule, the
     kernel's calls) for each."""
     calls: list = []
-    outer = getattr(_batch, "calls", None)
-    _batch.calls = calls
-    try:
+    with _gathering(calls):
         collect()
-    finally:
-        _batch.calls = outer
     groups: dict = {}
     for op, dev, arrays, scalars in calls:
-        groups.setdefault((dev, op, arrays[0]._dtype), []).append(
-            tuple([a._buf if a is not None else None for a in arrays]) + scalars)
+        groups.setdefault((dev, op, arrays[0]._dtype), []).append(_bufs(arrays) + scalars)
     out, plan = [], []
     for (dev, op, dtype), rows in groups.items():
         h = np.array([optim_scalars(op, r)[3] for r in rows], dtype.np)
@@ -142,7 +149,7 @@ def _collect_vals(collect: Callable[[], None]) -> tuple:
 def _now(op: str, dev, arrays: tuple, scalars: tuple) -> None:
     k = dev.kernels.get(op)
     if k is not None and arrays[0]._dtype.name in _KERNEL_DTYPES:
-        k(*[a._buf if a is not None else None for a in arrays], *scalars)
+        k(*_bufs(arrays), *scalars)
     else:
         core.composite(dev, op)(dev, *arrays, *scalars)
 
