@@ -113,6 +113,7 @@ class Optimizer:
         return n > 0
 
     def _collect(self) -> None:
+        """Every parameter's update (one ``_update`` each), under no_grad."""
         with no_grad():
             for group in self.param_groups:
                 self._step_group(group)
@@ -120,9 +121,9 @@ class Optimizer:
     def _step_all(self) -> None:
         # the updates made through grilly.array.optim_steps run together at the end: one
         # dispatch for all parameters of a rule where the device can (its optim_multi kernel)
+        # (no_grad outside: the batch runs its kernels when it closes)
         with no_grad(), optim_steps.batched():
-            for group in self.param_groups:
-                self._step_group(group)
+            self._collect()
 
     def _step_group(self, group: dict) -> None:
         """Update every parameter of ``group`` that has a gradient (one ``_update`` each)."""
