@@ -126,7 +126,7 @@ KERNELS: dict[str, Kernel] = {
                      "takes_float16 (else the array layer composes it)"),
     "linear_backward": Kernel("linalg", COMPOSED,
                               "(g (M, N), x, w, need (3 bools)) -> (g @ w, g.T @ x, g summed "
-                              "over rows), None where not needed"),
+                              "over rows), None where not needed; float16 as linear"),
     # the host path: composed as a host round trip (NumPy/SciPy, grilly.array.host_kernels)
     **{op: Kernel("linalg", COMPOSED, "see docs/kernels/linalg.md")
        for op in ("cholesky", "det", "eig", "eigh", "eigvals", "eigvalsh", "inv", "matrix_rank",
@@ -164,7 +164,8 @@ KERNELS: dict[str, Kernel] = {
                                      "(x, target, g 0-d buf, mean) -> buf (N, C)"),
     "relu_backward": Kernel("nn", COMPOSED,
                             "(g, y) -> buf: g where y > 0, else 0 (y: the ReLU's output, g's "
-                            "shape and dtype); float32/float64"),
+                            "shape and dtype); float32/float64, float16 too where the kernel "
+                            "declares takes_float16"),
     "attention": Kernel("nn", COMPOSED,
                         "(q (N, H, L, E), k (N, H, S, E), v (N, H, S, Ev), bias (each axis 1 or "
                         "full (N, H, L, S)) or None, drop (N, H, L, S) or None, causal, scale, "
@@ -182,10 +183,12 @@ KERNELS: dict[str, Kernel] = {
     "conv2d": Kernel("nn", COMPOSED,
                      "(x (N, C, H, W), w (O, C/groups, KH, KW), bias (O,) or None, stride, "
                      "dilation, pads, groups, out (Ho, Wo)) -> buf (N, O, Ho, Wo); float32/"
-                     "float64 (others: the composition)"),
+                     "float64, float16 too where the kernel declares takes_float16 (others: "
+                     "the composition)"),
     "conv2d_backward": Kernel("nn", COMPOSED,
                               "(g (N, O, Ho, Wo), x, w, stride, dilation, pads, groups, need "
-                              "(3 bools)) -> (g_x, g_w, g_bias), None where not needed"),
+                              "(3 bools)) -> (g_x, g_w, g_bias), None where not needed; float16 as "
+                              "conv2d"),
     "max_pool2d": Kernel("nn", COMPOSED,
                          "(buf (N, C, H, W), kernel, stride, dilation, pads, out) -> (buf, int32 "
                          "idx), each window's maximum and its window index; float16/32/64"),

@@ -64,8 +64,31 @@ uint16_t bf16_from_double(double d) {
 layout(set = 0, binding = 0) writeonly buffer O { OUT_TS o[]; };
 layout(set = 0, binding = 1) readonly buffer A { IN_TS a[]; };
 
+// RAW16 (a 16-bit dtype copied to itself) with VEC4=1: four elements of a row per step, one
+// 64-bit load and store (a copy of float16 activations was instruction-bound one element a
+// step). The host sees to it that rows have a multiple of 4 elements, unit-strided in both
+// operands and starting at multiples of 4.
+layout(constant_id = 2) const int VEC4 = 0;
+#ifndef RAW16
+#define RAW16 0
+#endif
+#if RAW16
+layout(set = 0, binding = 0) writeonly buffer O64 { uvec2 o64[]; };
+layout(set = 0, binding = 1) readonly buffer A64 { uvec2 a64[]; };
+#endif
+
 void main() {
     uint step = gl_NumWorkGroups.x * WG;
+#if RAW16
+    if (VEC4 != 0) {
+        for (uint q = gl_GlobalInvocationID.x; q < pc.n; q += step) {
+            int ix[4];
+            locate(q * 4u, 2, ix);
+            o64[ix[0] >> 2] = a64[ix[1] >> 2];
+        }
+        return;
+    }
+#endif
     for (uint i = gl_GlobalInvocationID.x; i < pc.n; i += step) {
         int ix[4];
         locate(i, 2, ix);

@@ -2,8 +2,8 @@
 // float32 sum/prod/max/min of contiguous rows whose length is a multiple of 4: vec4 loads, UNROLL
 // independent accumulators per invocation, one shared-memory tree per (row, chunk) work item
 // (on the H100 this matches torch's sum; subgroup butterflies or 8 accumulators were no faster).
-// pc.shape = (rows, quads per row, chunks per row); pc.st[0] = row stride in floats;
-// pc.off = (out, a) in floats (a's a multiple of 4); result of (row r, chunk c) at out + r*chunks + c.
+// pc.shape = (rows, quads per row, chunks per row); pc.st[0] = row stride in elements;
+// pc.off = (out, a) in elements (a's a multiple of 4); result of (row r, chunk c) at out + r*chunks + c.
 // OP (specialization): 0 sum, 1 prod, 2 max, 3 min; max/min propagate NaN like numpy.
 #include "../common.glsl"
 
@@ -12,7 +12,15 @@
 layout(constant_id = 0) const int OP = 0;
 
 layout(set = 0, binding = 0) writeonly buffer O { float res[]; };
+// IN16: float16 rows (red4_float16), four halves a 64-bit load, widened exactly; the results
+// (and a chunked reduction's partials) are float32 all the same
+#ifdef IN16
+layout(set = 0, binding = 1) readonly buffer A { uvec2 a16[]; };
+vec4 load4(int i) { uvec2 w = a16[i]; return vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y)); }
+#else
 layout(set = 0, binding = 1) readonly buffer A { vec4 a[]; };
+vec4 load4(int i) { return a[i]; }
+#endif
 
 shared float sv[WG];
 
@@ -51,9 +59,9 @@ void main() {
         int q = q0 + tid;
         for (; q + (UNROLL - 1) * WG < q1; q += UNROLL * WG) {
             // UNROLL independent loads in flight per invocation
-            for (int u = 0; u < UNROLL; ++u) acc[u] = comb4(acc[u], a[base + q + u * WG]);
+            for (int u = 0; u < UNROLL; ++u) acc[u] = comb4(acc[u], load4(base + q + u * WG));
         }
-        for (; q < q1; q += WG) acc[0] = comb4(acc[0], a[base + q]);
+        for (; q < q1; q += WG) acc[0] = comb4(acc[0], load4(base + q));
         for (int u = 1; u < UNROLL; ++u) acc[0] = comb4(acc[0], acc[u]);
         float v = comb(comb(acc[0].x, acc[0].y), comb(acc[0].z, acc[0].w));
         sv[tid] = v;

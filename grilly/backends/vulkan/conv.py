@@ -221,7 +221,8 @@ def conv2d_backward(g, x, w, stride, dilation, pads, groups, need):
     g3 = reshape(permute(g, (1, 0, 2, 3)), (groups, o // groups, m))
     gx = gw = gb = None
     if need[2]:
-        gb = _sum(g, (0, 2, 3), False, g.dtype)
+        # the rows of g3 (laid out for the products anyway): no copy of g for the sum
+        gb = reshape(_sum(g3, (2,), False, g.dtype), (o,))
     if need[1]:
         cols = reshape(_im2col(x, (kh, kw), stride, dilation, pads, 0.0, (ho, wo), True, True),
                        (groups, ck, m))
@@ -234,6 +235,9 @@ def conv2d_backward(g, x, w, stride, dilation, pads, groups, need):
     return gx, gw, gb
 
 
+# autocast's float16 convolutions: the same windows (conv_float16) and products (tensor cores
+# where the device has them), without the composition's weight and gradient copies
+conv2d.takes_float16 = conv2d_backward.takes_float16 = True
 KERNELS: dict = {"im2col": im2col, "col2im": col2im, "conv2d": conv2d,
                  "conv2d_backward": conv2d_backward, "max_pool2d": max_pool2d,
                  "max_pool2d_backward": max_pool2d_backward}

@@ -83,7 +83,39 @@ def launch(ctx, variant: str, op: int, bufs: list, shape: tuple, name: str) -> N
         return
     dims, sts = collapse(tuple(shape), [bcast_strides(b, shape) for b in bufs])
     offs = [b.offset for b in bufs]
+    if (variant in VEC16_VARIANTS and op != _WHERE and _rows_of_4(dims, sts, offs)
+            or variant in RAW16_VARIANTS and _rows_of_4(dims, sts, offs, True)):
+        # four elements of a row per step (elementwise.comp's 16-bit VEC4)
+        pc = _PC.pack(n >> 2, *offs, *_PAD[len(offs)], *dims, *([0] * (MAXD - len(dims))),
+                      *_strides_pc(sts))
+        ctx.recorder.dispatch(ctx.pipeline(variant, (op, len(dims), 1)), bufs, pc, n >> 2)
+        return
     _launch(ctx, ctx.pipeline(variant, (op, min(len(dims), MAXD))), bufs, dims, sts, offs)
+
+
+def _rows_of_4(dims: list, sts: list, offs: list, words: bool = False) -> bool:
+    """Whether a 16-bit strided dispatch can take four elements of a row per step: rows of a
+    multiple of 4, the output's rows unit-strided, each input's unit-strided from multiples of
+    4 (its 64-bit loads) or broadcast (stride 0); with ``words`` (a copy's 64-bit stores) every
+    operand's rows unit-strided from multiples of 4, the output's too."""
+    if len(dims) > MAXD or dims[-1] & 3 or sts[0][-1] != 1:
+        return False
+    for k, (st, off) in enumerate(zip(sts, offs)):
+        if st[-1] == 1:
+            if (words or k) and (off & 3 or any(v & 3 for v in st[:-1])):
+                return False
+        elif words or st[-1] != 0:
+            return False
+    return True
+
+
+def _strides_pc(sts: list) -> list:
+    """The push constants' four rows of MAXD strides."""
+    flat = []
+    for k in range(4):
+        row = sts[k] if k < len(sts) else []
+        flat += row + [0] * (MAXD - len(row))
+    return flat
 
 
 def dispatch_flat(ctx, variant: str, op: int, allocs: list, offs: list, flat: tuple, n: int) -> None:
@@ -108,7 +140,8 @@ FLAT_CALLS_MAX = 4096   # bounds a context's dispatch_flat cache (sizes and offs
 def _flat_call(ctx, variant: str, op: int, offs: list, flat: tuple, n: int) -> tuple:
     """(pipeline, push constants, items) of a dispatch_flat call."""
     spec = (op, 1)
-    if n & 3 == 0 and variant in VEC4_VARIANTS and op != _WHERE:
+    if n & 3 == 0 and (variant in VEC4_VARIANTS and op != _WHERE
+                       or variant in RAW16_VARIANTS and all(flat[:len(offs)])):
         for o, c in zip(offs, flat):
             if c and o & 3:
                 break
@@ -118,8 +151,12 @@ def _flat_call(ctx, variant: str, op: int, offs: list, flat: tuple, n: int) -> t
     return pipe, _PC.pack(n, *offs, *_PAD[len(offs)], n, 0, 0, 0, 0, *_FLAT[flat]), n
 
 
-# elementwise variants with the VEC4 path (32-bit dtypes, output of the input's dtype)
-VEC4_VARIANTS = frozenset({"ew_float32", "ew_int32", "ew_uint32"})
+# elementwise variants with the VEC4 path (32-bit dtypes, output of the input's dtype; 16-bit
+# ones: four elements of a row per step, flat or strided)
+VEC16_VARIANTS = frozenset({"ew_float16", "ew_bfloat16", "ew_int16", "ew_uint16"})
+VEC4_VARIANTS = frozenset({"ew_float32", "ew_int32", "ew_uint32"}) | VEC16_VARIANTS
+# 16-bit copies with a VEC4 path (cast.comp's RAW16: 64-bit loads and stores, no broadcast)
+RAW16_VARIANTS = frozenset(f"cast_{d}_{d}" for d in ("float16", "bfloat16", "int16", "uint16"))
 _WHERE = op_codes()["where"]
 _RELU_GRAD = op_codes()["relu_grad"]
 
@@ -169,11 +206,7 @@ def _launch(ctx, pipe, bufs, dims, sts, offs) -> None:
     for s in dims:
         n *= s
     offs = list(offs) + [0] * (4 - len(offs))
-    flat = []
-    for k in range(4):
-        row = sts[k] if k < len(sts) else []
-        flat += row + [0] * (MAXD - len(row))
-    pc = _PC.pack(n, *offs, *dims, *([0] * (MAXD - nd)), *flat)
+    pc = _PC.pack(n, *offs, *dims, *([0] * (MAXD - nd)), *_strides_pc(sts))
     ctx.recorder.dispatch(pipe, bufs, pc, n)
 
 
@@ -436,6 +469,9 @@ def relu_backward(g, y):
     out = new_buffer(g.ctx, g.shape, g.dtype)
     launch(g.ctx, "ew_" + g.dtype.name, _RELU_GRAD, [out, g, y], tuple(g.shape), "relu_backward")
     return out
+
+
+relu_backward.takes_float16 = True   # (the ew shader has every op for float16)
 
 
 def elementwise() -> dict:

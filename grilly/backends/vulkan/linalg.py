@@ -514,5 +514,6 @@ def diagonal(buf: Buffer, offset: int) -> Buffer:
 
 
 linear.takes_float16 = True   # (autocast's linear: the bias in the product's epilogue)
+linear_backward.takes_float16 = True   # (its products and sum have float16 kernels)
 KERNELS: dict = {"matmul": matmul, "diagonal": diagonal, "linear": linear,
                  "linear_backward": linear_backward}

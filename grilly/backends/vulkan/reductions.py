@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct
 
 from .. import dtypes as _dt
-from .kernels import MAXD, astype, new_buffer, permute, reshape
+from .kernels import MAXD, _cast_into, astype, new_buffer, permute, reshape
 
 _PC = struct.Struct(f"<I4i{MAXD}i{4 * MAXD}i")
 CHUNK = 16384            # elements per workgroup in the first pass of a long-row reduction
@@ -69,7 +69,7 @@ def _run(x, code: int, variant: str, out) -> None:
     n = outer * inner
     if n == 0:
         return
-    if variant == "red_float32" and code < 4 and _vec4_rows(x):
+    if variant in ("red_float32", "red_float16") and code < 4 and _vec4_rows(x):
         return _run_vec4(x, code, out)
     arg = variant.startswith("arg")
     column = inner >= COLUMN_INNER and x.strides[2] == 1 and not arg
@@ -109,13 +109,20 @@ def _vec4_rows(x) -> bool:
 
 
 def _run_vec4(x, code: int, out) -> None:
-    """Rows reduced by reduce_vec4.comp: in chunks (then a second pass) when rows are few."""
+    """Rows reduced by reduce_vec4.comp: in chunks (then a second pass) when rows are few.
+    float16 rows are read as such and reduced in float32 (red4_float16), then rounded once."""
+    if out.dtype is not _dt.float32:
+        wide = new_buffer(x.ctx, out.shape, _dt.float32)
+        _run_vec4(x, code, wide)
+        _cast_into(out, wide, "sum")
+        return
     rows, red, _ = x.shape
     quads = red // 4
     chunks = max(1, min(VEC4_GROUPS // rows, quads // (4 * 256)))
     dst = out if chunks == 1 else new_buffer(x.ctx, (rows, chunks), out.dtype)
-    dispatch(x.ctx, "red4_float32", (code, 1), [dst, x], rows * chunks, rows * chunks * 256,
-             (dst.offset, x.offset), (rows, quads, chunks), ((x.strides[0],),))
+    dispatch(x.ctx, "red4_" + x.dtype.name, (code, 1), [dst, x], rows * chunks,
+             rows * chunks * 256, (dst.offset, x.offset), (rows, quads, chunks),
+             ((x.strides[0],),))
     if chunks % 4 == 0:
         # the partials are contiguous rows of quads themselves: one more vec4 pass
         dispatch(x.ctx, "red4_float32", (code, 1), [out, dst], rows, rows * 256,

@@ -56,7 +56,8 @@ def variants() -> dict[str, tuple[str, list[str]]]:
                 "elementwise/elementwise.comp", _dtype_defines("IN", d) + extra + [f"-DOUT_BOOL={ob}"])
         for d2 in DTYPES:
             out[f"cast_{d}_{d2}"] = (
-                "elementwise/cast.comp", _dtype_defines("IN", d) + _dtype_defines("OUT", d2))
+                "elementwise/cast.comp", _dtype_defines("IN", d) + _dtype_defines("OUT", d2)
+                + (["-DRAW16=1"] if d == d2 and DTYPES[d][3] == 16 else []))
         out[f"red_{d}"] = ("reduce/reduce.comp", _dtype_defines("IN", d) + ["-DARG=0"])
         out[f"arg_{d}"] = ("reduce/reduce.comp", _dtype_defines("IN", d) + ["-DARG=1"])
         out[f"sort_{d}"] = ("sort/sort.comp", _dtype_defines("IN", d))
@@ -83,6 +84,7 @@ def variants() -> dict[str, tuple[str, list[str]]]:
                    "-DIN_F16BITS=1"]
         out[f"cast_{d}_bfloat16"] = ("elementwise/cast.comp", src
                                      + _dtype_defines("OUT", "bfloat16"))
+    out["cast_bfloat16_bfloat16"][1].append("-DRAW16=1")   # (a copy: its rows of 4 as words)
     out["philox"] = ("random/philox.comp", [])
     for d in ("float32", "float64"):   # philox_uniform: the words as floats in [0, 1)
         out[f"philox_uniform_{d}"] = ("random/philox.comp", [f"-DUNIFORM={d[5:]}"])
@@ -125,6 +127,7 @@ def variants() -> dict[str, tuple[str, list[str]]]:
         out[f"fuse_{d}"] = ("elementwise/fused.comp",
                             _dtype_defines("IN", d) + [f"-DIS_F64={int(d == 'float64')}", "-DIS_F16=0"])
     out["red4_float32"] = ("reduce/reduce_vec4.comp", [])
+    out["red4_float16"] = ("reduce/reduce_vec4.comp", ["-DIN16=1"])
     # the large-matmul shader by operand layout (n: as stored, t: transposed view) and edges
     for ta in "nt":
         for tb in "nt":
