@@ -250,6 +250,9 @@ def backward(tensors, grad_tensors=None, retain_graph: bool | None = None,
             x.grad = g if taken else ns.asarray(g, copy=True)
         else:
             x.grad = x.grad + g
+        h = _dispatch.hooks.grad_set
+        if h is not None:
+            h(x)
 
 
 def _count(g) -> int:

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import functools
 import sys
+import threading
 import types
 from collections import OrderedDict
 from typing import Any, Callable
 
 from ..array import dispatch as _dispatch
 from ..array.array import Array
+from . import tracer as _tracer_mod
 from .tracer import JitError, TracedGraph, Tracer
 
 __all__ = ["jit", "trace", "Tracer", "TracedGraph", "TracedFunction", "JitError"]
@@ -30,11 +32,15 @@ CACHE_SIZE = 8
 def _split(args: tuple, kwargs: dict) -> tuple[list, tuple]:
     """The Array arguments (in order) and a hashable key of everything else."""
     arrays, key = [], []
+    first: dict = {}   # id(buffer) -> index of the first Array argument holding it
 
     def walk(x):
         if isinstance(x, Array):
+            # the same buffer passed twice is one slot of the trace: the aliasing is part of
+            # the key (f(x, x) and f(x, y) trace apart)
+            alias = first.setdefault(id(x._buf), len(arrays))
             arrays.append(x)
-            return ("A", x.shape, x._dtype.name, str(x._device))
+            return ("A", x.shape, x._dtype.name, str(x._device), alias)
         if isinstance(x, (tuple, list)):
             return (type(x).__name__,) + tuple(walk(v) for v in x)
         if isinstance(x, dict):
@@ -82,15 +88,30 @@ class TracedFunction:
         self.graphs: OrderedDict = OrderedDict()
         self.traces = 0                             # how many times fn was traced
         self._last = None                           # the graph used by the latest call
+        self._cache_lock = threading.Lock()         # calls from several threads share graphs
+
+    def __get__(self, obj, objtype=None):
+        """A method decorated with ``@grilly.jit`` binds like a function (``self`` is an argument
+        that is part of the key: each instance traces its own graph)."""
+        return self if obj is None else types.MethodType(self, obj)
 
     def __call__(self, *args, **kwargs):
+        active = _tracer_mod._active
+        if active is not None and active._thread == threading.get_ident():
+            # called inside another trace (a jitted function calling a jitted function): run
+            # eagerly so that the enclosing trace records its kernels (a replay here would
+            # run kernels the outer tracer cannot see and bake their results in as constants)
+            return self.fn(*args, **kwargs)
         arrays, key = _split(args, kwargs)
         # grad mode and autocast change which kernels run, and so do the train/eval modes of
         # the modules the trace called (a replay must not apply Dropout after model.eval())
         key += (tuple(f() for f in _dispatch.mode_keys),)
-        hits = self.graphs.get(key)
+        with self._cache_lock:
+            hits = self.graphs.get(key)
+            if hits is not None:
+                self.graphs.move_to_end(key)
+                hits = list(hits)
         if hits is not None:
-            self.graphs.move_to_end(key)
             for graph, rebuild in hits:
                 if graph.guards_hold():
                     self._last = graph
@@ -103,13 +124,14 @@ class TracedFunction:
             r = self.fn(*args, **kwargs)
         outs, rebuild = _outputs(r)
         graph = tracer.build(outs)
-        self.traces += 1
-        hits = self.graphs.setdefault(key, [])
-        self.graphs.move_to_end(key)
-        hits.append((graph, rebuild))
-        del hits[:-self.cache_size]
-        if len(self.graphs) > self.cache_size:
-            self.graphs.popitem(last=False)
+        with self._cache_lock:
+            self.traces += 1
+            hits = self.graphs.setdefault(key, [])
+            self.graphs.move_to_end(key)
+            hits.append((graph, rebuild))
+            del hits[:-self.cache_size]
+            if len(self.graphs) > self.cache_size:
+                self.graphs.popitem(last=False)
         self._last = graph
         # the caller gets what a replay would give: arrays without an autograd graph
         return rebuild([Array._new(o._buf, o._dtype, o._device) for o in outs]) if outs else r

@@ -55,13 +55,14 @@ class _Record:
     """One step of a graph: a kernel call (``host`` False) or a host op."""
 
     __slots__ = ("name", "fn", "args", "kwargs", "fill", "outs", "shapes", "host", "rebind",
-                 "nested", "device")
+                 "nested", "device", "grad_sets")
 
     def __init__(self, name, fn, args, kwargs, outs, shapes, host=False, device=None):
         self.name, self.fn, self.host, self.device = name, fn, host, device
         self.args, self.kwargs = args, kwargs
         self.outs, self.shapes = outs, shapes   # slot per flattened result (None: not a slot)
         self.rebind: list = []                 # (slot, weakref to an Array) rebound after it
+        self.grad_sets: list = []              # (slot, weakref to a leaf, dtype, device)
         # top-level slot arguments: (position, slot), filled into a copy of args on replay
         self.fill = [(p, a.i) for p, a in enumerate(args) if isinstance(a, _Slot)]
         self.nested = any(isinstance(a, (tuple, list)) and _has_slot(a) for a in args)
@@ -126,6 +127,8 @@ class Tracer:
         self._thread = None
         self._paused = 0
         self._modules: dict = {}            # id -> (weakref to a Module called, its training)
+        self._grads: list = []              # (weakref to a leaf, slot, dtype, device) backward
+                                            # set its .grad to, in order
 
     # ---- the context ---------------------------------------------------------------------------
     def __enter__(self) -> "Tracer":
@@ -146,6 +149,7 @@ class Tracer:
         _array_mod._new_hook = self._on_new
         _dispatch.hooks.host_op = self._host_op
         _dispatch.hooks.module_call = self._on_module
+        _dispatch.hooks.grad_set = self._on_grad_set
         return self
 
     def __exit__(self, *exc) -> None:
@@ -153,6 +157,7 @@ class Tracer:
         _array_mod._new_hook = None
         _dispatch.hooks.host_op = None
         _dispatch.hooks.module_call = None
+        _dispatch.hooks.grad_set = None
         for table, saved in self._saved:
             for op, fn in saved.items():   # item by item: a table's update() may wrap again
                 table[op] = fn
@@ -227,6 +232,12 @@ class Tracer:
         if self._mine() and id(m) not in self._modules:
             self._modules[id(m)] = (weakref.ref(m), bool(getattr(m, "training", False)))
 
+    def _on_grad_set(self, leaf) -> None:
+        if self._mine():
+            g = leaf.grad
+            self._grads.append((weakref.ref(leaf), self._ids.get(id(g._buf)), g._dtype,
+                                g._device))
+
     def _on_new(self, a: Array) -> None:
         if self._mine():
             self._made.append(weakref.ref(a))
@@ -276,8 +287,35 @@ class Tracer:
             n = producer.get(s)
             if n is not None:
                 self.records[n].rebind.append((s, ref))
+        # a leaf's .grad is set again on every replay where backward set it, also where the
+        # caller dropped the Array the trace made (opt.zero_grad() outside the traced function),
+        # so that the steps after it (an optimizer's host op) find it; and at the end of the
+        # replay to what the leaf holds now where that differs (a zero_grad() or a new .grad
+        # after backward in the trace). Not an input's: a replay's inputs are other Arrays
+        inputs = {id(x) for _, x in self._inputs}
+        last: dict = {}   # id(leaf) -> its last grad set
+        for ref, s, dtype, device in self._grads:
+            leaf = ref()
+            if leaf is None or id(leaf) in inputs:
+                continue
+            n = producer.get(s)
+            if n is not None:
+                self.records[n].grad_sets.append((s, ref, dtype, device))
+            last[id(leaf)] = (ref, s)
+        final = []
+        for ref, s in last.values():
+            leaf = ref()
+            g = None if leaf is None else leaf.grad
+            f = None if g is None else self._ids.get(id(g._buf))
+            if leaf is None or f == s:
+                continue
+            if g is None:
+                final.append((None, ref, None, None))
+            elif f in producer:
+                final.append((f, ref, g._dtype, g._device))
         graph = TracedGraph(self.records, self.nslots, self._inputs, outs, out_slots, single)
         graph.guards = list(self._modules.values())
+        graph.final_grads = final
         return graph
 
 
@@ -306,6 +344,11 @@ def _run_record(rec: _Record, vals: list) -> None:
         else:
             r = rec.fn(*args)
         res = _flat(r)
+        if rec.name == "normalize_indices" and res[1] is not None:
+            # the array layer raised on this flag eagerly; a replay skips the array layer, and
+            # gathering with the index would read (or write) out of bounds
+            raise IndexError(f"grilly.jit (replay): index {res[1]} is out of bounds for an axis "
+                             f"of size {args[1]}")
     for s, v in zip(rec.outs, res):
         if s is not None:
             vals[s] = v
@@ -318,6 +361,37 @@ def _rebind(rec: _Record, vals: list) -> None:
         a = ref()
         if a is not None:
             a._buf = vals[s]
+    _set_grads(rec.grad_sets, vals)
+
+
+def _set_grads(sets: list, vals: list) -> None:
+    """Set each live leaf's .grad to its slot's buffer (slot None: to None)."""
+    for s, ref, dtype, device in sets:
+        leaf = ref()
+        if leaf is None:
+            continue
+        if s is None:
+            leaf.grad = None
+        elif leaf.grad is None or leaf.grad._buf is not vals[s]:
+            leaf.grad = Array._new(vals[s], dtype, device)
+
+
+def _memory(buf):
+    """What identifies the memory a buffer views (a Vulkan buffer's allocation; else itself)."""
+    return id(getattr(buf, "alloc", buf))
+
+
+def _written_in_place(seg, vals: list, owned: list) -> list:
+    """The (slot, captured buffer) pairs of ``owned`` that a kernel of ``seg`` returning None
+    (an in-place write into its first argument: assign, scatter, ...) wrote, directly or
+    through a view: the slot's own buffer (a graph input, a host op's result) gets the write."""
+    written: set = set()
+    for rec in seg.records:
+        if rec.args and all(o is None for o in rec.outs):
+            out: list = []
+            _collect(rec.args[0], out)
+            written.update(_memory(vals[s]) for s in out)
+    return [(s, b) for s, b in owned if _memory(b) in written]
 
 
 class _Segment:
@@ -331,6 +405,7 @@ class _Segment:
         self.handle = None
         self.failed = False
         self.copy_in: list = []     # (slot, the captured buffer its new value is copied into)
+        self.copy_back: list = []   # (slot, captured buffer) written in place: copied back out
         self.fixed_out: list = []   # (slot, the captured buffer that holds it on every run)
 
     def produced(self) -> list[int]:
@@ -372,6 +447,9 @@ class TracedGraph:
         self._fixed_slots: set = set()   # slots held by captured buffers
         self._final_at: dict = {}        # plan step -> outputs no step from it on references
         self.guards: list = []           # (weakref to a Module, its training flag) at the trace
+        self.final_grads: list = []      # (slot or None, weakref to a leaf, dtype, device)
+        # captured segments' buffers are fixed: replays from several threads take turns
+        self._lock = threading.RLock()
 
     def guards_hold(self) -> bool:
         """Whether every module the trace called is in the train/eval mode it was then."""
@@ -424,6 +502,7 @@ class TracedGraph:
         cannot be captured, warn once and run the segment kernel by kernel from then on)."""
         kernels = seg.device.kernels
         owned = []
+        orig = {s: vals[s] for s in seg.reads_outside()}
         for s in seg.reads_outside():
             if s in self._fixed_slots:
                 continue
@@ -449,14 +528,27 @@ class TracedGraph:
                 seg.handle = seg.capturer.end()
                 seg.capturer.run(seg.handle)   # recorded, not yet run
                 seg.copy_in = owned
+                seg.copy_back = _written_in_place(seg, vals, owned)
                 seg.fixed_out = [(s, vals[s]) for s in seg.produced()]
                 self._fixed_slots.update(seg.produced())
+                # the slots read from outside hold the caller's buffers again (an input
+                # returned as an output must not be the captured copy the next replay rewrites)
+                for s, b in owned:
+                    vals[s] = orig[s]
+                for s, b in seg.copy_back:   # an in-place write reaches the slot's buffer
+                    kernels["assign"](vals[s], b)
                 return
+        for s, b in owned:
+            vals[s] = orig[s]
         for rec in seg.records:
             _run_record(rec, vals)
 
     def __call__(self, *inputs: Array):
         """Replay on ``inputs`` (Arrays of the traced shapes, dtypes and devices)."""
+        with self._lock:
+            return self._replay(inputs)
+
+    def _replay(self, inputs: tuple):
         if len(inputs) != len(self.input_slots):
             raise TypeError(f"TracedGraph: expected {len(self.input_slots)} inputs, got "
                             f"{len(inputs)}")
@@ -485,6 +577,8 @@ class TracedGraph:
                     if vals[s] is not b:
                         assign(b, vals[s])
                 step.capturer.run(step.handle)
+                for s, b in step.copy_back:
+                    assign(vals[s], b)
                 for s, b in step.fixed_out:
                     vals[s] = b
                 for rec in step.records:
@@ -494,6 +588,7 @@ class TracedGraph:
             else:
                 for rec in step.records:
                     _run_record(rec, vals)
+        _set_grads(self.final_grads, vals)
         outs = []
         for k, (s, (d, dev), y) in enumerate(zip(self.out_slots, self.out_specs, self._fixed)):
             if s is None:
