@@ -439,3 +439,54 @@ def test_train_digits_example_runs(tmp_path):
     assert out.returncode == 0, out.stderr
     acc = float(out.stdout.split("final test accuracy:")[1].split()[0])
     assert acc > 0.5  # one epoch; 15 epochs reach about 0.96 (docs/snn.md)
+
+
+# ---- SeqToANNContainer: conv layers on a spike sequence --------------------------------------
+def test_seq_to_ann_container_equals_spikingjelly(device):
+    """Conv2d + BatchNorm2d (training statistics over T * B) on (T, B, C, H, W), then a
+    multi-step LIF: SpikingJelly's SeqToANNContainer and LIFNode with the same weights, forward
+    spikes and gradients of the input and the conv weight."""
+    layer = pytest.importorskip("spikingjelly.activation_based.layer")
+    neuron = pytest.importorskip("spikingjelly.activation_based.neuron")
+    surrogate = pytest.importorskip("spikingjelly.activation_based.surrogate")
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal((4, 2, 3, 6, 6)) * 2
+    conv_t = torch.nn.Conv2d(3, 5, 3, padding=1).double()
+    ref = torch.nn.Sequential(layer.SeqToANNContainer(conv_t, torch.nn.BatchNorm2d(5).double()),
+                              neuron.LIFNode(tau=2.0, decay_input=False, step_mode="m",
+                                             surrogate_function=surrogate.Sigmoid(alpha=4.0)))
+    xt = _t(x).requires_grad_()
+    st = ref(xt)
+    w = rng.standard_normal(st.shape)
+    (st * _t(w)).sum().backward()
+
+    conv = gp.nn.Conv2d(3, 5, 3, padding=1, dtype=gp.float64)
+    conv.weight = gp.nn.Parameter(_g(conv_t.weight.detach().numpy(), device))
+    conv.bias = gp.nn.Parameter(_g(conv_t.bias.detach().numpy(), device))
+    model = gp.nn.Sequential(snn.SeqToANNContainer(conv, gp.nn.BatchNorm2d(5, dtype=gp.float64)),
+                             snn.LIF(0.5, reset="zero", reset_delay=False, detach_reset=False,
+                                     surrogate=SG.sigmoid(4.0), step_mode="m")).to(device)
+    xg = _g(x, device, grad=True)
+    sg = model(xg)
+    gp.sum(sg * _g(w, device)).backward()
+    assert sg.shape == (4, 2, 5, 6, 6) and 0 < float(_np(gp.sum(sg))) < sg.size
+    np.testing.assert_array_equal(_np(sg), st.detach().numpy())
+    np.testing.assert_allclose(_np(xg.grad), xt.grad.numpy(), rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(_np(conv.weight.grad), conv_t.weight.grad.numpy(), rtol=1e-9,
+                               atol=1e-10)
+
+
+def test_seq_to_ann_container_folds_time(device):
+    """The container equals the modules applied to each time step (stateless modules), and a
+    bad input gets a ValueError."""
+    rng = np.random.default_rng(13)
+    x = _g(rng.standard_normal((3, 2, 4, 5, 5)), device)
+    conv = gp.nn.Conv2d(4, 2, 3, dtype=gp.float64).to(device)
+    seq = snn.SeqToANNContainer(conv, gp.nn.Flatten())
+    y = seq(x)
+    assert y.shape == (3, 2, 2 * 3 * 3)
+    for t in range(3):
+        np.testing.assert_allclose(_np(y[t]), _np(gp.reshape(conv(x[t]), (2, -1))), rtol=1e-12,
+                                   atol=1e-12)
+    with pytest.raises(ValueError, match="SeqToANNContainer"):
+        seq(_g(np.zeros(3), device))

@@ -2,13 +2,14 @@
 layers, surrogate-gradient spike functions, encoders, readouts and losses, and STDP/Hebbian
 plasticity. See docs/snn.md for the update equations."""
 from . import functional, surrogate  # noqa: F401
+from .containers import *  # noqa: F401,F403
 from .encoding import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
 from .neurons import *  # noqa: F401,F403
 from .plasticity import *  # noqa: F401,F403
 
-from . import encoding as _e, loss as _lo, neurons as _n, plasticity as _p
+from . import containers as _c, encoding as _e, loss as _lo, neurons as _n, plasticity as _p
 
-__all__ = ["functional", "surrogate", *_e.__all__, *_lo.__all__, *_n.__all__,
+__all__ = ["functional", "surrogate", *_c.__all__, *_e.__all__, *_lo.__all__, *_n.__all__,
            *_p.__all__]
-del _e, _lo, _n, _p
+del _c, _e, _lo, _n, _p
