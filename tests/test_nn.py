@@ -96,6 +96,57 @@ def test_to_device_keeps_parameters(device):
     assert m[0].weight.dtype == gp.float64 and m[1].num_batches_tracked.dtype == gp.int64
 
 
+def test_deepcopy_is_an_independent_trainable_copy(device):
+    import copy
+
+    m = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.Linear(4, 2)).to(device)
+    m[2].bias.requires_grad_(False)   # a frozen parameter stays frozen
+    x = gp.asarray(np.random.default_rng(0).standard_normal((5, 3)).astype(np.float32),
+                   device=device)
+    gp.sum(m(x) ** 2).backward()
+    c = copy.deepcopy(m)
+    for (n, p), (n2, q) in zip(m.named_parameters(), c.named_parameters(), strict=True):
+        assert n == n2 and q is not p and isinstance(q, nn.Parameter)
+        assert (q.device, q.dtype, q.requires_grad) == (p.device, p.dtype, p.requires_grad)
+        assert_close(q, np.asarray(p))
+        assert (q.grad is None) == (p.grad is None)
+        if p.grad is not None:
+            assert q.grad is not p.grad and q.grad.device == device
+            assert_close(q.grad, np.asarray(p.grad))
+    for b, b2 in zip(m.buffers(), c.buffers(), strict=True):
+        assert b2 is not b and b2.device == device and b2.dtype == b.dtype
+        assert_close(b2, np.asarray(b))
+    # independent: a change to either leaves the other as it was
+    w0, b0 = np.asarray(m[0].weight).copy(), np.asarray(c[2].bias).copy()
+    with gp.autograd.no_grad():
+        m[0].weight[...] = 0.0
+        c[2].bias[...] = 5.0
+    assert_close(c[0].weight, w0)
+    assert_close(m[2].bias, b0)
+    # the copy trains: backward reaches its own parameters only, an optimizer steps them
+    g0 = np.asarray(m[0].weight.grad).copy()
+    c.zero_grad()
+    gp.sum(c(x) ** 2).backward()
+    assert all((p.grad is not None) == p.requires_grad for p in c.parameters())
+    assert_close(m[0].weight.grad, g0)
+    before = np.asarray(c[2].weight).copy()
+    gp.optim.SGD(c.parameters(), lr=0.1).step()
+    assert not np.allclose(np.asarray(c[2].weight), before)
+    # shared modules and arrays stay shared in the copy (one copy each)
+    tied = nn.Module()
+    tied.a = nn.Linear(2, 2).to(device)
+    tied.b = tied.a
+    t2 = copy.deepcopy(tied)
+    assert t2.b is t2.a and t2.a.weight is not tied.a.weight
+    a = gp.arange(6.0, device=device)
+    a2, same, view = copy.deepcopy([a, a, a[2:4]])
+    assert a2 is same and a2 is not a and a2.device == device
+    with gp.autograd.no_grad():
+        a[...] = 0.0
+    assert_close(a2, np.arange(6.0))
+    assert_close(view, np.array([2.0, 3.0]))   # a view is copied as an array of its own
+
+
 def test_zero_grad_and_backward(device):
     m = _mlp().to(device)
     x = gp.asarray(np.ones((2, 4), np.float32), device=device)

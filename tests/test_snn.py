@@ -394,6 +394,79 @@ def test_tau_and_bad_arguments():
         snn.LIF(0.9).multi_step(gp.zeros((0, 3)))
 
 
+def test_nan_threshold_is_rejected():
+    for make in (lambda t: snn.LIF(0.9, threshold=t), lambda t: snn.IF(threshold=t),
+                 lambda t: snn.Synaptic(0.5, 0.9, threshold=t),
+                 lambda t: snn.LIF(0.9, threshold=t, learn_threshold=True)):
+        with pytest.raises(ValueError, match=r"(LIF|IF|Synaptic): threshold must not be NaN"):
+            make(float("nan"))
+
+
+@pytest.mark.parametrize("step_mode", ["s", "m"])
+def test_kept_state_follows_to_device(step_mode):
+    """A layer run on the CPU, then moved with .to (itself or in a model), continues its
+    sequence on the new device with the results of a layer that stayed on the CPU."""
+    vk = [d for d in gp.devices() if str(d).startswith("vulkan")]
+    if not vk:
+        pytest.skip("no Vulkan device")
+    x, _ = _inputs(13)
+
+    def run(layer, xs):
+        if step_mode == "m":
+            return layer(xs)
+        outs = [layer(xi) for xi in gp.unstack(xs, axis=0)]
+        return gp.stack([o[0] for o in outs]), gp.stack([o[1] for o in outs])
+
+    stay = snn.LIF(0.8, refractory=2, step_mode=step_mode, return_mem=True)
+    moved = snn.LIF(0.8, refractory=2, step_mode=step_mode, return_mem=True)
+    for layer in (stay, moved):
+        run(layer, _g(x[:6], "cpu"))
+    gp.nn.Sequential(moved).to(vk[0])
+    s_cpu, m_cpu = run(stay, _g(x[6:], "cpu"))
+    s_vk, m_vk = run(moved, _g(x[6:], vk[0]))
+    assert s_vk.device == vk[0] and all(st.device == vk[0] for st in moved.state)
+    assert 0 < float(_np(gp.sum(s_cpu))) < s_cpu.size
+    np.testing.assert_array_equal(_np(s_vk), _np(s_cpu))
+    np.testing.assert_allclose(_np(m_vk), _np(m_cpu), rtol=1e-12, atol=1e-12)
+
+
+def test_init_hidden_single_step_in_sequential_equals_snntorch(device):
+    """snnTorch's Sequential(Linear, Leaky(init_hidden=True), ...) run one step per call: LIF and
+    IF with init_hidden=True return the spikes only and keep the state (float32: snnTorch's
+    spikes are float32, so the Linear after a Leaky is too)."""
+    rng = np.random.default_rng(14)
+    x = (rng.standard_normal((T, B, 3)) * 2).astype(np.float32)
+    ws = [rng.standard_normal((N, 3)) * 0.8, np.abs(rng.standard_normal((2, N))) * 0.5]
+    lin = [torch.nn.Linear(3, N), torch.nn.Linear(N, 2)]
+    ours = [gp.nn.Linear(3, N), gp.nn.Linear(N, 2)]
+    with torch.no_grad(), gp.autograd.no_grad():
+        for w, lt, lg in zip(ws, lin, ours):
+            lt.weight[...] = torch.tensor(w, dtype=torch.float32)
+            lt.bias.zero_()
+            lg.weight[...] = gp.asarray(w, dtype=gp.float32)
+            lg.bias[...] = 0.0
+    ref = torch.nn.Sequential(lin[0], snntorch.Leaky(beta=0.8, init_hidden=True), lin[1],
+                              snntorch.Leaky(beta=1.0, init_hidden=True, output=True))
+    net = gp.nn.Sequential(ours[0], snn.LIF(0.8, init_hidden=True), ours[1],
+                           snn.IF(init_hidden=True, return_mem=True)).to(device)
+    xt = torch.tensor(x, requires_grad=True)
+    want = [ref(xt[t]) for t in range(T)]
+    xg = gp.asarray(x, device=device).requires_grad_()
+    got = [net(xg[t]) for t in range(T)]
+    st, mt = torch.stack([o[0] for o in want]), torch.stack([o[1] for o in want])
+    sg, mg = gp.stack([o[0] for o in got]), gp.stack([o[1] for o in got])
+    (mt.sum() + st.sum()).backward()
+    gp.sum(mg + sg).backward()
+    assert 0 < float(_np(gp.sum(sg))) < sg.size
+    np.testing.assert_array_equal(_np(sg), st.detach().numpy())
+    np.testing.assert_allclose(_np(mg), mt.detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(_np(xg.grad), xt.grad.numpy(), rtol=1e-5, atol=1e-6)
+    spk = snn.LIF(0.8, init_hidden=True)(_g(x[0], device))
+    assert isinstance(spk, gp.Array) and spk.shape == (B, 3)
+    with pytest.raises(TypeError, match="LIF: init_hidden=True keeps the state"):
+        snn.LIF(0.8, init_hidden=True)(_g(x[0], device), _g(x[0], device))
+
+
 def test_learnable_per_neuron_parameters():
     lif = snn.LIF([0.9] * 3, [1.0] * 3, learn_beta=True, learn_threshold=True)
     names = dict(lif.named_parameters())

@@ -115,3 +115,23 @@ def test_encoder_and_loss_errors():
         snn.ce_rate_loss(gp.zeros((3, 2, 4)), gp.asarray([0.0, 1.0]))
     with pytest.raises(ValueError, match="ce_count_loss: targets shape"):
         snn.ce_count_loss(gp.zeros((3, 2, 4)), gp.asarray([0, 1, 2]))
+
+
+@pytest.mark.parametrize("name", ["mse_count_loss", "ce_rate_loss", "ce_count_loss",
+                                  "ce_max_membrane_loss"])
+def test_losses_reject_class_labels_out_of_range(name, device):
+    """As snnTorch (torch raises): a label outside [0, classes) is an error, not a number."""
+    loss = getattr(snn, name)
+    out = gp.zeros((4, 2, 3), device=device)
+    for labels, seen in (([0, 7], r"\[0, 7\]"), ([0, -1], r"\[-1, 0\]")):
+        with pytest.raises(ValueError, match=rf"{name}: targets must be class indices in "
+                                             rf"\[0, 3\), got values in {seen}"):
+            loss(out, gp.asarray(labels, device=device))
+    loss(out, gp.asarray([0, 2], device=device))   # the edges are fine
+    # a grilly.jit trace cannot read the labels on the host: it records the loss unchecked
+    import grilly.jit
+
+    traced = grilly.jit(loss)
+    y = gp.asarray([2, 1], device=device)
+    for _ in range(2):
+        np.testing.assert_allclose(_np(traced(out, y)), _np(loss(out, y)))

@@ -210,6 +210,22 @@ class Array:
         """A copy of this array on ``device`` (the same array when it is already there)."""
         return _OPS["to_device"](self, device, stream=stream)
 
+    def __deepcopy__(self, memo) -> "Array":
+        """A copy of the data on the same device (a Vulkan buffer cannot be pickled): detached,
+        requires_grad and a deep copy of grad kept; the device and dtype objects are shared. Each
+        Array is copied once per deepcopy (memo); views come out as independent arrays."""
+        alias = Array._new(self._buf, self._dtype, self._device)   # no grad: nothing recorded
+        out = _OPS["asarray"](alias, copy=True)
+        memo[id(self)] = out
+        out.requires_grad = self.requires_grad
+        if self.grad is not None:
+            import copy
+            out.grad = copy.deepcopy(self.grad, memo)
+        h = dispatch.hooks.deepcopy
+        if h is not None:   # grilly.nn: the copy of a Parameter is a Parameter
+            h(self, out)
+        return out
+
     # ---- DLPack -------------------------------------------------------------------------
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         return _OPS["__dlpack__"](self, stream=stream, max_version=max_version,

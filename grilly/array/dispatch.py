@@ -40,6 +40,8 @@ class _Hooks:
     # grad_set(leaf): grilly.jit's tracer, while it records (backward reports each leaf whose
     # .grad it set, so a replay sets it again even where the caller dropped the array)
     grad_set: Callable | None = None
+    # deepcopy(src, copy): grilly.nn marks the deep copy of a Parameter as a Parameter
+    deepcopy: Callable | None = None
 
 
 hooks = _Hooks()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import weakref
 
 from ..array import api as gp
+from ..array.dispatch import hooks as _hooks
 
 __all__ = ["Parameter", "is_parameter"]
 
@@ -34,3 +35,11 @@ class Parameter(metaclass=_ParameterMeta):
         data.requires_grad = bool(requires_grad)
         _REGISTRY[id(data)] = data
         return data
+
+
+def _deepcopy_hook(src, out) -> None:
+    if is_parameter(src):
+        Parameter(out, src.requires_grad)
+
+
+_hooks.deepcopy = _deepcopy_hook   # copy.deepcopy of a Parameter (a model) gives Parameters

@@ -6,6 +6,7 @@ from __future__ import annotations
 from ...array import api as gp
 
 from ...array.array import Array
+from ...array.dispatch import hooks as _hooks
 from .. import functional as NF
 from .functional import _check_input
 
@@ -23,6 +24,13 @@ def _check(spk, targets, op: str):
     if targets.shape != spk.shape[1:2]:
         raise ValueError(f"{op}: targets shape {targets.shape} does not match the batch "
                          f"{spk.shape[1]}")
+    if targets.size and _hooks.host_op is None:   # (a grilly.jit trace cannot read them)
+        # one host read where the labels are good (a sync: snnTorch raises on a bad label too)
+        c = spk.shape[2]
+        if bool(gp.any(gp.logical_or(targets < 0, targets >= c))):
+            lo, hi = int(gp.min(targets)), int(gp.max(targets))
+            raise ValueError(f"{op}: targets must be class indices in [0, {c}), got values in "
+                             f"[{lo}, {hi}]")
     return spk
 
 

@@ -33,6 +33,7 @@ class _Neuron(Module):
     """Shared options, parameters and the step loops; subclasses define ``_step``."""
 
     _state_names: tuple = ("mem",)
+    init_hidden = False   # LIF/IF: single-step calls return the spikes only
 
     def __init__(self, *, threshold, reset: str, surrogate: Surrogate | None, detach_reset: bool,
                  reset_delay: bool, learn_threshold: bool, step_mode: str, return_mem: bool,
@@ -56,6 +57,8 @@ class _Neuron(Module):
         if isinstance(value, bool) or not isinstance(value, (int, float, gp.Array, list, tuple)):
             raise TypeError(f"{op}: {name} must be a float or an array of per-neuron values, got "
                             f"{type(value).__name__}")
+        if isinstance(value, (int, float)) and value != value:
+            raise ValueError(f"{op}: {name} must not be NaN")
         if not learn and isinstance(value, (int, float)):
             object.__setattr__(self, "_" + name, float(value))
             return
@@ -95,6 +98,8 @@ class _Neuron(Module):
                          for s, b, n in zip(given, base, self._state_names))
         if self.state is None:
             return self.init_state(x)
+        if self.state[0].device != x.device:   # the layer was moved with .to(device)
+            self.state = tuple(s.to_device(x.device) for s in self.state)
         if self.state[0].shape != x.shape:
             raise ValueError(f"{op}: input shape {x.shape} does not match the kept state "
                              f"{self.state[0].shape}; call reset_state() (or snn.reset(model)) "
@@ -109,10 +114,15 @@ class _Neuron(Module):
                 raise TypeError(f"{type(self).__name__}: step_mode 'm' takes the input sequence "
                                 "only; pass a starting state by calling the layer in 's' mode")
             return self.multi_step(x, return_mem=self.return_mem)
+        if self.init_hidden and state:
+            raise TypeError(f"{type(self).__name__}: init_hidden=True keeps the state in the "
+                            "layer; call it with the input only")
         x = F._check_input(x, type(self).__name__)
         st = self._current_state(x, state)
         spk, st = self._step(x, st, self._params())
         self.state = st
+        if self.init_hidden and not self.return_mem:
+            return spk
         return (spk, *self._visible(st))
 
     def multi_step(self, x_seq: Array, return_mem: bool = False):
@@ -165,20 +175,24 @@ class LIF(_Neuron):
     and spikes after each spike (the counter is part of the state and carries no gradient).
     Multi-step calls run all T steps in one fused kernel forward and one backward
     (``fused=False``: step by step) where the options allow (docs/snn.md); ``recompute=True``
-    keeps no membrane trace for backward and recomputes it there."""
+    keeps no membrane trace for backward and recomputes it there. ``init_hidden=True`` (snnTorch's
+    name): a single-step call returns the spikes only, ``(spk, mem)`` with ``return_mem``, so
+    the layer fits an ``nn.Sequential`` run one step per call."""
 
     def __init__(self, beta: float | Array | None = None, threshold: float | Array = 1.0, *,
                  tau: float | None = None, dt: float = 1.0, reset: str = "subtract",
                  surrogate: Surrogate | None = None, detach_reset: bool = True,
                  reset_delay: bool = True, refractory: int = 0, learn_beta: bool = False,
                  learn_threshold: bool = False, step_mode: str = "s", return_mem: bool = False,
-                 fused: bool = True, recompute: bool = False, dtype=None) -> None:
+                 fused: bool = True, recompute: bool = False, init_hidden: bool = False,
+                 dtype=None) -> None:
         super().__init__(threshold=threshold, reset=reset, surrogate=surrogate,
                          detach_reset=detach_reset, reset_delay=reset_delay,
                          learn_threshold=learn_threshold, step_mode=step_mode,
                          return_mem=return_mem, dtype=dtype)
         self._set_param("beta", _beta_arg(beta, tau, dt, type(self).__name__), learn_beta)
         self.fused, self.recompute = bool(fused), bool(recompute)
+        self.init_hidden = bool(init_hidden)
         F._check_options(reset, surrogate, refractory, type(self).__name__)
         self.refractory = refractory
         if refractory:
