@@ -161,6 +161,28 @@ def test_unscale_then_clip_and_state_dict(device):
     assert off.scale(loss) is loss and off.get_scale() == 1.0 and off.state_dict() == {}
 
 
+def test_unscale_bfloat16_gradients(device):
+    """GradScaler.unscale_ on a bfloat16 model's gradients divides them in place (exactly, for
+    powers of two) and notes an inf anywhere: step is skipped and the scale halves (torch)."""
+    lin = nn.Linear(4, 2, bias=False).to(device).to(gp.bfloat16)
+    opt = optim.SGD(lin.parameters(), lr=0.5)
+    g = np.array([[8.0, -4.0, 2.0, 1.0], [0.5, 96.0, -3.0, 0.0]], np.float32)
+    for bad in (False, True):
+        s = amp.GradScaler(init_scale=4.0)
+        h = g.copy()
+        h[1, 2] = np.inf if bad else h[1, 2]
+        lin.weight.grad = gp.astype(gp.asarray(h, device=device), gp.bfloat16)
+        before = np.asarray(gp.astype(lin.weight, gp.float32))
+        s.unscale_(opt)
+        assert lin.weight.grad.dtype == gp.bfloat16
+        np.testing.assert_array_equal(np.asarray(gp.astype(lin.weight.grad, gp.float32)), h / 4)
+        if bad:
+            assert s.step(opt) is None   # skipped: the parameters untouched
+            np.testing.assert_array_equal(np.asarray(gp.astype(lin.weight, gp.float32)), before)
+        s.update()
+        assert s.get_scale() == (2.0 if bad else 4.0)
+
+
 def test_grad_scaler_reads_the_host_once_per_step(device, monkeypatch):
     lin = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2)).to(device)
     opt = optim.Adam(lin.parameters(), lr=1e-3)

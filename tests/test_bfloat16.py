@@ -1,6 +1,8 @@
 """gp.bfloat16 on every device: storage, conversions bit for bit against ml_dtypes (the JAX
 project's numpy bfloat16), arithmetic computed in float32 and rounded once, promotion, views and
 indexing, autograd, autocast and DLPack with torch as the oracle."""
+import math
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -131,8 +133,10 @@ NATIVE_UNARY = ["negative", "positive", "isnan", "isinf", "isfinite", "signbit"]
 
 def _composed(name, *args):
     """What the op computed before a backend ran it on bfloat16: float32 copies of bfloat16
-    arrays (Python scalars as float32), the float32 op, a float result rounded to bfloat16."""
-    f32 = [gp.astype(a, gp.float32) if isinstance(a, gp.Array) else a for a in args]
+    arrays (Python floats rounded to bfloat16 first, as torch and JAX take them), the float32
+    op, a float result rounded to bfloat16."""
+    f32 = [gp.astype(a, gp.float32) if isinstance(a, gp.Array) else
+           float(BF(a)) if type(a) is float else a for a in args]
     r = getattr(gp, name)(*f32)
     return gp.astype(r, gp.bfloat16) if r.dtype == gp.float32 else r
 
@@ -141,7 +145,7 @@ def _composed(name, *args):
 def test_native_elementwise_equals_the_float32_composition(device, name):
     """The elementwise ops a backend may run on bfloat16 itself (Vulkan: ew_bfloat16, one
     dispatch) give the composition's bits: specials, subnormals, ties, broadcasting, and
-    Python scalars that are bfloat16 values (others, like 0.1, still compose in float32)."""
+    Python scalars (0.1 taken as bfloat16(0.1), as torch and JAX take it)."""
     a = np.concatenate([SPECIAL, (R.standard_normal(500) * 4).astype(np.float32)])
     b = np.concatenate([SPECIAL[::-1], (R.standard_normal(500) * 4).astype(np.float32)])
     ga, gb = _bf(a, device), _bf(b, device)
@@ -178,6 +182,52 @@ def test_native_elementwise_gradients_equal_cpu(device):
         grads.append([np.asarray(t.grad) for t in (gx, gw, gb)] + [np.asarray(y)])
     for a, c in zip(*grads):
         assert np.array_equal(a.view(np.uint16), c.view(np.uint16))
+
+
+def test_python_floats_take_the_bfloat16_dtype(device):
+    """A Python float with a bfloat16 array is a bfloat16 value (the Array API's rule, JAX's
+    weak types, grilly's float16): x == 0.1 holds where x is bfloat16(0.1), as in torch, and
+    x * 0.1 is x * bfloat16(0.1) computed in float32 and rounded once (ml_dtypes' ufunc)."""
+    v = np.array([0.1, 1.0, 0.3, -2.7, 1e-3], np.float32)
+    x, t, h = _bf(v, device), torch.tensor(v).to(torch.bfloat16), v.astype(BF)
+    for s in (0.1, 0.3, -2.7, 1e-3):
+        for op in ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"):
+            got = getattr(x, op)(s)
+            assert np.array_equal(np.asarray(got), getattr(t, op)(s).numpy()), (op, s)
+        for op in ("__add__", "__sub__", "__mul__", "__truediv__", "__rsub__", "__rtruediv__"):
+            got = getattr(x, op)(s)
+            want = getattr(h, op)(BF(s))
+            assert got.dtype == gp.bfloat16 and want.dtype == BF
+            assert np.array_equal(_bits(got), _bits(want)), (op, s)
+
+
+ACTIVATIONS = {
+    "gelu": (lambda x: nn.functional.gelu(x),
+             lambda v: 0.5 * v * (1 + np.vectorize(math.erf)(v / math.sqrt(2)))),
+    "gelu_tanh": (lambda x: nn.functional.gelu(x, approximate="tanh"),
+                  lambda v: 0.5 * v * (1 + np.tanh(math.sqrt(2 / math.pi) * (v + 0.044715 * v**3)))),
+    "erf": (lambda x: nn.functional.erf(x), np.vectorize(math.erf)),
+    "erfc": (lambda x: nn.functional.erfc(x), np.vectorize(math.erfc)),
+    "silu": (lambda x: nn.functional.silu(x), lambda v: v / (1 + np.exp(-v))),
+    "sigmoid": (lambda x: nn.functional.sigmoid(x), lambda v: 1 / (1 + np.exp(-v))),
+}
+
+
+@pytest.mark.parametrize("name", list(ACTIVATIONS))
+def test_activations_in_float32_rounded_once(device, name):
+    """bfloat16 activations compute in float32 and round once, as torch's do: within half a
+    bfloat16 ulp of the float64 value (plus float32's error), and differentiable."""
+    fn, ref = ACTIVATIONS[name]
+    v = np.linspace(-4, 4, 161).astype(BF).astype(np.float64)
+    x = _bf(v, device)
+    x.requires_grad = True
+    y = fn(x)
+    assert y.dtype == gp.bfloat16
+    got, want = np.asarray(y).astype(np.float64), ref(v)
+    ulp = np.exp2(np.floor(np.log2(np.maximum(np.abs(want), 1e-30))) - 7)
+    assert np.all(np.abs(got - want) <= 0.5 * ulp + 2**-18 * np.abs(want)), name
+    gp.sum(y).backward()
+    assert x.grad.dtype == gp.bfloat16 and np.all(np.isfinite(np.asarray(x.grad)))
 
 
 def test_reductions_matmul_and_promotion(device):

@@ -110,3 +110,37 @@ def test_layer_norm_float16_and_autocast(device):
         z = F.layer_norm(gp.asarray(x, device=device), 16)
     assert z.dtype == gp.float32        # the float32 list, as torch's autocast
     np.testing.assert_allclose(np.asarray(z), want, atol=1e-5)
+
+
+@pytest.mark.parametrize("norm", ["layer_norm", "rms_norm"])
+@pytest.mark.parametrize("affine", [False, True])
+def test_float16_statistics_in_float32(device, norm, affine):
+    """float16 input (no autocast) whose variance or squares pass 65504 (std 400): the
+    statistics in float32, as torch computes them, the output rounded once, not zeros; and
+    the input gradient, against float64 numpy."""
+    rng = np.random.default_rng(8)
+    x = (rng.standard_normal((4, 16)) * 400).astype(np.float16)
+    w = rng.standard_normal(16).astype(np.float16) if affine else None
+    b = rng.standard_normal(16).astype(np.float16) if affine and norm == "layer_norm" else None
+    g = rng.standard_normal((4, 16))
+    on = lambda a: None if a is None else gp.asarray(a, device=device)  # noqa: E731
+    f64 = lambda a: None if a is None else a.astype(np.float64)  # noqa: E731
+    x64, w64 = f64(x), (np.ones(16) if w is None else f64(w))
+    gx = on(x)
+    gx.requires_grad = True
+    if norm == "layer_norm":
+        y = F.layer_norm(gx, 16, on(w), on(b), 1e-5)
+        want = np_layer_norm(x64, f64(w), f64(b), 1e-5)[0]
+        want_g = np_layer_norm_backward(g, x64, f64(w), 1e-5)[0]
+    else:
+        y = F.rms_norm(gx, 16, on(w), 1e-5)
+        r = 1 / np.sqrt((x64 * x64).mean(axis=1, keepdims=True) + 1e-5)
+        want = x64 * r * w64
+        gh = g * w64
+        want_g = r * (gh - x64 * r * r * (gh * x64).mean(axis=1, keepdims=True))
+    assert y.dtype == gp.float16
+    np.testing.assert_allclose(np.asarray(y).astype(np.float64), want, rtol=2e-3, atol=2e-3)
+    y.backward(gp.asarray(g.astype(np.float16), device=device))
+    assert gx.grad.dtype == gp.float16
+    np.testing.assert_allclose(np.asarray(gx.grad).astype(np.float64), want_g, rtol=1e-2,
+                               atol=2e-5)

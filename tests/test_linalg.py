@@ -249,3 +249,18 @@ def test_norms_trace(device, dtype):
     close(la.trace(g, offset=1), np.trace(a, 1, -2, -1), dtype)
     with pytest.raises(ValueError):
         la.matrix_norm(g, ord=3)
+
+
+def test_vector_norm_float16_does_not_overflow(device):
+    """float16 whose powers or their sum pass 65504 though the norm does not: computed in
+    float32, as torch computes it, and rounded once (float64 numpy as the reference)."""
+    a = (rand((3, 4), np.float64, seed=2) * 300).astype(np.float16)
+    g = G(a, device)
+    for ord in (2, 3, 1, np.inf):
+        for axis in (None, 1):
+            got = la.vector_norm(g, axis=axis, ord=ord)
+            want = np.linalg.vector_norm(a.astype(np.float64), axis=axis, ord=ord)
+            assert got.dtype == gp.float16
+            np.testing.assert_allclose(np.asarray(got).astype(np.float64),
+                                       want.astype(np.float16).astype(np.float64), rtol=2e-3,
+                                       err_msg=f"ord={ord} axis={axis}")

@@ -180,7 +180,8 @@ def test_bad_assignments():
         nn.Sequential(nn.ReLU())[3]
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "bool", "float16", "uint8"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "bool", "float16", "uint8",
+                                   "bfloat16"])
 def test_save_load_roundtrip(device, tmp_path, dtype):
     m = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4)).to(device)
     sd = dict(m.state_dict())

@@ -58,3 +58,22 @@ def test_vector_to_parameters_errors(device):
         nn.utils.vector_to_parameters(gp.ones(3, device=device), model.parameters())
     with pytest.raises(TypeError, match="1-D"):
         nn.utils.vector_to_parameters(gp.ones((2, 3), device=device), model.parameters())
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 3.0])
+def test_clip_grad_norm_float16_matches_torch(device, norm_type):
+    """float16 gradients whose powers pass 65504 (300**2) though their norm does not: torch
+    takes the norms in float32; the total is finite and the gradients are clipped, not zeroed."""
+    rng = np.random.default_rng(2)
+    gs = [(rng.standard_normal(s) * 300).astype(np.float16) for s in ((3, 4), (4,))]
+    mine = [gp.zeros(g.shape, dtype=gp.float16, device=device) for g in gs]
+    ref = [torch.zeros(g.shape, dtype=torch.float16, requires_grad=True) for g in gs]
+    for p, t, g in zip(mine, ref, gs):
+        p.requires_grad_()
+        p.grad = gp.asarray(g, device=device)
+        t.grad = torch.tensor(g)
+    total = nn.utils.clip_grad_norm_(mine, 1.0, norm_type=norm_type)
+    t_total = torch.nn.utils.clip_grad_norm_(ref, 1.0, norm_type=norm_type)
+    np.testing.assert_allclose(float(total), float(t_total), rtol=2e-3)
+    for p, t in zip(mine, ref):
+        assert_close(p.grad, t.grad.numpy(), rtol=2e-3, atol=1e-4)

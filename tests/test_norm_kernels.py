@@ -128,3 +128,32 @@ def test_batchnorm_training_matches_torch(device, shape):
     np.testing.assert_allclose(np.asarray(gm.bias.grad), tm.bias.grad.numpy(), rtol=1e-9)
     np.testing.assert_allclose(np.asarray(gm.running_mean), tm.running_mean.numpy(), rtol=1e-9)
     np.testing.assert_allclose(np.asarray(gm.running_var), tm.running_var.numpy(), rtol=1e-9)
+
+
+def test_batchnorm_float16_large_activations_match_torch(device):
+    """A float16 nn.BatchNorm1d (``.to(float16)``, no autocast) on activations whose variance
+    passes 65504 (std 400): batch statistics and the running update in float32, as torch takes
+    them, not zeros and an inf running variance."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(9)
+    x = (rng.standard_normal((8, 3)) * 400).astype(np.float16)
+    g = rng.standard_normal((8, 3)).astype(np.float16)
+    tm = torch.nn.BatchNorm1d(3).half()
+    tx = torch.tensor(x, requires_grad=True)
+    tm(tx).backward(torch.tensor(g))
+    gm = nn.BatchNorm1d(3).to(device).to(gp.float16)
+    gx = gp.asarray(x, device=device)
+    gx.requires_grad = True
+    y = gm(gx)
+    y.backward(gp.asarray(g, device=device))
+    (want, _, _), (want_g, _, _) = np_batch_norm(x.astype(np.float64)[:, :, None], None, None,
+                                                 1e-5, g.astype(np.float64)[:, :, None])
+    assert y.dtype == gx.grad.dtype == gm.running_var.dtype == gp.float16
+    np.testing.assert_allclose(np.asarray(y).astype(np.float64), want[:, :, 0], rtol=2e-3,
+                               atol=2e-3)
+    np.testing.assert_allclose(np.asarray(gx.grad).astype(np.float64), want_g[:, :, 0],
+                               rtol=1e-2, atol=2e-5)
+    np.testing.assert_allclose(np.asarray(gx.grad), tx.grad.numpy(), rtol=1e-2, atol=2e-5)
+    for a, t in ((gm.running_mean, tm.running_mean), (gm.running_var, tm.running_var)):
+        np.testing.assert_allclose(np.asarray(a).astype(np.float64), t.double().numpy(),
+                                   rtol=2e-3)

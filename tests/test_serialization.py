@@ -160,9 +160,31 @@ def test_odd_but_valid_file_loads(tmp_path, case):
 
 
 def test_spec_dtype_grilly_lacks(tmp_path):
-    p = _write(tmp_path, "bf16", _file({W: _t("BF16", offsets=(0, 4))}, b"\0" * 4))
-    with pytest.raises(SafetensorsError, match=r"'enc\.w'.*'BF16' is valid safetensors but grilly"):
+    p = _write(tmp_path, "f8", _file({W: _t("F8_E4M3", offsets=(0, 4))}, b"\0" * 4))
+    with pytest.raises(SafetensorsError, match=r"'enc\.w'.*'F8_E4M3' is valid safetensors but grilly"):
         nn.load(p)
+
+
+@needs_upstream
+def test_bfloat16_round_trip_and_torch_interop(device, tmp_path):
+    """bfloat16 saves as BF16 and loads back bit for bit (NaN, inf, -0, subnormals), both ways
+    with torch's safetensors."""
+    torch = pytest.importorskip("torch")
+    st_torch = pytest.importorskip("safetensors.torch")
+    t = torch.tensor([[1.5, -2.0, 0.1, float("nan")], [3e38, -0.0, 1e-40, -float("inf")]],
+                     dtype=torch.bfloat16)
+    bits = t.view(torch.int16).numpy().view(np.uint16)
+    up = tmp_path / "torch.safetensors"
+    st_torch.save_file({"w": t}, str(up))
+    got = nn.load(up, device=device)["w"]
+    assert got.dtype == gp.bfloat16 and np.array_equal(np.asarray(got).view(np.uint16), bits)
+    mine = tmp_path / "mine.safetensors"
+    nn.save({"w": got, "m": gp.astype(gp.ones((3,), device=device), gp.bfloat16)}, mine)
+    theirs = st_torch.load_file(str(mine))
+    assert theirs["w"].dtype == torch.bfloat16
+    assert np.array_equal(theirs["w"].view(torch.int16).numpy().view(np.uint16), bits)
+    back = nn.load(mine, device=device)
+    assert back["m"].dtype == gp.bfloat16 and np.array_equal(np.asarray(back["w"]).view(np.uint16), bits)
 
 
 def test_filesystem_errors_pass_through(tmp_path):

@@ -147,3 +147,22 @@ def test_cumulative(device, shape, data, dtype, init, op):
         pad[axis] = (1, 0)
         ref = np.pad(ref, pad, constant_values=0 if op == "cumulative_sum" else 1)
     assert_close(getattr(gp, op)(x, axis=axis, include_initial=init), ref, rtol=1e-10)
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered in cast:RuntimeWarning")
+@pytest.mark.parametrize("op", ["mean", "var", "std"])
+def test_float16_moments_accumulate_in_float32(device, op):
+    """float16 moments that fit though their sums or squares do not (a row near 4e4, a row of
+    std 200, std 300 whose variance alone overflows): numpy and torch accumulate float16 in
+    float32; the float64 value rounded to float16 (inf only where it does not fit)."""
+    rng = np.random.default_rng(4)
+    h = (rng.standard_normal((3, 8)) * np.array([[8.0], [200.0], [300.0]])
+         + np.array([[4e4], [0.0], [0.0]])).astype(np.float16)
+    x = gp.asarray(h, device=device)
+    for axis in (None, 1, 0):
+        got = getattr(gp, op)(x, axis=axis)
+        with np.errstate(over="ignore"):
+            want = getattr(np, op)(h.astype(np.float64), axis=axis).astype(np.float16)
+        assert got.dtype == gp.float16
+        np.testing.assert_allclose(np.asarray(got).astype(np.float64), want.astype(np.float64),
+                                   rtol=2e-3, err_msg=f"{op} axis={axis}")

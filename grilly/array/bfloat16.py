@@ -41,6 +41,29 @@ def _bf16_value(v) -> bool:
     return f != f or float(_BF16.np.type(f)) == f
 
 
+# binary elementwise ops whose Python float arguments take the bfloat16 array's dtype (JAX's weak
+# typing and torch's wrapped numbers: x == 0.1 compares with bfloat16(0.1), as float16 does)
+SCALAR_OPS = ELEMENTWISE | frozenset({"divide", "floor_divide", "remainder", "pow", "atan2",
+                                      "hypot", "copysign", "logaddexp", "where"})
+
+
+def narrow_scalars(name: str, args: tuple) -> tuple:
+    """``args`` with each Python float rounded to bfloat16 for a SCALAR_OPS op whose float array
+    arguments are all bfloat16 (so the result is bfloat16)."""
+    if name not in SCALAR_OPS:
+        return args
+    seen = False
+    for a in args:
+        d = getattr(a, "_dtype", None)
+        if d is not None and d.kind in "fc":
+            if d is not _BF16:
+                return args
+            seen = True
+    if not seen or not any(type(a) is float for a in args):
+        return args
+    return tuple(float(_BF16.np.type(a)) if type(a) is float else a for a in args)
+
+
 def native_on(name: str, args: tuple) -> bool:
     """Whether ``name`` runs on bfloat16 itself for ``args``: a DEVICE_NATIVE op whose array
     arguments are all bfloat16, or an ELEMENTWISE one whose other arguments are bfloat16

@@ -503,7 +503,13 @@ def max_pool2d_backward(device, g: Array, idx: Array, *args) -> Array:
 
 
 def amp_unscale(device, g: Array, found: Array, inv_scale: float) -> None:
-    """isfinite, an any-reduction into the flag, and a multiply assigned back."""
+    """isfinite, an any-reduction into the flag, and a multiply assigned back (a bfloat16
+    gradient through a float32 copy, as every other bfloat16 op computes)."""
+    if g._dtype is dt.bfloat16:
+        g32 = as_compute_array(g, dt.float32, device, "amp_unscale")
+        amp_unscale(device, g32, found, inv_scale)
+        _assign(g, as_compute_array(g32, dt.bfloat16, device, "amp_unscale"))
+        return
     bad = unary("logical_not", unary("isfinite", g))
     bad = statistical.max(wrap(core.astype_buf(bad, dt.uint32), dt.uint32, device))
     _assign(found, binary("maximum", found, bad))

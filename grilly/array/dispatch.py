@@ -111,8 +111,10 @@ def op(name: str, fn: Callable) -> Callable:
             args = h.cast(name, args)
         if _BF16_SEEN[0]:
             bf = _bf16()
-            if name not in bf.NATIVE and bf.involved(args, kw) and not bf.native_on(name, args):
-                return bf.call(run, OPS["astype"], args, kw)   # computed in float32
+            if name not in bf.NATIVE and bf.involved(args, kw):
+                args = bf.narrow_scalars(name, args)
+                if not bf.native_on(name, args):
+                    return bf.call(run, OPS["astype"], args, kw)   # computed in float32
         rec = h.record
         if rec is not None:
             for a in args:   # _tracked, inlined: this runs on every namespace call

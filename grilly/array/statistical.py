@@ -95,11 +95,23 @@ def mean(x: Array, /, *, axis=None, keepdims: bool = False) -> Array:
     """Arithmetic mean of x along axis (NaN for an empty reduction)."""
     check_array(x, "mean")
     x = _floating(x, "mean", real_only=False)
+    if x._dtype is dt.float16:   # the sum may overflow where the mean does not (torch, numpy)
+        return _narrow(mean(_widen(x, "mean"), axis=axis, keepdims=keepdims), "mean")
     s = _reduce("sum", x, axis, keepdims, x._dtype)
     n = _count(x, axis, "mean")
     from .elementwise import divide
 
     return divide(s, float(n) if n else float("nan"))
+
+
+def _widen(x: Array, op: str) -> Array:
+    """A float16 ``x`` in float32: its sums and squares are computed there, as torch and numpy
+    compute them (``_narrow`` rounds the result once)."""
+    return as_compute_array(x, dt.float32, x._device, op)
+
+
+def _narrow(r: Array, op: str) -> Array:
+    return as_compute_array(r, dt.float16, r._device, op)
 
 
 def var(x: Array, /, *, axis=None, correction: float = 0.0, keepdims: bool = False) -> Array:
@@ -111,6 +123,10 @@ def std(x: Array, /, *, axis=None, correction: float = 0.0, keepdims: bool = Fal
     """Standard deviation of x along axis, dividing by N - correction."""
     from .elementwise import sqrt
 
+    check_array(x, "std")
+    if x._dtype is dt.float16:   # the variance overflows where the std does not (300**2 > 65504)
+        return _narrow(std(_widen(x, "std"), axis=axis, correction=correction,
+                           keepdims=keepdims), "std")
     return sqrt(_var("std", x, axis, correction, keepdims))
 
 
@@ -121,6 +137,8 @@ def _var(op: str, x: Array, axis, correction, keepdims: bool) -> Array:
     if isinstance(correction, bool) or not isinstance(correction, (int, float)):
         raise TypeError(f"{op}: correction must be a real number, got {type(correction).__name__}")
     x = _floating(x, op, real_only=True)
+    if x._dtype is dt.float16:
+        return _narrow(_var(op, _widen(x, op), axis, correction, keepdims), op)
     axes = normalize_axes(axis, x.ndim, op)
     n = _count(x, axes, op)
     m = _reduce("sum", x, axes, True, x._dtype)

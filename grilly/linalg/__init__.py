@@ -177,6 +177,11 @@ def vector_norm(x: Array, /, *, axis: int | tuple[int, ...] | None = None, keepd
     if isinstance(ord, bool) or not isinstance(ord, (int, float)):
         raise TypeError(f"vector_norm: ord must be an int or float, got {ord!r}")
     axes = normalize_axes(axis, x.ndim, "vector_norm")
+    if x._dtype is dt.float16 and ord not in (math.inf, -math.inf):
+        # the powers and their sum overflow float16 long before the norm does: float32 inside
+        r = vector_norm(as_compute_array(x, dt.float32, x._device, "vector_norm"), axis=axis,
+                        keepdims=keepdims, ord=ord)
+        return as_compute_array(r, dt.float16, x._device, "vector_norm")
     ns = _ns()
     rd = _real_of(x._dtype)
     a = ns.abs(x)

@@ -65,6 +65,16 @@ def _reduce(loss, reduction: str, op: str):
     raise ValueError(f"{op}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
 
 
+def _all_float16(x, *others) -> bool:
+    """Whether ``x`` and every other array given (None skipped) is float16."""
+    return x.dtype == gp.float16 and all(a is None or a.dtype == gp.float16 for a in others)
+
+
+def _f32(a):
+    """``a`` (None kept) in float32 if it is float16."""
+    return a if a is None or a.dtype != gp.float16 else gp.astype(a, gp.float32)
+
+
 def _promoted(*arrays) -> tuple:
     """``arrays`` (None kept) cast to their result type: a layer's one-dtype kernels."""
     d0 = arrays[0].dtype
@@ -224,9 +234,10 @@ def leaky_relu(input: Array, negative_slope: float = 0.01, inplace: bool = False
 
 
 def _in_float32(fn, x):
-    """fn(x), float16 computed in float32 (the composites' constants are float32/float64 ones)."""
-    if x.dtype == gp.float16:
-        return gp.astype(fn(gp.astype(x, gp.float32)), gp.float16)
+    """fn(x), float16 and bfloat16 computed in float32 (the composites' constants are
+    float32/float64 ones), rounded once."""
+    if x.dtype == gp.float16 or x.dtype == gp.bfloat16:
+        return gp.astype(fn(gp.astype(x, gp.float32)), x.dtype)
     return fn(x)
 
 
@@ -461,6 +472,11 @@ def layer_norm(input: Array, normalized_shape: int | tuple[int, ...], weight: Ar
     """(x - mean) / sqrt(var + eps) over the trailing ``normalized_shape`` axes, then affine."""
     axes = _norm_axes(input, normalized_shape, "layer_norm")
     input, weight, bias = _dispatch.autocast("layer_norm", input, weight, bias)
+    if _all_float16(input, weight, bias):
+        # float16 statistics overflow once the std passes 256 (var > 65504) and the output
+        # becomes 0: computed in float32, as torch computes them, and rounded once
+        return gp.astype(layer_norm(_f32(input), normalized_shape, _f32(weight), _f32(bias), eps),
+                         gp.float16)
     shp = input.shape[input.ndim - len(axes):]
     for a, name in ((weight, "weight"), (bias, "bias")):
         if a is not None and a.shape != shp:
@@ -483,6 +499,11 @@ def rms_norm(input: Array, normalized_shape: int | tuple[int, ...], weight: Arra
     """x / sqrt(mean(x^2) + eps) over the trailing axes, times ``weight``."""
     axes = _norm_axes(input, normalized_shape, "rms_norm")
     eps = float(gp.finfo(input.dtype).eps) if eps is None else eps
+    if input.dtype in (gp.float16, gp.bfloat16):
+        # x^2 overflows float16 past 256: the statistics in float32 (as torch), rounded once
+        d = input.dtype if weight is None else gp.result_type(input, weight)
+        y = rms_norm(gp.astype(input, gp.float32), normalized_shape, weight, eps)
+        return y if y.dtype == d else gp.astype(y, d)
     y = input / gp.sqrt(gp.mean(input * input, axis=axes, keepdims=True) + eps)
     return y if weight is None else y * weight
 
@@ -523,9 +544,13 @@ def batch_norm(input: Array, running_mean: Array | None, running_var: Array | No
             raise ValueError(f"batch_norm: expected more than 1 value per channel when training, "
                              f"got input shape {input.shape}")
         stats: dict = {}
-        x3, weight, bias = _promoted(input, weight, bias)
+        low = _all_float16(input, weight, bias)   # statistics in float32 (see layer_norm)
+        x3, weight, bias = (_f32(input), _f32(weight), _f32(bias)) if low else \
+            _promoted(input, weight, bias)
         x3 = gp.reshape(x3, (input.shape[0], input.shape[1], -1))
         y = gp.reshape(_BatchNormTrain.apply(x3, weight, bias, eps=eps, stats=stats), input.shape)
+        if low:
+            y = gp.astype(y, gp.float16)
         if running_mean is not None:
             with _no_grad():
                 if momentum is None:
@@ -533,8 +558,15 @@ def batch_norm(input: Array, running_mean: Array | None, running_var: Array | No
                     m = 1.0 / max(nbt, 1.0)
                 else:
                     m = momentum
-                _norm.batch_norm_update(running_mean, running_var, stats["mean"],
-                                        stats["invstd"], m, eps, n)
+                rm, rv = running_mean, running_var
+                if low and rm.dtype == gp.float16:
+                    # float32 statistics into float16 buffers: updated in float32 (the batch
+                    # variance may pass 65504 where the running one does not), rounded once
+                    rm, rv = gp.astype(rm, gp.float32), gp.astype(rv, gp.float32)
+                _norm.batch_norm_update(rm, rv, stats["mean"], stats["invstd"], m, eps, n)
+                if rm is not running_mean:
+                    running_mean[...] = gp.astype(rm, gp.float16)
+                    running_var[...] = gp.astype(rv, gp.float16)
         return y
     if running_mean is None or running_var is None:
         raise ValueError("batch_norm: running_mean and running_var are needed in eval mode")

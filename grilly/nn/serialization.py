@@ -14,6 +14,7 @@ import struct
 from collections import Counter, OrderedDict
 from collections.abc import Mapping
 
+import ml_dtypes  # noqa: F401  (registers numpy's "bfloat16" dtype, gp.bfloat16's host twin)
 import numpy as np
 
 from ..array import api as gp
@@ -26,11 +27,11 @@ MAX_HEADER_BYTES = 100_000_000
 # grilly dtype name -> safetensors dtype tag (little-endian data). C128 is a grilly extension:
 # the spec has no complex128, so files holding one do not load in the upstream library.
 _TAGS = {"bool": "BOOL", "uint8": "U8", "int8": "I8", "int16": "I16", "uint16": "U16",
-         "float16": "F16", "int32": "I32", "uint32": "U32", "float32": "F32", "int64": "I64",
-         "uint64": "U64", "float64": "F64", "complex64": "C64", "complex128": "C128"}
+         "float16": "F16", "bfloat16": "BF16", "int32": "I32", "uint32": "U32", "float32": "F32",
+         "int64": "I64", "uint64": "U64", "float64": "F64", "complex64": "C64", "complex128": "C128"}
 _NAMES = {v: k for k, v in _TAGS.items()}
 # Tags the spec defines that grilly has no dtype for: told apart from unknown tags in errors.
-_SPEC_ONLY = {"BF16", "F4", "F6_E2M3", "F6_E3M2", "F8_E5M2", "F8_E4M3", "F8_E8M0",
+_SPEC_ONLY = {"F4", "F6_E2M3", "F6_E3M2", "F8_E5M2", "F8_E4M3", "F8_E8M0",
               "F8_E4M3FNUZ", "F8_E5M2FNUZ"}
 _ENTRY_KEYS = {"dtype", "shape", "data_offsets"}
 

@@ -25,7 +25,10 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
         return gp.asarray(0.0)
     norm_type = float(norm_type)
     with no_grad():
-        gs = [gp.reshape(p.grad, (-1,)) for p in ps]
+        # float16 gradients' powers and sums overflow long before their norm does (300**2 is
+        # past float16's 65504): their partial norms are taken in float32, as torch's are
+        gs = [gp.reshape(p.grad if p.grad.dtype != gp.float16 else gp.astype(p.grad, gp.float32),
+                         (-1,)) for p in ps]
         if norm_type == math.inf:
             total = gp.max(gp.stack([gp.max(gp.abs(g)) for g in gs]))
         else:
