@@ -335,3 +335,15 @@ def test_dlpack_with_torch(device):
     g = gp.from_dlpack(t2, device=device)
     assert g.dtype == gp.bfloat16
     assert np.array_equal(_bits(g), t2.view(torch.int16).numpy().view(np.uint16))
+
+
+@pytest.mark.parametrize("dtype,n", [(gp.bfloat16, 6), (gp.bfloat16, 12), (gp.float16, 8)])
+def test_repr_names_the_dtype_once(device, dtype, n):
+    """repr names the dtype once where numpy wraps it onto a line of its own (it was named
+    twice)."""
+    x = gp.asarray(np.linspace(0.1, 1.0, n, dtype=np.float32), dtype=dtype, device=device)
+    r = repr(x)
+    dev = "" if str(device) == "cpu" else f", device={str(device)!r}"
+    assert r.count("dtype=") == 1, r
+    assert r.startswith("Array([") and r.endswith(f", dtype={dtype.name}{dev})"), r
+    assert "\n      dtype" not in r, r

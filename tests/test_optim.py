@@ -2,6 +2,7 @@
 import math
 
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -61,6 +62,125 @@ def test_matches_torch(device, name, kw, dtype, rtol):
         topt.step()
     assert w.dtype == getattr(gp, dtype) and w.requires_grad and w.is_leaf
     np.testing.assert_allclose(np.asarray(w), tw.detach().numpy(), rtol=rtol, atol=rtol * 1e-2)
+
+
+BF = ml_dtypes.bfloat16
+# 64 bfloat16 parameters: enough values that a second rounding shows
+W_BF, C_BF, T_BF = (_rng.standard_normal(64), _rng.uniform(0.5, 2.0, 64),
+                    _rng.standard_normal(64))
+
+
+def _bf_grad(w) -> np.ndarray:
+    """The test gradient at ``w``'s values, in float64 rounded to bfloat16 (the same bits for
+    grilly and torch from the same values)."""
+    x = np.asarray(w).astype(np.float64)
+    return (2.0 * C_BF * (x - T_BF) + 0.4 * x ** 3).astype(np.float32).astype(BF)
+
+
+def _torch_bf(a) -> "torch.Tensor":
+    """A grilly bfloat16 array (or ml_dtypes array) as a torch.bfloat16 tensor, bit for bit."""
+    return torch.from_numpy(np.asarray(a).view(np.int16).copy()).view(torch.bfloat16)
+
+
+def _bits(a) -> np.ndarray:
+    if isinstance(a, torch.Tensor):
+        return a.detach().view(torch.int16).numpy().view(np.uint16)
+    return np.asarray(a).view(np.uint16)
+
+
+def _f32(a) -> np.ndarray:
+    """bfloat16 bits (a grilly array, an ml_dtypes array or a torch tensor) as float32."""
+    return (_bits(a).astype(np.uint32) << 16).view(np.float32)
+
+
+def _assert_ulps(a, b, before, n: int, what: str) -> None:
+    """The updates ``a`` and ``b`` (bfloat16) of the values ``before`` (float32, or None for
+    zeros) within n bfloat16 ulps of the largest of the values before, after and the change
+    (where the change cancels the value, one rounding of torch's operands is many ulps of
+    the result)."""
+    x, y = _f32(a), _f32(b)
+    o = np.zeros_like(x) if before is None else before
+    scale = np.maximum.reduce([np.abs(x), np.abs(y), np.abs(o), np.abs(x - o), np.abs(y - o)])
+    ulp = np.spacing(scale) * 2.0 ** 16
+    assert np.all(np.abs(x - y) <= n * ulp), (what, x, y)
+
+
+def _float32_reference(name, kw, w, state, g, device):
+    """The float32 optimizer's step from ``w``'s values and ``state`` (widened), as arrays
+    rounded to bfloat16: what a bfloat16 step computes in float32 and rounds once."""
+    if not state and name == "Adagrad":   # its first state, as the bfloat16 step makes it
+        state = {"step": 0, "sum": gp.full_like(w, kw.get("initial_accumulator_value", 0.0))}
+    w32 = gp.astype(w.detach(), gp.float32)
+    ref = getattr(optim, name)([w32], **kw)
+    ref.state_of(w32).update({k: gp.astype(v, gp.float32) if isinstance(v, gp.Array) else v
+                              for k, v in state.items()})
+    w32.grad = gp.asarray(g.astype(np.float32), device=device)
+    if name == "NLMS":
+        ref.set_input(gp.asarray(C_BF.astype(np.float32), device=device))
+    ref.step()
+    st = ref.state_of(w32)
+    return (np.asarray(w32).astype(BF),
+            {k: np.asarray(v).astype(BF) for k, v in st.items() if isinstance(v, gp.Array)})
+
+
+@pytest.mark.parametrize("name,kw", CASES, ids=[f"{n}-{i}" for i, (n, _) in enumerate(CASES)])
+def test_bfloat16_params_match_torch(device, name, kw):
+    """bfloat16 parameters, as torch.optim takes them: each step computes in float32 and rounds
+    once (the float32 optimizer's step from the same values, rounded: bit for bit) and is within
+    2 bfloat16 ulps of torch.optim's bfloat16 step from the same parameter and state, the
+    parameter and each state array (torch rounds after each op); the state stays bfloat16, as
+    torch's does."""
+    w = gp.asarray(W_BF.astype(np.float32).astype(BF), device=device)
+    w.requires_grad = True
+    opt = getattr(optim, name)([w], **kw)
+    tw = torch.zeros(len(W_BF), dtype=torch.bfloat16, requires_grad=True)
+    topt = getattr(torch.optim, name)([tw], **kw)
+    for _ in range(6):
+        g = _bf_grad(w)
+        state = opt.state_of(w)
+        ref_w, ref_state = _float32_reference(name, kw, w, state, g, device)
+        before = {"param": _f32(w), **{k: _f32(v) for k, v in state.items()
+                                       if isinstance(v, gp.Array)}}
+        with torch.no_grad():   # torch from grilly's parameter and state
+            tw.copy_(_torch_bf(w))
+            for k, v in state.items():
+                if isinstance(v, gp.Array):
+                    topt.state[tw][k].copy_(_torch_bf(v))
+        w.grad = gp.asarray(g, device=device)
+        tw.grad = _torch_bf(g)
+        opt.step()
+        topt.step()
+        assert w.dtype == gp.bfloat16
+        assert np.array_equal(_bits(w), _bits(ref_w))
+        _assert_ulps(w, tw, before["param"], 2, "param")
+        arrays = {k: v for k, v in opt.state_of(w).items() if isinstance(v, gp.Array)}
+        assert arrays.keys() == ref_state.keys()
+        for k, v in arrays.items():
+            assert v.dtype == gp.bfloat16, k
+            assert np.array_equal(_bits(v), _bits(ref_state[k])), k
+            _assert_ulps(v, topt.state[tw][k], before.get(k), 2, k)
+
+
+@pytest.mark.parametrize("name,kw", [("NLMS", dict(lr=0.5)),
+                                     ("NaturalGradient", dict(lr=0.05, weight_decay=0.01))])
+def test_bfloat16_params_rounded_once(device, name, kw):
+    """The optimizers torch lacks on bfloat16 parameters: float32 computation rounded once,
+    bit for bit with the float32 optimizer's step from the same values; state in bfloat16."""
+    w = gp.asarray(W_BF.astype(np.float32).astype(BF), device=device)
+    w.requires_grad = True
+    opt = getattr(optim, name)([w], **kw)
+    for _ in range(4):
+        g = _bf_grad(w)
+        ref_w, ref_state = _float32_reference(name, kw, w, opt.state_of(w), g, device)
+        w.grad = gp.asarray(g, device=device)
+        if name == "NLMS":
+            opt.set_input(gp.asarray(C_BF.astype(np.float32), device=device))
+        opt.step()
+        assert w.dtype == gp.bfloat16
+        assert np.array_equal(_bits(w), _bits(ref_w))
+        for k, v in ref_state.items():
+            assert opt.state_of(w)[k].dtype == gp.bfloat16, k
+            assert np.array_equal(_bits(opt.state_of(w)[k]), _bits(v)), k
 
 
 def test_update_in_place_and_autograd_grads(device):

@@ -5,6 +5,8 @@ through ``dispatch.OPS``, so autograd records them through its dispatch hook lik
 autograd's state (``requires_grad``, ``grad``, the tape node) lives in slots here."""
 from __future__ import annotations
 
+import re
+
 from ..backends import registry
 from . import dispatch
 from . import dtypes as _dt
@@ -199,7 +201,8 @@ class Array:
         h = self._host()
         body = repr(h)
         body = body[body.index("(") + 1: body.rindex(")")] if body.startswith("array(") else body
-        body = body.split(", dtype=")[0]
+        # numpy names the dtype last, after ", " or, where the line is full, ",\n      "
+        body = re.split(r",\s*dtype=", body)[0]
         dev = "" if self._device.name == "cpu" else f", device={self._device.name!r}"
         return f"Array({body}, dtype={self._dtype.name}{dev})"
 

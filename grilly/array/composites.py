@@ -12,6 +12,7 @@ contract's composed tier and that each result equals numpy's.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -504,11 +505,9 @@ def max_pool2d_backward(device, g: Array, idx: Array, *args) -> Array:
 
 def amp_unscale(device, g: Array, found: Array, inv_scale: float) -> None:
     """isfinite, an any-reduction into the flag, and a multiply assigned back (a bfloat16
-    gradient through a float32 copy, as every other bfloat16 op computes)."""
+    gradient through a float32 copy, ``_in_float32``, as every other bfloat16 op computes)."""
     if g._dtype is dt.bfloat16:
-        g32 = as_compute_array(g, dt.float32, device, "amp_unscale")
-        amp_unscale(device, g32, found, inv_scale)
-        _assign(g, as_compute_array(g32, dt.bfloat16, device, "amp_unscale"))
+        _in_float32(device, "amp_unscale", [(g, found, inv_scale)])
         return
     bad = unary("logical_not", unary("isfinite", g))
     bad = statistical.max(wrap(core.astype_buf(bad, dt.uint32), dt.uint32, device))
@@ -517,13 +516,60 @@ def amp_unscale(device, g: Array, found: Array, inv_scale: float) -> None:
 
 
 def optim_multi(device, op: str, calls: list) -> None:
-    """Each update through the rule's own kernel or its composition, in order."""
+    """Each update through the rule's own kernel or its composition, in order; those of
+    bfloat16 arrays together in float32 (``_in_float32``)."""
     n = optim_steps.ARRAYS[op]
+    wide = []
     for args in calls:
-        optim_steps._now(op, device, args[:n], args[n:])
+        if args[0]._dtype is dt.bfloat16:
+            wide.append(args)
+        else:
+            optim_steps._now(op, device, args[:n], args[n:])
+    if wide:
+        _in_float32(device, op, wide)
 
 
 # ---- optimizer updates: the unfused rules, in torch.optim's order (grilly/array/optim_steps.py)
+def _in_float32(device, op: str, calls: list) -> None:
+    """The updates ``calls`` (each the rule's arrays then its scalars) of bfloat16 arrays,
+    computed in float32 and rounded once, as every other bfloat16 op is (and as torch.optim
+    computes them, in float32 with the state kept in the parameter's dtype): the bfloat16
+    arrays widened, the float32 updates together (the device's optim_multi kernel where it has
+    one, else each through the rule's float32 kernel or composition), and the arrays the rule
+    writes (the parameter and the state; amp_unscale: the gradient) rounded back."""
+    n = optim_steps.ARRAYS[op]
+    written = (0,) if op == "amp_unscale" else tuple(i for i in range(n) if i != 1)
+    rows, back = [], []
+    for args in calls:
+        arrays = tuple(a if a is None or a._dtype is not dt.bfloat16
+                       else as_compute_array(a, dt.float32, device, op) for a in args[:n])
+        rows.append(arrays + tuple(args[n:]))
+        back.extend((args[i], arrays[i]) for i in written
+                    if args[i] is not None and args[i] is not arrays[i])
+    k = device.kernels.get("optim_multi")
+    if k is not None:
+        k(op, [optim_steps._bufs(r[:n]) + r[n:] for r in rows])
+    else:
+        for r in rows:
+            optim_steps._now(op, device, r[:n], r[n:])
+    for a, w in back:
+        _assign(a, as_compute_array(w, dt.bfloat16, device, op))
+
+
+def _bfloat16_in_float32(fn):
+    """The composition ``fn`` of an update rule, taking bfloat16 arrays through
+    ``_in_float32`` (the rule's float32 kernel, one rounding)."""
+    op = fn.__name__
+
+    @functools.wraps(fn)
+    def f(device, *args) -> None:
+        if args[0]._dtype is dt.bfloat16:
+            _in_float32(device, op, [args])
+        else:
+            fn(device, *args)
+    return f
+
+
 def _neg(x: Array) -> Array:
     return binary("subtract", -0.0, x)
 
@@ -533,6 +579,7 @@ def _axpy(a, x: Array, y: Array) -> Array:
     return binary("add", binary("multiply", a, x), y)
 
 
+@_bfloat16_in_float32
 def sgd_step(device, p: Array, g: Array, buf, lr, momentum, dampening, weight_decay,
              nesterov, maximize, first) -> None:
     """SGD with momentum/dampening/Nesterov and L2 decay: several elementwise passes."""
@@ -548,6 +595,7 @@ def sgd_step(device, p: Array, g: Array, buf, lr, momentum, dampening, weight_de
     _assign(p, binary("subtract", p, binary("multiply", lr, d)))
 
 
+@_bfloat16_in_float32
 def adam_step(device, p: Array, g: Array, m: Array, v: Array, vmax, lr, beta1, beta2, eps,
               weight_decay, decoupled, maximize, step_size, bc2_sqrt) -> None:
     """Adam/AdamW (L2 or decoupled decay, amsgrad when ``vmax`` is given)."""
@@ -567,6 +615,7 @@ def adam_step(device, p: Array, g: Array, m: Array, v: Array, vmax, lr, beta1, b
     _assign(p, binary("subtract", p, binary("multiply", step_size, binary("divide", m, denom))))
 
 
+@_bfloat16_in_float32
 def rmsprop_step(device, p: Array, g: Array, square_avg: Array, grad_avg, buf, lr, alpha, eps,
                  weight_decay, momentum, maximize) -> None:
     """RMSprop, centered when ``grad_avg`` is given, with momentum when ``buf`` is."""
@@ -589,6 +638,7 @@ def rmsprop_step(device, p: Array, g: Array, square_avg: Array, grad_avg, buf, l
         _assign(p, binary("subtract", p, binary("multiply", lr, binary("divide", g, avg))))
 
 
+@_bfloat16_in_float32
 def adagrad_step(device, p: Array, g: Array, state_sum: Array, clr, eps, weight_decay,
                  maximize) -> None:
     """Adagrad with L2 decay (``clr``: the decayed learning rate of this step)."""

@@ -16,6 +16,19 @@ def _check(name: str, **values) -> None:
             raise ValueError(f"{name}: {k} must be >= 0, got {v}")
 
 
+def _in_float32(update, p, g, *state) -> None:
+    """``update(p, g, *state)`` (in-place writes to the parameter and its state arrays); for a
+    bfloat16 ``p`` computed in float32 and rounded once, as the fused rules (and torch.optim)
+    compute: on float32 copies, then ``p`` and ``state`` assigned back in bfloat16."""
+    if p.dtype != gp.bfloat16:
+        update(p, g, *state)
+        return
+    wide = [gp.astype(a, gp.float32) for a in (p, *state)]
+    update(wide[0], gp.astype(g, gp.float32), *wide[1:])
+    for a, w in zip((p, *state), wide):
+        a[...] = gp.astype(w, gp.bfloat16)
+
+
 def _grad(p, g):
     """``g`` in ``p``'s dtype and shape (a gradient set by hand may differ), as the kernels take."""
     if g.dtype != p.dtype:
@@ -193,8 +206,11 @@ class NLMS(Optimizer):
 
     def _update(self, p, g, state, group) -> None:
         e = self._energy
-        p -= (group["lr"] / (group["eps"] + e)) * g if not isinstance(e, gp.Array) else \
-            g * (group["lr"] / (group["eps"] + gp.astype(e, p.dtype)))
+
+        def update(p, g):
+            p -= (group["lr"] / (group["eps"] + e)) * g if not isinstance(e, gp.Array) else \
+                g * (group["lr"] / (group["eps"] + gp.astype(e, p.dtype)))
+        _in_float32(update, p, g)
 
 
 class NaturalGradient(Optimizer):
@@ -216,10 +232,13 @@ class NaturalGradient(Optimizer):
             state["step"] = 0
             state["fisher"] = gp.zeros_like(p)
         state["step"] += 1
-        if group["weight_decay"]:
-            g = g + group["weight_decay"] * p
-        f = state["fisher"]
-        f *= b
-        f += (1.0 - b) * (g * g)
-        fhat = f / (1.0 - b ** state["step"])
-        p -= group["lr"] * (g / (fhat + group["damping"]))
+        step = state["step"]
+
+        def update(p, g, f):
+            if group["weight_decay"]:
+                g = g + group["weight_decay"] * p
+            f *= b
+            f += (1.0 - b) * (g * g)
+            fhat = f / (1.0 - b ** step)
+            p -= group["lr"] * (g / (fhat + group["damping"]))
+        _in_float32(update, p, g, state["fisher"])
