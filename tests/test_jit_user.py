@@ -209,3 +209,61 @@ def test_out_of_range_index_on_replay_raises(device):
     with pytest.raises(IndexError):
         f(bad)
     assert f.traces == 1
+
+
+@pytest.mark.parametrize("case", ["grads_start_none", "grads_start_arrays",
+                                  "zero_grad_every_other_call"])
+def test_gradients_accumulate_across_replays(device, case):
+    """A jitted forward and backward called several times without zero_grad() between
+    (micro-batches, then opt.step()) leaves each .grad the sum of the calls' gradients, as
+    eagerly: where .grad was None before the first call, where it held an Array (an eager
+    backward's, then zeros in place), and with zero_grad() before every other call. A graph
+    is kept for each (None or an Array) and reads the .grad the leaf holds at the call."""
+    xs = [_arr(R.standard_normal((4, 3)).astype(np.float32), device) for _ in range(9)]
+
+    def run(jitted):
+        gp.random.seed(0)
+        m = nn.Linear(3, 2).to(device)
+        o = gp.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+
+        def micro(x):
+            loss = gp.sum(m(x) ** 2)
+            loss.backward()
+            return loss
+
+        f = gp.jit(micro) if jitted else micro
+        grads = []
+
+        def keep():
+            grads.append([np.array(np.asarray(p.grad)) for p in m.parameters()])
+
+        if case == "zero_grad_every_other_call":
+            for i, x in enumerate(xs[:8]):
+                if i % 2 == 0:
+                    o.zero_grad()
+                f(x)
+                keep()
+                if i % 2:
+                    o.step()
+        else:
+            if case == "grads_start_arrays":
+                micro(xs[8])   # eagerly: each .grad is an Array before the first jitted call
+            for step in range(3):
+                if case == "grads_start_none":
+                    o.zero_grad()
+                for x in xs[3 * step:3 * step + 3]:
+                    f(x)
+                keep()
+                o.step()
+                if case == "grads_start_arrays":
+                    o.zero_grad(set_to_none=False)   # zeros in place: Arrays again
+        if jitted:
+            assert f.traces <= 2   # one graph for .grad None, one for .grad an Array
+        return grads, [np.array(np.asarray(p)) for p in m.parameters()]
+
+    (ge, pe), (gj, pj) = run(False), run(True)
+    for a, b in zip(gj, ge):
+        for x, y in zip(a, b):
+            np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-5)
+    for x, y in zip(pj, pe):
+        np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-5)

@@ -19,6 +19,7 @@ data (boolean masks, ``nonzero``) raises JitError naming the op: a replay could 
 """
 from __future__ import annotations
 
+import sys
 import threading
 import warnings
 import weakref
@@ -33,6 +34,11 @@ __all__ = ["JitError", "Tracer", "TracedGraph"]
 
 # kernels whose results go to the host or whose result shape depends on the data
 HOST_KERNELS = frozenset({"to_host", "host_view", "mask_indices"})
+
+# Array's .grad slot: while a trace records, Array.grad is a property over it that tells the
+# tracer which leaves' gradients the traced Python reads or assigns (Tracer._grad_access)
+_GRAD = Array.__dict__["grad"]
+_TAPE = "grilly.autograd.tape"   # backward's own reads of .grad are not the function's
 
 
 class JitError(RuntimeError):
@@ -67,6 +73,14 @@ class _Record:
         self.fill = [(p, a.i) for p, a in enumerate(args) if isinstance(a, _Slot)]
         self.nested = any(isinstance(a, (tuple, list)) and _has_slot(a) for a in args)
 
+    def bind(self, buf, slot: int) -> None:
+        """Read slot ``slot`` wherever the trace passed ``buf`` as a constant."""
+        if _holds(self.args, buf) or _holds(tuple(self.kwargs.values()), buf):
+            self.args = _bind(self.args, buf, _Slot(slot))
+            self.kwargs = {k: _bind(v, buf, _Slot(slot)) for k, v in self.kwargs.items()}
+            self.fill = [(p, a.i) for p, a in enumerate(self.args) if isinstance(a, _Slot)]
+            self.nested = any(isinstance(a, (tuple, list)) and _has_slot(a) for a in self.args)
+
     def inputs(self) -> list[int]:
         """The slots this step reads."""
         out: list[int] = []
@@ -79,6 +93,22 @@ def _has_slot(x) -> bool:
     if isinstance(x, _Slot):
         return True
     return isinstance(x, (tuple, list)) and any(_has_slot(v) for v in x)
+
+
+def _holds(x, buf) -> bool:
+    if x is buf:
+        return True
+    return isinstance(x, (tuple, list)) and any(_holds(v, buf) for v in x)
+
+
+def _bind(x, buf, slot: "_Slot"):
+    if x is buf:
+        return slot
+    if isinstance(x, tuple):
+        return tuple(_bind(v, buf, slot) for v in x)
+    if isinstance(x, list):
+        return [_bind(v, buf, slot) for v in x]
+    return x
 
 
 def _collect(x, out: list) -> None:
@@ -129,6 +159,13 @@ class Tracer:
         self._modules: dict = {}            # id -> (weakref to a Module called, its training)
         self._grads: list = []              # (weakref to a leaf, slot, dtype, device) backward
                                             # set its .grad to, in order
+        # id(leaf) -> [weakref, its .grad when the trace first touched it, read before
+        # assigned, assignments]: the .grad reads and writes of the traced Python (not backward's
+        # reads), from the first of each leaf on
+        self._touched: dict = {}
+        self._set_by_backward: set = set()  # ids of the leaves backward set
+        self._entry: list = []              # (weakref to a leaf, its .grad at the call) where
+                                            # backward read it first: the gradient accumulates
 
     # ---- the context ---------------------------------------------------------------------------
     def __enter__(self) -> "Tracer":
@@ -150,6 +187,7 @@ class Tracer:
         _dispatch.hooks.host_op = self._host_op
         _dispatch.hooks.module_call = self._on_module
         _dispatch.hooks.grad_set = self._on_grad_set
+        Array.grad = self._grad_access()
         return self
 
     def __exit__(self, *exc) -> None:
@@ -158,6 +196,7 @@ class Tracer:
         _dispatch.hooks.host_op = None
         _dispatch.hooks.module_call = None
         _dispatch.hooks.grad_set = None
+        Array.grad = _GRAD
         for table, saved in self._saved:
             for op, fn in saved.items():   # item by item: a table's update() may wrap again
                 table[op] = fn
@@ -234,9 +273,51 @@ class Tracer:
 
     def _on_grad_set(self, leaf) -> None:
         if self._mine():
-            g = leaf.grad
-            self._grads.append((weakref.ref(leaf), self._ids.get(id(g._buf)), g._dtype,
-                                g._device))
+            g = _GRAD.__get__(leaf, Array)
+            ref = weakref.ref(leaf)
+            self._grads.append((ref, self._ids.get(id(g._buf)), g._dtype, g._device))
+            if id(leaf) not in self._set_by_backward:
+                self._set_by_backward.add(id(leaf))
+                t = self._touched.get(id(leaf))
+                # backward's assignment is the first touch of this leaf's .grad: what it held at
+                # the call flowed into the gradient (set where None, added to where an Array)
+                if t is not None and t[0]() is leaf and t[3] == 1 and not t[2]:
+                    self._entry.append((ref, t[1]))
+
+    def _touch_grad(self, a: Array, assign: bool) -> None:
+        t = self._touched.get(id(a))
+        if t is None or t[0]() is not a:
+            t = self._touched[id(a)] = [weakref.ref(a), _GRAD.__get__(a, Array), False, 0]
+        if assign:
+            t[3] += 1
+        elif not t[3]:
+            t[2] = True
+
+    def _grad_access(self) -> property:
+        """Array.grad while tracing: the slot, with each read or assignment of a leaf's .grad by
+        the traced Python reported (reads by autograd's backward are not: backward reads it to
+        add to it; a read by the function, as zero_grad()'s ``if p.grad is None``, means that
+        the function decides what happens to it)."""
+        tracer = self
+        get, put, delete = _GRAD.__get__, _GRAD.__set__, _GRAD.__delete__
+
+        def fget(a):
+            if a.requires_grad and tracer._mine() \
+                    and sys._getframe(1).f_globals.get("__name__") != _TAPE:
+                tracer._touch_grad(a, False)
+            return get(a, Array)
+
+        def fset(a, v):
+            if a.requires_grad and tracer._mine():
+                tracer._touch_grad(a, True)
+            put(a, v)
+
+        def fdel(a):
+            if a.requires_grad and tracer._mine():
+                tracer._touch_grad(a, True)
+            delete(a)
+
+        return property(fget, fset, fdel, doc="The gradient (the tracer sees its reads)")
 
     def _on_new(self, a: Array) -> None:
         if self._mine():
@@ -313,9 +394,31 @@ class Tracer:
                 final.append((None, ref, None, None))
             elif f in producer:
                 final.append((f, ref, g._dtype, g._device))
+        # a leaf whose .grad backward found as the call left it: the graph holds for that .grad
+        # being None (backward set it) or an Array (backward added to it), and an Array is an
+        # input, read from the leaf's .grad on each replay (the trace's buffer is a constant in
+        # the add's record until here)
+        grad_guards, grad_inputs = [], []
+        for ref, e in self._entry:
+            leaf = ref()
+            if leaf is None or id(leaf) in inputs:
+                continue
+            if e is None:
+                grad_guards.append((ref, None))
+                continue
+            grad_guards.append((ref, (e.shape, e._dtype, e._device)))
+            if id(e._buf) in self._ids:   # an input's buffer: read as that input
+                continue
+            s = self._new_slot(e._buf)
+            for rec in self.records:
+                if not rec.host:
+                    rec.bind(e._buf, s)
+            grad_inputs.append((s, ref, e.shape, e._dtype, e._device))
         graph = TracedGraph(self.records, self.nslots, self._inputs, outs, out_slots, single)
         graph.guards = list(self._modules.values())
         graph.final_grads = final
+        graph.grad_guards = grad_guards
+        graph.grad_inputs = grad_inputs
         return graph
 
 
@@ -448,14 +551,31 @@ class TracedGraph:
         self._final_at: dict = {}        # plan step -> outputs no step from it on references
         self.guards: list = []           # (weakref to a Module, its training flag) at the trace
         self.final_grads: list = []      # (slot or None, weakref to a leaf, dtype, device)
+        # (weakref to a leaf, None or the (shape, dtype, device) of its .grad): what the leaf's
+        # .grad was at the trace where backward added to it (an Array) or set it (None)
+        self.grad_guards: list = []
+        # (slot, weakref to a leaf, shape, dtype, device): the leaf's .grad, read by the replay
+        self.grad_inputs: list = []
         # captured segments' buffers are fixed: replays from several threads take turns
         self._lock = threading.RLock()
 
     def guards_hold(self) -> bool:
-        """Whether every module the trace called is in the train/eval mode it was then."""
+        """Whether every module the trace called is in the train/eval mode it was then, and
+        every leaf whose gradient the trace accumulated into holds a gradient (of the same
+        shape, dtype and device) or None as it did then."""
         for ref, training in self.guards:
             m = ref()
             if m is not None and bool(getattr(m, "training", False)) != training:
+                return False
+        for ref, spec in self.grad_guards:
+            leaf = ref()
+            if leaf is None:
+                continue
+            g = leaf.grad
+            if g is None:
+                if spec is not None:
+                    return False
+            elif spec is None or (g.shape, g._dtype, g._device) != spec:
                 return False
         return True
 
@@ -562,6 +682,13 @@ class TracedGraph:
                 raise ValueError(f"TracedGraph: input {k} must be {shape} {dtype.name} on "
                                  f"{device}, got {got}")
             vals[s] = x._buf
+        for s, ref, shape, dtype, device in self.grad_inputs:
+            leaf = ref()
+            g = None if leaf is None else leaf.grad
+            if g is not None and g.shape == shape and g._dtype is dtype and g._device is device:
+                vals[s] = g._buf
+            else:   # no gradient to add to (a replay outside the guards): add to zeros
+                vals[s] = _dispatch.ns.zeros(shape, dtype=dtype, device=device)._buf
         if self._plan is None:
             self._plan = self._make_plan()
         early: dict = {}
