@@ -235,3 +235,33 @@ def test_small_binary_fast_path_on_views(device):
             want = getattr(np, op)(hx, hy)
             assert got.shape == np.shape(want)
             np.testing.assert_array_equal(np.asarray(got.to_device("cpu")), want)
+
+
+@pytest.mark.parametrize("dtype,s", [("int8", 128), ("int8", -129), ("uint8", 256),
+                                     ("uint8", -1), ("int16", 2**15), ("int64", 2**63)])
+@pytest.mark.parametrize("op", ["add", "multiply", "bitwise_or", "less", "equal"])
+def test_python_int_out_of_dtype_range_raises(device, dtype, s, op):
+    # numpy raises OverflowError for x + 128 on int8 x; Vulkan's scalar operand wrapped the int
+    # (int8 + 128 gave x - 128, int8 < 128 gave False) where cpu raised numpy's bare message
+    x = gp.asarray(np.arange(3, dtype=dtype), device=device)
+    with pytest.raises(OverflowError, match=op):
+        getattr(gp, op)(x, s)
+    with pytest.raises(OverflowError, match=op):
+        getattr(gp, op)(s, x)
+    with pytest.raises(OverflowError, match="where"):
+        gp.where(x > 0, x, s)
+    with pytest.raises(OverflowError, match="searchsorted"):
+        gp.searchsorted(x, s)
+    info = np.iinfo(dtype)
+    assert_close(gp.add(x, int(info.max) - 2), np.arange(3, dtype=dtype) + (info.max - 2))
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int32"])
+def test_clip_int_bounds_past_the_dtype_range(device, dtype):
+    # numpy: a bound past the dtype's range clips nothing on that side; cpu raised numpy's
+    # OverflowError, Vulkan wrapped the bound (uint8 clipped to max=300 became max=44)
+    x = np.array([0, 5, 100], dtype=dtype)
+    gx = gp.asarray(x, device=device)
+    assert_close(gp.clip(gx, 2, 2**40), np.clip(x, 2, np.iinfo(dtype).max))
+    assert_close(gp.clip(gx, -(2**40), 6), np.clip(x, np.iinfo(dtype).min, 6))
+    assert_close(gp.clip(gx, 2**40, None), np.clip(x, np.iinfo(dtype).max, None))

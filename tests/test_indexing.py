@@ -260,3 +260,21 @@ def test_take_errors_and_broadcast(device):
                  np.take_along_axis(h, np.broadcast_to(hi, (3, 2)), axis=1))
     with pytest.raises(ValueError):
         gp.take_along_axis(x, gp.asarray([0], device=device), axis=0)
+
+
+def test_writing_a_broadcast_view_raises_and_keeps_the_base(device):
+    # numpy's broadcast_to is read-only; on Vulkan a write landed on the base array (every row of
+    # the view at once) and ``+=`` added once per row into the same elements
+    h = np.array([1.0, 2.0])
+    a = gp.asarray(h, device=device)
+    b = gp.broadcast_to(a, (3, 2))
+    writes = [lambda: b.__setitem__((0, 0), 5.0), lambda: b.__iadd__(1.0),
+              lambda: b[1:].__setitem__(..., 3.0), lambda: b.__setitem__(gp.asarray([0], device=device), 2.0)]
+    for w in writes:
+        with pytest.raises(ValueError, match=r"(__setitem__|add \(in place\)): .*broadcast view"):
+            w()
+    assert_close(a, h)
+    assert_close(b, np.broadcast_to(h, (3, 2)))
+    c = gp.asarray(b, copy=True)   # a copy is writable
+    c[0, 0] = 5.0
+    assert_close(c, [[5.0, 2.0], [1.0, 2.0], [1.0, 2.0]])

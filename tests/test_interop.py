@@ -108,3 +108,30 @@ def test_dlpack_copy_false_without_host_visible_memory(device, monkeypatch):
 def test_dlpack_copy_argument():
     with pytest.raises(ValueError, match="__dlpack__: copy"):
         gp.asarray([1.0]).__dlpack__(copy="yes")
+
+
+def test_copy_copy_and_pickle_are_independent_copies(device):
+    import copy
+    import pickle
+
+    # copy.copy aliased the buffer (writing the copy wrote the original; numpy copies) and
+    # pickle failed on numba/cffi internals
+    h = np.arange(6.0, dtype=np.float32)[::-2]
+    a = gp.asarray(h, device=device)
+    a.requires_grad_()
+    for b in (copy.copy(a), pickle.loads(pickle.dumps(a))):
+        assert b is not a and b.dtype == a.dtype and b.device == a.device and b.requires_grad
+        b = b.detach()
+        b[0] = -1.0
+        assert_close(a.detach(), h)
+        assert_close(b, np.concatenate([[-1.0], h[1:]]).astype(np.float32))
+
+
+def test_format_spec_of_a_0d_array(device):
+    # numpy formats a 0-d array's value: f"{np.asarray(3.14159):.2f}" == "3.14"
+    assert f"{gp.asarray(3.14159, device=device):.2f}" == f"{np.asarray(3.14159):.2f}"
+    assert f"{gp.asarray(7, device=device):>4d}" == "   7"
+    x = gp.asarray([1.0, 2.0], device=device)
+    assert f"{x}" == str(x)
+    with pytest.raises(TypeError, match="format"):
+        f"{x:.2f}"

@@ -208,6 +208,14 @@ class Array:
 
     __str__ = __repr__
 
+    def __format__(self, spec: str) -> str:
+        """A format spec formats a 0-d array's value (as NumPy does); "" is str()."""
+        if not spec:
+            return str(self)
+        if self.ndim != 0:
+            raise TypeError(f"format: a format spec needs a 0-d array, got shape {self.shape}")
+        return format(self._scalar("format"), spec)
+
     # ---- devices ------------------------------------------------------------------------
     def to_device(self, device, /, *, stream=None) -> "Array":
         """A copy of this array on ``device`` (the same array when it is already there)."""
@@ -228,6 +236,15 @@ class Array:
         if h is not None:   # grilly.nn: the copy of a Parameter is a Parameter
             h(self, out)
         return out
+
+    def __copy__(self) -> "Array":
+        """copy.copy: a copy of the data, as NumPy's (never an alias of the buffer)."""
+        return self.__deepcopy__({})
+
+    def __reduce__(self):
+        """pickle: the data through the host, rebuilt on a device of the same name."""
+        return _unpickle, (self._host().copy(), self._dtype.name, self._device.name,
+                           self.requires_grad)
 
     # ---- DLPack -------------------------------------------------------------------------
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
@@ -280,6 +297,12 @@ class Array:
 
 
 _OPERANDS = (Array, *_SCALARS)
+
+
+def _unpickle(host, dtype: str, device: str, requires_grad: bool) -> Array:
+    out = _OPS["asarray"](host, dtype=_dt.as_dtype(dtype, "pickle"), device=device)
+    out.requires_grad = requires_grad
+    return out
 
 
 def _to_device(x: Array, device, /, *, stream=None) -> Array:

@@ -115,6 +115,20 @@ def normalize_shape(shape, op: str) -> tuple:
     return shape
 
 
+def check_nbytes(shape, dtype, op: str) -> None:
+    """MemoryError naming ``op`` for an array of ``shape`` and ``dtype`` larger than any address
+    space (the backends would raise NumPy's ValueError, or overflow)."""
+    n = dtype.itemsize
+    for s in shape:
+        n *= s
+    if n > _MAX_NBYTES:
+        raise MemoryError(f"{op}: an array of shape {tuple(shape)} and dtype {dtype.name} "
+                          f"({n} bytes) is larger than any device can hold")
+
+
+_MAX_NBYTES = 2 ** 63 - 1
+
+
 def broadcast_shapes(*shapes, op: str = "broadcast_shapes") -> tuple:
     """The shape that ``shapes`` broadcast to, or ValueError."""
     if not shapes:
@@ -163,12 +177,24 @@ def astype_buf(x: Array, dtype) -> object:
     return x._device.kernels["astype"](x._buf, dtype)
 
 
+def check_int_fits(x, dtype, op: str) -> None:
+    """OverflowError naming ``op`` when the Python int ``x`` is out of an integer ``dtype``'s
+    range (a kernel would wrap it, or raise NumPy's own error)."""
+    if type(x) is int and dtype.kind in "iu":
+        from .dtypes import iinfo
+
+        info = iinfo(dtype)
+        if not info.min <= x <= info.max:
+            raise OverflowError(f"{op}: Python int {x} does not fit in {dtype.name}")
+
+
 def as_compute_array(x, dtype, device, op: str) -> Array:
     """An Array or a Python scalar as an Array of ``dtype`` on ``device``."""
     if isinstance(x, Array):
         if x._dtype is dtype:
             return x
         return wrap(astype_buf(x, dtype), dtype, x._device)
+    check_int_fits(x, dtype, op)
     return wrap(full_buf(device, (), x, dtype), dtype, device)
 
 
@@ -187,6 +213,7 @@ def scalar_operand(x, dtype, device, op: str) -> Array:
     a = _SCALARS.get(key)
     if a is None:
         check_device_dtype(device, dtype, "full")
+        check_int_fits(x, dtype, op)
         k = device.kernels.get("scalar")   # optional: a backend may treat it as a constant
         buf = k(x, dtype) if k is not None else full_buf(device, (), x, dtype)
         a = wrap(buf, dtype, device)

@@ -6,7 +6,8 @@ import math
 from . import dispatch
 from . import dtypes as dt
 from .array import Array
-from .core import call, check_device_dtype, kernel, normalize_shape, resolve_device, wrap
+from .core import (call, check_device_dtype, check_nbytes, kernel, normalize_shape, resolve_device,
+                   wrap)
 from .host import to_numpy
 
 __all__ = ["arange", "asarray", "empty", "empty_like", "eye", "from_dlpack", "full", "full_like",
@@ -56,6 +57,7 @@ def _fill(op, shape, value, dtype, device) -> Array:
 
             d = scalar_dtype(value) if value is not None else dt.float64
     check_device_dtype(dev, d, op)
+    check_nbytes(shape, d, op)
     if value is None:
         return wrap(kernel(dev, "empty")(shape, d), d, dev)
     if isinstance(value, Array):
@@ -139,6 +141,7 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None) -> Array:
             raise OverflowError(f"arange: values do not fit in {d.name}")
     dev = resolve_device(device)
     check_device_dtype(dev, d, "arange")
+    check_nbytes((n,), d, "arange")
     return wrap(call(dev, "arange", start, step, n, d), d, dev)
 
 
@@ -154,6 +157,7 @@ def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True) -> 
         raise TypeError("linspace: complex start/stop need a complex dtype")
     dev = resolve_device(device)
     check_device_dtype(dev, d, "linspace")
+    check_nbytes((num,), d, "linspace")
     return wrap(call(dev, "linspace", start, stop, num, endpoint, d), d, dev)
 
 
@@ -166,6 +170,7 @@ def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None) -> Array:
     d = _dtype(dtype, "eye") or dt.float64
     dev = resolve_device(device)
     check_device_dtype(dev, d, "eye")
+    check_nbytes((n_rows, n_cols), d, "eye")
     # a diagonal outside the matrix is empty whatever its distance: clamping keeps a huge k
     # (2**63, say) from overflowing the backends' int64 index arithmetic
     k = max(-n_rows, min(k, n_cols))

@@ -153,8 +153,20 @@ def inplace(x, name: str, other):
     return x
 
 
+def check_writable(buf, op: str) -> None:
+    """ValueError naming ``op`` when ``buf`` is a broadcast view (an axis of several elements
+    with stride 0, as broadcast_to makes): read-only in NumPy, and a write would land on one
+    element of the base array several times."""
+    strides = getattr(buf, "strides", None)
+    if strides is not None and 0 in strides and 0 not in buf.shape and any(
+            s == 0 and n > 1 for s, n in zip(strides, buf.shape)):
+        raise ValueError(f"{op}: cannot write into a broadcast view (it is read-only); "
+                         "copy it first (asarray(x, copy=True))")
+
+
 def store(x, res, name: str) -> None:
     """Write ``res`` into ``x``'s buffer; TypeError/ValueError when it does not fit."""
+    check_writable(x._buf, f"{name} (in place)")
     if res._dtype is not x._dtype:
         raise TypeError(f"{name} (in place): result dtype {res._dtype.name} cannot be stored in "
                         f"an array of dtype {x._dtype.name}")

@@ -253,6 +253,10 @@ def clip(x: Array, /, min=None, max=None) -> Array:
             raise TypeError(f"clip: {name} must be an array, a real scalar or None")
         elif isinstance(bound, float) and x._dtype.kind in "iu":
             raise TypeError(f"clip: a float {name} cannot clip an integer array")
+        elif x._dtype.kind in "iu":
+            # a bound past the dtype's range clips nothing on that side (NumPy's answer)
+            info = dt.iinfo(x._dtype)
+            bound = info.min if bound < info.min else info.max if bound > info.max else bound
         out = binary(op, out, as_compute_array(bound, x._dtype, x._device, "clip"))
     if out is x:
         out = Array._new(kernel(x._device, "copy")(x._buf), x._dtype, x._device)

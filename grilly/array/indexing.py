@@ -266,6 +266,7 @@ def setitem(x: Array, key, value) -> None:
     check_array(x, op)
     skey, vshape, adv = _resolve(x, key, op)
     dev = x._device
+    dispatch.check_writable(x._buf, op)
     buf = _view(x, skey, vshape, op)
     if not adv:
         kernel(dev, "assign")(buf, _value_buf(x, value, vshape, op))

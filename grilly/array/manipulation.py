@@ -5,7 +5,8 @@ from __future__ import annotations
 from . import dispatch
 from . import dtypes as dt
 from .array import Array
-from .core import AxisError, astype_buf, call, check_array, common_device, kernel, wrap
+from .core import (AxisError, astype_buf, call, check_array, check_nbytes, common_device, kernel,
+                   wrap)
 from .core import broadcast_shapes as _bshapes
 
 __all__ = ["broadcast_arrays", "broadcast_shapes", "broadcast_to", "concat", "expand_dims",
@@ -96,6 +97,7 @@ def broadcast_to(x: Array, /, shape: tuple) -> Array:
     if off < 0 or any(s < 0 for s in shape) or any(
             d not in (1, shape[off + i]) for i, d in enumerate(xs)):
         raise ValueError(f"broadcast_to: an array of shape {xs} cannot be broadcast to {shape}")
+    check_nbytes(shape, x._dtype, "broadcast_to")
     return wrap(kernel(x._device, "broadcast_to")(x._buf, shape), x._dtype, x._device)
 
 
