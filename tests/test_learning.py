@@ -195,6 +195,26 @@ def test_oja_and_sanger_find_principal_components(device):
         sanger_step(gp.asarray(np.ones((2, 3)), device=device), X)
 
 
+def test_rules_check_their_inputs(device):
+    # errors name the rule: no bare subtract/ZeroDivision/KeyError from inside it
+    X = gp.asarray(R.standard_normal((50, 4)), device=device)
+    w = Whitening().fit(X)
+    with pytest.raises(ValueError, match="Whitening.transform: expected 4 features"):
+        w.transform(X[:, :3])
+    with pytest.raises(ValueError, match="Whitening.inverse_transform: expected 4 features"):
+        w.inverse_transform(X[:, :2])
+    with pytest.raises(ValueError, match="oja_step: x has no rows"):
+        oja_step(gp.ones(4, dtype=gp.float64, device=device), X[:0])
+    with pytest.raises(ValueError, match="sanger_step: x has no rows"):
+        sanger_step(gp.ones((2, 4), dtype=gp.float64, device=device), X[:0])
+    g = gp.asarray(R.standard_normal(4), device=device)
+    with pytest.raises(ValueError, match=r"natural_gradient: no Fisher block .*'b'"):
+        natural_gradient({"a": g, "b": g}, {"a": g})
+    got = natural_gradient({"a": g}, {"a": g * g, "unused": g})
+    np.testing.assert_allclose(np.asarray(got["a"]), 1 / (np.asarray(g) + 1e-8 / np.asarray(g)),
+                               rtol=1e-10)
+
+
 def test_nlms_step_size_and_set_input(device):
     rng = np.random.default_rng(0)
     h = np.array([0.5, -0.3, 0.2, 0.1])

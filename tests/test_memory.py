@@ -56,6 +56,38 @@ def test_kv_capacity_eviction(device):
         KeyValueMemory(2, 2).read(gp.asarray([1.0, 0.0], device=device))
 
 
+def test_memories_check_their_inputs(device):
+    # wrong shapes and sizes are ValueErrors naming the memory, not matmul's or list's errors
+    R = np.random.default_rng(7)
+    kv = KeyValueMemory(4, 3, similarity="dot")
+    k, v, q = R.standard_normal((6, 4)), R.standard_normal((6, 3)), R.standard_normal((2, 4))
+    kv.write(gp.asarray(k, device=device), gp.asarray(v, device=device))
+    with pytest.raises(ValueError, match=r"KeyValueMemory.read: query must be \(4,\)"):
+        kv.read(gp.asarray(q[:, :3], device=device))
+    w = np.asarray(kv.read(gp.asarray(q, device=device), top_k=np.int64(2))[1])   # numpy int
+    s = q @ k.T
+    ref = _softmax(np.where(s >= np.sort(s, axis=1)[:, -2:-1], s, -np.inf))
+    np.testing.assert_allclose(w, ref, rtol=1e-10, atol=1e-300)
+    with pytest.raises(ValueError, match="EpisodicMemory: capacity must be a positive int"):
+        EpisodicMemory(4, capacity=0)
+    em = EpisodicMemory(4, context_dim=3)
+    with pytest.raises(ValueError, match=r"EpisodicMemory.store: sequence must be \(T, 4\)"):
+        em.store(gp.zeros((0, 4), device=device), gp.ones(3, device=device))
+    em.store(gp.asarray(R.standard_normal((5, 4)), device=device), gp.ones(3, device=device))
+    with pytest.raises(ValueError, match=r"EpisodicMemory.recall: context must be \(3,\)"):
+        em.recall(context=gp.ones(4, device=device))
+    with pytest.raises(ValueError, match=r"EpisodicMemory.recall: cue must be \(4,\)"):
+        em.recall(cue=gp.ones(3, device=device))
+    with pytest.raises(ValueError, match=r"EpisodicMemory.complete: partial must be \(t, 4\)"):
+        em.complete(gp.ones(4, device=device))
+    am = AssociativeMemory(8)
+    am.store(gp.asarray(R.standard_normal((3, 8)), device=device))
+    with pytest.raises(ValueError, match=r"AssociativeMemory: cue must be \(8,\)"):
+        am(gp.ones((2, 5), device=device))
+    with pytest.raises(ValueError, match="AssociativeMemory: steps must be a positive int"):
+        AssociativeMemory(8, steps=-1)
+
+
 def test_kv_trains_end_to_end(device):
     R = np.random.default_rng(7)   # the same data on every device
     # a learnable query projection learns to fetch the value stored under a rotated key

@@ -180,3 +180,24 @@ def test_index_errors():
         ix.search(np.ones((1, 4), np.float32), 0)
     with pytest.raises(TypeError, match="IndexFlat.remove_ids: ids must be integers"):
         ix.remove_ids(np.array([0.5]))
+
+
+def test_numpy_integer_k_d_and_chunk(device):
+    # numpy integers (k from a shape or a computation) are ints, as gp.topk and faiss take them
+    xb, xq = _data(40, 5, 6)
+    ix = IndexFlat(np.int64(6), device=device)
+    ix.add(xb)
+    f = faiss.IndexFlatL2(6)
+    f.add(xb)
+    _same_as_faiss(*ix.search(xq, np.int64(4), chunk=np.int32(2)), *f.search(xq, 4))
+    x, y = gp.asarray(xq.astype(float), device=device), gp.asarray(xb.astype(float), device=device)
+    full = _ref(xq.astype(float), xb.astype(float), "sqeuclidean")
+    d, i = knn(x, y, np.int64(3), chunk=np.int64(2))
+    np.testing.assert_array_equal(np.asarray(i), np.argsort(full, axis=1, kind="stable")[:, :3])
+    v, j = neighbors.matmul_topk(x, y, np.int32(3))
+    np.testing.assert_array_equal(np.asarray(j), np.argsort(-(xq.astype(float) @ xb.T), axis=1,
+                                                            kind="stable")[:, :3])
+    with pytest.raises(ValueError, match="IndexFlat.search: k must be a positive int"):
+        ix.search(xq, np.int64(0))
+    with pytest.raises(ValueError, match="knn: k must be an int"):
+        knn(x, y, 2.0)

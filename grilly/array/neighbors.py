@@ -82,9 +82,11 @@ def matmul_topk(x: Array, mat: Array, k: int, /, *, add: Array | None = None,
             raise ValueError(f"{op}: add must be ({mat.shape[0]},) of dtype {x._dtype.name}, got "
                              f"{add.shape} of {add._dtype.name}")
     m = mat.shape[0]
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= m:
+    kk = None if isinstance(k, bool) or not hasattr(k, "__index__") else k.__index__()
+    if kk is None or not 1 <= kk <= m:
         raise ValueError(f"{op}: k must be an int with 1 <= k <= {m} (the rows of mat), got "
                          f"{k!r}")
+    k = kk
     dev = core.common_device(op, x, mat, *(() if add is None else (add,)))
     if x.shape[0] == 0:
         return (core.wrap(core.full_buf(dev, (0, k), 0, x._dtype), x._dtype, dev),

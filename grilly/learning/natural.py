@@ -29,6 +29,12 @@ def natural_gradient(gradient, fisher, damping: float = 1e-8):
     if not float(damping) >= 0:
         raise ValueError(f"{op}: damping must be >= 0, got {damping}")
     if isinstance(gradient, dict):
+        if not isinstance(fisher, dict):
+            raise TypeError(f"{op}: a dict of gradients needs a dict of Fisher blocks, got "
+                            f"{type(fisher).__name__}")
+        missing = [k for k in gradient if k not in fisher]
+        if missing:
+            raise ValueError(f"{op}: no Fisher block for the gradient(s) {missing}")
         return {k: _one(g, fisher[k], float(damping), op) for k, g in gradient.items()}
     if isinstance(gradient, (list, tuple)):
         if len(gradient) != len(fisher):

@@ -20,6 +20,8 @@ def _batch(x, d: int, op: str) -> Array:
         x = gp.reshape(x, (1, -1))
     if x.ndim != 2 or x.shape[1] != d:
         raise ValueError(f"{op}: x must be ({d},) or (n, {d}), got shape {x.shape}")
+    if x.shape[0] == 0:
+        raise ValueError(f"{op}: x has no rows (the step is a mean over the batch)")
     return x
 
 

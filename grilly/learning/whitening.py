@@ -14,12 +14,14 @@ from ..array.array import Array
 __all__ = ["Whitening", "whiten"]
 
 
-def _check(x, op: str) -> Array:
+def _check(x, op: str, d: int | None = None) -> Array:
     if not isinstance(x, Array):
         raise TypeError(f"{op}: data must be a grilly Array, got {type(x).__name__}")
     if x.ndim != 2 or x.dtype not in (gp.float32, gp.float64):
-        raise ValueError(f"{op}: data must be a real floating (n, d) array, got {x.dtype} of "
-                         f"shape {x.shape}")
+        raise ValueError(f"{op}: data must be a float32 or float64 (n, d) array, got {x.dtype} "
+                         f"of shape {x.shape}")
+    if d is not None and x.shape[1] != d:
+        raise ValueError(f"{op}: expected {d} features (the fitted data's), got {x.shape[1]}")
     return x
 
 
@@ -86,16 +88,16 @@ class Whitening:
 
     def transform(self, x: Array) -> Array:
         """The whitened rows of ``x`` (n, d): ``(x - mean) W^T``."""
-        x = _check(x, "Whitening.transform")
         if self.matrix is None:
             raise RuntimeError("Whitening: call fit or partial_fit first")
+        x = _check(x, "Whitening.transform", self.matrix.shape[0])
         return gp.matmul(x - self.mean, gp.matrix_transpose(self.matrix))
 
     def inverse_transform(self, z: Array) -> Array:
         """Back from whitened rows: ``z W^-T + mean``."""
-        z = _check(z, "Whitening.inverse_transform")
         if self.inverse is None:
             raise RuntimeError("Whitening: call fit or partial_fit first")
+        z = _check(z, "Whitening.inverse_transform", self.inverse.shape[0])
         return gp.matmul(z, gp.matrix_transpose(self.inverse)) + self.mean
 
 

@@ -16,6 +16,10 @@ class AssociativeMemory(Module):
 
     def __init__(self, dim: int, beta: float = 8.0, steps: int = 3) -> None:
         super().__init__()
+        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
+            raise ValueError(f"AssociativeMemory: dim must be a positive int, got {dim!r}")
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+            raise ValueError(f"AssociativeMemory: steps must be a positive int, got {steps!r}")
         if not float(beta) > 0:
             raise ValueError(f"AssociativeMemory: beta must be > 0, got {beta}")
         self.dim, self.beta, self.steps = dim, float(beta), int(steps)
@@ -33,6 +37,9 @@ class AssociativeMemory(Module):
         """The recalled pattern(s) for ``cue`` (dim,) or (b, dim)."""
         if self.patterns is None:
             raise RuntimeError("AssociativeMemory: nothing stored yet")
+        if cue.ndim not in (1, 2) or cue.shape[-1] != self.dim:
+            raise ValueError(f"AssociativeMemory: cue must be ({self.dim},) or (b, {self.dim}), "
+                             f"got shape {cue.shape}")
         x = cue if cue.ndim == 2 else gp.reshape(cue, (1, -1))
         for _ in range(self.steps):
             w = F.softmax(gp.matmul(x, gp.matrix_transpose(self.patterns)) * self.beta, dim=-1)

@@ -22,7 +22,11 @@ class EpisodicMemory(Module):
 
     def __init__(self, dim: int, context_dim: int | None = None, capacity: int = 1000) -> None:
         super().__init__()
-        self.dim, self.context_dim, self.capacity = dim, context_dim or dim, capacity
+        context_dim = dim if context_dim is None else context_dim
+        for name, v in (("dim", dim), ("context_dim", context_dim), ("capacity", capacity)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"EpisodicMemory: {name} must be a positive int, got {v!r}")
+        self.dim, self.context_dim, self.capacity = dim, context_dim, capacity
         self.episodes: list[tuple[Array, Array]] = []
 
     def __len__(self) -> int:
@@ -31,9 +35,9 @@ class EpisodicMemory(Module):
     def store(self, sequence: Array, context: Array) -> int:
         """Add an episode (sequence (T, dim), context (context_dim,)); the oldest goes when
         full. Returns its index."""
-        if sequence.ndim != 2 or sequence.shape[1] != self.dim:
-            raise ValueError(f"EpisodicMemory.store: sequence must be (T, {self.dim}), got "
-                             f"{sequence.shape}")
+        if sequence.ndim != 2 or sequence.shape[1] != self.dim or sequence.shape[0] == 0:
+            raise ValueError(f"EpisodicMemory.store: sequence must be (T, {self.dim}) with "
+                             f"T >= 1, got {sequence.shape}")
         if context.shape != (self.context_dim,):
             raise ValueError(f"EpisodicMemory.store: context must be ({self.context_dim},), got "
                              f"{context.shape}")
@@ -47,6 +51,11 @@ class EpisodicMemory(Module):
         (or ``cue``): {"index", "sequence", "context", "score", "step" (cue only)}."""
         if (context is None) == (cue is None):
             raise ValueError("EpisodicMemory.recall: give exactly one of context or cue")
+        want = (self.context_dim,) if context is not None else (self.dim,)
+        got = (context if context is not None else cue).shape
+        if got != want:
+            raise ValueError(f"EpisodicMemory.recall: {'context' if context is not None else 'cue'}"
+                             f" must be {want}, got {got}")
         if not self.episodes:
             raise RuntimeError("EpisodicMemory.recall: no episodes stored")
         if context is not None:
@@ -68,5 +77,8 @@ class EpisodicMemory(Module):
     def complete(self, partial: Array) -> Array:
         """The continuation of ``partial`` (t, dim): the rest of the episode whose state best
         matches partial's last state, after that state."""
+        if partial.ndim != 2 or partial.shape[1] != self.dim or partial.shape[0] == 0:
+            raise ValueError(f"EpisodicMemory.complete: partial must be (t, {self.dim}) with "
+                             f"t >= 1, got {partial.shape}")
         r = self.recall(cue=partial[-1])
         return r["sequence"][r["step"] + 1:]

@@ -81,6 +81,9 @@ class KeyValueMemory(Module):
         """Similarity / temperature of each query row (b, key_dim) with every slot: (b, slots)."""
         if not self.keys:
             raise RuntimeError("KeyValueMemory: the memory is empty; write first")
+        if query.ndim not in (1, 2) or query.shape[-1] != self.key_dim:
+            raise ValueError(f"KeyValueMemory.read: query must be ({self.key_dim},) or (b, "
+                             f"{self.key_dim}), got shape {query.shape}")
         q = query if query.ndim == 2 else gp.reshape(query, (1, -1))
         if self.query_proj is not None:
             q = self.query_proj(q)
@@ -94,10 +97,10 @@ class KeyValueMemory(Module):
         (key_dim,) query); ``top_k``: softmax over each row's k best slots only."""
         s = self.scores(query)
         if top_k is not None:
-            if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+            if isinstance(top_k, bool) or not hasattr(top_k, "__index__") or top_k < 1:
                 raise ValueError(f"KeyValueMemory.read: top_k must be a positive int, got "
                                  f"{top_k!r}")
-            k = min(top_k, s.shape[1])
+            k = min(top_k.__index__(), s.shape[1])
             kth = gp.topk(s, k, axis=1)[0][:, k - 1:k]
             s = gp.where(s >= kth, s, -float(gp.finfo(s.dtype).max))
         w = F.softmax(s, dim=-1)

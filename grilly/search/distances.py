@@ -37,13 +37,25 @@ def _check_metric(metric, op: str) -> str:
     return metric
 
 
+def as_int(v) -> int | None:
+    """``v`` as a Python int if it is an integer (int, numpy integer: ``__index__``), not a
+    bool; else None."""
+    if isinstance(v, bool) or not hasattr(v, "__index__"):
+        return None
+    try:
+        return v.__index__()
+    except TypeError:   # e.g. a grilly Array of several elements
+        return None
+
+
 def _check_chunk(chunk, n: int, m: int, op: str) -> int:
     """Rows of x per block: ``chunk``, or as many as keep a block near BLOCK_ELEMS."""
     if chunk is None:
         return max(1, min(max(n, 1), BLOCK_ELEMS // max(m, 1)))
-    if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
+    c = as_int(chunk)
+    if c is None or c < 1:
         raise ValueError(f"{op}: chunk must be a positive int or None, got {chunk!r}")
-    return chunk
+    return c
 
 
 def _pair(x, y, op: str) -> tuple:
@@ -156,9 +168,11 @@ def knn(x: gp.Array, y: gp.Array, k: int, metric: str = "sqeuclidean", *,
     op = "knn"
     x, y = _pair(x, y, op)
     _check_metric(metric, op)
-    if isinstance(k, bool) or not isinstance(k, int) or not 0 < k <= y.shape[0]:
+    kk = as_int(k)
+    if kk is None or not 0 < kk <= y.shape[0]:
         raise ValueError(f"{op}: k must be an int with 1 <= k <= {y.shape[0]} (the rows of y), "
                          f"got {k!r}")
+    k = kk
     if metric == "cosine":   # the cosine distance 1 - cos ranks rows as -cos does
         d, i = knn_prepared(x, prepare(y, "cosine"), k, chunk, op)
         return 1.0 - d, i

@@ -24,8 +24,9 @@ class IndexFlat:
     positions, -1 (and D = -/+ the dtype's max, as faiss) where the index holds fewer than k."""
 
     def __init__(self, d: int, metric: str = "l2", *, dtype=gp.float32, device=None):
-        if isinstance(d, bool) or not isinstance(d, int) or d < 1:
+        if _d.as_int(d) is None or d < 1:
             raise ValueError(f"IndexFlat: d must be a positive int, got {d!r}")
+        d = _d.as_int(d)
         if metric not in _KNN:
             raise ValueError(f"IndexFlat: metric must be 'l2', 'ip' or 'cosine', got {metric!r}")
         if dtype not in (gp.float16, gp.float32, gp.float64):
@@ -94,8 +95,9 @@ class IndexFlat:
     def search(self, queries, k: int, *, chunk: int | None = None) -> tuple[gp.Array, gp.Array]:
         """(D, I) of the k best vectors for each query row, best first (see the class)."""
         q = self._vectors(queries, "search", "queries")
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        if _d.as_int(k) is None or k < 1:
             raise ValueError(f"IndexFlat.search: k must be a positive int, got {k!r}")
+        k = _d.as_int(k)
         kk = min(k, self.ntotal)
         n = q.shape[0]
         if kk:
