@@ -222,6 +222,21 @@ def test_init_statistics():
     assert nn.init.calculate_gain("leaky_relu", math.sqrt(5)) == pytest.approx(math.sqrt(2 / 6))
 
 
+def test_init_trunc_normal_is_truncated_not_clipped(device):
+    # N(0, 1) truncated to [-2, 2] has std 0.8796 and no mass at the ends; clipping left
+    # 4.6 % of the values exactly on -2 and 2 (std 0.95)
+    nn.manual_seed(0)
+    w = nn.Parameter(gp.zeros((200, 100), dtype=gp.float32, device=device))
+    assert nn.init.trunc_normal_(w) is w
+    h = np.asarray(w)
+    assert np.abs(h).max() <= 2.0
+    assert (np.abs(h) > 1.99).mean() < 0.005
+    assert abs(h.std() - 0.8796) < 0.02
+    nn.init.trunc_normal_(w, mean=1.0, std=2.0, a=0.5, b=1.0)
+    h = np.asarray(w)
+    assert h.min() >= 0.5 and h.max() <= 1.0 and abs(h.mean() - 0.75) < 0.01
+
+
 def test_init_orthogonal():
     w = gp.zeros((4, 6), dtype=gp.float64)
     nn.init.orthogonal_(w, gain=2.0)
@@ -261,6 +276,35 @@ def test_errors():
         nn.Linear(3, 2)(gp.zeros((2, 4), dtype=gp.float32))
     with pytest.raises(ValueError, match="embed_dim 5 is not divisible"):
         nn.MultiheadAttention(5, 2)
+
+
+def test_multihead_attention_mask_shape_errors(device):
+    # (a reshape or add error before, naming neither the module nor the mask)
+    m = nn.MultiheadAttention(8, 2).to(device)
+    x = gp.zeros((3, 2, 8), dtype=gp.float32, device=device)
+    with pytest.raises(ValueError, match=r"MultiheadAttention: key_padding_mask must have shape \(2, 3\)"):
+        m(x, x, x, key_padding_mask=gp.zeros((2, 4), dtype=gp.bool, device=device))
+    with pytest.raises(ValueError, match=r"MultiheadAttention: attn_mask must have shape \(3, 3\)"):
+        m(x, x, x, attn_mask=gp.zeros((4, 4), dtype=gp.bool, device=device))
+    out, _ = m(x, x, x, attn_mask=gp.zeros((4, 3, 3), dtype=gp.float32, device=device))
+    assert out.shape == (3, 2, 8)
+
+
+@pytest.mark.parametrize("make,shape,match", [
+    (lambda: nn.Conv2d(3, 2, 3, stride=0), (1, 3, 6, 6), "conv2d: stride must be positive"),
+    (lambda: nn.Conv2d(3, 2, 3, dilation=(1, 0)), (1, 3, 6, 6), "conv2d: dilation must be positive"),
+    (lambda: nn.Conv2d(3, 2, 3, padding=-1), (1, 3, 6, 6), "conv2d: padding must be non-negative"),
+    (lambda: nn.Conv2d(3, 2, 3, padding="full"), (1, 3, 6, 6), "conv2d: padding must be 'same'"),
+    (lambda: nn.Conv1d(3, 2, 3, stride=0), (1, 3, 6), "stride must be positive"),
+    (lambda: nn.MaxPool2d(2, stride=0), (1, 3, 6, 6), "max_pool2d: stride must be positive"),
+    (lambda: nn.AvgPool2d(2, stride=0), (1, 3, 6, 6), "avg_pool2d: stride must be positive"),
+    (lambda: nn.MaxPool1d(2, stride=0), (1, 3, 6), "max_pool2d: stride must be positive"),
+    (lambda: nn.MaxPool2d(3, 1, 1, dilation=0), (1, 3, 6, 6), "max_pool2d: dilation must be positive"),
+])
+def test_conv_pool_geometry_errors(device, make, shape, match):
+    # (a zero stride was a ZeroDivisionError, or silently the kernel size in the pool modules)
+    with pytest.raises(ValueError, match=match):
+        make().to(device)(gp.zeros(shape, dtype=gp.float32, device=device))
 
 
 @given(st.integers(1, 4), st.integers(1, 3), st.integers(0, 2), st.integers(5, 9))

@@ -211,6 +211,18 @@ def test_rnn_initial_state_unbatched(device):
     _close(gc, tc, atol=1e-5)
 
 
+@pytest.mark.parametrize("cls", ["LSTM", "GRU"])
+@pytest.mark.parametrize("h0_shape,x_shape", [((2, 2, 4), (5, 2, 3)), ((1, 3, 4), (5, 2, 3)),
+                                              ((2, 4), (5, 3))])
+def test_rnn_initial_state_wrong_shape_raises(device, cls, h0_shape, x_shape):
+    # torch raises; a (num_layers * dirs, N, H) mismatch was used silently (h0[0]) or failed in
+    # an add with no word of the state
+    gm = getattr(nn, cls)(3, 4).to(device)
+    h0 = gp.zeros(h0_shape, device=device)
+    with pytest.raises(ValueError, match=f"{cls}: expected h0 of shape"):
+        gm(gp.zeros(x_shape, device=device), (h0, h0) if cls == "LSTM" else h0)
+
+
 ACTS = [("ReLU", {}), ("LeakyReLU", {"negative_slope": 0.2}), ("GELU", {}), ("GELU", {"approximate": "tanh"}),
         ("SiLU", {}), ("ELU", {"alpha": 0.7}), ("Tanh", {}), ("Sigmoid", {}), ("Softplus", {"beta": 2.0}),
         ("Softmax", {"dim": 1}), ("LogSoftmax", {"dim": -1})]
@@ -236,6 +248,23 @@ def test_activations(device, name, kw):
     (t * cot.double()).sum().backward()
     gp.sum(g * _g(cot, device)).backward()
     _close(gx.grad, tx.grad.float(), rtol=rtol, atol=1e-6)
+
+
+@pytest.mark.parametrize("name,kw", [("ReLU", {}), ("ReLU6", {}), ("LeakyReLU", {"negative_slope": 0.2}),
+                                     ("ELU", {"alpha": 0.7})])
+def test_activation_gradient_at_kinks(device, name, kw):
+    # exact 0 (and 6) are common inputs (padding, a ReLU before): torch's one-sided choices there,
+    # not the half gradient that minimum/maximum give at a tie
+    x = torch.tensor([0.0, 6.0, -1.5, 2.0, -0.0, 7.0])
+    tx = x.clone().requires_grad_()
+    gx = _g(x, device)
+    gx.requires_grad_()
+    t = getattr(torch.nn, name)(**kw)(tx)
+    g = getattr(nn, name)(**kw)(gx)
+    _close(g, t)
+    t.sum().backward()
+    gp.sum(g).backward()
+    _close(gx.grad, tx.grad)
 
 
 def _loss_case(name, kw, device, x, y, yg=None):
@@ -292,6 +321,25 @@ def test_nll_loss(device, kw):
 def test_bce(device, reduction):
     p = torch.rand(4, 3) * 0.98 + 0.01
     _loss_case("BCELoss", {"reduction": reduction}, device, p, torch.randint(0, 2, (4, 3)).float())
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_bce_saturated_probabilities(device, reduction):
+    # a sigmoid output rounded to exactly 0 or 1: torch's gradient (p - y) / max(p (1 - p), 1e-12)
+    # is finite there (the clamped logs' composed gradient was 0 * inf = nan)
+    p = torch.tensor([[0.0, 1.0, 0.5], [1.0, 0.0, 0.25]])
+    y = torch.tensor([[0.0, 1.0, 1.0], [0.0, 1.0, 0.0]])
+    tx = p.clone().requires_grad_()
+    gx = _g(p, device)
+    gx.requires_grad_()
+    t = torch.nn.BCELoss(reduction=reduction)(tx, y)
+    g = nn.BCELoss(reduction=reduction)(gx, _g(y, device))
+    _close(g, t)
+    cot = torch.rand(t.shape) + 0.5
+    (t * cot).sum().backward()
+    gp.sum(g * _g(cot, device)).backward()
+    assert np.all(np.isfinite(np.asarray(gx.grad)))
+    _close(gx.grad, tx.grad)
 
 
 @pytest.mark.parametrize("kw", [{}, {"pos_weight": np.array([1.0, 2.0, 0.5], np.float32)},
@@ -359,6 +407,15 @@ def test_flash_attention_bool_mask(device):
 def test_embedding(device):
     tm, gm = torch.nn.Embedding(10, 3), nn.Embedding(10, 3)
     _check(tm, gm, [torch.tensor([[1, 2, 2], [9, 0, 1]])], device)
+
+
+@pytest.mark.parametrize("padding_idx", [2, -1])
+def test_embedding_padding_idx_gets_no_gradient(device, padding_idx):
+    tm, gm = torch.nn.Embedding(10, 3, padding_idx=padding_idx), nn.Embedding(10, 3, padding_idx=padding_idx)
+    with torch.no_grad():
+        tm.weight[padding_idx] = torch.tensor([1.0, -2.0, 3.0])   # a non-zero padding row
+    _check(tm, gm, [torch.tensor([[1, 2, 2], [9, 0, 1]])], device)
+    assert not np.any(np.asarray(gm.weight.grad)[padding_idx])
 
 
 @pytest.mark.parametrize("shape", [(6, 5), (2, 3, 5)])

@@ -83,6 +83,12 @@ class MultiheadAttention(Module):
         bias = None
         # a causal mask alone goes to the attention kernels as a flag (no (L, S) bias is made)
         causal = is_causal and attn_mask is None and key_padding_mask is None and not need_weights
+        if key_padding_mask is not None and tuple(key_padding_mask.shape) != (n, s_len):
+            raise ValueError(f"MultiheadAttention: key_padding_mask must have shape "
+                             f"{(n, s_len)} (batch, source length), got {key_padding_mask.shape}")
+        if attn_mask is not None and tuple(attn_mask.shape) not in ((lq, s_len), (n * h, lq, s_len)):
+            raise ValueError(f"MultiheadAttention: attn_mask must have shape {(lq, s_len)} or "
+                             f"{(n * h, lq, s_len)}, got {attn_mask.shape}")
         if attn_mask is not None:
             am = _additive(attn_mask, q.dtype, invert=True)
             bias = gp.reshape(am, (n, h, lq, s_len)) if am.ndim == 3 else am

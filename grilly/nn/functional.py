@@ -47,6 +47,14 @@ def _pair(v, n: int, name: str, op: str) -> tuple:
     return v
 
 
+def _check_geometry(op: str, stride: tuple, dilation: tuple, padding: tuple = ()) -> None:
+    """A ValueError naming ``op`` for a stride or dilation below 1 or a negative padding."""
+    for name, v, low in (("stride", stride, 1), ("dilation", dilation, 1), ("padding", padding, 0)):
+        if any(i < low for i in v):
+            raise ValueError(f"{op}: {name} must be {'positive' if low else 'non-negative'}, "
+                             f"got {v!r}")
+
+
 def _check_float(x, op: str, arg: str = "input"):
     if not isinstance(x, gp.Array):
         raise TypeError(f"{op}: expected a grilly Array for {arg!r}, got {type(x).__name__}")
@@ -133,11 +141,19 @@ class _Linear(Function):
 
 
 def embedding(input: Array, weight: Array, padding_idx: int | None = None) -> Array:
-    """Rows of ``weight`` selected by the integer array ``input`` (shape input.shape + (dim,))."""
+    """Rows of ``weight`` selected by the integer array ``input`` (shape input.shape + (dim,));
+    lookups of row ``padding_idx`` add nothing to the weight's gradient."""
     if not isinstance(input, gp.Array) or not gp.isdtype(input.dtype, "integral"):
         raise TypeError(f"embedding: input must be an integer Array, got "
                         f"{getattr(input, 'dtype', type(input).__name__)}")
-    rows = gp.take(weight, gp.reshape(input, (-1,)), axis=0)
+    idx = gp.reshape(input, (-1,))
+    rows = gp.take(weight, idx, axis=0)
+    if padding_idx is not None and weight.requires_grad:
+        # as torch: the padding row's entries keep their value but add nothing to its gradient
+        if padding_idx < 0:
+            padding_idx += weight.shape[0]
+        keep = gp.expand_dims(idx != padding_idx, axis=-1)
+        rows = gp.where(keep, rows, _detach(rows))
     return gp.reshape(rows, (*input.shape, weight.shape[1]))
 
 
@@ -224,13 +240,14 @@ def relu(input: Array, inplace: bool = False) -> Array:
 
 
 def relu6(input: Array, inplace: bool = False) -> Array:
-    """min(max(x, 0), 6)."""
-    return gp.minimum(gp.maximum(input, 0.0), 6.0)
+    """min(max(x, 0), 6); as torch, no gradient at 0 and 6 (minimum/maximum split it there)."""
+    inside = gp.logical_and(input > 0, input < 6.0)
+    return gp.where(inside, input, _detach(gp.clip(input, 0.0, 6.0)))
 
 
 def leaky_relu(input: Array, negative_slope: float = 0.01, inplace: bool = False) -> Array:
-    """x for x >= 0, negative_slope * x otherwise."""
-    return gp.where(input >= 0, input, input * negative_slope)
+    """x for x > 0, negative_slope * x otherwise (the slope at 0 too, as torch)."""
+    return gp.where(input > 0, input, input * negative_slope)
 
 
 def _in_float32(fn, x):
@@ -295,8 +312,9 @@ def _silu(x):
 
 def elu(input: Array, alpha: float = 1.0, inplace: bool = False) -> Array:
     """x for x > 0, alpha * (exp(x) - 1) otherwise."""
-    # expm1 of min(x, 0) keeps the unused branch finite, so its gradient is not 0 * inf.
-    return gp.where(input > 0, input, alpha * gp.expm1(gp.minimum(input, 0.0)))
+    # expm1 of x clamped to <= 0 keeps the unused branch finite, so its gradient is not
+    # 0 * inf; a where (not minimum, which halves the gradient at a tie) gives alpha at 0, as torch
+    return gp.where(input > 0, input, alpha * gp.expm1(gp.where(input > 0, 0.0, input)))
 
 
 def softplus(input: Array, beta: float = 1.0, threshold: float = 20.0) -> Array:
@@ -649,6 +667,7 @@ def conv2d(input: Array, weight: Array, bias: Array | None = None, stride: int |
         raise ValueError(f"conv2d: input has {c} channels but weight {weight.shape} with groups={groups} "
                          f"expects {cg * groups} (and out_channels divisible by groups)")
     stride, dilation = _pair(stride, 2, "stride", "conv2d"), _pair(dilation, 2, "dilation", "conv2d")
+    _check_geometry("conv2d", stride, dilation)
     if padding == "valid":
         pads = (0, 0, 0, 0)
     elif padding == "same":
@@ -656,8 +675,12 @@ def conv2d(input: Array, weight: Array, bias: Array | None = None, stride: int |
             raise ValueError("conv2d: padding='same' needs stride 1")
         th, tw = dilation[0] * (kh - 1), dilation[1] * (kw - 1)
         pads = (th // 2, th - th // 2, tw // 2, tw - tw // 2)
+    elif isinstance(padding, str):
+        raise ValueError(f"conv2d: padding must be 'same', 'valid', an int or a tuple of 2 ints, "
+                         f"got {padding!r}")
     else:
         ph, pw = _pair(padding, 2, "padding", "conv2d")
+        _check_geometry("conv2d", stride, dilation, (ph, pw))
         pads = (ph, ph, pw, pw)
     ho = _out_size(h + pads[0] + pads[1], kh, stride[0], 0, dilation[0], op="conv2d")
     wo = _out_size(w + pads[2] + pads[3], kw, stride[1], 0, dilation[1], op="conv2d")
@@ -714,6 +737,9 @@ def _pool_setup(input, kernel_size, stride, padding, dilation, ceil_mode, op):
     s = k if stride is None or stride == () else _pair(stride, 2, "stride", op)
     p = _pair(padding, 2, "padding", op)
     d = _pair(dilation, 2, "dilation", op)
+    _check_geometry(op, s, d, p)
+    if any(ki < 1 for ki in k):
+        raise ValueError(f"{op}: kernel_size must be positive, got {k!r}")
     if any(pi * 2 > ki for pi, ki in zip(p, k)):
         raise ValueError(f"{op}: padding {p} must be at most half of kernel_size {k}")
     h, w = input.shape[-2:]
@@ -1161,14 +1187,33 @@ def cross_entropy(input: Array, target: Array, weight: Array | None = None,
     return (1 - label_smoothing) * nll + smooth * (label_smoothing / c)
 
 
+class _BinaryCrossEntropy(Function):
+    """-(y log p + (1 - y) log(1 - p)) elementwise, each log clamped at -100, with torch's
+    gradient (p - y) / max(p (1 - p), 1e-12): finite where p is 0 or 1, where the clamped
+    logs' composed gradient is 0 * inf = nan."""
+
+    @staticmethod
+    def forward(ctx, p, y):
+        lp = gp.maximum(gp.log(p), -100.0)
+        lq = gp.maximum(gp.log1p(-p), -100.0)     # log(1 - p) without 1 - p's rounding
+        ctx.save_for_backward(p, y, lp, lq)
+        return -(y * lp + (1.0 - y) * lq)
+
+    @staticmethod
+    def backward(ctx, g):
+        p, y, lp, lq = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        gp_ = g * (p - y) / gp.maximum(p * (1.0 - p), 1e-12) if need[0] else None
+        gy = g * (lq - lp) if need[1] else None
+        return gp_, gy
+
+
 def binary_cross_entropy(input: Array, target: Array, weight: Array | None = None,
                          reduction: str = "mean") -> Array:
     """-(y log p + (1 - y) log(1 - p)), each log clamped at -100 as in PyTorch."""
     _check_float(input, "binary_cross_entropy")
     _check_same_shape(input, target, "binary_cross_entropy")
-    lp = gp.maximum(gp.log(input), -100.0)
-    lq = gp.maximum(gp.log1p(-input), -100.0)     # log(1 - p) without 1 - p's rounding
-    loss = -(target * lp + (1.0 - target) * lq)
+    loss = _BinaryCrossEntropy.apply(input, target)
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction, "binary_cross_entropy")

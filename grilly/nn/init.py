@@ -60,9 +60,18 @@ def normal_(tensor, mean: float = 0.0, std: float = 1.0):
 
 
 def trunc_normal_(tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0):
-    """Fill with normal values clipped to [a, b] (clipping, not resampling)."""
+    """Fill with normal values truncated to [a, b]: values outside are drawn again (as torch's
+    distribution; clipping them would pile their mass up on a and b)."""
+    if not a < b:
+        raise ValueError(f"trunc_normal_: needs a < b, got a={a}, b={b}")
     v = _random.normal(tensor.shape, mean, std, dtype=tensor.dtype, device=tensor.device)
-    return _fill(tensor, gp.clip(v, a, b))
+    for _ in range(1000):
+        out = gp.logical_or(v < a, v > b)
+        if not bool(gp.any(out)):
+            return _fill(tensor, v)
+        v = gp.where(out, _random.normal(tensor.shape, mean, std, dtype=tensor.dtype,
+                                         device=tensor.device), v)
+    raise ValueError(f"trunc_normal_: [a, b] = [{a}, {b}] holds too little of N({mean}, {std}^2)")
 
 
 def constant_(tensor, val: float):

@@ -322,7 +322,9 @@ class Conv2d(_ConvNd):
 class _Pool(Module):
     def __init__(self, kernel_size, stride=None, padding=0, **kw) -> None:
         super().__init__()
-        self.kernel_size, self.stride, self.padding = kernel_size, stride or kernel_size, padding
+        # stride None (or torch's []) is the kernel size; 0 is kept, for the functional to refuse
+        self.stride = kernel_size if stride is None or stride == [] else stride
+        self.kernel_size, self.padding = kernel_size, padding
         self._kw = kw
         for k, v in kw.items():
             object.__setattr__(self, k, v)

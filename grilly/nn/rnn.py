@@ -75,6 +75,12 @@ class _RNNBase(Module):
                 h0 = gp.expand_dims(h0, axis=1)
                 c0 = None if c0 is None else gp.expand_dims(c0, axis=1)
         dirs = 2 if self.bidirectional else 1
+        want = (self.num_layers * dirs, n, self.hidden_size)
+        for state, what in ((h0, "h0"), (c0, "c0")):
+            if state is not None and tuple(state.shape) != want:
+                got = state.shape[:1] + state.shape[2:] if unbatched else state.shape
+                raise ValueError(f"{name}: expected {what} of shape "
+                                 f"{want[:1] + want[2:] if unbatched else want}, got {got}")
         hn, cn = [], []
         for layer in range(self.num_layers):
             outs = []
