@@ -113,7 +113,7 @@ def conv2d(x: Array, w: Array, bias: Array | None, stride: tuple, dilation: tupl
     x, w and bias share one real floating dtype and device (the caller checked the geometry)."""
     dev = x._device
     k = dev.kernels.get("conv2d")
-    if k is not None and _takes(k, x):
+    if k is not None and core.kernel_takes(k, x._dtype, _CONV_DTYPES):
         buf = k(x._buf, w._buf, None if bias is None else bias._buf, stride, dilation, pads,
                 groups, out)
         return core.wrap(buf, x._dtype, dev)
@@ -126,18 +126,11 @@ def conv2d_backward(g: Array, x: Array, w: Array, stride: tuple, dilation: tuple
     None where ``need`` (three bools) does not ask for it."""
     dev = x._device
     k = dev.kernels.get("conv2d_backward")
-    if k is not None and _takes(k, x):
+    if k is not None and core.kernel_takes(k, x._dtype, _CONV_DTYPES):
         bufs = k(g._buf, x._buf, w._buf, stride, dilation, pads, groups, tuple(need))
         return tuple(None if b is None else core.wrap(b, x._dtype, dev) for b in bufs)
     return core.composite(dev, "conv2d_backward")(dev, g, x, w, stride, dilation, pads, groups,
                                                   tuple(need))
-
-
-def _takes(k, x: Array) -> bool:
-    """Whether conv kernel ``k`` takes x's dtype: float32/float64, float16 where it declares
-    takes_float16 (autocast's convolutions)."""
-    return x._dtype.name in _CONV_DTYPES or (
-        x._dtype.name == "float16" and getattr(k, "takes_float16", False))
 
 
 def _flat_weight(w: Array, groups: int) -> Array:

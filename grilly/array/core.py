@@ -115,6 +115,12 @@ def normalize_shape(shape, op: str) -> tuple:
     return shape
 
 
+def kernel_takes(k, dtype, dtypes) -> bool:
+    """Whether kernel ``k`` takes arrays of ``dtype``: one of ``dtypes`` (names: the contract's),
+    or float16 where the kernel declares ``takes_float16`` (autocast's layers on the device)."""
+    return dtype.name in dtypes or (dtype.name == "float16" and getattr(k, "takes_float16", False))
+
+
 def check_nbytes(shape, dtype, op: str) -> None:
     """MemoryError naming ``op`` for an array of ``shape`` and ``dtype`` larger than any address
     space (the backends would raise NumPy's ValueError, or overflow)."""

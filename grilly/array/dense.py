@@ -35,8 +35,7 @@ def linear(x: Array, w: Array, bias: Array | None = None) -> Array:
     _check("linear", x, w, bias)
     dev = x._device
     k = dev.kernels.get("linear")
-    if k is not None and (x._dtype.name in _DTYPES or (
-            x._dtype.name == "float16" and getattr(k, "takes_float16", False))):
+    if k is not None and core.kernel_takes(k, x._dtype, _DTYPES):
         return core.wrap(k(x._buf, w._buf, None if bias is None else bias._buf), x._dtype, dev)
     return core.composite(dev, "linear")(dev, x, w, bias)
 
@@ -50,8 +49,7 @@ def linear_backward(g: Array, x: Array, w: Array, need: tuple = (True, True, Tru
                          f"{(x.shape[0], w.shape[0])}, got {g._dtype.name} {g.shape}")
     dev = x._device
     k = dev.kernels.get("linear_backward")
-    if k is not None and (x._dtype.name in _DTYPES or (
-            x._dtype.name == "float16" and getattr(k, "takes_float16", False))):
+    if k is not None and core.kernel_takes(k, x._dtype, _DTYPES):
         bufs = k(g._buf, x._buf, w._buf, tuple(bool(v) for v in need))
         return tuple(None if b is None else core.wrap(b, x._dtype, dev) for b in bufs)
     return core.composite(dev, "linear_backward")(dev, g, x, w, tuple(bool(v) for v in need))

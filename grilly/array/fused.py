@@ -128,8 +128,7 @@ def relu_backward(g: Array, y: Array) -> Array:
     core.common_device(op, g, y)
     dev = g._device
     k = dev.kernels.get(op)
-    if k is not None and (g._dtype.name in _DTYPES or (
-            g._dtype.name == "float16" and getattr(k, "takes_float16", False))):
+    if k is not None and core.kernel_takes(k, g._dtype, _DTYPES):
         return core.wrap(k(g._buf, y._buf), g._dtype, dev)
     return core.composite(dev, op)(dev, g, y)
 
