@@ -294,3 +294,22 @@ def test_pow_with_a_zero_exponent_has_zero_derivative(device):
     ty = torch.tensor([0.0, 0.0, 2.0], dtype=torch.float64, requires_grad=True)
     (tky,) = torch.autograd.grad((ty ** torch.tensor(e, dtype=torch.float64)).sum(), [ty])
     np.testing.assert_allclose(np.asarray(ky), tky.numpy())
+
+
+def test_custom_function_returning_its_input(device):
+    """forward returning an input as it is still runs backward (torch: the output is a view
+    that carries the node); it was the input itself, so the gradient skipped backward."""
+    class Scale5Grad(Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 5.0
+
+    x = leaf([1.0, 2.0], device)
+    y = Scale5Grad.apply(x)
+    assert y is not x and not y.is_leaf and x.is_leaf
+    gp.sum(y * 1.0).backward()
+    np.testing.assert_allclose(np.asarray(x.grad), [5.0, 5.0])

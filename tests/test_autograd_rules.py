@@ -158,3 +158,62 @@ def test_rule_matches_finite_differences(name):
         pytest.skip(f"{name} is not in the namespace yet")
     args = [gp.asarray(x) for x in inputs]
     assert gradcheck(fn, args, **(opts[0] if opts else {}))
+
+
+def _ramp(m, x):
+    """1, 2, 3, ... along the last axis of ``x`` (m: grilly or torch)."""
+    return m.cumulative_sum(m.ones_like(x), axis=-1) if m is gp else m.ones_like(x).cumsum(-1)
+
+
+# gradients at zeros and kinks, where a rule written as a quotient gives 0/0: torch's values
+_ZEROS = [
+    ("prod", lambda m, x: m.prod(x) if m is gp else x.prod(), [2.0, 0.0, 3.0]),
+    ("prod/two zeros", lambda m, x: m.prod(x) if m is gp else x.prod(), [2.0, 0.0, 0.0]),
+    ("prod/axes", lambda m, x: m.prod(x, axis=(0, 2)) if m is gp else x.prod(2).prod(0),
+     [[[1.0, 0.0], [2.0, 3.0]], [[4.0, 5.0], [0.0, 0.0]]]),
+    ("cumulative_prod", lambda m, x: (m.cumulative_prod(x, axis=-1) if m is gp else
+                                      x.cumprod(-1)) * _ramp(m, x),
+     [[2.0, 0.0, 3.0, 0.5], [2.0, 3.0, 0.0, 0.0]]),
+    ("vector_norm/2", lambda m, x: m.linalg.vector_norm(x, axis=-1), [[0.0, 0.0], [3.0, 4.0]]),
+    ("vector_norm/3", lambda m, x: m.linalg.vector_norm(x, ord=3, axis=-1), [[0.0, 0.0], [0.0, 2.0]]),
+    ("vector_norm/0.5", lambda m, x: m.linalg.vector_norm(x, ord=0.5, axis=-1), [0.0, 2.0]),
+    ("vector_norm/-1", lambda m, x: m.linalg.vector_norm(x, ord=-1, axis=-1), [[0.0, 2.0], [1.0, 2.0]]),
+    ("vector_norm/0", lambda m, x: m.linalg.vector_norm(x, ord=0) * 1.0 + m.sum(x), [1.0, 0.0, -2.0]),
+    ("matrix_norm/fro", lambda m, x: m.linalg.matrix_norm(x), [[0.0, 0.0], [0.0, 0.0]]),
+    ("std", lambda m, x: m.std(x, axis=1) if m is gp else x.std(1, correction=0),
+     [[1.0, 1.0, 1.0], [1.0, 2.0, 4.0]]),
+    ("std/one element", lambda m, x: m.std(x, axis=0) if m is gp else x.std(0, correction=0),
+     [[1.0, 2.0]]),
+]
+
+
+@pytest.mark.parametrize("name,fn,x", _ZEROS, ids=[c[0] for c in _ZEROS])
+def test_gradient_at_zeros_matches_torch(device, name, fn, x):
+    torch = pytest.importorskip("torch")
+    a = gp.asarray(np.asarray(x), device=device)
+    a.requires_grad = True
+    gp.sum(fn(gp, a)).backward()
+    t = torch.tensor(np.asarray(x), requires_grad=True)
+    fn(torch, t).sum().backward()
+    np.testing.assert_allclose(np.asarray(a.grad), t.grad.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_prod_second_order_with_a_zero_matches_torch(device):
+    torch = pytest.importorskip("torch")
+    x = gp.asarray([2.0, 0.0, 3.0], device=device)
+    x.requires_grad = True
+    (g,) = gp.autograd.grad(gp.prod(x), [x], create_graph=True)
+    gp.sum(g * g).backward()
+    t = torch.tensor([2.0, 0.0, 3.0], dtype=torch.float64, requires_grad=True)
+    (tg,) = torch.autograd.grad(t.prod(), [t], create_graph=True)
+    (tg * tg).sum().backward()
+    np.testing.assert_allclose(np.asarray(x.grad), t.grad.numpy())
+
+
+def test_matmul_of_two_vectors(device):
+    a = gp.asarray([1.0, 2.0, 3.0], device=device)
+    b = gp.asarray([4.0, 5.0, 6.0], device=device)
+    a.requires_grad = b.requires_grad = True
+    (a @ b).backward()
+    np.testing.assert_allclose(np.asarray(a.grad), [4.0, 5.0, 6.0])
+    np.testing.assert_allclose(np.asarray(b.grad), [1.0, 2.0, 3.0])

@@ -135,3 +135,12 @@ def test_format_spec_of_a_0d_array(device):
     assert f"{x}" == str(x)
     with pytest.raises(TypeError, match="format"):
         f"{x:.2f}"
+
+
+def test_asarray_copy_of_a_dlpack_object_is_a_copy(device):
+    """asarray(copy=True) of an object taken through DLPack (a torch tensor) did not copy."""
+    torch = pytest.importorskip("torch")
+    t = torch.tensor([1.0, 2.0], dtype=torch.float64)
+    a = gp.asarray(t, copy=True, device=device)
+    t[0] = 99.0
+    assert a.tolist() == [1.0, 2.0]

@@ -359,3 +359,48 @@ def test_scheduler_errors():
         sched.ReduceLROnPlateau(optim.SGD([w], lr=0.1), factor=2.0)
 
 
+
+
+def test_scheduler_lists_per_group_and_optimizer_checked():
+    """A per-group list of another length is a ValueError (min_lr's was cut short by zip, so the
+    extra groups were never reduced), and a scheduler of something else a TypeError, as torch."""
+    a, b = gp.zeros(1), gp.zeros(1)
+    opt = optim.SGD([{"params": [a]}, {"params": [b]}], lr=0.1, momentum=0.9)
+    with pytest.raises(ValueError, match="min_lr"):
+        sched.ReduceLROnPlateau(opt, min_lr=[0.01])
+    with pytest.raises(ValueError, match="max_lr"):
+        sched.OneCycleLR(opt, max_lr=[1.0], total_steps=10)
+    with pytest.raises(TypeError, match="not an Optimizer"):
+        sched.StepLR([a], 2)
+    with pytest.raises(TypeError, match="not an Optimizer"):
+        sched.ReduceLROnPlateau([a])
+
+
+def test_duplicate_parameter_in_a_group_is_an_error(device):
+    w = gp.asarray([1.0, 2.0], device=device)
+    # (it was updated twice per step, with one state)
+    with pytest.raises(ValueError, match="more than once"):
+        optim.SGD([w, w], lr=0.1)
+
+
+@pytest.mark.parametrize("name,kw", [("Adam", dict(lr=0.05, amsgrad=True)),
+                                     ("SGD", dict(lr=0.05, momentum=0.9)),
+                                     ("RMSprop", dict(lr=0.01, centered=True))])
+def test_load_torch_state_dict(device, name, kw):
+    """torch.optim's state dict (same layout; tensors and a tensor step) continues the run: the
+    state is copied, not shared with torch's tensors (they were updated by both optimizers)."""
+    tw = torch.tensor(W0, requires_grad=True)
+    topt = getattr(torch.optim, name)([tw], **kw)
+    for _ in range(3):
+        tw.grad = _grad_torch(tw.detach())
+        topt.step()
+    w = gp.asarray(tw.detach().numpy(), device=device)
+    w.requires_grad = True
+    opt = getattr(optim, name)([w], **kw)
+    opt.load_state_dict(topt.state_dict())
+    for _ in range(5):
+        w.grad = _grad_gp(w)
+        opt.step()
+        tw.grad = _grad_torch(tw.detach())
+        topt.step()
+    np.testing.assert_allclose(np.asarray(w), tw.detach().numpy(), rtol=1e-10)

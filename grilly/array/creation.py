@@ -39,7 +39,7 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None) -> Array:
     if hasattr(obj, "__dlpack__") and not hasattr(obj, "__array_interface__"):
         from .interop import from_dlpack as _fd
 
-        return asarray(_fd(obj), dtype=dtype, device=device)
+        return asarray(_fd(obj), dtype=dtype, device=device, copy=copy)
     h, d = to_numpy(obj, d)
     check_device_dtype(dev, d, "asarray")
     return wrap(kernel(dev, "from_host")(h, d), d, dev)

@@ -123,6 +123,14 @@ def _once(name: str, res: tuple, inputs: tuple) -> tuple:
     return res
 
 
+def _alias(x: Array, args) -> Array:
+    """``x``, or a new Array sharing its buffer where ``x`` is one of ``args``."""
+    for a in args:
+        if x is a:
+            return Array._new(x._buf, x._dtype, x._device)
+    return x
+
+
 class Function:
     """A differentiable op from a hand-written ``forward(ctx, *args)`` and
     ``backward(ctx, *grad_outputs)``; call it with ``MyFunction.apply(*args)``."""
@@ -154,6 +162,12 @@ class Function:
             st.enabled = was
         if not (was and any(ctx.needs_input_grad)):
             return out
+        # an input returned as it is becomes a new Array on its buffer (as torch's view), so
+        # that the node, and this backward, are recorded on it (record skips its own inputs)
+        if isinstance(out, Array):
+            out = _alias(out, args)
+        elif isinstance(out, tuple):
+            out = tuple(_alias(o, args) if isinstance(o, Array) else o for o in out)
 
         def rule(g, _out, *_a, **_k):
             gs = g if isinstance(g, tuple) else (g,)

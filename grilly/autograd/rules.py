@@ -28,6 +28,11 @@ def _cj(a):
     return N.conj(a) if isinstance(a, Array) and a._dtype.kind == "c" else a
 
 
+def _nonzero_or_one(a):
+    """``a`` with its zeros replaced by ones (a safe denominator where the numerator is 0)."""
+    return N.where(N.equal(a, 0), N.ones((), dtype=a.dtype, device=a.device), a)
+
+
 def _zeros(g, *args):
     return tuple(N.zeros_like(g) if _rg(a) else None for a in args)
 
@@ -193,7 +198,20 @@ def _mean(g, out, x, /, *, axis=None, keepdims=False):
 
 
 def _prod(g, out, x, /, *, axis=None, dtype=None, keepdims=False):
-    return (_keep(g * out, x.ndim, axis, keepdims) / x,)
+    # d/dx_i is the product of the other elements: prefix times suffix products (not out / x,
+    # which is 0/0 at a zero)
+    axes = normalize_axes(axis, x.ndim, "backward")
+    kept = [i for i in range(x.ndim) if i not in axes]
+    order = (*kept, *axes)
+    xt = N.permute_dims(x, order)
+    flat = N.reshape(xt, xt.shape[:len(kept)] + (-1,))
+    last, n = flat.ndim - 1, flat.shape[-1]
+    before = _slice(N.cumulative_prod(flat, axis=last, include_initial=True), last, 0, n)
+    after = N.flip(N.cumulative_prod(N.flip(flat, axis=last), axis=last, include_initial=True),
+                   axis=last)
+    others = N.reshape(before * _slice(after, last, 1, None), xt.shape)
+    others = N.permute_dims(others, tuple(order.index(i) for i in range(x.ndim)))
+    return (_keep(g, x.ndim, axis, keepdims) * others,)
 
 
 def _max_min(g, out, x, /, *, axis=None, keepdims=False):
@@ -211,7 +229,9 @@ def _var(g, out, x, /, *, axis=None, correction=0.0, keepdims=False):
 def _std(g, out, x, /, *, axis=None, correction=0.0, keepdims=False):
     m = N.mean(x, axis=axis, keepdims=True)
     o = _keep(out, x.ndim, axis, keepdims)
-    return (_keep(g, x.ndim, axis, keepdims) * (x - m) / ((_count(x, axis) - correction) * o),)
+    # where std is 0, x - m is too: the gradient there is 0 (PyTorch's), not 0/0
+    return (_keep(g, x.ndim, axis, keepdims) * (x - m)
+            / ((_count(x, axis) - correction) * _nonzero_or_one(o)),)
 
 
 def _logsumexp(g, out, x, /, *, axis=None, keepdims=False):
@@ -238,10 +258,11 @@ def _mT(a):
 def _matmul(g, out, x1, x2):
     a = N.expand_dims(x1, axis=0) if x1.ndim == 1 else x1
     b = N.expand_dims(x2, axis=-1) if x2.ndim == 1 else x2
-    if x1.ndim == 1:
-        g = N.expand_dims(g, axis=-2)
+    # (x2's axis first: for two vectors g is 0-d and becomes (1, 1))
     if x2.ndim == 1:
         g = N.expand_dims(g, axis=-1)
+    if x1.ndim == 1:
+        g = N.expand_dims(g, axis=-2)
     gx1 = gx2 = None
     if _rg(x1):
         gx1 = N.matmul(g, _cj(_mT(b)))
@@ -340,17 +361,23 @@ def _cholesky(g, out, x, /, *, upper=False):
 
 
 def _vector_norm(g, out, x, /, *, axis=None, keepdims=False, ord=2):
+    # at zeros (kinks), the gradient is 0 as PyTorch's, not 0/0
     ge = _keep(g, x.ndim, axis, keepdims)
     o = _keep(out, x.ndim, axis, keepdims)
+    if ord == 0:
+        return (N.zeros_like(x),)   # a count of nonzeros: piecewise constant
     if ord == 2:
-        return (ge * x / o,)
+        return (ge * x / _nonzero_or_one(o),)
     if ord == 1:
         return (ge * N.sign(x),)
     if ord in (math.inf, -math.inf):
         mask = N.astype(N.equal(N.abs(x), o), g.dtype)
         return (ge * N.sign(x) * mask / N.sum(mask, axis=axis, keepdims=True),)
     p = float(ord)
-    return (ge * N.sign(x) * N.abs(x) ** (p - 1.0) / o ** (p - 1.0),)
+    z = N.zeros((), dtype=g.dtype, device=g.device)
+    live = N.logical_and(N.not_equal(x, 0), N.not_equal(o, 0))
+    r = N.abs(_nonzero_or_one(x)) / _nonzero_or_one(o)
+    return (ge * N.sign(x) * N.where(live, r ** (p - 1.0), z),)
 
 
 def _matrix_norm(g, out, x, /, *, keepdims=False, ord="fro"):
@@ -358,7 +385,7 @@ def _matrix_norm(g, out, x, /, *, keepdims=False, ord="fro"):
         raise NotImplementedError(f"matrix_norm backward: ord={ord!r} is not supported (only 'fro')")
     ge = g if keepdims else N.expand_dims(N.expand_dims(g, axis=-1), axis=-1)
     o = out if keepdims else N.expand_dims(N.expand_dims(out, axis=-1), axis=-1)
-    return (ge * x / o,)
+    return (ge * x / _nonzero_or_one(o),)
 
 
 def _eigh(g, out, x):
@@ -583,8 +610,17 @@ def _cumulative_prod(g, out, x, /, *, axis=None, dtype=None, include_initial=Fal
     ax = 0 if axis is None else normalize_axis(axis, x.ndim, "backward")
     if include_initial:
         g, out = _slice(g, ax, 1, None), _slice(out, ax, 1, None)
-    r = N.flip(N.cumulative_sum(N.flip(g * out, axis=ax), axis=ax), axis=ax)
-    return (r / x,)
+    # sum_{i>=k} g_i out_i / x_k holds up to the first zero along the axis; at the first zero
+    # the division is replaced by the cumulative product with that zero set to 1; after it, 0
+    zero = N.equal(x, 0)
+    seen = N.cumulative_sum(N.astype(zero, x.dtype), axis=ax)
+    one = N.ones((), dtype=x.dtype, device=x.device)
+    first = N.logical_and(zero, N.equal(seen, 1))
+    before = N.flip(N.cumulative_sum(N.flip(g * out, axis=ax), axis=ax), axis=ax)
+    skipped = N.cumulative_prod(N.where(first, one, x), axis=ax)
+    at = N.flip(N.cumulative_sum(N.flip(g * skipped, axis=ax), axis=ax), axis=ax)
+    z = N.zeros((), dtype=before.dtype, device=x.device)
+    return (N.where(N.equal(seen, 0), before / N.where(zero, one, x), N.where(first, at, z)),)
 
 
 def _take_along_axis(g, out, x, indices, /, *, axis=-1):

@@ -7,11 +7,28 @@ import math
 __all__ = ["CosineAnnealingLR", "LRScheduler", "OneCycleLR", "ReduceLROnPlateau", "StepLR"]
 
 
+def _optimizer(optimizer, name: str):
+    """``optimizer``, checked to be one (param groups to schedule)."""
+    if not isinstance(getattr(optimizer, "param_groups", None), list):
+        raise TypeError(f"{name}: {type(optimizer).__name__} is not an Optimizer")
+    return optimizer
+
+
+def _per_group(value, n: int, what: str, name: str) -> list:
+    """``value`` for each of ``n`` param groups: a list or tuple of ``n``, or one for all."""
+    if isinstance(value, (list, tuple)):
+        if len(value) != n:
+            raise ValueError(f"{name}: expected {n} values for {what} (one per param group), "
+                             f"got {len(value)}")
+        return list(value)
+    return [value] * n
+
+
 class LRScheduler:
     """Base: keeps ``last_epoch`` and writes ``get_lr()`` into each param group's ``lr``."""
 
     def __init__(self, optimizer, last_epoch: int = -1) -> None:
-        self.optimizer = optimizer
+        self.optimizer = _optimizer(optimizer, type(self).__name__)
         if last_epoch == -1:
             for g in optimizer.param_groups:
                 g.setdefault("initial_lr", g["lr"])
@@ -118,8 +135,8 @@ class OneCycleLR(LRScheduler):
             self._phases = [
                 (p - 1, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
                 (total_steps - 1, "max_lr", "min_lr", "base_momentum", "max_momentum")]
-        groups = optimizer.param_groups
-        max_lrs = list(max_lr) if isinstance(max_lr, (list, tuple)) else [max_lr] * len(groups)
+        groups = _optimizer(optimizer, "OneCycleLR").param_groups
+        max_lrs = _per_group(max_lr, len(groups), "max_lr", "OneCycleLR")
         for g, mx in zip(groups, max_lrs):
             if last_epoch == -1:
                 g["initial_lr"] = mx / div_factor
@@ -185,9 +202,9 @@ class ReduceLROnPlateau:
         if mode not in ("min", "max") or threshold_mode not in ("rel", "abs"):
             raise ValueError("ReduceLROnPlateau: mode must be 'min'/'max' and threshold_mode "
                              "'rel'/'abs'")
-        self.optimizer = optimizer
-        n = len(optimizer.param_groups)
-        self.min_lrs = list(min_lr) if isinstance(min_lr, (list, tuple)) else [min_lr] * n
+        self.optimizer = _optimizer(optimizer, "ReduceLROnPlateau")
+        self.min_lrs = _per_group(min_lr, len(optimizer.param_groups), "min_lr",
+                                  "ReduceLROnPlateau")
         self.mode, self.factor, self.patience = mode, factor, patience
         self.threshold, self.threshold_mode = threshold, threshold_mode
         self.cooldown, self.eps = cooldown, eps

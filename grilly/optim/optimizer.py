@@ -12,6 +12,21 @@ from ..autograd.mode import no_grad
 __all__ = ["Optimizer"]
 
 
+def _restore(v, p: Array):
+    """A saved state value for parameter ``p``: arrays copied onto ``p``'s device, those of
+    another library (torch.optim's tensors) as grilly Arrays of ``p``'s dtype, and their 0-d
+    values (torch's ``step``) as Python numbers."""
+    if isinstance(v, Array):
+        return gp.asarray(v, device=p.device, copy=True)
+    if not (hasattr(v, "__dlpack__") or hasattr(v, "__array__")):
+        return v
+    if getattr(v, "ndim", None) == 0:
+        x = v.item()
+        return int(x) if isinstance(x, float) and x.is_integer() else x
+    a = gp.asarray(v, device=p.device, copy=True)
+    return gp.astype(a, p.dtype) if a.dtype.kind in "fc" and a.dtype != p.dtype else a
+
+
 class Optimizer:
     """Base of grilly's optimizers (the torch.optim interface). Subclasses implement
     ``_update(p, grad, state, group)``, called under no_grad for each parameter with a grad;
@@ -59,6 +74,10 @@ class Optimizer:
             if p.dtype.kind not in "fc":
                 raise TypeError(f"{type(self).__name__}: a parameter has dtype {p.dtype.name}; "
                                 "only floating-point arrays can be optimized")
+        if len({id(p) for p in g["params"]}) != len(g["params"]):
+            # (torch warns that this will become an error; it updates such a parameter twice)
+            raise ValueError(f"{type(self).__name__}: a parameter group lists a parameter more "
+                             "than once")
         seen = {id(p) for grp in self.param_groups for p in grp["params"]}
         if any(id(p) in seen for p in g["params"]):
             raise ValueError(f"{type(self).__name__}: a parameter appears in more than one group")
@@ -164,8 +183,7 @@ class Optimizer:
         self._state = {}
         for i, s in state_dict["state"].items():
             p = by_index[int(i)]
-            self._state[id(p)] = {k: (gp.asarray(v, device=p.device, copy=True)
-                                      if isinstance(v, Array) else v) for k, v in s.items()}
+            self._state[id(p)] = {k: _restore(v, p) for k, v in s.items()}
 
     def __repr__(self) -> str:
         opts = ", ".join(f"{k}={v}" for k, v in self.defaults.items())
