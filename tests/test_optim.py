@@ -1,4 +1,5 @@
 """Optimizers and schedulers against torch.optim (trajectories and lr sequences)."""
+import copy
 import math
 
 
@@ -359,6 +360,209 @@ def test_scheduler_errors():
         sched.ReduceLROnPlateau(optim.SGD([w], lr=0.1), factor=2.0)
 
 
+
+
+class _Warmup:
+    """A callable object: LambdaLR saves its __dict__ (a plain function is not saved)."""
+
+    def __init__(self, k):
+        self.k = k
+
+    def __call__(self, e):
+        return min(1.0, (e + 1) / self.k)
+
+
+TL = torch.optim.lr_scheduler
+
+# make(L, opt) builds the same scheduler from L = grilly's module or torch's
+SCHEDULERS = {
+    "MultiStepLR": lambda L, o: L.MultiStepLR(o, [3, 7, 7, 20], gamma=0.5),
+    "ExponentialLR": lambda L, o: L.ExponentialLR(o, gamma=0.9),
+    "LambdaLR": lambda L, o: L.LambdaLR(o, lambda e: 0.95 ** e),
+    "LambdaLR_groups": lambda L, o: L.LambdaLR(o, [lambda e: 0.95 ** e, _Warmup(6)]),
+    "MultiplicativeLR": lambda L, o: L.MultiplicativeLR(o, lambda e: 0.95),
+    "MultiplicativeLR_groups": lambda L, o: L.MultiplicativeLR(
+        o, [lambda e: 0.9, lambda e: 1.0 - 0.01 * (e % 3)]),
+    "LinearLR": lambda L, o: L.LinearLR(o),
+    "LinearLR_args": lambda L, o: L.LinearLR(o, start_factor=0.25, end_factor=0.1,
+                                             total_iters=10),
+    "ConstantLR": lambda L, o: L.ConstantLR(o, factor=0.5, total_iters=8),
+    "PolynomialLR": lambda L, o: L.PolynomialLR(o, total_iters=20, power=2.0),
+    "PolynomialLR_default": lambda L, o: L.PolynomialLR(o),
+    "CosineAnnealingWarmRestarts": lambda L, o: L.CosineAnnealingWarmRestarts(
+        o, T_0=5, T_mult=2, eta_min=0.001),
+    "CosineAnnealingWarmRestarts_T1": lambda L, o: L.CosineAnnealingWarmRestarts(o, T_0=7),
+    "SequentialLR_warmup_cosine": lambda L, o: L.SequentialLR(
+        o, [L.LinearLR(o, start_factor=0.1, total_iters=5), L.CosineAnnealingLR(o, T_max=20)],
+        milestones=[5]),
+    "SequentialLR_three": lambda L, o: L.SequentialLR(
+        o, [L.ConstantLR(o, factor=0.3, total_iters=2), L.ExponentialLR(o, gamma=0.8),
+            L.StepLR(o, 3, gamma=0.5)], milestones=[4, 12]),
+    "SequentialLR_no_closed_form": lambda L, o: L.SequentialLR(
+        o, [L.MultiplicativeLR(o, lambda e: 0.9), L.LambdaLR(o, lambda e: 1 / (e + 1)),
+            L.CosineAnnealingWarmRestarts(o, T_0=4)], milestones=[6, 15]),
+    "ChainedScheduler": lambda L, o: L.ChainedScheduler(
+        [L.ConstantLR(o, factor=0.1, total_iters=2), L.ExponentialLR(o, gamma=0.9)]),
+    "ChainedScheduler_optimizer": lambda L, o: L.ChainedScheduler(
+        [L.LinearLR(o, start_factor=0.5, total_iters=6), L.MultiStepLR(o, [4, 9], gamma=0.3),
+         L.PolynomialLR(o, total_iters=25)], optimizer=o),
+    "SequentialLR_of_chained": lambda L, o: L.SequentialLR(
+        o, [L.ChainedScheduler([L.LinearLR(o, start_factor=0.2, total_iters=4),
+                                L.ExponentialLR(o, gamma=0.95)]),
+            L.CosineAnnealingLR(o, T_max=10, eta_min=0.01)], milestones=[8]),
+}
+
+
+def _group_opts():
+    """The same two-group SGD in grilly and torch (different lrs per group)."""
+    ws, tws = [gp.zeros(1), gp.zeros(2)], [torch.zeros(1, requires_grad=True),
+                                           torch.zeros(2, requires_grad=True)]
+    groups = lambda ps: [{"params": [ps[0]]}, {"params": [ps[1]], "lr": 0.03}]  # noqa: E731
+    return (optim.SGD(groups(ws), lr=0.1, momentum=0.9),
+            torch.optim.SGD(groups(tws), lr=0.1, momentum=0.9))
+
+
+def _lr_sequence(make, steps=36, resume_at=None):
+    """Each param group's lr after the constructor and every step, grilly's and torch's; with
+    ``resume_at``, grilly's run continues from a new optimizer and scheduler loaded from (deep
+    copies of) the state dicts there, as from a checkpoint."""
+    opt, topt = _group_opts()
+    s, ts = make(sched, opt), make(TL, topt)
+    got, want = [s.get_last_lr()], [ts.get_last_lr()]
+    for i in range(steps):
+        if i == resume_at:
+            opt2, _ = _group_opts()
+            s2 = make(sched, opt2)
+            opt2.load_state_dict(copy.deepcopy(opt.state_dict()))
+            s2.load_state_dict(copy.deepcopy(s.state_dict()))
+            opt, s = opt2, s2
+        opt.step()
+        topt.step()
+        s.step()
+        ts.step()
+        assert [g["lr"] for g in opt.param_groups] == s.get_last_lr()
+        got.append(s.get_last_lr())
+        want.append(ts.get_last_lr())
+    return np.asarray(got, dtype=float), np.asarray(want, dtype=float)
+
+
+@pytest.mark.filterwarnings("ignore:Detected call of `lr_scheduler.step\\(\\)`")  # torch's, nested
+@pytest.mark.parametrize("name", list(SCHEDULERS))
+def test_new_schedulers_match_torch(name):
+    got, want = _lr_sequence(SCHEDULERS[name])
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+    assert len(np.unique(got[:, 0])) > 1  # the schedule does change the lr
+
+
+@pytest.mark.filterwarnings("ignore:Detected call of `lr_scheduler.step\\(\\)`")  # torch's, nested
+@pytest.mark.parametrize("name", list(SCHEDULERS))
+def test_new_schedulers_state_dict_resume(name):
+    got, want = _lr_sequence(SCHEDULERS[name], resume_at=17)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+
+
+def test_lambda_lr_state_dict_saves_callable_objects_only():
+    opt, _ = _group_opts()
+    fn, obj = (lambda e: 1.0), _Warmup(6)
+    s = sched.LambdaLR(opt, [fn, obj])
+    state = s.state_dict()
+    assert state["lr_lambdas"] == [None, {"k": 6}]
+    assert "optimizer" not in state
+    obj2 = _Warmup(2)
+    s2 = sched.LambdaLR(_group_opts()[0], [fn, obj2])
+    s2.load_state_dict(state)
+    assert obj2.k == 6 and s2.lr_lambdas[1] is obj2 and "lr_lambdas" in state
+
+
+def test_warm_restarts_fractional_epochs():
+    opt, topt = _group_opts()
+    s = sched.CosineAnnealingWarmRestarts(opt, T_0=3, T_mult=2, eta_min=0.002)
+    ts = TL.CosineAnnealingWarmRestarts(topt, T_0=3, T_mult=2, eta_min=0.002)
+    for epoch in range(12):
+        for i in range(4):
+            s.step(epoch + i / 4)
+            ts.step(epoch + i / 4)
+            np.testing.assert_allclose(s.get_last_lr(), ts.get_last_lr(), rtol=1e-12)
+    with pytest.raises(ValueError, match="CosineAnnealingWarmRestarts"):
+        s.step(-1)
+
+
+@pytest.mark.parametrize("name", ["MultiStepLR", "ExponentialLR", "LinearLR_args", "ConstantLR",
+                                  "PolynomialLR", "LambdaLR_groups"])
+def test_new_schedulers_last_epoch_resume(name):
+    """A scheduler built with last_epoch (groups holding initial_lr) steps as torch's."""
+    opt, topt = _group_opts()
+    for o in (opt, topt):
+        for g in o.param_groups:
+            g["initial_lr"] = g["lr"]
+    make = SCHEDULERS[name]
+    s = make(lambda_module(sched, 5), opt)
+    ts = make(lambda_module(TL, 5), topt)
+    for _ in range(20):
+        opt.step()
+        topt.step()
+        s.step()
+        ts.step()
+        np.testing.assert_allclose(s.get_last_lr(), ts.get_last_lr(), rtol=1e-12, atol=1e-15)
+
+
+class lambda_module:  # noqa: N801
+    """A scheduler module whose classes get ``last_epoch``."""
+
+    def __init__(self, module, last_epoch):
+        self.module, self.last_epoch = module, last_epoch
+
+    def __getattr__(self, name):
+        cls = getattr(self.module, name)
+        return lambda *a, **k: cls(*a, last_epoch=self.last_epoch, **k)
+
+
+BAD = [
+    ("ConstantLR", lambda L, o: L.ConstantLR(o, factor=1.5)),
+    ("ConstantLR", lambda L, o: L.ConstantLR(o, factor=-0.1)),
+    ("LinearLR", lambda L, o: L.LinearLR(o, start_factor=0.0)),
+    ("LinearLR", lambda L, o: L.LinearLR(o, start_factor=1.2)),
+    ("LinearLR", lambda L, o: L.LinearLR(o, end_factor=1.5)),
+    ("CosineAnnealingWarmRestarts", lambda L, o: L.CosineAnnealingWarmRestarts(o, T_0=0)),
+    ("CosineAnnealingWarmRestarts", lambda L, o: L.CosineAnnealingWarmRestarts(o, T_0=2.5)),
+    ("CosineAnnealingWarmRestarts", lambda L, o: L.CosineAnnealingWarmRestarts(o, 5, T_mult=0)),
+    ("CosineAnnealingWarmRestarts", lambda L, o: L.CosineAnnealingWarmRestarts(
+        o, 5, eta_min="0")),
+    ("LambdaLR", lambda L, o: L.LambdaLR(o, [lambda e: 1.0])),
+    ("MultiplicativeLR", lambda L, o: L.MultiplicativeLR(o, [lambda e: 1.0] * 3)),
+    ("MultiplicativeLR", lambda L, o: L.MultiplicativeLR(o, 0.9)),
+    ("SequentialLR", lambda L, o: L.SequentialLR(o, [], milestones=[])),
+    ("SequentialLR", lambda L, o: L.SequentialLR(o, [L.ExponentialLR(o, 0.9)], milestones=[3])),
+    ("SequentialLR", lambda L, o: L.SequentialLR(
+        o, [L.ExponentialLR(o, 0.9), L.ReduceLROnPlateau(o)], milestones=[3])),
+    ("SequentialLR", lambda L, o: L.SequentialLR(o, [object()], milestones=[])),
+    ("ChainedScheduler", lambda L, o: L.ChainedScheduler([])),
+    ("ChainedScheduler", lambda L, o: L.ChainedScheduler(
+        [L.ExponentialLR(o, 0.9), L.ReduceLROnPlateau(o)])),
+    ("ChainedScheduler", lambda L, o: L.ChainedScheduler([L.ExponentialLR(o, 0.9), object()])),
+]
+
+
+@pytest.mark.parametrize("i", range(len(BAD)))
+def test_new_scheduler_errors(i):
+    """Each bad argument raises what torch raises, with a message naming the scheduler."""
+    name, make = BAD[i]
+    opt, topt = _group_opts()
+    with pytest.raises((ValueError, TypeError)) as t_err:
+        make(TL, topt)
+    with pytest.raises(t_err.type, match=name):
+        make(sched, opt)
+
+
+def test_composite_schedulers_need_one_optimizer():
+    (a, ta), (b, tb) = _group_opts(), _group_opts()
+    for L, o1, o2 in ((sched, a, b), (TL, ta, tb)):
+        with pytest.raises(ValueError, match="SequentialLR.*same optimizer"):
+            L.SequentialLR(o1, [L.ExponentialLR(o1, 0.9), L.ExponentialLR(o2, 0.9)], [3])
+        with pytest.raises(ValueError, match="ChainedScheduler.*same optimizer"):
+            L.ChainedScheduler([L.ExponentialLR(o1, 0.9), L.ExponentialLR(o2, 0.9)])
+    with pytest.raises(TypeError, match="not an Optimizer"):
+        sched.ExponentialLR([gp.zeros(1)], 0.9)
 
 
 def test_scheduler_lists_per_group_and_optimizer_checked():

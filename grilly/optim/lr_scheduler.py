@@ -3,8 +3,14 @@ agree): call ``scheduler.step()`` after ``optimizer.step()``, once per epoch (or
 from __future__ import annotations
 
 import math
+import types
+from bisect import bisect_right
+from collections import Counter
 
-__all__ = ["CosineAnnealingLR", "LRScheduler", "OneCycleLR", "ReduceLROnPlateau", "StepLR"]
+__all__ = ["ChainedScheduler", "ConstantLR", "CosineAnnealingLR", "CosineAnnealingWarmRestarts",
+           "ExponentialLR", "LRScheduler", "LambdaLR", "LinearLR", "MultiStepLR",
+           "MultiplicativeLR", "OneCycleLR", "PolynomialLR", "ReduceLROnPlateau", "SequentialLR",
+           "StepLR"]
 
 
 def _optimizer(optimizer, name: str):
@@ -25,7 +31,11 @@ def _per_group(value, n: int, what: str, name: str) -> list:
 
 
 class LRScheduler:
-    """Base: keeps ``last_epoch`` and writes ``get_lr()`` into each param group's ``lr``."""
+    """Base: keeps ``last_epoch`` and writes ``get_lr()`` into each param group's ``lr``.
+    ``_is_initial`` is true during the step the constructor takes; ``_get_closed_form_lr`` (where
+    a scheduler has one) gives the lr at any ``last_epoch`` (SequentialLR jumps to epoch 0)."""
+
+    _is_initial = False
 
     def __init__(self, optimizer, last_epoch: int = -1) -> None:
         self.optimizer = _optimizer(optimizer, type(self).__name__)
@@ -39,8 +49,15 @@ class LRScheduler:
                                    "resume only from a scheduler that set it (last_epoch=-1)")
         self.base_lrs = [g["initial_lr"] for g in optimizer.param_groups]
         self.last_epoch = last_epoch
+        self._initial_step()
+
+    def _initial_step(self) -> None:
         self._step_count = 0
-        self.step()
+        self._is_initial = True
+        try:
+            self.step()
+        finally:
+            self._is_initial = False
 
     def get_lr(self) -> list:
         raise NotImplementedError(f"{type(self).__name__}: get_lr is not implemented")
@@ -52,8 +69,17 @@ class LRScheduler:
     def step(self) -> None:
         """Advance one epoch and set the new learning rates."""
         self._step_count += 1
-        self.last_epoch += 1
-        for g, lr in zip(self.optimizer.param_groups, self.get_lr()):
+        self._update_lr()
+
+    def _update_lr(self, epoch: int | None = None) -> None:
+        if epoch is None:
+            self.last_epoch += 1
+            values = self.get_lr()
+        else:
+            self.last_epoch = epoch
+            closed = getattr(self, "_get_closed_form_lr", None)
+            values = closed() if closed is not None else self.get_lr()
+        for g, lr in zip(self.optimizer.param_groups, values):
             g["lr"] = lr
         self._last_lr = [g["lr"] for g in self.optimizer.param_groups]
 
@@ -79,6 +105,9 @@ class StepLR(LRScheduler):
             return [g["lr"] for g in gs]
         return [g["lr"] * self.gamma for g in gs]
 
+    def _get_closed_form_lr(self) -> list:
+        return [b * self.gamma ** (self.last_epoch // self.step_size) for b in self.base_lrs]
+
 
 class CosineAnnealingLR(LRScheduler):
     """Cosine annealing from the base lr to ``eta_min`` over ``T_max`` epochs (SGDR without
@@ -99,6 +128,314 @@ class CosineAnnealingLR(LRScheduler):
                     for b, g in zip(self.base_lrs, gs)]
         return [(1 + math.cos(math.pi * e / T)) / (1 + math.cos(math.pi * (e - 1) / T))
                 * (g["lr"] - m) + m for g in gs]
+
+    def _get_closed_form_lr(self) -> list:
+        m = self.eta_min
+        return [m + (b - m) * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
+                for b in self.base_lrs]
+
+
+def _lambdas(lr_lambda, optimizer, name: str) -> list:
+    """``lr_lambda`` for each param group, each checked callable."""
+    fns = _per_group(lr_lambda, len(_optimizer(optimizer, name).param_groups), "lr_lambda", name)
+    for fn in fns:
+        if not callable(fn):
+            raise TypeError(f"{name}: lr_lambda should be a function, got {type(fn).__name__}")
+    return fns
+
+
+class _LambdaState:
+    """torch's state_dict for lr_lambdas: a plain function is not saved (None), a callable
+    object's ``__dict__`` is."""
+
+    def state_dict(self) -> dict:
+        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
+        state["lr_lambdas"] = [None if isinstance(fn, types.FunctionType) else fn.__dict__.copy()
+                               for fn in self.lr_lambdas]
+        return state
+
+    def load_state_dict(self, state: dict) -> None:
+        state = dict(state)
+        saved = state.pop("lr_lambdas")
+        self.__dict__.update(state)
+        for fn, d in zip(self.lr_lambdas, saved):
+            if d is not None:
+                fn.__dict__.update(d)
+
+
+class LambdaLR(_LambdaState, LRScheduler):
+    """lr = base lr * ``lr_lambda(epoch)`` (one function, or one per param group)."""
+
+    def __init__(self, optimizer, lr_lambda, last_epoch: int = -1):
+        self.lr_lambdas = _lambdas(lr_lambda, optimizer, "LambdaLR")
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        return [b * fn(self.last_epoch) for fn, b in zip(self.lr_lambdas, self.base_lrs)]
+
+
+class MultiplicativeLR(_LambdaState, LRScheduler):
+    """Multiply the lr by ``lr_lambda(epoch)`` each epoch (not at the constructor's step)."""
+
+    def __init__(self, optimizer, lr_lambda, last_epoch: int = -1):
+        self.lr_lambdas = _lambdas(lr_lambda, optimizer, "MultiplicativeLR")
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        gs = self.optimizer.param_groups
+        if self._is_initial:
+            return [g["lr"] for g in gs]
+        return [g["lr"] * fn(self.last_epoch) for fn, g in zip(self.lr_lambdas, gs)]
+
+
+class MultiStepLR(LRScheduler):
+    """Multiply the lr by ``gamma`` at each milestone epoch (a milestone listed twice, twice)."""
+
+    def __init__(self, optimizer, milestones, gamma: float = 0.1, last_epoch: int = -1):
+        self.milestones, self.gamma = Counter(milestones), gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        gs = self.optimizer.param_groups
+        if self.last_epoch not in self.milestones:
+            return [g["lr"] for g in gs]
+        return [g["lr"] * self.gamma ** self.milestones[self.last_epoch] for g in gs]
+
+    def _get_closed_form_lr(self) -> list:
+        ms = sorted(self.milestones.elements())
+        return [b * self.gamma ** bisect_right(ms, self.last_epoch) for b in self.base_lrs]
+
+
+class ConstantLR(LRScheduler):
+    """The lr times ``factor`` until epoch ``total_iters``, then the lr."""
+
+    def __init__(self, optimizer, factor: float = 1.0 / 3, total_iters: int = 5,
+                 last_epoch: int = -1):
+        if factor > 1.0 or factor < 0:
+            raise ValueError(f"ConstantLR: factor must be in [0, 1], got {factor}")
+        self.factor, self.total_iters = factor, total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        gs = self.optimizer.param_groups
+        if self.last_epoch == 0:
+            return [g["lr"] * self.factor for g in gs]
+        if self.last_epoch != self.total_iters:
+            return [g["lr"] for g in gs]
+        return [g["lr"] * (1.0 / self.factor) for g in gs]
+
+    def _get_closed_form_lr(self) -> list:
+        f = self.factor
+        return [b * (f + (self.last_epoch >= self.total_iters) * (1 - f)) for b in self.base_lrs]
+
+
+class LinearLR(LRScheduler):
+    """The lr times a factor going linearly from ``start_factor`` to ``end_factor`` over
+    ``total_iters`` epochs (torch's recursive form)."""
+
+    def __init__(self, optimizer, start_factor: float = 1.0 / 3, end_factor: float = 1.0,
+                 total_iters: int = 5, last_epoch: int = -1):
+        if start_factor > 1.0 or start_factor <= 0:
+            raise ValueError(f"LinearLR: start_factor must be in (0, 1], got {start_factor}")
+        if end_factor > 1.0 or end_factor < 0:
+            raise ValueError(f"LinearLR: end_factor must be in [0, 1], got {end_factor}")
+        self.start_factor, self.end_factor = start_factor, end_factor
+        self.total_iters = total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        gs, e, s0, s1 = self.optimizer.param_groups, self.last_epoch, self.start_factor, \
+            self.end_factor
+        if e == 0:
+            return [g["lr"] * s0 for g in gs]
+        if self._is_initial or e > self.total_iters:
+            return [g["lr"] for g in gs]
+        return [g["lr"] * (1.0 + (s1 - s0) / (self.total_iters * s0 + (e - 1) * (s1 - s0)))
+                for g in gs]
+
+    def _get_closed_form_lr(self) -> list:
+        s0, s1 = self.start_factor, self.end_factor
+        return [b * (s0 + (s1 - s0) * min(self.total_iters, self.last_epoch) / self.total_iters)
+                for b in self.base_lrs]
+
+
+class ExponentialLR(LRScheduler):
+    """Multiply the lr by ``gamma`` every epoch."""
+
+    def __init__(self, optimizer, gamma: float, last_epoch: int = -1):
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        gs = self.optimizer.param_groups
+        if self._is_initial:
+            return [g["lr"] for g in gs]
+        return [g["lr"] * self.gamma for g in gs]
+
+    def _get_closed_form_lr(self) -> list:
+        return [b * self.gamma ** self.last_epoch for b in self.base_lrs]
+
+
+class PolynomialLR(LRScheduler):
+    """Decay the lr as ``(1 - epoch / total_iters) ** power`` to zero at ``total_iters``
+    (torch's recursive form)."""
+
+    def __init__(self, optimizer, total_iters: int = 5, power: float = 1.0,
+                 last_epoch: int = -1):
+        self.total_iters, self.power = total_iters, power
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        gs, e, T = self.optimizer.param_groups, self.last_epoch, self.total_iters
+        if self._is_initial or e > T:
+            return [g["lr"] for g in gs]
+        f = ((1.0 - e / T) / (1.0 - (e - 1) / T)) ** self.power
+        return [g["lr"] * f for g in gs]
+
+    def _get_closed_form_lr(self) -> list:
+        T = self.total_iters
+        return [b * (1.0 - min(T, self.last_epoch) / T) ** self.power for b in self.base_lrs]
+
+
+class CosineAnnealingWarmRestarts(LRScheduler):
+    """Cosine annealing from the base lr to ``eta_min``, restarting after ``T_0`` epochs, then
+    ``T_0 * T_mult``, ... (SGDR); ``step(epoch)`` takes a fractional epoch, as torch."""
+
+    def __init__(self, optimizer, T_0: int, T_mult: int = 1, eta_min: float = 0.0,
+                 last_epoch: int = -1):
+        if not isinstance(T_0, int) or T_0 <= 0:
+            raise ValueError(f"CosineAnnealingWarmRestarts: T_0 must be a positive integer, "
+                             f"got {T_0}")
+        if not isinstance(T_mult, int) or T_mult < 1:
+            raise ValueError(f"CosineAnnealingWarmRestarts: T_mult must be an integer >= 1, "
+                             f"got {T_mult}")
+        if not isinstance(eta_min, (float, int)):
+            raise ValueError(f"CosineAnnealingWarmRestarts: eta_min must be a float or int, got "
+                             f"{type(eta_min).__name__}")
+        self.T_0, self.T_i, self.T_mult, self.eta_min = T_0, T_0, T_mult, eta_min
+        self.T_cur = last_epoch
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        m = self.eta_min
+        return [m + (b - m) * (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2
+                for b in self.base_lrs]
+
+    def step(self, epoch=None) -> None:
+        """Advance one epoch, or go to ``epoch`` (may be fractional), and set the lrs."""
+        if epoch is None and self.last_epoch < 0:
+            epoch = 0
+        if epoch is None:
+            epoch = self.last_epoch + 1
+            self.T_cur = self.T_cur + 1
+            if self.T_cur >= self.T_i:
+                self.T_cur = self.T_cur % self.T_i
+                self.T_i = self.T_i * self.T_mult
+        else:
+            if epoch < 0:
+                raise ValueError(f"CosineAnnealingWarmRestarts: epoch must be >= 0, got {epoch}")
+            if epoch >= self.T_0:
+                if self.T_mult == 1:
+                    self.T_cur = epoch % self.T_0
+                else:
+                    n = int(math.log(epoch / self.T_0 * (self.T_mult - 1) + 1, self.T_mult))
+                    self.T_cur = epoch - self.T_0 * (self.T_mult ** n - 1) / (self.T_mult - 1)
+                    self.T_i = self.T_0 * self.T_mult ** n
+            else:
+                self.T_i = self.T_0
+                self.T_cur = epoch
+        self.last_epoch = math.floor(epoch)
+        for g, lr in zip(self.optimizer.param_groups, self.get_lr()):
+            g["lr"] = lr
+        self._last_lr = [g["lr"] for g in self.optimizer.param_groups]
+
+
+def _check_schedulers(schedulers, optimizer, name: str) -> None:
+    if len(schedulers) < 1:
+        raise ValueError(f"{name}: expects at least one scheduler, got none")
+    for i, s in enumerate(schedulers):
+        if not hasattr(s, "optimizer"):
+            raise TypeError(f"{name}: the scheduler at index {i} ({type(s).__name__}) has no "
+                            "optimizer attribute")
+        if isinstance(s, ReduceLROnPlateau):
+            raise ValueError(f"{name}: does not support ReduceLROnPlateau (its step needs a "
+                             f"metric), got one at index {i}")
+        if s.optimizer is not optimizer:
+            raise ValueError(f"{name}: all schedulers must belong to the same optimizer; the "
+                             f"{type(s).__name__} at index {i} has another")
+
+
+class _Composite:
+    """state_dict with each sub-scheduler's own state_dict."""
+
+    def state_dict(self) -> dict:
+        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
+        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return state
+
+    def load_state_dict(self, state: dict) -> None:
+        state = dict(state)
+        saved = state.pop("_schedulers")
+        self.__dict__.update(state)
+        for s, d in zip(self._schedulers, saved):
+            s.load_state_dict(d)
+
+
+class SequentialLR(_Composite, LRScheduler):
+    """Run ``schedulers[i]`` from ``milestones[i - 1]`` on (each restarted at its epoch 0)."""
+
+    def __init__(self, optimizer, schedulers, milestones, last_epoch: int = -1):
+        _optimizer(optimizer, "SequentialLR")
+        _check_schedulers(schedulers, optimizer, "SequentialLR")
+        if len(milestones) != len(schedulers) - 1:
+            raise ValueError(f"SequentialLR: expects one milestone fewer than schedulers, got "
+                             f"{len(schedulers)} schedulers and {len(milestones)} milestones")
+        self._schedulers, self._milestones = list(schedulers), list(milestones)
+        self.last_epoch = last_epoch + 1
+        self.optimizer = optimizer
+        for g in optimizer.param_groups:
+            g["lr"] = g["initial_lr"]
+        self._undo(self)
+        idx = bisect_right(self._milestones, 0)
+        self._schedulers[idx]._initial_step()
+        self._last_lr = self._schedulers[idx].get_last_lr()
+
+    def _undo(self, s) -> None:
+        """Take back the step each (nested) scheduler's constructor took."""
+        if hasattr(s, "_schedulers"):
+            for sub in s._schedulers:
+                self._undo(sub)
+        elif hasattr(s, "last_epoch"):
+            s.last_epoch -= 1
+
+    def step(self) -> None:
+        """Advance one epoch in the scheduler whose turn it is."""
+        self.last_epoch += 1
+        idx = bisect_right(self._milestones, self.last_epoch)
+        s = self._schedulers[idx]
+        if idx > 0 and self._milestones[idx - 1] == self.last_epoch:
+            s._update_lr(0)
+        else:
+            s.step()
+        self._last_lr = s.get_last_lr()
+
+
+class ChainedScheduler(_Composite, LRScheduler):
+    """Step every scheduler each epoch, in order (their factors compose)."""
+
+    def __init__(self, schedulers, optimizer=None):
+        if len(schedulers) >= 1 and optimizer is None:
+            optimizer = getattr(schedulers[0], "optimizer", None)
+        _check_schedulers(schedulers, optimizer, "ChainedScheduler")
+        self._schedulers = list(schedulers)
+        self.optimizer = optimizer
+        self._last_lr = [g["lr"] for g in optimizer.param_groups]
+
+    def step(self) -> None:
+        """Step each scheduler."""
+        for s in self._schedulers:
+            s.step()
+        self._last_lr = [g["lr"] for g in self.optimizer.param_groups]
 
 
 class OneCycleLR(LRScheduler):
