@@ -331,3 +331,15 @@ def test_flash_attention_matches_softmax(lq, sk, bs):
     ref = (a / a.sum(-1, keepdims=True)) @ v
     got = F.flash_attention2(gp.asarray(q), gp.asarray(k), gp.asarray(v), block_size=bs)
     assert_close(got, ref, rtol=1e-10, atol=1e-12)
+
+
+def test_embedding_index_check_holds_on_a_jit_replay():
+    """On the CPU backend a jitted lookup traces (the bounds check is the replayed
+    normalize_indices kernel, no host read added); a replay rejects a negative index too."""
+    emb = nn.Embedding(5, 2).to("cpu")
+    f = gp.jit(lambda i: emb(i))
+    assert f(gp.asarray([1, 2], device="cpu")).shape == (2, 2)
+    assert f(gp.asarray([3, 4], device="cpu")).shape == (2, 2)
+    for bad in ([1, -1], [1, 9]):
+        with pytest.raises(IndexError):
+            f(gp.asarray(bad, device="cpu"))

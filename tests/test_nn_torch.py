@@ -465,3 +465,147 @@ def test_once_differentiable_function_raises_when_differentiated_again(device):
     np.testing.assert_allclose(np.asarray(g0), [0.75, 3.0, 12.0])
     with pytest.raises(NotImplementedError, match="Cube: .*second backward"):
         gp.sum(g * g).backward()
+
+
+# ---- container editing, Embedding bounds and max_norm, bad-input errors ---------------------
+def _pair_of_lists(n=4):
+    """n (torch, grilly) Linear pairs of distinct shapes, grilly's weights copied from torch's."""
+    pairs = []
+    for i in range(n):
+        t, g = torch.nn.Linear(i + 1, i + 2), nn.Linear(i + 1, i + 2)
+        _copy(t, g, "cpu")
+        pairs.append((t, g))
+    return pairs
+
+
+def _same_container(tc, gc):
+    """Same children in the same order under the same names; same parameters and state_dict."""
+    assert [n for n, _ in gc.named_children()] == [n for n, _ in tc.named_children()]
+    assert [tuple(m.weight.shape) for m in gc] == [tuple(m.weight.shape) for m in tc]
+    assert [tuple(p.shape) for p in gc.parameters()] == [tuple(p.shape) for p in tc.parameters()]
+    assert list(gc.state_dict()) == list(tc.state_dict())
+    for k, v in tc.state_dict().items():
+        _close(gc.state_dict()[k], v)
+
+
+@pytest.mark.parametrize("kind", ["ModuleList", "Sequential"])
+def test_container_editing_matches_torch(kind):
+    pairs = _pair_of_lists(6)
+    tl, gl = [p[0] for p in pairs], [p[1] for p in pairs]
+    tc, gc = ((torch.nn.ModuleList(tl[:3]), nn.ModuleList(gl[:3])) if kind == "ModuleList"
+              else (torch.nn.Sequential(*tl[:3]), nn.Sequential(*gl[:3])))
+    tc.insert(1, tl[3])
+    gc.insert(1, gl[3])
+    _same_container(tc, gc)
+    at = -1 if kind == "Sequential" else len(tc) - 1   # torch's ModuleList.insert fails at -1
+    tc.insert(at, tl[4])
+    gc.insert(-1, gl[4])
+    _same_container(tc, gc)
+    del tc[0]
+    del gc[0]
+    _same_container(tc, gc)
+    del tc[-1]
+    del gc[-1]
+    _same_container(tc, gc)
+    tp, gpop = tc.pop(1), gc.pop(1)
+    assert tuple(gpop.weight.shape) == tuple(tp.weight.shape)
+    _same_container(tc, gc)
+    tc.extend([tl[5], tl[0]])
+    gc.extend([gl[5], gl[0]])
+    _same_container(tc, gc)
+    del tc[1:3]
+    del gc[1:3]
+    _same_container(tc, gc)
+    tcls, gcls = ((lambda *m: torch.nn.ModuleList(m), lambda *m: nn.ModuleList(m))
+                  if kind == "ModuleList" else (torch.nn.Sequential, nn.Sequential))
+    tc += tcls(tl[2], tl[4])
+    gc += gcls(gl[2], gl[4])
+    _same_container(tc, gc)
+    tsum, gsum = tc + tcls(tl[1]), gc + gcls(gl[1])
+    assert type(gsum) is type(gc)
+    _same_container(tsum, gsum)
+    _same_container(tc, gc)   # + made a new container
+    _same_container(tc[1:], gc[1:])
+    with pytest.raises(IndexError):
+        gc.insert(len(gc) + 1, gl[0])
+    with pytest.raises(IndexError):
+        del gc[len(gc)]
+
+
+def test_sequential_edits_run_in_order_and_renumber_named_children():
+    from collections import OrderedDict
+
+    pairs = _pair_of_lists(3)
+    tc = torch.nn.Sequential(OrderedDict([("a", pairs[0][0]), ("b", torch.nn.Tanh())]))
+    gc = nn.Sequential(OrderedDict([("a", pairs[0][1]), ("b", nn.Tanh())]))
+    del tc[1]
+    del gc[1]
+    _same_container(tc, gc)   # renumbered '0', as torch
+    tc.append(torch.nn.Tanh())
+    gc.append(nn.Tanh())
+    tc.insert(1, pairs[1][0])
+    gc.insert(1, pairs[1][1])
+    x = torch.randn(4, 1)
+    _close(gc(_g(x, "cpu")), tc(x))
+    assert isinstance(gc[1:], nn.Sequential)
+    assert list(gc[1:].state_dict()) == list(tc[1:].state_dict())
+
+
+def test_embedding_out_of_range_raises_index_error(device):
+    gm, tm = nn.Embedding(5, 3).to(device), torch.nn.Embedding(5, 3)
+    for bad in ([0, -1], [[1, 5]], [-6, 2], [2, 100]):
+        with pytest.raises(IndexError):
+            tm(torch.tensor(bad))
+        with pytest.raises(IndexError, match="embedding"):
+            gm(gp.asarray(bad, device=device))
+        with pytest.raises(IndexError):
+            F.embedding(gp.asarray(bad, device=device), gm.weight)
+    with pytest.raises(IndexError, match="index -1 "):
+        gm(gp.asarray([0, -1], dtype=gp.int8, device=device))
+    _close(gm(gp.asarray([0, 4], device=device)), np.asarray(gm.weight)[[0, 4]])
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, 3.0])
+def test_embedding_max_norm_renormalizes_rows_in_place(device, norm_type):
+    tm = torch.nn.Embedding(8, 4, max_norm=1.5, norm_type=norm_type)
+    gm = nn.Embedding(8, 4, max_norm=1.5, norm_type=norm_type)
+    with torch.no_grad():
+        tm.weight[3] *= 0.1   # one row under max_norm: left as it is
+    idx = torch.tensor([[1, 3, 1], [6, 0, 3]])
+    _check(tm, gm, [idx], device)
+    _close(gm.weight, tm.weight)   # the looked-up rows renormalized in place, the rest kept
+    assert float(np.abs(np.asarray(gm.weight)[2] - _np(tm.weight)[2]).max()) == 0.0
+    # functional form, weight given directly
+    w = torch.randn(8, 4) * 3
+    gw = _g(w, device)
+    out = F.embedding(gp.asarray([2, 5, 2], device=device), gw, max_norm=0.5, norm_type=norm_type)
+    ref = torch.nn.functional.embedding(torch.tensor([2, 5, 2]), w, max_norm=0.5, norm_type=norm_type)
+    _close(out, ref)
+    _close(gw, w)
+
+
+def test_bad_inputs_raise_errors_naming_the_layer(device):
+    lin = nn.Linear(3, 2).to(device)
+    with pytest.raises(ValueError, match="Linear: .*at least 1 dimension"):
+        lin(gp.asarray(1.0, device=device))
+    with pytest.raises(ValueError, match="linear: .*at least 1 dimension"):
+        F.linear(gp.asarray(1.0, device=device), lin.weight)
+    with pytest.raises(RuntimeError):
+        torch.nn.Linear(3, 2)(torch.tensor(1.0))   # torch rejects it too
+    with pytest.raises(TypeError, match="Linear: input must have a real floating dtype"):
+        lin(gp.ones((2, 3), dtype=gp.int64, device=device))
+    with pytest.raises(RuntimeError):
+        torch.nn.Linear(3, 2)(torch.ones(2, 3, dtype=torch.int64))
+    bn = nn.BatchNorm1d(3).to(device)
+    with pytest.raises(TypeError, match="BatchNorm1d: input must have a real floating dtype"):
+        bn(gp.ones((2, 3), dtype=gp.int64, device=device))
+    with pytest.raises(TypeError, match="batch_norm: input must have a real floating dtype"):
+        F.batch_norm(gp.ones((2, 3), dtype=gp.int32, device=device), None, None, training=True)
+    x = gp.ones((2, 3), device=device)
+    for loss, name in ((nn.BCEWithLogitsLoss(), "BCEWithLogitsLoss"), (nn.BCELoss(), "BCELoss")):
+        with pytest.raises(TypeError, match=f"{name}: target must have a real floating dtype"):
+            loss(x * 0.5, gp.ones((2, 3), dtype=gp.int64, device=device))
+    with pytest.raises(RuntimeError):
+        torch.nn.BCEWithLogitsLoss()(torch.ones(2, 3), torch.ones(2, 3, dtype=torch.int64))
+    with pytest.raises(TypeError, match="binary_cross_entropy_with_logits: target"):
+        F.binary_cross_entropy_with_logits(x, gp.ones((2, 3), dtype=gp.int64, device=device))

@@ -63,6 +63,17 @@ def _check_float(x, op: str, arg: str = "input"):
     return x
 
 
+def _check_input(x, op: str, min_ndim: int = 0):
+    """``x`` checked as a floating Array of at least ``min_ndim`` dimensions: a TypeError or
+    ValueError naming ``op`` where a kernel deeper down would fail with an unrelated message."""
+    _check_float(x, op)
+    if x.ndim < min_ndim:
+        raise ValueError(f"{op}: input needs at least {min_ndim} dimension"
+                         f"{'s' if min_ndim > 1 else ''}, got a {x.ndim}-D array of shape "
+                         f"{x.shape}")
+    return x
+
+
 def _reduce(loss, reduction: str, op: str):
     if reduction == "mean":
         return gp.mean(loss)
@@ -95,6 +106,7 @@ def _promoted(*arrays) -> tuple:
 # ---- linear, embedding, dropout, pad ------------------------------------------------------
 def linear(input: Array, weight: Array, bias: Array | None = None) -> Array:
     """``input @ weight.T + bias``."""
+    _check_input(input, "linear", 1)
     input, weight, bias = _dispatch.autocast("linear", input, weight, bias)
     if weight.ndim != 2 or input.shape[-1] != weight.shape[1]:
         raise ValueError(f"linear: input last dimension {input.shape[-1:]} does not match weight "
@@ -140,21 +152,63 @@ class _Linear(Function):
         return gx, gw, gb
 
 
-def embedding(input: Array, weight: Array, padding_idx: int | None = None) -> Array:
+def embedding(input: Array, weight: Array, padding_idx: int | None = None,
+              max_norm: float | None = None, norm_type: float = 2.0) -> Array:
     """Rows of ``weight`` selected by the integer array ``input`` (shape input.shape + (dim,));
-    lookups of row ``padding_idx`` add nothing to the weight's gradient."""
+    lookups of row ``padding_idx`` add nothing to the weight's gradient. An index outside
+    [0, num_embeddings) raises IndexError (negative ones too, as in PyTorch). With
+    ``max_norm``, the looked-up rows whose ``norm_type``-norm exceeds it are first rescaled
+    **in place** in ``weight`` to norm ``max_norm`` (outside autograd, as torch's
+    ``embedding_renorm_``)."""
     if not isinstance(input, gp.Array) or not gp.isdtype(input.dtype, "integral"):
         raise TypeError(f"embedding: input must be an integer Array, got "
                         f"{getattr(input, 'dtype', type(input).__name__)}")
+    n = weight.shape[0]
     idx = gp.reshape(input, (-1,))
-    rows = gp.take(weight, idx, axis=0)
+    if idx.dtype != gp.int64:   # int64 before the shift below (no int8 wrap-around)
+        idx = gp.astype(idx, gp.int64)
+    # take wraps a negative index; torch's lookup rejects it. Moved below -n, it fails take's
+    # own bounds check (normalize_indices: no extra host read, and a jit replay checks it too)
+    idx = gp.where(idx < 0, idx - n, idx)
+    try:
+        if max_norm is not None:
+            with _no_grad():
+                _embedding_renorm(weight, idx, max_norm, norm_type)
+        rows = gp.take(weight, idx, axis=0)
+    except IndexError as e:
+        raise IndexError(_embedding_index_error(e, n)) from None
     if padding_idx is not None and weight.requires_grad:
         # as torch: the padding row's entries keep their value but add nothing to its gradient
         if padding_idx < 0:
-            padding_idx += weight.shape[0]
+            padding_idx += n
         keep = gp.expand_dims(idx != padding_idx, axis=-1)
         rows = gp.where(keep, rows, _detach(rows))
     return gp.reshape(rows, (*input.shape, weight.shape[1]))
+
+
+def _embedding_index_error(e: IndexError, n: int) -> str:
+    """embedding's message for take's IndexError, with the index as the caller gave it (a
+    negative one was moved down by n)."""
+    import re
+
+    m = re.search(r"index (-?\d+) is out of bounds", str(e))
+    if m is None:
+        return f"embedding: index out of range in self: {e}"
+    i = int(m.group(1))
+    i = i + n if i < 0 else i
+    return (f"embedding: index {i} is out of range in self (indices must be in [0, {n}), "
+            f"num_embeddings={n})")
+
+
+def _embedding_renorm(weight: Array, idx: Array, max_norm: float, norm_type: float) -> None:
+    """torch's ``embedding_renorm_``: the rows at ``idx`` whose norm exceeds ``max_norm``
+    scaled by max_norm / (norm + 1e-7), in place (a repeated index writes the same row)."""
+    from .. import linalg
+
+    rows = gp.take(weight, idx, axis=0)
+    norm = linalg.vector_norm(rows, axis=-1, keepdims=True, ord=norm_type)
+    scale = gp.where(norm > max_norm, max_norm / (norm + 1e-7), gp.ones_like(norm))
+    weight[idx] = rows * scale
 
 
 def one_hot(tensor: Array, num_classes: int = -1, *, dtype: DType | None = None) -> Array:
@@ -553,6 +607,7 @@ def batch_norm(input: Array, running_mean: Array | None, running_var: Array | No
                momentum: float | None = 0.1, eps: float = 1e-5,
                num_batches_tracked: Array | None = None) -> Array:
     """Normalize over every axis but 1; in training, update the running stats in place."""
+    _check_float(input, "batch_norm")
     if input.ndim < 2:
         raise ValueError(f"batch_norm: input needs at least 2 dimensions, got shape {input.shape}")
     bshape = (1, input.shape[1]) + (1,) * (input.ndim - 2)
@@ -1212,6 +1267,7 @@ def binary_cross_entropy(input: Array, target: Array, weight: Array | None = Non
                          reduction: str = "mean") -> Array:
     """-(y log p + (1 - y) log(1 - p)), each log clamped at -100 as in PyTorch."""
     _check_float(input, "binary_cross_entropy")
+    _check_float(target, "binary_cross_entropy", "target")
     _check_same_shape(input, target, "binary_cross_entropy")
     loss = _BinaryCrossEntropy.apply(input, target)
     if weight is not None:
@@ -1223,6 +1279,7 @@ def binary_cross_entropy_with_logits(input: Array, target: Array, weight: Array 
                                      reduction: str = "mean", pos_weight: Array | None = None) -> Array:
     """Sigmoid + binary cross entropy in one numerically stable expression."""
     _check_float(input, "binary_cross_entropy_with_logits")
+    _check_float(target, "binary_cross_entropy_with_logits", "target")
     _check_same_shape(input, target, "binary_cross_entropy_with_logits")
     sp = gp.maximum(-input, 0.0) + gp.log1p(gp.exp(-gp.abs(input)))  # softplus(-x)
     if pos_weight is not None:

@@ -52,6 +52,8 @@ class Linear(Module):
             init.uniform_(self.bias, -b, b)
 
     def forward(self, input):
+        if isinstance(input, gp.Array):   # array-likes: F.linear converts them
+            F._check_input(input, "Linear", 1)
         return F.linear(input, self.weight, self.bias)
 
     def extra_repr(self) -> str:
@@ -61,10 +63,12 @@ class Linear(Module):
 
 class Embedding(Module):
     """A lookup table of ``num_embeddings`` vectors, initialized N(0, 1) (``vocab_size`` is
-    accepted for ``num_embeddings``, the seed's name)."""
+    accepted for ``num_embeddings``, the seed's name). An index outside [0, num_embeddings)
+    raises IndexError; ``max_norm`` renormalizes the looked-up rows in place (F.embedding)."""
 
     def __init__(self, num_embeddings: int | None = None, embedding_dim: int | None = None,
-                 padding_idx: int | None = None, device=None, dtype=None, *,
+                 padding_idx: int | None = None, max_norm: float | None = None,
+                 norm_type: float = 2.0, device=None, dtype=None, *,
                  vocab_size: int | None = None) -> None:
         super().__init__()
         if vocab_size is not None:   # the seed's keyword
@@ -80,6 +84,7 @@ class Embedding(Module):
                 raise ValueError(f"Embedding: padding_idx {padding_idx} is out of range")
             padding_idx %= num_embeddings
         self.padding_idx = padding_idx
+        self.max_norm, self.norm_type = max_norm, norm_type
         self.weight = _empty((num_embeddings, embedding_dim), dtype, device)
         self.reset_parameters()
 
@@ -93,11 +98,13 @@ class Embedding(Module):
                 self.weight[self.padding_idx] = 0.0
 
     def forward(self, input):
-        return F.embedding(input, self.weight, self.padding_idx)
+        return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type)
 
     def extra_repr(self) -> str:
         s = f"{self.num_embeddings}, {self.embedding_dim}"
-        return s + (f", padding_idx={self.padding_idx}" if self.padding_idx is not None else "")
+        s += f", padding_idx={self.padding_idx}" if self.padding_idx is not None else ""
+        s += f", max_norm={self.max_norm}" if self.max_norm is not None else ""
+        return s + (f", norm_type={self.norm_type}" if self.norm_type != 2 else "")
 
 
 class Dropout(Module):
@@ -221,6 +228,7 @@ class _BatchNorm(Module):
             init.zeros_(self.num_batches_tracked)
 
     def forward(self, input):
+        F._check_float(input, type(self).__name__)
         if input.ndim not in self._ndims:
             raise ValueError(f"{type(self).__name__}: expected a {' or '.join(map(str, self._ndims))}-D "
                              f"input, got shape {input.shape}")

@@ -87,6 +87,8 @@ class BCELoss(_WeightedLoss):
     """Binary cross entropy of probabilities."""
 
     def forward(self, input, target):
+        F._check_float(input, "BCELoss")
+        F._check_float(target, "BCELoss", "target")
         return F.binary_cross_entropy(input, target, self.weight, self.reduction)
 
 
@@ -98,5 +100,7 @@ class BCEWithLogitsLoss(_WeightedLoss):
         self.register_buffer("pos_weight", pos_weight)
 
     def forward(self, input, target):
+        F._check_float(input, "BCEWithLogitsLoss")
+        F._check_float(target, "BCEWithLogitsLoss", "target")
         return F.binary_cross_entropy_with_logits(input, target, self.weight, self.reduction,
                                                   self.pos_weight)

@@ -359,16 +359,78 @@ class Sequential(Module):
     def __iter__(self) -> Iterator[Module]:
         return iter(self._modules.values())
 
+    def __setitem__(self, idx: int, module: Module) -> None:
+        key = list(self._modules)[_index(idx, len(self), "Sequential")]
+        self.add_module(key, module)
+
+    def __delitem__(self, idx) -> None:
+        _delete(self, idx, "Sequential")
+
     def append(self, module: Module) -> "Sequential":
         """Add ``module`` at the end."""
         self.add_module(str(len(self)), module)
         return self
+
+    def insert(self, index: int, module: Module) -> "Sequential":
+        """Put ``module`` before position ``index``; the modules are renumbered '0', '1', ..."""
+        _insert(self, index, module, "Sequential")
+        return self
+
+    def extend(self, sequential: Iterable[Module]) -> "Sequential":
+        """Append every module of ``sequential``."""
+        for m in sequential:
+            self.append(m)
+        return self
+
+    def pop(self, key: int = -1) -> Module:
+        """Remove the module at position ``key`` and return it."""
+        m = self[key]
+        del self[key]
+        return m
+
+    def __add__(self, other: "Sequential") -> "Sequential":
+        if not isinstance(other, Sequential):
+            raise TypeError(f"Sequential: can only add a Sequential, got {type(other).__name__}")
+        return Sequential(*self, *other)
+
+    def __iadd__(self, other: "Sequential") -> "Sequential":
+        if not isinstance(other, Sequential):
+            raise TypeError(f"Sequential: can only add a Sequential, got {type(other).__name__}")
+        return self.extend(other)
 
 
 def _index(i: int, n: int, who: str) -> int:
     if not -n <= i < n:
         raise IndexError(f"{who}: index {i} is out of range for {n} modules")
     return i % n
+
+
+def _delete(container: Module, idx, who: str) -> None:
+    """Remove the children at ``idx`` (an int or a slice) and renumber the rest '0', '1', ...
+    (PyTorch's ModuleList and Sequential do the same, an OrderedDict's names included)."""
+    mods = list(container._modules.values())
+    if isinstance(idx, slice):
+        del mods[idx]
+    else:
+        del mods[_index(idx, len(mods), who)]
+    container._modules.clear()
+    for i, m in enumerate(mods):
+        container.add_module(str(i), m)
+
+
+def _insert(container: Module, index: int, module: Module, who: str) -> None:
+    """``module`` before position ``index`` (-n..n, as list.insert within range), the children
+    renumbered '0', '1', ..."""
+    if not isinstance(module, Module):
+        raise TypeError(f"{who}.insert: expected a Module, got {type(module).__name__}")
+    mods = list(container._modules.values())
+    n = len(mods)
+    if not -n <= index <= n:
+        raise IndexError(f"{who}: index {index} is out of range for inserting into {n} modules")
+    mods.insert(index, module)
+    container._modules.clear()
+    for i, m in enumerate(mods):
+        container.add_module(str(i), m)
 
 
 class ModuleList(Module):
@@ -398,6 +460,25 @@ class ModuleList(Module):
 
     def __setitem__(self, idx: int, module: Module) -> None:
         self.add_module(str(_index(idx, len(self), "ModuleList")), module)
+
+    def __delitem__(self, idx) -> None:
+        _delete(self, idx, "ModuleList")
+
+    def insert(self, index: int, module: Module) -> None:
+        """Put ``module`` before position ``index``; the modules are renumbered '0', '1', ..."""
+        _insert(self, index, module, "ModuleList")
+
+    def pop(self, key: int = -1) -> Module:
+        """Remove the module at position ``key`` and return it."""
+        m = self[key]
+        del self[key]
+        return m
+
+    def __add__(self, other: Iterable[Module]) -> "ModuleList":
+        return ModuleList([*self, *other])
+
+    def __iadd__(self, modules: Iterable[Module]) -> "ModuleList":
+        return self.extend(modules)
 
     def __len__(self) -> int:
         return len(self._modules)
