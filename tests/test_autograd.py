@@ -313,3 +313,136 @@ def test_custom_function_returning_its_input(device):
     assert y is not x and not y.is_leaf and x.is_leaf
     gp.sum(y * 1.0).backward()
     np.testing.assert_allclose(np.asarray(x.grad), [5.0, 5.0])
+
+
+def _t(x):
+    torch = pytest.importorskip("torch")
+    return torch.tensor(np.asarray(x, dtype=float), dtype=torch.float64, requires_grad=True)
+
+
+def test_hooks_on_leaves_and_non_leaves_against_torch(device):
+    """register_hook: the gradients hooks see and the ones they replace, several hooks in order
+    (a None result keeps the gradient), a leaf's hook on its whole gradient before .grad takes
+    it, a removed hook, and grad() with hooks on its inputs: as torch."""
+    def run(x, y_of, total, pack):
+        seen = []
+        y = y_of(x)
+        y.register_hook(lambda g: seen.append(("y1", pack(g))))
+        y.register_hook(lambda g: g * 10.0)
+        y.register_hook(lambda g: seen.append(("y3", pack(g))))
+        x.register_hook(lambda g: seen.append(("x1", pack(g))))
+        gone = x.register_hook(lambda g: g * 1000.0)
+        x.register_hook(lambda g: g + 1.0)
+        gone.remove()
+        gone.remove()   # twice: nothing
+        total(y * y + x).backward()
+        return seen, pack(x.grad)
+
+    g_seen, g_grad = run(leaf([1.0, -2.0, 0.5], device), lambda a: a * 3.0, gp.sum, np.asarray)
+    t_seen, t_grad = run(_t([1.0, -2.0, 0.5]), lambda a: a * 3.0, lambda a: a.sum(),
+                         lambda a: a.detach().numpy().copy())
+    assert [k for k, _ in g_seen] == [k for k, _ in t_seen] == ["y1", "y3", "x1"]
+    for (_, a), (_, b) in zip(g_seen, t_seen):
+        np.testing.assert_allclose(a, b)
+    np.testing.assert_allclose(g_grad, t_grad)
+    # grad(): the captured gradient is the hooked one
+    torch = pytest.importorskip("torch")
+    for wrt in (0, 1):
+        x, tx = leaf([1.0, 2.0], device), _t([1.0, 2.0])
+        got = []
+        for a, g_of, total in ((x, grad, gp.sum), (tx, torch.autograd.grad, lambda a: a.sum())):
+            b = a * 3.0
+            a.register_hook(lambda g: g * 2.0)
+            b.register_hook(lambda g: g * 10.0)
+            (r,) = g_of(total(b * b), [(a, b)[wrt]])
+            got.append(np.asarray(r.detach()))
+        np.testing.assert_allclose(got[0], got[1])
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        gp.asarray([1.0], device=device).register_hook(lambda g: g)
+    z = leaf([1.0, 2.0], device)
+    z.register_hook(lambda g: gp.sum(g))
+    with pytest.raises(RuntimeError, match="gradient's shape"):
+        gp.sum(z * 2.0).backward()
+
+
+@pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph=True")
+def test_hooks_with_create_graph_against_torch(device):
+    """Under create_graph the hook's ops are recorded: the leaf's .grad (the hooked gradient)
+    differentiates again to torch's second derivative."""
+    torch = pytest.importorskip("torch")
+    x = leaf([0.5, 1.5], device)
+    seen = []
+    x.register_hook(lambda g: seen.append(g.requires_grad) or g * g)
+    y = x * x
+    y.register_hook(lambda g: g * y)
+    gp.sum(y * x).backward(create_graph=True)
+    (gg,) = grad(gp.sum(x.grad), [x])
+    tx = _t([0.5, 1.5])
+    tx.register_hook(lambda g: g * g)
+    ty = tx * tx
+    ty.register_hook(lambda g: g * ty)
+    (ty * tx).sum().backward(create_graph=True)
+    (tgg,) = torch.autograd.grad(tx.grad.sum(), [tx])
+    assert seen[0] and x.grad.requires_grad   # (the second: grad()'s, without create_graph)
+    np.testing.assert_allclose(np.asarray(x.grad), tx.grad.detach().numpy())
+    np.testing.assert_allclose(np.asarray(gg), tgg.numpy())
+
+
+@pytest.mark.filterwarnings("ignore:The .grad attribute of a Tensor that is not a leaf")
+def test_retain_grad_against_torch(device):
+    """retain_grad: a non-leaf keeps its gradient (after its hooks, whatever their order),
+    accumulated over backward calls; a leaf's retains_grad stays False."""
+    def run(x, total, pack):
+        y = x * 3.0
+        z = y * y
+        z.retain_grad()
+        y.retain_grad()
+        y.register_hook(lambda g: g * 10.0)   # registered after retain_grad: still seen
+        w = x * 2.0                           # not retained: no .grad
+        total(z + w).backward(retain_graph=True)
+        first = pack(y.grad)
+        total(z * 2.0).backward()
+        return first, pack(y.grad), pack(z.grad), pack(x.grad), w.grad, \
+            (x.retains_grad, y.retains_grad)
+
+    g = run(leaf([1.0, -2.0], device), gp.sum, np.asarray)
+    t = run(_t([1.0, -2.0]), lambda a: a.sum(), lambda a: a.detach().numpy().copy())
+    for a, b in zip(g[:4], t[:4]):
+        np.testing.assert_allclose(a, b)
+    assert g[4] is None and t[4] is None and g[5] == t[5] == (False, True)
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        gp.asarray([1.0], device=device).retain_grad()
+
+
+def test_inference_mode(device):
+    """inference_mode as a context manager and as a decorator (bare or called): no graph, and
+    enable_grad() inside does not record (as torch); inference_mode(False) turns grad on."""
+    torch = pytest.importorskip("torch")
+    x = leaf([1.0], device)
+    tx = _t([1.0])
+    for mod, a in ((gp, x), (torch, tx)):
+        with mod.inference_mode():
+            assert not mod.is_grad_enabled() and mod.is_inference_mode_enabled()
+            y = a * 2.0
+            with mod.enable_grad():
+                assert mod.is_grad_enabled()
+                z = a * 2.0
+            with mod.inference_mode(False):
+                assert not mod.is_inference_mode_enabled()
+                u = a * 2.0
+        with mod.no_grad():
+            with mod.inference_mode(False):
+                v = a * 2.0
+        assert (y.requires_grad, z.requires_grad, u.requires_grad, v.requires_grad) == \
+            (False, False, True, True), mod
+        assert mod.is_grad_enabled() and not mod.is_inference_mode_enabled()
+
+    @gp.inference_mode()
+    def f(a):
+        return a * 2.0
+
+    @gp.autograd.inference_mode
+    def f2(a):
+        return a * 2.0
+    assert not f(x).requires_grad and not f2(x).requires_grad and gp.is_grad_enabled()
+    assert f2.__name__ == "f2"

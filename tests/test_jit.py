@@ -417,3 +417,44 @@ def test_cnn_training_steps_equal_eager(device):
     assert "1.running_mean" in sd1
     for k in sd1:
         np.testing.assert_allclose(np.asarray(sd2[k]), np.asarray(sd1[k]), rtol=1e-6, atol=1e-7)
+
+
+def test_training_step_with_gradient_hooks_equals_eager(device):
+    """Gradient hooks run as Python while the trace records, so their ops are part of the
+    graph: a hook on a parameter (registered once) and one on an activation (each call), both
+    scaling the gradient, replay to what eager steps compute."""
+    xs = [_arr((16, 12), device) for _ in range(4)]
+    ys = [gp.asarray(R.integers(0, 4, 16), device=device) for _ in range(4)]
+
+    def make():
+        m = _model(device)
+        o = gp.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+        m[0].weight.register_hook(lambda g: g * 0.5)
+
+        def step(x, y):
+            o.zero_grad()
+            h = m[0](x)
+            h.register_hook(lambda g: g * 3.0)
+            loss = F.cross_entropy(m[3](m[2](m[1](h))), y)
+            loss.backward()
+            o.step()
+            return loss
+        return m, step
+
+    gp.random.seed(1)
+    m1, s1 = make()
+    eager = [float(s1(x, y)) for x, y in zip(xs, ys)]
+    gp.random.seed(1)
+    m2, s2 = make()
+    js = gp.jit(s2)
+    jitted = [float(js(x, y)) for x, y in zip(xs, ys)]
+    assert js.traces == 1
+    np.testing.assert_allclose(jitted, eager, rtol=1e-6)
+    for p1, p2 in zip(m1.parameters(), m2.parameters()):
+        np.testing.assert_allclose(np.asarray(p2), np.asarray(p1), rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(np.asarray(p2.grad), np.asarray(p1.grad), rtol=1e-6,
+                                   atol=1e-7)
+    m3, s3 = make()   # the hooks change the step (not a no-op that the test would miss)
+    m3[0].weight.register_hook(lambda g: g * 0.0)
+    s3(xs[0], ys[0])
+    assert not np.asarray(m3[0].weight.grad).any()

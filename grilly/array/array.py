@@ -2,7 +2,8 @@
 
 Methods that compute (operators, indexing, ``T``, ``to_device``) call the namespace functions
 through ``dispatch.OPS``, so autograd records them through its dispatch hook like any call;
-autograd's state (``requires_grad``, ``grad``, the tape node) lives in slots here."""
+autograd's state (``requires_grad``, ``grad``, the tape node, a leaf's gradient hooks,
+``retains_grad``) lives in slots here."""
 from __future__ import annotations
 
 import re
@@ -54,7 +55,8 @@ _new_hook = None
 class Array:
     """An n-dimensional array on a grilly device (the Array API array object)."""
 
-    __slots__ = ("_buf", "_dtype", "_device", "requires_grad", "grad", "_node", "__weakref__")
+    __slots__ = ("_buf", "_dtype", "_device", "requires_grad", "grad", "_node", "_hooks",
+                 "retains_grad", "__weakref__")
     __array_priority__ = 100  # numpy defers binary operators to us
 
     def __init__(self, *a, **k):
@@ -69,6 +71,8 @@ class Array:
         self.requires_grad = False
         self.grad = None
         self._node = None
+        self._hooks = None
+        self.retains_grad = False
         if _new_hook is not None:
             _new_hook(self)
         return self
@@ -275,6 +279,16 @@ class Array:
     def detach(self) -> "Array":
         """This array's data without its graph (shares memory; does not require grad)."""
         return _OPS["autograd.detach"](self)
+
+    def register_hook(self, hook):
+        """Call ``hook(grad)`` when the gradient with respect to this array is computed; a
+        non-None result replaces the gradient. On a leaf it runs before ``.grad`` is added to.
+        Returns a handle whose ``remove()`` takes the hook off."""
+        return _OPS["autograd.register_hook"](self, hook)
+
+    def retain_grad(self) -> None:
+        """Keep this non-leaf array's gradient in its ``.grad`` on backward (as a leaf's)."""
+        _OPS["autograd.retain_grad"](self)
 
     def requires_grad_(self, requires_grad: bool = True) -> "Array":
         """Set ``requires_grad`` in place (only floating-point arrays can); returns self."""

@@ -12,15 +12,20 @@ from ..array.creation import asarray
 from . import mode
 from .function import Function, _edges, record
 from .gradcheck import gradcheck
-from .mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled,
+                   no_grad, set_grad_enabled)
 from .rules import RULES, rule_names
-from .tape import Node, backward, detach, grad
+from .tape import Node, RemovableHandle, backward, detach, grad, register_hook, retain_grad
 
-__all__ = ["Function", "backward", "detach", "enable_grad", "grad", "gradcheck", "install",
-           "is_grad_enabled", "no_grad", "record", "rule_names", "set_grad_enabled", "tensor"]
+__all__ = ["Function", "RemovableHandle", "backward", "detach", "enable_grad", "grad",
+           "gradcheck", "inference_mode", "install", "is_grad_enabled",
+           "is_inference_mode_enabled", "no_grad", "record", "rule_names", "set_grad_enabled",
+           "tensor"]
 
 _MODE_EXPORTS = {"no_grad": no_grad, "enable_grad": enable_grad,
-                 "is_grad_enabled": is_grad_enabled, "set_grad_enabled": set_grad_enabled}
+                 "is_grad_enabled": is_grad_enabled, "set_grad_enabled": set_grad_enabled,
+                 "inference_mode": inference_mode,
+                 "is_inference_mode_enabled": is_inference_mode_enabled}
 
 
 def tensor(obj, /, *, dtype=None, device=None, requires_grad: bool = False) -> Array:
@@ -90,10 +95,13 @@ def _inplace(x: Array, name: str, other) -> Array:
 
 dispatch.hooks.record = _record
 dispatch.mode_keys.append(is_grad_enabled)
+dispatch.mode_keys.append(is_inference_mode_enabled)
 dispatch.hooks.setitem = _setitem
 dispatch.hooks.inplace = _inplace
 dispatch.OPS["autograd.backward"] = backward
 dispatch.OPS["autograd.detach"] = detach
+dispatch.OPS["autograd.register_hook"] = register_hook
+dispatch.OPS["autograd.retain_grad"] = retain_grad
 
 
 def install(namespace: dict) -> None:

@@ -1,26 +1,46 @@
-"""Thread-local grad mode: ``no_grad``, ``enable_grad``, ``set_grad_enabled``."""
+"""Thread-local grad mode: ``no_grad``, ``enable_grad``, ``set_grad_enabled``, and
+``inference_mode``."""
 from __future__ import annotations
 
 import functools
 import threading
 
-__all__ = ["enable_grad", "is_grad_enabled", "no_grad", "set_grad_enabled"]
+__all__ = ["enable_grad", "inference_mode", "is_grad_enabled", "is_inference_mode_enabled",
+           "no_grad", "set_grad_enabled"]
 
 
 class _State(threading.local):
     """Per thread, as torch's: a worker thread starts with grad on, whatever other threads set."""
 
     def __init__(self) -> None:
-        self.enabled = True
-        self.saved: list[bool] = []   # modes the enclosing set_grad_enabled blocks replaced
+        self.enabled = True      # whether ops are recorded (what the recording code reads)
+        self.grad = True         # grad mode as set by the blocks (set_grad_enabled, ...)
+        self.inference = False   # in inference_mode: nothing records, whatever grad mode says
+        self.saved: list[tuple] = []   # (enabled, grad, inference) the enclosing blocks replaced
 
 
 state = _State()
 
 
 def is_grad_enabled() -> bool:
-    """Whether operations on arrays that require grad are recorded (this thread)."""
-    return state.enabled
+    """Whether operations on arrays that require grad are recorded (this thread); as torch's,
+    also True in inference mode under enable_grad(), where nothing records."""
+    return state.enabled or (state.inference and state.grad)
+
+
+def is_inference_mode_enabled() -> bool:
+    """Whether this thread is in an ``inference_mode()`` block."""
+    return state.inference
+
+
+def _push(grad: bool, inference: bool) -> None:
+    state.saved.append((state.enabled, state.grad, state.inference))
+    state.grad, state.inference = grad, inference
+    state.enabled = grad and not inference
+
+
+def _pop() -> None:
+    state.enabled, state.grad, state.inference = state.saved.pop()
 
 
 class set_grad_enabled:
@@ -32,19 +52,16 @@ class set_grad_enabled:
     def __enter__(self):
         # the mode to restore goes on this thread's stack, not on the object: one no_grad()
         # instance may be entered by several threads at once
-        state.saved.append(state.enabled)
-        state.enabled = self.mode
+        _push(self.mode, state.inference)
         return self
 
     def __exit__(self, *exc) -> None:
-        state.enabled = state.saved.pop()
+        _pop()
 
     def __call__(self, fn):
-        mode = self.mode
-
         @functools.wraps(fn)
         def wrapper(*a, **k):
-            with set_grad_enabled(mode):
+            with self:   # (reentrant: the state is on the thread's stack)
                 return fn(*a, **k)
         return wrapper
 
@@ -68,3 +85,24 @@ class enable_grad(set_grad_enabled):
 
     def __init__(self) -> None:
         super().__init__(True)
+
+
+class inference_mode(set_grad_enabled):
+    """Context manager (and decorator, bare or called) for inference, as torch's: its body
+    records no graph (results do not require grad), and ``enable_grad()`` inside does not turn
+    recording back on. ``inference_mode(False)`` leaves inference mode and turns grad on."""
+
+    def __init__(self, mode: bool = True) -> None:
+        super().__init__(not mode)
+        self.inference = bool(mode)
+
+    def __new__(cls, mode=True):
+        self = super().__new__(cls)
+        if callable(mode):  # used bare as @inference_mode
+            self.__init__()
+            return self(mode)
+        return self
+
+    def __enter__(self):
+        _push(not self.inference, self.inference)
+        return self

@@ -4,30 +4,126 @@ An output of a recorded op holds ``_node = (node, index)``. A node keeps its VJP
 arguments it was called with (rules read them), the outputs when the rule needs them, and one
 edge per differentiable input: the input's own ``(node, index)`` for a computed array, or the
 input itself for a leaf (``requires_grad`` and no node), whose ``.grad`` accumulates.
+
+Gradient hooks (``Array.register_hook``) of a computed array live on its node, per output
+(with ``retain_grad``'s weak reference to the array); a leaf's live in its ``_hooks`` slot.
+The sweep runs them on an array's whole gradient, before the node's rule sees it or the leaf's
+``.grad`` takes it.
 """
 from __future__ import annotations
 
+import itertools
 import sys
+import weakref
 
 from ..array import core
 from ..array import dispatch as _dispatch
 from ..array.array import Array
 from . import mode
 
-__all__ = ["backward", "grad"]
+__all__ = ["RemovableHandle", "backward", "grad", "register_hook", "retain_grad"]
 
 
 class Node:
     """One recorded op: its VJP rule, saved arguments and input edges."""
 
-    __slots__ = ("name", "rule", "args", "kw", "out", "edges", "n_out")
+    __slots__ = ("name", "rule", "args", "kw", "out", "edges", "n_out", "hooks", "retain")
 
     def __init__(self, name, rule, args, kw, out, edges, n_out):
         self.name, self.rule, self.args, self.kw = name, rule, args, kw
         self.out, self.edges, self.n_out = out, edges, n_out
+        self.hooks = None    # output index -> {handle id: hook}, where hooks were registered
+        self.retain = None   # output index -> weak reference to the array that retains grad
 
     def __repr__(self) -> str:
         return f"<grilly.autograd.Node {self.name}>"
+
+
+class RemovableHandle:
+    """What ``register_hook`` returns: ``remove()`` takes the hook off (also as a context
+    manager, on exit)."""
+
+    __slots__ = ("_hooks", "id")
+    _ids = itertools.count()
+
+    def __init__(self, hooks: dict) -> None:
+        self._hooks = hooks
+        self.id = next(RemovableHandle._ids)
+
+    def remove(self) -> None:
+        self._hooks.pop(self.id, None)
+
+    def __enter__(self) -> "RemovableHandle":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
+
+
+def register_hook(x: Array, hook) -> RemovableHandle:
+    """Array.register_hook: ``hook(grad)`` runs when the gradient w.r.t. ``x`` is computed."""
+    if not callable(hook):
+        raise TypeError(f"register_hook: the hook must be callable, got {type(hook).__name__}")
+    if not x.requires_grad:
+        raise RuntimeError("register_hook: cannot register a hook on an array that does not "
+                           "require grad")
+    if x._node is None:
+        if x._hooks is None:
+            x._hooks = {}
+        hooks = x._hooks
+    else:
+        node, idx = x._node
+        if node.hooks is None:
+            node.hooks = {}
+        hooks = node.hooks.setdefault(idx, {})
+    h = RemovableHandle(hooks)
+    hooks[h.id] = hook
+    return h
+
+
+def retain_grad(x: Array) -> None:
+    """Array.retain_grad: a non-leaf ``x`` keeps its gradient in ``.grad`` (a leaf does anyway)."""
+    if not x.requires_grad:
+        raise RuntimeError("retain_grad: cannot retain the gradient of an array that does not "
+                           "require grad")
+    if x._node is None or x.retains_grad:
+        return
+    node, idx = x._node
+    if node.retain is None:
+        node.retain = {}
+    node.retain[idx] = weakref.ref(x)
+    x.retains_grad = True
+
+
+def _call_hooks(hooks: dict, g: Array) -> Array:
+    """``g`` through ``hooks`` in the order they were registered (a None result keeps it)."""
+    for hook in list(hooks.values()):
+        r = hook(g)
+        if r is not None:
+            if not isinstance(r, Array) or r.shape != g.shape:
+                got = r.shape if isinstance(r, Array) else type(r).__name__
+                raise RuntimeError(f"register_hook: a hook must return None or an Array of the "
+                                   f"gradient's shape {g.shape}, got {got}")
+            g = r
+    return g
+
+
+def _node_hooks(n: Node, gs: list, create_graph: bool, ns) -> None:
+    """Run the hooks of node ``n``'s outputs on their gradients ``gs`` (in place), then store
+    them in the outputs that retain grad."""
+    if n.hooks is not None:
+        for idx, hooks in n.hooks.items():
+            if hooks and gs[idx] is not None:
+                gs[idx] = _call_hooks(hooks, gs[idx])
+    if n.retain is not None:
+        for idx, ref in n.retain.items():
+            x = ref()
+            g = gs[idx]
+            if x is None or g is None:
+                continue
+            if not create_graph:   # (torch's clone: the gradient flows on, and may be reused)
+                g = ns.asarray(detach(g), copy=True)
+            x.grad = g if x.grad is None else x.grad + g
 
 
 def _ns():
@@ -134,6 +230,10 @@ def _sweep(outputs, grad_outputs, retain_graph: bool, create_graph: bool, captur
             gs = bufs.pop(n, None)
             if n.edges is None:
                 raise RuntimeError(_FREED)
+            if (gs is not None and (n.hooks is not None or n.retain is not None)
+                    and (need is None or n in need
+                         or any((n, i) in want_nodes for i in range(n.n_out)))):
+                _node_hooks(n, gs, create_graph, ns)
             if gs is not None and want_nodes:
                 for idx, g in enumerate(gs):
                     for pos in want_nodes.get((n, idx), ()):
@@ -154,6 +254,9 @@ def _sweep(outputs, grad_outputs, retain_graph: bool, create_graph: bool, captur
                         ready.append(t)
             if not retain_graph:
                 n.rule = n.args = n.kw = n.out = n.edges = None
+        for k, (x, g) in leaves.items():   # a leaf's hooks, on its whole gradient
+            if x._hooks and (capture is None or k in want_leaves):
+                leaves[k] = (x, _call_hooks(x._hooks, g))
     for k, (x, g) in leaves.items():
         for pos in want_leaves.get(k, ()):
             captured[pos] = g
