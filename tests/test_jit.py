@@ -59,6 +59,24 @@ def _train_step(m, o):
     return step
 
 
+def _assert_replays_equal_eager(make, xs, ys) -> None:
+    """Steps of ``make()``'s (model, step) run eagerly and through one jit trace from the same
+    seed: the same losses, parameters and gradients."""
+    gp.random.seed(1)
+    m1, s1 = make()
+    eager = [float(s1(x, y)) for x, y in zip(xs, ys)]
+    gp.random.seed(1)
+    m2, s2 = make()
+    js = gp.jit(s2)
+    jitted = [float(js(x, y)) for x, y in zip(xs, ys)]
+    assert js.traces == 1
+    np.testing.assert_allclose(jitted, eager, rtol=1e-6)
+    for p1, p2 in zip(m1.parameters(), m2.parameters()):
+        np.testing.assert_allclose(np.asarray(p2), np.asarray(p1), rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(np.asarray(p2.grad), np.asarray(p1.grad), rtol=1e-6,
+                                   atol=1e-7)
+
+
 @pytest.mark.parametrize("opt", ["sgd", "adam", "adamw"])
 def test_training_steps_equal_eager(device, opt):
     xs = [_arr((16, 12), device) for _ in range(6)]
@@ -73,19 +91,7 @@ def test_training_steps_equal_eager(device, opt):
 
         return m, _train_step(m, o)
 
-    gp.random.seed(1)
-    m1, s1 = make()
-    eager = [float(s1(x, y)) for x, y in zip(xs, ys)]
-    gp.random.seed(1)
-    m2, s2 = make()
-    js = gp.jit(s2)
-    jitted = [float(js(x, y)) for x, y in zip(xs, ys)]
-    assert js.traces == 1
-    np.testing.assert_allclose(jitted, eager, rtol=1e-6)
-    for p1, p2 in zip(m1.parameters(), m2.parameters()):
-        np.testing.assert_allclose(np.asarray(p2), np.asarray(p1), rtol=1e-6, atol=1e-7)
-        np.testing.assert_allclose(np.asarray(p2.grad), np.asarray(p1.grad), rtol=1e-6,
-                                   atol=1e-7)
+    _assert_replays_equal_eager(make, xs, ys)
 
 
 _OPTS = {
@@ -441,19 +447,7 @@ def test_training_step_with_gradient_hooks_equals_eager(device):
             return loss
         return m, step
 
-    gp.random.seed(1)
-    m1, s1 = make()
-    eager = [float(s1(x, y)) for x, y in zip(xs, ys)]
-    gp.random.seed(1)
-    m2, s2 = make()
-    js = gp.jit(s2)
-    jitted = [float(js(x, y)) for x, y in zip(xs, ys)]
-    assert js.traces == 1
-    np.testing.assert_allclose(jitted, eager, rtol=1e-6)
-    for p1, p2 in zip(m1.parameters(), m2.parameters()):
-        np.testing.assert_allclose(np.asarray(p2), np.asarray(p1), rtol=1e-6, atol=1e-7)
-        np.testing.assert_allclose(np.asarray(p2.grad), np.asarray(p1.grad), rtol=1e-6,
-                                   atol=1e-7)
+    _assert_replays_equal_eager(make, xs, ys)
     m3, s3 = make()   # the hooks change the step (not a no-op that the test would miss)
     m3[0].weight.register_hook(lambda g: g * 0.0)
     s3(xs[0], ys[0])

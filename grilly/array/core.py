@@ -187,10 +187,9 @@ def check_int_fits(x, dtype, op: str) -> None:
     """OverflowError naming ``op`` when the Python int ``x`` is out of an integer ``dtype``'s
     range (a kernel would wrap it, or raise NumPy's own error)."""
     if type(x) is int and dtype.kind in "iu":
-        from .dtypes import iinfo
-
-        info = iinfo(dtype)
-        if not info.min <= x <= info.max:
+        bits = 8 * dtype.itemsize   # (the range from the width: no iinfo object per scalar)
+        lo, hi = (-(1 << bits - 1), (1 << bits - 1) - 1) if dtype.kind == "i" else (0, (1 << bits) - 1)
+        if not lo <= x <= hi:
             raise OverflowError(f"{op}: Python int {x} does not fit in {dtype.name}")
 
 

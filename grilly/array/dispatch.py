@@ -147,6 +147,7 @@ def export(namespace: dict, prefix: str = "") -> None:
 
 def inplace(x, name: str, other):
     """``x`` updated in place with ``name(x, other)`` (the augmented assignment operators)."""
+    check_writable(x._buf, f"{name} (in place)")   # before the op's work, on either path
     if hooks.inplace is not None and (x.requires_grad or getattr(other, "requires_grad", False)):
         return hooks.inplace(x, name, other)
     store(x, OPS[name](x, other), name)
@@ -166,7 +167,6 @@ def check_writable(buf, op: str) -> None:
 
 def store(x, res, name: str) -> None:
     """Write ``res`` into ``x``'s buffer; TypeError/ValueError when it does not fit."""
-    check_writable(x._buf, f"{name} (in place)")
     if res._dtype is not x._dtype:
         raise TypeError(f"{name} (in place): result dtype {res._dtype.name} cannot be stored in "
                         f"an array of dtype {x._dtype.name}")

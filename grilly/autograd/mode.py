@@ -66,18 +66,23 @@ class set_grad_enabled:
         return wrapper
 
 
-class no_grad(set_grad_enabled):
+class _BareDecorator:
+    """A mode class also used bare as a decorator (``@no_grad``: the function comes as the
+    first argument; the mode is then its default)."""
+
+    def __new__(cls, arg=None):
+        self = super().__new__(cls)
+        if callable(arg):
+            self.__init__()
+            return self(arg)
+        return self
+
+
+class no_grad(_BareDecorator, set_grad_enabled):
     """Context manager (and decorator) that turns graph recording off for its body."""
 
     def __init__(self, fn=None) -> None:
         super().__init__(False)
-
-    def __new__(cls, fn=None):
-        self = super().__new__(cls)
-        if callable(fn):  # used bare as @no_grad
-            self.__init__()
-            return self(fn)
-        return self
 
 
 class enable_grad(set_grad_enabled):
@@ -87,7 +92,7 @@ class enable_grad(set_grad_enabled):
         super().__init__(True)
 
 
-class inference_mode(set_grad_enabled):
+class inference_mode(_BareDecorator, set_grad_enabled):
     """Context manager (and decorator, bare or called) for inference, as torch's: its body
     records no graph (results do not require grad), and ``enable_grad()`` inside does not turn
     recording back on. ``inference_mode(False)`` leaves inference mode and turns grad on."""
@@ -95,13 +100,6 @@ class inference_mode(set_grad_enabled):
     def __init__(self, mode: bool = True) -> None:
         super().__init__(not mode)
         self.inference = bool(mode)
-
-    def __new__(cls, mode=True):
-        self = super().__new__(cls)
-        if callable(mode):  # used bare as @inference_mode
-            self.__init__()
-            return self(mode)
-        return self
 
     def __enter__(self):
         _push(not self.inference, self.inference)
