@@ -17,8 +17,9 @@ import math
 
 import numpy as np
 
-from . import (attention, conv, core, dense, fused, host, host_kernels, indexing, manipulation, neighbors,
-               normalization, optim_steps, plasticity, random_bits, searching, spiking, statistical)
+from . import (attention, conv, core, dense, dispatch, fused, host, host_kernels, indexing,
+               manipulation, neighbors, normalization, optim_steps, plasticity, random_bits,
+               searching, spiking, statistical)
 from . import dtypes as dt
 from .array import Array
 from .core import as_compute_array, wrap
@@ -262,10 +263,20 @@ def normalize_indices(device, idx: Array, n: int):
     i = as_compute_array(idx, dt.int64, device, "normalize_indices")
     w = searching.where(binary("less", i, 0), binary("add", i, n), i)
     bad = binary("logical_or", binary("less", w, 0), unary("logical_not", binary("less", w, n)))
-    if not bool(any_(device, bad, tuple(range(bad.ndim)), False, dt.bool)):
-        return w, None
-    first = argmax(device, bad, None, False)   # of the flattened mask: row-major order
-    return w, int(_reshape(_gather(_reshape(i, (i.size,)), _reshape(first, (1,))), ()))
+    # the flag is read by a host op: grilly.jit replays the read (the graph splits there, so
+    # nothing after a bad index runs on the device) instead of refusing the trace
+    return w, dispatch.host_op(index_check, any_(device, bad, tuple(range(bad.ndim)), False,
+                                                 dt.bool), w, n)
+
+
+def index_check(flag: Array, w: Array, n: int):
+    """The first out-of-range index of ``w`` (normalize_indices' wrapped indices, row-major) as
+    the caller gave it, or None when ``flag`` (any out of range) is False."""
+    if not bool(flag):
+        return None
+    bad = w.__array__().reshape(-1)
+    first = int(bad[(bad < 0) | (bad >= n)][0])
+    return first - n if first < 0 else first   # w = i + n moved a negative i below zero
 
 
 def repeat_indices(device, counts: Array):

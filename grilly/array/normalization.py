@@ -121,8 +121,10 @@ def batch_norm_update(running_mean: Array, running_var: Array, mean: Array, invs
 
 
 def composed_batch_norm_update(running_mean: Array, running_var: Array, mean: Array,
-                               invstd: Array, momentum: float, eps: float, n: int) -> None:
-    """Elementwise ops assigned back (the kernel computes these, in this order)."""
+                               invstd: Array, momentum: float | Array, eps: float,
+                               n: int) -> None:
+    """Elementwise ops assigned back (the kernel computes these, in this order); ``momentum``
+    may be a 0-d Array (batch norm's cumulative average: 1 / the batch count)."""
     bv = (1.0 / (invstd * invstd) - eps) * (n / (n - 1))
     running_mean[...] = running_mean * (1 - momentum) + mean * momentum
     running_var[...] = running_var * (1 - momentum) + bv * momentum

@@ -427,6 +427,9 @@ def _run_record(rec: _Record, vals: list) -> None:
     and rebind the Arrays made from them."""
     if rec.host:
         r = rec.fn(*rec.args)
+        if rec.name == "index_check" and r is not None:   # normalize_indices' composition
+            raise IndexError(f"grilly.jit (replay): index {r} is out of bounds for an axis "
+                             f"of size {rec.args[-1]}")
         res = [v._buf if isinstance(v, Array) else None for v in _flat(r)]
         for s, v, shape in zip(rec.outs, res, rec.shapes):
             if s is not None and (v is None or tuple(v.shape) != shape):

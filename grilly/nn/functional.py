@@ -626,17 +626,20 @@ def batch_norm(input: Array, running_mean: Array | None, running_var: Array | No
             y = gp.astype(y, gp.float16)
         if running_mean is not None:
             with _no_grad():
-                if momentum is None:
-                    nbt = float(num_batches_tracked) if num_batches_tracked is not None else 1.0
-                    m = 1.0 / max(nbt, 1.0)
-                else:
-                    m = momentum
                 rm, rv = running_mean, running_var
                 if low and rm.dtype == gp.float16:
                     # float32 statistics into float16 buffers: updated in float32 (the batch
                     # variance may pass 65504 where the running one does not), rounded once
                     rm, rv = gp.astype(rm, gp.float32), gp.astype(rv, gp.float32)
-                _norm.batch_norm_update(rm, rv, stats["mean"], stats["invstd"], m, eps, n)
+                if momentum is None and num_batches_tracked is not None:
+                    # the cumulative average: momentum 1 / count, computed on the device (no
+                    # host read of the count, so grilly.jit can trace it)
+                    m = 1.0 / gp.maximum(gp.astype(num_batches_tracked, rm.dtype), 1.0)
+                    _norm.composed_batch_norm_update(rm, rv, stats["mean"], stats["invstd"],
+                                                     m, eps, n)
+                else:
+                    _norm.batch_norm_update(rm, rv, stats["mean"], stats["invstd"],
+                                            1.0 if momentum is None else momentum, eps, n)
                 if rm is not running_mean:
                     running_mean[...] = gp.astype(rm, gp.float16)
                     running_var[...] = gp.astype(rv, gp.float16)
