@@ -239,7 +239,7 @@ def test_small_binary_fast_path_on_views(device):
 
 @pytest.mark.parametrize("dtype,s", [("int8", 128), ("int8", -129), ("uint8", 256),
                                      ("uint8", -1), ("int16", 2**15), ("int64", 2**63)])
-@pytest.mark.parametrize("op", ["add", "multiply", "bitwise_or", "less", "equal"])
+@pytest.mark.parametrize("op", ["add", "multiply", "bitwise_or"])
 def test_python_int_out_of_dtype_range_raises(device, dtype, s, op):
     # numpy raises OverflowError for x + 128 on int8 x; Vulkan's scalar operand wrapped the int
     # (int8 + 128 gave x - 128, int8 < 128 gave False) where cpu raised numpy's bare message
@@ -254,6 +254,26 @@ def test_python_int_out_of_dtype_range_raises(device, dtype, s, op):
         gp.searchsorted(x, s)
     info = np.iinfo(dtype)
     assert_close(gp.add(x, int(info.max) - 2), np.arange(3, dtype=dtype) + (info.max - 2))
+
+
+@pytest.mark.parametrize("dtype,s", [("int8", 128), ("int8", -129), ("uint8", 256),
+                                     ("uint8", -1), ("int16", 2**15), ("int64", 2**63),
+                                     ("int64", -2**63 - 1), ("uint64", 2**64), ("uint32", -5)])
+@pytest.mark.parametrize("op", ["less", "less_equal", "greater", "greater_equal", "equal",
+                                "not_equal"])
+def test_comparison_with_python_int_out_of_dtype_range(device, dtype, s, op):
+    # NumPy 2 compares an integer array with any Python int (int8_array < 1000 is all True)
+    # where arithmetic raises; grilly raised OverflowError (before 2026-11-27)
+    h = np.array([0, 1, -1, 5], dtype=np.int64).astype(dtype)
+    x = gp.asarray(h, device=device)
+    for got, want in ((getattr(gp, op)(x, s), getattr(np, op)(h, s)),
+                      (getattr(gp, op)(s, x), getattr(np, op)(s, h))):
+        assert got.dtype == gp.bool and got.shape == want.shape
+        np.testing.assert_array_equal(np.asarray(got), want)
+    ops = {"less": "<", "less_equal": "<=", "greater": ">", "greater_equal": ">=",
+           "equal": "==", "not_equal": "!="}
+    np.testing.assert_array_equal(np.asarray(eval(f"x {ops[op]} s")), eval(f"h {ops[op]} s"))
+    np.testing.assert_array_equal(np.asarray(eval(f"s {ops[op]} x")), eval(f"s {ops[op]} h"))
 
 
 @pytest.mark.parametrize("dtype", ["int8", "uint8", "int32"])

@@ -12,8 +12,8 @@ import sys
 from . import dispatch
 from . import dtypes as dt
 from .array import Array
-from .core import (as_compute_array, broadcast_shapes, common_device, composite, kernel,
-                   scalar_operand)
+from .core import (as_compute_array, broadcast_shapes, common_device, composite, full_buf,
+                   kernel, scalar_operand)
 
 _ALL = frozenset(dt.ALL)
 _NUMERIC = frozenset(d for d in dt.ALL if d.kind != "b")
@@ -153,6 +153,11 @@ def binary(op: str, x1, x2) -> Array:
         out = _scalar_fast(op, x2, x1, False)
         if out is not None:
             return out
+    if op in _COMPARE and (type(x1) is int or type(x2) is int):
+        x, s, first = (x1, x2, True) if isinstance(x1, Array) else (x2, x1, False)
+        out = _compare_out_of_range(op, x, s, first) if isinstance(x, Array) else None
+        if out is not None:
+            return out
     allowed, compute, result = BINARY[op]
     if isinstance(x1, Array):
         dev = x1._device
@@ -188,12 +193,42 @@ def binary(op: str, x1, x2) -> Array:
 _SCALAR_KINDS = {int: "iufc", float: "fc"}
 
 
+# comparison -> (its result where the Python int is above the dtype's range, below it), for
+# ``array op int``; ``int op array`` is the mirrored comparison
+_COMPARE = {"less": (True, False), "less_equal": (True, False), "greater": (False, True),
+            "greater_equal": (False, True), "equal": (False, False),
+            "not_equal": (True, True)}
+_MIRROR = {"less": "greater", "less_equal": "greater_equal", "greater": "less",
+           "greater_equal": "less_equal", "equal": "equal", "not_equal": "not_equal"}
+
+
+def _compare_out_of_range(op: str, x: Array, s, first: bool) -> Array | None:
+    """``x op s`` (``s op x`` where not ``first``) for an integer array and a Python int outside
+    its dtype's range: every element compares the same way, as in NumPy 2 (``int8_array < 1000``
+    is all True), where arithmetic with that int raises OverflowError; None where it fits."""
+    if type(s) is not int or x._dtype.kind not in "iu":
+        return None
+    bits = 8 * x._dtype.itemsize
+    lo, hi = (-(1 << bits - 1), (1 << bits - 1) - 1) if x._dtype.kind == "i" else \
+        (0, (1 << bits) - 1)
+    if lo <= s <= hi:
+        return None
+    above, below = _COMPARE[op if first else _MIRROR[op]]
+    dev = x._device
+    return Array._new(full_buf(dev, x._buf.shape, above if s > hi else below, dt.bool),
+                      dt.bool, dev)
+
+
 def _scalar_fast(op: str, x: Array, s, x_first: bool) -> Array | None:
     """``binary(op, x, s)`` (or ``(s, x)``) for a Python int or float ``s`` that leaves x's
     dtype as it is, when the op has taken that dtype before; None sends the call the long way."""
     d = x._dtype
     if d.kind not in _SCALAR_KINDS[type(s)]:
         return None   # (a bool array and an int, an integer array and a float: the errors)
+    if type(s) is int and op in _COMPARE and d.kind in "iu":
+        out = _compare_out_of_range(op, x, s, x_first)
+        if out is not None:
+            return out
     rd = _FAST.get(op, _NONE).get(d)
     dev = x._device
     k = dev.kernels.get(op)
