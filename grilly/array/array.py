@@ -220,6 +220,128 @@ class Array:
             raise TypeError(f"format: a format spec needs a 0-d array, got shape {self.shape}")
         return format(self._scalar("format"), spec)
 
+    # ---- NumPy's array methods (each a namespace function; torch's dim/keepdim where they
+    # mean the same; README "Array methods") ----------------------------------------------
+    def sum(self, axis=None, dtype=None, *, keepdims: bool = False, **kw) -> "Array":
+        """Sum over ``axis`` (all when None): gp.sum."""
+        axis, keepdims = _axis_kw("sum", axis, keepdims, kw)
+        return _OPS["sum"](self, axis=axis, dtype=dtype, keepdims=keepdims)
+
+    def prod(self, axis=None, dtype=None, *, keepdims: bool = False, **kw) -> "Array":
+        """Product over ``axis`` (all when None): gp.prod."""
+        axis, keepdims = _axis_kw("prod", axis, keepdims, kw)
+        return _OPS["prod"](self, axis=axis, dtype=dtype, keepdims=keepdims)
+
+    def mean(self, axis=None, *, keepdims: bool = False, **kw) -> "Array":
+        """Mean over ``axis`` (all when None): gp.mean."""
+        axis, keepdims = _axis_kw("mean", axis, keepdims, kw)
+        return _OPS["mean"](self, axis=axis, keepdims=keepdims)
+
+    def any(self, axis=None, *, keepdims: bool = False, **kw) -> "Array":
+        """Whether any element along ``axis`` is true: gp.any."""
+        axis, keepdims = _axis_kw("any", axis, keepdims, kw)
+        return _OPS["any"](self, axis=axis, keepdims=keepdims)
+
+    def all(self, axis=None, *, keepdims: bool = False, **kw) -> "Array":
+        """Whether every element along ``axis`` is true: gp.all."""
+        axis, keepdims = _axis_kw("all", axis, keepdims, kw)
+        return _OPS["all"](self, axis=axis, keepdims=keepdims)
+
+    def argmax(self, axis=None, *, keepdims: bool = False, **kw) -> "Array":
+        """Index of the largest element along ``axis`` (of the flattened array when None)."""
+        axis, keepdims = _axis_kw("argmax", axis, keepdims, kw)
+        return _OPS["argmax"](self, axis=axis, keepdims=keepdims)
+
+    def argmin(self, axis=None, *, keepdims: bool = False, **kw) -> "Array":
+        """Index of the smallest element along ``axis`` (of the flattened array when None)."""
+        axis, keepdims = _axis_kw("argmin", axis, keepdims, kw)
+        return _OPS["argmin"](self, axis=axis, keepdims=keepdims)
+
+    def max(self, axis=None, *, keepdims: bool = False, **kw) -> "Array":
+        """Largest element along ``axis`` (NumPy's: the values; see argmax): gp.max."""
+        axis, keepdims = _axis_kw("max", axis, keepdims, kw, torch_dim=False)
+        return _OPS["max"](self, axis=axis, keepdims=keepdims)
+
+    def min(self, axis=None, *, keepdims: bool = False, **kw) -> "Array":
+        """Smallest element along ``axis`` (NumPy's: the values; see argmin): gp.min."""
+        axis, keepdims = _axis_kw("min", axis, keepdims, kw, torch_dim=False)
+        return _OPS["min"](self, axis=axis, keepdims=keepdims)
+
+    def std(self, axis=None, *, ddof: float = 0, keepdims: bool = False, **kw) -> "Array":
+        """Standard deviation over ``axis`` with NumPy's ``ddof`` (0 by default): gp.std."""
+        axis, keepdims = _axis_kw("std", axis, keepdims, kw, torch_dim=False)
+        return _OPS["std"](self, axis=axis, correction=ddof, keepdims=keepdims)
+
+    def var(self, axis=None, *, ddof: float = 0, keepdims: bool = False, **kw) -> "Array":
+        """Variance over ``axis`` with NumPy's ``ddof`` (0 by default): gp.var."""
+        axis, keepdims = _axis_kw("var", axis, keepdims, kw, torch_dim=False)
+        return _OPS["var"](self, axis=axis, correction=ddof, keepdims=keepdims)
+
+    def cumsum(self, axis=None, dtype=None, **kw) -> "Array":
+        """Running sum along ``axis`` (of the flattened array when None): gp.cumulative_sum."""
+        axis, _ = _axis_kw("cumsum", axis, False, kw)
+        x = self if axis is not None else _OPS["reshape"](self, (-1,))
+        return _OPS["cumulative_sum"](x, axis=0 if axis is None else axis, dtype=dtype)
+
+    def astype(self, dtype, *, copy: bool = True) -> "Array":
+        """This array cast to ``dtype``: gp.astype."""
+        return _OPS["astype"](self, dtype, copy=copy)
+
+    def reshape(self, *shape, **kw) -> "Array":
+        """This array in ``shape`` (``x.reshape(2, 3)`` or ``x.reshape((2, 3))``): gp.reshape."""
+        order = kw.pop("order", "C")
+        if kw or order != "C":
+            raise TypeError("Array.reshape: takes a shape (and order='C' only), got "
+                            + (f"order={order!r}" if order != "C" else f"{sorted(kw)}"))
+        return _OPS["reshape"](self, _shape_args("reshape", shape))
+
+    def flatten(self) -> "Array":
+        """A one-dimensional copy (NumPy's flatten)."""
+        return _OPS["reshape"](self, (-1,), copy=True)
+
+    def ravel(self) -> "Array":
+        """This array as one dimension (a view where it can be): gp.reshape(x, (-1,))."""
+        return _OPS["reshape"](self, (-1,))
+
+    def transpose(self, *axes) -> "Array":
+        """The axes reversed, or permuted as ``axes`` (NumPy's, not torch's two-axis swap; see
+        swapaxes): gp.permute_dims."""
+        axes = tuple(reversed(range(self.ndim))) if not axes else _shape_args("transpose", axes)
+        if len(axes) != self.ndim:
+            raise ValueError(f"Array.transpose: axes {axes} must name each of the {self.ndim} "
+                             "axes once (to exchange two axes, use swapaxes)")
+        return _OPS["permute_dims"](self, axes)
+
+    def swapaxes(self, axis1: int, axis2: int) -> "Array":
+        """Axes ``axis1`` and ``axis2`` exchanged (torch's transpose(d0, d1))."""
+        axes = list(range(self.ndim))
+        for a in (axis1, axis2):
+            if not -self.ndim <= a < self.ndim:
+                raise IndexError(f"Array.swapaxes: axis {a} is out of bounds for an array of "
+                                 f"dimension {self.ndim}")
+        axes[axis1], axes[axis2] = axes[axis2], axes[axis1]
+        return _OPS["permute_dims"](self, tuple(axes))
+
+    def squeeze(self, axis=None) -> "Array":
+        """The axes of length one removed (``axis``: only those): gp.squeeze."""
+        if axis is None:
+            axis = tuple(i for i, n in enumerate(self.shape) if n == 1)
+        return _OPS["squeeze"](self, axis=axis)
+
+    def clip(self, min=None, max=None) -> "Array":   # noqa: A002 (NumPy's names)
+        """Each element limited to [min, max]: gp.clip."""
+        return _OPS["clip"](self, min, max)
+
+    def copy(self) -> "Array":
+        """A copy of the data on the same device (differentiable, as torch's clone)."""
+        if self.requires_grad:   # positive: a fresh buffer, and a node whose gradient passes
+            return _OPS["positive"](self)
+        return _OPS["asarray"](self, copy=True)
+
+    def numpy(self):
+        """The data as a NumPy array on the host (torch's; a sync point): numpy.asarray(x)."""
+        return self.__array__()
+
     # ---- devices ------------------------------------------------------------------------
     def to_device(self, device, /, *, stream=None) -> "Array":
         """A copy of this array on ``device`` (the same array when it is already there)."""
@@ -311,6 +433,38 @@ class Array:
 
 
 _OPERANDS = (Array, *_SCALARS)
+
+
+def _axis_kw(op: str, axis, keepdims: bool, kw: dict, torch_dim: bool = True) -> tuple:
+    """A method's (axis, keepdims) from NumPy's keywords or torch's dim/keepdim (``torch_dim``:
+    where torch's method means the same; else they raise, naming the difference)."""
+    if kw:
+        dim, keepdim = kw.pop("dim", None), kw.pop("keepdim", None)
+        if kw:
+            raise TypeError(f"Array.{op}: unexpected keyword argument {next(iter(kw))!r}")
+        if not torch_dim:
+            why = ("returns (values, indices) in torch; here it is NumPy's: the values (use "
+                   "argmax/argmin for the indices)" if op in ("max", "min") else
+                   "is unbiased by default in torch; here it is NumPy's: ddof=0 unless given")
+            raise TypeError(f"Array.{op}: dim=/keepdim= are torch's keywords, and {op}(dim=) "
+                            f"{why}; use axis= and keepdims=")
+        if dim is not None:
+            if axis is not None:
+                raise TypeError(f"Array.{op}: got both axis and dim")
+            axis = dim
+        if keepdim is not None:
+            keepdims = keepdim
+    return (tuple(axis) if isinstance(axis, list) else axis), bool(keepdims)
+
+
+def _shape_args(op: str, args: tuple) -> tuple:
+    """``f(2, 3)`` or ``f((2, 3))`` as the tuple (2, 3)."""
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        args = tuple(args[0])
+    for a in args:
+        if not isinstance(a, int) and not hasattr(a, "__index__"):
+            raise TypeError(f"Array.{op}: expected integers, got {type(a).__name__}")
+    return tuple(int(a) for a in args)
 
 
 def _unpickle(host, dtype: str, device: str, requires_grad: bool) -> Array:
