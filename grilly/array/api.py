@@ -17,6 +17,7 @@ from .dtypes import (  # noqa: F401
     DType, bfloat16, bool, can_cast, complex64, complex128, finfo, float16, float32, float64, iinfo,
     int8, int16, int32, int64, isdtype, result_type, uint8, uint16, uint32, uint64,
 )
+from .einsum import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403
 from .host import device_stats, profile_report, reset_peak_memory_stats  # noqa: F401
 from .indexing import *  # noqa: F401,F403
