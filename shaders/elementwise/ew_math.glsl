@@ -20,6 +20,36 @@ float nextafter_(float x, float y) {
     u = ((y > x) == (x > 0.0)) ? u + 1u : u - 1u;
     return uintBitsToFloat(u);
 }
+// fmod(x, y) exactly (its magnitude |x| mod |y|, x's sign), as C and NumPy compute it, for
+// finite x and finite nonzero y: integer long division of the significands, read from the bits
+// (subnormals included, also on a device whose float arithmetic flushes them). A float quotient
+// cannot do it: floor(x / y) rounds once |x / y| passes 2^24 (2^53 in double), and y * q is
+// not exact, so x - y * floor(x / y) was off by up to |y| (remainder(7.8e37, 4e21) came out
+// -9.4e21, negative and larger than the divisor).
+float fmod_f(float x, float y) {
+    uint ux = floatBitsToUint(x), ax = ux & 0x7fffffffu, ay = floatBitsToUint(y) & 0x7fffffffu;
+    if (ax < ay) return x;
+    int ex = int(ax >> 23), ey = int(ay >> 23);
+    // x = mx 2^(ex - 150), y = my 2^(ey - 150) (a subnormal's exponent field read as 1)
+    uint mx = ex == 0 ? ax : (ax & 0x7fffffu) | 0x800000u;
+    uint my = ey == 0 ? ay : (ay & 0x7fffffu) | 0x800000u;
+    ex = max(ex, 1);
+    ey = max(ey, 1);
+    uint r = mx % my;
+    for (int d = ex - ey; d > 0; d -= 8) {   // r < my < 2^24: eight bits a step fit in 32
+        int s = min(d, 8);
+        r = (r << uint(s)) % my;
+    }
+    // |fmod| = r 2^(ey - 150) < |y|: exact in float32
+    if (r == 0u) return uintBitsToFloat(ux & 0x80000000u);
+    int p = findMSB(r);
+    int be = ey + p - 23;                     // biased exponent if normal
+    uint bits = be >= 1 ? (uint(be) << 23) | ((r << uint(23 - p)) & 0x7fffffu)
+                        : r << uint(ey - 1);  // subnormal: r 2^(ey - 150) in units of 2^-149
+    return uintBitsToFloat((ux & 0x80000000u) | bits);
+}
+float fdiv_(float x, float y) { return div_f(x, y); }
+bool zero_(float x) { return (floatBitsToUint(x) & 0x7fffffffu) == 0u; }
 #endif
 
 #if IS_F16
@@ -47,7 +77,7 @@ float h16_value(uint h) {
 }
 float nextafter_h(float x, float y) {
     if (isnan(x) || isnan(y)) return x + y;
-    if (x == y) return y;
+    if (x == y) return x;   // NumPy's float16 nextafter (npy_half_nextafter): x, so (-0, +0) is -0
     if (x == 0.0) return copysign_(h16_value(1u), y);
     uint h = h16_bits(x);
     h = ((y > x) == (x > 0.0)) ? h + 1u : h - 1u;
@@ -70,6 +100,34 @@ double nextafter_(double x, double y) {
     u = ((y > x) == (x > 0.0)) ? u + 1ul : u - 1ul;
     return uint64BitsToDouble(u);
 }
+// fmod(x, y) exactly, for finite x and finite nonzero y (see fmod_f): r < my < 2^53, eleven
+// bits a step fit in 64
+double fmod_d(double x, double y) {
+    uint64_t ux = doubleBitsToUint64(x), ax = ux & 0x7fffffffffffffffUL;
+    uint64_t ay = doubleBitsToUint64(y) & 0x7fffffffffffffffUL;
+    if (ax < ay) return x;
+    int ex = int(ax >> 52), ey = int(ay >> 52);
+    uint64_t mx = ex == 0 ? ax : (ax & 0xfffffffffffffUL) | 0x10000000000000UL;
+    uint64_t my = ey == 0 ? ay : (ay & 0xfffffffffffffUL) | 0x10000000000000UL;
+    ex = max(ex, 1);
+    ey = max(ey, 1);
+    uint64_t r = mx % my;
+    for (int d = ex - ey; d > 0; d -= 11) {
+        int s = min(d, 11);
+        r = (r << uint64_t(s)) % my;
+    }
+    uint64_t sg = ux & 0x8000000000000000UL;
+    if (r == 0UL) return uint64BitsToDouble(sg);
+    uvec2 w = unpackUint2x32(r);
+    int p = w.y != 0u ? 32 + findMSB(w.y) : findMSB(w.x);
+    int be = ey + p - 52;
+    uint64_t bits = be >= 1 ? (uint64_t(be) << 52) | ((r << uint64_t(52 - p)) & 0xfffffffffffffUL)
+                            : r << uint64_t(ey - 1);
+    return uint64BitsToDouble(sg | bits);
+}
+double fmod_f(double x, double y) { return fmod_d(x, y); }
+double fdiv_(double x, double y) { return x / y; }
+bool zero_(double x) { return (doubleBitsToUint64(x) & 0x7fffffffffffffffUL) == 0UL; }
 #endif
 
 #if IS_F64
@@ -206,28 +264,25 @@ TC bin(int op, TC x, TC y) {
 #else
     case OP_DIVIDE: return x / y;
 #endif
+    // floor_divide and remainder as NumPy's divmod computes them (npy_divmod), from the
+    // exact fmod: the remainder is fmod, moved by y when its sign differs from y's (a zero
+    // takes y's sign); the quotient (x - fmod) / y, less one then, rounded to an integer.
+    // Non-finite operands and a zero divisor: x / y for floor_divide (the standard's
+    // special cases, as the CPU backend), NaN for remainder unless x is finite and y infinite.
     case OP_FLOOR_DIVIDE: {
-        if (y == TC(0)) return x / y;
-        // a finite x over an infinite y is a signed zero (the standard), not Python's -1
-        if (isinf(y) && !isinf(x) && !isnan(x)) return x / y;
-        TC q = floor(x / y);
-        // floor(x / y) may round across an integer; the remainder tells
-        TC r = x - q * y;
-        if (r != TC(0) && ((r < TC(0)) != (y < TC(0)))) q -= TC(1);
-        return q;
+        if (zero_(y) || isinf(x) || isnan(x) || isinf(y) || isnan(y)) return fdiv_(x, y);
+        TC m = fmod_f(x, y);
+        TC q = fdiv_(x - m, y);
+        if (!zero_(m) && signbit_(m) != signbit_(y)) q -= TC(1);
+        if (zero_(q)) return copysign_(TC(0), fdiv_(x, y));
+        TC f = floor(q);
+        return q - f > TC(0.5) ? f + TC(1) : f;
     }
     case OP_REMAINDER: {
-        if (y == TC(0) || isinf(x) || isnan(y)) return TC(0) / TC(0) + x;
-        if (isinf(y)) return (x == TC(0) || (x < TC(0)) == (y < TC(0))) ? x : y;
-#if IS_F64
-        TC r = x - y * floor(x / y);
-#else
-        // in double: q*y of two floats is exact there (the float32 variant needs shaderFloat64)
-        TC r = TC(double(x) - double(y) * floor(double(x) / double(y)));
-#endif
-        if (r != TC(0) && ((r < TC(0)) != (y < TC(0)))) r += y;
-        if (abs(r) >= abs(y)) r -= y;
-        return r == TC(0) ? copysign_(TC(0), y) : r;
+        if (zero_(y) || isinf(x) || isnan(x) || isnan(y)) return TC(0) / TC(0) + x + y;
+        TC m = isinf(y) ? x : fmod_f(x, y);
+        if (zero_(m)) return copysign_(TC(0), y);
+        return signbit_(m) != signbit_(y) ? m + y : m;
     }
     case OP_COPYSIGN: return copysign_(x, y);
     case OP_HYPOT: return hypot_(x, y);
