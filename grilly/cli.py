@@ -9,6 +9,18 @@ import json
 import sys
 
 
+def _device_info(b, d) -> dict:
+    """``b.info(d)``; a backend whose info raises (or returns no dict) is reported, not fatal:
+    one plugin's bug must not take ``grilly info`` down for every other backend."""
+    try:
+        got = b.info(d)
+    except Exception as e:
+        return {"info_error": f"info() raised {type(e).__name__}: {e}"}
+    if not isinstance(got, dict):
+        return {"info_error": f"info() returned a {type(got).__name__}, expected a dict"}
+    return got
+
+
 def info() -> dict:
     """Backends, their devices and what each device reports."""
     import grilly as gp
@@ -20,7 +32,8 @@ def info() -> dict:
     for name, b in registry.backends.items():
         devs = registry.devices_of(b)
         out["backends"][name] = {
-            "devices": {str(d): {"description": d.description, **b.info(d)} for d in devs},
+            "devices": {str(d): {"description": d.description, **_device_info(b, d)}
+                        for d in devs},
             **({"unavailable": b.unavailable_reason} if getattr(b, "unavailable_reason", "") else {}),
         }
     if registry.problems:   # plugins left out (failed to import, raised, duplicate names)

@@ -12,6 +12,9 @@ period (see docs/snn.md, "The seed API"):
 """
 from __future__ import annotations
 
+import numbers
+import operator
+
 import numpy as np
 
 from . import backends as _backends
@@ -35,6 +38,24 @@ def _lif(i, v, r, dt, tau_mem, v_thresh, v_rest, v_reset, r_mem, t_refrac):
     return v_out, r_out, gp.astype(spike, v.dtype)
 
 
+def _real(op: str, name: str, v) -> float:
+    """``v`` as a Python float, or a TypeError naming ``op`` and the argument: the seed's
+    scalar parameters (a 0-d or one-element numpy array counts as a number)."""
+    if isinstance(v, np.ndarray) and v.size == 1 and v.dtype.kind in "iuf":
+        v = v.reshape(()).item()
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        raise TypeError(f"{op}: {name} must be a real number, got {type(v).__name__}"
+                        + (f" of shape {v.shape}" if isinstance(v, np.ndarray) else ""))
+    return float(v)
+
+
+def _lif_params(op: str, p: dict) -> dict:
+    """The seed LIF's scalar parameters checked (TypeError/ValueError naming ``op``)."""
+    p = {k: _real(op, k, v) for k, v in p.items()}
+    _check_lif_params(op, p["dt"], p["tau_mem"], p["t_refrac"])
+    return p
+
+
 def _check_lif_params(op: str, dt: float, tau_mem: float, t_refrac: float) -> None:
     if not (dt > 0 and tau_mem > 0):
         raise ValueError(f"{op}: dt and tau_mem must be > 0, got dt={dt}, tau_mem={tau_mem}")
@@ -51,21 +72,40 @@ class Compute:
         self._closed = False
 
     # ---- plumbing --------------------------------------------------------------------------
-    def _in(self, a, op: str, name: str) -> Array:
+    def _check_open(self, op: str, owner: str | None = None) -> None:
         if self._closed:
-            raise RuntimeError(f"Compute.{op}: this Compute was cleaned up; create a new one")
+            who = owner or type(self).__name__
+            raise RuntimeError(f"{who}.{op}: this {who} was cleaned up; create a new one")
+
+    def _in(self, a, op: str, name: str, owner: str | None = None) -> Array:
+        """``a`` (numpy array, list, scalar, torch tensor or grilly Array) as a float32 Array
+        on this object's device: always a copy, so the caller's array is never aliased."""
+        self._check_open(op, owner)
+        where = f"{owner or type(self).__name__}.{op}"
         if isinstance(a, gp.Array):
             a = np.asarray(a.to_device("cpu"))
+        elif type(a).__module__.split(".")[0] == "torch":
+            a = a.detach().cpu().numpy()
+        if a is None:
+            raise TypeError(f"{where}: {name} must be a numeric array, got None")
         try:
-            arr = np.asarray(a, dtype=np.float32)
-        except (TypeError, ValueError) as e:
-            raise TypeError(f"Compute.{op}: {name} must be a numeric array, got "
-                            f"{type(a).__name__}") from e
+            arr = np.asarray(a)
+            if arr.dtype.kind == "c":
+                raise TypeError(f"{where}: {name} must be a numeric array of real values, got "
+                                f"dtype {arr.dtype}")
+            if arr.dtype.kind not in "biuf":
+                raise TypeError(f"{where}: {name} must be a numeric array, got "
+                                f"{type(a).__name__}")
+            arr = arr.astype(np.float32)
+        except ValueError as e:   # ragged lists
+            raise ValueError(f"{where}: {name} must be a rectangular numeric array: {e}") from e
         return gp.asarray(arr, device=self.device)
 
     @staticmethod
     def _out(x: Array) -> np.ndarray:
-        return np.asarray(x.to_device("cpu"))
+        """A numpy copy of ``x`` that shares no memory with the device (on the cpu device a
+        plain ``asarray`` would be a view of grilly's buffer)."""
+        return np.array(x.to_device("cpu"), copy=True)
 
     def cleanup(self) -> None:
         """Finish the device's queued work and close this object (later calls raise)."""
@@ -88,20 +128,25 @@ class Compute:
                  r_mem: float = 1.0, t_refrac: float = 2.0) -> tuple:
         """One LIF step for every neuron: (membrane, refractory, spikes) as numpy float32."""
         op = "lif_step"
-        _check_lif_params(op, dt, tau_mem, t_refrac)
+        p = _lif_params(f"{type(self).__name__}.{op}", dict(
+            dt=dt, tau_mem=tau_mem, v_thresh=v_thresh, v_rest=v_rest, v_reset=v_reset,
+            r_mem=r_mem, t_refrac=t_refrac))
         i = self._in(input, op, "input")
         v = self._in(membrane, op, "membrane")
         r = self._in(refractory, op, "refractory")
         if not i.shape == v.shape == r.shape:
             raise ValueError(f"Compute.lif_step: input {i.shape}, membrane {v.shape} and "
                              f"refractory {r.shape} must have one shape")
-        v, r, s = _lif(i, v, r, dt, tau_mem, v_thresh, v_rest, v_reset, r_mem, t_refrac)
+        v, r, s = _lif(i, v, r, **p)
         return self._out(v), self._out(r), self._out(s)
 
     def hebbian_learning(self, weights, pre_activity, post_activity, learning_rate: float = 0.01,
                          weight_decay: float = 0.0) -> np.ndarray:
         """Plain Hebbian step W + lr <post (x) pre> - weight_decay W (batch/time averaged)."""
         op = "hebbian_learning"
+        where = f"{type(self).__name__}.{op}"
+        learning_rate = _real(where, "learning_rate", learning_rate)
+        weight_decay = _real(where, "weight_decay", weight_decay)
         w = self._in(weights, op, "weights")
         pre = _flat(self._in(pre_activity, op, "pre_activity"))
         post = _flat(self._in(post_activity, op, "post_activity"))
@@ -115,6 +160,11 @@ class Compute:
         """Pair-based STDP over spike trains (T, n) or (T, batch, n), traces starting at 0;
         a 1-D pair is one step. Returns the new weights."""
         op = "stdp_learning"
+        where = f"{type(self).__name__}.{op}"
+        dt, A_plus, A_minus, tau_plus, tau_minus, w_min, w_max = (
+            _real(where, n, v) for n, v in (("dt", dt), ("A_plus", A_plus), ("A_minus", A_minus),
+                                            ("tau_plus", tau_plus), ("tau_minus", tau_minus),
+                                            ("w_min", w_min), ("w_max", w_max)))
         w = self._in(weights, op, "weights")
         pre = self._in(pre_spikes, op, "pre_spikes")
         post = self._in(post_spikes, op, "post_spikes")
@@ -144,7 +194,11 @@ class Compute:
     def layernorm(self, x, weight=None, bias=None, eps: float = 1e-5) -> np.ndarray:
         """Layer normalization over the last axis, then weight * . + bias."""
         op = "layernorm"
+        eps = _real(f"{type(self).__name__}.{op}", "eps", eps)
         xi = self._in(x, op, "x")
+        if xi.ndim == 0:
+            raise ValueError(f"{type(self).__name__}.layernorm: x needs at least 1 dimension "
+                             "(it is normalized over its last axis), got a 0-D array")
         w = None if weight is None else self._in(weight, op, "weight")
         b = None if bias is None else self._in(bias, op, "bias")
         return self._out(F.layer_norm(xi, xi.shape[-1], w, b, eps))
@@ -172,18 +226,26 @@ class SNNCompute:
     def __init__(self, n_neurons: int, dt: float = 0.001, tau_mem: float = 20.0,
                  v_thresh: float = 1.0, *, v_rest: float = 0.0, v_reset: float = 0.0,
                  r_mem: float = 1.0, t_refrac: float = 2.0, device=None) -> None:
-        if isinstance(n_neurons, bool) or not isinstance(n_neurons, int) or n_neurons < 1:
-            raise ValueError(f"SNNCompute: n_neurons must be an int >= 1, got {n_neurons!r}")
-        _check_lif_params("SNNCompute", dt, tau_mem, t_refrac)
-        self.n_neurons = n_neurons
-        self.params = dict(dt=dt, tau_mem=tau_mem, v_thresh=v_thresh, v_rest=v_rest,
-                           v_reset=v_reset, r_mem=r_mem, t_refrac=t_refrac)
+        try:
+            if isinstance(n_neurons, bool):
+                raise TypeError
+            n = operator.index(n_neurons)   # int, numpy integer
+        except TypeError:
+            raise TypeError(f"SNNCompute: n_neurons must be an int >= 1, got "
+                            f"{type(n_neurons).__name__} {n_neurons!r}") from None
+        if n < 1:
+            raise ValueError(f"SNNCompute: n_neurons must be an int >= 1, got {n}")
+        self.n_neurons = n
+        self.params = _lif_params("SNNCompute", dict(
+            dt=dt, tau_mem=tau_mem, v_thresh=v_thresh, v_rest=v_rest, v_reset=v_reset,
+            r_mem=r_mem, t_refrac=t_refrac))
         self._compute = Compute(device)
         self.device = self._compute.device
         self.reset()
 
     def reset(self) -> None:
         """Membrane at v_rest, no neuron refractory."""
+        self._compute._check_open("reset", "SNNCompute")
         shape = (self.n_neurons,)
         self.membrane = gp.full(shape, float(self.params["v_rest"]), dtype=gp.float32,
                                 device=self.device)
@@ -191,27 +253,29 @@ class SNNCompute:
 
     def process(self, input) -> np.ndarray:
         """One time step with input current (n_neurons,): the spikes (float32 0/1)."""
-        i = self._compute._in(input, "process", "input")
+        i = self._compute._in(input, "process", "input", "SNNCompute")
         if i.shape != (self.n_neurons,):
             raise ValueError(f"SNNCompute.process: input must have shape ({self.n_neurons},), "
                              f"got {i.shape}")
-        p = self.params
-        self.membrane, self.refractory, s = _lif(
-            i, self.membrane, self.refractory, p["dt"], p["tau_mem"], p["v_thresh"], p["v_rest"],
-            p["v_reset"], p["r_mem"], p["t_refrac"])
+        self.membrane, self.refractory, s = _lif(i, self.membrane, self.refractory,
+                                                 **self.params)
         return Compute._out(s)
 
     def get_state(self) -> dict:
         """{'membrane': ..., 'refractory': ...} as numpy float32 copies."""
+        self._compute._check_open("get_state", "SNNCompute")
         return {"membrane": Compute._out(self.membrane),
                 "refractory": Compute._out(self.refractory)}
 
     def set_state(self, state: dict) -> None:
         """Restore a state from ``get_state``."""
-        if not isinstance(state, dict) or set(state) != {"membrane", "refractory"}:
+        if not isinstance(state, dict):
+            raise TypeError("SNNCompute.set_state: expected a dict with exactly 'membrane' and "
+                            f"'refractory' (from get_state), got {type(state).__name__}")
+        if set(state) != {"membrane", "refractory"}:
             raise ValueError("SNNCompute.set_state: expected a dict with exactly 'membrane' and "
-                             f"'refractory', got {sorted(state) if isinstance(state, dict) else state!r}")
-        new = {k: self._compute._in(v, "set_state", k) for k, v in state.items()}
+                             f"'refractory', got {sorted(map(str, state))}")
+        new = {k: self._compute._in(v, "set_state", k, "SNNCompute") for k, v in state.items()}
         for k, v in new.items():
             if v.shape != (self.n_neurons,):
                 raise ValueError(f"SNNCompute.set_state: {k} must have shape ({self.n_neurons},), "

@@ -104,18 +104,26 @@ def composed_forward(x: Array, mem0: Array, beta: Array, thr: Array, reset: str,
     return _stack(spikes, x), u, tr, s
 
 
+def _abs(v: Array) -> Array:
+    """|v| for the surrogates: the device's abs, or maximum(v, -v) where it has none (abs is an
+    optional kernel; a composition may use only required and composed ones). The surrogates
+    see the same values either way: a signed zero or a NaN gives the same result."""
+    gp = _dispatch.ns
+    return gp.abs(v) if "abs" in v.device.kernels else gp.maximum(v, -v)
+
+
 def _surrogate_grad(kind: str, a: float, v: Array) -> Array:
     """The surrogate derivative at v, written as grilly.nn.snn.surrogate writes it."""
     gp = _dispatch.ns
     if kind == "atan":
         return (a / 2) / (1.0 + gp.square((math.pi / 2 * a) * v))
     if kind == "fast_sigmoid":
-        return 1.0 / gp.square(a * gp.abs(v) + 1.0)
+        return 1.0 / gp.square(a * _abs(v) + 1.0)
     if kind == "sigmoid":
         h = (a / 2) * v
         return a / gp.square(gp.exp(h) + gp.exp(-h))
     if kind == "triangle":
-        return gp.maximum(1.0 - gp.abs(v) / a, 0.0) / a
+        return gp.maximum(1.0 - _abs(v) / a, 0.0) / a
     return gp.ones_like(v)
 
 

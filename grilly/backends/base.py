@@ -2,6 +2,22 @@
 from __future__ import annotations
 
 
+class KernelTable(dict):
+    """A device's kernels, ``{op name: callable}``, filled in place by the registry. Looking up
+    a kernel the device lacks (``device.kernels["to_host"]``) raises NotImplementedError naming
+    the op, the device and its backend, as the array layer's lookups do, not a bare KeyError;
+    ``get`` and ``in`` answer as for any dict."""
+
+    def __init__(self, device: "Device"):
+        super().__init__()
+        self._device = device
+
+    def __missing__(self, op):
+        d = self._device
+        raise NotImplementedError(f"{op}: not available on device {d}; backend "
+                                  f"{d.backend.name!r} provides no {op!r} kernel")
+
+
 class Device:
     """One place arrays live and run: a backend plus an index (``cpu``, ``vulkan:0``)."""
 
@@ -12,7 +28,7 @@ class Device:
         self.index = index
         self.description = description
         # op name -> kernel; filled (in place) by the registry whenever plugins change
-        self.kernels: dict = {}
+        self.kernels: dict = KernelTable(self)
 
     @property
     def name(self) -> str:

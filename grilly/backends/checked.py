@@ -10,6 +10,7 @@ the conformance kit and in tests, off by default.
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 
 import numpy as np
@@ -223,14 +224,67 @@ def check(backend, device, op: str, args: tuple, kwargs: dict, r) -> None:
         raise KernelResultError(f"{where} returned dtype {_dtype_name(r)}, expected {want}")
 
 
+def _describe(a) -> str:
+    """One argument of a kernel call, short: a buffer as its dtype and shape."""
+    if hasattr(a, "shape") and hasattr(a, "dtype"):
+        return f"{_dtype_name(a) or a.dtype} buffer {tuple(a.shape)}"
+    if isinstance(a, tuple) and a and all(hasattr(x, "shape") for x in a):
+        return "(" + ", ".join(map(_describe, a)) + ")"
+    r = repr(a)
+    return r if len(r) <= 40 else r[:37] + "..."
+
+
+def _signature_problem(fn, args, kwargs) -> str | None:
+    """Why ``fn``'s signature cannot take this call (None when it can, or cannot tell)."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    try:
+        sig.bind(*args, **kwargs)
+    except TypeError as e:
+        return f"the kernel's signature {sig} does not take this call ({e})"
+    return None
+
+
+def note_failure(backend, device, op: str, fn, args, kwargs, e: BaseException) -> None:
+    """Add a note to ``e`` (raised by the kernel ``fn``) naming the backend, the kernel, the
+    call and the contract's call, so a traceback that ends in numpy still says whose kernel it
+    was and what it was asked."""
+    if not hasattr(e, "add_note") or getattr(e, "_grilly_noted", False):
+        return
+    from .contract import KERNELS
+
+    call = ", ".join(_describe(a) for a in args)
+    call += "".join(f", {k}={_describe(v)}" for k, v in kwargs.items())
+    note = f"raised by backend {backend.name!r} kernel {op!r} on {device}, called as {op}({call})"
+    k = KERNELS.get(op)
+    if k is not None:
+        note += f"; the contract's call: {op}{k.call}"
+    if isinstance(e, TypeError):
+        why = _signature_problem(fn, args, kwargs)
+        if why:
+            note += f"; {why}"
+    e.add_note(note)
+    try:
+        e._grilly_noted = True
+    except AttributeError:
+        pass
+
+
 def wrap(backend, device, op: str, fn):
     """``fn`` with its every result checked (``sole_owner`` as it is: it answers from reference
-    counts, which a wrapper's own references would change)."""
+    counts, which a wrapper's own references would change); an exception it raises keeps its
+    type and gets a note naming the backend, the kernel and the call."""
     if op == "sole_owner":
         return fn
     @functools.wraps(fn)
     def checked(*args, **kwargs):
-        r = fn(*args, **kwargs)
+        try:
+            r = fn(*args, **kwargs)
+        except Exception as e:
+            note_failure(backend, device, op, fn, args, kwargs, e)
+            raise
         check(backend, device, op, args, kwargs, r)
         return r
 

@@ -356,6 +356,63 @@ def names(tier: str | None = None, family: str | None = None) -> tuple:
                  if (tier is None or k.tier == tier) and (family is None or k.family == family))
 
 
+def arity(op: str) -> tuple[int, int] | None:
+    """(fewest, most) positional arguments the array layer passes ``op``'s kernel, read from its
+    call (``[...]``: arguments passed only sometimes; ``name=default``: may be left out); None
+    where the call is described elsewhere (``see docs/...``). Elementwise kernels take
+    ``out_shape, out_dtype`` and one buffer per operand."""
+    if op in ELEMENTWISE_OPS:
+        n = 3 if op in UNARY_OPS else 4
+        return n, n
+    call = KERNELS[op].call
+    if not call.startswith("("):
+        return None
+    depth = square = 0
+    fewest = most = 0
+    arg, seen = "", False
+    for c in call[1:]:
+        if depth == 0 and c in ",)]" or depth == 0 and c == "[":
+            if arg.strip():
+                most += 1
+                fewest += 0 if (square or "=" in arg) else 1
+            arg = ""
+            if c == ")":
+                seen = True
+                break
+            if c == "[":
+                square += 1
+            elif c == "]":
+                square -= 1
+            continue
+        depth += c == "("
+        depth -= c == ")"
+        arg += c
+    return (fewest, most) if seen else None
+
+
+def signature_problem(op: str, fn) -> str | None:
+    """Why the kernel ``fn`` cannot take the calls the contract makes of ``op`` (None when it
+    can, or when its signature or the call cannot be read)."""
+    import inspect
+
+    n = arity(op) if op in KERNELS else None
+    if n is None:
+        return None
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    for k in sorted(set(n)):
+        try:
+            sig.bind(*range(k))
+        except TypeError as e:
+            many = f"{n[0]} to {n[1]}" if n[0] != n[1] else f"{n[0]}"
+            return (f"kernel {op!r} has the signature {sig}, which cannot take the {k} positional "
+                    f"arguments of the contract's call {op}{KERNELS[op].call.split(' -> ')[0]} "
+                    f"({many} arguments; {e})")
+    return None
+
+
 def status(kernels: dict) -> dict:
     """Per contract kernel: 'provided', 'composed' (absent, composition used) or 'missing'."""
     out = {}

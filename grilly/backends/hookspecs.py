@@ -19,8 +19,10 @@ def grilly_backends() -> list:
 
 @hookspec
 def grilly_kernels(backend: str) -> dict:
-    """Return extra or overriding kernels {op name: callable} for the backend named ``backend``.
+    """Return extra kernels {op name: callable} for the backend named ``backend``.
 
-    Later-registered plugins win, so a plugin can replace a built-in kernel or give a fused
-    kernel for an op the array layer would otherwise compose.
+    A plain dict may only add kernels the backend lacks (a fused kernel for an op the array
+    layer would otherwise compose); replacing a kernel another plugin provides needs
+    ``grilly.backends.overrides({...})`` (logged; later plugins' overrides win). A plain dict
+    that would replace one is refused with a warning (docs/backends.md).
     """

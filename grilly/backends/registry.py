@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import types
 import warnings
 from importlib.metadata import entry_points
 
@@ -29,6 +30,26 @@ class Overrides(dict):
 def overrides(kernels: dict) -> Overrides:
     """Mark ``kernels`` as deliberate replacements of existing kernels."""
     return Overrides(kernels)
+
+
+def _plugin_name(plugin) -> str:
+    """A readable default name for a plugin registered without one (pluggy's default is the
+    object's id): the module's name, or the object's class and address."""
+    if isinstance(plugin, types.ModuleType):
+        return plugin.__name__
+    cls = type(plugin) if not isinstance(plugin, type) else plugin
+    return f"{cls.__module__}.{cls.__qualname__} at {id(plugin):#x}"
+
+
+def backend_name_problem(name) -> str | None:
+    """Why ``name`` cannot name a backend (None when it can): devices are named ``NAME`` or
+    ``NAME:INDEX``, so a backend name is a non-empty string without ':' or spaces."""
+    if not isinstance(name, str) or not name:
+        return f"backend name {name!r} is not a non-empty string"
+    if ":" in name or name != name.strip() or any(c.isspace() for c in name):
+        return (f"backend name {name!r} is not valid: devices are named NAME or NAME:INDEX, so a "
+                "backend name may hold no ':' and no spaces")
+    return None
 
 
 class Registry:
@@ -98,10 +119,30 @@ class Registry:
         ``grilly_backends`` raises is recorded as a problem and provides nothing."""
         out = []
         for impl in self.pm.hook.grilly_backends.get_hookimpls():
+            who = impl.plugin_name
             try:
-                out.append((impl.plugin_name, list(impl.function() or ())))
+                got = impl.function()
             except Exception as e:
-                self._problem(impl.plugin_name, f"grilly_backends() raised {type(e).__name__}: {e}")
+                self._problem(who, f"grilly_backends() raised {type(e).__name__}: {e}")
+                continue
+            if isinstance(got, Backend) or not isinstance(got, (list, tuple, type(None))):
+                self._problem(who, "grilly_backends() must return a list of Backend objects, got "
+                                   f"{type(got).__name__}")
+                continue
+            good = []
+            for b in got or ():
+                if not isinstance(b, Backend):
+                    what = (f"the class {b.__name__} (an instance is needed)"
+                            if isinstance(b, type) else f"a {type(b).__name__}")
+                    self._problem(who, "grilly_backends() returned "
+                                       f"{what}, expected grilly.backends.Backend instances")
+                    continue
+                bad = backend_name_problem(b.name)
+                if bad is not None:
+                    self._problem(who, bad)
+                    continue
+                good.append(b)
+            out.append((who, good))
         return out
 
     def devices_of(self, b: Backend) -> list[Device]:
@@ -118,23 +159,51 @@ class Registry:
         another plugin already provides is a ValueError naming both."""
         self.load()
         with self._lock:
-            self.pm.register(plugin, name=name)
+            if self.pm.is_registered(plugin):
+                raise ValueError(f"register: plugin {self.pm.get_name(plugin)!r} is already "
+                                 "registered; unregister it first")
+            if name is not None and self.pm.has_plugin(name):
+                raise ValueError(f"register: a plugin named {name!r} is already registered "
+                                 f"({self.pm.get_plugin(name)!r}); unregister it or pick another "
+                                 "name")
+            self.pm.register(plugin, name=name or _plugin_name(plugin))
             who = self.pm.get_name(plugin)
             impl = getattr(plugin, "grilly_backends", None)
             try:
-                names = [b.name for b in (impl() or ())] if callable(impl) else []
+                got = impl() if callable(impl) else None
+                names = [b.name for b in got or ()] if isinstance(got, (list, tuple)) else []
             except Exception:   # recorded (and warned about) by the rebuild below
                 names = []
-            taken = [n for n in names if n in self._origin and self._origin[n] != who]
-            if taken:
+            problem = next((p for p in map(backend_name_problem, names) if p), None)
+            if problem is None:
+                dup = next((n for n in names if names.count(n) > 1), None)
+                taken = [n for n in names if n in self._origin and self._origin[n] != who]
+                if dup is not None:
+                    problem = f"register: plugin {who!r} provides two backends named {dup!r}"
+                elif taken:
+                    problem = (f"register: backend {taken[0]!r} of plugin {who!r} is already "
+                               f"provided by {self._origin[taken[0]]!r}; unregister that first")
+            if problem is not None:
                 self.pm.unregister(plugin)
-                raise ValueError(f"register: backend {taken[0]!r} of plugin {who!r} is already "
-                                 f"provided by {self._origin[taken[0]]!r}; unregister that first")
-            self.rebuild()
+                raise ValueError(problem if problem.startswith("register:")
+                                 else f"register: plugin {who!r}: {problem}")
+            try:
+                self.rebuild()
+            except BaseException:   # the tables as they were: a half-built rebuild helps no one
+                self.pm.unregister(plugin)
+                self.rebuild()
+                raise
 
     def unregister(self, plugin=None, name: str | None = None) -> None:
         """Remove a plugin and rebuild the dispatch tables."""
         with self._lock:
+            if plugin is None and name is None:
+                raise ValueError("unregister: name the plugin (or pass the plugin object)")
+            known = (self.pm.is_registered(plugin) if plugin is not None
+                     else self.pm.has_plugin(name))
+            if not known:
+                raise ValueError(f"unregister: {name if plugin is None else plugin!r} is not a "
+                                 "registered plugin")
             self.pm.unregister(plugin, name=name)
             self.rebuild()
 
@@ -153,16 +222,34 @@ class Registry:
                                        f"{origin[b.name]!r}")
                     continue
                 backends[b.name], origin[b.name] = b, who
-        for b in self.backends.values():
-            if b.name not in backends:
-                for d in self.devices_of(b):
-                    d.kernels.clear()
         self.overridden = {}
-        for name, b in backends.items():
+        tables, devices = {}, {}
+        for name, b in list(backends.items()):   # a backend whose hooks misbehave is left out
             table = self._kernel_table(b, origin[name])
-            for d in self.devices_of(b):
+            devs = self.devices_of(b) if table is not None else None
+            if devs and [id(d) for d in devs] != [id(d) for d in self.devices_of(b)]:
+                self._problem(f"backend {name}", "devices() returned new Device objects on a "
+                              "second call; create them once and return the same ones every time "
+                              "(the registry fills their kernels in place)")
+                devs = None
+            if devs is not None and any(not isinstance(d, Device) or d.backend is not b
+                                        for d in devs):
+                self._problem(f"backend {name}", "devices() must return Device objects "
+                              "made with Device(backend, index) of this backend")
+                devs = None
+            if devs is None:
+                del backends[name]
+                continue
+            tables[name], devices[name] = table, devs
+        for b in self.backends.values():
+            if b.name not in backends or self.backends.get(b.name) is not backends[b.name]:
+                for d in self.devices_of(b):
+                    if isinstance(d, Device):
+                        d.kernels.clear()
+        for name, b in backends.items():
+            for d in devices[name]:
                 d.kernels.clear()
-                d.kernels.update(table)
+                d.kernels.update(tables[name])
                 if self.checked:   # after update: a device table may wrap what it stores
                     for op, fn in list(d.kernels.items()):
                         d.kernels[op] = checked.wrap(b, d, op, fn)
@@ -170,20 +257,35 @@ class Registry:
         if self._default is not None and self._default.backend.name not in backends:
             self._default = None
 
-    def _kernel_table(self, b: Backend, owner: str) -> dict:
+    def _kernel_table(self, b: Backend, owner: str) -> dict | None:
         """``b``'s kernels plus the ``grilly_kernels`` of every plugin, earliest first; another
-        plugin may add kernels, but replaces one only through ``overrides`` (logged)."""
-        table = dict(b.kernels())
+        plugin may add kernels, but replaces one only through ``overrides`` (logged). None (and
+        a problem recorded) when ``b.kernels()`` raises or returns no mapping; a kernel that is
+        not callable is left out (a problem)."""
+        try:
+            table = dict(b.kernels())
+        except Exception as e:
+            self._problem(f"backend {b.name}", f"kernels() raised {type(e).__name__}: {e}")
+            return None
+        for op in [op for op, fn in table.items() if not callable(fn)]:
+            self._problem(f"backend {b.name} kernel {op!r}", f"is a {type(table[op]).__name__}, "
+                          "not a callable")
+            del table[op]
         source = dict.fromkeys(table, owner)
         for impl in self.pm.hook.grilly_kernels.get_hookimpls():
             who = impl.plugin_name
             try:
                 extra = impl.function(backend=b.name) or {}
+                items = list(extra.items())
             except Exception as e:
                 self._problem(who, f"grilly_kernels(backend={b.name!r}) raised "
                                    f"{type(e).__name__}: {e}")
                 continue
-            for op, fn in extra.items():
+            for op, fn in items:
+                if not callable(fn):
+                    self._problem(f"{who} kernel {op!r}", f"is a {type(fn).__name__}, not a "
+                                  "callable")
+                    continue
                 was = source.get(op)
                 if was is not None and was != who:
                     if not isinstance(extra, Overrides):
@@ -218,8 +320,10 @@ class Registry:
         name, _, idx = spec.partition(":")
         b = self.backends.get(name)
         if b is None:
-            raise ValueError(
-                f"device: unknown device {spec!r}; available: {[str(d) for d in self.devices()]}")
+            why = self.problems.get(f"backend {name}")
+            why = f" (backend {name!r} was left out: {why})" if why else ""
+            raise ValueError(f"device: unknown device {spec!r}{why}; available: "
+                             f"{[str(d) for d in self.devices()]}")
         devs = self.devices_of(b)
         if not devs:
             why = (getattr(b, "unavailable_reason", "") or self.problems.get(f"backend {name}")

@@ -21,6 +21,8 @@ def _pairs(params, fisher_info, anchors, op: str) -> list:
     if anchors is None:
         p = list(params) if isinstance(params, (list, tuple)) and params and \
             isinstance(params[0], (list, tuple)) else [params]
+        if len(p) == 2 and len(f) == 1 and all(np.ndim(t) > 0 for t in p):
+            p = [tuple(params)]   # one (current, consolidated) pair given as two lists
         if not all(isinstance(t, (list, tuple)) and len(t) == 2 for t in p):
             raise TypeError(f"Learning.{op}: without anchors, params must be a (current, "
                             "consolidated) pair or a list of such pairs")

@@ -178,7 +178,11 @@ class Attention(MultiheadAttention):
 
     def forward(self, query, key=None, value=None, key_padding_mask=None, attn_mask=None,
                 is_causal: bool = False):
-        """The attended output (same shape as ``query``)."""
+        """The attended output (same shape as ``query``). numpy arrays and lists are taken
+        too (the seed's modules took numpy), placed on the device of the weights."""
+        dev = self.in_proj_weight.device
+        query, key, value = (t if t is None or isinstance(t, gp.Array) else
+                             gp.asarray(t, device=dev) for t in (query, key, value))
         key = query if key is None else key
         value = key if value is None else value
         return super().forward(query, key, value, key_padding_mask=key_padding_mask,

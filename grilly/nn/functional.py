@@ -113,7 +113,15 @@ def linear(input: Array, weight: Array, bias: Array | None = None) -> Array:
                          f"shape {weight.shape} (out_features, in_features)")
     if input.ndim < 2 or (bias is not None and bias.shape != (weight.shape[0],)):
         y = gp.matmul(input, gp.permute_dims(weight, (1, 0)))
-        return y if bias is None else y + bias
+        if bias is None:
+            return y
+        try:
+            gp.broadcast_shapes(y.shape, bias.shape)
+        except ValueError:
+            raise ValueError(f"linear: bias shape {bias.shape} does not broadcast to the output "
+                             f"shape {y.shape} (expected ({weight.shape[0]},), out_features)"
+                             ) from None
+        return y + bias
     input, weight, bias = _promoted(input, weight, bias)
     return _Linear.apply(input, weight, bias)
 
@@ -289,8 +297,15 @@ class _ReLU(Function):
 
 
 def relu(input: Array, inplace: bool = False) -> Array:
-    """max(x, 0)."""
-    return _ReLU.apply(input) if input.requires_grad else gp.maximum(input, 0.0)
+    """max(x, 0); integer arrays keep their dtype (as torch.relu)."""
+    if input.requires_grad:
+        return _ReLU.apply(input)
+    k = input.dtype.kind   # (the dtype's kind: no isdtype call on this hot path)
+    if k == "f":
+        return gp.maximum(input, 0.0)
+    if k in "iu":
+        return gp.maximum(input, 0)
+    raise TypeError(f"relu: input must have a real numeric dtype, got {input.dtype}")
 
 
 def relu6(input: Array, inplace: bool = False) -> Array:

@@ -60,3 +60,13 @@ def on(device, a, dtype=None):
 
     a = np.asarray(a) if dtype is None else np.asarray(a, dtype=dtype)
     return gp.asarray(a, device=device)
+
+
+def float_dtype(device) -> str:
+    """The float dtype a kit test that is not about dtypes runs in: float64 where ``device``
+    holds it, else float32 (a device without float64, such as Vulkan without shaderFloat64,
+    still runs the rules, errors and host round trips)."""
+    from grilly.array.dtypes import from_numpy
+
+    f64 = device.backend.supports_dtype(device, from_numpy(np.dtype(np.float64)))
+    return "float64" if f64 else "float32"

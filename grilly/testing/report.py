@@ -62,6 +62,8 @@ class Collector:
             rec["outcome"] = cat
             if msg:
                 rec["message"] = msg
+            if cat == "failed" and "reason" not in rec:
+                rec["reason"] = failure_reason(report)
         if report.when == "teardown":
             self.done += 1
             self._progress()
@@ -87,6 +89,22 @@ class Collector:
                 row["seconds"] = round(row["seconds"] + rec["seconds"], 2)
         total = out.pop("total", {**dict.fromkeys(COLUMNS, 0), "seconds": 0.0})
         return {**dict(sorted(out.items())), "total": total}
+
+
+def failure_reason(report) -> str:
+    """One line saying why a test failed: the exception pytest reports (its first line) and,
+    where checked mode noted it, which backend's kernel raised it and how it was called."""
+    crash = getattr(getattr(report, "longrepr", None), "reprcrash", None)
+    text = getattr(crash, "message", None) or str(report.longrepr).strip().splitlines()[-1:]
+    text = text if isinstance(text, str) else " ".join(text)
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    out = lines[0] if lines else ""
+    full = str(report.longrepr)
+    note = next((ln.strip().removeprefix("E").strip() for ln in full.splitlines()
+                 if ln.strip().removeprefix("E").strip().startswith("raised by backend ")), None)
+    if note and note not in out:
+        out += f" ({note})"
+    return out if len(out) <= 600 else out[:597] + "..."
 
 
 def _category(report) -> tuple[str | None, str]:
@@ -172,7 +190,8 @@ def run(device: str, json_path: str | None = None, xfails: str | None = None,
     print(f"missing optional kernels ({len(opt)}): {' '.join(opt) or '-'}")
     failed = [t for t, r in col.tests.items() if r["outcome"] == "failed"]
     for t in failed:
-        print(f"FAILED {t}")
+        reason = col.tests[t].get("reason")
+        print(f"FAILED {t}" + (f" - {reason}" if reason else ""))
     ran = sum(counts["total"].values())   # a run that ran nothing proves nothing
     status = 0 if not req and not failed and rc == 0 and ran else 1
     if json_path:

@@ -2,6 +2,8 @@
 requires_grad keywords) over the namespace."""
 from __future__ import annotations
 
+import operator
+
 from .. import random as _random
 from ..array import api as gp
 from ..array.array import Array
@@ -12,9 +14,15 @@ __all__ = ["tensor", "zeros", "randn"]
 def _shape(size: tuple, op: str) -> tuple:
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
-    if not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in size):
-        raise TypeError(f"{op}: the shape must be non-negative ints, got {size!r}")
-    return tuple(size)
+    try:   # ints and numpy integers (torch takes both); not bools, floats or strings
+        if any(isinstance(s, bool) for s in size):
+            raise TypeError
+        size = tuple(operator.index(s) for s in size)
+    except TypeError:
+        raise TypeError(f"{op}: the shape must be non-negative ints, got {size!r}") from None
+    if any(s < 0 for s in size):
+        raise ValueError(f"{op}: the shape must be non-negative ints, got {size!r}")
+    return size
 
 
 def _finish(x: Array, requires_grad: bool) -> Array:
@@ -22,7 +30,8 @@ def _finish(x: Array, requires_grad: bool) -> Array:
 
 
 def tensor(data, *, dtype=None, device=None, requires_grad: bool = False) -> Array:
-    """A new Array holding a copy of ``data`` (torch.tensor)."""
+    """A new Array holding a copy of ``data`` (torch.tensor); the dtype is ``gp.asarray``'s
+    (Python floats are float64, the Array API default, where torch makes float32)."""
     return _finish(gp.asarray(data, dtype=dtype, device=device, copy=True), requires_grad)
 
 

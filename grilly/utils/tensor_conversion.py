@@ -33,9 +33,9 @@ def to_vulkan(x, dtype=None) -> Array:
     """``x`` (numpy array, list, scalar, torch tensor or grilly Array) as a grilly Array on the
     Vulkan device (a copy in device memory; a torch CPU tensor is read through DLPack)."""
     dev = vulkan_device("to_vulkan")
-    if isinstance(x, Array):
-        x = x.to_device(dev) if x.device != dev else x
-        return x if dtype is None else gp.astype(x, dtype)
+    if isinstance(x, Array):   # always a new array, as documented (never the caller's own)
+        x = x.to_device(dev) if x.device != dev else gp.asarray(x, copy=True)
+        return x if dtype is None else gp.astype(x, dtype, copy=False)
     if _is_torch(x):
         x = from_torch(x.detach().cpu())
         return to_vulkan(x, dtype)
@@ -46,7 +46,8 @@ def from_vulkan(x) -> np.ndarray:
     """A grilly Array (on any device) as a numpy array on the host (a copy from the GPU)."""
     if not isinstance(x, Array):
         raise TypeError(f"from_vulkan: expected a grilly Array, got {type(x).__name__}")
-    return np.asarray(x.to_device("cpu"))
+    # a copy on every device: on cpu, asarray alone would be a view of the Array's buffer
+    return np.array(x.to_device("cpu"), copy=True)
 
 
 def from_torch(t) -> Array:

@@ -5,7 +5,7 @@ import functools
 import os
 import threading
 
-from ..base import Backend, Device
+from ..base import Backend, Device, KernelTable
 from ..contract import BFLOAT16_ELEMENTWISE
 from . import runtime
 from .locking import locked, with_ctx
@@ -16,13 +16,9 @@ _KIND_BY_DTYPE = {"float64": "shaderFloat64", "int64": "shaderInt64", "uint64": 
                   "float16": "storageBuffer16BitAccess", "complex128": "shaderFloat64"}
 
 
-class _Kernels(dict):
+class _Kernels(KernelTable):
     """A device's kernel table: every kernel runs under the device's lock, and creation kernels
     (which take no buffer; also any kernel marked ``takes_ctx``) get the device's context."""
-
-    def __init__(self, device):
-        super().__init__()
-        self._device = device
 
     def update(self, table=(), **kw):
         from .kernels import CREATION

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import grilly as gp
-from grilly.testing import assert_close, on
+from grilly.testing import assert_close, float_dtype, on
 
 K = pytest.mark.kernels
 _DTYPES = ["bool", "int8", "uint16", "int64", "float16", "float32", "float64", "complex64", "complex128"]
@@ -100,7 +100,7 @@ def test_repeat(device):
 
 @K("normalize_indices")
 def test_out_of_bounds(device):
-    x = on(device, np.arange(5.0))
+    x = on(device, np.arange(5.0, dtype=float_dtype(device)))
     with pytest.raises(IndexError):
         x[on(device, np.array([0, 5]))]
     with pytest.raises(IndexError):
