@@ -142,6 +142,34 @@ CASES = {
 }
 
 
+def _ri(z):
+    """A complex result as two real outputs (gradcheck's losses are real)."""
+    return gp.real(z), gp.imag(z)
+
+
+def _cx(x, y):
+    return x + y * 1j
+
+
+ft = gp.fft
+# the transforms (and imag): real inputs, complex ones built as x + iy, outputs split by _ri
+CASES.update({
+    "imag": (lambda x, y: gp.imag(_cx(x, y) * _cx(y, x)), [_a(3), _a(3)]),
+    "fft.fft": (lambda x, y: _ri(ft.fft(_cx(x, y), n=5, norm="ortho")), [_a((2, 4)), _a((2, 4))]),
+    "fft.fft/real": (lambda x: _ri(ft.fft(x, n=3, axis=0)), [_a((4, 2))]),
+    "fft.ifft": (lambda x, y: _ri(ft.ifft(_cx(x, y), n=6)), [_a(4), _a(4)]),
+    "fft.fftn": (lambda x, y: _ri(ft.fftn(_cx(x, y), s=(3, 2), norm="forward")),
+                 [_a((2, 3)), _a((2, 3))]),
+    "fft.ifftn": (lambda x, y: _ri(ft.ifftn(_cx(x, y), axes=(0,))), [_a((3, 2)), _a((3, 2))]),
+    "fft.rfft": (lambda x: _ri(ft.rfft(x, n=7)), [_a((2, 5))]),
+    "fft.rfftn": (lambda x: _ri(ft.rfftn(x, s=(2, 4), norm="ortho")), [_a((3, 5))]),
+    "fft.irfft": (lambda x, y: ft.irfft(_cx(x, y), n=5), [_a((2, 4)), _a((2, 4))]),
+    "fft.irfft/even": (lambda x, y: ft.irfft(_cx(x, y), norm="forward"), [_a(4), _a(4)]),
+    "fft.irfftn": (lambda x, y: ft.irfftn(_cx(x, y), s=(3, 4)), [_a((2, 3)), _a((2, 3))]),
+    "fft.fftshift": (lambda x: ft.fftshift(x, axes=0), [_a((5, 2))]),
+    "fft.ifftshift": (lambda x: ft.ifftshift(x), [_a((3, 4))]),
+})
+
 from test_autograd_linalg import CASES as _LINALG  # noqa: E402  (qr, svd, pinv, eig: gauge-free losses)
 
 CASES.update(_LINALG)
@@ -153,7 +181,7 @@ def test_rule_matches_finite_differences(name):
         pytest.fail(f"rule {name} has no gradcheck case")
     fn, inputs, *opts = CASES[name]
     base = name.split(".")[-1].split("/")[0]
-    owner = {"linalg": gp.linalg, "fused": _fused}.get(name.partition(".")[0], gp)
+    owner = {"linalg": gp.linalg, "fused": _fused, "fft": gp.fft}.get(name.partition(".")[0], gp)
     if base not in ("__getitem__", "__setitem__", "to_device") and not hasattr(owner, base):
         pytest.skip(f"{name} is not in the namespace yet")
     args = [gp.asarray(x) for x in inputs]

@@ -24,6 +24,17 @@ def default_device():
     return registry.default_device()
 
 
+def _default_device_key() -> str:
+    """This thread's default device as grilly.jit keys a graph on it (a creation op without
+    ``device=`` in a traced function made its array there)."""
+    from ..backends import registry
+
+    return str(registry.default_device())
+
+
+dispatch.mode_keys.append(_default_device_key)
+
+
 def set_default_device(device) -> None:
     """Set the default device (a Device or a name such as 'cpu' or 'vulkan:0'); None resets it."""
     from ..backends import registry

@@ -25,6 +25,8 @@ def _rg(a) -> bool:
 
 
 def _cj(a):
+    if isinstance(a, complex):   # a Python scalar operand (x * 1j)
+        return a.conjugate()
     return N.conj(a) if isinstance(a, Array) and a._dtype.kind == "c" else a
 
 
@@ -82,6 +84,11 @@ def _conj(g, out, x):
 
 def _real(g, out, x):
     return (g,)
+
+
+def _imag(g, out, x):
+    # imag(x) = (x - conj(x)) / 2i: a real g flows to the imaginary part (0 for real x)
+    return (g * 1j,)
 
 
 def _zero_unary(g, out, x):
@@ -275,11 +282,17 @@ def _matmul(g, out, x1, x2):
 
 def _vecdot(g, out, x1, x2, /, *, axis=-1):
     ge = N.expand_dims(g, axis=axis if axis < 0 else axis - max(x1.ndim, x2.ndim))
-    return (ge * x2 if _rg(x1) else None, ge * _cj(x1) if _rg(x2) else None)
+    # vecdot is sum(conj(x1) * x2): holomorphic in x2, antiholomorphic in x1
+    return (_cj(ge) * x2 if _rg(x1) else None, ge * x1 if _rg(x2) else None)
 
 
 def _matrix_transpose(g, out, x):
     return (_mT(g),)
+
+
+def _adj(a):
+    """The conjugate transpose of each matrix (the transpose of a real one)."""
+    return _cj(_mT(a))
 
 
 def _outer(g, out, x1, x2):
@@ -301,11 +314,11 @@ def _tensordot(g, out, x1, x2, /, *, axes=2):
     if _rg(x1):
         # g (f1, f2) . x2 over f2 -> (f1, a2-order); then put the axes back in x1's order
         # x2's remaining axes come in x2's order; each stands for its partner axis of x1
-        r = N.tensordot(g, x2, axes=(list(range(n1, n1 + n2)), f2))
+        r = N.tensordot(g, _cj(x2), axes=(list(range(n1, n1 + n2)), f2))
         order = f1 + [a1[a2.index(j)] for j in sorted(a2)]
         gx1 = N.permute_dims(r, tuple(order.index(i) for i in range(x1.ndim)))
     if _rg(x2):
-        r = N.tensordot(x1, g, axes=(f1, list(range(n1))))
+        r = N.tensordot(_cj(x1), g, axes=(f1, list(range(n1))))
         order = [a2[a1.index(j)] for j in sorted(a1)] + f2
         gx2 = N.permute_dims(r, tuple(order.index(i) for i in range(x2.ndim)))
     return (gx1, gx2)
@@ -328,36 +341,38 @@ def _det(g, out, x):
 
 
 def _slogdet(g, out, x):
-    glog = g[1]
-    ginv = _mT(N.linalg.inv(x))
+    gsign, glog = g
+    if x._dtype.kind == "c":
+        # the sign (a phase) is differentiable for complex x: PyTorch's slogdet_backward,
+        # conj(glog - i imag(gsign conj(sign))) inv(x)^H, with i imag(t) = (t - conj(t)) / 2
+        t = gsign * N.conj(out[0])
+        glog = glog + 0.5 * (t - N.conj(t))
+    ginv = _adj(N.linalg.inv(x))
     return (N.expand_dims(N.expand_dims(glog, axis=-1), axis=-1) * ginv,)
 
 
 def _solve(g, out, x1, x2):
     vec = x2.ndim == 1
-    gb = N.linalg.solve(_mT(x1), N.expand_dims(g, axis=-1) if vec else g)
+    gb = N.linalg.solve(_adj(x1), N.expand_dims(g, axis=-1) if vec else g)
     ga = None
     if _rg(x1):
         o = N.expand_dims(out, axis=-1) if vec else out
-        ga = -N.matmul(gb, _mT(o))
+        ga = -N.matmul(gb, _adj(o))
     if vec:
         gb = N.reshape(gb, gb.shape[:-1])
     return (ga, gb if _rg(x2) else None)
 
 
-def _phi(a):
-    """Lower triangle of ``a`` with its diagonal halved."""
-    n = a.shape[-1]
-    return N.tril(a) - 0.5 * a * N.eye(n, dtype=a.dtype, device=a.device)
-
-
 def _cholesky(g, out, x, /, *, upper=False):
-    low = _mT(out) if upper else out
-    gl = _mT(g) if upper else g
+    # upper=True returned L^H, so its gradient is g^H
+    low = _adj(out) if upper else out
+    gl = _adj(g) if upper else g
     linv = N.linalg.inv(low)
-    p = _phi(N.matmul(_mT(low), gl))
-    ga = N.matmul(N.matmul(_mT(linv), p), linv)
-    return (0.5 * (ga + _mT(ga)),)
+    # PyTorch's cholesky_backward: L^-H pi*(tril(L^H gL)) L^-1, pi*(X) = (X + X^H - diag X) / 2
+    # (Hermitian off the diagonal; a complex diagonal keeps its imaginary part, as PyTorch's)
+    p = N.tril(N.matmul(_adj(low), gl))
+    p = 0.5 * (p + _adj(N.tril(p, k=-1)))
+    return (N.matmul(N.matmul(_adj(linv), p), linv),)
 
 
 def _vector_norm(g, out, x, /, *, axis=None, keepdims=False, ord=2):
@@ -391,7 +406,7 @@ def _matrix_norm(g, out, x, /, *, keepdims=False, ord="fro"):
 def _eigh(g, out, x):
     w, v = out
     gw, gv = g
-    vt = _mT(v)
+    vt = _adj(v)
     d = N.expand_dims(w, axis=-2) - N.expand_dims(w, axis=-1)
     n = w.shape[-1]
     eye = N.eye(n, dtype=w.dtype, device=w.device)
@@ -399,7 +414,7 @@ def _eigh(g, out, x):
     inner = f * N.matmul(vt, gv)
     inner = inner + N.expand_dims(gw, axis=-2) * eye
     ga = N.matmul(N.matmul(v, inner), vt)
-    return (0.5 * (ga + _mT(ga)),)
+    return (0.5 * (ga + _adj(ga)),)
 
 
 # ---- manipulation -------------------------------------------------------------------------------
@@ -540,7 +555,7 @@ for _n in ("ceil", "floor", "trunc", "round", "sign"):
 RULES.update({
     "abs": (_abs, False),
     "negative": (_negative, False), "positive": (_positive, False), "conj": (_conj, False),
-    "real": (_real, False),
+    "real": (_real, False), "imag": (_imag, False),
     "add": (_add, False), "subtract": (_subtract, False), "multiply": (_multiply, False),
     "divide": (_divide, True), "pow": (_pow, True), "atan2": (_atan2, False),
     "hypot": (_hypot, True), "logaddexp": (_logaddexp, True),
@@ -661,8 +676,8 @@ def _topk(g, out, x, k, /, *, axis=-1, largest=True, sorted=True):
 
 
 def _cross(g, out, x1, x2, /, *, axis=-1):
-    return (N.linalg.cross(x2, g, axis=axis) if _rg(x1) else None,
-            N.linalg.cross(g, x1, axis=axis) if _rg(x2) else None)
+    return (N.linalg.cross(_cj(x2), g, axis=axis) if _rg(x1) else None,
+            N.linalg.cross(g, _cj(x1), axis=axis) if _rg(x2) else None)
 
 
 def _diagonal(g, out, x, /, *, offset=0):
@@ -679,7 +694,7 @@ def _matrix_power(g, out, x, n, /):
         return (N.zeros_like(x), None)
     base = x if n > 0 else N.linalg.inv(x)
     k = abs(n)
-    bt = _mT(base)
+    bt = _adj(base)
     powers = [None] * k  # powers[i] = bt ** i
     powers[0] = N.broadcast_to(N.eye(x.shape[-1], dtype=g.dtype, device=g.device), x.shape)
     for i in range(1, k):
@@ -699,7 +714,7 @@ def _svdvals(g, out, x):
 
 def _eigvalsh(g, out, x):
     _, v = N.linalg.eigh(x)
-    return (N.matmul(v * N.expand_dims(g, axis=-2), _mT(v)),)
+    return (N.matmul(v * N.expand_dims(g, axis=-2), _adj(v)),)
 
 
 def _matrix_norm_full(g, out, x, /, *, keepdims=False, ord="fro"):
@@ -734,6 +749,107 @@ RULES.update({
     "linalg.eigvalsh": (_eigvalsh, False), "linalg.matrix_norm": (_matrix_norm_full, True),
 })
 
+# ---- fft: each transform's adjoint is the opposite transform with the norm direction swapped ----
+_FFT_SWAP = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
+
+
+def _fft_axes(x, s, axes) -> tuple:
+    """The forward call's transformed axes (non-negative) and their sizes (s; -1 keeps x's)."""
+    if axes is None:
+        axes = tuple(range(x.ndim)) if s is None else tuple(range(x.ndim - len(s), x.ndim))
+    axes = tuple(normalize_axis(a, x.ndim, "backward") for a in axes)
+    sizes = ([x.shape[a] for a in axes] if s is None
+             else [x.shape[a] if v == -1 else v for v, a in zip(s, axes)])
+    return axes, sizes
+
+
+def _fft_fit(g, axes, sizes):
+    """``g`` cropped or zero-padded at the end along each of ``axes`` to ``sizes``."""
+    for ax, n in zip(axes, sizes):
+        m = g.shape[ax]
+        g = _slice(g, ax, 0, n) if m > n else _pad_axis(g, ax, 0, n - m) if m < n else g
+    return g
+
+
+def _c2c(g, x, axes, norm, inverse):
+    # y = c F P x (P crops/pads to s): x's gradient is P^T c F^H g, F^H the unnormalized
+    # opposite transform; c F^H is that transform with the norm direction swapped
+    f = N.fft.fftn if inverse else N.fft.ifftn
+    return (_fft_fit(f(g, axes=axes, norm=_FFT_SWAP[norm]), axes, [x.shape[a] for a in axes]),)
+
+
+def _r2c(g, x, axes, sizes, norm):
+    # y = (first n // 2 + 1 entries of) c F P x for real x: zero-pad g back to n, adjoint, real
+    last = axes[-1]
+    g = _pad_axis(g, last, 0, sizes[-1] - g.shape[last])
+    r = N.fft.ifftn(g, axes=axes, norm=_FFT_SWAP[norm])
+    return (N.real(_fft_fit(r, axes, [x.shape[a] for a in axes])),)
+
+
+def _c2r(g, x, axes, norm):
+    # PyTorch's fft_c2r_backward: the forward transform of g (norm swapped), halved spectrum,
+    # with the entries whose mirror images the forward filled in by symmetry counted twice
+    last = axes[-1]
+    n = g.shape[last]
+    r = N.fft.rfftn(g, axes=axes, norm=_FFT_SWAP[norm])
+    h = r.shape[last]
+    if n - h > 0:
+        w = [1.0] * h
+        w[1:1 + n - h] = [2.0] * (n - h)
+        shape = [1] * r.ndim
+        shape[last] = h
+        r = r * N.reshape(N.asarray(w, dtype=N.real(r).dtype, device=r.device), tuple(shape))
+    return (_fft_fit(r, axes, [x.shape[a] for a in axes]),)
+
+
+def _fft1(g, out, x, /, *, n=None, axis=-1, norm="backward"):
+    return _c2c(g, x, _fft_axes(x, None, (axis,))[0], norm, False)
+
+
+def _ifft1(g, out, x, /, *, n=None, axis=-1, norm="backward"):
+    return _c2c(g, x, _fft_axes(x, None, (axis,))[0], norm, True)
+
+
+def _fftn(g, out, x, /, *, s=None, axes=None, norm="backward"):
+    return _c2c(g, x, _fft_axes(x, s, axes)[0], norm, False)
+
+
+def _ifftn(g, out, x, /, *, s=None, axes=None, norm="backward"):
+    return _c2c(g, x, _fft_axes(x, s, axes)[0], norm, True)
+
+
+def _rfft1(g, out, x, /, *, n=None, axis=-1, norm="backward"):
+    return _r2c(g, x, *_fft_axes(x, None if n is None else (n,), (axis,)), norm)
+
+
+def _rfftn(g, out, x, /, *, s=None, axes=None, norm="backward"):
+    return _r2c(g, x, *_fft_axes(x, s, axes), norm)
+
+
+def _irfft1(g, out, x, /, *, n=None, axis=-1, norm="backward"):
+    return _c2r(g, x, _fft_axes(x, None, (axis,))[0], norm)
+
+
+def _irfftn(g, out, x, /, *, s=None, axes=None, norm="backward"):
+    return _c2r(g, x, _fft_axes(x, s, axes)[0], norm)
+
+
+def _fftshift(g, out, x, /, *, axes=None):
+    return (N.fft.ifftshift(g, axes=axes),)
+
+
+def _ifftshift(g, out, x, /, *, axes=None):
+    return (N.fft.fftshift(g, axes=axes),)
+
+
+RULES.update({
+    "fft.fft": (_fft1, False), "fft.ifft": (_ifft1, False), "fft.fftn": (_fftn, False),
+    "fft.ifftn": (_ifftn, False), "fft.rfft": (_rfft1, False), "fft.rfftn": (_rfftn, False),
+    "fft.irfft": (_irfft1, False), "fft.irfftn": (_irfftn, False),
+    "fft.fftshift": (_fftshift, False), "fft.ifftshift": (_ifftshift, False),
+})
+
+
 def rule_names() -> list:
     """Names of every op with a VJP rule."""
     return sorted(RULES)
@@ -742,10 +858,6 @@ def rule_names() -> list:
 # ---- decompositions: qr, svd, pinv, eig, eigvals --------------------------------------------------
 # Formulas follow PyTorch's FunctionsManual.cpp (svd, pinv, eig) and TensorFlow's QrGrad; the
 # matrix_rank output is an integer, so it has no rule.
-def _adj(a):
-    return _cj(_mT(a))
-
-
 def _rsolve_h(x, r):
     """``x @ inv(r)^H``, by solving ``r Z = x^H`` (no inverse formed)."""
     return _adj(N.linalg.solve(r, _adj(x)))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import sys
+import threading
 import weakref
 
 from ..array import core
@@ -22,6 +23,12 @@ from ..array.array import Array
 from . import mode
 
 __all__ = ["RemovableHandle", "backward", "grad", "register_hook", "retain_grad"]
+
+# a ``.grad`` is read, added to and written back under this lock: threads that backward
+# separate graphs through shared leaves (one model's parameters) each add their whole gradient,
+# as torch's AccumulateGrad does (without it, two threads read the same old .grad and one sum
+# was lost)
+_ACCUMULATE = threading.Lock()
 
 
 class Node:
@@ -123,7 +130,8 @@ def _node_hooks(n: Node, gs: list, create_graph: bool, ns) -> None:
                 continue
             if not create_graph:   # (torch's clone: the gradient flows on, and may be reused)
                 g = ns.asarray(detach(g), copy=True)
-            x.grad = g if x.grad is None else x.grad + g
+            with _ACCUMULATE:
+                x.grad = g if x.grad is None else x.grad + g
 
 
 def _ns():
@@ -345,17 +353,18 @@ def backward(tensors, grad_tensors=None, retain_graph: bool | None = None,
     for x, g in leaves.values():
         if not create_graph and g.requires_grad:
             g = detach(g)
-        if x.grad is None:
-            # leaves never share one gradient buffer: a gradient nothing else references (not
-            # another leaf's, nor a view of one, nor the caller's seed) is taken as it is,
-            # any other is copied
-            taken = create_graph or (_count(g) <= _LOOP_REFS and core.sole_owner(g))
-            x.grad = g if taken else ns.asarray(g, copy=True)
-        else:
-            x.grad = x.grad + g
-        h = _dispatch.hooks.grad_set
-        if h is not None:
-            h(x)
+        with _ACCUMULATE:
+            if x.grad is None:
+                # leaves never share one gradient buffer: a gradient nothing else references
+                # (not another leaf's, nor a view of one, nor the caller's seed) is taken as it
+                # is, any other is copied
+                taken = create_graph or (_count(g) <= _LOOP_REFS and core.sole_owner(g))
+                x.grad = g if taken else ns.asarray(g, copy=True)
+            else:
+                x.grad = x.grad + g
+            h = _dispatch.hooks.grad_set
+            if h is not None:
+                h(x)
 
 
 def _count(g) -> int:

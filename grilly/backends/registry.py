@@ -351,12 +351,19 @@ class Registry:
             else:
                 devs = self.devices()
                 d = max(devs, key=lambda d: (d.backend.priority + getattr(d, "rank", 0)))
-            self._default = d   # (threads racing here compute the same device)
+            with self._lock:
+                # kept only where no set_default_device came meanwhile (another thread's
+                # choice made while this one computed the automatic default is not undone)
+                if self._default is None:
+                    self._default = d
+                d = self._default
         return d
 
     def set_default_device(self, device) -> None:
         """Set the process-wide default device (every thread's, outside a device_scope)."""
-        self._default = None if device is None else self.device(device)
+        d = None if device is None else self.device(device)
+        with self._lock:
+            self._default = d
 
     def push_scope(self, device) -> Device:
         """Make ``device`` this thread's default until the matching pop_scope."""

@@ -144,9 +144,11 @@ def irfftn(x: Array, /, *, s: Sequence[int] | None = None, axes: Sequence[int] |
 def hfft(x: Array, /, *, n: int | None = None, axis: int = -1, norm: Norm = "backward") -> Array:
     """DFT of a signal with Hermitian symmetry (real spectrum of length n)."""
     x = _input(x, "hfft", False)
-    conj = dispatch.ns.conj
-    c = as_compute_array(x, _complex_of(x._dtype), x._device, "hfft")
-    return irfft(conj(c), n=n, axis=axis, norm=_SWAP[_norm(norm, "hfft")])
+    ns = dispatch.ns
+    cd = _complex_of(x._dtype)
+    # namespace calls throughout, so autograd records them (irfft and conj have rules)
+    c = x if x._dtype is cd else ns.astype(x, cd)
+    return irfft(ns.conj(c), n=n, axis=axis, norm=_SWAP[_norm(norm, "hfft")])
 
 
 def ihfft(x: Array, /, *, n: int | None = None, axis: int = -1, norm: Norm = "backward") -> Array:

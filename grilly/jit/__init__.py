@@ -89,6 +89,9 @@ class TracedFunction:
         self.traces = 0                             # how many times fn was traced
         self._last = None                           # the graph used by the latest call
         self._cache_lock = threading.Lock()         # calls from several threads share graphs
+        # one trace of this function at a time: threads making the same first call at once
+        # trace it once (the others replay that graph), not each its own copy
+        self._trace_lock = threading.Lock()
 
     def __get__(self, obj, objtype=None):
         """A method decorated with ``@grilly.jit`` binds like a function (``self`` is an argument
@@ -106,17 +109,35 @@ class TracedFunction:
         # grad mode and autocast change which kernels run, and so do the train/eval modes of
         # the modules the trace called (a replay must not apply Dropout after model.eval())
         key += (tuple(f() for f in _dispatch.mode_keys),)
+        hit = self._lookup(key)
+        if hit is not None:
+            return self._replay(hit, arrays)
+        with self._trace_lock:
+            hit = self._lookup(key)   # traced by another thread while this one waited
+            if hit is not None:
+                return self._replay(hit, arrays)
+            return self._trace(key, arrays, args, kwargs)
+
+    def _lookup(self, key):
+        """The cached (graph, rebuild) for ``key`` whose guards hold, or None."""
         with self._cache_lock:
             hits = self.graphs.get(key)
-            if hits is not None:
-                self.graphs.move_to_end(key)
-                hits = list(hits)
-        if hits is not None:
-            for graph, rebuild in hits:
-                if graph.guards_hold():
-                    self._last = graph
-                    outs = graph(*arrays)
-                    return rebuild(list(outs) if isinstance(outs, tuple) else [outs])
+            if hits is None:
+                return None
+            self.graphs.move_to_end(key)
+            hits = list(hits)
+        for graph, rebuild in hits:
+            if graph.guards_hold():
+                return graph, rebuild
+        return None
+
+    def _replay(self, hit, arrays):
+        graph, rebuild = hit
+        self._last = graph
+        outs = graph(*arrays)
+        return rebuild(list(outs) if isinstance(outs, tuple) else [outs])
+
+    def _trace(self, key, arrays, args, kwargs):
         tracer = Tracer()
         with tracer:
             for a in arrays:

@@ -240,6 +240,9 @@ def matrix_power(x: Array, n: int, /) -> Array:
     if x._dtype.kind == "b":
         raise TypeError("matrix_power: dtype bool is not supported; expected a numeric array")
     if n < 0:
+        if x._dtype.kind not in "fc":
+            raise TypeError(f"matrix_power: n={n} < 0 inverts x, which needs a floating-point "
+                            f"array; got dtype {x._dtype.name} (cast with astype first)")
         x, n = inv(x), -n
     if n == 0:
         return _eye_like(x)

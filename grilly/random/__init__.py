@@ -10,6 +10,7 @@ across devices up to each device's rounding of those functions.
 from __future__ import annotations
 
 import math
+import threading
 
 from ..array.array import Array
 from .philox import philox4x32
@@ -40,10 +41,23 @@ def _float_dtype(dtype, op: str):
     return d
 
 
+# a draw reads and advances a generator's counter as one step (threads sharing a generator, as
+# the module functions' default_generator, get disjoint blocks), and a seed or state is set
+# whole; the block count is computed before, so nothing runs while it is held
+_COUNTER = threading.Lock()
+
+
 def _device(device):
     from ..array.core import resolve_device
 
     return resolve_device(device)
+
+
+def _check_seed(seed) -> None:
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"Generator.manual_seed: seed must be an int, got {type(seed).__name__}")
+    if not 0 <= seed < 2 ** 64:
+        raise ValueError(f"Generator.manual_seed: seed must be in [0, 2**64), got {seed}")
 
 
 class Generator:
@@ -54,12 +68,10 @@ class Generator:
 
     def manual_seed(self, seed: int) -> "Generator":
         """Restart the stream with key ``seed`` (an int in [0, 2**64))."""
-        if isinstance(seed, bool) or not isinstance(seed, int):
-            raise TypeError(f"Generator.manual_seed: seed must be an int, got {type(seed).__name__}")
-        if not 0 <= seed < 2 ** 64:
-            raise ValueError(f"Generator.manual_seed: seed must be in [0, 2**64), got {seed}")
-        self._key = seed
-        self._counter = 0
+        _check_seed(seed)
+        with _COUNTER:
+            self._key = seed
+            self._counter = 0
         return self
 
     @property
@@ -68,13 +80,23 @@ class Generator:
 
     def get_state(self) -> tuple:
         """(seed, counter): everything that determines the next numbers."""
-        return (self._key, self._counter)
+        with _COUNTER:
+            return (self._key, self._counter)
 
     def set_state(self, state) -> None:
         """Restore a state from ``get_state``."""
         key, counter = state
-        self.manual_seed(int(key))
-        self._counter = int(counter)
+        key, counter = int(key), int(counter)
+        _check_seed(key)
+        with _COUNTER:
+            self._key, self._counter = key, counter
+
+    def _take(self, blocks: int) -> tuple:
+        """(key, first block) of a draw of ``blocks`` blocks; the counter moves past them."""
+        with _COUNTER:
+            start = self._counter
+            self._counter = (start + blocks) % 2 ** 64
+            return self._key, start
 
     # ---- raw words ----------------------------------------------------------------------------
     def _blocks(self, m: int, device):
@@ -93,14 +115,12 @@ class Generator:
         return _dispatch.host_op(self._advance, blocks, dev)
 
     def _advance(self, blocks: int, dev):
-        start = self._counter
-        self._counter = (start + blocks) % 2 ** 64
-        return random_bits.counter_array(start, self._key, dev)
+        key, start = self._take(blocks)
+        return random_bits.counter_array(start, key, dev)
 
     def _draw(self, m: int, device):
-        start = self._counter
-        self._counter = (start + m) % 2 ** 64
-        return random_bits.philox_blocks(m, start, self._key, _device(device))
+        key, start = self._take(m)
+        return random_bits.philox_blocks(m, start, key, _device(device))
 
     def random_raw(self, n: int, *, device=None):
         """``n`` uint32 words of the stream (1-D)."""
@@ -123,9 +143,8 @@ class Generator:
 
     def _draw_unit(self, n: int, dtype, device):
         # the words of random_raw(n) (float64: random_raw(2 n)), so the same counter advance
-        start = self._counter
-        self._counter = (start + random_bits.uniform_blocks(n, dtype)) % 2 ** 64
-        return random_bits.philox_uniform(n, start, self._key, dtype, _device(device))
+        key, start = self._take(random_bits.uniform_blocks(n, dtype))
+        return random_bits.philox_uniform(n, start, key, dtype, _device(device))
 
     def keep_scale(self, shape, p: float, scale: float, *, dtype=None, device=None):
         """Dropout's multiplier: ``scale`` where ``uniform(shape=shape, dtype=dtype)`` would give
@@ -147,10 +166,8 @@ class Generator:
 
     def _draw_keep_scale(self, n: int, p: float, scale: float, dtype, device):
         # _draw_unit's blocks and advance, so every mask is the one uniform() >= p gave
-        start = self._counter
-        self._counter = (start + random_bits.uniform_blocks(n, dtype)) % 2 ** 64
-        return random_bits.philox_dropout(n, start, self._key, p, scale, dtype,
-                                          _device(device))
+        key, start = self._take(random_bits.uniform_blocks(n, dtype))
+        return random_bits.philox_dropout(n, start, key, p, scale, dtype, _device(device))
 
     # ---- distributions -----------------------------------------------------------------------
     def uniform(self, low: float = 0.0, high: float = 1.0, shape=(), *, dtype=None,

@@ -209,6 +209,9 @@ class VulkanBackend(Backend):
             return dict.fromkeys(("submits", "dispatches", "uploads", "downloads", "held_bytes",
                                   "live_bytes", "peak_live_bytes"), 0)
         with device.lock:
+            # blocks that dying arrays queued while another thread held the lock are free:
+            # not live bytes (they stayed counted until the next alloc took them back)
+            ctx.pool.take_deferred()
             return {"submits": ctx.recorder.n_submits, "dispatches": ctx.recorder.n_dispatches,
                     "uploads": ctx.n_uploads, "downloads": ctx.n_downloads,
                     "held_bytes": ctx.pool.held, "live_bytes": ctx.pool.live,
@@ -219,6 +222,7 @@ class VulkanBackend(Backend):
         ctx = device._ctx
         if ctx is not None:
             with device.lock:
+                ctx.pool.take_deferred()
                 ctx.pool.peak = ctx.pool.live
 
     def profile(self, device: Device) -> dict:
@@ -243,6 +247,7 @@ class VulkanBackend(Backend):
         out["elementwise_fusion"] = wanted(device.phys)
         if device._ctx is not None:
             with device.lock:
+                device._ctx.pool.take_deferred()
                 out.update(pool_held_bytes=device._ctx.pool.held,
                            pool_live_bytes=device._ctx.pool.live, **stats)
         return out
