@@ -20,6 +20,24 @@ float nextafter_(float x, float y) {
     u = ((y > x) == (x > 0.0)) ? u + 1u : u - 1u;
     return uintBitsToFloat(u);
 }
+// v 2^(e - 150) with sign bit s, as float32 bits (v < 2^24; below the normal range the result
+// is built subnormal, exact where the shift drops no bits): no float arithmetic, which a device
+// without DenormPreserve (NVIDIA) would flush
+float pack_f(uint v, int e, uint s) {
+    if (v == 0u) return uintBitsToFloat(s);
+    int p = findMSB(v);
+    int be = e + p - 23;                     // biased exponent if normal
+    uint bits = be >= 1 ? (uint(be) << 23) | ((v << uint(23 - p)) & 0x7fffffu)
+                        : (e >= 1 ? v << uint(e - 1) : v >> uint(1 - e));
+    return uintBitsToFloat(s | bits);
+}
+// x 2^k from the bits (subnormal inputs and results included)
+float scale_bits_f(float x, int k) {
+    uint u = floatBitsToUint(x), a = u & 0x7fffffffu;
+    int e = int(a >> 23);
+    uint m = e == 0 ? a : (a & 0x7fffffu) | 0x800000u;
+    return pack_f(m, max(e, 1) + k, u & 0x80000000u);
+}
 // fmod(x, y) exactly (its magnitude |x| mod |y|, x's sign), as C and NumPy compute it, for
 // finite x and finite nonzero y: integer long division of the significands, read from the bits
 // (subnormals included, also on a device whose float arithmetic flushes them). A float quotient
@@ -40,13 +58,25 @@ float fmod_f(float x, float y) {
         int s = min(d, 8);
         r = (r << uint(s)) % my;
     }
-    // |fmod| = r 2^(ey - 150) < |y|: exact in float32
-    if (r == 0u) return uintBitsToFloat(ux & 0x80000000u);
-    int p = findMSB(r);
-    int be = ey + p - 23;                     // biased exponent if normal
-    uint bits = be >= 1 ? (uint(be) << 23) | ((r << uint(23 - p)) & 0x7fffffu)
-                        : r << uint(ey - 1);  // subnormal: r 2^(ey - 150) in units of 2^-149
-    return uintBitsToFloat((ux & 0x80000000u) | bits);
+    return pack_f(r, ey, ux & 0x80000000u);   // r 2^(ey - 150) < |y|: exact in float32
+}
+// The float arithmetic after the fmod, NumPy's (x - m) / y and m + y, with a divisor below
+// 2^-62 first scaled by 2^64 with its operands (from the bits): there a subnormal m, x or y
+// would read as 0 on a flushing device. Scaled, every nonzero operand is normal, and the
+// differences and sums, multiples of 2^-149 that NumPy either gets exactly (as subnormals)
+// or rounds to 24 bits, come out the same; a huge x (past 2^63) is not scaled: there
+// x - m rounds to x either way (|m| < |y| is below half its ulp).
+bool tiny_divisor_f(float x, float y) {
+    return (floatBitsToUint(y) & 0x7fffffffu) < (65u << 23)
+        && (floatBitsToUint(x) & 0x7fffffffu) < (190u << 23);
+}
+float divmod_q_(float x, float m, float y) {
+    if (!tiny_divisor_f(x, y)) return div_f(x - m, y);
+    return div_f(scale_bits_f(x, 64) - scale_bits_f(m, 64), scale_bits_f(y, 64));
+}
+float divmod_r_(float m, float y) {
+    if (!tiny_divisor_f(m, y)) return m + y;
+    return scale_bits_f(scale_bits_f(m, 64) + scale_bits_f(y, 64), -64);
 }
 float fdiv_(float x, float y) { return div_f(x, y); }
 bool zero_(float x) { return (floatBitsToUint(x) & 0x7fffffffu) == 0u; }
@@ -77,7 +107,7 @@ float h16_value(uint h) {
 }
 float nextafter_h(float x, float y) {
     if (isnan(x) || isnan(y)) return x + y;
-    if (x == y) return x;   // NumPy's float16 nextafter (npy_half_nextafter): x, so (-0, +0) is -0
+    if (x == y) return y;   // C99's (and NumPy's for float32/64): y, so (-0, +0) is +0
     if (x == 0.0) return copysign_(h16_value(1u), y);
     uint h = h16_bits(x);
     h = ((y > x) == (x > 0.0)) ? h + 1u : h - 1u;
@@ -127,6 +157,8 @@ double fmod_d(double x, double y) {
 }
 double fmod_f(double x, double y) { return fmod_d(x, y); }
 double fdiv_(double x, double y) { return x / y; }
+double divmod_q_(double x, double m, double y) { return (x - m) / y; }
+double divmod_r_(double m, double y) { return m + y; }
 bool zero_(double x) { return (doubleBitsToUint64(x) & 0x7fffffffffffffffUL) == 0UL; }
 #endif
 
@@ -272,7 +304,7 @@ TC bin(int op, TC x, TC y) {
     case OP_FLOOR_DIVIDE: {
         if (zero_(y) || isinf(x) || isnan(x) || isinf(y) || isnan(y)) return fdiv_(x, y);
         TC m = fmod_f(x, y);
-        TC q = fdiv_(x - m, y);
+        TC q = divmod_q_(x, m, y);
         if (!zero_(m) && signbit_(m) != signbit_(y)) q -= TC(1);
         if (zero_(q)) return copysign_(TC(0), fdiv_(x, y));
         TC f = floor(q);
@@ -282,7 +314,7 @@ TC bin(int op, TC x, TC y) {
         if (zero_(y) || isinf(x) || isnan(x) || isnan(y)) return TC(0) / TC(0) + x + y;
         TC m = isinf(y) ? x : fmod_f(x, y);
         if (zero_(m)) return copysign_(TC(0), y);
-        return signbit_(m) != signbit_(y) ? m + y : m;
+        return signbit_(m) != signbit_(y) ? divmod_r_(m, y) : m;
     }
     case OP_COPYSIGN: return copysign_(x, y);
     case OP_HYPOT: return hypot_(x, y);

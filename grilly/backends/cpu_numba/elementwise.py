@@ -189,8 +189,11 @@ def _unary(op: str, shape: tuple, od: np.dtype, a):
 
 def _binary(op: str, shape: tuple, od: np.dtype, a, b):
     if a.dtype == _F16:
-        if op == "nextafter":   # a float16 step, which float32 cannot take: NumPy's C loop
-            return np.nextafter(np.broadcast_to(a, shape), np.broadcast_to(b, shape))
+        if op == "nextafter":   # a float16 step, which float32 cannot take: NumPy's C loop,
+            # with x == y giving y as C99 and every other dtype (NumPy's float16 loop gives y
+            # before 2.4 and x from it: nextafter(-0, +0) would depend on NumPy's version)
+            a, b = np.broadcast_to(a, shape), np.broadcast_to(b, shape)
+            return np.where(a == b, b, np.nextafter(a, b))
         return _half(functools.partial(_binary, op), shape, od, a, b)
     out = pool.empty(shape, od)
     n = out.size
