@@ -90,8 +90,10 @@ def test_errors(device):
             getattr(x, name)(dim=1)
     with pytest.raises(TypeError, match="both axis and dim"):
         x.sum(axis=0, dim=1)
-    with pytest.raises(TypeError, match="unexpected keyword argument 'out'"):
-        x.sum(out=None)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'where'"):
+        x.sum(where=None)
+    with pytest.raises(TypeError, match="out= is not supported"):
+        x.sum(out=x)
     with pytest.raises(ValueError, match="swapaxes"):
         x.transpose(0, 1)   # torch's two-axis swap; NumPy's needs every axis
     with pytest.raises(IndexError, match="swapaxes"):
@@ -115,3 +117,39 @@ def test_methods_differentiate_as_torch(device):
     ty.backward()
     np.testing.assert_allclose(float(y), ty.item(), rtol=1e-5)
     np.testing.assert_allclose(np.asarray(x.grad), t.grad.numpy(), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("call", [
+    "np.sum(x)", "np.sum(x, axis=0, keepdims=True)", "np.mean(x, axis=(0, 2))", "np.max(x)",
+    "np.min(x, axis=1)", "np.std(x)", "np.var(x, ddof=1)", "np.prod(x, axis=2)",
+    "np.argmax(x, axis=1)", "np.argmin(x)", "np.transpose(x)", "np.transpose(x, (1, 2, 0))",
+    "np.clip(x, -0.5, 0.5)", "np.cumsum(x, axis=1)", "np.reshape(x, (5, 12))",
+    "np.squeeze(x[:1])", "np.swapaxes(x, 0, 1)", "np.mean(x, dtype=np.float64)"])
+def test_numpy_functions_call_the_methods(device, call):
+    # NumPy's functions call an array-like's method of the same name (with out=None, dtype=None):
+    # they computed on the device and returned a grilly Array, not a TypeError (from the methods'
+    # keywords) or a silent host round trip
+    x = gp.asarray(H, device=device)
+    got = eval(call, {"np": np, "x": x})
+    want = eval(call, {"np": np, "x": H})
+    assert isinstance(got, gp.Array) and got.device == x.device
+    _same(got, want)
+
+
+def test_numpy_scalars_and_arrays_as_operands(device):
+    x = gp.asarray(H, device=device)
+    # a NumPy scalar combines as the Python scalar it holds (it came back as a numpy.ndarray,
+    # computed on the host, or raised)
+    for got, want in ((x + np.int64(2), H + 2), (np.int64(2) + x, 2 + H),
+                      (x * np.float32(2), H * 2), (x < np.float32(0.1), H < 0.1),
+                      (np.float32(0.1) > x, 0.1 > H), (x ** np.int32(2), H ** 2)):
+        assert isinstance(got, gp.Array) and got.device == x.device
+        assert got.dtype == (gp.bool if want.dtype == bool else gp.float32)
+        _same(got, want)
+    y = gp.asarray(H, device=device)
+    y -= np.float64(1.5)
+    _same(y, H - 1.5)
+    # a NumPy array is host data: a TypeError naming the op, not a NumPy result
+    for f in (lambda: x + H, lambda: H + x, lambda: x @ H[0].T, lambda: x < H):
+        with pytest.raises(TypeError, match="cannot combine a grilly Array with a ndarray"):
+            f()

@@ -17,6 +17,22 @@ _OPS = dispatch.OPS
 _SCALARS = (bool, int, float, complex)
 
 
+def _foreign(name: str, other, scalars: bool = True):
+    """A non-grilly operand: a NumPy scalar as the Python scalar it holds (np.int64(2) combines
+    as 2 does), or None after a TypeError for a NumPy array (its data is on the host: no
+    implicit copy, and no silent NumPy computation on this array's data either); None
+    (NotImplemented) for anything else."""
+    if type(other).__module__ != "numpy":
+        return None
+    if getattr(other, "shape", None) == () and scalars:
+        v = other.item()
+        if isinstance(v, _SCALARS):
+            return v
+    raise TypeError(f"{name}: cannot combine a grilly Array with a {type(other).__name__} "
+                    "(host data: grilly copies nothing implicitly); convert it with "
+                    "grilly.asarray(a, device=x.device)")
+
+
 def _arith(name: str, scalars: bool = True):
     """The operator, reflected operator and augmented assignment for namespace function ``name``."""
     # the operand types are looked up at call time: Array does not exist yet when this runs
@@ -24,21 +40,30 @@ def _arith(name: str, scalars: bool = True):
         # an Array operand first: the common case, cheaper than the isinstance on a tuple
         if type(other) is Array or isinstance(other, _OPERANDS if scalars else Array):
             return _OPS[name](self, other)
-        return NotImplemented
+        v = _foreign(name, other, scalars)
+        return NotImplemented if v is None else _OPS[name](self, v)
 
     def rop(self, other):
-        ok = isinstance(other, _OPERANDS if scalars else Array)
-        return _OPS[name](other, self) if ok else NotImplemented
+        if isinstance(other, _OPERANDS if scalars else Array):
+            return _OPS[name](other, self)
+        v = _foreign(name, other, scalars)
+        return NotImplemented if v is None else _OPS[name](v, self)
 
     def iop(self, other):
-        ok = isinstance(other, _OPERANDS if scalars else Array)
-        return dispatch.inplace(self, name, other) if ok else NotImplemented
+        if not isinstance(other, _OPERANDS if scalars else Array):
+            other = _foreign(name, other, scalars)
+            if other is None:
+                return NotImplemented
+        return dispatch.inplace(self, name, other)
     return op, rop, iop
 
 
 def _compare(name: str):
     def op(self, other):
-        return _OPS[name](self, other) if isinstance(other, _OPERANDS) else NotImplemented
+        if isinstance(other, _OPERANDS):
+            return _OPS[name](self, other)
+        v = _foreign(name, other)
+        return NotImplemented if v is None else _OPS[name](self, v)
     return op
 
 
@@ -142,6 +167,14 @@ class Array:
         for i in range(self._buf.shape[0]):
             yield self[i]
 
+    def __contains__(self, value) -> bool:
+        """``value in x``: whether some element equals ``value`` (NumPy's ``(x == value).any()``;
+        without it Python compared ``value`` with each row and failed on ``bool(row)``)."""
+        eq = self.__eq__(value)
+        if eq is NotImplemented:
+            raise TypeError(f"__contains__: cannot compare an array with {type(value).__name__}")
+        return bool(eq.any())
+
     __hash__ = None
 
     def __array_namespace__(self, *, api_version: str | None = None):
@@ -232,10 +265,10 @@ class Array:
         axis, keepdims = _axis_kw("prod", axis, keepdims, kw)
         return _OPS["prod"](self, axis=axis, dtype=dtype, keepdims=keepdims)
 
-    def mean(self, axis=None, *, keepdims: bool = False, **kw) -> "Array":
-        """Mean over ``axis`` (all when None): gp.mean."""
+    def mean(self, axis=None, dtype=None, *, keepdims: bool = False, **kw) -> "Array":
+        """Mean over ``axis`` (all when None; in ``dtype`` where given): gp.mean."""
         axis, keepdims = _axis_kw("mean", axis, keepdims, kw)
-        return _OPS["mean"](self, axis=axis, keepdims=keepdims)
+        return _OPS["mean"](_in_dtype(self, dtype), axis=axis, keepdims=keepdims)
 
     def any(self, axis=None, *, keepdims: bool = False, **kw) -> "Array":
         """Whether any element along ``axis`` is true: gp.any."""
@@ -267,15 +300,19 @@ class Array:
         axis, keepdims = _axis_kw("min", axis, keepdims, kw, torch_dim=False)
         return _OPS["min"](self, axis=axis, keepdims=keepdims)
 
-    def std(self, axis=None, *, ddof: float = 0, keepdims: bool = False, **kw) -> "Array":
+    def std(self, axis=None, dtype=None, *, ddof: float = 0, keepdims: bool = False,
+            **kw) -> "Array":
         """Standard deviation over ``axis`` with NumPy's ``ddof`` (0 by default): gp.std."""
         axis, keepdims = _axis_kw("std", axis, keepdims, kw, torch_dim=False)
-        return _OPS["std"](self, axis=axis, correction=ddof, keepdims=keepdims)
+        return _OPS["std"](_in_dtype(self, dtype), axis=axis, correction=ddof,
+                           keepdims=keepdims)
 
-    def var(self, axis=None, *, ddof: float = 0, keepdims: bool = False, **kw) -> "Array":
+    def var(self, axis=None, dtype=None, *, ddof: float = 0, keepdims: bool = False,
+            **kw) -> "Array":
         """Variance over ``axis`` with NumPy's ``ddof`` (0 by default): gp.var."""
         axis, keepdims = _axis_kw("var", axis, keepdims, kw, torch_dim=False)
-        return _OPS["var"](self, axis=axis, correction=ddof, keepdims=keepdims)
+        return _OPS["var"](_in_dtype(self, dtype), axis=axis, correction=ddof,
+                           keepdims=keepdims)
 
     def cumsum(self, axis=None, dtype=None, **kw) -> "Array":
         """Running sum along ``axis`` (of the flattened array when None): gp.cumulative_sum."""
@@ -306,7 +343,10 @@ class Array:
     def transpose(self, *axes) -> "Array":
         """The axes reversed, or permuted as ``axes`` (NumPy's, not torch's two-axis swap; see
         swapaxes): gp.permute_dims."""
-        axes = tuple(reversed(range(self.ndim))) if not axes else _shape_args("transpose", axes)
+        if not axes or axes == (None,):   # (numpy.transpose(x) passes None)
+            axes = tuple(reversed(range(self.ndim)))
+        else:
+            axes = _shape_args("transpose", axes)
         if len(axes) != self.ndim:
             raise ValueError(f"Array.transpose: axes {axes} must name each of the {self.ndim} "
                              "axes once (to exchange two axes, use swapaxes)")
@@ -328,8 +368,9 @@ class Array:
             axis = tuple(i for i, n in enumerate(self.shape) if n == 1)
         return _OPS["squeeze"](self, axis=axis)
 
-    def clip(self, min=None, max=None) -> "Array":   # noqa: A002 (NumPy's names)
+    def clip(self, min=None, max=None, **kw) -> "Array":   # noqa: A002 (NumPy's names)
         """Each element limited to [min, max]: gp.clip."""
+        _axis_kw("clip", None, False, kw)   # (numpy.clip passes out=None)
         return _OPS["clip"](self, min, max)
 
     def copy(self) -> "Array":
@@ -439,10 +480,12 @@ def _axis_kw(op: str, axis, keepdims: bool, kw: dict, torch_dim: bool = True) ->
     """A method's (axis, keepdims) from NumPy's keywords or torch's dim/keepdim (``torch_dim``:
     where torch's method means the same; else they raise, naming the difference)."""
     if kw:
+        if kw.pop("out", None) is not None:   # (numpy.sum(x) and friends pass out=None)
+            raise TypeError(f"Array.{op}: out= is not supported; use the result")
         dim, keepdim = kw.pop("dim", None), kw.pop("keepdim", None)
         if kw:
             raise TypeError(f"Array.{op}: unexpected keyword argument {next(iter(kw))!r}")
-        if not torch_dim:
+        if not torch_dim and (dim is not None or keepdim is not None):
             why = ("returns (values, indices) in torch; here it is NumPy's: the values (use "
                    "argmax/argmin for the indices)" if op in ("max", "min") else
                    "is unbiased by default in torch; here it is NumPy's: ddof=0 unless given")
@@ -455,6 +498,11 @@ def _axis_kw(op: str, axis, keepdims: bool, kw: dict, torch_dim: bool = True) ->
         if keepdim is not None:
             keepdims = keepdim
     return (tuple(axis) if isinstance(axis, list) else axis), bool(keepdims)
+
+
+def _in_dtype(x: Array, dtype) -> Array:
+    """``x`` cast to ``dtype`` (NumPy's dtype= of mean/std/var: the computation's), or x."""
+    return x if dtype is None else _OPS["astype"](x, _dt.as_dtype(dtype, "dtype"))
 
 
 def _shape_args(op: str, args: tuple) -> tuple:

@@ -8,6 +8,8 @@ its indexed axes permuted to the front.
 """
 from __future__ import annotations
 
+import operator
+
 from . import dispatch
 from . import dtypes as dt
 from .array import Array
@@ -31,21 +33,42 @@ def _norm_slice(s: slice, n: int, op: str) -> tuple[slice, int]:
     return slice(r.start, stop, r.step), len(r)
 
 
-def _as_int(k, op: str) -> int | None:
-    """``k`` as a Python int when it is an integer scalar (not a bool), else None."""
-    if isinstance(k, int) and not isinstance(k, bool):
-        return k
-    if isinstance(k, (float, complex)):
-        raise TypeError(f"{op}: indices must be integers, slices, ellipsis, None or integer/"
-                        f"boolean arrays; got {type(k).__name__} {k!r}")
-    if not isinstance(k, (Array, bool, list, tuple)) and hasattr(k, "__index__"):
-        return k.__index__()
-    return None
+class IndexTypeError(IndexError, TypeError):
+    """An index of a type that cannot index (a float, a string, a float array, ...): an IndexError
+    as in NumPy, and a TypeError as the Array API's other bad-type errors."""
+
+
+def _bad_index(k, op: str) -> IndexTypeError:
+    return IndexTypeError(f"{op}: only integers, slices, ellipsis, None and integer or boolean "
+                          f"arrays are valid indices; got {type(k).__name__} {k!r}")
+
+
+def _host_index(k, x: Array, op: str):
+    """A NumPy scalar or array used as an index (NumPy's own rules): an int, a bool, or an
+    Array on x's device."""
+    kind = getattr(k.dtype, "kind", "")
+    if k.ndim == 0 and kind in "iub":
+        return bool(k) if kind == "b" else int(k)
+    if kind not in "iub" or not k.ndim:
+        raise IndexTypeError(f"{op}: arrays used as indices must be of integer or boolean "
+                             f"dtype, got {k.dtype}")
+    return dispatch.ns.asarray(k, device=x._device)
+
+
+def _seq_index(k, x: Array, op: str) -> Array:
+    """A list (or a tuple inside the key) as an index: NumPy makes an integer/bool array of it."""
+    asarray = dispatch.ns.asarray   # (creation sits above this module)
+    try:
+        a = asarray(k, device=x._device)
+    except (TypeError, ValueError):
+        raise _bad_index(k, op) from None
+    if a.size == 0 and not dt.is_int(a._dtype):   # [] and [[]]: an empty integer index
+        a = asarray(k, dtype=dt.int64, device=x._device)
+    return a
 
 
 def _parse(x: Array, key, op: str) -> list:
     """The key as a list of items: None, Ellipsis, slice, int, ('bool', value), ('arr', Array)."""
-    asarray = dispatch.ns.asarray   # (creation sits above this module)
     if not isinstance(key, tuple):
         key = (key,)
     items = []
@@ -53,27 +76,40 @@ def _parse(x: Array, key, op: str) -> list:
         if k is None or k is Ellipsis or isinstance(k, slice):
             items.append(k)
             continue
-        i = _as_int(k, op)
-        if i is not None:
-            items.append(i)
-        elif isinstance(k, bool):
+        if isinstance(k, int) and not isinstance(k, bool):
+            items.append(k)
+            continue
+        if isinstance(k, bool):
             items.append(("bool", k))
-        elif isinstance(k, (Array, list)):
-            a = k
-            if isinstance(k, list):
-                a = asarray(k, device=x._device) if k else asarray(k, dtype=dt.int64, device=x._device)
+            continue
+        if isinstance(k, (float, complex, str, bytes)):
+            raise _bad_index(k, op)
+        if hasattr(k, "__array_interface__") and hasattr(k, "dtype"):   # NumPy scalar/array
+            k = _host_index(k, x, op)
+            if isinstance(k, bool):
+                items.append(("bool", k))
+                continue
+            if isinstance(k, int):
+                items.append(k)
+                continue
+        if isinstance(k, (Array, list, tuple)):
+            if isinstance(k, Array):
+                common_device(op, x, k)
+                a = k
             else:
-                common_device(op, x, a)
+                a = _seq_index(k, x, op)
             if a._dtype is dt.bool:
                 items.append(("bool", bool(a)) if a.ndim == 0 else ("mask", a))
             elif dt.is_int(a._dtype):
                 items.append(int(a) if a.ndim == 0 else ("arr", a))
             else:
-                raise IndexError(f"{op}: arrays used as indices must be of integer or boolean "
-                                 f"dtype, got {a._dtype.name}")
-        else:
-            raise TypeError(f"{op}: indices must be integers, slices, ellipsis, None or "
-                            f"integer/boolean arrays; got {type(k).__name__}")
+                raise IndexTypeError(f"{op}: arrays used as indices must be of integer or "
+                                     f"boolean dtype, got {a._dtype.name}")
+            continue
+        try:
+            items.append(operator.index(k))
+        except TypeError:
+            raise _bad_index(k, op) from None
     return items
 
 
@@ -86,7 +122,8 @@ def _consumed(it) -> int:
 
 
 def _resolve(x: Array, key, op: str):
-    """(slice key per axis of x, view shape, advanced [(view axis, index, axis size, x axis)])."""
+    """(slice key per axis of x, view shape, advanced [(view axis, index, axis size, x axis)],
+    whether an ellipsis separates advanced indices)."""
     items = _parse(x, key, op)
     n_ell = sum(1 for it in items if it is Ellipsis)
     if n_ell > 1:
@@ -97,12 +134,18 @@ def _resolve(x: Array, key, op: str):
         raise IndexError(f"{op}: too many indices: array is {ndim}-dimensional, but {used} "
                          "were indexed")
     fill = [_FULL] * (ndim - used)
+    advanced = any(isinstance(it, tuple) for it in items)
+    split = False
     if n_ell:
         e = items.index(Ellipsis)
+        if advanced and not fill:
+            # NumPy: an ellipsis between advanced indices separates them even when it stands
+            # for no axis (x[:, i, ..., j] puts the index dims first, as x[:, i, :, j] would)
+            adv_at = [isinstance(it, (int, tuple)) for it in items]
+            split = any(adv_at[:e]) and any(adv_at[e + 1:])
         items[e:e + 1] = fill
     else:
         items.extend(fill)
-    advanced = any(isinstance(it, tuple) for it in items)
     shape = x.shape
     skey, vshape, adv = [], [], []
     ax = 0
@@ -145,7 +188,7 @@ def _resolve(x: Array, key, op: str):
                 vshape.append(n)
                 adv.append((len(vshape) - 1, ("ok", c), n, ax))
                 ax += 1
-    return skey, tuple(vshape), adv
+    return skey, tuple(vshape), adv, split
 
 
 def _view(x: Array, skey, vshape, op: str):
@@ -185,11 +228,11 @@ def _index_bufs(x: Array, adv, op: str):
     return tuple(b if tuple(b.shape) == s else bto(b, s) for b in bufs), s
 
 
-def _adv_layout(vshape, adv):
+def _adv_layout(vshape, adv, split: bool):
     """(permutation putting indexed view axes first, position of the result's index dims)."""
     axes = [a for a, *_ in adv]
     rest = [i for i in range(len(vshape)) if i not in axes]
-    adjacent = axes == list(range(axes[0], axes[0] + len(axes)))
+    adjacent = not split and axes == list(range(axes[0], axes[0] + len(axes)))
     return tuple(axes + rest), (axes[0] if adjacent else 0)
 
 
@@ -206,16 +249,22 @@ def _permute(dev, buf, perm):
 def getitem(x: Array, key) -> Array:
     """``x[key]`` with NumPy semantics; basic indexing returns a view."""
     op = "__getitem__"
-    skey, vshape, adv = _resolve(x, key, op)
+    skey, vshape, adv, split = _resolve(x, key, op)
     dev = x._device
     buf = _view(x, skey, vshape, op)
     if not adv:
         return wrap(buf, x._dtype, dev)
-    perm, p = _adv_layout(vshape, adv)
+    perm, p = _adv_layout(vshape, adv, split)
     idx, s = _index_bufs(x, adv, op)
     out = kernel(dev, "gather")(_permute(dev, buf, perm), idx)
     out = _permute(dev, out, _out_perm(len(s), len(vshape) - len(adv), p))
     return wrap(out, x._dtype, dev)
+
+
+def _np_scalar(v) -> bool:
+    """Whether ``v`` is a NumPy bool/integer/floating/complex scalar (np.int64(2), np.float32(1))."""
+    return (hasattr(v, "__array_interface__") and getattr(v, "shape", None) == ()
+            and not hasattr(v, "__len__") and getattr(v.dtype, "kind", "") in "biufc")
 
 
 def _value_buf(x: Array, value, shape: tuple, op: str):
@@ -232,7 +281,9 @@ def _value_buf(x: Array, value, shape: tuple, op: str):
         else:
             vbuf = value._buf
         vshape = tuple(vbuf.shape)
-    elif isinstance(value, (bool, int, float, complex)):
+    elif isinstance(value, (bool, int, float, complex)) or _np_scalar(value):
+        if not isinstance(value, (bool, int, float, complex)):
+            value = value.item()   # a NumPy scalar counts as the Python scalar of its kind
         if dt.scalar_result(d, value, op) is not d:
             raise TypeError(f"{op}: cannot store a Python {type(value).__name__} in an array "
                             f"of dtype {d.name}")
@@ -243,8 +294,8 @@ def _value_buf(x: Array, value, shape: tuple, op: str):
         check_device_dtype(dev, d, op)
         vbuf, vshape = kernel(dev, "full")((), value, d), ()
     else:
-        raise TypeError(f"{op}: value must be a grilly Array or a Python scalar, "
-                        f"got {type(value).__name__}")
+        raise TypeError(f"{op}: value must be a grilly Array, a Python scalar or a NumPy "
+                        f"scalar, got {type(value).__name__}")
     if len(vshape) > len(shape):
         extra = len(vshape) - len(shape)
         if any(v != 1 for v in vshape[:extra]):
@@ -264,14 +315,14 @@ def setitem(x: Array, key, value) -> None:
     """``x[key] = value``, value broadcast and cast to x's dtype (safe, bool or int-to-float casts)."""
     op = "__setitem__"
     check_array(x, op)
-    skey, vshape, adv = _resolve(x, key, op)
+    skey, vshape, adv, split = _resolve(x, key, op)
     dev = x._device
     dispatch.check_writable(x._buf, op)
     buf = _view(x, skey, vshape, op)
     if not adv:
         kernel(dev, "assign")(buf, _value_buf(x, value, vshape, op))
         return
-    perm, p = _adv_layout(vshape, adv)
+    perm, p = _adv_layout(vshape, adv, split)
     idx, s = _index_bufs(x, adv, op)
     rest = tuple(vshape[a] for a in perm[len(adv):])
     operm = _out_perm(len(s), len(rest), p)

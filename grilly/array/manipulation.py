@@ -116,7 +116,9 @@ def concat(arrays: tuple[Array, ...] | list[Array], /, *, axis: int | None = 0) 
     """Join arrays along an existing axis (flattened first when axis is None)."""
     op = "concat"
     arrays = _arrays(arrays, op)
-    d = dt.result_type(*arrays) if len(arrays) > 1 else arrays[0]._dtype
+    d = arrays[0]._dtype
+    for a in arrays[1:]:
+        d = dt.promote(d, a._dtype, op)
     if axis is None:
         arrays = [_reshape(a, (a.size,)) for a in arrays]
         axis = 0
