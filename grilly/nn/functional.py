@@ -235,6 +235,8 @@ def dropout(input: Array, p: float = 0.5, training: bool = True, inplace: bool =
         raise ValueError(f"dropout: p must be in [0, 1], got {p}")
     if not training or p == 0.0:
         return input
+    if inplace:
+        return _inplace(input, lambda x: dropout(x, p, True), "dropout")
     if p == 1.0:
         return input * 0.0
     return input * _keep_scale(input.shape, p, 1.0 / (1.0 - p), input.dtype, input.device)
@@ -254,26 +256,95 @@ def _keep_scale(shape: tuple, p, scale, dtype, device) -> Array:
     return _grandom.keep_scale(shape, float(p), float(scale), dtype=dtype, device=device)
 
 
-def pad(input: Array, pad: tuple[int, ...], mode: str = "constant", value: float = 0.0) -> Array:
-    """Constant padding; ``pad`` lists (before, after) pairs from the last axis backwards."""
-    if mode != "constant":
-        raise NotImplementedError(f"pad: mode {mode!r} is not supported (only 'constant')")
+_PAD_MODES = ("constant", "reflect", "replicate", "circular")
+
+
+def _pad_index(n: int, lo: int, hi: int, mode: str):
+    """The source positions of an axis of length ``n`` padded by (lo, hi) in ``mode``."""
+    import numpy as _np
+
+    i = _np.arange(-lo, n + hi)
+    if mode == "reflect":
+        i = _np.abs(i)
+        i = _np.where(i > n - 1, 2 * (n - 1) - i, i)
+    elif mode == "replicate":
+        i = _np.clip(i, 0, n - 1)
+    else:   # circular
+        i = i % n
+    return i
+
+
+def pad(input: Array, pad: tuple[int, ...], mode: str = "constant", value: float | None = None
+        ) -> Array:
+    """Pad (or, with negative amounts, crop) the trailing axes: ``pad`` lists (before, after)
+    pairs from the last axis backwards. Modes as torch's: 'constant' (``value``, default 0),
+    'reflect' (mirrored without repeating the edge), 'replicate' (the edge repeated) and
+    'circular' (wrapped around)."""
+    if mode not in _PAD_MODES:
+        raise ValueError(f"pad: mode must be one of {', '.join(map(repr, _PAD_MODES))}, got "
+                         f"{mode!r}")
+    pad = tuple(pad)
     if len(pad) % 2 or len(pad) // 2 > input.ndim:
         raise ValueError(f"pad: pad must have an even length of at most 2*ndim, got {pad!r}")
+    if mode != "constant" and value not in (None, 0, 0.0):
+        raise ValueError(f"pad: value is only used by mode='constant', got value={value} with "
+                         f"mode={mode!r}")
+    value = 0.0 if value is None else value
     x = input
     for i in range(len(pad) // 2):
         ax = input.ndim - 1 - i
         lo, hi = pad[2 * i], pad[2 * i + 1]
-        if lo < 0 or hi < 0:
-            raise ValueError(f"pad: negative padding {pad!r} is not supported")
+        n = x.shape[ax]
+        if mode != "constant":
+            if lo < 0 or hi < 0:
+                raise ValueError(f"pad: mode={mode!r} needs non-negative padding, got {pad!r}")
+            limit = n - 1 if mode == "reflect" else n
+            if n == 0 or lo > limit or hi > limit:
+                raise ValueError(f"pad: mode={mode!r} padding ({lo}, {hi}) of axis {ax} must be at "
+                                 f"most {'the size - 1' if mode == 'reflect' else 'the size'} "
+                                 f"({limit}) of that axis")
+            if lo or hi:
+                idx = gp.asarray(_pad_index(n, lo, hi, mode), dtype=gp.int64, device=x.device)
+                x = gp.take(x, idx, axis=ax)
+            continue
+        if lo < 0 or hi < 0:   # negative amounts crop, as torch's
+            if -min(lo, 0) - min(hi, 0) > n:
+                raise ValueError(f"pad: cropping {pad!r} removes more than axis {ax}'s {n} "
+                                 "elements")
+            key = [slice(None)] * x.ndim
+            key[ax] = slice(-min(lo, 0), n + min(hi, 0))
+            x = x[tuple(key)]
+            lo, hi = max(lo, 0), max(hi, 0)
         parts = []
-        for n in (lo, hi):
+        for m in (lo, hi):
             shp = list(x.shape)
-            shp[ax] = n
-            parts.append(gp.full(tuple(shp), value, dtype=x.dtype, device=x.device) if n else None)
+            shp[ax] = m
+            parts.append(gp.full(tuple(shp), value, dtype=x.dtype, device=x.device) if m else None)
         seq = [a for a in (parts[0], x, parts[1]) if a is not None]
         x = gp.concat(seq, axis=ax) if len(seq) > 1 else x
     return x
+
+def _inplace(input, fn, op: str):
+    """torch's ``inplace=True``: ``input`` overwritten with ``fn(input)`` and returned (the same
+    Array). In grad mode the result is computed from a copy of ``input`` standing for its old
+    values in the graph (nothing saved for the backward is overwritten), and ``input`` takes
+    the result's node; a leaf that requires grad raises RuntimeError, as in torch."""
+    if not isinstance(input, Array):
+        raise TypeError(f"{op}: inplace=True needs a grilly Array, got {type(input).__name__}")
+    if input.requires_grad and is_grad_enabled():
+        if input._node is None:
+            raise RuntimeError(f"{op}: a leaf Array that requires grad is used in an in-place "
+                               "operation (inplace=True); work on a copy")
+        old = gp.asarray(_detach(input), copy=True)
+        old._node, old.requires_grad = input._node, True
+        y = fn(old)
+    else:
+        y = fn(input)
+    if y.dtype != input.dtype:
+        raise TypeError(f"{op}: inplace=True cannot store a {y.dtype} result in a {input.dtype} "
+                        "input")
+    input[...] = y
+    return input
 
 
 # ---- activations --------------------------------------------------------------------------
@@ -297,7 +368,10 @@ class _ReLU(Function):
 
 
 def relu(input: Array, inplace: bool = False) -> Array:
-    """max(x, 0); integer arrays keep their dtype (as torch.relu)."""
+    """max(x, 0); integer arrays keep their dtype (as torch.relu). ``inplace``: written into
+    ``input``, which is returned."""
+    if inplace:
+        return _inplace(input, relu, "relu")
     if input.requires_grad:
         return _ReLU.apply(input)
     k = input.dtype.kind   # (the dtype's kind: no isdtype call on this hot path)
@@ -310,12 +384,16 @@ def relu(input: Array, inplace: bool = False) -> Array:
 
 def relu6(input: Array, inplace: bool = False) -> Array:
     """min(max(x, 0), 6); as torch, no gradient at 0 and 6 (minimum/maximum split it there)."""
+    if inplace:
+        return _inplace(input, relu6, "relu6")
     inside = gp.logical_and(input > 0, input < 6.0)
     return gp.where(inside, input, _detach(gp.clip(input, 0.0, 6.0)))
 
 
 def leaky_relu(input: Array, negative_slope: float = 0.01, inplace: bool = False) -> Array:
     """x for x > 0, negative_slope * x otherwise (the slope at 0 too, as torch)."""
+    if inplace:
+        return _inplace(input, lambda x: leaky_relu(x, negative_slope), "leaky_relu")
     return gp.where(input > 0, input, input * negative_slope)
 
 
@@ -368,6 +446,8 @@ _SILU_LOW = {"float32": (-64.0, 32.0), "float64": (-512.0, 512.0)}
 
 def silu(input: Array, inplace: bool = False) -> Array:
     """x * sigmoid(x), also where sigmoid(x) is subnormal."""
+    if inplace:
+        return _inplace(input, silu, "silu")
     return _in_float32(_silu, _check_float(input, "silu"))
 
 
@@ -381,6 +461,8 @@ def _silu(x):
 
 def elu(input: Array, alpha: float = 1.0, inplace: bool = False) -> Array:
     """x for x > 0, alpha * (exp(x) - 1) otherwise."""
+    if inplace:
+        return _inplace(input, lambda x: elu(x, alpha), "elu")
     # expm1 of x clamped to <= 0 keeps the unused branch finite, so its gradient is not
     # 0 * inf; a where (not minimum, which halves the gradient at a tie) gives alpha at 0, as torch
     return gp.where(input > 0, input, alpha * gp.expm1(gp.where(input > 0, 0.0, input)))

@@ -68,9 +68,16 @@ class Embedding(Module):
 
     def __init__(self, num_embeddings: int | None = None, embedding_dim: int | None = None,
                  padding_idx: int | None = None, max_norm: float | None = None,
-                 norm_type: float = 2.0, device=None, dtype=None, *,
+                 norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False,
+                 _weight=None, _freeze: bool = False, device=None, dtype=None, *,
                  vocab_size: int | None = None) -> None:
         super().__init__()
+        if scale_grad_by_freq:
+            raise NotImplementedError("Embedding: scale_grad_by_freq=True is not supported")
+        if sparse:
+            raise NotImplementedError("Embedding: sparse=True is not supported (grilly has no "
+                                      "sparse gradients)")
+        self.scale_grad_by_freq, self.sparse = False, False
         if vocab_size is not None:   # the seed's keyword
             if num_embeddings is not None:
                 raise TypeError("Embedding: give num_embeddings or vocab_size, not both")
@@ -85,8 +92,30 @@ class Embedding(Module):
             padding_idx %= num_embeddings
         self.padding_idx = padding_idx
         self.max_norm, self.norm_type = max_norm, norm_type
-        self.weight = _empty((num_embeddings, embedding_dim), dtype, device)
-        self.reset_parameters()
+        if _weight is None:
+            self.weight = _empty((num_embeddings, embedding_dim), dtype, device)
+            self.reset_parameters()
+        else:
+            if tuple(_weight.shape) != (num_embeddings, embedding_dim):
+                raise ValueError(f"Embedding: _weight has shape {tuple(_weight.shape)}, expected "
+                                 f"{(num_embeddings, embedding_dim)}")
+            self.weight = Parameter(_weight, requires_grad=not _freeze)
+
+    @classmethod
+    def from_pretrained(cls, embeddings, freeze: bool = True, padding_idx: int | None = None,
+                        max_norm: float | None = None, norm_type: float = 2.0,
+                        scale_grad_by_freq: bool = False, sparse: bool = False) -> "Embedding":
+        """An Embedding whose weight is (a copy of) the 2-D ``embeddings``; ``freeze`` (the
+        default) turns its gradient off, as torch's."""
+        if not isinstance(embeddings, gp.Array):
+            embeddings = gp.asarray(embeddings)
+        if embeddings.ndim != 2:
+            raise ValueError(f"Embedding.from_pretrained: embeddings must be 2-D, got shape "
+                             f"{embeddings.shape}")
+        rows, cols = embeddings.shape
+        w = gp.asarray(embeddings, copy=True)
+        return cls(rows, cols, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse,
+                   _weight=w, _freeze=freeze)
 
     def reset_parameters(self) -> None:
         """N(0, 1), with the padding row zeroed."""
@@ -117,7 +146,7 @@ class Dropout(Module):
         self.p, self.inplace = p, inplace
 
     def forward(self, input):
-        return F.dropout(input, self.p, self.training)
+        return F.dropout(input, self.p, self.training, self.inplace)
 
     def extra_repr(self) -> str:
         return f"p={self.p}, inplace={self.inplace}"
@@ -200,14 +229,18 @@ class _BatchNorm(Module):
     _ndims: tuple = ()
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
-                 affine: bool = True, track_running_stats: bool = True, device=None, dtype=None) -> None:
+                 affine: bool = True, track_running_stats: bool = True, device=None, dtype=None,
+                 *, bias: bool = True) -> None:
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         dt = dtype or gp.float32
         if affine:
             self.weight = Parameter(gp.ones((num_features,), dtype=dt, device=device))
-            self.bias = _empty((num_features,), dt, device)
+            if bias:
+                self.bias = _empty((num_features,), dt, device)
+            else:   # torch's bias=False: a scale without a shift
+                self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
@@ -273,8 +306,11 @@ class _ConvNd(Module):
                  device=None, dtype=None) -> None:
         super().__init__()
         n, name = self._n, type(self).__name__
-        if padding_mode != "zeros":
-            raise NotImplementedError(f"{name}: padding_mode {padding_mode!r} is not supported")
+        if padding_mode not in ("zeros", "reflect", "replicate", "circular"):
+            raise ValueError(f"{name}: padding_mode must be 'zeros', 'reflect', 'replicate' or "
+                             f"'circular', got {padding_mode!r}")
+        if padding == "same" and any(s != 1 for s in F._pair(stride, n, "stride", name)):
+            raise ValueError(f"{name}: padding='same' is not supported for strided convolutions")
         if in_channels % groups or out_channels % groups:
             raise ValueError(f"{name}: in_channels and out_channels must be divisible by groups={groups}")
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
@@ -298,8 +334,25 @@ class _ConvNd(Module):
             b = 1 / math.sqrt(fan_in) if fan_in else 0
             init.uniform_(self.bias, -b, b)
 
+    def _mode_pads(self) -> tuple:
+        """F.pad's (before, after) pairs, last axis first, for a padding_mode other than zeros."""
+        pads = []
+        for i in reversed(range(self._n)):
+            if self.padding == "same":
+                total = self.dilation[i] * (self.kernel_size[i] - 1)
+                pads += [total // 2, total - total // 2]
+            elif self.padding == "valid":
+                pads += [0, 0]
+            else:
+                pads += [self.padding[i]] * 2
+        return tuple(pads)
+
     def forward(self, input):
         fn = F.conv2d if self._n == 2 else F.conv1d
+        if self.padding_mode != "zeros":
+            # torch's order: the input padded in that mode, then an unpadded convolution
+            x = F.pad(input, self._mode_pads(), mode=self.padding_mode)
+            return fn(x, self.weight, self.bias, self.stride, 0, self.dilation, self.groups)
         return fn(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
     def extra_repr(self) -> str:
@@ -312,6 +365,8 @@ class _ConvNd(Module):
             s += f", groups={self.groups}"
         if self.bias is None:
             s += ", bias=False"
+        if self.padding_mode != "zeros":
+            s += f", padding_mode={self.padding_mode}"
         return s
 
 
@@ -375,9 +430,19 @@ class AvgPool2d(_Pool):
         return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad, self.divisor_override)
 
+    def extra_repr(self) -> str:
+        # torch's AvgPool repr shows these three only
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
 
 class AvgPool1d(AvgPool2d):
-    """Average pooling over (N, C, L)."""
+    """Average pooling over (N, C, L). As torch's AvgPool1d it has no ``divisor_override``
+    (it was taken and ignored); kernel_size, stride and padding are kept as 1-tuples."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+                 count_include_pad: bool = True) -> None:
+        one = lambda v: v if v is None or v == [] else F._pair(v, 1, "argument", "AvgPool1d")  # noqa: E731
+        super().__init__(one(kernel_size), one(stride), one(padding), ceil_mode, count_include_pad)
 
     def forward(self, input):
         return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
@@ -398,14 +463,22 @@ class AdaptiveAvgPool2d(Module):
         return f"output_size={self.output_size}"
 
 
-def _activation(name: str, fn, params: tuple = (), doc: str = ""):
-    """A Module class whose forward is ``fn(input, **params)``; params are constructor args."""
+def _activation(name: str, fn, params: tuple = (), doc: str = "", inplace: bool = False):
+    """A Module class whose forward is ``fn(input, **params)``; params are constructor args.
+    With ``inplace`` the class takes torch's ``inplace`` flag (last), passed on to ``fn``; the
+    others refuse it, as torch's do."""
+    names = tuple(k for k, _ in params) + (("inplace",) if inplace else ())
 
     def __init__(self, *args, **kwargs):
         Module.__init__(self)
-        kwargs.pop("inplace", None)
+        if len(args) > len(names):
+            raise TypeError(f"{name}: takes at most {len(names)} argument"
+                            f"{'s' if len(names) != 1 else ''} ({', '.join(names) or 'none'}), "
+                            f"got {len(args)}")
         vals = dict(params)
-        for (k, _), v in zip(params, args):
+        if inplace:
+            vals["inplace"] = False
+        for k, v in zip(names, args):
             vals[k] = v
         for k, v in kwargs.items():
             if k not in vals:
@@ -415,22 +488,29 @@ def _activation(name: str, fn, params: tuple = (), doc: str = ""):
             object.__setattr__(self, k, v)
 
     def forward(self, input):
-        return fn(input, **{k: getattr(self, k) for k, _ in params})
+        kw = {k: getattr(self, k) for k, _ in params}
+        if inplace and self.inplace:
+            kw["inplace"] = True
+        return fn(input, **kw)
 
     def extra_repr(self):
-        return ", ".join(f"{k}={getattr(self, k)!r}" if isinstance(getattr(self, k), str)
-                         else f"{k}={getattr(self, k)}" for k, _ in params)
+        s = ", ".join(f"{k}={getattr(self, k)!r}" if isinstance(getattr(self, k), str)
+                      else f"{k}={getattr(self, k)}" for k, _ in params)
+        if inplace and self.inplace:   # as torch: shown only when set
+            s += ", inplace=True" if s else "inplace=True"
+        return s
 
     return type(name, (Module,), {"__init__": __init__, "forward": forward, "extra_repr": extra_repr,
                                   "__doc__": doc, "__module__": __name__})
 
 
-ReLU = _activation("ReLU", F.relu, doc="max(x, 0).")
-ReLU6 = _activation("ReLU6", F.relu6, doc="min(max(x, 0), 6).")
-LeakyReLU = _activation("LeakyReLU", F.leaky_relu, (("negative_slope", 0.01),), "Leaky ReLU.")
+ReLU = _activation("ReLU", F.relu, doc="max(x, 0).", inplace=True)
+ReLU6 = _activation("ReLU6", F.relu6, doc="min(max(x, 0), 6).", inplace=True)
+LeakyReLU = _activation("LeakyReLU", F.leaky_relu, (("negative_slope", 0.01),), "Leaky ReLU.",
+                        inplace=True)
 GELU = _activation("GELU", F.gelu, (("approximate", "none"),), "Gaussian error linear unit.")
-SiLU = _activation("SiLU", F.silu, doc="x * sigmoid(x).")
-ELU = _activation("ELU", F.elu, (("alpha", 1.0),), "Exponential linear unit.")
+SiLU = _activation("SiLU", F.silu, doc="x * sigmoid(x).", inplace=True)
+ELU = _activation("ELU", F.elu, (("alpha", 1.0),), "Exponential linear unit.", inplace=True)
 Tanh = _activation("Tanh", F.tanh, doc="Hyperbolic tangent.")
 Sigmoid = _activation("Sigmoid", F.sigmoid, doc="Logistic sigmoid.")
 Softplus = _activation("Softplus", F.softplus, (("beta", 1.0), ("threshold", 20.0)), "Softplus.")

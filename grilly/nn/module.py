@@ -133,16 +133,20 @@ class Module:
         return mod
 
     # ---- iteration ----------------------------------------------------------------------
-    def named_modules(self, memo=None, prefix: str = "") -> Iterator[tuple[str, "Module"]]:
-        """(dotted name, module) for self and every descendant, each module once."""
+    def named_modules(self, memo=None, prefix: str = "", remove_duplicate: bool = True
+                      ) -> Iterator[tuple[str, "Module"]]:
+        """(dotted name, module) for self and every descendant, each module once (under every
+        name it has when ``remove_duplicate`` is False)."""
         memo = set() if memo is None else memo
         if id(self) in memo:
             return
-        memo.add(id(self))
+        if remove_duplicate:
+            memo.add(id(self))
         yield prefix, self
         for name, m in self._modules.items():
             if m is not None:
-                yield from m.named_modules(memo, f"{prefix}.{name}" if prefix else name)
+                yield from m.named_modules(memo, f"{prefix}.{name}" if prefix else name,
+                                           remove_duplicate)
 
     def modules(self) -> Iterator["Module"]:
         """Self and every descendant module."""
@@ -162,28 +166,33 @@ class Module:
         for _, m in self.named_children():
             yield m
 
-    def _named(self, kind: str, prefix: str, recurse: bool):
+    def _named(self, kind: str, prefix: str, recurse: bool, remove_duplicate: bool = True):
         seen = set()
-        mods = self.named_modules(prefix=prefix) if recurse else [(prefix, self)]
+        mods = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) \
+            if recurse else [(prefix, self)]
         for mp, m in mods:
             for name, v in getattr(m, kind).items():
                 if v is None or id(v) in seen:
                     continue
-                seen.add(id(v))
+                if remove_duplicate:
+                    seen.add(id(v))
                 yield (f"{mp}.{name}" if mp else name), v
 
-    def named_parameters(self, prefix: str = "", recurse: bool = True) -> Iterator[tuple[str, Any]]:
-        """(dotted name, parameter) pairs, each parameter once."""
-        return self._named("_parameters", prefix, recurse)
+    def named_parameters(self, prefix: str = "", recurse: bool = True,
+                         remove_duplicate: bool = True) -> Iterator[tuple[str, Any]]:
+        """(dotted name, parameter) pairs, each parameter once (under every name it has when
+        ``remove_duplicate`` is False)."""
+        return self._named("_parameters", prefix, recurse, remove_duplicate)
 
     def parameters(self, recurse: bool = True) -> Iterator[Any]:
         """Every parameter, each once."""
         for _, p in self.named_parameters(recurse=recurse):
             yield p
 
-    def named_buffers(self, prefix: str = "", recurse: bool = True) -> Iterator[tuple[str, Any]]:
+    def named_buffers(self, prefix: str = "", recurse: bool = True,
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, Any]]:
         """(dotted name, buffer) pairs."""
-        return self._named("_buffers", prefix, recurse)
+        return self._named("_buffers", prefix, recurse, remove_duplicate)
 
     def buffers(self, recurse: bool = True) -> Iterator[Any]:
         """Every buffer."""

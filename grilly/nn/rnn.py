@@ -18,26 +18,32 @@ class _RNNBase(Module):
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
                  batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,
-                 device=None, dtype=None) -> None:
+                 proj_size: int = 0, device=None, dtype=None) -> None:
         super().__init__()
         if num_layers < 1 or hidden_size < 1:
             raise ValueError(f"{type(self).__name__}: num_layers and hidden_size must be positive")
+        if proj_size < 0 or (proj_size and proj_size >= hidden_size):
+            raise ValueError(f"{type(self).__name__}: proj_size must be 0 or in [1, hidden_size), "
+                             f"got {proj_size}")
         if not 0.0 <= dropout <= 1.0:
             raise ValueError(f"{type(self).__name__}: dropout must be in [0, 1], got {dropout}")
         self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
         self.bias, self.batch_first, self.dropout = bias, batch_first, dropout
-        self.bidirectional = bidirectional
+        self.bidirectional, self.proj_size = bidirectional, proj_size
         dirs = 2 if bidirectional else 1
         g = self._gates * hidden_size
+        real = proj_size or hidden_size   # the size of h (LSTM's projection makes it smaller)
         for layer in range(num_layers):
-            in_sz = input_size if layer == 0 else hidden_size * dirs
+            in_sz = input_size if layer == 0 else real * dirs
             for d in range(dirs):
                 sfx = f"_l{layer}" + ("_reverse" if d else "")
                 setattr(self, "weight_ih" + sfx, _empty((g, in_sz), dtype, device))
-                setattr(self, "weight_hh" + sfx, _empty((g, hidden_size), dtype, device))
+                setattr(self, "weight_hh" + sfx, _empty((g, real), dtype, device))
                 if bias:
                     setattr(self, "bias_ih" + sfx, _empty((g,), dtype, device))
                     setattr(self, "bias_hh" + sfx, _empty((g,), dtype, device))
+                if proj_size:
+                    setattr(self, "weight_hr" + sfx, _empty((proj_size, hidden_size), dtype, device))
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -51,9 +57,12 @@ class _RNNBase(Module):
         get = self._parameters.get
         return get("weight_ih" + sfx), get("weight_hh" + sfx), get("bias_ih" + sfx), get("bias_hh" + sfx)
 
-    def _init_state(self, n, like):
+    def _init_state(self, n, like, size):
         dirs = 2 if self.bidirectional else 1
-        return gp.zeros((self.num_layers * dirs, n, self.hidden_size), dtype=like.dtype, device=like.device)
+        return gp.zeros((self.num_layers * dirs, n, size), dtype=like.dtype, device=like.device)
+
+    def flatten_parameters(self) -> None:
+        """Nothing to do (torch's cuDNN weight packing); kept so torch code runs unchanged."""
 
     def forward(self, input, hx=None):
         name = type(self).__name__
@@ -66,17 +75,18 @@ class _RNNBase(Module):
             raise ValueError(f"{name}: input has {x.shape[-1]} features, expected {self.input_size}")
         n = x.shape[1]
         lstm = self._gates == 4
+        real = self.proj_size or self.hidden_size
         if hx is None:
-            h0 = self._init_state(n, x)
-            c0 = h0 if lstm else None
+            h0 = self._init_state(n, x, real)
+            c0 = self._init_state(n, x, self.hidden_size) if lstm else None
         else:
             h0, c0 = hx if lstm else (hx, None)
             if unbatched:
                 h0 = gp.expand_dims(h0, axis=1)
                 c0 = None if c0 is None else gp.expand_dims(c0, axis=1)
         dirs = 2 if self.bidirectional else 1
-        want = (self.num_layers * dirs, n, self.hidden_size)
-        for state, what in ((h0, "h0"), (c0, "c0")):
+        for state, what, size in ((h0, "h0", real), (c0, "c0", self.hidden_size)):
+            want = (self.num_layers * dirs, n, size)
             if state is not None and tuple(state.shape) != want:
                 got = state.shape[:1] + state.shape[2:] if unbatched else state.shape
                 raise ValueError(f"{name}: expected {what} of shape "
@@ -108,13 +118,18 @@ class _RNNBase(Module):
         xp = F.linear(x, w_ih, b_ih)  # every time step's input projection in one matmul
         steps = range(x.shape[0] - 1, -1, -1) if d else range(x.shape[0])
         ys = [None] * x.shape[0]
+        w_hr = self._parameters.get("weight_hr" + f"_l{layer}" + ("_reverse" if d else ""))
         for t in steps:
             h, c = self._cell(xp[t], h, c, w_hh, b_hh)
+            if w_hr is not None:   # LSTM's proj_size: h projected down, c kept
+                h = F.linear(h, w_hr)
             ys[t] = h
         return gp.stack(ys, axis=0), h, c
 
     def extra_repr(self) -> str:
         s = f"{self.input_size}, {self.hidden_size}"
+        if self.proj_size:   # where torch shows it
+            s += f", proj_size={self.proj_size}"
         if self.num_layers != 1:
             s += f", num_layers={self.num_layers}"
         if not self.bias:
@@ -145,6 +160,13 @@ class GRU(_RNNBase):
     """Gated recurrent unit; gates (r, z, n); returns (output, h_n)."""
 
     _gates = 3
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
+                 batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,
+                 device=None, dtype=None) -> None:
+        # torch's GRU has no proj_size (an LSTM option)
+        super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout,
+                         bidirectional, 0, device, dtype)
 
     def _cell(self, xt, h, c, w_hh, b_hh):
         gh = F.linear(h, w_hh, b_hh)

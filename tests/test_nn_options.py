@@ -1,0 +1,230 @@
+"""Constructor and forward options of grilly.nn against torch.nn (a test-only oracle): options
+that were silently ignored or missing (inplace, padding modes, proj_size, from_pretrained,
+remove_duplicate, ...), each with outputs and input/parameter gradients against torch."""
+import numpy as np
+import pytest
+
+import grilly as gp
+from grilly import nn
+from grilly.nn import functional as F
+from grilly.testing import assert_close
+
+torch = pytest.importorskip("torch")
+RTOL, ATOL = 1e-4, 1e-5
+
+
+def _np(t):
+    return t.detach().numpy()
+
+
+def _g(x, device, requires_grad=False):
+    a = gp.asarray(_np(x), device=device)
+    if requires_grad:
+        a.requires_grad_()
+    return a
+
+
+def _close(a, e, rtol=RTOL, atol=ATOL):
+    assert_close(a, _np(e) if hasattr(e, "detach") else e, rtol=rtol, atol=atol)
+
+
+def _copy(tmod, gmod, device):
+    gmod.to(device)
+    res = gmod.load_state_dict({k: _np(v) for k, v in tmod.state_dict().items()})
+    assert res.missing_keys == [] and res.unexpected_keys == []
+
+
+def _check(tmod, gmod, x, device, pick=lambda o: o):
+    """Forward both on x; outputs, the input's gradient and every parameter's against torch."""
+    _copy(tmod, gmod, device)
+    tx = x.clone().requires_grad_()
+    gx = _g(x, device, True)
+    t, g = pick(tmod(tx)), pick(gmod(gx))
+    _close(g, t)
+    cot = torch.randn(t.shape)
+    (t * cot).sum().backward()
+    gp.sum(g * _g(cot, device)).backward()
+    _close(gx.grad, tx.grad)
+    tp = dict(tmod.named_parameters())
+    gpn = dict(gmod.named_parameters())
+    assert list(gpn) == list(tp)
+    for name, p in gpn.items():
+        _close(p.grad, tp[name].grad)
+
+
+# ---- inplace=True: the input is overwritten and returned (it was silently ignored) -----------
+INPLACE = [("ReLU", {}), ("ReLU6", {}), ("LeakyReLU", {"negative_slope": 0.2}),
+           ("ELU", {"alpha": 0.7}), ("SiLU", {})]
+
+
+@pytest.mark.parametrize("name,kw", INPLACE)
+def test_inplace_activation_overwrites_input_and_matches_gradients(device, name, kw):
+    torch.manual_seed(0)
+    x = torch.randn(3, 5) * 4
+    # a non-leaf input (a leaf that requires grad raises, as in torch)
+    tx = x.clone().requires_grad_()
+    gx = _g(x, device, True)
+    th, gh = tx * 1.5, gx * 1.5
+    t = getattr(torch.nn, name)(**kw, inplace=True)(th)
+    g = getattr(nn, name)(**kw, inplace=True)(gh)
+    assert g is gh
+    _close(gh, th)
+    cot = torch.randn(t.shape)
+    (t * cot).sum().backward()
+    gp.sum(g * _g(cot, device)).backward()
+    _close(gx.grad, tx.grad)
+    assert repr(getattr(nn, name)(**kw, inplace=True)) == repr(getattr(torch.nn, name)(**kw, inplace=True))
+    # without grad: overwritten too
+    y = _g(x, device)
+    assert getattr(nn, name)(**kw, inplace=True)(y) is y
+    _close(y, getattr(torch.nn, name)(**kw)(x))
+    # a leaf that requires grad
+    with pytest.raises(RuntimeError, match="leaf"):
+        getattr(nn, name)(**kw, inplace=True)(_g(x, device, True))
+
+
+def test_inplace_functional_and_dropout(device):
+    x = torch.randn(4, 6)
+    y = _g(x, device)
+    assert F.relu(y, inplace=True) is y
+    _close(y, torch.relu(x))
+    y = gp.ones((200,), device=device)
+    d = nn.Dropout(0.5, inplace=True)
+    assert d(y) is y
+    v = np.asarray(y)
+    assert set(np.unique(v)) <= {0.0, 2.0} and 0 < np.count_nonzero(v) < 200
+    d.eval()
+    z = _g(x, device)
+    assert d(z) is z
+
+
+@pytest.mark.parametrize("name", ["Tanh", "Sigmoid", "Softplus", "GELU", "Softmax"])
+def test_inplace_refused_where_torch_has_none(name):
+    # torch's Tanh, Sigmoid, Softplus, GELU and Softmax take no inplace: it was dropped silently
+    with pytest.raises(TypeError, match=f"{name}: unexpected argument 'inplace'"):
+        getattr(nn, name)(inplace=True)
+
+
+# ---- pooling --------------------------------------------------------------------------------
+def test_avg_pool1d_has_no_divisor_override_and_reprs_match(device):
+    # AvgPool1d took divisor_override (from AvgPool2d) and ignored it; torch's has none
+    with pytest.raises(TypeError):
+        nn.AvgPool1d(3, divisor_override=2)
+    assert repr(nn.AvgPool1d(3)) == repr(torch.nn.AvgPool1d(3))
+    assert repr(nn.AvgPool2d(2, padding=1, count_include_pad=False)) == \
+        repr(torch.nn.AvgPool2d(2, padding=1, count_include_pad=False))
+    x = torch.randn(2, 3, 9)
+    kw = {"stride": 2, "padding": 1, "ceil_mode": True, "count_include_pad": False}
+    _check(torch.nn.AvgPool1d(3, **kw), nn.AvgPool1d(3, **kw), x, device)
+
+
+# ---- padding modes --------------------------------------------------------------------------
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+def test_pad_modes(device, mode):
+    torch.manual_seed(1)
+    x = torch.randn(2, 3, 4, 5)
+    tx = x.clone().requires_grad_()
+    gx = _g(x, device, True)
+    pads = (2, 1, 3, 0)
+    t = torch.nn.functional.pad(tx, pads, mode=mode)
+    g = F.pad(gx, pads, mode=mode)
+    _close(g, t)
+    cot = torch.randn(t.shape)
+    (t * cot).sum().backward()
+    gp.sum(g * _g(cot, device)).backward()
+    _close(gx.grad, tx.grad)
+
+
+def test_pad_constant_crops_with_negative_amounts_and_refuses_bad_modes(device):
+    x = torch.randn(3, 4, 5)
+    _close(F.pad(_g(x, device), (-1, 2, 1, -2), value=0.5),
+           torch.nn.functional.pad(x, (-1, 2, 1, -2), value=0.5))
+    with pytest.raises(ValueError, match="pad: mode must be one of"):
+        F.pad(_g(x, device), (1, 1), mode="mirror")
+    with pytest.raises(ValueError, match="reflect"):
+        F.pad(_g(x, device), (5, 0), mode="reflect")
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+@pytest.mark.parametrize("cls,kw,shape", [
+    ("Conv2d", {"padding": (1, 2), "stride": 2}, (2, 4, 6, 7)),
+    ("Conv2d", {"padding": "same", "dilation": 2, "groups": 2}, (1, 4, 6, 7)),
+    ("Conv1d", {"padding": 2, "bias": False}, (2, 4, 9)),
+])
+def test_conv_padding_mode(device, mode, cls, kw, shape):
+    # padding_mode other than 'zeros' raised NotImplementedError
+    torch.manual_seed(2)
+    tm = getattr(torch.nn, cls)(4, 6, 3, padding_mode=mode, **kw)
+    gm = getattr(nn, cls)(4, 6, 3, padding_mode=mode, **kw)
+    assert repr(gm) == repr(tm)
+    _check(tm, gm, torch.randn(*shape), device)
+
+
+def test_conv_bad_padding_options_raise_at_construction():
+    with pytest.raises(ValueError, match="Conv2d: padding_mode"):
+        nn.Conv2d(2, 2, 3, padding_mode="mirror")
+    with pytest.raises(ValueError, match="Conv1d: padding='same' is not supported for strided"):
+        nn.Conv1d(2, 2, 3, padding="same", stride=2)
+
+
+# ---- embedding ------------------------------------------------------------------------------
+def test_embedding_from_pretrained_and_flags(device):
+    w = torch.randn(6, 3)
+    tm = torch.nn.Embedding.from_pretrained(w, padding_idx=1)
+    gm = nn.Embedding.from_pretrained(_g(w, device), padding_idx=1)
+    assert not gm.weight.requires_grad and gm.padding_idx == 1
+    idx = torch.tensor([[0, 1, 5], [2, 2, 4]])
+    _close(gm(_g(idx, device)), tm(idx))
+    gm2 = nn.Embedding.from_pretrained(_g(w, device), freeze=False)
+    assert gm2.weight.requires_grad
+    nn.Embedding(4, 2, scale_grad_by_freq=False, sparse=False)   # torch's defaults, accepted
+    with pytest.raises(NotImplementedError, match="Embedding: sparse=True"):
+        nn.Embedding(4, 2, sparse=True)
+    with pytest.raises(NotImplementedError, match="Embedding: scale_grad_by_freq=True"):
+        nn.Embedding(4, 2, scale_grad_by_freq=True)
+
+
+# ---- LSTM proj_size, BatchNorm bias ---------------------------------------------------------
+@pytest.mark.parametrize("kw", [{"proj_size": 2}, {"proj_size": 3, "num_layers": 2,
+                                                   "bidirectional": True, "batch_first": True}])
+def test_lstm_proj_size(device, kw):
+    torch.manual_seed(3)
+    tm, gm = torch.nn.LSTM(5, 4, **kw), nn.LSTM(5, 4, **kw)
+    assert repr(gm) == repr(tm)
+    x = torch.randn(3, 2, 5)
+    _check(tm, gm, x, device, pick=lambda o: o[0])
+    dirs = 2 if kw.get("bidirectional") else 1
+    nl = kw.get("num_layers", 1) * dirs
+    n = 3 if kw.get("batch_first") else 2   # h0/c0 are (layers * dirs, N, size) either way
+    h0, c0 = torch.randn(nl, n, kw["proj_size"]), torch.randn(nl, n, 4)
+    t_out, (th, tc) = tm(x, (h0, c0))
+    g_out, (gh, gc) = gm(_g(x, device), (_g(h0, device), _g(c0, device)))
+    _close(g_out, t_out)
+    _close(gh, th)
+    _close(gc, tc)
+    with pytest.raises(ValueError, match="LSTM: proj_size"):
+        nn.LSTM(5, 4, proj_size=4)
+
+
+def test_batch_norm_bias_false(device):
+    tm, gm = torch.nn.BatchNorm1d(3, bias=False), nn.BatchNorm1d(3, bias=False)
+    assert gm.bias is None
+    _check(tm, gm, torch.randn(5, 3, 2), device)
+
+
+# ---- module API -----------------------------------------------------------------------------
+def test_named_members_remove_duplicate_and_prefix_match_torch():
+    def build(M):
+        class Net(M.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = M.Linear(2, 3)
+                self.seq = M.Sequential(M.Conv1d(1, 2, 1), M.BatchNorm1d(2))
+                self.b = self.a
+        return Net()
+
+    t, g = build(torch.nn), build(nn)
+    for fn in ("named_parameters", "named_buffers", "named_modules"):
+        for kw in ({}, {"prefix": "m"}, {"remove_duplicate": False},
+                   {"prefix": "m", "remove_duplicate": False}):
+            assert [n for n, _ in getattr(g, fn)(**kw)] == [n for n, _ in getattr(t, fn)(**kw)]
