@@ -78,6 +78,9 @@ def to_numpy(obj, dtype: dt.DType | None, op: str = "asarray") -> tuple[np.ndarr
         if flat and all(isinstance(v, int) for v in flat):
             raise OverflowError(f"{op}: Python ints beyond the int64 range")
         raise TypeError(f"{op}: cannot make an array from the given object (mixed or unsupported types)")
+    if not h.dtype.isnative and h.dtype.fields is None:
+        # big-endian data (from a file, '>f4'): the same values in the machine's byte order
+        h = h.astype(h.dtype.newbyteorder("="))
     if dtype is None:
         if h.dtype.kind in "US":
             raise TypeError(f"{op}: strings are not supported")

@@ -227,6 +227,8 @@ class RMSNorm(Module):
 
 class _BatchNorm(Module):
     _ndims: tuple = ()
+    # load_state_dict keeps the count when a checkpoint lacks it (torch's old BatchNorm had none)
+    _optional_state = ("num_batches_tracked",)
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
                  affine: bool = True, track_running_stats: bool = True, device=None, dtype=None,

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from collections import OrderedDict, namedtuple
+from collections.abc import Mapping
 from typing import Any, Iterable, Iterator
+
+import numpy as np
 
 from ..array import api as gp
 from ..array.dispatch import hooks as _hooks
@@ -14,6 +17,59 @@ from .parameter import Parameter, is_parameter
 __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "IncompatibleKeys"]
 
 IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
+
+
+class _IncompatibleKeys(IncompatibleKeys):
+    """(missing_keys, unexpected_keys), shown as torch shows it when both are empty."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return super().__repr__()
+
+    __str__ = __repr__
+
+
+class _LoadStateDictError(RuntimeError, ValueError):
+    """A failed ``load_state_dict``: a RuntimeError as torch raises (and a ValueError, which
+    grilly raised for a shape mismatch before)."""
+
+
+def _prefixed(module: "Module", prefix: str = ""):
+    """(key prefix, module) for ``module`` and every descendant, as state_dict names them."""
+    yield prefix, module
+    for name, m in module._modules.items():
+        if m is not None:
+            yield from _prefixed(m, prefix + name + ".")
+
+
+def _stage(src, shape: tuple):
+    """(value to copy, None) or (None, what is wrong with it) for a state-dict value that
+    must fill an array of ``shape``; checked before a load writes anything."""
+    if isinstance(src, gp.Array):
+        got = tuple(src.shape)
+    elif hasattr(src, "__dlpack__") and hasattr(src, "shape") and not isinstance(src, np.ndarray):
+        # a torch tensor (or another DLPack producer): its data, outside its autograd graph
+        if getattr(src, "is_meta", False) or str(getattr(src, "device", "")) == "meta":
+            return None, "is a tensor on the 'meta' device, which holds no data"
+        if callable(getattr(src, "detach", None)):
+            src = src.detach()
+        got = tuple(src.shape)
+    else:
+        kind = type(src).__name__
+        try:
+            src = np.asarray(src)
+        except (TypeError, ValueError, OverflowError) as e:
+            return None, f"is not array data ({e})"
+        if src.dtype.kind not in "biufcV" or src.dtype.fields is not None or (
+                src.dtype.kind == "V" and src.dtype.name != "bfloat16"):
+            return None, f"is not numeric data (a {kind} of dtype {src.dtype})"
+        got = src.shape
+    if got != shape:
+        return None, f"has shape {got} in the state dict but {shape} in the module"
+    return src, None
 
 
 def _no_grad():
@@ -37,6 +93,14 @@ class Module:
         object.__setattr__(self, "_buffers", OrderedDict())
         object.__setattr__(self, "_non_persistent", set())
         object.__setattr__(self, "_modules", OrderedDict())
+
+    def __setstate__(self, state: dict) -> None:
+        # pickle rebuilds each Array plainly: mark the parameters again (copy.deepcopy's hook
+        # does it for a deep copy), so a loaded model's parameters are still nn.Parameter
+        self.__dict__.update(state)
+        for p in self.__dict__.get("_parameters", {}).values():
+            if p is not None and not is_parameter(p):
+                Parameter(p, p.requires_grad)
 
     # ---- registration -------------------------------------------------------------------
     def __setattr__(self, name: str, value: Any) -> None:
@@ -286,29 +350,53 @@ class Module:
         return out
 
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False) -> IncompatibleKeys:
-        """Copy values (Arrays, numpy arrays, lists) into parameters and buffers in place."""
+        """Copy values (Arrays, numpy arrays, torch tensors, lists) into parameters and buffers in
+        place. Every key is checked (missing and unexpected keys under ``strict``, shapes, values
+        that are not numeric data) before anything is written, so a failed load raises a
+        RuntimeError listing every problem and leaves the module as it was."""
+        if not isinstance(state_dict, Mapping):
+            raise TypeError(f"load_state_dict: expected a mapping of name -> array, got "
+                            f"{type(state_dict).__name__}")
         own = self.state_dict()
-        missing = [k for k in own if k not in state_dict]
+        # keys a checkpoint may lack (BatchNorm's num_batches_tracked, which old torch
+        # checkpoints do not have): torch fills them in, so they are not reported missing
+        optional = {prefix + name for prefix, m in _prefixed(self)
+                    for name in getattr(type(m), "_optional_state", ())}
+        missing = [k for k in own if k not in state_dict and k not in optional]
         unexpected = [k for k in state_dict if k not in own]
+        errors = []
         if strict and (missing or unexpected):
-            raise RuntimeError(f"load_state_dict: {type(self).__name__}: missing keys {missing}, "
-                               f"unexpected keys {unexpected}")
+            errors.append(f"missing keys {missing}, unexpected keys {unexpected}")
+        staged = []
+        for key, dst in own.items():
+            if key not in state_dict:
+                continue
+            src, problem = _stage(state_dict[key], tuple(dst.shape))
+            if problem is not None:
+                errors.append(f"{key!r} {problem}")
+            else:
+                staged.append((key, dst, src))
+        if errors:
+            raise _LoadStateDictError(f"load_state_dict: {type(self).__name__}: "
+                                      + "; ".join(errors))
         with _no_grad():
-            for key, dst in own.items():
-                if key not in state_dict:
-                    continue
-                src = state_dict[key]
-                src = gp.asarray(src, dtype=dst.dtype, device=dst.device) if not (
-                    isinstance(src, gp.Array) and src.dtype == dst.dtype and src.device == dst.device
-                ) else src
-                if tuple(src.shape) != tuple(dst.shape):
-                    raise ValueError(f"load_state_dict: {key!r} has shape {tuple(src.shape)} in the "
-                                     f"state dict but {tuple(dst.shape)} in the module")
+            converted = []
+            for key, dst, src in staged:
+                if not (isinstance(src, gp.Array) and src.dtype == dst.dtype
+                        and src.device == dst.device):
+                    try:
+                        src = gp.asarray(src, dtype=dst.dtype, device=dst.device)
+                    except (TypeError, ValueError, OverflowError) as e:
+                        raise _LoadStateDictError(
+                            f"load_state_dict: {type(self).__name__}: {key!r} cannot be copied "
+                            f"into a {dst.dtype.name} array ({e})") from None
+                converted.append((key, dst, src))
+            for key, dst, src in converted:
                 if assign:
                     self._assign(key, src if not is_parameter(dst) else Parameter(src, dst.requires_grad))
                 else:
                     dst[...] = src
-        return IncompatibleKeys(missing, unexpected)
+        return _IncompatibleKeys(missing, unexpected)
 
     def _assign(self, key: str, value) -> None:
         mod_path, _, name = key.rpartition(".")

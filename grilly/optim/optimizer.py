@@ -185,6 +185,20 @@ class Optimizer:
             p = by_index[int(i)]
             self._state[id(p)] = {k: _restore(v, p) for k, v in s.items()}
 
+    # pickle and copy.deepcopy: the state is keyed by id(param), which a copy does not keep;
+    # it travels keyed by the parameter's position in param_groups and is keyed again by the
+    # copied parameters' ids (else a copy would restart every moment and step count from zero)
+    def __getstate__(self) -> dict:
+        d = dict(self.__dict__)
+        pos = {id(p): i for i, p in enumerate(p for g in self.param_groups for p in g["params"])}
+        d["_state"] = {pos[k]: v for k, v in self._state.items() if k in pos}
+        return d
+
+    def __setstate__(self, d: dict) -> None:
+        self.__dict__.update(d)
+        params = [p for g in self.param_groups for p in g["params"]]
+        self._state = {id(params[i]): v for i, v in d["_state"].items()}
+
     def __repr__(self) -> str:
         opts = ", ".join(f"{k}={v}" for k, v in self.defaults.items())
         return f"{type(self).__name__}({opts})"

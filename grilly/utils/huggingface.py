@@ -17,6 +17,8 @@ from ..nn.module import Module, ModuleList
 
 __all__ = ["BertConfig", "GrillyBert", "HuggingFaceBridge", "get_huggingface_bridge"]
 
+_MODEL_TYPES = ("bert", "roberta")
+
 
 @dataclass
 class BertConfig:
@@ -31,6 +33,10 @@ class BertConfig:
     type_vocab_size: int = 2
     layer_norm_eps: float = 1e-12
     hidden_act: str = "gelu"
+    # RoBERTa numbers positions from pad_token_id + 1 and skips padding (transformers'
+    # create_position_ids_from_input_ids); BERT numbers them 0, 1, ...
+    model_type: str = "bert"
+    pad_token_id: int = 0
 
     @classmethod
     def from_any(cls, cfg) -> "BertConfig":
@@ -42,12 +48,16 @@ class BertConfig:
         act = kw.get("hidden_act", "gelu")
         if act not in ("gelu", "gelu_new", "relu", "gelu_pytorch_tanh"):
             raise ValueError(f"BertConfig: hidden_act {act!r} is not supported")
+        if kw.get("model_type", "bert") not in _MODEL_TYPES:
+            raise ValueError(f"BertConfig: model_type {kw['model_type']!r} is not supported "
+                             f"(supported: {', '.join(_MODEL_TYPES)})")
         return cls(**kw)
 
 
 class _Embeddings(Module):
     def __init__(self, c: BertConfig) -> None:
         super().__init__()
+        self.roberta, self.pad = c.model_type == "roberta", c.pad_token_id
         self.word_embeddings = Embedding(c.vocab_size, c.hidden_size)
         self.position_embeddings = Embedding(c.max_position_embeddings, c.hidden_size)
         self.token_type_embeddings = Embedding(c.type_vocab_size, c.hidden_size)
@@ -55,7 +65,12 @@ class _Embeddings(Module):
         self.dropout = Dropout(0.0)
 
     def forward(self, ids: Array, token_type_ids: Array) -> Array:
-        pos = gp.arange(ids.shape[1], device=ids.device)
+        if self.roberta:
+            # pad + 1, pad + 2, ... over the tokens that are not padding; padding gets pad
+            keep = gp.astype(ids != self.pad, gp.int64)
+            pos = gp.cumulative_sum(keep, axis=1) * keep + self.pad
+        else:
+            pos = gp.arange(ids.shape[1], device=ids.device)
         x = (self.word_embeddings(ids) + self.position_embeddings(pos)
              + self.token_type_embeddings(token_type_ids))
         return self.LayerNorm(x)
@@ -201,9 +216,9 @@ class HuggingFaceBridge:
     def convert_transformer(self, hf_model, device=None) -> GrillyBert:
         """A GrillyBert with ``hf_model``'s config and weights (on ``device``)."""
         cfg = getattr(hf_model, "config", None)
-        if cfg is None or getattr(cfg, "model_type", "bert") not in ("bert", "roberta"):
+        if cfg is None or getattr(cfg, "model_type", "bert") not in _MODEL_TYPES:
             raise ValueError("convert_transformer: expected a transformers BERT-family encoder "
-                             f"(config.model_type 'bert'), got {type(hf_model).__name__}")
+                             f"(config.model_type one of {_MODEL_TYPES}), got {type(hf_model).__name__}")
         sd = hf_model.state_dict()
         prefix = next((p for p in ("bert.", "roberta.") if any(k.startswith(p) for k in sd)), "")
         sd = {k[len(prefix):]: v for k, v in sd.items() if k.startswith(prefix)}
@@ -227,7 +242,8 @@ class HuggingFaceBridge:
         from safetensors.numpy import load_file
 
         state = load_file(path)
-        prefix = next((p for p in ("bert.",) if any(k.startswith(p) for k in state)), "")
+        prefix = next((p for p in ("bert.", "roberta.") if any(k.startswith(p) for k in state)),
+                      "")
         return self.from_state_dict(config, {k[len(prefix):]: v for k, v in state.items()
                                              if k.startswith(prefix)}, device)
 
