@@ -5,7 +5,9 @@ from __future__ import annotations
 from . import lr_scheduler
 from .clip import clip_grad_norm_, clip_grad_value_
 from .optimizer import Optimizer
-from .optimizers import NLMS, SGD, Adagrad, Adam, AdamW, NaturalGradient, RMSprop
+from .optimizers import (ASGD, NLMS, SGD, Adadelta, Adagrad, Adam, Adamax, AdamW, NAdam,
+                         NaturalGradient, RAdam, RMSprop, Rprop)
 
-__all__ = ["NLMS", "SGD", "Adagrad", "Adam", "AdamW", "NaturalGradient", "Optimizer", "RMSprop",
-           "clip_grad_norm_", "clip_grad_value_", "lr_scheduler"]
+__all__ = ["ASGD", "NLMS", "SGD", "Adadelta", "Adagrad", "Adam", "Adamax", "AdamW", "NAdam",
+           "NaturalGradient", "Optimizer", "RAdam", "RMSprop", "Rprop", "clip_grad_norm_",
+           "clip_grad_value_", "lr_scheduler"]

@@ -542,10 +542,13 @@ class ReduceLROnPlateau:
         self.optimizer = _optimizer(optimizer, "ReduceLROnPlateau")
         self.min_lrs = _per_group(min_lr, len(optimizer.param_groups), "min_lr",
                                   "ReduceLROnPlateau")
+        # one min_lr for all groups also covers groups added later (a list cannot)
+        self.default_min_lr = None if isinstance(min_lr, (list, tuple)) else min_lr
         self.mode, self.factor, self.patience = mode, factor, patience
         self.threshold, self.threshold_mode = threshold, threshold_mode
         self.cooldown, self.eps = cooldown, eps
-        self.best = math.inf if mode == "min" else -math.inf
+        self.mode_worse = math.inf if mode == "min" else -math.inf
+        self.best = self.mode_worse
         self.num_bad_epochs = 0
         self.cooldown_counter = 0
         self.last_epoch = 0
@@ -570,7 +573,16 @@ class ReduceLROnPlateau:
             self.cooldown_counter -= 1
             self.num_bad_epochs = 0
         if self.num_bad_epochs > self.patience:
-            for g, lo in zip(self.optimizer.param_groups, self.min_lrs):
+            groups = self.optimizer.param_groups
+            if len(groups) != len(self.min_lrs):
+                # a param group added since: zip had left it out (never reduced)
+                if self.default_min_lr is None:
+                    raise RuntimeError(
+                        f"ReduceLROnPlateau: the optimizer has {len(groups)} param groups, "
+                        f"{len(self.min_lrs)} when the scheduler was made (a param group was "
+                        "added?); set min_lrs to one min_lr per group")
+                self.min_lrs = [self.default_min_lr] * len(groups)
+            for g, lo in zip(groups, self.min_lrs):
                 old = float(g["lr"])
                 new = max(old * self.factor, lo)
                 if old - new > self.eps:

@@ -2,18 +2,74 @@
 torch.optim uses (so float32 trajectories agree to rounding)."""
 from __future__ import annotations
 
+import numpy as np
+
 from ..array import api as gp
 from ..array import optim_steps
 
 from .optimizer import Optimizer
 
-__all__ = ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "NLMS", "NaturalGradient"]
+__all__ = ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "NAdam", "RAdam", "Adamax", "ASGD",
+           "Rprop", "Adadelta", "NLMS", "NaturalGradient"]
 
 
 def _check(name: str, **values) -> None:
+    lr = values.get("lr")
+    if lr is not None and getattr(lr, "ndim", 0) and getattr(lr, "size", 1) != 1:
+        raise ValueError(f"{name}: an lr given as an array must have one element, got shape "
+                         f"{tuple(lr.shape)}")
     for k, v in values.items():
         if v < 0:
             raise ValueError(f"{name}: {k} must be >= 0, got {v}")
+
+
+def _check_betas(name: str, betas) -> tuple:
+    betas = tuple(betas)
+    if len(betas) != 2:
+        raise ValueError(f"{name}: betas must be a pair (beta1, beta2), got {betas}")
+    for i, b in enumerate(betas):
+        if not 0.0 <= b < 1.0:
+            raise ValueError(f"{name}: betas[{i}] must be in [0, 1), got {b}")
+    return betas
+
+
+def _flags(name: str, *, foreach=None, fused=None, capturable=None, differentiable=False) -> dict:
+    """torch.optim's implementation flags, kept in the param groups under torch's names (a
+    state_dict carries them both ways). ``foreach``, ``fused`` and ``capturable`` change how
+    torch runs a step, not what it computes; grilly's steps are already one fused update per
+    parameter (one dispatch for all on Vulkan) that grilly.jit captures, so they are accepted
+    and change nothing. ``differentiable=True`` (a step recorded by autograd) is refused: the
+    updates write the parameters in place under no_grad. A flag torch's optimizer lacks is
+    not a keyword here either (None above: not this optimizer's)."""
+    if differentiable:
+        raise NotImplementedError(f"{name}: differentiable=True is not supported (grilly's "
+                                  "optimizer steps update parameters in place under no_grad, "
+                                  "unrecorded by autograd)")
+    if fused and foreach:
+        raise RuntimeError(f"{name}: `fused` and `foreach` cannot be `True` together")
+    out = {"foreach": foreach}
+    if capturable is not None:
+        out["capturable"] = bool(capturable)
+    out["differentiable"] = False
+    if fused is not None or name in ("SGD", "Adam", "AdamW", "Adagrad"):
+        out["fused"] = fused
+    return out
+
+
+def _scalar(v) -> float:
+    """A group option (a Python number, or a one-element Array such as an lr) as a float."""
+    return float(v)
+
+
+def _f32(x: float) -> float:
+    """``x`` rounded to float32: torch.optim keeps some per-parameter scalars (NAdam's
+    mu_product, ASGD's eta and mu) as float32 tensors, whose rounding the trajectory carries."""
+    return float(np.float32(x))
+
+
+def _lerp(a, b, w: float):
+    """torch.lerp(a, b, w) as torch's CPU kernel computes it (exp_avg.lerp_(grad, 1 - beta1))."""
+    return a + w * (b - a) if abs(w) < 0.5 else b - (b - a) * (1.0 - w)
 
 
 def _in_float32(update, p, g, *state) -> None:
@@ -45,13 +101,15 @@ class SGD(Optimizer):
 
     def __init__(self, params, lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
                  weight_decay: float = 0.0, nesterov: bool = False, *,
-                 maximize: bool = False) -> None:
+                 maximize: bool = False, foreach: bool | None = None,
+                 differentiable: bool = False, fused: bool | None = None) -> None:
         _check("SGD", lr=lr, momentum=momentum, weight_decay=weight_decay)
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("SGD: nesterov needs momentum > 0 and dampening = 0")
+        flags = _flags("SGD", foreach=foreach, fused=fused, differentiable=differentiable)
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
                                       weight_decay=weight_decay, nesterov=nesterov,
-                                      maximize=maximize))
+                                      maximize=maximize, **flags))
 
     def _update(self, p, g, state, group) -> None:
         buf, first = None, False
@@ -75,28 +133,37 @@ class Adam(Optimizer):
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.0, amsgrad: bool = False, *,
-                 maximize: bool = False) -> None:
-        _check(type(self).__name__, lr=lr, eps=eps, weight_decay=weight_decay)
-        if not (0.0 <= betas[0] < 1.0 and 0.0 <= betas[1] < 1.0):
-            raise ValueError(f"{type(self).__name__}: betas must be in [0, 1), got {betas}")
-        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
-                                      weight_decay=weight_decay, amsgrad=amsgrad,
-                                      maximize=maximize))
+                 foreach: bool | None = None, maximize: bool = False, capturable: bool = False,
+                 differentiable: bool = False, fused: bool | None = None,
+                 decoupled_weight_decay: bool = False) -> None:
+        name = type(self).__name__
+        _check(name, lr=lr, eps=eps, weight_decay=weight_decay)
+        betas = _check_betas(name, betas)
+        flags = _flags(name, foreach=foreach, fused=fused, capturable=capturable,
+                       differentiable=differentiable)
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                                      amsgrad=amsgrad, maximize=maximize, **flags,
+                                      decoupled_weight_decay=decoupled_weight_decay
+                                      or self._decoupled))
 
     def _update(self, p, g, state, group) -> None:
         if not state:
             state["step"] = 0
             state["exp_avg"] = gp.zeros_like(p)
             state["exp_avg_sq"] = gp.zeros_like(p)
-            if group["amsgrad"]:
-                state["max_exp_avg_sq"] = gp.zeros_like(p)
+        if group["amsgrad"] and "max_exp_avg_sq" not in state:
+            # (also where amsgrad is switched on in param_groups, or the state was saved
+            # without it: the maximum starts from this step's exp_avg_sq, as at step 1)
+            state["max_exp_avg_sq"] = gp.zeros_like(p)
         state["step"] += 1
         b1, b2 = group["betas"]
+        # AdamW is decoupled whatever its groups say (as torch's, which sets it on load)
+        decoupled = self._decoupled or bool(group.get("decoupled_weight_decay", False))
         optim_steps.adam_step(p, _grad(p, g), state["exp_avg"], state["exp_avg_sq"],
-                              state.get("max_exp_avg_sq") if group["amsgrad"] else None,
+                              state["max_exp_avg_sq"] if group["amsgrad"] else None,
                               lr=group["lr"], beta1=b1, beta2=b2, eps=group["eps"],
                               step=state["step"], weight_decay=group["weight_decay"],
-                              decoupled=self._decoupled, maximize=group["maximize"])
+                              decoupled=decoupled, maximize=group["maximize"])
 
 
 class AdamW(Adam):
@@ -106,8 +173,11 @@ class AdamW(Adam):
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 1e-2, amsgrad: bool = False, *,
-                 maximize: bool = False) -> None:
-        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize)
+                 maximize: bool = False, foreach: bool | None = None, capturable: bool = False,
+                 differentiable: bool = False, fused: bool | None = None) -> None:
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
+                         foreach=foreach, capturable=capturable, differentiable=differentiable,
+                         fused=fused)
 
 
 class RMSprop(Optimizer):
@@ -116,21 +186,27 @@ class RMSprop(Optimizer):
     _in_kernels = True
 
     def __init__(self, params, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
-                 weight_decay: float = 0.0, momentum: float = 0.0, centered: bool = False, *,
-                 maximize: bool = False) -> None:
+                 weight_decay: float = 0.0, momentum: float = 0.0, centered: bool = False,
+                 capturable: bool = False, foreach: bool | None = None, maximize: bool = False,
+                 differentiable: bool = False) -> None:
         _check("RMSprop", lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
                momentum=momentum)
+        flags = _flags("RMSprop", foreach=foreach, capturable=capturable,
+                       differentiable=differentiable)
         super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
-                                      momentum=momentum, centered=centered, maximize=maximize))
+                                      momentum=momentum, centered=centered, maximize=maximize,
+                                      **flags))
 
     def _update(self, p, g, state, group) -> None:
         if not state:
             state["step"] = 0
             state["square_avg"] = gp.zeros_like(p)
-            if group["momentum"] > 0:
-                state["momentum_buffer"] = gp.zeros_like(p)
-            if group["centered"]:
-                state["grad_avg"] = gp.zeros_like(p)
+        # (a buffer also starts where momentum or centered is switched on in param_groups, or
+        # the state was saved without it, as at step 1; it was silently not centered)
+        if group["momentum"] > 0 and "momentum_buffer" not in state:
+            state["momentum_buffer"] = gp.zeros_like(p)
+        if group["centered"] and "grad_avg" not in state:
+            state["grad_avg"] = gp.zeros_like(p)
         state["step"] += 1
         optim_steps.rmsprop_step(
             p, _grad(p, g), state["square_avg"],
@@ -148,12 +224,14 @@ class Adagrad(Optimizer):
 
     def __init__(self, params, lr: float = 1e-2, lr_decay: float = 0.0,
                  weight_decay: float = 0.0, initial_accumulator_value: float = 0.0,
-                 eps: float = 1e-10, *, maximize: bool = False) -> None:
+                 eps: float = 1e-10, foreach: bool | None = None, *, maximize: bool = False,
+                 differentiable: bool = False, fused: bool | None = None) -> None:
         _check("Adagrad", lr=lr, lr_decay=lr_decay, weight_decay=weight_decay, eps=eps,
                initial_accumulator_value=initial_accumulator_value)
+        flags = _flags("Adagrad", foreach=foreach, fused=fused, differentiable=differentiable)
         super().__init__(params, dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
                                       initial_accumulator_value=initial_accumulator_value,
-                                      eps=eps, maximize=maximize))
+                                      eps=eps, maximize=maximize, **flags))
 
     def _update(self, p, g, state, group) -> None:
         if not state:
@@ -163,6 +241,264 @@ class Adagrad(Optimizer):
         optim_steps.adagrad_step(p, _grad(p, g), state["sum"], lr=group["lr"], eps=group["eps"],
                                  step=state["step"], lr_decay=group["lr_decay"],
                                  weight_decay=group["weight_decay"], maximize=group["maximize"])
+
+
+# ---- the rest of torch.optim's elementwise optimizers, composed from array ops ---------------
+# Each follows torch.optim's single-tensor step (what torch runs on CPU) op for op, addcdiv and
+# addcmul in the order of torch's CPU kernels ((value * t1) / t2), so float64 trajectories
+# agree to rounding; bfloat16 parameters compute in float32 and round once (_in_float32).
+
+
+def _decayed(p, g, group):
+    """The gradient with maximize and L2 weight decay applied (torch's order)."""
+    if group["maximize"]:
+        g = -g
+    wd = group["weight_decay"]
+    return g + wd * p if wd else g
+
+
+class NAdam(Optimizer):
+    """Adam with Nesterov momentum (Dozat), torch's momentum_decay schedule
+    ``mu_t = beta1 * (1 - 0.5 * 0.96 ** (t * momentum_decay))``; L2 or decoupled decay."""
+
+    def __init__(self, params, lr: float = 2e-3, betas=(0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0, momentum_decay: float = 4e-3,
+                 decoupled_weight_decay: bool = False, *, foreach: bool | None = None,
+                 maximize: bool = False, capturable: bool = False,
+                 differentiable: bool = False) -> None:
+        _check("NAdam", lr=lr, eps=eps, weight_decay=weight_decay, momentum_decay=momentum_decay)
+        betas = _check_betas("NAdam", betas)
+        flags = _flags("NAdam", foreach=foreach, capturable=capturable,
+                       differentiable=differentiable)
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                                      momentum_decay=momentum_decay,
+                                      decoupled_weight_decay=decoupled_weight_decay,
+                                      maximize=maximize, **flags))
+
+    def _update(self, p, g, state, group) -> None:
+        if not state:
+            state["step"] = 0
+            state["mu_product"] = 1.0
+            state["exp_avg"] = gp.zeros_like(p)
+            state["exp_avg_sq"] = gp.zeros_like(p)
+        state["step"] += 1
+        step, lr = state["step"], _scalar(group["lr"])
+        b1, b2 = group["betas"]
+        md, eps = group["momentum_decay"], group["eps"]
+        mu = b1 * (1.0 - 0.5 * 0.96 ** (step * md))
+        mu_next = b1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * md))
+        # torch keeps mu_product as a float32 tensor (float32 multiply)
+        mu_product = state["mu_product"] = float(np.float32(state["mu_product"]) * np.float32(mu))
+        mu_product_next = mu_product * mu_next
+        c1 = -lr * (1.0 - mu) / (1.0 - mu_product)
+        c2 = (-lr * mu_next) / (1.0 - mu_product_next)
+        bc2 = 1.0 - b2 ** step
+        wd, decoupled = group["weight_decay"], group["decoupled_weight_decay"]
+
+        def update(p, g, m, v):
+            if group["maximize"]:
+                g = -g
+            if wd:
+                if decoupled:
+                    p[...] = p * (1.0 - lr * wd)
+                else:
+                    g = g + wd * p
+            m[...] = _lerp(m, g, 1.0 - b1)
+            v[...] = v * b2 + ((1.0 - b2) * g) * g
+            denom = gp.sqrt(v / bc2) + eps
+            p[...] = p + (c1 * g) / denom
+            p[...] = p + (c2 * m) / denom
+        _in_float32(update, p, _grad(p, g), state["exp_avg"], state["exp_avg_sq"])
+
+
+class RAdam(Optimizer):
+    """Rectified Adam (Liu et al.): plain momentum SGD while the variance estimate's rho_t <= 5,
+    rectified Adam after; L2 or decoupled decay."""
+
+    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0, decoupled_weight_decay: bool = False, *,
+                 foreach: bool | None = None, maximize: bool = False, capturable: bool = False,
+                 differentiable: bool = False) -> None:
+        _check("RAdam", lr=lr, eps=eps, weight_decay=weight_decay)
+        betas = _check_betas("RAdam", betas)
+        flags = _flags("RAdam", foreach=foreach, capturable=capturable,
+                       differentiable=differentiable)
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                                      decoupled_weight_decay=decoupled_weight_decay,
+                                      maximize=maximize, **flags))
+
+    def _update(self, p, g, state, group) -> None:
+        if not state:
+            state["step"] = 0
+            state["exp_avg"] = gp.zeros_like(p)
+            state["exp_avg_sq"] = gp.zeros_like(p)
+        state["step"] += 1
+        step, lr = state["step"], _scalar(group["lr"])
+        b1, b2 = group["betas"]
+        eps, wd, decoupled = group["eps"], group["weight_decay"], group["decoupled_weight_decay"]
+        bc1, bc2 = 1.0 - b1 ** step, 1.0 - b2 ** step
+        rho_inf = 2.0 / (1.0 - b2) - 1.0
+        rho_t = rho_inf - 2.0 * step * (b2 ** step) / bc2
+        rect = (((rho_t - 4.0) * (rho_t - 2.0) * rho_inf
+                 / ((rho_inf - 4.0) * (rho_inf - 2.0) * rho_t)) ** 0.5 if rho_t > 5.0 else None)
+
+        def update(p, g, m, v):
+            if group["maximize"]:
+                g = -g
+            if wd:
+                if decoupled:
+                    p[...] = p * (1.0 - lr * wd)
+                else:
+                    g = g + wd * p
+            m[...] = _lerp(m, g, 1.0 - b1)
+            v[...] = v * b2 + ((1.0 - b2) * g) * g
+            corrected = m / bc1
+            if rect is not None:
+                adaptive = (bc2 ** 0.5) / (gp.sqrt(v) + eps)
+                p[...] = p - corrected * lr * adaptive * rect
+            else:
+                p[...] = p - corrected * lr
+        _in_float32(update, p, _grad(p, g), state["exp_avg"], state["exp_avg_sq"])
+
+
+class Adamax(Optimizer):
+    """Adam with the infinity norm (Kingma & Ba): ``u = max(beta2 u, |g| + eps)``."""
+
+    def __init__(self, params, lr: float = 2e-3, betas=(0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0, foreach: bool | None = None, *,
+                 maximize: bool = False, differentiable: bool = False,
+                 capturable: bool = False) -> None:
+        _check("Adamax", lr=lr, eps=eps, weight_decay=weight_decay)
+        betas = _check_betas("Adamax", betas)
+        flags = _flags("Adamax", foreach=foreach, capturable=capturable,
+                       differentiable=differentiable)
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                                      maximize=maximize, **flags))
+
+    def _update(self, p, g, state, group) -> None:
+        if not state:
+            state["step"] = 0
+            state["exp_avg"] = gp.zeros_like(p)
+            state["exp_inf"] = gp.zeros_like(p)
+        state["step"] += 1
+        b1, b2 = group["betas"]
+        clr = _scalar(group["lr"]) / (1.0 - b1 ** state["step"])
+        eps = group["eps"]
+
+        def update(p, g, m, u):
+            g = _decayed(p, g, group)
+            m[...] = _lerp(m, g, 1.0 - b1)
+            u[...] = gp.maximum(u * b2, gp.abs(g) + eps)
+            p[...] = p + (-clr * m) / u
+        _in_float32(update, p, _grad(p, g), state["exp_avg"], state["exp_inf"])
+
+
+class ASGD(Optimizer):
+    """Averaged SGD (Polyak & Juditsky): SGD with the step ``eta = lr / (1 + lambd lr t)**alpha``
+    and a running average ``ax`` of the parameters from step ``t0`` on."""
+
+    def __init__(self, params, lr: float = 1e-2, lambd: float = 1e-4, alpha: float = 0.75,
+                 t0: float = 1e6, weight_decay: float = 0.0, foreach: bool | None = None,
+                 maximize: bool = False, differentiable: bool = False,
+                 capturable: bool = False) -> None:
+        _check("ASGD", lr=lr, weight_decay=weight_decay)
+        flags = _flags("ASGD", foreach=foreach, capturable=capturable,
+                       differentiable=differentiable)
+        super().__init__(params, dict(lr=lr, lambd=lambd, alpha=alpha, t0=t0,
+                                      weight_decay=weight_decay, maximize=maximize, **flags))
+
+    def _update(self, p, g, state, group) -> None:
+        lr = _scalar(group["lr"])
+        if not state:
+            # eta and mu: float32 in torch (0-d tensors), rounded as there
+            state["step"] = 0
+            state["eta"] = _f32(lr)
+            state["mu"] = 1.0
+            state["ax"] = gp.zeros_like(p)
+        state["step"] += 1
+        eta, mu = float(state["eta"]), float(state["mu"])
+        lambd = group["lambd"]
+
+        def update(p, g, ax):
+            g = _decayed(p, g, group)
+            p[...] = p * (1.0 - lambd * eta)
+            p[...] = p + (-eta) * g
+            ax[...] = ax + (p - ax) * mu if mu != 1 else p
+        _in_float32(update, p, _grad(p, g), state["ax"])
+        step = state["step"]
+        state["eta"] = _f32(lr / ((1.0 + lambd * lr * step) ** group["alpha"]))
+        state["mu"] = _f32(1.0 / max(1.0, step - group["t0"]))
+
+
+class Rprop(Optimizer):
+    """Resilient backpropagation: per-element step sizes grown by ``etas[1]`` while the
+    gradient keeps its sign and shrunk by ``etas[0]`` when it flips (that step skipped),
+    clamped to ``step_sizes``; only the gradient's sign moves the parameter."""
+
+    def __init__(self, params, lr: float = 1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *,
+                 capturable: bool = False, foreach: bool | None = None, maximize: bool = False,
+                 differentiable: bool = False) -> None:
+        _check("Rprop", lr=lr)
+        etas, step_sizes = tuple(etas), tuple(step_sizes)
+        if not 0.0 < etas[0] < 1.0 < etas[1]:
+            raise ValueError(f"Rprop: etas must satisfy 0 < etas[0] < 1 < etas[1], got {etas}")
+        flags = _flags("Rprop", foreach=foreach, capturable=capturable,
+                       differentiable=differentiable)
+        super().__init__(params, dict(lr=lr, etas=etas, step_sizes=step_sizes,
+                                      maximize=maximize, **flags))
+
+    def _update(self, p, g, state, group) -> None:
+        if not state:
+            state["step"] = 0
+            state["prev"] = gp.zeros_like(p)
+            state["step_size"] = gp.full_like(p, _scalar(group["lr"]))
+        state["step"] += 1
+        minus, plus = group["etas"]
+        lo, hi = group["step_sizes"]
+
+        def update(p, g, prev, size):
+            if group["maximize"]:
+                g = -g
+            s = gp.sign(g * prev)
+            factor = gp.where(s > 0, plus, gp.where(s < 0, minus, gp.ones_like(s)))
+            size[...] = gp.clip(size * factor, min=lo, max=hi)
+            g = gp.where(factor == minus, 0.0, g)
+            p[...] = p - gp.sign(g) * size
+            prev[...] = g
+        _in_float32(update, p, _grad(p, g), state["prev"], state["step_size"])
+
+
+class Adadelta(Optimizer):
+    """Adadelta (Zeiler): step ``sqrt(acc_delta + eps) / sqrt(square_avg + eps) * g``, both
+    running averages with ``rho``, scaled by ``lr``."""
+
+    def __init__(self, params, lr: float = 1.0, rho: float = 0.9, eps: float = 1e-6,
+                 weight_decay: float = 0.0, foreach: bool | None = None, *,
+                 capturable: bool = False, maximize: bool = False,
+                 differentiable: bool = False) -> None:
+        _check("Adadelta", lr=lr, eps=eps, weight_decay=weight_decay)
+        if not 0.0 <= rho <= 1.0:
+            raise ValueError(f"Adadelta: rho must be in [0, 1], got {rho}")
+        flags = _flags("Adadelta", foreach=foreach, capturable=capturable,
+                       differentiable=differentiable)
+        super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay,
+                                      maximize=maximize, **flags))
+
+    def _update(self, p, g, state, group) -> None:
+        if not state:
+            state["step"] = 0
+            state["square_avg"] = gp.zeros_like(p)
+            state["acc_delta"] = gp.zeros_like(p)
+        state["step"] += 1
+        lr, rho, eps = _scalar(group["lr"]), group["rho"], group["eps"]
+
+        def update(p, g, sq, acc):
+            g = _decayed(p, g, group)
+            sq[...] = sq * rho + ((1.0 - rho) * g) * g
+            delta = gp.sqrt(acc + eps) / gp.sqrt(sq + eps) * g
+            acc[...] = acc * rho + ((1.0 - rho) * delta) * delta
+            p[...] = p + (-lr) * delta
+        _in_float32(update, p, _grad(p, g), state["square_avg"], state["acc_delta"])
 
 
 class NLMS(Optimizer):
