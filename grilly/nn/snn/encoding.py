@@ -15,9 +15,10 @@ from ... import random as _random
 from ...array import api as gp
 
 from ...array.array import Array
+from ..module import Module
 from .functional import _check_input
 
-__all__ = ["rate", "latency", "delta", "spike_count", "spike_rate", "membrane_max",
+__all__ = ["rate", "PoissonEncoder", "latency", "delta", "spike_count", "spike_rate", "membrane_max",
            "membrane_last", "membrane_mean"]
 
 
@@ -27,21 +28,75 @@ def _steps(num_steps, op: str) -> int:
     return num_steps
 
 
-def rate(data: Array, num_steps: int, *, gain: float = 1.0, generator=None) -> Array:
-    """Bernoulli spikes (T, *data.shape) with P(spike) = clip(gain * data, 0, 1) each step."""
-    data = _check_input(data, "rate", "data")
-    num_steps = _steps(num_steps, "rate")
-    p = gp.clip(data * float(gain), 0.0, 1.0)
-    p = gp.broadcast_to(gp.expand_dims(p, axis=0), (num_steps, *data.shape))
+def rate(data: Array, num_steps: int | None = None, *, gain: float = 1.0, offset: float = 0.0,
+         first_spike_time: int = 0, time_var_input: bool = False, generator=None) -> Array:
+    """Bernoulli spikes (T, *data.shape) with P(spike) = clip(gain * data + offset, 0, 1) each
+    step (snnTorch's ``spikegen.rate``): the first ``first_spike_time`` steps are silent.
+    ``num_steps=None`` draws once, shaped like ``data``; ``time_var_input=True`` takes data
+    that is already (T, ...), draws each step from its own values (no gain or offset, as
+    snnTorch) and puts ``first_spike_time`` silent steps in front."""
+    op = "rate"
+    data = _check_input(data, op, "data")
+    if (isinstance(first_spike_time, bool) or not isinstance(first_spike_time, int)
+            or first_spike_time < 0):
+        raise ValueError(f"{op}: first_spike_time must be an int >= 0, got {first_spike_time!r}")
     gen = generator if generator is not None else _random.default_generator
-    return gen.bernoulli(p, dtype=data.dtype)
+    if time_var_input:
+        if num_steps is not None:
+            raise ValueError(f"{op}: num_steps must not be given with time_var_input=True (the "
+                             "data's first axis is time)")
+        spk = gen.bernoulli(gp.clip(data, 0.0, 1.0), dtype=data.dtype)
+        if first_spike_time:
+            pad = gp.zeros((first_spike_time, *data.shape[1:]), dtype=data.dtype,
+                           device=data.device)
+            spk = gp.concat([pad, spk], axis=0)
+        return spk
+    p = gp.clip(data * float(gain) + float(offset), 0.0, 1.0)
+    if num_steps is None:
+        if first_spike_time:
+            raise ValueError(f"{op}: first_spike_time needs num_steps (or time_var_input=True)")
+        return gen.bernoulli(p, dtype=data.dtype)
+    num_steps = _steps(num_steps, op)
+    if first_spike_time > num_steps - 1:
+        raise ValueError(f"{op}: first_spike_time ({first_spike_time}) must be <= num_steps - 1 "
+                         f"({num_steps - 1})")
+    p = gp.broadcast_to(gp.expand_dims(p, axis=0), (num_steps, *data.shape))
+    spk = gen.bernoulli(p, dtype=data.dtype)
+    if first_spike_time:
+        t = gp.reshape(gp.arange(num_steps, dtype=data.dtype, device=data.device),
+                       (num_steps,) + (1,) * data.ndim)
+        spk = spk * gp.astype(t >= first_spike_time, data.dtype)
+    return spk
+
+
+class PoissonEncoder(Module):
+    """SpikingJelly's ``encoding.PoissonEncoder``: each call draws one step of Bernoulli spikes
+    with P = clip(x, 0, 1), shaped like x (loop over the steps, or ``step_mode="m"`` to draw
+    every step of a (T, ...) input)."""
+
+    def __init__(self, step_mode: str = "s") -> None:
+        super().__init__()
+        if step_mode not in ("s", "m"):
+            raise ValueError(f"PoissonEncoder: step_mode must be 's' or 'm', got {step_mode!r}")
+        self.step_mode = step_mode
+
+    def forward(self, x: Array) -> Array:
+        """Spikes shaped like x: 1 with probability x."""
+        return rate(_check_input(x, "PoissonEncoder", "x"))
 
 
 def latency(data: Array, num_steps: int, *, tau: float = 1.0, threshold: float = 0.01,
             first_spike_time: int = 0, linear: bool = False, normalize: bool = False,
-            clip: bool = False) -> Array:
-    """One spike per feature (T, *data.shape): larger values fire earlier (see module doc)."""
+            clip: bool = False, on_target: float = 1.0, off_target: float = 0.0,
+            epsilon: float = 1e-7, bypass: bool = False, interpolate: bool = False) -> Array:
+    """One spike per feature (T, *data.shape): larger values fire earlier (see module doc).
+    A spike is ``on_target`` and no spike ``off_target`` (snnTorch's max(spike * on_target,
+    off_target)); spikes later than T - 1 are dropped whether or not ``bypass`` is set (snnTorch
+    raises without it); ``interpolate`` is not supported."""
     op = "latency"
+    if interpolate:
+        raise NotImplementedError(f"{op}: interpolate=True (snnTorch's interpolated targets) is "
+                                  "not supported")
     data = _check_input(data, op, "data")
     num_steps = _steps(num_steps, op)
     if not 0.0 < threshold < 1.0:
@@ -58,7 +113,7 @@ def latency(data: Array, num_steps: int, *, tau: float = 1.0, threshold: float =
         t = gp.minimum(-tau * (data - 1.0), -tau * (threshold - 1.0)) + first_spike_time
     else:
         # RC charging to threshold: t = tau ln(x / (x - threshold)), x saturated just above it
-        x = gp.maximum(data, threshold + 1e-7)
+        x = gp.maximum(data, threshold + float(epsilon))
         t = tau * gp.log(x / (x - threshold)) + first_spike_time
         if normalize:
             t = ((t - first_spike_time) * ((num_steps - first_spike_time - 1) /
@@ -69,7 +124,10 @@ def latency(data: Array, num_steps: int, *, tau: float = 1.0, threshold: float =
         keep = gp.logical_and(keep, data >= threshold)
     times = gp.reshape(gp.arange(num_steps, dtype=data.dtype, device=data.device),
                        (num_steps,) + (1,) * data.ndim)
-    return gp.astype(gp.logical_and(times == step, keep), data.dtype)
+    spk = gp.astype(gp.logical_and(times == step, keep), data.dtype)
+    if on_target != 1.0 or off_target != 0.0:
+        spk = gp.maximum(spk * float(on_target), float(off_target))
+    return spk
 
 
 def delta(data: Array, *, threshold: float = 0.1, padding: bool = False,

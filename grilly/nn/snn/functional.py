@@ -15,15 +15,21 @@ from typing import Callable
 from ...array import api as gp
 
 from ...array.array import Array
-from .surrogate import (Surrogate, atan, fast_sigmoid, heaviside, sigmoid, straight_through,
-                        triangle)
+from .surrogate import (Surrogate, atan, check_surrogate, fast_sigmoid, heaviside, sigmoid,
+                        straight_through, triangle)
 
 __all__ = ["lif_step", "if_step", "synaptic_step", "adaptive_lif_step", "beta_from_tau",
            "Surrogate", "atan", "fast_sigmoid", "heaviside", "sigmoid", "straight_through",
-           "triangle", "RESETS"]
+           "triangle", "RESETS", "reset_net"]
 
 RESETS = ("subtract", "zero", "none")
 _DEFAULT_SURROGATE = atan(2.0)
+
+
+def reset_net(model):
+    """SpikingJelly's ``functional.reset_net``: ``grilly.nn.snn.reset(model)``."""
+    from .neurons import reset
+    return reset(model)
 
 
 def beta_from_tau(tau: float, dt: float = 1.0) -> float:
@@ -68,10 +74,7 @@ def _check_options(reset: str, surrogate, refractory: int, op: str) -> Callable:
         raise ValueError(f"{op}: refractory must be an int >= 0 (steps), got {refractory!r}")
     if surrogate is None:
         return _DEFAULT_SURROGATE
-    if not callable(surrogate):
-        raise TypeError(f"{op}: surrogate must be a Surrogate (or a callable spike function), "
-                        f"got {type(surrogate).__name__}")
-    return surrogate
+    return check_surrogate(surrogate, op)
 
 
 def _state(s, like: Array, op: str, arg: str) -> Array:

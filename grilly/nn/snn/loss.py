@@ -11,7 +11,7 @@ from .. import functional as NF
 from .functional import _check_input
 
 __all__ = ["mse_count_loss", "ce_rate_loss", "ce_count_loss", "ce_max_membrane_loss",
-           "MSECountLoss", "CERateLoss", "CECountLoss"]
+           "MSECountLoss", "CERateLoss", "CECountLoss", "accuracy_rate"]
 
 
 def _check(spk, targets, op: str):
@@ -67,6 +67,16 @@ def ce_max_membrane_loss(mem_out: Array, targets: Array) -> Array:
     """Cross-entropy with each output's largest membrane potential over time as logits."""
     mem = _check(mem_out, targets, "ce_max_membrane_loss")
     return NF.cross_entropy(gp.max(mem, axis=0), targets)
+
+
+def accuracy_rate(spk_out: Array, targets: Array) -> float:
+    """The fraction of samples whose most-spiking output (spike count over time, the first
+    class on a tie) is the target: snnTorch's ``SF.accuracy_rate``, a Python float."""
+    spk = _check(spk_out, targets, "accuracy_rate")
+    if spk.shape[1] == 0:
+        raise ValueError("accuracy_rate: the batch is empty")
+    pred = gp.argmax(gp.sum(spk, axis=0), axis=1)
+    return float(gp.mean(gp.astype(pred == targets, gp.float64)))
 
 
 class _Loss:

@@ -8,6 +8,8 @@ returns the spike train (T, batch, ...), with the membrane trace too when ``retu
 """
 from __future__ import annotations
 
+import numbers
+
 from ...array import api as gp
 
 from ...array.array import Array
@@ -18,7 +20,8 @@ from . import functional as F
 from . import fused as _fused
 from .surrogate import Surrogate
 
-__all__ = ["LIF", "IF", "Synaptic", "AdaptiveLIF", "RLeaky", "reset"]
+__all__ = ["LIF", "IF", "Synaptic", "AdaptiveLIF", "RLeaky", "LIFNode", "IFNode", "reset",
+           "reset_net", "detach"]
 
 
 def reset(model: Module) -> Module:
@@ -29,17 +32,65 @@ def reset(model: Module) -> Module:
     return model
 
 
+reset_net = reset   # SpikingJelly's functional.reset_net
+
+
+def detach(model: Module) -> Module:
+    """Detach the kept state of every spiking layer in ``model`` from the graph: the next call
+    continues from the same values, but a backward stops there (truncated BPTT, or a new
+    minibatch carrying the state over; snnTorch's ``detach_hidden``)."""
+    for m in model.modules():
+        if isinstance(m, _Neuron):
+            m.detach_state()
+    return model
+
+
+# snnTorch keyword arguments that grilly accepts only at their defaults (the feature is absent)
+_UNSUPPORTED = {"inhibition": False, "state_quant": False, "graded_spikes_factor": 1.0,
+                "learn_graded_spikes_factor": False, "surrogate_disable": False}
+
+
+def _port_kw(op: str, kw: dict, reset, surrogate, return_mem):
+    """snnTorch's names for the options (reset_mechanism, spike_grad, output) and its options
+    grilly lacks, accepted only at their defaults; anything else is a TypeError naming op."""
+    for name, val in (("reset_mechanism", "reset"), ("spike_grad", "surrogate"),
+                      ("output", "return_mem")):
+        if name not in kw:
+            continue
+        v = kw.pop(name)
+        given = {"reset": reset, "surrogate": surrogate, "return_mem": return_mem}[val]
+        default = {"reset": "subtract", "surrogate": None, "return_mem": False}[val]
+        if given is not default and given != default and given != v:
+            raise TypeError(f"{op}: got both {val}={given!r} and snnTorch's {name}={v!r}")
+        if val == "reset":
+            reset = v
+        elif val == "surrogate":
+            surrogate = v
+        else:
+            return_mem = v
+    for name, default in _UNSUPPORTED.items():
+        if name in kw:
+            v = kw.pop(name)
+            if v != default or isinstance(v, bool) != isinstance(default, bool):
+                raise NotImplementedError(f"{op}: snnTorch's {name}={v!r} is not supported "
+                                          f"(only {name}={default!r}; docs/snn.md)")
+    if kw:
+        raise TypeError(f"{op}: unexpected keyword argument {next(iter(kw))!r}")
+    return reset, surrogate, return_mem
+
+
 class _Neuron(Module):
     """Shared options, parameters and the step loops; subclasses define ``_step``."""
 
     _state_names: tuple = ("mem",)
-    init_hidden = False   # LIF/IF: single-step calls return the spikes only
+    init_hidden = False   # single-step calls return the spikes only (snnTorch's init_hidden)
 
     def __init__(self, *, threshold, reset: str, surrogate: Surrogate | None, detach_reset: bool,
                  reset_delay: bool, learn_threshold: bool, step_mode: str, return_mem: bool,
-                 dtype) -> None:
+                 dtype, init_hidden: bool = False) -> None:
         super().__init__()
         op = type(self).__name__
+        self.init_hidden = bool(init_hidden)
         F._check_options(reset, surrogate, 0, op)
         if step_mode not in ("s", "m"):
             raise ValueError(f"{op}: step_mode must be 's' (one step per call) or 'm' (a (T, ...) "
@@ -54,13 +105,11 @@ class _Neuron(Module):
     def _set_param(self, name: str, value, learn: bool) -> None:
         """A float stays a float; learnable values and per-neuron arrays become Arrays."""
         op = type(self).__name__
-        if isinstance(value, bool) or not isinstance(value, (int, float, gp.Array, list, tuple)):
-            raise TypeError(f"{op}: {name} must be a float or an array of per-neuron values, got "
-                            f"{type(value).__name__}")
-        if isinstance(value, (int, float)) and value != value:
+        value = _param_value(value, name, op)
+        if isinstance(value, float) and value != value:
             raise ValueError(f"{op}: {name} must not be NaN")
-        if not learn and isinstance(value, (int, float)):
-            object.__setattr__(self, "_" + name, float(value))
+        if not learn and isinstance(value, float):
+            object.__setattr__(self, "_" + name, value)
             return
         arr = gp.asarray(value, dtype=self._dtype, copy=True)
         if learn:
@@ -86,6 +135,29 @@ class _Neuron(Module):
         """Forget the state: the next call starts from zeros."""
         self.state = None
 
+    def detach_state(self) -> None:
+        """Keep the state's values but cut them from the graph (a backward stops here)."""
+        if self.state is not None:
+            self.state = tuple(s.detach() for s in self.state)
+
+    detach_hidden = detach_state   # snnTorch's name
+
+    def _init_none(self):
+        # snnTorch's init_leaky()/init_synaptic()/...: a new sequence; the layer starts its
+        # next call from zeros, so the returned placeholders are None
+        self.reset_state()
+        n = len(self._visible(self._state_names))
+        return None if n == 1 else (None,) * n
+
+    def _check_params(self, shape: tuple) -> None:
+        """Per-neuron parameters must broadcast to one step's input shape."""
+        op = type(self).__name__
+        for key in ("_threshold", "_beta", "_alpha", "_rho", "_gamma", "_V"):
+            v = getattr(self, key, None)
+            if isinstance(v, gp.Array) and not _broadcasts_to(v.shape, shape):
+                raise ValueError(f"{op}: {key[1:]} has shape {v.shape}, which does not broadcast "
+                                 f"to the input's shape {shape} (one step)")
+
     def _current_state(self, x: Array, given: tuple) -> tuple:
         op = type(self).__name__
         if len(given) > len(self._state_names):
@@ -94,8 +166,20 @@ class _Neuron(Module):
         if any(s is not None for s in given):
             given = (*given, *(None,) * (len(self._state_names) - len(given)))
             base = self.state if self.state is not None else self.init_state(x)
-            return tuple(b if s is None else F._check_input(s, op, n)
-                         for s, b, n in zip(given, base, self._state_names))
+            out = []
+            for s, b, n in zip(given, base, self._state_names):
+                if s is not None:
+                    s = F._check_input(s, op, n)
+                    if not _broadcasts_to(s.shape, x.shape):
+                        raise ValueError(f"{op}: {n} has shape {s.shape}, which does not match "
+                                         f"the input's shape {x.shape}")
+                out.append(b if s is None else s)
+            if (self.state is not None and base[0].shape != x.shape
+                    and any(s is None for s in given)):
+                raise ValueError(f"{op}: input shape {x.shape} does not match the kept state "
+                                 f"{base[0].shape}; call reset_state() (or snn.reset(model)) "
+                                 "before a new sequence")
+            return tuple(out)
         if self.state is None:
             return self.init_state(x)
         if self.state[0].device != x.device:   # the layer was moved with .to(device)
@@ -118,6 +202,7 @@ class _Neuron(Module):
             raise TypeError(f"{type(self).__name__}: init_hidden=True keeps the state in the "
                             "layer; call it with the input only")
         x = F._check_input(x, type(self).__name__)
+        self._check_params(x.shape)
         st = self._current_state(x, state)
         spk, st = self._step(x, st, self._params())
         self.state = st
@@ -133,6 +218,7 @@ class _Neuron(Module):
         if x_seq.ndim < 1 or x_seq.shape[0] == 0:
             raise ValueError(f"{op}.multi_step: input must be (T, ...) with T >= 1, got shape "
                              f"{x_seq.shape}")
+        self._check_params(x_seq.shape[1:])
         st = self._current_state(x_seq[0], ())
         p = self._params()
         out = self._fused_multi_step(x_seq, st, p, return_mem)
@@ -185,14 +271,15 @@ class LIF(_Neuron):
                  reset_delay: bool = True, refractory: int = 0, learn_beta: bool = False,
                  learn_threshold: bool = False, step_mode: str = "s", return_mem: bool = False,
                  fused: bool = True, recompute: bool = False, init_hidden: bool = False,
-                 dtype=None) -> None:
+                 dtype=None, **snntorch_kw) -> None:
+        reset, surrogate, return_mem = _port_kw(type(self).__name__, snntorch_kw, reset,
+                                                surrogate, return_mem)
         super().__init__(threshold=threshold, reset=reset, surrogate=surrogate,
                          detach_reset=detach_reset, reset_delay=reset_delay,
                          learn_threshold=learn_threshold, step_mode=step_mode,
-                         return_mem=return_mem, dtype=dtype)
+                         return_mem=return_mem, dtype=dtype, init_hidden=init_hidden)
         self._set_param("beta", _beta_arg(beta, tau, dt, type(self).__name__), learn_beta)
         self.fused, self.recompute = bool(fused), bool(recompute)
-        self.init_hidden = bool(init_hidden)
         F._check_options(reset, surrogate, refractory, type(self).__name__)
         self.refractory = refractory
         if refractory:
@@ -202,6 +289,11 @@ class LIF(_Neuron):
     def beta(self):
         """The membrane decay per step (a float, or an Array when learnable or per neuron)."""
         return self._beta
+
+    def init_leaky(self):
+        """snnTorch's ``mem = lif.init_leaky()``: a new sequence (the state is reset); returns
+        None, which as ``lif(x, mem)``'s state means zeros."""
+        return self._init_none()
 
     def _params(self) -> dict:
         return {"thr": self._threshold, "beta": self._decay("beta")}
@@ -243,6 +335,87 @@ class IF(LIF):
         super().__init__(1.0, threshold, **kw)
 
 
+class LIFNode(LIF):
+    """SpikingJelly's ``neuron.LIFNode`` with its defaults and semantics: the spike resets the
+    membrane within its step (``reset_delay=False``), beta = 1 - 1/tau, the input scaled by
+    1/tau when ``decay_input``, a hard reset to ``v_reset=0.0`` or a soft (subtract) reset with
+    ``v_reset=None``, the reset not detached and a ``Sigmoid(alpha=4)`` surrogate by default.
+    Single-step calls return the spikes only (the membrane is ``.v``); ``step_mode="m"`` takes
+    (T, ...) sequences. grilly spikes where v > v_threshold (SpikingJelly: v >= v_threshold;
+    the two differ only at exact equality). A v_reset other than 0 or None is not supported."""
+
+    def __init__(self, tau: float = 2.0, decay_input: bool = True, v_threshold: float = 1.0,
+                 v_reset: float | None = 0.0, surrogate_function: Surrogate | None = None,
+                 detach_reset: bool = False, step_mode: str = "s", store_v_seq: bool = False,
+                 **kw) -> None:
+        op = type(self).__name__
+        tau = _sj_tau(tau, op)
+        super().__init__(_sj_beta(tau), v_threshold, reset=_sj_reset(v_reset, op),
+                         surrogate=_sj_surrogate(surrogate_function), detach_reset=detach_reset,
+                         reset_delay=False, step_mode=step_mode, return_mem=False,
+                         init_hidden=True, **kw)
+        self.tau, self.decay_input, self.v_reset = tau, bool(decay_input), v_reset
+        self.store_v_seq, self.v_seq = bool(store_v_seq), None
+
+    def _scale(self, x):
+        return x * (1.0 / self.tau) if self.decay_input else x
+
+    def _step(self, x, st, p):
+        return super()._step(self._scale(x), st, p)
+
+    def _fused_multi_step(self, x_seq, st, p, return_mem):
+        return super()._fused_multi_step(self._scale(x_seq), st, p, return_mem)
+
+    def multi_step(self, x_seq, return_mem: bool = False):
+        """The spike train of a (T, ...) sequence; with ``store_v_seq`` the membrane of every
+        step is kept as ``.v_seq`` (SpikingJelly's attribute)."""
+        out = super().multi_step(x_seq, return_mem=return_mem or self.store_v_seq)
+        if self.store_v_seq:
+            self.v_seq = out[1]
+            return out if return_mem else out[0]
+        return out
+
+    @property
+    def v(self):
+        """The membrane potential (SpikingJelly's ``.v``): 0.0 before the first call."""
+        return self.state[0] if self.state is not None else 0.0
+
+
+class IFNode(LIFNode):
+    """SpikingJelly's ``neuron.IFNode``: no leak (v = v + x), a hard reset to ``v_reset=0.0``
+    or a soft one with ``v_reset=None``, the reset not detached, ``Sigmoid(alpha=4)``."""
+
+    def __init__(self, v_threshold: float = 1.0, v_reset: float | None = 0.0,
+                 surrogate_function: Surrogate | None = None, detach_reset: bool = False,
+                 step_mode: str = "s", store_v_seq: bool = False, **kw) -> None:
+        super().__init__(float("inf"), False, v_threshold, v_reset, surrogate_function,
+                         detach_reset, step_mode, store_v_seq, **kw)
+
+
+def _sj_tau(tau, op: str) -> float:
+    if isinstance(tau, bool) or not isinstance(tau, numbers.Real) or not tau > 1.0:
+        raise ValueError(f"{op}: tau must be a number > 1 (beta = 1 - 1/tau), got {tau!r}")
+    return float(tau)
+
+
+def _sj_beta(tau: float) -> float:
+    return 1.0 - 1.0 / tau
+
+
+def _sj_reset(v_reset, op: str) -> str:
+    if v_reset is None:
+        return "subtract"
+    if isinstance(v_reset, numbers.Real) and not isinstance(v_reset, bool) and v_reset == 0:
+        return "zero"
+    raise NotImplementedError(f"{op}: v_reset={v_reset!r} is not supported; v_reset=0.0 (a hard "
+                              "reset to zero) or v_reset=None (a soft reset) only")
+
+
+def _sj_surrogate(sg):
+    from .surrogate import Sigmoid
+    return Sigmoid(4.0) if sg is None else sg
+
+
 class Synaptic(_Neuron):
     """Second-order LIF (snnTorch ``Synaptic``): syn = alpha syn + x, mem = beta mem + syn - reset.
     Multi-step calls run two fused kernels per direction (the current's leaky scan, then LIF's)
@@ -256,11 +429,13 @@ class Synaptic(_Neuron):
                  detach_reset: bool = True, reset_delay: bool = True, learn_alpha: bool = False,
                  learn_beta: bool = False, learn_threshold: bool = False, step_mode: str = "s",
                  return_mem: bool = False, fused: bool = True, recompute: bool = False,
-                 dtype=None) -> None:
+                 init_hidden: bool = False, dtype=None, **snntorch_kw) -> None:
+        reset, surrogate, return_mem = _port_kw("Synaptic", snntorch_kw, reset, surrogate,
+                                                return_mem)
         super().__init__(threshold=threshold, reset=reset, surrogate=surrogate,
                          detach_reset=detach_reset, reset_delay=reset_delay,
                          learn_threshold=learn_threshold, step_mode=step_mode,
-                         return_mem=return_mem, dtype=dtype)
+                         return_mem=return_mem, dtype=dtype, init_hidden=init_hidden)
         self.fused, self.recompute = bool(fused), bool(recompute)
         _check_decay(alpha, "alpha", "Synaptic")
         _check_decay(beta, "beta", "Synaptic")
@@ -269,6 +444,10 @@ class Synaptic(_Neuron):
 
     def _params(self) -> dict:
         return {"thr": self._threshold, "alpha": self._decay("alpha"), "beta": self._decay("beta")}
+
+    def init_synaptic(self):
+        """snnTorch's ``syn, mem = lif.init_synaptic()``: a new sequence; (None, None)."""
+        return self._init_none()
 
     def _fused_multi_step(self, x_seq, st, p, return_mem):
         # two fused kernels per direction: the synaptic current's leaky scan, then LIF on it.
@@ -308,11 +487,12 @@ class AdaptiveLIF(_Neuron):
                  dt: float = 1.0, reset: str = "subtract", surrogate: Surrogate | None = None,
                  detach_reset: bool = True, reset_delay: bool = True, learn_beta: bool = False,
                  learn_threshold: bool = False, step_mode: str = "s", return_mem: bool = False,
-                 fused: bool = True, recompute: bool = False, dtype=None) -> None:
+                 fused: bool = True, recompute: bool = False, init_hidden: bool = False,
+                 dtype=None) -> None:
         super().__init__(threshold=threshold, reset=reset, surrogate=surrogate,
                          detach_reset=detach_reset, reset_delay=reset_delay,
                          learn_threshold=learn_threshold, step_mode=step_mode,
-                         return_mem=return_mem, dtype=dtype)
+                         return_mem=return_mem, dtype=dtype, init_hidden=init_hidden)
         self._set_param("beta", _beta_arg(beta, tau, dt, "AdaptiveLIF"), learn_beta)
         _check_decay(rho, "rho", "AdaptiveLIF")
         self._set_param("rho", rho, False)
@@ -361,13 +541,40 @@ class RLeaky(_Neuron):
                  reset: str = "subtract", surrogate: Surrogate | None = None,
                  detach_reset: bool = True, reset_delay: bool = True, learn_beta: bool = False,
                  learn_threshold: bool = False, learn_recurrent: bool = True,
-                 step_mode: str = "s", return_mem: bool = False, dtype=None) -> None:
+                 step_mode: str = "s", return_mem: bool = False, init_hidden: bool = False,
+                 all_to_all: bool | None = None, linear_features: int | None = None,
+                 dtype=None, **snntorch_kw) -> None:
+        for k in ("conv2d_channels", "kernel_size"):
+            if snntorch_kw.pop(k, None) is not None:
+                raise NotImplementedError(f"RLeaky: snnTorch's convolutional recurrence ({k}) "
+                                          "is not supported; n_features (all-to-all) or V "
+                                          "(one-to-one) only")
+        reset, surrogate, return_mem = _port_kw("RLeaky", snntorch_kw, reset, surrogate,
+                                                return_mem)
         super().__init__(threshold=threshold, reset=reset, surrogate=surrogate,
                          detach_reset=detach_reset, reset_delay=reset_delay,
                          learn_threshold=learn_threshold, step_mode=step_mode,
-                         return_mem=return_mem, dtype=dtype)
+                         return_mem=return_mem, dtype=dtype, init_hidden=init_hidden)
         _check_decay(beta, "beta", "RLeaky")
         self._set_param("beta", beta, learn_beta)
+        # snnTorch's spelling: all_to_all=True with linear_features=n, or all_to_all=False
+        # with V (its default V=1.0 is the one-to-one weight then)
+        if linear_features is not None:
+            if n_features is not None and n_features != linear_features:
+                raise TypeError(f"RLeaky: got both n_features={n_features} and "
+                                f"linear_features={linear_features}")
+            if all_to_all is False:
+                raise ValueError("RLeaky: linear_features is the all-to-all recurrence; "
+                                 "all_to_all=False takes V (one-to-one weights) instead")
+            n_features = linear_features
+        if all_to_all is True and n_features is None:
+            raise ValueError("RLeaky: all_to_all=True needs linear_features (or n_features), "
+                             "the number of neurons")
+        if all_to_all is False:
+            if n_features is not None:
+                raise ValueError("RLeaky: all_to_all=False is the one-to-one recurrence V; "
+                                 "drop n_features")
+            V = 1.0 if V is None else V
         if (n_features is None) == (V is None):
             raise ValueError("RLeaky: give exactly one of n_features (a Linear(n, n) recurrence) "
                              "or V (one-to-one recurrent weights)")
@@ -381,6 +588,11 @@ class RLeaky(_Neuron):
     def _params(self) -> dict:
         return {"thr": self._threshold, "beta": self._decay("beta")}
 
+    def init_rleaky(self):
+        """snnTorch's ``spk, mem = lif.init_rleaky()``: a new sequence; (None, None)."""
+        self.reset_state()
+        return None, None
+
     def _step(self, x, st, p):
         rec = self.recurrent(st[0]) if "recurrent" in self._modules else self._V * st[0]
         spk, mem, _ = F._fire(x + rec, st[1], p["beta"], p["thr"], p["thr"], self.reset_mechanism,
@@ -392,8 +604,29 @@ class RLeaky(_Neuron):
 
 
 def _check_decay(v, name: str, op: str) -> None:
-    if isinstance(v, (int, float)) and not isinstance(v, bool) and not 0.0 <= v <= 1.0:
+    if isinstance(v, numbers.Real) and not isinstance(v, bool) and not 0.0 <= v <= 1.0:
         raise ValueError(f"{op}: {name} must be in [0, 1], got {v}")
+
+
+def _param_value(value, name: str, op: str):
+    """A parameter as given: a real number (Python or NumPy) as a float, or per-neuron values
+    (an Array, a list/tuple, a NumPy array, a torch tensor) for gp.asarray."""
+    if isinstance(value, gp.Array):
+        return value
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        return float(value)
+    if (isinstance(value, (list, tuple)) or hasattr(value, "__array__")
+            or hasattr(value, "__dlpack__")):
+        return value.detach() if hasattr(value, "detach") else value
+    raise TypeError(f"{op}: {name} must be a float or an array of per-neuron values, got "
+                    f"{type(value).__name__}")
+
+
+def _broadcasts_to(shape: tuple, target: tuple) -> bool:
+    try:
+        return tuple(gp.broadcast_shapes(tuple(shape), tuple(target))) == tuple(target)
+    except (ValueError, TypeError):
+        return False
 
 
 def _beta_arg(beta, tau, dt, op: str):

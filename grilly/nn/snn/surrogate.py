@@ -12,6 +12,12 @@ The derivatives (what backward multiplies the incoming gradient by), as in snnTo
 - sigmoid(slope=25):       slope s (1 - s), s = sigmoid(slope x)
 - triangle(width=1):       max(0, 1 - |x| / width) / width
 - straight_through():      1
+- triangular(threshold=1): threshold where x < 0, -threshold where x >= 0 (snnTorch's
+  ``triangular``, a sign-flipping rule kept for ports; ``triangle`` is the usual bump)
+
+snnTorch's and SpikingJelly's names for the same functions are aliases:
+``straight_through_estimator`` (snnTorch), ``ATan(alpha=2)`` and ``Sigmoid(alpha=4)``
+(SpikingJelly's classes, with SpikingJelly's defaults).
 """
 from __future__ import annotations
 
@@ -23,7 +29,7 @@ from ...array.array import Array
 from ...autograd.function import Function
 
 __all__ = ["Surrogate", "fast_sigmoid", "atan", "sigmoid", "triangle", "straight_through",
-           "heaviside"]
+           "heaviside", "triangular", "straight_through_estimator", "ATan", "Sigmoid"]
 
 
 def heaviside(x: Array) -> Array:
@@ -123,6 +129,16 @@ class _StraightThrough(Surrogate):
         return gp.ones_like(x)
 
 
+class _Triangular(Surrogate):
+    name = "triangular"
+
+    def __init__(self, threshold: float):
+        self.threshold = _positive(threshold, "threshold", self.name)
+
+    def grad(self, x):
+        return self.threshold - (2.0 * self.threshold) * gp.astype(x >= 0, x.dtype)
+
+
 def fast_sigmoid(slope: float = 25.0) -> Surrogate:
     """Heaviside spike with derivative 1 / (slope |x| + 1)^2 (snnTorch's fast_sigmoid)."""
     return _FastSigmoid(slope)
@@ -146,3 +162,51 @@ def triangle(width: float = 1.0) -> Surrogate:
 def straight_through() -> Surrogate:
     """Heaviside spike whose backward passes the gradient unchanged."""
     return _StraightThrough()
+
+
+def triangular(threshold: float = 1.0) -> Surrogate:
+    """snnTorch's ``triangular``: Heaviside spike whose backward multiplies the gradient by
+    ``threshold`` where x < 0 and by ``-threshold`` where x >= 0 (as snnTorch 1.0 computes it;
+    for the usual triangular bump use ``triangle``)."""
+    return _Triangular(threshold)
+
+
+def straight_through_estimator() -> Surrogate:
+    """snnTorch's name for ``straight_through()``."""
+    return _StraightThrough()
+
+
+def ATan(alpha: float = 2.0) -> Surrogate:  # noqa: N802  (SpikingJelly's class name)
+    """SpikingJelly's ``surrogate.ATan(alpha=2)``: the same function as ``atan(alpha)``."""
+    return _ATan(alpha)
+
+
+def Sigmoid(alpha: float = 4.0) -> Surrogate:  # noqa: N802  (SpikingJelly's class name)
+    """SpikingJelly's ``surrogate.Sigmoid(alpha=4)`` (its default slope): ``sigmoid(alpha)``."""
+    return _Sigmoid(alpha)
+
+
+_FACTORIES = (fast_sigmoid, atan, sigmoid, triangle, straight_through, triangular,
+              straight_through_estimator, ATan, Sigmoid)
+
+
+def check_surrogate(surrogate, op: str):
+    """``surrogate`` if it can be a layer's spike function; a TypeError naming ``op`` for a
+    factory passed uncalled (``surrogate=atan``) or another library's surrogate (snnTorch's
+    and SpikingJelly's run on torch tensors, not on grilly Arrays)."""
+    if any(surrogate is f for f in _FACTORIES):
+        raise TypeError(f"{op}: surrogate={surrogate.__name__} is the factory; call it for a "
+                        f"surrogate, e.g. surrogate={surrogate.__name__}()")
+    if isinstance(surrogate, Surrogate):
+        return surrogate
+    mod = (getattr(type(surrogate), "__module__", "") or "").split(".")[0]
+    fmod = (getattr(surrogate, "__module__", "") or "").split(".")[0]
+    if {mod, fmod} & {"torch", "snntorch", "spikingjelly", "norse"}:
+        raise TypeError(f"{op}: surrogate is a {mod if mod != 'builtins' else fmod} spike "
+                        "function (it runs on torch tensors); use grilly.nn.snn.surrogate's "
+                        "(atan, fast_sigmoid, sigmoid, triangle, straight_through, triangular, "
+                        "ATan, Sigmoid)")
+    if not callable(surrogate):
+        raise TypeError(f"{op}: surrogate must be a Surrogate (or a callable spike function), "
+                        f"got {type(surrogate).__name__}")
+    return surrogate
