@@ -207,7 +207,11 @@ def test_lstm_proj_size(device, kw):
 
 
 def test_batch_norm_bias_false(device):
-    tm, gm = torch.nn.BatchNorm1d(3, bias=False), nn.BatchNorm1d(3, bias=False)
+    try:
+        tm = torch.nn.BatchNorm1d(3, bias=False)
+    except TypeError:   # (torch before 2.13 has no bias= there: no oracle)
+        pytest.skip("this torch's BatchNorm1d takes no bias=")
+    gm = nn.BatchNorm1d(3, bias=False)
     assert gm.bias is None
     _check(tm, gm, torch.randn(5, 3, 2), device)
 

@@ -27,9 +27,12 @@ _DEFAULT_SURROGATE = atan(2.0)
 
 
 def reset_net(model):
-    """SpikingJelly's ``functional.reset_net``: ``grilly.nn.snn.reset(model)``."""
-    from .neurons import reset
-    return reset(model)
+    """SpikingJelly's ``functional.reset_net``: every module's ``reset_state()`` (what
+    ``grilly.nn.snn.reset(model)`` does; that module imports this one, so not called from here)."""
+    for m in model.modules():
+        if hasattr(m, "reset_state"):
+            m.reset_state()
+    return model
 
 
 def beta_from_tau(tau: float, dt: float = 1.0) -> float:
