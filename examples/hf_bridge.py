@@ -12,9 +12,48 @@ import argparse
 import numpy as np
 
 
+def hide_unloadable_torch_extras() -> list[str]:
+    """transformers imports torchvision/torchaudio whenever they are installed, BertModel
+    included. With the dev extra, torch is the CPU wheel while spikingjelly pulls torchvision
+    from PyPI, a build that cannot load against it ("operator torchvision::nms does not exist"),
+    and BertModel then fails to import. BERT needs neither: hide the ones that fail to load
+    (checked in a subprocess, since a failed import can leave torch half-registered), as
+    tests/test_hf_bridge.py does. Returns the names hidden."""
+    import subprocess
+    import sys
+
+    code = ("import importlib\n"
+            "for m in ('torchvision', 'torchaudio'):\n"
+            "    try:\n"
+            "        importlib.import_module(m)\n"
+            "    except Exception:\n"
+            "        print(m)\n")
+    broken = set(subprocess.run([sys.executable, "-c", code], capture_output=True,
+                                text=True).stdout.split())
+    if not broken:
+        return []
+    from transformers.utils import import_utils
+
+    real = import_utils._is_package_available
+
+    def available(pkg_name, return_version=False):
+        if pkg_name in broken:
+            return False, ("N/A" if return_version else None)
+        return real(pkg_name, return_version)
+    import_utils._is_package_available = available
+    for check in ("is_torchvision_available", "is_torchaudio_available"):
+        getattr(import_utils, check).cache_clear()   # computed (and cached) at import
+    return sorted(broken)
+
+
 def main(argv=None) -> float:
     import torch
     import transformers
+
+    hidden = hide_unloadable_torch_extras()
+    if hidden:
+        print(f"(hiding {', '.join(hidden)} from transformers: installed but cannot load "
+              f"against torch {torch.__version__})")
 
     from grilly.utils import get_huggingface_bridge
 

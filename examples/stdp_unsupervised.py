@@ -125,12 +125,19 @@ def field_grid(w: np.ndarray, side: int = 8, scale: int = 4) -> np.ndarray:
     return img
 
 
-def responses(net: Network, x: np.ndarray, steps: int, gain: float) -> np.ndarray:
-    """Spike counts (len(x), n) of the frozen network for each digit."""
+def responses(net: Network, x: np.ndarray, steps: int, gain: float, what: str = "") -> np.ndarray:
+    """Spike counts (len(x), n) of the frozen network for each digit (progress on stderr when
+    ``what`` names the set)."""
     out = np.empty((len(x), net.n), np.float32)
+    t0 = time.perf_counter()
     for i in range(len(x)):
         s = encoding.rate(gp.asarray(x[i], device=net.device), steps, gain=gain)
         out[i] = np.asarray(net.present(s, learn=False))
+        if what and ((i + 1) % 200 == 0 or i + 1 == len(x)):
+            print(f"\rreading out {what}: {i + 1}/{len(x)} digits ({time.perf_counter() - t0:.0f} s)",
+                  end="", file=sys.stderr, flush=True)
+    if what:
+        print(file=sys.stderr)
     return out
 
 
@@ -191,12 +198,14 @@ def main(argv=None) -> dict:
     write_png(a.out, field_grid(w))
     lab = slice(0, a.label_digits)
     tst = slice(0, a.test_digits)
-    acc, labels = evaluate(responses(net, x_tr[lab], a.eval_steps, a.gain), y_tr[lab],
-                           responses(net, x_te[tst], a.eval_steps, a.gain), y_te[tst])
+    print(f"receptive fields -> {a.out}", flush=True)
+    acc, labels = evaluate(responses(net, x_tr[lab], a.eval_steps, a.gain, "training digits"),
+                           y_tr[lab],
+                           responses(net, x_te[tst], a.eval_steps, a.gain, "test digits"),
+                           y_te[tst])
     res = {"accuracy": acc, "alignment": class_alignment(w, x_tr, y_tr),
            "alignment_initial": class_alignment(w0, x_tr, y_tr),
            "classes_covered": int(len(set(labels.tolist()))), "seconds": time.perf_counter() - t0}
-    print(f"receptive fields -> {a.out}")
     print(f"test accuracy of the neuron vote: {acc:.3f} (chance 0.1); fields' best class-mean "
           f"correlation {res['alignment']:.2f} (initial weights {res['alignment_initial']:.2f}); "
           f"{res['classes_covered']} classes have neurons; {res['seconds']:.0f} s")

@@ -7,6 +7,7 @@ the capsule memory as it goes. Prints a line per epoch and the copy accuracy.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 import numpy as np
@@ -50,9 +51,11 @@ def main(argv=None) -> dict:
     test = batch(np.random.default_rng(a.seed + 1), 256, a.vocab)
     t0 = time.perf_counter()
     acc0 = copy_accuracy(model, test, a.device)
+    print(f"untrained copy accuracy {acc0:.3f}; {a.epochs} epochs of {a.steps} batches on "
+          f"{a.device} (the first batches compile kernels: slower, once)", flush=True)
     for epoch in range(1, a.epochs + 1):
         total = 0.0
-        for _ in range(a.steps):
+        for step in range(a.steps):
             seqs = batch(rng, a.batch, a.vocab)
             x = gp.asarray(seqs[:, :-1], device=a.device)
             y = gp.asarray(seqs[:, 1:], device=a.device)
@@ -65,7 +68,11 @@ def main(argv=None) -> dict:
             opt.step()
             model.remember(x)   # episodic encoding of what was just seen
             total += float(loss)
-        print(f"epoch {epoch:2d}/{a.epochs}  loss {total / a.steps:.3f}  copy accuracy "
+            if step % 5 == 0:
+                sys.stdout.write(f"\repoch {epoch:2d}/{a.epochs}  batch {step + 1}/{a.steps}  "
+                                 f"loss {float(loss):.3f}  ({time.perf_counter() - t0:.0f} s)")
+                sys.stdout.flush()
+        print(f"\repoch {epoch:2d}/{a.epochs}  loss {total / a.steps:.3f}  copy accuracy "
               f"{copy_accuracy(model, test, a.device):.3f}  memory {len(model.memory)} capsules "
               f"({time.perf_counter() - t0:.0f} s)", flush=True)
     acc = copy_accuracy(model, test, a.device)

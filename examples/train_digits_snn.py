@@ -1,6 +1,7 @@
 """Train a spiking MLP on scikit-learn's 8x8 digits: rate-coded input spikes over T steps, two LIF
 layers, surrogate-gradient BPTT (atan) and Adam; the prediction is the output neuron that
-spikes most. Writes a training curve (train loss, test accuracy) PNG if matplotlib is there.
+spikes most. Writes a training curve (train loss, test accuracy) PNG (--plot; needs
+matplotlib, not a grilly dependency: without it, a line says so and no file is written).
 
     python examples/train_digits_snn.py [--device cpu] [--epochs 15] [--steps 25]
 """
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 
 import numpy as np
@@ -60,6 +62,7 @@ def plot(history, path: str) -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
+        print(f"matplotlib is not installed: no training curve written to {path}")
         return
     ep = [h[0] for h in history]
     fig, ax = plt.subplots(figsize=(6, 3.5))
@@ -69,7 +72,7 @@ def plot(history, path: str) -> None:
     ax2 = ax.twinx()
     ax2.plot(ep, [h[2] for h in history], "s-", color="tab:green", label="test accuracy")
     ax2.set_ylabel("test accuracy")
-    fig.legend(loc="center", bbox_to_anchor=(0.55, 0.55))
+    fig.legend(loc="center right", bbox_to_anchor=(0.86, 0.5))
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     print(f"wrote {path}")
@@ -103,10 +106,15 @@ def main(argv=None) -> float:
             loss.backward()
             opt.step()
             total, n = total + float(loss) * len(idx), n + len(idx)
+            if (i // a.batch) % 5 == 0:
+                sys.stdout.write(f"\repoch {epoch:3d}/{a.epochs}  {n}/{len(x_tr)} samples  "
+                                 f"loss {total / n:.4f}  ({time.perf_counter() - t0:.1f} s)")
+                sys.stdout.flush()
         acc = accuracy(model, x_te, y_te, a.device, a.steps)
         history.append((epoch, total / n, acc))
-        print(f"epoch {epoch:3d}/{a.epochs}  loss {total / n:.4f}  test acc {acc:.4f}  "
-              f"({time.perf_counter() - t0:.1f} s)", flush=True)
+        line = (f"epoch {epoch:3d}/{a.epochs}  loss {total / n:.4f}  test acc {acc:.4f}  "
+                f"({time.perf_counter() - t0:.1f} s)")
+        print("\r" + line.ljust(64), flush=True)
     print(f"final test accuracy: {acc:.4f}  ({time.perf_counter() - t0:.1f} s on {a.device}, "
           f"T={a.steps})")
     if a.plot:

@@ -47,15 +47,30 @@ def info() -> dict:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="grilly", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("info", help="backends, devices, capabilities (JSON)")
-    w = sub.add_parser("warmup", help="compile the CPU kernels of every op and dtype ahead of use")
+    sub.add_parser("info", help="backends, devices, capabilities (JSON)",
+                   description="Print grilly's version, the default device, every backend with "
+                   "its devices and what each device reports (features, limits, memory), and any "
+                   "plugin problems or kernel overrides, as JSON on stdout.")
+    w = sub.add_parser("warmup", help="compile the CPU kernels of every op and dtype ahead of use",
+                       description="Compile the Numba kernels of every op for every dtype into "
+                       "the on-disk cache ($GRILLY_CACHE_DIR, else $XDG_CACHE_HOME/grilly or "
+                       "~/.cache/grilly), in parallel "
+                       "processes, so that later processes load machine code instead of "
+                       "compiling on first use.")
     w.add_argument("-j", "--jobs", type=int, default=None, help="processes (default: all cores)")
     w.add_argument("-v", "--verbose", action="store_true", help="seconds per group and dtype")
-    c = sub.add_parser("conformance", help="run the backend conformance kit on a device")
+    c = sub.add_parser("conformance", help="run the backend conformance kit on a device",
+                       description="Run the backend conformance kit (grilly.testing) on DEVICE: "
+                       "a progress bar, a table of outcomes by op family, the missing kernels and "
+                       "the failed tests. Exit status 0 only when every required kernel is "
+                       "provided and no test fails. Needs pytest.")
     c.add_argument("device", help="device name (cpu, vulkan, vulkan:1, ...)")
     c.add_argument("--json", metavar="F", help="write counts and per-test outcomes to F")
     c.add_argument("--xfails", metavar="F", help="file of kit test ids expected to fail")
-    k = sub.add_parser("kernels", help="kernels a device provides, composes by default, or lacks")
+    k = sub.add_parser("kernels", help="kernels a device provides, composes by default, or lacks",
+                       description="List, per op family, the contract kernels DEVICE provides, "
+                       "those the array layer composes by default, and the missing ones. Exit "
+                       "status 1 when a required kernel is missing.")
     k.add_argument("device", help="device name (cpu, vulkan, vulkan:1, ...)")
     k.add_argument("--json", action="store_true", help="print JSON instead of text")
     args = p.parse_args(argv)

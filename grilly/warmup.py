@@ -78,14 +78,78 @@ def _linalg(gp, name: str) -> None:
         la.eig(a), la.eigvals(a)
 
 
+def _nn(gp, name: str) -> None:
+    """The layer, optimizer, random, spiking and search kernels a training step runs (conv,
+    pooling, norms, attention, cross entropy, Adam/AdamW/SGD/RMSprop/Adagrad, dropout, LIF/ALIF/
+    synaptic, STDP/Hebbian, top-k), forward and backward: without these an example's first
+    epoch spent minutes compiling. In the parallel pass (``_run``) the shapes are a digits
+    example's (batch 64, 128 features, a 64x512 by 512x128 product), large enough for the
+    threaded variants whose choice depends on more than the element count."""
+    import numpy as np
+
+    from grilly import nn, optim
+    from grilly.backends.cpu_numba import jit
+    from grilly.nn import functional as F
+    from grilly.nn import snn
+    from grilly.search import knn
+
+    d = getattr(gp, name)
+    rng = np.random.default_rng(0)
+    big = jit.PARALLEL_MIN == 0
+    b, h = (64, 128) if big else (2, 16)
+
+    def arr(*shape):
+        return gp.asarray(rng.standard_normal(shape), dtype=d, device="cpu")
+
+    model = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(),
+                          nn.MaxPool2d(2), nn.Flatten(), nn.LayerNorm(64), nn.Dropout(0.1),
+                          nn.Linear(64, h), nn.ReLU(), nn.Linear(h, 10)).to("cpu", d)
+    target = gp.asarray(rng.integers(0, 10, b), device="cpu")
+    for opt in (optim.Adam(model.parameters()), optim.AdamW(model.parameters()),
+                optim.SGD(model.parameters(), lr=0.1, momentum=0.9),
+                optim.RMSprop(model.parameters()), optim.Adagrad(model.parameters())):
+        loss = F.cross_entropy(model(arr(b, 1, 8, 8)), target)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    model.eval()
+    model(arr(b, 1, 8, 8))
+    wide = nn.Linear(512, h).to("cpu", d)
+    gp.sum(wide(arr(b, 512))).backward()
+    q = arr(2, 2, 16 if big else 4, 8)
+    q.requires_grad = True
+    gp.sum(F.scaled_dot_product_attention(q, q, q, is_causal=True)).backward()
+    F.softmax(q, dim=-1), F.log_softmax(q, dim=-1)
+    spiking = nn.Sequential(nn.Linear(64, h), snn.LIF(0.9, step_mode="m"),
+                            snn.AdaptiveLIF(0.9, step_mode="m"),
+                            snn.Synaptic(0.8, 0.9, step_mode="m"),
+                            snn.LIF(0.9, refractory=1, step_mode="m")).to("cpu", d)
+    x = snn.rate(gp.asarray(rng.random((b, 64)), dtype=d, device="cpu"), 3)
+    out = spiking(x)
+    snn.ce_rate_loss(out[..., :10], target).backward()
+    fc = nn.Linear(64, h, bias=False).to("cpu", d)
+    snn.STDP(fc).step(x[0], out[0])
+    snn.Hebbian(fc).step(x[0])
+    knn(arr(3, 4), arr(5, 4), 2)
+    gp.topk(arr(5), 2)
+
+
 _GROUPS = {"elementwise": _elementwise, "reductions": _reductions, "searching": _searching,
-           "linalg": _linalg}
+           "linalg": _linalg, "nn": _nn}
 
 
 def _run(group: str, name: str) -> tuple[str, str, float]:
+    """Run the group twice: on its small inputs (the serial variants), then with the threading
+    threshold at 0 so that the same calls reach the parallel (prange) variants large arrays run."""
     import grilly as gp
+    from grilly.backends.cpu_numba import jit
     t = time.perf_counter()
     _GROUPS[group](gp, name)
+    saved, jit.PARALLEL_MIN = jit.PARALLEL_MIN, 0
+    try:
+        _GROUPS[group](gp, name)
+    finally:
+        jit.PARALLEL_MIN = saved
     return group, name, time.perf_counter() - t
 
 
@@ -96,6 +160,7 @@ def tasks() -> list[tuple[str, str]]:
     out = [("elementwise", n) for n in names] + [("reductions", n) for n in names]
     out += [("searching", n) for n in names]
     out += [("linalg", n) for n in ("float64", "float32", "complex128", "complex64")]
+    out += [("nn", n) for n in ("float32", "float64")]
     return out
 
 

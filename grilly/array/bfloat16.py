@@ -123,7 +123,15 @@ def call(fn, astype, args: tuple, kw: dict):
                  tuple(widen(b) for b in a) if isinstance(a, tuple) else widen(a) for a in args)
     if kw.get("dtype") is _BF16:
         kw = {**kw, "dtype": _F32}
-    res = fn(*args, **kw)
+    try:
+        res = fn(*args, **kw)
+    except TypeError as e:
+        # the op saw the widened float32: name the dtype the caller used (bfloat16 with an
+        # integer array has no promotion, and the message should say so, not "float32")
+        msg = str(e)
+        if wider or "float32" not in msg:
+            raise
+        raise TypeError(msg.replace("float32", "bfloat16")) from None
     if wider:
         return res
 
