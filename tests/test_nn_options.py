@@ -232,3 +232,27 @@ def test_named_members_remove_duplicate_and_prefix_match_torch():
         for kw in ({}, {"prefix": "m"}, {"remove_duplicate": False},
                    {"prefix": "m", "remove_duplicate": False}):
             assert [n for n, _ in getattr(g, fn)(**kw)] == [n for n, _ in getattr(t, fn)(**kw)]
+
+
+def test_to_keeps_parameter_objects(device):
+    # torch's Module.to() converts param.data in place: an optimizer made before .to() still
+    # holds the model's parameters (grilly made new Parameter objects, so the optimizer
+    # updated stale copies and the model never trained)
+    np.random.seed(0)
+    m = nn.Linear(3, 2)
+    o = gp.optim.SGD(m.parameters(), lr=0.1)
+    w, b = m.weight, m.bias
+    x = np.random.standard_normal((4, 3)).astype(np.float32)
+    m(gp.asarray(x)).sum().backward()   # a gradient before the move moves along
+    m.to(device)
+    assert m.weight is w and m.bias is b and w.device == gp.asarray(x, device=device).device
+    assert w.grad.device == w.device
+    o.zero_grad()
+    before = np.asarray(w).copy()
+    y = m(gp.asarray(x, device=device))
+    (y * y).sum().backward()
+    g = np.asarray(w.grad).copy()
+    o.step()
+    np.testing.assert_allclose(np.asarray(m.weight), before - 0.1 * g, rtol=1e-6, atol=1e-7)
+    m.to(gp.float64)
+    assert m.weight is w and w.dtype == gp.float64

@@ -312,11 +312,17 @@ class Module:
 
         with _no_grad():
             for m in self.modules():
-                for name, p in m._parameters.items():
+                for p in m._parameters.values():
                     if p is not None:
+                        # in place, as torch's param.data = ...: the same Parameter object
+                        # (an optimizer made before .to() holds it), its gradient moved along
                         new = conv(p)
                         if new is not p:
-                            m._parameters[name] = Parameter(new, p.requires_grad)
+                            p._buf, p._dtype, p._device = new._buf, new._dtype, new._device
+                        g = p.grad
+                        if g is not None and (g._device is not p._device
+                                              or g._dtype is not p._dtype):
+                            p.grad = conv(g)
                 for name, b in m._buffers.items():
                     if b is not None:
                         m._buffers[name] = conv(b)
