@@ -256,3 +256,48 @@ def test_to_keeps_parameter_objects(device):
     np.testing.assert_allclose(np.asarray(m.weight), before - 0.1 * g, rtol=1e-6, atol=1e-7)
     m.to(gp.float64)
     assert m.weight is w and w.dtype == gp.float64
+
+
+_INTERP = [((2, 3, 5, 7), "nearest", dict(size=(9, 4))), ((2, 3, 5, 7), "nearest", dict(scale_factor=1.7)),
+           ((2, 3, 5, 7), "nearest-exact", dict(size=(3, 11))),
+           ((2, 3, 5, 7), "bilinear", dict(size=(9, 4))),
+           ((2, 3, 5, 7), "bilinear", dict(size=(9, 4), align_corners=True)),
+           ((2, 3, 5, 7), "bilinear", dict(scale_factor=2.5)),
+           ((2, 3, 5, 7), "bilinear", dict(scale_factor=0.5, align_corners=True)),
+           ((2, 3, 5, 7), "bilinear", dict(scale_factor=1.3, recompute_scale_factor=True)),
+           ((2, 3, 6), "linear", dict(size=13)), ((2, 3, 6), "nearest", dict(scale_factor=2)),
+           ((1, 1, 1, 1), "bilinear", dict(size=(3, 3)))]
+
+
+@pytest.mark.parametrize("shape,mode,kw", _INTERP, ids=[f"{m}-{k}" for _, m, k in _INTERP])
+def test_interpolate_as_torch(device, shape, mode, kw):
+    # F.interpolate and nn.Upsample did not exist; values and input gradients against torch's
+    r = np.random.default_rng(7)
+    h = r.standard_normal(shape).astype(np.float32)
+    t = torch.tensor(h, requires_grad=True)
+    ty = torch.nn.functional.interpolate(t, mode=mode, **kw)
+    w = r.standard_normal(tuple(ty.shape)).astype(np.float32)
+    (ty * torch.tensor(w)).sum().backward()
+    x = gp.asarray(h, device=device)
+    x.requires_grad_()
+    y = F.interpolate(x, mode=mode, **kw)
+    assert y.shape == tuple(ty.shape)
+    np.testing.assert_allclose(np.asarray(y), ty.detach().numpy(), rtol=1e-5, atol=1e-6)
+    gp.sum(y * gp.asarray(w, device=device)).backward()
+    np.testing.assert_allclose(np.asarray(x.grad), t.grad.numpy(), rtol=1e-5, atol=1e-5)
+    up = nn.Upsample(mode=mode, **kw)
+    np.testing.assert_array_equal(np.asarray(up(gp.asarray(h, device=device))), np.asarray(y))
+
+
+def test_interpolate_errors():
+    x = gp.ones((1, 1, 4, 4))
+    for kw, err, match in [(dict(size=2, mode="bicubic"), NotImplementedError, "bicubic"),
+                           (dict(size=2, mode="linear"), ValueError, "3-D"),
+                           (dict(mode="nearest"), ValueError, "exactly one"),
+                           (dict(size=2, mode="nearest", align_corners=True), ValueError,
+                            "align_corners"),
+                           (dict(size=(2, 0)), ValueError, "positive")]:
+        with pytest.raises(err, match=match):
+            F.interpolate(x, **kw)
+    assert repr(nn.Upsample(scale_factor=2, mode="bilinear")) == \
+        repr(torch.nn.Upsample(scale_factor=2, mode="bilinear"))

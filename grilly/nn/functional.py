@@ -24,7 +24,7 @@ from . import _special
 from .module import _no_grad
 
 __all__ = [
-    "linear", "embedding", "one_hot", "dropout", "pad",
+    "linear", "embedding", "one_hot", "dropout", "pad", "interpolate",
     "relu", "relu6", "leaky_relu", "gelu", "silu", "elu", "tanh", "sigmoid", "softplus",
     "softmax", "log_softmax", "erf", "erfc",
     "layer_norm", "rms_norm", "batch_norm",
@@ -323,6 +323,89 @@ def pad(input: Array, pad: tuple[int, ...], mode: str = "constant", value: float
         seq = [a for a in (parts[0], x, parts[1]) if a is not None]
         x = gp.concat(seq, axis=ax) if len(seq) > 1 else x
     return x
+
+_INTERP_MODES = {"nearest": None, "nearest-exact": None, "linear": 3, "bilinear": 4}
+
+
+def _interp_source(n_in: int, n_out: int, scale: float | None, mode: str, align: bool):
+    """(low index, high index, weight of high) of each output position along one axis, as
+    torch's kernels compute them (``scale``: a given scale_factor, used as torch uses it)."""
+    import numpy as _np
+
+    dst = _np.arange(n_out, dtype=_np.float64)
+    if mode in ("nearest", "nearest-exact"):
+        r = (1.0 / scale) if scale else n_in / n_out
+        src = _np.floor((dst + (0.5 if mode == "nearest-exact" else 0.0)) * _np.float32(r))
+        i = _np.minimum(src.astype(_np.int64), n_in - 1)
+        return i, None, None
+    if align:
+        r = (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
+        src = dst * r
+    else:
+        r = (1.0 / scale) if scale else n_in / n_out
+        src = _np.maximum((dst + 0.5) * r - 0.5, 0.0)
+    lo = _np.minimum(_np.floor(src).astype(_np.int64), n_in - 1)
+    hi = _np.minimum(lo + 1, n_in - 1)
+    return lo, hi, src - lo
+
+
+def interpolate(input: Array, size=None, scale_factor=None, mode: str = "nearest",
+                align_corners: bool | None = None, recompute_scale_factor: bool | None = None,
+                antialias: bool = False) -> Array:
+    """Resize the spatial axes of (N, C, L) or (N, C, H, W) ``input`` as torch's
+    ``F.interpolate``: modes 'nearest', 'nearest-exact', 'linear' (3-D) and 'bilinear' (4-D),
+    to ``size`` or by ``scale_factor``; composed of gathers along each axis and, for the linear
+    modes, a weighted sum of the two neighbours (differentiable, on every device)."""
+    op = "interpolate"
+    if mode not in _INTERP_MODES:
+        raise NotImplementedError(f"{op}: mode {mode!r} is not supported (supported: "
+                                  f"{', '.join(map(repr, _INTERP_MODES))})")
+    if antialias:
+        raise NotImplementedError(f"{op}: antialias=True is not supported")
+    if not isinstance(input, Array) or input.ndim not in (3, 4):
+        raise ValueError(f"{op}: input must be a 3-D (N, C, L) or 4-D (N, C, H, W) Array, got "
+                         f"{getattr(input, 'shape', type(input).__name__)}")
+    need = _INTERP_MODES[mode]
+    if need is not None and input.ndim != need:
+        raise ValueError(f"{op}: mode {mode!r} needs a {need}-D input, got {input.ndim}-D")
+    if align_corners is not None and need is None:
+        raise ValueError(f"{op}: align_corners only applies to the linear modes, not {mode!r}")
+    align = bool(align_corners)
+    k = input.ndim - 2
+    if (size is None) == (scale_factor is None):
+        raise ValueError(f"{op}: give exactly one of size and scale_factor")
+    spatial = input.shape[2:]
+    if size is not None:
+        size = (size,) * k if isinstance(size, int) else tuple(size)
+        scales = (None,) * k
+        if len(size) != k or any(int(n) < 1 for n in size):
+            raise ValueError(f"{op}: size must be {k} positive ints, got {size}")
+        out = tuple(int(n) for n in size)
+    else:
+        sf = (scale_factor,) * k if isinstance(scale_factor, (int, float)) else \
+            tuple(scale_factor)
+        if len(sf) != k or any(float(f) <= 0 for f in sf):
+            raise ValueError(f"{op}: scale_factor must be {k} positive numbers, got "
+                             f"{scale_factor}")
+        out = tuple(int(n * float(f)) for n, f in zip(spatial, sf))
+        # torch uses the given factor for the source positions unless told to recompute it
+        scales = (None,) * k if recompute_scale_factor else tuple(float(f) for f in sf)
+    x = input
+    for a, (n_in, n_out, sc) in enumerate(zip(spatial, out, scales)):
+        axis = 2 + a
+        lo, hi, w = _interp_source(n_in, n_out, sc, mode, align)
+        dev = x.device
+        xl = gp.take(x, gp.asarray(lo, device=dev), axis=axis)
+        if hi is None:
+            x = xl
+            continue
+        shape = [1] * x.ndim
+        shape[axis] = n_out
+        wt = gp.reshape(gp.asarray(w, dtype=x.dtype, device=dev), tuple(shape))
+        xh = gp.take(x, gp.asarray(hi, device=dev), axis=axis)
+        x = xl + (xh - xl) * wt
+    return x
+
 
 def _inplace(input, fn, op: str):
     """torch's ``inplace=True``: ``input`` overwritten with ``fn(input)`` and returned (the same

@@ -10,7 +10,7 @@ from . import init
 from .module import Module
 from .parameter import Parameter
 
-__all__ = ["Identity", "Linear", "Embedding", "Dropout", "Flatten", "Unflatten",
+__all__ = ["Identity", "Linear", "Embedding", "Dropout", "Flatten", "Unflatten", "Upsample",
            "LayerNorm", "RMSNorm", "BatchNorm1d", "BatchNorm2d",
            "Conv1d", "Conv2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool2d",
            "ReLU", "ReLU6", "LeakyReLU", "GELU", "SiLU", "ELU", "Tanh", "Sigmoid", "Softplus",
@@ -164,6 +164,27 @@ class Flatten(Module):
 
     def extra_repr(self) -> str:
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+class Upsample(Module):
+    """F.interpolate as a layer (torch's nn.Upsample)."""
+
+    def __init__(self, size=None, scale_factor=None, mode: str = "nearest",
+                 align_corners: bool | None = None,
+                 recompute_scale_factor: bool | None = None) -> None:
+        super().__init__()
+        self.size, self.scale_factor, self.mode = size, scale_factor, mode
+        self.align_corners, self.recompute_scale_factor = align_corners, recompute_scale_factor
+
+    def forward(self, input):
+        return F.interpolate(input, self.size, self.scale_factor, self.mode, self.align_corners,
+                             self.recompute_scale_factor)
+
+    def extra_repr(self) -> str:
+        sf = self.scale_factor
+        sf = float(sf) if isinstance(sf, (int, float)) else sf   # (torch prints 2.0)
+        what = f"size={self.size}" if self.size is not None else f"scale_factor={sf}"
+        return f"{what}, mode={self.mode!r}"
 
 
 class Unflatten(Module):
