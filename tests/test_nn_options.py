@@ -301,3 +301,43 @@ def test_interpolate_errors():
             F.interpolate(x, **kw)
     assert repr(nn.Upsample(scale_factor=2, mode="bilinear")) == \
         repr(torch.nn.Upsample(scale_factor=2, mode="bilinear"))
+
+
+@pytest.mark.parametrize("kdim,vdim,batch_first,bias", [(5, 3, True, True), (5, 8, False, True),
+                                                        (8, 6, True, False)])
+def test_multihead_attention_kdim_vdim(device, kdim, vdim, batch_first, bias):
+    # kdim/vdim other than embed_dim (cross attention from other feature sizes) raised
+    # NotImplementedError; now torch's separate q/k/v projection weights, state_dict keys and
+    # results (values, need_weights, input and parameter gradients)
+    torch.manual_seed(0)
+    tm = torch.nn.MultiheadAttention(8, 2, bias=bias, kdim=kdim, vdim=vdim,
+                                     batch_first=batch_first)
+    gm = nn.MultiheadAttention(8, 2, bias=bias, kdim=kdim, vdim=vdim, batch_first=batch_first)
+    sd = {k: v.detach().numpy() for k, v in tm.state_dict().items()}
+    assert sorted(k for k, _ in gm.named_parameters()) == sorted(sd)
+    gm.load_state_dict(sd)
+    gm.to(device)
+    r = np.random.default_rng(3)
+    lead = (lambda b, s: (b, s)) if batch_first else (lambda b, s: (s, b))
+    hq = r.standard_normal(lead(2, 4) + (8,)).astype(np.float32)
+    hk = r.standard_normal(lead(2, 6) + (kdim,)).astype(np.float32)
+    hv = r.standard_normal(lead(2, 6) + (vdim,)).astype(np.float32)
+    tq, tk, tv = (torch.tensor(h, requires_grad=True) for h in (hq, hk, hv))
+    to, tw = tm(tq, tk, tv)
+    (to.sum() + tw.sum()).backward()
+    gq, gk, gv = (gp.asarray(h, device=device) for h in (hq, hk, hv))
+    for a in (gq, gk, gv):
+        a.requires_grad_()
+    go, gw = gm(gq, gk, gv)
+    (go.sum() + gw.sum()).backward()
+    np.testing.assert_allclose(np.asarray(go), to.detach().numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(gw), tw.detach().numpy(), rtol=1e-4, atol=1e-5)
+    for a, t in ((gq, tq), (gk, tk), (gv, tv)):
+        np.testing.assert_allclose(np.asarray(a.grad), t.grad.numpy(), rtol=1e-4, atol=1e-5)
+    for name, p in tm.named_parameters():
+        np.testing.assert_allclose(np.asarray(dict(gm.named_parameters())[name].grad),
+                                   p.grad.numpy(), rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match="key has feature size"):
+        gm(gq, gv, gv)
+    with pytest.raises(ValueError, match="key and value"):
+        gm(gq, gk, gv[:, :5] if batch_first else gv[:5])

@@ -34,19 +34,30 @@ class MultiheadAttention(Module):
         if embed_dim % num_heads:
             raise ValueError(f"MultiheadAttention: embed_dim {embed_dim} is not divisible by "
                              f"num_heads {num_heads}")
-        if add_bias_kv or add_zero_attn or (kdim not in (None, embed_dim)) or (vdim not in (None, embed_dim)):
-            raise NotImplementedError("MultiheadAttention: add_bias_kv, add_zero_attn and kdim/vdim "
-                                      "different from embed_dim are not supported")
+        if add_bias_kv or add_zero_attn:
+            raise NotImplementedError("MultiheadAttention: add_bias_kv and add_zero_attn are not "
+                                      "supported")
         self.embed_dim, self.num_heads, self.dropout = embed_dim, num_heads, dropout
         self.head_dim, self.batch_first = embed_dim // num_heads, batch_first
-        self.kdim = self.vdim = embed_dim
-        self.in_proj_weight = _empty((3 * embed_dim, embed_dim), dtype, device)
+        self.kdim = embed_dim if kdim is None else kdim
+        self.vdim = embed_dim if vdim is None else vdim
+        # torch's layout: one packed (3E, E) in-projection when keys and values have the
+        # embedding size, else separate q/k/v projection weights (E, E), (E, kdim), (E, vdim)
+        self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
+        if self._qkv_same_embed_dim:
+            self.in_proj_weight = _empty((3 * embed_dim, embed_dim), dtype, device)
+            init.xavier_uniform_(self.in_proj_weight)
+        else:
+            self.register_parameter("in_proj_weight", None)
+            for name, d_in in (("q", embed_dim), ("k", self.kdim), ("v", self.vdim)):
+                w = _empty((embed_dim, d_in), dtype, device)
+                init.xavier_uniform_(w)
+                setattr(self, f"{name}_proj_weight", w)
         if bias:
             self.in_proj_bias = _empty((3 * embed_dim,), dtype, device)
         else:
             self.register_parameter("in_proj_bias", None)
         self.out_proj = Linear(embed_dim, embed_dim, bias=bias, device=device, dtype=dtype)
-        init.xavier_uniform_(self.in_proj_weight)
         if bias:
             init.zeros_(self.in_proj_bias)
             init.zeros_(self.out_proj.bias)
@@ -68,7 +79,20 @@ class MultiheadAttention(Module):
             raise ValueError(f"MultiheadAttention: query has embedding size {e}, expected {self.embed_dim}")
         h, d = self.num_heads, self.head_dim
         w, b = self.in_proj_weight, self.in_proj_bias
-        if query is key and key is value:
+        for t, want, name in ((key, self.kdim, "key"), (value, self.vdim, "value")):
+            if t.shape[-1] != want:
+                raise ValueError(f"MultiheadAttention: {name} has feature size {t.shape[-1]}, "
+                                 f"expected {want} ({name[0]}dim)")
+        if key.shape[:-1] != value.shape[:-1]:
+            raise ValueError(f"MultiheadAttention: key and value must have the same batch and "
+                             f"source length, got {key.shape} and {value.shape}")
+        if w is None:   # kdim/vdim: separate projections
+            ws = (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight)
+            proj = [F.linear(t, wi, None if b is None else b[i * e:(i + 1) * e])
+                    for i, (t, wi) in enumerate(zip((query, key, value), ws))]
+            q, k, v = (gp.permute_dims(gp.reshape(p, (n, p.shape[1], h, d)), (0, 2, 1, 3))
+                       for p in proj)
+        elif query is key and key is value:
             # self-attention: one GEMM against the packed weight (torch's path), split as views;
             # the split's backward is one stack, where slices of the weight each took a zeroed
             # gradient, a copy into it and an add
@@ -180,7 +204,7 @@ class Attention(MultiheadAttention):
                 is_causal: bool = False):
         """The attended output (same shape as ``query``). numpy arrays and lists are taken
         too (the seed's modules took numpy), placed on the device of the weights."""
-        dev = self.in_proj_weight.device
+        dev = self.out_proj.weight.device
         query, key, value = (t if t is None or isinstance(t, gp.Array) else
                              gp.asarray(t, device=dev) for t in (query, key, value))
         key = query if key is None else key
