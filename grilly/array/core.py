@@ -183,12 +183,18 @@ def astype_buf(x: Array, dtype) -> object:
     return x._device.kernels["astype"](x._buf, dtype)
 
 
+def int_range(dtype) -> tuple[int, int]:
+    """(lowest, highest) value of an integer ``dtype``, from its width (no iinfo object per
+    scalar operand)."""
+    bits = 8 * dtype.itemsize
+    return (-(1 << bits - 1), (1 << bits - 1) - 1) if dtype.kind == "i" else (0, (1 << bits) - 1)
+
+
 def check_int_fits(x, dtype, op: str) -> None:
     """OverflowError naming ``op`` when the Python int ``x`` is out of an integer ``dtype``'s
     range (a kernel would wrap it, or raise NumPy's own error)."""
     if type(x) is int and dtype.kind in "iu":
-        bits = 8 * dtype.itemsize   # (the range from the width: no iinfo object per scalar)
-        lo, hi = (-(1 << bits - 1), (1 << bits - 1) - 1) if dtype.kind == "i" else (0, (1 << bits) - 1)
+        lo, hi = int_range(dtype)
         if not lo <= x <= hi:
             raise OverflowError(f"{op}: Python int {x} does not fit in {dtype.name}")
 

@@ -24,12 +24,12 @@ def default_device():
     return registry.default_device()
 
 
-def _default_device_key() -> str:
-    """This thread's default device as grilly.jit keys a graph on it (a creation op without
-    ``device=`` in a traced function made its array there)."""
+def _default_device_key():
+    """This thread's default device (a Device: one object per device), on which grilly.jit keys
+    a graph (a creation op without ``device=`` in a traced function made its array there)."""
     from ..backends import registry
 
-    return str(registry.default_device())
+    return registry.default_device()
 
 
 dispatch.mode_keys.append(_default_device_key)

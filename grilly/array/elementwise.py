@@ -13,7 +13,7 @@ from . import dispatch
 from . import dtypes as dt
 from .array import Array
 from .core import (as_compute_array, broadcast_shapes, common_device, composite, full_buf,
-                   kernel, scalar_operand)
+                   int_range, kernel, scalar_operand)
 
 _ALL = frozenset(dt.ALL)
 _NUMERIC = frozenset(d for d in dt.ALL if d.kind != "b")
@@ -208,9 +208,7 @@ def _compare_out_of_range(op: str, x: Array, s, first: bool) -> Array | None:
     is all True), where arithmetic with that int raises OverflowError; None where it fits."""
     if type(s) is not int or x._dtype.kind not in "iu":
         return None
-    bits = 8 * x._dtype.itemsize
-    lo, hi = (-(1 << bits - 1), (1 << bits - 1) - 1) if x._dtype.kind == "i" else \
-        (0, (1 << bits) - 1)
+    lo, hi = int_range(x._dtype)
     if lo <= s <= hi:
         return None
     above, below = _COMPARE[op if first else _MIRROR[op]]

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as _np
+
 from .. import random as _grandom
 from ..array import api as gp
 from ..array import dispatch as _dispatch
@@ -261,8 +263,6 @@ _PAD_MODES = ("constant", "reflect", "replicate", "circular")
 
 def _pad_index(n: int, lo: int, hi: int, mode: str):
     """The source positions of an axis of length ``n`` padded by (lo, hi) in ``mode``."""
-    import numpy as _np
-
     i = _np.arange(-lo, n + hi)
     if mode == "reflect":
         i = _np.abs(i)
@@ -330,8 +330,6 @@ _INTERP_MODES = {"nearest": None, "nearest-exact": None, "linear": 3, "bilinear"
 def _interp_source(n_in: int, n_out: int, scale: float | None, mode: str, align: bool):
     """(low index, high index, weight of high) of each output position along one axis, as
     torch's kernels compute them (``scale``: a given scale_factor, used as torch uses it)."""
-    import numpy as _np
-
     dst = _np.arange(n_out, dtype=_np.float64)
     if mode in ("nearest", "nearest-exact"):
         r = (1.0 / scale) if scale else n_in / n_out
@@ -1490,8 +1488,6 @@ def _accepts_array_likes(fn):
     (the seed's functional API): they become Arrays on the device of the first Array argument,
     else on the default device."""
     import functools
-
-    import numpy as _np
 
     likes = (_np.ndarray, _np.generic, list)
 
