@@ -9,6 +9,7 @@ from . import functional as F
 from . import init
 from .layers import _empty
 from .module import Module
+from .utils.rnn import PackedSequence, pack_like, step_masks
 
 __all__ = ["LSTM", "GRU"]
 
@@ -66,11 +67,17 @@ class _RNNBase(Module):
 
     def forward(self, input, hx=None):
         name = type(self).__name__
+        packed, masks = input if isinstance(input, PackedSequence) else None, None
+        if packed is not None:
+            # run in the original batch order (so hx and h_n need no permuting), each sequence's
+            # state held past its last step by the masks; the output packed as the input was
+            input, masks = step_masks(packed)   # time-major, whatever batch_first says
+        batch_first = self.batch_first and packed is None
         if input.ndim not in (2, 3):
             raise ValueError(f"{name}: expected a 2-D or 3-D input, got shape {input.shape}")
         unbatched = input.ndim == 2
         x = gp.expand_dims(input, axis=1) if unbatched else (
-            gp.permute_dims(input, (1, 0, 2)) if self.batch_first else input)
+            gp.permute_dims(input, (1, 0, 2)) if batch_first else input)
         if x.shape[-1] != self.input_size:
             raise ValueError(f"{name}: input has {x.shape[-1]} features, expected {self.input_size}")
         n = x.shape[1]
@@ -96,15 +103,19 @@ class _RNNBase(Module):
             outs = []
             for d in range(dirs):
                 idx = layer * dirs + d
-                ys, h, c = self._run(x, layer, d, h0[idx], None if c0 is None else c0[idx])
+                ys, h, c = self._run(x, layer, d, h0[idx], None if c0 is None else c0[idx],
+                                     masks)
                 outs.append(ys)
                 hn.append(h)
                 cn.append(c)
             x = outs[0] if dirs == 1 else gp.concat(outs, axis=-1)
             if self.dropout > 0 and self.training and layer < self.num_layers - 1:
                 x = F.dropout(x, self.dropout, True)
-        out = gp.squeeze(x, axis=1) if unbatched else (
-            gp.permute_dims(x, (1, 0, 2)) if self.batch_first else x)
+        if packed is not None:
+            out = pack_like(x, packed)
+        else:
+            out = gp.squeeze(x, axis=1) if unbatched else (
+                gp.permute_dims(x, (1, 0, 2)) if batch_first else x)
         h_n = gp.stack(hn, axis=0)
         if unbatched:
             h_n = gp.squeeze(h_n, axis=1)
@@ -113,16 +124,22 @@ class _RNNBase(Module):
         c_n = gp.stack(cn, axis=0)
         return out, (h_n, gp.squeeze(c_n, axis=1) if unbatched else c_n)
 
-    def _run(self, x, layer, d, h, c):
+    def _run(self, x, layer, d, h, c, masks=None):
         w_ih, w_hh, b_ih, b_hh = self._weights(layer, d)
         xp = F.linear(x, w_ih, b_ih)  # every time step's input projection in one matmul
         steps = range(x.shape[0] - 1, -1, -1) if d else range(x.shape[0])
         ys = [None] * x.shape[0]
         w_hr = self._parameters.get("weight_hr" + f"_l{layer}" + ("_reverse" if d else ""))
         for t in steps:
-            h, c = self._cell(xp[t], h, c, w_hh, b_hh)
+            hn, cn = self._cell(xp[t], h, c, w_hh, b_hh)
             if w_hr is not None:   # LSTM's proj_size: h projected down, c kept
-                h = F.linear(h, w_hr)
+                hn = F.linear(hn, w_hr)
+            if masks is not None:
+                # a finished (or, going backwards, not yet started) sequence keeps its state:
+                # the reverse direction starts at each sequence's own last step
+                hn = gp.where(masks[t], hn, h)
+                cn = None if c is None else gp.where(masks[t], cn, c)
+            h, c = hn, cn
             ys[t] = h
         return gp.stack(ys, axis=0), h, c
 

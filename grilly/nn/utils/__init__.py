@@ -1,16 +1,18 @@
-"""``torch.nn.utils`` spellings: gradient clipping (implemented in grilly.optim.clip) and
-flattening parameters to one vector and back."""
+"""``torch.nn.utils`` spellings: gradient clipping (implemented in grilly.optim.clip),
+flattening parameters to one vector and back, and ``rnn`` (padded and packed sequences)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..array import api as gp
+from ...array import api as gp
 
-from ..array.array import Array
-from ..autograd.mode import no_grad
-from ..optim.clip import clip_grad_norm_, clip_grad_value_
+from ...array.array import Array
+from ...autograd.mode import no_grad
+from ...optim.clip import clip_grad_norm_, clip_grad_value_
+from . import rnn
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "vector_to_parameters"]
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "rnn",
+           "vector_to_parameters"]
 
 
 def parameters_to_vector(parameters: Iterable[Array]) -> Array:
