@@ -12,6 +12,7 @@ from ..array import api as gp
 from ..array.dispatch import hooks as _hooks
 from ..autograd import no_grad
 
+from . import hooks as _nn_hooks
 from .parameter import Parameter, is_parameter
 
 __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "IncompatibleKeys"]
@@ -86,6 +87,7 @@ class Module:
     """Base class of every layer: holds parameters, buffers and submodules (as in PyTorch)."""
 
     training: bool
+    _hooked = False   # set on an instance once a hook is registered (__call__ then runs them)
 
     def __init__(self) -> None:
         object.__setattr__(self, "training", True)
@@ -195,6 +197,41 @@ class Module:
                 raise AttributeError(f"get_submodule: {type(mod).__name__} has no submodule {part!r}")
             mod = mod._modules[part]
         return mod
+
+    def set_submodule(self, target: str, module: "Module", strict: bool = False) -> None:
+        """Put ``module`` at dotted path ``target`` (strict: only where one is already)."""
+        if not target:
+            raise ValueError("set_submodule: cannot set the module itself (target is '')")
+        if not isinstance(module, Module):
+            raise TypeError(f"set_submodule: module must be a Module, got {type(module).__name__}")
+        path, _, name = target.rpartition(".")
+        parent = self.get_submodule(path)
+        if strict and name not in parent._modules:
+            raise AttributeError(f"set_submodule: {type(parent).__name__} has no submodule "
+                                 f"{name!r} (strict=True)")
+        if name in parent._parameters or name in parent._buffers:
+            raise AttributeError(f"set_submodule: {name!r} is a parameter or buffer of "
+                                 f"{type(parent).__name__}, not a submodule")
+        if name in parent._modules:
+            parent._modules[name] = module   # in its place (a Sequential's order is its order)
+        else:
+            setattr(parent, name, module)
+
+    def get_parameter(self, target: str):
+        """The parameter at dotted path ``target``."""
+        path, _, name = target.rpartition(".")
+        mod = self.get_submodule(path)
+        if name not in mod._parameters:
+            raise AttributeError(f"get_parameter: {type(mod).__name__} has no parameter {name!r}")
+        return mod._parameters[name]
+
+    def get_buffer(self, target: str):
+        """The buffer at dotted path ``target``."""
+        path, _, name = target.rpartition(".")
+        mod = self.get_submodule(path)
+        if name not in mod._buffers:
+            raise AttributeError(f"get_buffer: {type(mod).__name__} has no buffer {name!r}")
+        return mod._buffers[name]
 
     # ---- iteration ----------------------------------------------------------------------
     def named_modules(self, memo=None, prefix: str = "", remove_duplicate: bool = True
@@ -340,6 +377,18 @@ class Module:
         """Cast floating parameters and buffers to float64."""
         return self.to(dtype=gp.float64)
 
+    def half(self) -> "Module":
+        """Cast floating parameters and buffers to float16."""
+        return self.to(dtype=gp.float16)
+
+    def bfloat16(self) -> "Module":
+        """Cast floating parameters and buffers to bfloat16."""
+        return self.to(dtype=gp.bfloat16)
+
+    def cpu(self) -> "Module":
+        """``to("cpu")``."""
+        return self.to("cpu")
+
     # ---- state dicts --------------------------------------------------------------------
     def state_dict(self, destination=None, prefix: str = "", keep_vars: bool = True) -> OrderedDict:
         """Parameters and persistent buffers by dotted name (the arrays themselves)."""
@@ -418,7 +467,34 @@ class Module:
         h = _hooks.module_call
         if h is not None:   # grilly.jit's tracer notes the modes a graph was traced in
             h(self)
+        if self._hooked:
+            return _nn_hooks.call(self, args, kwargs)
         return self.forward(*args, **kwargs)
+
+    # ---- hooks (grilly/nn/hooks.py) -----------------------------------------------------
+    def register_forward_pre_hook(self, hook, *, prepend: bool = False,
+                                  with_kwargs: bool = False) -> _nn_hooks.RemovableHandle:
+        """``hook(module, args)`` (or ``(module, args, kwargs)``) before each forward; it may
+        return new args (or ``(args, kwargs)``)."""
+        return _nn_hooks.add(self, "_forward_pre_hooks", (hook, with_kwargs), prepend)
+
+    def register_forward_hook(self, hook, *, prepend: bool = False, with_kwargs: bool = False,
+                              always_call: bool = False) -> _nn_hooks.RemovableHandle:
+        """``hook(module, args, output)`` (or ``(module, args, kwargs, output)``) after each
+        forward; it may return a new output."""
+        return _nn_hooks.add(self, "_forward_hooks", (hook, with_kwargs, always_call), prepend)
+
+    def register_full_backward_pre_hook(self, hook, prepend: bool = False
+                                        ) -> _nn_hooks.RemovableHandle:
+        """``hook(module, grad_output)`` when the outputs' gradients are computed; it may return
+        new ones."""
+        return _nn_hooks.add(self, "_backward_pre_hooks", hook, prepend)
+
+    def register_full_backward_hook(self, hook, prepend: bool = False
+                                    ) -> _nn_hooks.RemovableHandle:
+        """``hook(module, grad_input, grad_output)`` when the gradients of the module's
+        positional Array inputs are computed; it may return new grad_input."""
+        return _nn_hooks.add(self, "_backward_hooks", hook, prepend)
 
     def extra_repr(self) -> str:
         """Extra text shown inside this module's repr."""
