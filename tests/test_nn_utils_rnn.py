@@ -99,7 +99,7 @@ def test_pack_sequence_and_errors(device):
         R.pad_sequence([])
 
 
-@pytest.mark.parametrize("kind", ["LSTM", "GRU"])
+@pytest.mark.parametrize("kind", ["LSTM", "GRU", "RNN"])
 @pytest.mark.parametrize("bidirectional", [False, True])
 @pytest.mark.parametrize("batch_first", [False, True])
 def test_recurrent_layers_take_packed_input(device, kind, bidirectional, batch_first):

@@ -7,21 +7,47 @@ from ..array import api as gp
 
 from . import functional as F
 from . import init
-from .layers import Dropout, LayerNorm, Linear, _empty
+from .layers import GELU, Dropout, LayerNorm, Linear, ReLU, _empty
 from .module import Module
 
 __all__ = ["Attention", "MultiheadAttention", "TransformerEncoderLayer"]
 
 
-def _additive(mask, dtype, invert: bool):
+def _additive(mask, dtype, invert: bool, name: str = "attn_mask"):
     """A bool mask (True = blocked when ``invert``) or float mask as an additive float array."""
     if mask is None:
         return None
+    if not gp.isdtype(mask.dtype, ("bool", "real floating")):
+        raise TypeError(f"MultiheadAttention: {name} must be a bool or floating mask, got "
+                        f"{mask.dtype}")
     if mask.dtype == gp.bool:
         ninf = gp.asarray(-math.inf, dtype=dtype, device=mask.device)
         zero = gp.asarray(0.0, dtype=dtype, device=mask.device)
         return gp.where(mask, ninf, zero) if invert else gp.where(mask, zero, ninf)
     return gp.astype(mask, dtype) if mask.dtype != dtype else mask
+
+
+def _activation(activation, who: str):
+    """torch's 'relu' / 'gelu' names as the functions; a callable (a module too) as given."""
+    if isinstance(activation, str):
+        acts = {"relu": F.relu, "gelu": F.gelu}
+        if activation not in acts:
+            raise ValueError(f"{who}: activation must be 'relu', 'gelu' or a callable, "
+                             f"got {activation!r}")
+        return acts[activation]
+    if not callable(activation):
+        raise TypeError(f"{who}: activation must be 'relu', 'gelu' or a callable, "
+                        f"got {type(activation).__name__}")
+    return activation
+
+
+def _relu_or_gelu(activation) -> int:
+    """1 for relu, 2 for gelu (function or module), else 0: torch's activation_relu_or_gelu."""
+    if activation is F.relu or isinstance(activation, ReLU):
+        return 1
+    if activation is F.gelu or isinstance(activation, GELU):
+        return 2
+    return 0
 
 
 class MultiheadAttention(Module):
@@ -34,9 +60,6 @@ class MultiheadAttention(Module):
         if embed_dim % num_heads:
             raise ValueError(f"MultiheadAttention: embed_dim {embed_dim} is not divisible by "
                              f"num_heads {num_heads}")
-        if add_bias_kv or add_zero_attn:
-            raise NotImplementedError("MultiheadAttention: add_bias_kv and add_zero_attn are not "
-                                      "supported")
         self.embed_dim, self.num_heads, self.dropout = embed_dim, num_heads, dropout
         self.head_dim, self.batch_first = embed_dim // num_heads, batch_first
         self.kdim = embed_dim if kdim is None else kdim
@@ -58,6 +81,15 @@ class MultiheadAttention(Module):
         else:
             self.register_parameter("in_proj_bias", None)
         self.out_proj = Linear(embed_dim, embed_dim, bias=bias, device=device, dtype=dtype)
+        if add_bias_kv:
+            # torch's learned key/value rows, appended to every sequence's keys and values
+            self.bias_k = _empty((1, 1, embed_dim), dtype, device)
+            self.bias_v = _empty((1, 1, embed_dim), dtype, device)
+            init.xavier_normal_(self.bias_k)
+            init.xavier_normal_(self.bias_v)
+        else:
+            self.bias_k = self.bias_v = None
+        self.add_zero_attn = add_zero_attn
         if bias:
             init.zeros_(self.in_proj_bias)
             init.zeros_(self.out_proj.bias)
@@ -104,9 +136,22 @@ class MultiheadAttention(Module):
             q, k, v = (gp.permute_dims(gp.reshape(p, (n, p.shape[1], h, d)), (0, 2, 1, 3))
                        for p in proj)
 
+        # add_bias_kv / add_zero_attn: extra key/value rows after the source, which every query
+        # may attend (torch pads the masks with unmasked columns for them)
+        extra = []
+        if self.bias_k is not None:
+            extra.append((self._heads(self.bias_k, n), self._heads(self.bias_v, n)))
+        if self.add_zero_attn:
+            z = gp.zeros((n, h, 1, d), dtype=k.dtype, device=k.device)
+            extra.append((z, z))
+        if extra:
+            k = gp.concat([k, *(ek for ek, _ in extra)], axis=2)
+            v = gp.concat([v, *(ev for _, ev in extra)], axis=2)
+
         bias = None
         # a causal mask alone goes to the attention kernels as a flag (no (L, S) bias is made)
-        causal = is_causal and attn_mask is None and key_padding_mask is None and not need_weights
+        causal = (is_causal and attn_mask is None and key_padding_mask is None and not need_weights
+                  and not extra)
         if key_padding_mask is not None and tuple(key_padding_mask.shape) != (n, s_len):
             raise ValueError(f"MultiheadAttention: key_padding_mask must have shape "
                              f"{(n, s_len)} (batch, source length), got {key_padding_mask.shape}")
@@ -119,8 +164,12 @@ class MultiheadAttention(Module):
         elif is_causal and not causal:
             bias = F._causal(lq, s_len, q.dtype, q.device)
         if key_padding_mask is not None:
-            kp = gp.reshape(_additive(key_padding_mask, q.dtype, invert=True), (n, 1, 1, s_len))
+            kp = _additive(key_padding_mask, q.dtype, True, "key_padding_mask")
+            kp = gp.reshape(kp, (n, 1, 1, s_len))
             bias = kp if bias is None else bias + kp
+        if extra and bias is not None:
+            pad = gp.zeros(bias.shape[:-1] + (len(extra),), dtype=bias.dtype, device=bias.device)
+            bias = gp.concat([bias, pad], axis=-1)
 
         p_drop = self.dropout if self.training else 0.0
         weights = None
@@ -144,6 +193,11 @@ class MultiheadAttention(Module):
             weights = None if weights is None else gp.squeeze(weights, axis=0)
         return out, weights
 
+    def _heads(self, row, n: int):
+        """A (1, 1, E) bias_k/bias_v row as (n, heads, 1, head_dim), as the projected keys."""
+        r = gp.permute_dims(gp.reshape(row, (1, 1, self.num_heads, self.head_dim)), (0, 2, 1, 3))
+        return gp.broadcast_to(r, (n, self.num_heads, 1, self.head_dim))
+
     def extra_repr(self) -> str:
         return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, batch_first={self.batch_first}"
 
@@ -166,12 +220,9 @@ class TransformerEncoderLayer(Module):
         self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
-        if isinstance(activation, str):
-            acts = {"relu": F.relu, "gelu": F.gelu}
-            if activation not in acts:
-                raise ValueError(f"TransformerEncoderLayer: activation must be 'relu' or 'gelu', "
-                                 f"got {activation!r}")
-            activation = acts[activation]
+        activation = _activation(activation, "TransformerEncoderLayer")
+        # torch's record of a relu/gelu activation (its fused inference path keys on it)
+        self.activation_relu_or_gelu = _relu_or_gelu(activation)
         self.activation = activation
 
     def _sa(self, x, mask, kpm, is_causal):

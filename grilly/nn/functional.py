@@ -32,6 +32,7 @@ __all__ = [
     "layer_norm", "rms_norm", "batch_norm",
     "conv1d", "conv2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
     "adaptive_avg_pool2d", "flatten",
+    "conv_transpose1d", "conv_transpose2d", "conv3d", "conv_transpose3d",
     "scaled_dot_product_attention", "flash_attention2",
     "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "cross_entropy", "nll_loss",
     "binary_cross_entropy", "binary_cross_entropy_with_logits",
@@ -324,7 +325,9 @@ def pad(input: Array, pad: tuple[int, ...], mode: str = "constant", value: float
         x = gp.concat(seq, axis=ax) if len(seq) > 1 else x
     return x
 
-_INTERP_MODES = {"nearest": None, "nearest-exact": None, "linear": 3, "bilinear": 4}
+_INTERP_MODES = {"nearest": None, "nearest-exact": None, "area": None, "linear": 3,
+                 "bilinear": 4, "bicubic": 4, "trilinear": 5}
+_CUBIC_A = -0.75   # torch's cubic convolution coefficient
 
 
 def _interp_source(n_in: int, n_out: int, scale: float | None, mode: str, align: bool):
@@ -347,27 +350,51 @@ def _interp_source(n_in: int, n_out: int, scale: float | None, mode: str, align:
     return lo, hi, src - lo
 
 
+def _cubic_source(n_in: int, n_out: int, scale: float | None, align: bool):
+    """The four source indices (clamped to the border) and their cubic convolution weights
+    (A = -0.75) of each output position along one axis, in float32 as torch's kernel."""
+    f = _np.float32
+    dst = _np.arange(n_out, dtype=f)
+    if align:
+        r = f(n_in - 1) / f(n_out - 1) if n_out > 1 else f(0.0)
+        src = r * dst
+    else:
+        r = f(1.0 / scale) if scale else f(n_in) / f(n_out)
+        src = r * (dst + f(0.5)) - f(0.5)   # not clamped at 0, unlike the linear modes
+    i0 = _np.floor(src)
+    t = src - i0
+    a = f(_CUBIC_A)
+    near = lambda x: ((a + 2) * x - (a + 3)) * x * x + 1   # noqa: E731  |x| <= 1
+    far = lambda x: ((a * x - 5 * a) * x + 8 * a) * x - 4 * a   # noqa: E731  1 < |x| < 2
+    weights = (far(t + 1), near(t), near(1 - t), far(2 - t))
+    idx = tuple(_np.clip(i0.astype(_np.int64) - 1 + k, 0, n_in - 1) for k in range(4))
+    return idx, weights
+
+
 def interpolate(input: Array, size=None, scale_factor=None, mode: str = "nearest",
                 align_corners: bool | None = None, recompute_scale_factor: bool | None = None,
                 antialias: bool = False) -> Array:
-    """Resize the spatial axes of (N, C, L) or (N, C, H, W) ``input`` as torch's
-    ``F.interpolate``: modes 'nearest', 'nearest-exact', 'linear' (3-D) and 'bilinear' (4-D),
-    to ``size`` or by ``scale_factor``; composed of gathers along each axis and, for the linear
-    modes, a weighted sum of the two neighbours (differentiable, on every device)."""
+    """Resize the spatial axes of (N, C, L), (N, C, H, W) or (N, C, D, H, W) ``input`` as
+    torch's ``F.interpolate``: modes 'nearest', 'nearest-exact', 'area' (adaptive average
+    pooling), 'linear' (3-D), 'bilinear' and 'bicubic' (4-D) and 'trilinear' (5-D), to
+    ``size`` or by ``scale_factor``; composed of gathers along each axis and, for the
+    interpolating modes, a weighted sum of the neighbours (differentiable, on every device)."""
     op = "interpolate"
     if mode not in _INTERP_MODES:
         raise NotImplementedError(f"{op}: mode {mode!r} is not supported (supported: "
                                   f"{', '.join(map(repr, _INTERP_MODES))})")
     if antialias:
         raise NotImplementedError(f"{op}: antialias=True is not supported")
-    if not isinstance(input, Array) or input.ndim not in (3, 4):
-        raise ValueError(f"{op}: input must be a 3-D (N, C, L) or 4-D (N, C, H, W) Array, got "
+    if not isinstance(input, Array) or input.ndim not in (3, 4, 5):
+        raise ValueError(f"{op}: input must be a 3-D (N, C, L), 4-D (N, C, H, W) or 5-D "
+                         f"(N, C, D, H, W) Array, got "
                          f"{getattr(input, 'shape', type(input).__name__)}")
     need = _INTERP_MODES[mode]
     if need is not None and input.ndim != need:
         raise ValueError(f"{op}: mode {mode!r} needs a {need}-D input, got {input.ndim}-D")
     if align_corners is not None and need is None:
-        raise ValueError(f"{op}: align_corners only applies to the linear modes, not {mode!r}")
+        raise ValueError(f"{op}: align_corners only applies to the interpolating modes "
+                         f"(linear, bilinear, bicubic, trilinear), not {mode!r}")
     align = bool(align_corners)
     k = input.ndim - 2
     if (size is None) == (scale_factor is None):
@@ -391,14 +418,24 @@ def interpolate(input: Array, size=None, scale_factor=None, mode: str = "nearest
     x = input
     for a, (n_in, n_out, sc) in enumerate(zip(spatial, out, scales)):
         axis = 2 + a
-        lo, hi, w = _interp_source(n_in, n_out, sc, mode, align)
         dev = x.device
+        if mode == "area":   # torch's adaptive_avg_pool: the mean of each source window
+            x = _adaptive_mean(x, axis, n_out)
+            continue
+        shape = [1] * x.ndim
+        shape[axis] = n_out
+        if mode == "bicubic":
+            idx, wts = _cubic_source(n_in, n_out, sc, align)
+            terms = [gp.take(x, gp.asarray(i, device=dev), axis=axis)
+                     * gp.reshape(gp.asarray(w, dtype=x.dtype, device=dev), tuple(shape))
+                     for i, w in zip(idx, wts)]
+            x = (terms[0] + terms[1]) + (terms[2] + terms[3])
+            continue
+        lo, hi, w = _interp_source(n_in, n_out, sc, mode, align)
         xl = gp.take(x, gp.asarray(lo, device=dev), axis=axis)
         if hi is None:
             x = xl
             continue
-        shape = [1] * x.ndim
-        shape[axis] = n_out
         wt = gp.reshape(gp.asarray(w, dtype=x.dtype, device=dev), tuple(shape))
         xh = gp.take(x, gp.asarray(hi, device=dev), axis=axis)
         x = xl + (xh - xl) * wt
@@ -1510,3 +1547,216 @@ for _name in ("linear", "relu", "relu6", "leaky_relu", "gelu", "silu", "elu", "t
               "mse_loss", "l1_loss", "cross_entropy", "nll_loss", "embedding", "dropout"):
     globals()[_name] = _accepts_array_likes(globals()[_name])
 del _name
+
+
+# ---- transposed and 3-D convolution -------------------------------------------------------
+def _transposed_geometry(op: str, n: int, input, weight, stride, padding, output_padding, groups,
+                         dilation) -> tuple:
+    """The checked (stride, padding, output_padding, dilation, output size) of a transposed
+    convolution of ``n`` spatial axes: input (N, C_in, *S), weight (C_in, C_out/groups, *K)."""
+    if weight.ndim != n + 2:
+        raise ValueError(f"{op}: weight must be {n + 2}-D (in_channels, out_channels/groups, "
+                         f"*kernel), got shape {weight.shape}")
+    if isinstance(padding, str):
+        raise ValueError(f"{op}: padding must be an int or a tuple of {n} ints, got {padding!r}")
+    if not isinstance(groups, int) or groups < 1:
+        raise ValueError(f"{op}: groups must be a positive int, got {groups!r}")
+    c = input.shape[1]
+    if weight.shape[0] != c or c % groups:
+        raise ValueError(f"{op}: weight of shape {weight.shape} expects input with "
+                         f"{weight.shape[0]} channels (divisible by groups={groups}), got "
+                         f"{c} channels")
+    s, p = _pair(stride, n, "stride", op), _pair(padding, n, "padding", op)
+    op_, d = _pair(output_padding, n, "output_padding", op), _pair(dilation, n, "dilation", op)
+    _check_geometry(op, s, d, p)
+    if any(o < 0 or (o >= si and o >= di) for o, si, di in zip(op_, s, d)):
+        raise ValueError(f"{op}: output_padding {op_} must be non-negative and smaller than "
+                         f"either stride {s} or dilation {d}")
+    out = tuple((i - 1) * si - 2 * pi + di * (k - 1) + oi + 1 for i, si, pi, di, k, oi in
+                zip(input.shape[2:], s, p, d, weight.shape[2:], op_))
+    if any(o < 1 for o in out):
+        raise ValueError(f"{op}: the output size {out} computed for an input of "
+                         f"{input.shape[2:]} is too small")
+    return s, p, op_, d, out
+
+
+def conv_transpose2d(input: Array, weight: Array, bias: Array | None = None,
+                     stride: int | tuple[int, int] = 1, padding: int | tuple[int, int] = 0,
+                     output_padding: int | tuple[int, int] = 0, groups: int = 1,
+                     dilation: int | tuple[int, int] = 1) -> Array:
+    """2-D transposed convolution over (N, C_in, H, W) (or (C_in, H, W)) with weight
+    (C_in, C_out/groups, KH, KW): the input gradient of conv2d, as torch's."""
+    op = "conv_transpose2d"
+    _check_float(input, op)
+    if input.ndim == 3:
+        return gp.squeeze(conv_transpose2d(gp.expand_dims(input, axis=0), weight, bias, stride,
+                                           padding, output_padding, groups, dilation), axis=0)
+    if input.ndim != 4:
+        raise ValueError(f"{op}: expected a 3-D or 4-D input, got shape {input.shape}")
+    s, p, _, d, out = _transposed_geometry(op, 2, input, weight, stride, padding, output_padding,
+                                           groups, dilation)
+    if bias is not None and tuple(bias.shape) != (weight.shape[1] * groups,):
+        raise ValueError(f"{op}: bias must have shape ({weight.shape[1] * groups},), got "
+                         f"{bias.shape}")
+    input, weight, bias = _dispatch.autocast("conv2d", input, weight, bias)
+    input, weight, bias = _promoted(input, weight, bias)
+    return _ConvTranspose2d.apply(input, weight, bias,
+                                  geom=(s, d, (p[0], p[0], p[1], p[1]), groups, out))
+
+
+class _ConvTranspose2d(Function):
+    """conv_transpose2d as one node on the conv2d kernels: its forward is conv2d's input
+    gradient, its input gradient a conv2d and its weight gradient conv2d's weight gradient
+    with the roles of input and output gradient swapped."""
+
+    @staticmethod
+    def forward(ctx, x, w, b, *, geom):
+        stride, dilation, pads, groups, out = geom
+        ctx.save_for_backward(x, w)
+        ctx.geom = geom
+        co = w.shape[1] * groups
+        # conv2d_backward reads only the shape of its input for the input gradient
+        shell = gp.empty((x.shape[0], co) + out, dtype=x.dtype, device=x.device)
+        y = _conv.conv2d_backward(x, shell, w, stride, dilation, pads, groups,
+                                  (True, False, False))[0]
+        return y if b is None else y + gp.reshape(b, (1, co, 1, 1))
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        stride, dilation, pads, groups, _ = ctx.geom
+        need = ctx.needs_input_grad
+        size = tuple(x.shape[2:])
+        gx = gw = gb = None
+        if is_grad_enabled():   # create_graph: differentiable nodes
+            if need[0]:
+                gx = _Conv2d.apply(g, w, None, geom=(stride, dilation, pads, groups, size))
+            if need[1]:
+                gw = _conv2d_grads(x, g, w, stride, dilation, pads, groups,
+                                   (False, True, False))[1]
+        else:
+            if need[0]:
+                gx = _conv.conv2d(g, w, None, stride, dilation, pads, groups, size)
+            if need[1]:
+                gw = _conv.conv2d_backward(x, g, w, stride, dilation, pads, groups,
+                                           (False, True, False))[1]
+        if need[2]:
+            gb = gp.sum(g, axis=(0, 2, 3))
+        return gx, gw, gb
+
+
+def conv_transpose1d(input: Array, weight: Array, bias: Array | None = None,
+                     stride: int | tuple[int] = 1, padding: int | tuple[int] = 0,
+                     output_padding: int | tuple[int] = 0, groups: int = 1,
+                     dilation: int | tuple[int] = 1) -> Array:
+    """1-D transposed convolution over (N, C_in, L) (or (C_in, L)), through conv_transpose2d
+    with a height of 1."""
+    op = "conv_transpose1d"
+    _check_float(input, op)
+    if input.ndim not in (2, 3) or weight.ndim != 3:
+        raise ValueError(f"{op}: expected a 2-D or 3-D input and a 3-D weight, got "
+                         f"{input.shape} and {weight.shape}")
+    one = lambda v, name, lo: (lo, _pair(v, 1, name, op)[0])  # noqa: E731
+    if isinstance(padding, str):
+        raise ValueError(f"{op}: padding must be an int or a tuple of 1 int, got {padding!r}")
+    y = conv_transpose2d(gp.expand_dims(input, axis=-2), gp.expand_dims(weight, axis=-2), bias,
+                         one(stride, "stride", 1), one(padding, "padding", 0),
+                         one(output_padding, "output_padding", 0), groups,
+                         one(dilation, "dilation", 1))
+    return gp.squeeze(y, axis=-2)
+
+
+def _depth_pads(op, padding, k, d, s) -> tuple:
+    """(before, after) zero padding of each of conv3d's three axes for ``padding``."""
+    if padding == "valid":
+        return ((0, 0),) * 3
+    if padding == "same":
+        if s != (1, 1, 1):
+            raise ValueError(f"{op}: padding='same' needs stride 1")
+        return tuple((di * (ki - 1) // 2, di * (ki - 1) - di * (ki - 1) // 2)
+                     for ki, di in zip(k, d))
+    if isinstance(padding, str):
+        raise ValueError(f"{op}: padding must be 'same', 'valid', an int or a tuple of 3 ints, "
+                         f"got {padding!r}")
+    p = _pair(padding, 3, "padding", op)
+    _check_geometry(op, s, d, p)
+    return tuple((pi, pi) for pi in p)
+
+
+def conv3d(input: Array, weight: Array, bias: Array | None = None,
+           stride: int | tuple[int, int, int] = 1, padding: str | int | tuple[int, int, int] = 0,
+           dilation: int | tuple[int, int, int] = 1, groups: int = 1) -> Array:
+    """3-D cross-correlation over (N, C, D, H, W) (or (C, D, H, W)) with weight
+    (O, C/groups, KD, KH, KW): the depth windows of the input stacked into its channels, then
+    one conv2d with the weight's depth folded into its channels."""
+    op = "conv3d"
+    _check_float(input, op)
+    if input.ndim == 4:
+        return gp.squeeze(conv3d(gp.expand_dims(input, axis=0), weight, bias, stride, padding,
+                                 dilation, groups), axis=0)
+    if input.ndim != 5 or weight.ndim != 5:
+        raise ValueError(f"{op}: expected a 4-D or 5-D input and a 5-D weight, got "
+                         f"{input.shape} and {weight.shape}")
+    n, c, dd, h, w = input.shape
+    o, cg, kd, kh, kw = weight.shape
+    if not isinstance(groups, int) or groups < 1 or c != cg * groups or o % groups:
+        raise ValueError(f"{op}: input has {c} channels but weight {weight.shape} with "
+                         f"groups={groups} expects {cg * groups} (and out_channels divisible "
+                         "by groups)")
+    if bias is not None and tuple(bias.shape) != (o,):
+        raise ValueError(f"{op}: bias must have shape ({o},), got {bias.shape}")
+    s, d = _pair(stride, 3, "stride", op), _pair(dilation, 3, "dilation", op)
+    _check_geometry(op, s, d)
+    pads = _depth_pads(op, padding, (kd, kh, kw), d, s)
+    out = tuple(_out_size(i + lo + hi, k, si, 0, di, op=op) for i, k, si, di, (lo, hi) in
+                zip((dd, h, w), (kd, kh, kw), s, d, pads))
+    input, weight, bias = _dispatch.autocast("conv2d", input, weight, bias)
+    input, weight, bias = _promoted(input, weight, bias)
+    # the depth windows as one im2col over a (depth, 1) image whose channels are (C, H, W)
+    x = gp.reshape(gp.permute_dims(input, (0, 1, 3, 4, 2)), (n, c * h * w, dd, 1))
+    cols = _im2col(x, (kd, 1), (s[0], 1), (d[0], 1), (pads[0][0], pads[0][1], 0, 0), 0.0,
+                   (out[0], 1))
+    cols = gp.permute_dims(gp.reshape(cols, (n, c, h, w, kd, out[0])), (0, 5, 1, 4, 2, 3))
+    x2 = gp.reshape(cols, (n * out[0], c * kd, h, w))
+    # (O, C/g, KD, KH, KW) is (O, C/g*KD, KH, KW): the channels (C, KD) of x2 in group order
+    w2 = gp.reshape(weight, (o, cg * kd, kh, kw))
+    y = _Conv2d.apply(x2, w2, bias, geom=(s[1:], d[1:], pads[1] + pads[2], groups, out[1:]))
+    return gp.permute_dims(gp.reshape(y, (n, out[0], o) + out[1:]), (0, 2, 1, 3, 4))
+
+
+def conv_transpose3d(input: Array, weight: Array, bias: Array | None = None,
+                     stride: int | tuple[int, int, int] = 1,
+                     padding: int | tuple[int, int, int] = 0,
+                     output_padding: int | tuple[int, int, int] = 0, groups: int = 1,
+                     dilation: int | tuple[int, int, int] = 1) -> Array:
+    """3-D transposed convolution over (N, C_in, D, H, W) (or (C_in, D, H, W)) with weight
+    (C_in, C_out/groups, KD, KH, KW): one conv_transpose2d per input depth with the weight's
+    depth folded into its output channels, then those depth windows summed into place."""
+    op = "conv_transpose3d"
+    _check_float(input, op)
+    if input.ndim == 4:
+        return gp.squeeze(conv_transpose3d(gp.expand_dims(input, axis=0), weight, bias, stride,
+                                           padding, output_padding, groups, dilation), axis=0)
+    if input.ndim != 5:
+        raise ValueError(f"{op}: expected a 4-D or 5-D input, got shape {input.shape}")
+    s, p, _, d, out = _transposed_geometry(op, 3, input, weight, stride, padding, output_padding,
+                                           groups, dilation)
+    n, ci, dd, h, w = input.shape
+    cog, kd, kh, kw = weight.shape[1:]
+    co = cog * groups
+    if bias is not None and tuple(bias.shape) != (co,):
+        raise ValueError(f"{op}: bias must have shape ({co},), got {bias.shape}")
+    input, weight, bias = _dispatch.autocast("conv2d", input, weight, bias)
+    input, weight, bias = _promoted(input, weight, bias)
+    x2 = gp.reshape(gp.permute_dims(input, (0, 2, 1, 3, 4)), (n * dd, ci, h, w))
+    # output channels (C_out, KD) in group order, as the weight's (C_out/g, KD) reshape gives
+    w2 = gp.reshape(weight, (ci, cog * kd, kh, kw))
+    y = _ConvTranspose2d.apply(x2, w2, None,
+                               geom=(s[1:], d[1:], (p[1], p[1], p[2], p[2]), groups, out[1:]))
+    ho, wo = out[1:]
+    y = gp.permute_dims(gp.reshape(y, (n, dd, co, kd, ho, wo)), (0, 2, 4, 5, 3, 1))
+    # each input depth's KD outputs summed onto the output depths: col2im over (depth, 1)
+    y = _col2im(gp.reshape(y, (n, co * ho * wo, kd, dd, 1)), (kd, 1), (s[0], 1), (d[0], 1),
+                (p[0], p[0], 0, 0), (out[0], 1))
+    y = gp.permute_dims(gp.reshape(y, (n, co, ho, wo, out[0])), (0, 1, 4, 2, 3))
+    return y if bias is None else y + gp.reshape(bias, (1, co, 1, 1, 1))
