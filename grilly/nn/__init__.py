@@ -7,6 +7,8 @@ from . import functional, init, utils  # noqa: F401
 from ._random import manual_seed  # noqa: F401
 from .attention import *  # noqa: F401,F403
 from .conv_rnn_extra import *  # noqa: F401,F403
+from .extra_losses import *  # noqa: F401,F403
+from .extra_layers import *  # noqa: F401,F403
 from .layers import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
 from .module import *  # noqa: F401,F403
@@ -17,9 +19,10 @@ from .serialization import load, save  # noqa: F401
 from . import snn  # noqa: F401,E402  (after the layers it builds on)
 
 from . import attention as _a, layers as _l, loss as _lo, module as _m, parameter as _p, rnn as _r
-from . import conv_rnn_extra as _cr, transformer as _t
+from . import conv_rnn_extra as _cr, extra_layers as _xly, extra_losses as _xl
+from . import transformer as _t
 
 __all__ = ["functional", "init", "utils", "snn", "manual_seed", "save", "load",
            *_a.__all__, *_l.__all__, *_lo.__all__, *_m.__all__, *_p.__all__, *_r.__all__,
-           *_cr.__all__, *_t.__all__]
-del _a, _cr, _l, _lo, _m, _p, _r, _t
+           *_cr.__all__, *_xly.__all__, *_xl.__all__, *_t.__all__]
+del _a, _cr, _l, _lo, _m, _p, _r, _t, _xl, _xly

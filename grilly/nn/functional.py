@@ -299,11 +299,14 @@ def pad(input: Array, pad: tuple[int, ...], mode: str = "constant", value: float
         if mode != "constant":
             if lo < 0 or hi < 0:
                 raise ValueError(f"pad: mode={mode!r} needs non-negative padding, got {pad!r}")
-            limit = n - 1 if mode == "reflect" else n
+            # replicate repeats the edge any number of times (as torch); the others read
+            # at most the axis (less its edge, for reflect)
+            limit = {"reflect": n - 1, "circular": n}.get(mode, max(lo, hi))
             if n == 0 or lo > limit or hi > limit:
                 raise ValueError(f"pad: mode={mode!r} padding ({lo}, {hi}) of axis {ax} must be at "
                                  f"most {'the size - 1' if mode == 'reflect' else 'the size'} "
-                                 f"({limit}) of that axis")
+                                 f"({limit}) of that axis" if n else
+                                 f"pad: mode={mode!r} cannot pad axis {ax}, which is empty")
             if lo or hi:
                 idx = gp.asarray(_pad_index(n, lo, hi, mode), dtype=gp.int64, device=x.device)
                 x = gp.take(x, idx, axis=ax)
@@ -1760,3 +1763,866 @@ def conv_transpose3d(input: Array, weight: Array, bias: Array | None = None,
                 (p[0], p[0], 0, 0), (out[0], 1))
     y = gp.permute_dims(gp.reshape(y, (n, co, ho, wo, out[0])), (0, 1, 4, 2, 3))
     return y if bias is None else y + gp.reshape(bias, (1, co, 1, 1, 1))
+
+# ---- more of torch.nn's losses ------------------------------------------------------------
+# Integer class targets out of range (torch raises from its kernels) cannot be found without
+# reading the targets back from the device: here they select no class, as in nll_loss.
+def _check_reduction(reduction: str, op: str, extra: tuple = ()) -> None:
+    if reduction not in ("mean", "sum", "none") + extra:
+        allowed = ", ".join(repr(r) for r in ("mean", "sum", "none") + extra)
+        raise ValueError(f"{op}: reduction must be one of {allowed}, got {reduction!r}")
+
+
+def _like(t, x, op: str, arg: str = "target"):
+    """``t`` (an Array) in ``x``'s floating dtype: torch's +-1 targets may be integers."""
+    if not isinstance(t, gp.Array):
+        raise TypeError(f"{op}: expected a grilly Array for {arg!r}, got {type(t).__name__}")
+    return t if t.dtype == x.dtype else gp.astype(t, x.dtype)
+
+
+def _softplus0(z):
+    """log(1 + exp(z)) without overflow (torch's log1p(exp(z)) overflows for z > 88)."""
+    return gp.maximum(z, 0.0) + gp.log1p(gp.exp(-gp.abs(z)))
+
+
+def _class_targets(input, target, op: str):
+    """Integer class targets of an (N, C) or (C,) input as an (N,) or () array."""
+    _check_float(input, op)
+    if not isinstance(target, gp.Array) or not gp.isdtype(target.dtype, "integral"):
+        raise TypeError(f"{op}: target must be an Array of integer class indices, got "
+                        f"{getattr(target, 'dtype', type(target).__name__)}")
+    if input.ndim not in (1, 2) or input.shape[-1] == 0:
+        raise ValueError(f"{op}: expected a non-empty (C,) or (N, C) input, got shape {input.shape}")
+    nframe = input.shape[0] if input.ndim == 2 else 1
+    if target.ndim > 1 or target.size != nframe:
+        raise ValueError(f"{op}: target of shape {target.shape} does not match input of shape "
+                         f"{input.shape} (expected {nframe} class indices)")
+    return gp.reshape(target, input.shape[:-1])
+
+
+def kl_div(input: Array, target: Array, reduction: str = "mean", log_target: bool = False) -> Array:
+    """Pointwise KL divergence target * (log target - input) of log-probabilities ``input``;
+    'batchmean' divides the sum by the batch size, 'mean' by the element count (as torch)."""
+    _check_float(input, "kl_div")
+    _check_float(target, "kl_div", "target")
+    _check_reduction(reduction, "kl_div", ("batchmean",))
+    if log_target:
+        loss = gp.exp(target) * (target - input)
+    else:
+        zero = target == 0   # xlogy(t, t): 0 where t is 0 (nan below 0, as torch)
+        loss = gp.where(zero, 0.0, target * gp.log(gp.where(zero, 1.0, target))) - target * input
+    if reduction == "batchmean":
+        s = gp.sum(loss)
+        return s / input.shape[0] if input.ndim else s
+    return _reduce(loss, reduction, "kl_div")
+
+
+def poisson_nll_loss(input: Array, target: Array, log_input: bool = True, full: bool = False,
+                     eps: float = 1e-8, reduction: str = "mean") -> Array:
+    """Poisson negative log-likelihood: exp(input) - target * input of log-rates (log_input),
+    else input - target * log(input + eps); ``full`` adds Stirling's term where target > 1."""
+    _check_float(input, "poisson_nll_loss")
+    _check_float(target, "poisson_nll_loss", "target")
+    _check_reduction(reduction, "poisson_nll_loss")
+    if log_input:
+        loss = gp.exp(input) - target * input
+    else:
+        loss = input - target * gp.log(input + eps)
+    if full:
+        big = target > 1
+        t = gp.where(big, target, 1.0)
+        stirling = t * gp.log(t) - t + 0.5 * gp.log(2 * math.pi * t)
+        loss = loss + gp.where(big, stirling, 0.0)
+    return _reduce(loss, reduction, "poisson_nll_loss")
+
+
+class _ClampMinStraight(Function):
+    """max(x, lo) whose gradient passes through unchanged: torch clamps the variance of
+    gaussian_nll_loss in place under no_grad, so its gradient ignores the clamp."""
+
+    @staticmethod
+    def forward(ctx, x, *, lo):
+        return gp.maximum(x, lo)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+def gaussian_nll_loss(input: Array, target: Array, var, full: bool = False, eps: float = 1e-6,
+                      reduction: str = "mean") -> Array:
+    """Gaussian negative log-likelihood 0.5 (log var + (input - target)^2 / var), var clamped
+    at ``eps``; ``var`` as input's shape, one dimension short of it, or with one dimension of
+    1 where input's is not (homoscedastic), or a Python number. A negative entry of an array
+    ``var`` is clamped (torch raises, which needs its values on the host)."""
+    _check_float(input, "gaussian_nll_loss")
+    _check_float(target, "gaussian_nll_loss", "target")
+    if isinstance(var, (int, float)) and not isinstance(var, bool):
+        if var < 0:
+            raise ValueError(f"gaussian_nll_loss: var has a negative entry: {var}")
+        var = gp.full(input.shape, float(var), dtype=input.dtype, device=input.device)
+    _check_float(var, "gaussian_nll_loss", "var")
+    if tuple(var.shape) != tuple(input.shape):
+        if tuple(input.shape[:-1]) == tuple(var.shape):
+            var = gp.expand_dims(var, axis=-1)
+        elif not (input.ndim == var.ndim
+                  and sum(v for i, v in zip(input.shape, var.shape) if i != v) == 1):
+            raise ValueError(f"gaussian_nll_loss: var of shape {var.shape} is of incorrect size "
+                             f"for input of shape {input.shape}")
+    _check_reduction(reduction, "gaussian_nll_loss")
+    var = _ClampMinStraight.apply(var, lo=eps)
+    d = input - target
+    loss = 0.5 * (gp.log(var) + d * d / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction, "gaussian_nll_loss")
+
+
+def margin_ranking_loss(input1: Array, input2: Array, target: Array, margin: float = 0.0,
+                        reduction: str = "mean") -> Array:
+    """max(0, -target * (input1 - input2) + margin), target holding 1 or -1."""
+    _check_float(input1, "margin_ranking_loss", "input1")
+    _check_float(input2, "margin_ranking_loss", "input2")
+    target = _like(target, input1, "margin_ranking_loss")
+    if not input1.ndim == input2.ndim == target.ndim:
+        raise ValueError(f"margin_ranking_loss: input1, input2 and target must have the same "
+                         f"number of dimensions, got shapes {input1.shape}, {input2.shape} and "
+                         f"{target.shape}")
+    _check_reduction(reduction, "margin_ranking_loss")
+    loss = gp.maximum(-target * (input1 - input2) + margin, 0.0)
+    return _reduce(loss, reduction, "margin_ranking_loss")
+
+
+def hinge_embedding_loss(input: Array, target: Array, margin: float = 1.0,
+                         reduction: str = "mean") -> Array:
+    """input where target is 1, max(0, margin - input) where it is -1 (both where neither)."""
+    _check_float(input, "hinge_embedding_loss")
+    _check_reduction(reduction, "hinge_embedding_loss")
+    if not isinstance(target, gp.Array):
+        raise TypeError("hinge_embedding_loss: expected a grilly Array for 'target', got "
+                        f"{type(target).__name__}")
+    loss = (gp.where(target != 1, gp.maximum(margin - input, 0.0), 0.0)
+            + gp.where(target != -1, input, 0.0))
+    return _reduce(loss, reduction, "hinge_embedding_loss")
+
+
+def cosine_embedding_loss(input1: Array, input2: Array, target: Array, margin: float = 0.0,
+                          reduction: str = "mean") -> Array:
+    """1 - cos(input1, input2) where target is 1, max(0, cos - margin) where it is -1."""
+    op = "cosine_embedding_loss"
+    _check_float(input1, op, "input1")
+    _check_float(input2, op, "input2")
+    if not isinstance(target, gp.Array):
+        raise TypeError(f"{op}: expected a grilly Array for 'target', got {type(target).__name__}")
+    if target.ndim not in (0, 1):
+        raise ValueError(f"{op}: expected a 0-D or 1-D target, got shape {target.shape}")
+    if input1.ndim != target.ndim + 1 or input2.ndim != target.ndim + 1:
+        raise ValueError(f"{op}: a {target.ndim}-D target needs {target.ndim + 1}-D inputs, got "
+                         f"shapes {input1.shape} and {input2.shape}")
+    _check_reduction(reduction, op)
+    ax = target.ndim
+    eps = 1e-12   # torch's EPSILON on each squared magnitude
+    prod = gp.sum(input1 * input2, axis=ax)
+    mag = (gp.sum(input1 * input1, axis=ax) + eps) * (gp.sum(input2 * input2, axis=ax) + eps)
+    cos = prod / gp.sqrt(mag)
+    loss = (gp.where(target == 1, 1.0 - cos, 0.0)
+            + gp.where(target == -1, gp.maximum(cos - margin, 0.0), 0.0))
+    return _reduce(loss, reduction, op)
+
+
+def soft_margin_loss(input: Array, target: Array, reduction: str = "mean") -> Array:
+    """log(1 + exp(-target * input)), as a softplus (finite where torch's form overflows)."""
+    _check_float(input, "soft_margin_loss")
+    target = _like(target, input, "soft_margin_loss")
+    _check_reduction(reduction, "soft_margin_loss")
+    return _reduce(_softplus0(-target * input), reduction, "soft_margin_loss")
+
+
+def multilabel_soft_margin_loss(input: Array, target: Array, weight: Array | None = None,
+                                reduction: str = "mean") -> Array:
+    """Per-class logistic loss of (N, C) logits against 0/1 targets, averaged over classes."""
+    op = "multilabel_soft_margin_loss"
+    _check_float(input, op)
+    target = _like(target, input, op)
+    _check_reduction(reduction, op)
+    # -(t logsigmoid(x) + (1 - t) logsigmoid(-x)), logsigmoid(x) = -softplus(-x)
+    loss = target * _softplus0(-input) + (1.0 - target) * _softplus0(input)
+    if weight is not None:
+        loss = loss * weight
+    loss = gp.sum(loss, axis=input.ndim - 1) / input.shape[-1]
+    return _reduce(loss, reduction, op)
+
+
+def multi_margin_loss(input: Array, target: Array, p: int = 1, margin: float = 1.0,
+                      weight: Array | None = None, reduction: str = "mean") -> Array:
+    """Multi-class hinge: sum over i != y of weight[y] max(0, margin - x[y] + x[i])^p / C, of
+    (N, C) or (C,) scores and class indices y."""
+    op = "multi_margin_loss"
+    if p not in (1, 2):
+        raise ValueError(f"{op}: only p == 1 and p == 2 are supported, got {p!r}")
+    if weight is not None and weight.ndim != 1:
+        raise ValueError(f"{op}: weight must be one-dimensional, got shape {weight.shape}")
+    _check_reduction(reduction, op)
+    keep_shape = target.shape if isinstance(target, gp.Array) else None
+    y = _class_targets(input, target, op)
+    c = input.shape[-1]
+    oh = gp.astype(gp.expand_dims(y, axis=-1) == gp.arange(c, dtype=y.dtype, device=y.device),
+                   input.dtype)
+    xy = gp.sum(input * oh, axis=-1, keepdims=True)
+    z = gp.maximum(margin - xy + input, 0.0)
+    if p == 2:
+        z = z * z
+    loss = gp.sum(z * (1.0 - oh), axis=-1)
+    if weight is not None:
+        loss = loss * gp.sum(oh * weight, axis=-1)
+    loss = loss / c
+    if reduction == "none" and input.ndim == 1:
+        return gp.reshape(loss, keep_shape)   # torch keeps a (1,) target's shape
+    return _reduce(loss, reduction, op)
+
+
+def multilabel_margin_loss(input: Array, target: Array, reduction: str = "mean") -> Array:
+    """Multi-label hinge: sum over target classes j and non-target classes i of
+    max(0, 1 - (x[j] - x[i])) / C; each row of ``target`` lists class indices, ended by -1."""
+    op = "multilabel_margin_loss"
+    _check_float(input, op)
+    if not isinstance(target, gp.Array) or not gp.isdtype(target.dtype, "integral"):
+        raise TypeError(f"{op}: target must be an Array of integer class indices, got "
+                        f"{getattr(target, 'dtype', type(target).__name__)}")
+    if input.ndim not in (1, 2) or input.shape[-1] == 0:
+        raise ValueError(f"{op}: expected a non-empty (C,) or (N, C) input, got shape {input.shape}")
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"{op}: target shape {target.shape} must equal input shape {input.shape}")
+    _check_reduction(reduction, op)
+    c = input.shape[-1]
+    # the entries before the first -1 count (a later one does not, whatever follows it)
+    ended = gp.cumulative_sum(gp.astype(target == -1, gp.int32), axis=-1)
+    valid = gp.astype(ended == 0, input.dtype)                                 # (.., K)
+    cls = gp.arange(c, dtype=target.dtype, device=target.device)
+    oh = gp.astype(gp.expand_dims(target, axis=-1) == cls, input.dtype)       # (.., K, C)
+    oh = oh * gp.expand_dims(valid, axis=-1)
+    is_target = gp.astype(gp.sum(oh, axis=-2) > 0, input.dtype)               # (.., C)
+    xj = gp.sum(oh * gp.expand_dims(input, axis=-2), axis=-1, keepdims=True)  # (.., K, 1)
+    z = gp.maximum(1.0 - xj + gp.expand_dims(input, axis=-2), 0.0)           # (.., K, C)
+    z = z * gp.expand_dims(valid, axis=-1) * gp.expand_dims(1.0 - is_target, axis=-2)
+    loss = gp.sum(z, axis=(-2, -1)) / c
+    return _reduce(loss, reduction, op)
+
+
+def _pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-6):
+    """torch.pairwise_distance: the p-norm of x1 - x2 + eps over the last axis."""
+    d = x1 - x2 + eps
+    ax = max(x1.ndim, x2.ndim) - 1
+    if p == 2:
+        return gp.sqrt(gp.sum(d * d, axis=ax))
+    a = gp.abs(d)
+    if p == 1:
+        return gp.sum(a, axis=ax)
+    if p == math.inf:
+        return gp.max(a, axis=ax)
+    if p == 0:
+        return gp.sum(gp.astype(a != 0, d.dtype), axis=ax)
+    return gp.sum(a ** p, axis=ax) ** (1.0 / p)
+
+
+def _triplet(op, anchor, positive, negative, dist, margin, swap, reduction):
+    for name, a in (("anchor", anchor), ("positive", positive), ("negative", negative)):
+        _check_float(a, op, name)
+    if margin <= 0:
+        raise ValueError(f"{op}: margin must be greater than 0, got {margin}")
+    if not anchor.ndim == positive.ndim == negative.ndim:
+        raise ValueError(f"{op}: anchor, positive and negative must have the same number of "
+                         f"dimensions, got {anchor.ndim}-D, {positive.ndim}-D and "
+                         f"{negative.ndim}-D")
+    _check_reduction(reduction, op)
+    d_pos = dist(anchor, positive)
+    d_neg = dist(anchor, negative)
+    if swap:
+        d_neg = gp.minimum(d_neg, dist(positive, negative))
+    return _reduce(gp.maximum(margin + d_pos - d_neg, 0.0), reduction, op)
+
+
+def triplet_margin_loss(anchor: Array, positive: Array, negative: Array, margin: float = 1.0,
+                        p: float = 2, eps: float = 1e-6, swap: bool = False,
+                        reduction: str = "mean") -> Array:
+    """max(0, margin + d(anchor, positive) - d(anchor, negative)), d the pairwise p-norm
+    distance; ``swap`` uses min(d(a, n), d(p, n))."""
+    return _triplet("triplet_margin_loss", anchor, positive, negative,
+                    lambda a, b: _pairwise_distance(a, b, p, eps), margin, swap, reduction)
+
+
+def triplet_margin_with_distance_loss(anchor: Array, positive: Array, negative: Array, *,
+                                      distance_function=None, margin: float = 1.0,
+                                      swap: bool = False, reduction: str = "mean") -> Array:
+    """triplet_margin_loss with any distance callable (default: the pairwise 2-norm)."""
+    if distance_function is not None and not callable(distance_function):
+        raise TypeError("triplet_margin_with_distance_loss: distance_function must be callable, "
+                        f"got {type(distance_function).__name__}")
+    return _triplet("triplet_margin_with_distance_loss", anchor, positive, negative,
+                    distance_function or _pairwise_distance, margin, swap, reduction)
+
+
+__all__ += ["kl_div", "poisson_nll_loss", "gaussian_nll_loss", "margin_ranking_loss",
+            "hinge_embedding_loss", "cosine_embedding_loss", "soft_margin_loss",
+            "multilabel_soft_margin_loss", "multi_margin_loss", "multilabel_margin_loss",
+            "triplet_margin_loss", "triplet_margin_with_distance_loss"]
+
+# ---- more of torch.nn.functional: activations -----------------------------------------------
+__all__ += [
+    "celu", "selu", "hardswish", "hardsigmoid", "hardtanh", "hardshrink", "softshrink",
+    "tanhshrink", "softsign", "logsigmoid", "mish", "glu", "prelu", "rrelu", "threshold",
+    "softmin", "relu_", "elu_", "leaky_relu_", "hardtanh_", "threshold_", "selu_", "celu_",
+    "rrelu_",
+    "pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "unfold", "fold", "normalize",
+    "cosine_similarity", "pairwise_distance", "pdist", "bilinear",
+    "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout",
+]
+
+# torch's SELU constants (Klambauer et al. 2017)
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def celu(input: Array, alpha: float = 1.0, inplace: bool = False) -> Array:
+    """x for x > 0, alpha * (exp(x / alpha) - 1) otherwise."""
+    if inplace:
+        return _inplace(input, lambda x: celu(x, alpha), "celu")
+    _check_float(input, "celu")
+    if alpha == 0:
+        raise ValueError("celu: alpha must not be 0 (it divides the input)")
+    pos = input > 0
+    # the unused branch sees 0, not a large x: its gradient stays finite (see elu)
+    return gp.where(pos, input, gp.expm1(gp.where(pos, 0.0, input) * (1.0 / alpha)) * alpha)
+
+
+def selu(input: Array, inplace: bool = False) -> Array:
+    """scale * (x for x > 0, alpha * (exp(x) - 1) otherwise), torch's alpha and scale."""
+    if inplace:
+        return _inplace(input, selu, "selu")
+    _check_float(input, "selu")
+    pos = input > 0
+    return gp.where(pos, input * _SELU_SCALE,
+                    gp.expm1(gp.where(pos, 0.0, input)) * (_SELU_ALPHA * _SELU_SCALE))
+
+
+class _Hardswish(Function):
+    """x * relu6(x + 3) / 6 with torch's derivative: 0 up to -3, x / 3 + 1/2 between, 1 from
+    3 on."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * gp.clip(x + 3.0, 0.0, 6.0) / 6.0
+
+    @staticmethod
+    def backward(ctx, g):
+        x = ctx.saved_tensors[0]
+        return (gp.where(x <= -3.0, 0.0, gp.where(x < 3.0, g * (x / 3.0 + 0.5), g)),)
+
+
+def hardswish(input: Array, inplace: bool = False) -> Array:
+    """x * relu6(x + 3) / 6."""
+    if inplace:
+        return _inplace(input, hardswish, "hardswish")
+    return _Hardswish.apply(_check_float(input, "hardswish"))
+
+
+def hardsigmoid(input: Array, inplace: bool = False) -> Array:
+    """relu6(x + 3) / 6; as torch, no gradient at -3 and 3."""
+    if inplace:
+        return _inplace(input, hardsigmoid, "hardsigmoid")
+    _check_float(input, "hardsigmoid")
+    inside = gp.logical_and(input > -3.0, input < 3.0)
+    return gp.where(inside, (input + 3.0) / 6.0, _detach(gp.clip(input + 3.0, 0.0, 6.0) / 6.0))
+
+
+def hardtanh(input: Array, min_val: float = -1.0, max_val: float = 1.0,
+             inplace: bool = False) -> Array:
+    """x clipped to [min_val, max_val]; as torch, no gradient at either bound."""
+    if min_val > max_val:
+        raise ValueError(f"hardtanh: min_val ({min_val}) cannot be greater than max_val "
+                         f"({max_val})")
+    if inplace:
+        return _inplace(input, lambda x: hardtanh(x, min_val, max_val), "hardtanh")
+    _check_float(input, "hardtanh")
+    inside = gp.logical_and(input > min_val, input < max_val)
+    return gp.where(inside, input, _detach(gp.clip(input, min_val, max_val)))
+
+
+def hardshrink(input: Array, lambd: float = 0.5) -> Array:
+    """0 where |x| <= lambd, x elsewhere."""
+    _check_float(input, "hardshrink")
+    return gp.where(gp.logical_and(input >= -lambd, input <= lambd), 0.0, input)
+
+
+def softshrink(input: Array, lambd: float = 0.5) -> Array:
+    """x - lambd above lambd, x + lambd below -lambd, 0 between."""
+    _check_float(input, "softshrink")
+    if lambd < 0:
+        raise ValueError(f"softshrink: lambd must be greater or equal to 0, got {lambd}")
+    return gp.where(input > lambd, input - lambd, gp.where(input < -lambd, input + lambd, 0.0))
+
+
+def tanhshrink(input: Array) -> Array:
+    """x - tanh(x)."""
+    _check_float(input, "tanhshrink")
+    return input - gp.tanh(input)
+
+
+def softsign(input: Array) -> Array:
+    """x / (1 + |x|)."""
+    _check_float(input, "softsign")
+    return input / (1.0 + gp.abs(input))
+
+
+class _LogSigmoid(Function):
+    """log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)), with its derivative sigmoid(-x) (the
+    composite's min and abs split the slope at 0)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return gp.where(x < 0, x, 0.0) - gp.log1p(gp.exp(-gp.abs(x)))
+
+    @staticmethod
+    def backward(ctx, g):
+        return (g * sigmoid(-ctx.saved_tensors[0]),)
+
+
+def logsigmoid(input: Array) -> Array:
+    """log(1 / (1 + exp(-x))), without overflow either side."""
+    _check_float(input, "logsigmoid")
+    return _in_float32(_LogSigmoid.apply, input)
+
+
+class _Mish(Function):
+    """x tanh(softplus(x)) with torch's derivative t + x sigmoid(x) (1 - t^2)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * gp.tanh(_softplus(x, 1.0, 20.0))
+
+    @staticmethod
+    def backward(ctx, g):
+        x = ctx.saved_tensors[0]
+        t = gp.tanh(_softplus(x, 1.0, 20.0))
+        return (g * (t + x * sigmoid(x) * (1.0 - t * t)),)
+
+
+def mish(input: Array, inplace: bool = False) -> Array:
+    """x * tanh(softplus(x))."""
+    if inplace:
+        return _inplace(input, mish, "mish")
+    _check_float(input, "mish")
+    return _in_float32(_Mish.apply, input)
+
+
+def glu(input: Array, dim: int = -1) -> Array:
+    """a * sigmoid(b), a and b the two halves of ``input`` along ``dim``."""
+    _check_float(input, "glu")
+    if input.ndim == 0:
+        raise ValueError("glu: does not support scalars (0-D input): the halved dimension must "
+                         "have an even size")
+    if not -input.ndim <= dim < input.ndim:
+        raise ValueError(f"glu: dim {dim} is out of range for a {input.ndim}-D input")
+    ax = dim % input.ndim
+    n = input.shape[ax]
+    if n % 2:
+        raise ValueError(f"glu: halving dimension must be even, but dimension {ax} has size {n}")
+    lead = (slice(None),) * ax
+    return input[lead + (slice(0, n // 2),)] * sigmoid(input[lead + (slice(n // 2, n),)])
+
+
+def prelu(input: Array, weight: Array) -> Array:
+    """x for x > 0, weight * x otherwise; ``weight`` is one slope or one per channel (axis 1)."""
+    _check_float(input, "prelu")
+    _check_float(weight, "prelu", "weight")
+    if weight.ndim > 1:
+        raise ValueError(f"prelu: weight must be a scalar or 1-D array, got shape {weight.shape}")
+    if weight.size == 1:
+        w = gp.reshape(weight, ())
+    else:
+        c = input.shape[1] if input.ndim > 1 else 1
+        if input.ndim == 0 or weight.size != c:
+            raise ValueError(f"prelu: weight has {weight.size} slopes but the input has {c} "
+                             f"channel{'s' if c != 1 else ''} (axis 1 of shape {input.shape}); "
+                             "give 1 slope or one per channel")
+        w = gp.reshape(weight, (1, c) + (1,) * (input.ndim - 2))
+    return gp.where(input > 0, input, w * input)
+
+
+def rrelu(input: Array, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
+          inplace: bool = False) -> Array:
+    """Randomized leaky ReLU: while training each non-positive x is scaled by a slope drawn
+    uniformly from [lower, upper) (grilly.random's default generator); in evaluation by the
+    fixed (lower + upper) / 2."""
+    if lower > upper:
+        raise ValueError(f"rrelu: lower bound ({lower}) must be less than or equal to the upper "
+                         f"bound ({upper})")
+    if inplace:
+        return _inplace(input, lambda x: rrelu(x, lower, upper, training), "rrelu")
+    _check_float(input, "rrelu")
+    if not training:
+        return leaky_relu(input, (lower + upper) / 2.0)
+    slope = _grandom.uniform(lower, upper, input.shape, dtype=input.dtype, device=input.device)
+    return gp.where(input > 0, input, input * slope)
+
+
+def _threshold(x, th, value):
+    return gp.where(x <= th, gp.asarray(value, dtype=x.dtype, device=x.device), x)
+
+
+def threshold(input: Array, threshold: float, value: float, inplace: bool = False) -> Array:
+    """``value`` where x <= threshold, x elsewhere."""
+    th = threshold
+    if inplace:
+        return _inplace(input, lambda x: _threshold(x, th, value), "threshold")
+    if not isinstance(input, Array):
+        raise TypeError(f"threshold: expected a grilly Array for 'input', got "
+                        f"{type(input).__name__}")
+    return _threshold(input, th, value)
+
+
+def softmin(input: Array, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Array:
+    """softmax(-x) along ``dim``."""
+    if dtype is not None:
+        input = gp.astype(input, dtype)
+    return softmax(-input, dim)
+
+
+def relu_(input: Array) -> Array:
+    """relu written into ``input``."""
+    return relu(input, inplace=True)
+
+
+def elu_(input: Array, alpha: float = 1.0) -> Array:
+    """elu written into ``input``."""
+    return elu(input, alpha, inplace=True)
+
+
+def leaky_relu_(input: Array, negative_slope: float = 0.01) -> Array:
+    """leaky_relu written into ``input``."""
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def hardtanh_(input: Array, min_val: float = -1.0, max_val: float = 1.0) -> Array:
+    """hardtanh written into ``input``."""
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def threshold_(input: Array, threshold: float, value: float) -> Array:
+    """threshold written into ``input``."""
+    return _inplace(input, lambda x: _threshold(x, threshold, value), "threshold_")
+
+
+def selu_(input: Array) -> Array:
+    """selu written into ``input``."""
+    return selu(input, inplace=True)
+
+
+def celu_(input: Array, alpha: float = 1.0) -> Array:
+    """celu written into ``input``."""
+    return celu(input, alpha, inplace=True)
+
+
+def rrelu_(input: Array, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
+           training: bool = False) -> Array:
+    """rrelu written into ``input``."""
+    return rrelu(input, lower, upper, training, inplace=True)
+
+
+# ---- more of torch.nn.functional: reshuffles, windows, distances, bilinear ------------------
+def _positive_int(v, name: str, op: str) -> int:
+    if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+        raise ValueError(f"{op}: {name} must be a positive int, got {v!r}")
+    return v
+
+
+def pixel_shuffle(input: Array, upscale_factor: int) -> Array:
+    """(*, C r^2, H, W) -> (*, C, H r, W r), r = ``upscale_factor``."""
+    r = _positive_int(upscale_factor, "upscale_factor", "pixel_shuffle")
+    if not isinstance(input, Array) or input.ndim < 3:
+        raise ValueError(f"pixel_shuffle: input must have at least 3 dimensions (*, C, H, W), "
+                         f"got {getattr(input, 'shape', type(input).__name__)}")
+    *lead, c, h, w = input.shape
+    if c % (r * r):
+        raise ValueError(f"pixel_shuffle: the channel dimension (input.shape[-3] = {c}) must be "
+                         f"divisible by upscale_factor squared ({r * r})")
+    k = len(lead)
+    x = gp.reshape(input, (*lead, c // (r * r), r, r, h, w))
+    x = gp.permute_dims(x, (*range(k), k, k + 3, k + 1, k + 4, k + 2))
+    return gp.reshape(x, (*lead, c // (r * r), h * r, w * r))
+
+
+def pixel_unshuffle(input: Array, downscale_factor: int) -> Array:
+    """(*, C, H r, W r) -> (*, C r^2, H, W), r = ``downscale_factor``: pixel_shuffle's inverse."""
+    r = _positive_int(downscale_factor, "downscale_factor", "pixel_unshuffle")
+    if not isinstance(input, Array) or input.ndim < 3:
+        raise ValueError(f"pixel_unshuffle: input must have at least 3 dimensions (*, C, H, W), "
+                         f"got {getattr(input, 'shape', type(input).__name__)}")
+    *lead, c, h, w = input.shape
+    if h % r or w % r:
+        raise ValueError(f"pixel_unshuffle: height ({h}) and width ({w}) must be divisible by "
+                         f"downscale_factor ({r})")
+    k = len(lead)
+    x = gp.reshape(input, (*lead, c, h // r, r, w // r, r))
+    x = gp.permute_dims(x, (*range(k), k, k + 2, k + 4, k + 1, k + 3))
+    return gp.reshape(x, (*lead, c * r * r, h // r, w // r))
+
+
+def channel_shuffle(input: Array, groups: int) -> Array:
+    """(N, C, *) with its channels, seen as (groups, C / groups), transposed."""
+    g = _positive_int(groups, "groups", "channel_shuffle")
+    if not isinstance(input, Array) or input.ndim < 3:
+        raise ValueError(f"channel_shuffle: input must have at least 3 dimensions (N, C, *), "
+                         f"got {getattr(input, 'shape', type(input).__name__)}")
+    n, c, *rest = input.shape
+    if c % g:
+        raise ValueError(f"channel_shuffle: the number of channels ({c}) must be divisible by "
+                         f"groups ({g})")
+    x = gp.reshape(input, (n, g, c // g, *rest))
+    x = gp.permute_dims(x, (0, 2, 1, *range(3, x.ndim)))
+    return gp.reshape(x, input.shape)
+
+
+def _fold_geometry(op: str, kernel_size, dilation, padding, stride) -> tuple:
+    k = _pair(kernel_size, 2, "kernel_size", op)
+    d = _pair(dilation, 2, "dilation", op)
+    p = _pair(padding, 2, "padding", op)
+    s = _pair(stride, 2, "stride", op)
+    _check_geometry(op, s, d, p)
+    if any(i < 1 for i in k):
+        raise ValueError(f"{op}: kernel_size must be positive, got {k!r}")
+    return k, d, p, s
+
+
+def unfold(input: Array, kernel_size, dilation=1, padding=0, stride=1) -> Array:
+    """Sliding windows (im2col) of (N, C, H, W) or (C, H, W) as (N, C * kh * kw, L) (or
+    (C * kh * kw, L)), one column per window position."""
+    op = "unfold"
+    _check_float(input, op)
+    if input.ndim not in (3, 4):
+        raise ValueError(f"{op}: input must be 3-D (C, H, W) or 4-D (N, C, H, W), got shape "
+                         f"{input.shape}")
+    k, d, p, s = _fold_geometry(op, kernel_size, dilation, padding, stride)
+    x = input if input.ndim == 4 else gp.expand_dims(input, axis=0)
+    n, c, h, w = x.shape
+    out = tuple(_out_size(size, k[i], s[i], p[i], d[i], op=op) for i, size in enumerate((h, w)))
+    cols = _im2col(x, k, s, d, (p[0], p[0], p[1], p[1]), 0.0, out)   # (N, C, kw*kh, Ho, Wo)
+    if k[0] > 1 and k[1] > 1:   # im2col's window axis is kw-major; torch's is kh-major
+        cols = gp.permute_dims(gp.reshape(cols, (n, c, k[1], k[0], *out)), (0, 1, 3, 2, 4, 5))
+    y = gp.reshape(cols, (n, c * k[0] * k[1], out[0] * out[1]))
+    return y if input.ndim == 4 else gp.squeeze(y, axis=0)
+
+
+def fold(input: Array, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Array:
+    """unfold's adjoint (col2im): (N, C * kh * kw, L) columns summed onto (N, C, H, W) at
+    their windows' places (overlaps add up), H, W = ``output_size``."""
+    op = "fold"
+    _check_float(input, op)
+    if input.ndim not in (2, 3):
+        raise ValueError(f"{op}: input must be 2-D (C * kh * kw, L) or 3-D (N, C * kh * kw, L), "
+                         f"got shape {input.shape}")
+    size = _pair(output_size, 2, "output_size", op)
+    k, d, p, s = _fold_geometry(op, kernel_size, dilation, padding, stride)
+    x = input if input.ndim == 3 else gp.expand_dims(input, axis=0)
+    n, ck, L = x.shape
+    kk = k[0] * k[1]
+    if ck % kk:
+        raise ValueError(f"{op}: input.shape[-2] ({ck}) must be divisible by the product of "
+                         f"kernel_size {k} ({kk})")
+    out = tuple(_out_size(size[i], k[i], s[i], p[i], d[i], op=op) for i in range(2))
+    if out[0] * out[1] != L:
+        raise ValueError(f"{op}: output_size={size}, kernel_size={k}, dilation={d}, "
+                         f"padding={p}, stride={s} give {out[0]} * {out[1]} = "
+                         f"{out[0] * out[1]} sliding blocks, but input.shape[-1] is {L}")
+    c = ck // kk
+    cols = gp.reshape(x, (n, c, k[0], k[1], *out))
+    if k[0] > 1 and k[1] > 1:
+        cols = gp.permute_dims(cols, (0, 1, 3, 2, 4, 5))
+    y = _col2im(gp.reshape(cols, (n, c, kk, *out)), k, s, d, (p[0], p[0], p[1], p[1]), size)
+    return y if input.ndim == 3 else gp.squeeze(y, axis=0)
+
+
+def _norm_clamped(x, axis, eps, p=2.0):
+    """(||x||_p along ``axis`` kept, the same clamped below at ``eps``) as torch's
+    cosine_similarity: the clamp (done there under no_grad) changes the value, not the
+    gradient."""
+    from .. import linalg
+
+    n = linalg.vector_norm(x, axis=axis, keepdims=True, ord=p)
+    return n + _detach(gp.maximum(n, eps) - n)
+
+
+def normalize(input: Array, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
+              out: Array | None = None) -> Array:
+    """x / max(||x||_p, eps) along ``dim``."""
+    from .. import linalg
+
+    _check_float(input, "normalize")
+    n = linalg.vector_norm(input, axis=dim, keepdims=True, ord=p)
+    # as torch's clamp_min: below eps the denominator is the constant eps (no gradient)
+    y = input / gp.where(n >= eps, n, gp.asarray(eps, dtype=n.dtype, device=n.device))
+    if out is not None:
+        out[...] = y
+        return out
+    return y
+
+
+def cosine_similarity(x1: Array, x2: Array, dim: int = 1, eps: float = 1e-8) -> Array:
+    """sum((x1 / ||x1||) * (x2 / ||x2||)) along ``dim``, each norm clamped below at ``eps``
+    (torch's formula since 1.12: the result stays in [-1, 1])."""
+    _check_float(x1, "cosine_similarity", "x1")
+    _check_float(x2, "cosine_similarity", "x2")
+    try:
+        shape = gp.broadcast_shapes(x1.shape, x2.shape)
+    except ValueError:
+        raise ValueError(f"cosine_similarity: x1 {x1.shape} and x2 {x2.shape} do not "
+                         "broadcast") from None
+    if not -len(shape) <= dim < max(len(shape), 1):
+        raise ValueError(f"cosine_similarity: dim {dim} is out of range for shape {shape}")
+    x1, x2 = (gp.broadcast_to(a, shape) if a.shape != shape else a for a in _promoted(x1, x2))
+    return gp.sum((x1 / _norm_clamped(x1, dim, eps)) * (x2 / _norm_clamped(x2, dim, eps)),
+                  axis=dim)
+
+
+def pairwise_distance(x1: Array, x2: Array, p: float = 2.0, eps: float = 1e-6,
+                      keepdim: bool = False) -> Array:
+    """||x1 - x2 + eps||_p along the last axis."""
+    from .. import linalg
+
+    _check_float(x1, "pairwise_distance", "x1")
+    _check_float(x2, "pairwise_distance", "x2")
+    if x1.ndim == 0 and x2.ndim == 0:
+        raise ValueError("pairwise_distance: x1 and x2 must not both be 0-D")
+    return linalg.vector_norm(x1 - x2 + eps, axis=-1, keepdims=keepdim, ord=p)
+
+
+def pdist(input: Array, p: float = 2.0) -> Array:
+    """The p-norm distances between every pair of rows i < j of (N, M) ``input``, as a vector
+    of N (N - 1) / 2 in row-major order of the pairs."""
+    from .. import linalg
+
+    _check_float(input, "pdist")
+    if input.ndim != 2:
+        raise ValueError(f"pdist: input must be 2-D (N, M), got shape {input.shape}")
+    if p < 0:
+        raise ValueError(f"pdist: p must be non-negative, got {p}")
+    n = input.shape[0]
+    i, j = _np.triu_indices(n, 1)
+    if i.size == 0:
+        return gp.sum(input[:0], axis=1)   # empty, still on input's graph
+    dev = input.device
+    d = gp.take(input, gp.asarray(i, device=dev), axis=0) - \
+        gp.take(input, gp.asarray(j, device=dev), axis=0)
+    return linalg.vector_norm(d, axis=-1, ord=p)
+
+
+def bilinear(input1: Array, input2: Array, weight: Array, bias: Array | None = None) -> Array:
+    """y[..., o] = sum_ij x1[..., i] weight[o, i, j] x2[..., j] + bias[o]."""
+    op = "bilinear"
+    for name, a in (("input1", input1), ("input2", input2), ("weight", weight)):
+        _check_float(a, op, name)
+    if weight.ndim != 3:
+        raise ValueError(f"{op}: weight must be 3-D (out_features, in1_features, in2_features), "
+                         f"got shape {weight.shape}")
+    o, i1, i2 = weight.shape
+    if input1.ndim < 1 or input1.shape[:-1] != input2.shape[:-1]:
+        raise ValueError(f"{op}: input1 and input2 must have the same batch dimensions, got "
+                         f"shapes {input1.shape} and {input2.shape}")
+    if input1.shape[-1] != i1 or input2.shape[-1] != i2:
+        raise ValueError(f"{op}: input sizes ({input1.shape[-1]}, {input2.shape[-1]}) do not "
+                         f"match weight shape {weight.shape} (out, in1, in2)")
+    if bias is not None and bias.shape != (o,):
+        raise ValueError(f"{op}: bias shape {bias.shape} must be ({o},) (out_features)")
+    input1, input2, weight, bias = _promoted(input1, input2, weight, bias)
+    lead = input1.shape[:-1]
+    # one GEMM: x1 (B, in1) times the weight as (in1, out * in2), then a product with x2
+    w = gp.reshape(gp.permute_dims(weight, (1, 0, 2)), (i1, o * i2))
+    t = gp.reshape(gp.matmul(gp.reshape(input1, (-1, i1)), w), (-1, o, i2))
+    y = gp.sum(t * gp.expand_dims(gp.reshape(input2, (-1, i2)), axis=1), axis=-1)
+    if bias is not None:
+        y = y + bias
+    return gp.reshape(y, (*lead, o))
+
+
+# ---- more of torch.nn.functional: channel and alpha dropout ---------------------------------
+_ALPHA_DROPOUT = 1.7580993408473766   # SELU's scale * alpha: the value a dropped unit takes
+
+
+def _check_p(p: float, op: str) -> None:
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"{op}: dropout probability p must be in [0, 1], got {p}")
+
+
+def _noise_dropout(input, p, feature: bool, alpha: bool, op: str):
+    """torch's _dropout_impl: a keep mask (whole channels when ``feature``: shape (N, C, 1...))
+    scaled by 1 / (1 - p), or, with ``alpha``, a * x * keep + the affine term that keeps
+    SELU's zero mean and unit variance."""
+    if feature and input.ndim < 2:
+        raise ValueError(f"{op}: channel dropout needs at least 2 dimensions (N, C, ...), got "
+                         f"shape {input.shape}")
+    if p == 1.0:
+        return input * 0.0
+    shape = input.shape[:2] + (1,) * (input.ndim - 2) if feature else input.shape
+    if not alpha:
+        return input * _keep_scale(shape, p, 1.0 / (1.0 - p), input.dtype, input.device)
+    a = 1.0 / math.sqrt((_ALPHA_DROPOUT ** 2 * p + 1.0) * (1.0 - p))
+    keep = _keep_scale(shape, p, 1.0, input.dtype, input.device)
+    b = (keep - 1.0) * (_ALPHA_DROPOUT * a) + _ALPHA_DROPOUT * a * p
+    return input * (keep * a) + b
+
+
+def _dropout_with(input, p, training, inplace, op, feature, alpha, unbatched_ndim=None):
+    """The shared checks and in-place handling; an input of ``unbatched_ndim`` dimensions is
+    one sample (a batch axis added around the draw)."""
+    _check_p(p, op)
+    if not training or p == 0.0:
+        return input
+    if inplace:
+        return _inplace(input, lambda x: _dropout_with(x, p, True, False, op, feature, alpha,
+                                                       unbatched_ndim), op)
+    _check_float(input, op)
+    if unbatched_ndim is not None and input.ndim == unbatched_ndim:
+        y = _noise_dropout(gp.expand_dims(input, axis=0), p, feature, alpha, op)
+        return gp.squeeze(y, axis=0)
+    return _noise_dropout(input, p, feature, alpha, op)
+
+
+def dropout1d(input: Array, p: float = 0.5, training: bool = True,
+              inplace: bool = False) -> Array:
+    """Zero whole channels of (N, C, L) or (C, L) with probability ``p`` while training, the
+    rest scaled by 1 / (1 - p)."""
+    if isinstance(input, Array) and input.ndim not in (2, 3):
+        raise ValueError(f"dropout1d: expected a 2-D (C, L) or 3-D (N, C, L) input, got shape "
+                         f"{input.shape}")
+    return _dropout_with(input, p, training, inplace, "dropout1d", True, False, 2)
+
+
+def dropout2d(input: Array, p: float = 0.5, training: bool = True,
+              inplace: bool = False) -> Array:
+    """Zero whole channels of (N, C, H, W) with probability ``p`` while training, the rest
+    scaled by 1 / (1 - p). As torch, a 3-D input is taken as (N, C, L)."""
+    return _dropout_with(input, p, training, inplace, "dropout2d", True, False)
+
+
+def dropout3d(input: Array, p: float = 0.5, training: bool = True,
+              inplace: bool = False) -> Array:
+    """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) with probability ``p`` while
+    training, the rest scaled by 1 / (1 - p)."""
+    return _dropout_with(input, p, training, inplace, "dropout3d", True, False, 4)
+
+
+def alpha_dropout(input: Array, p: float = 0.5, training: bool = False,
+                  inplace: bool = False) -> Array:
+    """Dropout for SELU networks: dropped units take SELU's negative saturation value and an
+    affine correction keeps the mean and variance (torch's formula); identity unless
+    ``training``."""
+    return _dropout_with(input, p, training, inplace, "alpha_dropout", False, True)
+
+
+def feature_alpha_dropout(input: Array, p: float = 0.5, training: bool = False,
+                          inplace: bool = False) -> Array:
+    """alpha_dropout of whole channels (N, C, ...)."""
+    return _dropout_with(input, p, training, inplace, "feature_alpha_dropout", True, True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from . import lr_scheduler
 from .clip import clip_grad_norm_, clip_grad_value_
+from .extra_optimizers import LBFGS, Adafactor
 from .optimizer import Optimizer
 from .optimizers import (ASGD, NLMS, SGD, Adadelta, Adagrad, Adam, Adamax, AdamW, NAdam,
                          NaturalGradient, RAdam, RMSprop, Rprop)
@@ -11,3 +12,4 @@ from .optimizers import (ASGD, NLMS, SGD, Adadelta, Adagrad, Adam, Adamax, AdamW
 __all__ = ["ASGD", "NLMS", "SGD", "Adadelta", "Adagrad", "Adam", "Adamax", "AdamW", "NAdam",
            "NaturalGradient", "Optimizer", "RAdam", "RMSprop", "Rprop", "clip_grad_norm_",
            "clip_grad_value_", "lr_scheduler"]
+__all__ += ["LBFGS", "Adafactor"]

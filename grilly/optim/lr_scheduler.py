@@ -602,3 +602,115 @@ class ReduceLROnPlateau:
     def load_state_dict(self, state: dict) -> None:
         """Restore from ``state_dict``."""
         self.__dict__.update(state)
+
+
+class CyclicLR(LRScheduler):
+    """Cyclical learning rates (Smith): the lr moves between ``base_lr`` and ``max_lr`` over
+    cycles of ``step_size_up`` + ``step_size_down`` steps (call ``step()`` after each batch),
+    the amplitude scaled by mode ('triangular': constant, 'triangular2': halved each cycle,
+    'exp_range': ``gamma ** iteration``) or ``scale_fn``; momentum (or Adam's beta1) cycles
+    the other way between ``max_momentum`` and ``base_momentum``."""
+
+    def __init__(self, optimizer, base_lr, max_lr, step_size_up: int = 2000,
+                 step_size_down: int | None = None, mode: str = "triangular", gamma: float = 1.0,
+                 scale_fn=None, scale_mode: str = "cycle", cycle_momentum: bool = True,
+                 base_momentum: float = 0.8, max_momentum: float = 0.9, last_epoch: int = -1):
+        groups = _optimizer(optimizer, "CyclicLR").param_groups
+        n = len(groups)
+        base_lrs = _per_group(base_lr, n, "base_lr", "CyclicLR")
+        if last_epoch == -1:
+            for lr, g in zip(base_lrs, groups):
+                g["lr"] = lr
+        self.max_lrs = _per_group(max_lr, n, "max_lr", "CyclicLR")
+        step_size_up = float(step_size_up)
+        step_size_down = float(step_size_down) if step_size_down is not None else step_size_up
+        self.total_size = step_size_up + step_size_down
+        self.step_ratio = step_size_up / self.total_size
+        if mode not in ("triangular", "triangular2", "exp_range") and scale_fn is None:
+            raise ValueError(f"CyclicLR: mode must be 'triangular', 'triangular2' or "
+                             f"'exp_range' (or pass scale_fn), got {mode!r}")
+        if scale_mode not in ("cycle", "iterations"):
+            raise ValueError(f"CyclicLR: scale_mode must be 'cycle' or 'iterations', got "
+                             f"{scale_mode!r}")
+        self.mode, self.gamma = mode, gamma
+        self._scale_fn_custom = scale_fn
+        self.scale_mode = scale_mode
+        self._init_scale_fn()
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+                raise ValueError("CyclicLR: cycle_momentum needs an optimizer with momentum or "
+                                 "betas; pass cycle_momentum=False")
+            self.use_beta1 = "betas" in optimizer.defaults
+            self.base_momentums = _per_group(base_momentum, n, "base_momentum", "CyclicLR")
+            self.max_momentums = _per_group(max_momentum, n, "max_momentum", "CyclicLR")
+            if last_epoch == -1:
+                for mx, b, g in zip(self.max_momentums, self.base_momentums, groups):
+                    if self.use_beta1:
+                        g["betas"] = (mx, *g["betas"][1:])
+                    else:
+                        g["momentum"] = mx
+                    g["max_momentum"], g["base_momentum"] = mx, b
+        super().__init__(optimizer, last_epoch)
+        self.base_lrs = base_lrs
+
+    def _init_scale_fn(self) -> None:
+        if self._scale_fn_custom is not None:
+            return
+        if self.mode == "triangular":
+            self.scale_mode = "cycle"
+        elif self.mode == "triangular2":
+            self.scale_mode = "cycle"
+        elif self.mode == "exp_range":
+            self.scale_mode = "iterations"
+
+    def scale_fn(self, x) -> float:
+        """The amplitude's scale at cycle (or iteration) ``x``."""
+        if self._scale_fn_custom is not None:
+            return self._scale_fn_custom(x)
+        if self.mode == "triangular2":
+            return 1 / (2.0 ** (x - 1))
+        if self.mode == "exp_range":
+            return self.gamma ** x
+        return 1.0
+
+    def get_lr(self) -> list:
+        cycle = math.floor(1 + self.last_epoch / self.total_size)
+        x = 1.0 + self.last_epoch / self.total_size - cycle
+        if x <= self.step_ratio:
+            scale_factor = x / self.step_ratio
+        else:
+            scale_factor = (x - 1) / (self.step_ratio - 1)
+        s = self.scale_fn(cycle if self.scale_mode == "cycle" else self.last_epoch)
+        lrs = [b + (m - b) * scale_factor * s for b, m in zip(self.base_lrs, self.max_lrs)]
+        if self.cycle_momentum:
+            for g, b, m in zip(self.optimizer.param_groups, self.base_momentums,
+                               self.max_momentums):
+                momentum = m - (m - b) * scale_factor * s
+                if self.use_beta1:
+                    g["betas"] = (momentum, *g["betas"][1:])
+                else:
+                    g["momentum"] = momentum
+        return lrs
+
+    def state_dict(self) -> dict:
+        """Everything but the optimizer and a custom scale_fn that is a function (a callable
+        object's attributes are kept, as torch keeps them)."""
+        state = super().state_dict()
+        fn = state.pop("_scale_fn_custom")
+        state["_scale_fn_custom"] = None
+        if fn is not None and not isinstance(fn, types.FunctionType):
+            state["_scale_fn_custom"] = fn.__dict__.copy()
+        return state
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore from ``state_dict`` (this scheduler's own scale_fn kept)."""
+        state = dict(state)
+        fn = state.pop("_scale_fn_custom")
+        super().load_state_dict(state)
+        if fn is not None:
+            self._scale_fn_custom.__dict__.update(fn)
+        self._init_scale_fn()
+
+
+__all__ += ["CyclicLR"]
