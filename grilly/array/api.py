@@ -28,6 +28,7 @@ from .searching import *  # noqa: F401,F403
 from .sets import *  # noqa: F401,F403
 from .sorting import *  # noqa: F401,F403
 from .statistical import *  # noqa: F401,F403
+from . import torch_methods as _torch_methods  # noqa: F401,E402  (torch.Tensor methods on Array)
 from .utility import *  # noqa: F401,F403
 
 e = _b.float("2.718281828459045")

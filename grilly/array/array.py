@@ -120,11 +120,18 @@ class Array:
         return len(self._buf.shape)
 
     @property
-    def size(self) -> int:
-        n = 1
-        for s in self._buf.shape:
-            n *= s
-        return n
+    def size(self) -> "_Size":
+        shape = self._buf.shape
+        out = _SIZES.get(shape)
+        if out is None:   # one (immutable) _Size per shape: building one costs ~0.7 us
+            n = 1
+            for s in shape:
+                n *= s
+            out = int.__new__(_Size, n)
+            out.shape = tuple(shape)
+            if len(_SIZES) < 4096:
+                _SIZES[shape] = out
+        return out
 
     @property
     def T(self) -> "Array":
@@ -332,9 +339,22 @@ class Array:
                             + (f"order={order!r}" if order != "C" else f"{sorted(kw)}"))
         return _OPS["reshape"](self, _shape_args("reshape", shape))
 
-    def flatten(self) -> "Array":
-        """A one-dimensional copy (NumPy's flatten)."""
-        return _OPS["reshape"](self, (-1,), copy=True)
+    def flatten(self, start_dim=0, end_dim: int = -1, *, order: str = "C") -> "Array":
+        """A one-dimensional copy (NumPy's flatten); torch's ``flatten(start_dim, end_dim)``
+        (integers, which NumPy's string ``order`` never is) joins only those axes."""
+        if isinstance(start_dim, str):   # NumPy's flatten(order) passed positionally
+            start_dim, order = 0, start_dim
+        if order != "C":
+            raise TypeError(f"Array.flatten: order={order!r} is not supported (only 'C')")
+        if (start_dim, end_dim) == (0, -1):
+            return _OPS["reshape"](self, (-1,), copy=True)
+        nd = max(self.ndim, 1)
+        a, b = (d + nd if d < 0 else d for d in (start_dim, end_dim))
+        if not (0 <= a < nd and 0 <= b < nd) or a > b:
+            raise IndexError(f"Array.flatten: start_dim {start_dim} and end_dim {end_dim} must "
+                             f"be dimensions of the {self.ndim}-D array, start <= end")
+        s = self.shape
+        return _OPS["reshape"](self, s[:a] + (-1,) + s[b + 1:] if s else (1,))
 
     def ravel(self) -> "Array":
         """This array as one dimension (a view where it can be): gp.reshape(x, (-1,))."""
@@ -346,7 +366,15 @@ class Array:
         if not axes or axes == (None,):   # (numpy.transpose(x) passes None)
             axes = tuple(reversed(range(self.ndim)))
         else:
+            torch_form = len(axes) == 2 and not isinstance(axes[0], (tuple, list))
             axes = _shape_args("transpose", axes)
+            # two separate axes read as torch's swap differ from NumPy's permutation unless
+            # they are the 2-D swap (1, 0): refuse rather than guess (README "Array methods")
+            if torch_form and (self.ndim != 2 or axes[0] % 2 == 0):
+                raise TypeError(f"Array.transpose{axes}: NumPy's transpose permutes all "
+                                f"{self.ndim} axes, torch's transpose(dim0, dim1) swaps two; "
+                                "use swapaxes(dim0, dim1) for torch's or permute(...) / "
+                                "transpose((...)) with every axis for NumPy's")
         if len(axes) != self.ndim:
             raise ValueError(f"Array.transpose: axes {axes} must name each of the {self.ndim} "
                              "axes once (to exchange two axes, use swapaxes)")
@@ -474,6 +502,30 @@ class Array:
 
 
 _OPERANDS = (Array, *_SCALARS)
+
+
+_SIZES: dict = {}   # shape -> its _Size
+
+
+class _Size(int):
+    """``Array.size``: the number of elements, an int (the Array API's attribute, arithmetic on
+    it gives plain ints), also callable as torch's ``size()``: ``x.size()`` is the shape and
+    ``x.size(d)`` the length of dimension ``d``."""
+
+    def __call__(self, dim: int | None = None):
+        shape = tuple(self.shape)
+        if dim is None:
+            return shape
+        if isinstance(dim, bool) or not hasattr(dim, "__index__"):
+            raise TypeError(f"Array.size: dim must be an integer, got {type(dim).__name__}")
+        d = dim.__index__()
+        if not -len(shape) <= d < max(len(shape), 1) or not shape:
+            raise IndexError(f"Array.size: dimension {d} is out of range for an array of "
+                             f"{len(shape)} dimensions")
+        return shape[d]
+
+    def __reduce__(self):   # pickles (and copies) as the plain int
+        return int, (int(self),)
 
 
 def _axis_kw(op: str, axis, keepdims: bool, kw: dict, torch_dim: bool = True) -> tuple:

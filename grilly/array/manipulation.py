@@ -230,7 +230,9 @@ def reshape(x: Array, /, shape: tuple[int, ...], *, copy: bool | None = None) ->
             unknown = i
         else:
             raise ValueError(f"reshape: invalid shape {shape}; only one -1 and no other negatives")
-    size = x.size
+    size = 1
+    for s in x._buf.shape:   # (not x.size: that builds the callable int, a cost on this hot path)
+        size *= s
     if unknown is not None:
         if known == 0 or size % known:
             raise ValueError(f"reshape: cannot reshape an array of size {size} into {shape}")

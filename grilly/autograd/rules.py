@@ -162,7 +162,20 @@ def _remainder(g, out, x1, x2):
 
 
 def _clip(g, out, x, min=None, max=None):
-    return (g * N.astype(N.equal(out, x), g.dtype),)
+    keep = N.equal(out, x)
+    if not (_rg(min) or _rg(max)):
+        return (g * N.astype(keep, g.dtype),)
+    # array bounds that require grad take g where they won (torch's: max where both tie)
+    z = N.zeros((), dtype=g.dtype, device=g.device)
+    hit_max = N.logical_and(N.logical_not(keep), N.equal(out, max)) if _rg(max) else None
+    gmax = None if hit_max is None else N.where(hit_max, g, z)
+    gmin = None
+    if _rg(min):
+        hit_min = N.logical_and(N.logical_not(keep), N.equal(out, min))
+        if hit_max is not None:
+            hit_min = N.logical_and(hit_min, N.logical_not(hit_max))
+        gmin = N.where(hit_min, g, z)
+    return (g * N.astype(keep, g.dtype), gmin, gmax)
 
 
 def _where(g, out, cond, x1, x2):

@@ -1035,9 +1035,11 @@ def _pool_windows(x, k, s, d, out, p, extra, fill):
 def max_pool2d(input: Array, kernel_size: int | tuple[int, int], stride: int | tuple[int, int] | None = None,
                padding: int | tuple[int, int] = 0, dilation: int | tuple[int, int] = 1,
                ceil_mode: bool = False, return_indices: bool = False) -> Array:
-    """Maximum over each window of (N, C, H, W) (padding counts as -inf)."""
+    """Maximum over each window of (N, C, H, W) (padding counts as -inf). With
+    ``return_indices`` also torch's int64 flat position of each maximum in its input plane
+    (max_pool2d_with_indices)."""
     if return_indices:
-        raise NotImplementedError("max_pool2d: return_indices=True is not supported")
+        return max_pool2d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
     x, k, s, d, out, p, extra = _pool_setup(input, kernel_size, stride, padding, dilation, ceil_mode,
                                             "max_pool2d")
     y = _MaxPool2d.apply(x, geom=(k, s, d, (p[0], extra[0], p[1], extra[1])), out=out)
@@ -1096,8 +1098,11 @@ def avg_pool2d(input: Array, kernel_size: int | tuple[int, int], stride: int | t
 
 def max_pool1d(input: Array, kernel_size: int | tuple[int], stride: int | tuple[int] | None = None,
                padding: int | tuple[int] = 0, dilation: int | tuple[int] = 1,
-               ceil_mode: bool = False) -> Array:
-    """Maximum over each window of (N, C, L)."""
+               ceil_mode: bool = False, return_indices: bool = False) -> Array:
+    """Maximum over each window of (N, C, L); with ``return_indices`` also the int64 position
+    of each maximum (max_pool1d_with_indices)."""
+    if return_indices:
+        return max_pool1d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
     one = lambda v: (1, _pair(v, 1, "argument", "max_pool1d")[0])  # noqa: E731
     pd = (0, _pair(padding, 1, "padding", "max_pool1d")[0])
     y = max_pool2d(gp.expand_dims(input, axis=-2), one(kernel_size),
@@ -2626,3 +2631,547 @@ def feature_alpha_dropout(input: Array, p: float = 0.5, training: bool = False,
                           inplace: bool = False) -> Array:
     """alpha_dropout of whole channels (N, C, ...)."""
     return _dropout_with(input, p, training, inplace, "feature_alpha_dropout", True, True)
+
+# ---- group, instance and local response norm; N-d pooling with indices, unpooling ----------
+__all__ += [
+    "group_norm", "instance_norm", "local_response_norm",
+    "max_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices",
+    "max_pool3d_with_indices", "max_unpool1d", "max_unpool2d", "max_unpool3d", "avg_pool3d",
+    "adaptive_avg_pool1d", "adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d",
+    "adaptive_max_pool3d", "adaptive_max_pool1d_with_indices",
+    "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d_with_indices",
+    "lp_pool1d", "lp_pool2d", "lp_pool3d",
+]
+
+
+def _channel_shape(input) -> tuple:
+    """(1, C, 1, ...): a per-channel vector seen against ``input`` (N, C, *)."""
+    return (1, input.shape[1]) + (1,) * (input.ndim - 2)
+
+
+def _affine(y, weight, bias):
+    """``y * weight + bias`` per channel (axis 1), either of them None."""
+    shp = _channel_shape(y)
+    if weight is not None:
+        y = y * gp.reshape(weight, shp)
+    return y if bias is None else y + gp.reshape(bias, shp)
+
+
+def _check_channels(a, name: str, c: int, op: str) -> None:
+    if a is not None and tuple(a.shape) != (c,):
+        raise ValueError(f"{op}: {name} must have shape ({c},) (one value per channel), got "
+                         f"{tuple(a.shape)}")
+
+
+def group_norm(input: Array, num_groups: int, weight: Array | None = None,
+               bias: Array | None = None, eps: float = 1e-5) -> Array:
+    """Normalize (N, C, *) over each group of C / num_groups channels (and every spatial
+    position), then scale and shift per channel: torch's ``F.group_norm``, through the
+    layer_norm kernel on the (N * num_groups, C / num_groups * spatial) rows."""
+    op = "group_norm"
+    _check_input(input, op, 2)
+    n, c = input.shape[:2]
+    if not isinstance(num_groups, int) or isinstance(num_groups, bool) or num_groups < 1:
+        raise ValueError(f"{op}: num_groups must be a positive int, got {num_groups!r}")
+    if c % num_groups:
+        raise ValueError(f"{op}: the number of channels ({c}) must be divisible by num_groups "
+                         f"({num_groups})")
+    _check_channels(weight, "weight", c, op)
+    _check_channels(bias, "bias", c, op)
+    d = input.size // max(n * num_groups, 1)
+    if input.size and input.size // c == 1 and c == num_groups:
+        # torch's check (_verify_batch_size): one value per channel overall
+        raise ValueError(f"{op}: expected more than 1 value per channel, got input shape "
+                         f"{input.shape} with num_groups={num_groups}")
+    y = layer_norm(gp.reshape(input, (n * num_groups, d)), (d,), eps=eps)
+    return _affine(gp.reshape(y, input.shape), weight, bias)
+
+
+def instance_norm(input: Array, running_mean: Array | None = None,
+                  running_var: Array | None = None, weight: Array | None = None,
+                  bias: Array | None = None, use_input_stats: bool = True,
+                  momentum: float = 0.1, eps: float = 1e-5) -> Array:
+    """Normalize each channel of each sample of (N, C, *) over its spatial positions, then
+    scale and shift per channel: torch's ``F.instance_norm``. With ``use_input_stats`` and
+    running statistics given, these are updated in place as torch does (momentum times the
+    batch average of the per-instance means and unbiased variances); without
+    ``use_input_stats`` the running statistics normalize instead."""
+    op = "instance_norm"
+    _check_input(input, op, 2)
+    n, c = input.shape[:2]
+    for a, name in ((running_mean, "running_mean"), (running_var, "running_var"),
+                    (weight, "weight"), (bias, "bias")):
+        _check_channels(a, name, c, op)
+    if (running_mean is None) != (running_var is None):
+        raise ValueError(f"{op}: give both running_mean and running_var, or neither")
+    shp = _channel_shape(input)
+    if not use_input_stats:
+        if running_mean is None:
+            raise ValueError(f"{op}: running_mean and running_var are needed when "
+                             "use_input_stats is False")
+        y = (input - gp.reshape(running_mean, shp)) / gp.sqrt(gp.reshape(running_var, shp) + eps)
+        return _affine(y, weight, bias)
+    s = input.size // max(n * c, 1)
+    if s <= 1 and input.size:
+        raise ValueError(f"{op}: expected more than 1 spatial element when training, got input "
+                         f"shape {input.shape}")
+    y = layer_norm(gp.reshape(input, (n * c, s)), (s,), eps=eps)
+    if running_mean is not None:
+        with _no_grad():
+            x3 = gp.reshape(_detach(input), (n, c, s))
+            if x3.dtype != running_mean.dtype:
+                x3 = gp.astype(x3, running_mean.dtype)
+            mean = gp.mean(gp.mean(x3, axis=2), axis=0)
+            var = gp.mean(gp.var(x3, axis=2, correction=1), axis=0)
+            running_mean[...] = running_mean * (1.0 - momentum) + mean * momentum
+            running_var[...] = running_var * (1.0 - momentum) + var * momentum
+    return _affine(gp.reshape(y, input.shape), weight, bias)
+
+
+def local_response_norm(input: Array, size: int, alpha: float = 1e-4, beta: float = 0.75,
+                        k: float = 1.0) -> Array:
+    """x / (k + alpha * mean of x^2 over ``size`` neighbouring channels)^beta, the window
+    zero-padded by size // 2 before and (size - 1) // 2 after: torch's
+    ``F.local_response_norm`` on (N, C, *)."""
+    op = "local_response_norm"
+    _check_float(input, op)
+    if input.ndim < 3:
+        raise ValueError(f"{op}: expected a 3-D or higher input (N, C, *), got shape "
+                         f"{input.shape}")
+    if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+        raise ValueError(f"{op}: size must be a positive int, got {size!r}")
+    if input.size == 0:
+        return input
+    c = input.shape[1]
+    sq = pad(input * input, (0, 0) * (input.ndim - 2) + (size // 2, (size - 1) // 2))
+    total = sq[:, 0:c]
+    for i in range(1, size):
+        total = total + sq[:, i:i + c]
+    div = gp.pow(total * (alpha / size) + k, beta)
+    return input / div
+
+
+def _ntuple(v, n: int, name: str, op: str) -> tuple:
+    """``v`` as an n-tuple of ints (torch's _single/_pair/_triple)."""
+    return _pair(tuple(v) if isinstance(v, list) else v, n, name, op)
+
+
+def _pool_nd(input, n: int, kernel_size, stride, padding, dilation, ceil_mode, op: str):
+    """The batched (N, C, *spatial) input and the geometry of an n-d pooling: kernel, stride,
+    padding, dilation, output size and the right padding the last (ceil_mode) window needs."""
+    _check_float(input, op)
+    if input.ndim not in (n + 1, n + 2):
+        raise ValueError(f"{op}: expected a {n + 1}-D or {n + 2}-D input, got shape "
+                         f"{input.shape}")
+    k = _ntuple(kernel_size, n, "kernel_size", op)
+    s = k if stride is None or (isinstance(stride, (tuple, list)) and len(stride) == 0) \
+        else _ntuple(stride, n, "stride", op)
+    p = _ntuple(padding, n, "padding", op)
+    d = _ntuple(dilation, n, "dilation", op)
+    if any(ki < 1 for ki in k):
+        raise ValueError(f"{op}: kernel_size must be positive, got {k!r}")
+    _check_geometry(op, s, d, p)
+    if any(pi * 2 > ki for pi, ki in zip(p, k)):
+        raise ValueError(f"{op}: padding {p} must be at most half of kernel_size {k}")
+    spatial = input.shape[-n:]
+    out = tuple(_out_size(m, ki, si, pi, di, ceil_mode, op)
+                for m, ki, si, pi, di in zip(spatial, k, s, p, d))
+    extra = tuple(max(0, (o - 1) * si + di * (ki - 1) + 1 - m - pi)
+                  for o, m, ki, si, pi, di in zip(out, spatial, k, s, p, d))
+    x = input if input.ndim == n + 2 else gp.expand_dims(input, axis=0)
+    return x, k, s, p, d, out, extra
+
+
+def _unfold_axis(x, axis: int, k: int, s: int, d: int, lo: int, hi: int, fill: float,
+                 out: int):
+    """The ``k`` windows (stride s, dilation d) along ``axis`` of x padded by (lo, hi) with
+    ``fill``: x.shape[:axis] + (k, out) + x.shape[axis + 1:], through the im2col node (its
+    backward one col2im)."""
+    shp = x.shape
+    a, b = math.prod(shp[:axis]), math.prod(shp[axis + 1:])
+    cols = _im2col(gp.reshape(x, (a, 1, shp[axis], b)), (k, 1), (s, 1), (d, 1), (lo, hi, 0, 0),
+                   fill, (out, b))
+    return gp.reshape(cols, shp[:axis] + (k, out) + shp[axis + 1:])
+
+
+def _adaptive_table(n: int, out: int):
+    """torch's adaptive windows of an axis of n to ``out``: (k, out) positions, window o
+    holding [floor(o n / out), ceil((o + 1) n / out)), its tail repeating its last position
+    up to the longest window's length k."""
+    o = _np.arange(out)
+    start, end = (o * n) // out, -((-(o + 1) * n) // out)
+    k = int((end - start).max())
+    return _np.minimum(start[None, :] + _np.arange(k)[:, None], end[None, :] - 1)
+
+
+def _gather_windows(x, axis: int, table):
+    """x's values at the (k, out) positions ``table`` along ``axis``: shape
+    x.shape[:axis] + (k, out) + x.shape[axis + 1:] (take: differentiable)."""
+    k, out = table.shape
+    idx = gp.asarray(table.reshape(-1).astype(_np.int64), device=x.device)
+    w = gp.take(x, idx, axis=axis)
+    return gp.reshape(w, x.shape[:axis] + (k, out) + x.shape[axis + 1:])
+
+
+class _Axis:
+    """The windows of one spatial axis: regular ones (kernel, stride, dilation, padding) taken
+    by im2col, or adaptive ones gathered by a position table."""
+
+    def __init__(self, n, out, k=None, s=None, d=1, lo=0, hi=0):
+        self.n, self.out = n, out
+        if k is None:   # adaptive: uniform windows where out divides n
+            if n % out == 0:
+                k = s = n // out
+            else:
+                self.table = _adaptive_table(n, out)
+                self.base = self.table[0]
+                self.k, self.d = self.table.shape[0], 1
+                return
+        self.table = None
+        self.k, self.s, self.d, self.lo, self.hi = k, s, d, lo, hi
+        self.base = _np.arange(out) * s - lo
+
+    def windows(self, x, axis: int, fill: float):
+        if self.table is not None:
+            return _gather_windows(x, axis, self.table)
+        return _unfold_axis(x, axis, self.k, self.s, self.d, self.lo, self.hi, fill, self.out)
+
+    def positions(self):
+        """(k, out) input positions of each window slot, clipped into the axis."""
+        if self.table is not None:
+            return self.table
+        return _np.clip(self.base[None, :] + self.d * _np.arange(self.k)[:, None], 0, self.n - 1)
+
+
+def _axis_vector(v, ndim: int, axis: int, device):
+    """The int64 host vector ``v`` on ``device``, shaped to lie along ``axis`` of ndim axes."""
+    a = gp.asarray(_np.asarray(v, dtype=_np.int64), device=device)
+    return gp.reshape(a, (len(v),) + (1,) * (ndim - axis - 1))
+
+
+def _max_nd(x, axes: list, want_indices: bool):
+    """Maximum over the windows of the trailing len(axes) axes of x (N, C, *spatial), one axis
+    at a time from the last (a box's maximum is the maximum of its rows' maxima): each step
+    picks the first maximum of its windows (argmax), the gradient goes there alone
+    (take_along_axis). Going from the last axis the first maximum found is the first in
+    row-major order: torch's. With ``want_indices`` also the flat position of each maximum in
+    its (unpadded) input plane, int64."""
+    n = len(axes)
+    sizes = x.shape[2:]
+    strides = [math.prod(sizes[i + 1:]) for i in range(n)]
+    y, flat = x, None
+    for i in reversed(range(n)):
+        ax, spec = 2 + i, axes[i]
+        w = spec.windows(y, ax, float("-inf"))
+        arg = gp.argmax(w, axis=ax, keepdims=True)
+        y = gp.squeeze(gp.take_along_axis(w, arg, axis=ax), axis=ax)
+        if not want_indices:
+            continue
+        arg = gp.squeeze(arg, axis=ax)
+        pos = _axis_vector(spec.base, y.ndim, ax, y.device) + arg * spec.d
+        if flat is not None:
+            # the positions found along later axes, carried through this axis's choice
+            fw = _gather_windows(flat, ax, spec.positions())
+            flat = gp.squeeze(gp.take_along_axis(fw, gp.expand_dims(arg, axis=ax), axis=ax),
+                              axis=ax)
+            flat = flat + pos * strides[i]
+        else:
+            flat = pos * strides[i]
+    return y, flat
+
+
+def _max_pool_nd(input, n, kernel_size, stride, padding, dilation, ceil_mode, op,
+                 want_indices):
+    x, k, s, p, d, out, extra = _pool_nd(input, n, kernel_size, stride, padding, dilation,
+                                         ceil_mode, op)
+    axes = [_Axis(m, o, ki, si, di, pi, ei)
+            for m, o, ki, si, di, pi, ei in zip(x.shape[2:], out, k, s, d, p, extra)]
+    y, idx = _max_nd(x, axes, want_indices)
+    if input.ndim == n + 1:
+        y = gp.squeeze(y, axis=0)
+        idx = None if idx is None else gp.squeeze(idx, axis=0)
+    return (y, idx) if want_indices else y
+
+
+def max_pool1d_with_indices(input: Array, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode: bool = False, return_indices: bool = False) -> tuple:
+    """``(max_pool1d(...), indices)``: the int64 position of each maximum along L."""
+    return _max_pool_nd(input, 1, kernel_size, stride, padding, dilation, ceil_mode,
+                        "max_pool1d", True)
+
+
+def max_pool2d_with_indices(input: Array, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode: bool = False, return_indices: bool = False) -> tuple:
+    """``(max_pool2d(...), indices)``: the int64 flat position (h * W + w) of each maximum in
+    its input plane, torch's; on ties the first maximum in row-major order, as torch."""
+    return _max_pool_nd(input, 2, kernel_size, stride, padding, dilation, ceil_mode,
+                        "max_pool2d", True)
+
+
+def max_pool3d_with_indices(input: Array, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode: bool = False, return_indices: bool = False) -> tuple:
+    """``(max_pool3d(...), indices)``: flat positions (d * H * W + h * W + w), int64."""
+    return _max_pool_nd(input, 3, kernel_size, stride, padding, dilation, ceil_mode,
+                        "max_pool3d", True)
+
+
+def max_pool3d(input: Array, kernel_size, stride=None, padding=0, dilation=1,
+               ceil_mode: bool = False, return_indices: bool = False):
+    """Maximum over each window of (N, C, D, H, W) (or (C, D, H, W)); padding counts as -inf.
+    With ``return_indices`` also the flat positions of the maxima (max_pool3d_with_indices)."""
+    return _max_pool_nd(input, 3, kernel_size, stride, padding, dilation, ceil_mode,
+                        "max_pool3d", bool(return_indices))
+
+
+def avg_pool3d(input: Array, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override: int | None = None) -> Array:
+    """Mean over each window of (N, C, D, H, W) (or (C, D, H, W)), with torch's divisors:
+    the window clipped to the padded input (count_include_pad) or to the input, or
+    ``divisor_override``."""
+    op = "avg_pool3d"
+    x, k, s, p, d, out, extra = _pool_nd(input, 3, kernel_size, stride, padding, 1, ceil_mode,
+                                         op)
+    if divisor_override is not None and (isinstance(divisor_override, bool)
+                                         or int(divisor_override) == 0):
+        raise ValueError(f"{op}: divisor_override must be a non-zero int, got "
+                         f"{divisor_override!r}")
+    total = x
+    for i in reversed(range(3)):
+        ax = 2 + i
+        w = _unfold_axis(total, ax, k[i], s[i], 1, p[i], extra[i], 0.0, out[i])
+        total = gp.sum(w, axis=ax)
+    if divisor_override:
+        y = total / float(divisor_override)
+    else:
+        div = _np.ones((), dtype=_np.float64)
+        for m, o, ki, si, pi in zip(x.shape[2:], out, k, s, p):
+            start = _np.arange(o) * si - pi
+            end = _np.minimum(start + ki, m + pi)
+            cnt = end - start if count_include_pad else \
+                _np.minimum(end, m) - _np.maximum(start, 0)
+            div = div[..., None] * cnt
+        y = total / gp.asarray(div, dtype=x.dtype, device=x.device)
+    return y if input.ndim == 5 else gp.squeeze(y, axis=0)
+
+
+def _adaptive_sizes(input, n: int, output_size, op: str) -> tuple:
+    _check_float(input, op)
+    if input.ndim not in (n + 1, n + 2):
+        raise ValueError(f"{op}: expected a {n + 1}-D or {n + 2}-D input, got shape "
+                         f"{input.shape}")
+    os_ = (output_size,) * n if output_size is None or isinstance(output_size, int) \
+        else tuple(output_size)
+    if len(os_) != n:
+        raise ValueError(f"{op}: output_size must be an int, None or a tuple of {n}, got "
+                         f"{output_size!r}")
+    spatial = input.shape[-n:]
+    out = tuple(m if o is None else o for o, m in zip(os_, spatial))
+    if any(not isinstance(o, int) or isinstance(o, bool) or o < 1 for o in out):
+        raise ValueError(f"{op}: output_size must hold positive ints (or None), got "
+                         f"{output_size!r}")
+    if any(m < 1 for m in spatial):
+        raise ValueError(f"{op}: expected an input with non-zero spatial sizes, got shape "
+                         f"{input.shape}")
+    return out
+
+
+def adaptive_avg_pool1d(input: Array, output_size: int | tuple[int]) -> Array:
+    """Mean pooling of (N, C, L) (or (C, L)) to ``output_size`` positions, torch's windows."""
+    (o,) = _adaptive_sizes(input, 1, output_size, "adaptive_avg_pool1d")
+    return _adaptive_mean(input, input.ndim - 1, o)
+
+
+def adaptive_avg_pool3d(input: Array, output_size) -> Array:
+    """Mean pooling of (N, C, D, H, W) (or (C, D, H, W)) to ``output_size`` (None keeps that
+    size)."""
+    out = _adaptive_sizes(input, 3, output_size, "adaptive_avg_pool3d")
+    y = input
+    for i, o in enumerate(out):
+        y = _adaptive_mean(y, input.ndim - 3 + i, o)
+    return y
+
+
+def _adaptive_max(input, n: int, output_size, op: str, want_indices: bool):
+    out = _adaptive_sizes(input, n, output_size, op)
+    x = input if input.ndim == n + 2 else gp.expand_dims(input, axis=0)
+    axes = [_Axis(m, o) for m, o in zip(x.shape[2:], out)]
+    y, idx = _max_nd(x, axes, want_indices)
+    if input.ndim == n + 1:
+        y = gp.squeeze(y, axis=0)
+        idx = None if idx is None else gp.squeeze(idx, axis=0)
+    return (y, idx) if want_indices else y
+
+
+def adaptive_max_pool1d(input: Array, output_size, return_indices: bool = False):
+    """Max pooling of (N, C, L) (or (C, L)) to ``output_size`` positions, torch's windows; with
+    ``return_indices`` also the int64 position of each maximum."""
+    return _adaptive_max(input, 1, output_size, "adaptive_max_pool1d", bool(return_indices))
+
+
+def adaptive_max_pool2d(input: Array, output_size, return_indices: bool = False):
+    """Max pooling of (N, C, H, W) (or (C, H, W)) to ``output_size`` (None keeps that size);
+    with ``return_indices`` also each maximum's flat position h * W + w, int64."""
+    return _adaptive_max(input, 2, output_size, "adaptive_max_pool2d", bool(return_indices))
+
+
+def adaptive_max_pool3d(input: Array, output_size, return_indices: bool = False):
+    """Max pooling of (N, C, D, H, W) (or (C, D, H, W)) to ``output_size``; with
+    ``return_indices`` also each maximum's flat position in its D * H * W plane, int64."""
+    return _adaptive_max(input, 3, output_size, "adaptive_max_pool3d", bool(return_indices))
+
+
+def adaptive_max_pool1d_with_indices(input: Array, output_size,
+                                     return_indices: bool = False) -> tuple:
+    """``adaptive_max_pool1d(input, output_size, return_indices=True)``."""
+    return _adaptive_max(input, 1, output_size, "adaptive_max_pool1d", True)
+
+
+def adaptive_max_pool2d_with_indices(input: Array, output_size,
+                                     return_indices: bool = False) -> tuple:
+    """``adaptive_max_pool2d(input, output_size, return_indices=True)``."""
+    return _adaptive_max(input, 2, output_size, "adaptive_max_pool2d", True)
+
+
+def adaptive_max_pool3d_with_indices(input: Array, output_size,
+                                     return_indices: bool = False) -> tuple:
+    """``adaptive_max_pool3d(input, output_size, return_indices=True)``."""
+    return _adaptive_max(input, 3, output_size, "adaptive_max_pool3d", True)
+
+
+def _unpool_size(input, n: int, k, s, p, output_size, op: str) -> tuple:
+    """torch's _unpool_output_size: the default (in - 1) * stride + kernel - 2 * padding per
+    axis, or ``output_size`` (its last n entries given n + 2) within a stride of it."""
+    default = tuple((m - 1) * si + ki - 2 * pi
+                    for m, ki, si, pi in zip(input.shape[-n:], k, s, p))
+    if output_size is None:
+        return default
+    os_ = tuple(output_size)
+    if len(os_) == n + 2:
+        os_ = os_[2:]
+    if len(os_) != n:
+        raise ValueError(f"{op}: output_size must hold {n} or {n + 2} sizes, got "
+                         f"{output_size!r}")
+    for i, (o, dflt, si) in enumerate(zip(os_, default, s)):
+        if not dflt - si < o < dflt + si:
+            raise ValueError(f"{op}: invalid output_size {tuple(output_size)!r} (dim {i} must "
+                             f"be between {dflt - si} and {dflt + si}, exclusive)")
+    return tuple(int(o) for o in os_)
+
+
+class _MaxUnpool(Function):
+    """x (R, L) placed at the int64 positions idx (R, L) of zero rows of length ``size``, a
+    repeated position keeping the last value written there (torch's CPU order), as a gather:
+    the positions sorted (stably), each output position's last match found by searchsorted.
+    No in-place scatter, so a grilly.jit replay recomputes it whole. The backward gathers the
+    gradient at the same positions."""
+
+    @staticmethod
+    def forward(ctx, x, idx, *, size):
+        ctx.idx = idx
+        r, n = idx.shape
+        dev = x.device
+        rows = gp.reshape(gp.arange(r, dtype=gp.int64, device=dev) * size, (-1, 1))
+        pos = gp.reshape(idx + rows, (-1,))
+        order = gp.argsort(pos, stable=True)
+        spos = gp.take(pos, order)
+        q = gp.arange(r * size, dtype=gp.int64, device=dev)
+        j = gp.searchsorted(spos, q, side="right") - 1
+        jc = gp.clip(j, 0, max(r * n - 1, 0))
+        hit = gp.logical_and(j >= 0, gp.take(spos, jc) == q)
+        vals = gp.take(gp.reshape(x, (-1,)), gp.take(order, jc))
+        out = gp.where(hit, vals, gp.zeros((), dtype=x.dtype, device=dev))
+        return gp.reshape(out, (r, size))
+
+    @staticmethod
+    def backward(ctx, g):
+        return gp.take_along_axis(g, ctx.idx, axis=1), None
+
+
+def _max_unpool_nd(input, indices, n, kernel_size, stride, padding, output_size, op):
+    _check_float(input, op)
+    if input.ndim not in (n + 1, n + 2):
+        raise ValueError(f"{op}: expected a {n + 1}-D or {n + 2}-D input, got shape "
+                         f"{input.shape}")
+    if not isinstance(indices, Array) or not gp.isdtype(indices.dtype, "integral"):
+        raise TypeError(f"{op}: indices must be an integer Array (as max_pool returns them), "
+                        f"got {getattr(indices, 'dtype', type(indices).__name__)}")
+    if tuple(indices.shape) != tuple(input.shape):
+        raise ValueError(f"{op}: indices shape {tuple(indices.shape)} must match the input "
+                         f"shape {tuple(input.shape)}")
+    k = _ntuple(kernel_size, n, "kernel_size", op)
+    s = k if stride is None else _ntuple(stride, n, "stride", op)
+    p = _ntuple(padding, n, "padding", op)
+    out = _unpool_size(input, n, k, s, p, output_size, op)
+    lead = input.shape[:-n]
+    size = math.prod(out)
+    idx = gp.reshape(indices, (-1, math.prod(input.shape[-n:])))
+    if idx.dtype != gp.int64:
+        idx = gp.astype(idx, gp.int64)
+    try:
+        # torch rejects an index outside the plane: take's bounds check (one flag read, as
+        # embedding's), a negative index moved below -size first so that it fails too
+        gp.take(gp.zeros((size,), dtype=gp.int8, device=idx.device),
+                gp.reshape(gp.where(idx < 0, idx - size, idx), (-1,)))
+    except IndexError as e:
+        import re
+
+        m = re.search(r"index (-?\d+) is out of bounds", str(e))
+        bad = "" if m is None else f" {int(m.group(1)) + (size if int(m.group(1)) < 0 else 0)}"
+        raise IndexError(f"{op}: found an invalid max index{bad} (indices must be in "
+                         f"[0, {size}) for the output size {out})") from None
+    y = _MaxUnpool.apply(gp.reshape(input, idx.shape), idx, size=size)
+    return gp.reshape(y, lead + out)
+
+
+def max_unpool1d(input: Array, indices: Array, kernel_size, stride=None, padding=0,
+                 output_size=None) -> Array:
+    """The inverse of max_pool1d: each value of (N, C, L) placed at its index in zeros of
+    length (L - 1) * stride + kernel_size - 2 * padding (or ``output_size``)."""
+    return _max_unpool_nd(input, indices, 1, kernel_size, stride, padding, output_size,
+                          "max_unpool1d")
+
+
+def max_unpool2d(input: Array, indices: Array, kernel_size, stride=None, padding=0,
+                 output_size=None) -> Array:
+    """The inverse of max_pool2d: each value of (N, C, H, W) placed at its flat index in a
+    zero plane of torch's default size (or ``output_size``); the gradient is gathered back."""
+    return _max_unpool_nd(input, indices, 2, kernel_size, stride, padding, output_size,
+                          "max_unpool2d")
+
+
+def max_unpool3d(input: Array, indices: Array, kernel_size, stride=None, padding=0,
+                 output_size=None) -> Array:
+    """The inverse of max_pool3d on (N, C, D, H, W): values placed at their flat indices."""
+    return _max_unpool_nd(input, indices, 3, kernel_size, stride, padding, output_size,
+                          "max_unpool3d")
+
+
+def _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, n: int, op: str):
+    """torch's lp_pool: (sum over each window of x^p)^(1/p), composed as torch composes it
+    (an average pool of x^p times the window size, sign(a) * relu(|a|) before the root)."""
+    _check_float(input, op)
+    if isinstance(norm_type, bool) or not isinstance(norm_type, (int, float)) or norm_type == 0:
+        raise ValueError(f"{op}: norm_type must be a non-zero number, got {norm_type!r}")
+    k = _ntuple(kernel_size, n, "kernel_size", op)
+    avg = {1: avg_pool1d, 2: avg_pool2d, 3: avg_pool3d}[n]
+    a = avg(gp.pow(input, float(norm_type)), k, stride, 0, ceil_mode)
+    a = gp.sign(a) * relu(gp.abs(a))
+    return gp.pow(a * float(math.prod(k)), 1.0 / float(norm_type))
+
+
+def lp_pool1d(input: Array, norm_type: float, kernel_size, stride=None,
+              ceil_mode: bool = False) -> Array:
+    """The ``norm_type``-norm of each window of (N, C, L): torch's ``F.lp_pool1d``."""
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 1, "lp_pool1d")
+
+
+def lp_pool2d(input: Array, norm_type: float, kernel_size, stride=None,
+              ceil_mode: bool = False) -> Array:
+    """The ``norm_type``-norm of each window of (N, C, H, W): torch's ``F.lp_pool2d``."""
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 2, "lp_pool2d")
+
+
+def lp_pool3d(input: Array, norm_type: float, kernel_size, stride=None,
+              ceil_mode: bool = False) -> Array:
+    """The ``norm_type``-norm of each window of (N, C, D, H, W): torch's ``F.lp_pool3d``."""
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 3, "lp_pool3d")

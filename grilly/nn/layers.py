@@ -421,23 +421,25 @@ class _Pool(Module):
 
 
 class MaxPool2d(_Pool):
-    """Max pooling over (N, C, H, W)."""
+    """Max pooling over (N, C, H, W); ``return_indices`` also returns torch's int64 flat
+    positions of the maxima (for MaxUnpool2d)."""
 
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices: bool = False,
                  ceil_mode: bool = False) -> None:
         super().__init__(kernel_size, stride, padding, dilation=dilation, ceil_mode=ceil_mode)
-        if return_indices:
-            raise NotImplementedError("MaxPool2d: return_indices=True is not supported")
+        self.return_indices = return_indices   # (not in the repr, as torch's)
 
     def forward(self, input):
-        return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)
+        return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                            self.ceil_mode, self.return_indices)
 
 
 class MaxPool1d(MaxPool2d):
     """Max pooling over (N, C, L)."""
 
     def forward(self, input):
-        return F.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)
+        return F.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                            self.ceil_mode, self.return_indices)
 
 
 class AvgPool2d(_Pool):

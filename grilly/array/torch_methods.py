@@ -1,0 +1,901 @@
+"""torch.Tensor's methods on grilly's Array: what a PyTorch user types in a forward()
+(``x.view(B, -1)``, ``x.unsqueeze(1)``, ``x.float()``, ``x.masked_fill(m, v)``, ``x.add_(y)``).
+
+Each method calls namespace functions through ``dispatch.OPS`` (so autograd, grilly.jit and every
+device see it) and is attached to Array when the namespace is assembled (grilly/array/api.py).
+Where NumPy and torch give a method name different meanings, NumPy's is kept (array.py) and the
+torch-only call form raises TypeError naming the difference (README "Array methods").
+In-place methods return the array: binary ones take the ``x += y`` path (``dispatch.inplace``),
+the others write through ``x[...] = value`` (autograd's setitem path); both refuse a leaf that
+requires grad in grad mode, as torch does. The activations (relu, sigmoid) are grilly.nn.functional's
+and the random fills grilly.random's, reached through the registered namespace at call time: the
+array layer imports neither.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..backends import registry
+from . import dispatch
+from . import dtypes as _dt
+from .array import Array
+from .core import normalize_axis
+
+__all__: list[str] = []   # nothing for the namespace: these are methods
+
+_OPS = dispatch.OPS
+
+
+def _ns():
+    """The top-level grilly namespace (grilly.nn.functional, grilly.random), registered by grilly."""
+    return dispatch.namespace()
+
+
+def _dim(x: Array, dim, op: str, extra: int = 0) -> int:
+    """``dim`` as a non-negative axis of ``x`` (of ``x.ndim + extra`` axes), IndexError otherwise."""
+    try:
+        return normalize_axis(dim, max(x.ndim + extra, 1), f"Array.{op}", "dim")
+    except (ValueError, IndexError) as e:
+        raise IndexError(str(e)) from None
+
+
+def _sizes(op: str, args: tuple) -> tuple:
+    """``f(2, 3)`` or ``f((2, 3))`` as the tuple (2, 3)."""
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        args = tuple(args[0])
+    out = []
+    for a in args:
+        if isinstance(a, bool) or not hasattr(a, "__index__"):
+            raise TypeError(f"Array.{op}: expected integer sizes, got {type(a).__name__}")
+        out.append(a.__index__())
+    return tuple(out)
+
+
+def _dims(op: str, dims, nd: int) -> tuple:
+    """One dim or a sequence of dims as a tuple of non-negative axes."""
+    ds = dims if isinstance(dims, (tuple, list)) else (dims,)
+    return tuple(normalize_axis(d, max(nd, 1), f"Array.{op}", "dim") for d in ds)
+
+
+def _method(name: str, fn) -> None:
+    fn.__name__ = fn.__qualname__ = name
+    setattr(Array, name, fn)
+
+
+# ---- shape and layout -------------------------------------------------------------------------
+def view(self: Array, *shape) -> Array:
+    """This array's data in ``shape``, sharing memory (torch's view; RuntimeError where the
+    layout needs a copy: use reshape). ``view(dtype)`` (reinterpreting bits) is not supported."""
+    if len(shape) == 1 and isinstance(shape[0], (str, type, _dt.DType, np.dtype)):
+        raise NotImplementedError("Array.view(dtype): reinterpreting the bits as another dtype "
+                                  "is not supported; use astype to convert the values")
+    try:
+        return _OPS["reshape"](self, _sizes("view", shape), copy=False)
+    except ValueError as e:
+        if "copy" not in str(e):
+            raise
+        raise RuntimeError(f"Array.view: the array's layout (shape {self.shape}, not contiguous) "
+                           "cannot be viewed in that shape without a copy; use .reshape(...) "
+                           "instead") from None
+
+
+def view_as(self: Array, other: Array) -> Array:
+    """view(other.shape)."""
+    return view(self, other.shape)
+
+
+def reshape_as(self: Array, other: Array) -> Array:
+    """reshape(other.shape)."""
+    return _OPS["reshape"](self, tuple(other.shape))
+
+
+def expand(self: Array, *sizes) -> Array:
+    """This array broadcast to ``sizes`` (-1 keeps a size; new leading axes allowed): a view."""
+    sizes = _sizes("expand", sizes)
+    lead = len(sizes) - self.ndim
+    if lead < 0:
+        raise ValueError(f"Array.expand: {len(sizes)} sizes given for an array of "
+                         f"{self.ndim} dimensions; give at least {self.ndim}")
+    out = []
+    for i, s in enumerate(sizes):
+        if s == -1:
+            if i < lead:
+                raise ValueError(f"Array.expand: -1 is not allowed for the new leading "
+                                 f"dimension {i}")
+            s = self.shape[i - lead]
+        out.append(s)
+    return _OPS["broadcast_to"](self, tuple(out))
+
+
+def expand_as(self: Array, other: Array) -> Array:
+    """expand(other.shape)."""
+    return _OPS["broadcast_to"](self, tuple(other.shape))
+
+
+def unsqueeze(self: Array, dim: int) -> Array:
+    """A new axis of length one at ``dim`` (in [-ndim-1, ndim])."""
+    return _OPS["expand_dims"](self, _dim(self, dim, "unsqueeze", extra=1))
+
+
+def permute(self: Array, *dims) -> Array:
+    """The axes in the order ``dims``: gp.permute_dims."""
+    return _OPS["permute_dims"](self, _sizes("permute", dims))
+
+
+def t(self: Array) -> Array:
+    """A 2-D array transposed (0-D and 1-D unchanged); RuntimeError beyond 2-D, as torch."""
+    if self.ndim > 2:
+        raise RuntimeError(f"Array.t: expects an array of at most 2 dimensions, got "
+                           f"{self.ndim}-D; use permute or swapaxes")
+    return self if self.ndim < 2 else _OPS["permute_dims"](self, (1, 0))
+
+
+def movedim(self: Array, source, destination) -> Array:
+    """Axes ``source`` moved to ``destination``: gp.moveaxis."""
+    return _OPS["moveaxis"](self, source, destination)
+
+
+def narrow(self: Array, dim: int, start: int, length: int) -> Array:
+    """The ``length`` elements from ``start`` along ``dim``: a view."""
+    d = _dim(self, dim, "narrow")
+    n = self.shape[d]
+    if start < 0:
+        start += n
+    if not 0 <= start <= n or length < 0 or start + length > n:
+        raise IndexError(f"Array.narrow: start {start} and length {length} do not fit "
+                         f"dimension {d} of size {n}")
+    return self[(slice(None),) * d + (slice(start, start + length),)]
+
+
+def flip(self: Array, *dims) -> Array:
+    """The order of elements reversed along ``dims``: gp.flip."""
+    return _OPS["flip"](self, axis=_sizes("flip", dims))
+
+
+def roll(self: Array, shifts, dims=None) -> Array:
+    """Elements shifted cyclically along ``dims`` (the flattened array when None): gp.roll."""
+    return _OPS["roll"](self, shifts, axis=dims)
+
+
+def _pieces(self: Array, d: int, sizes: list) -> tuple:
+    out, at = [], 0
+    for s in sizes:
+        out.append(self[(slice(None),) * d + (slice(at, at + s),)])
+        at += s
+    return tuple(out)
+
+
+def chunk(self: Array, chunks: int, dim: int = 0) -> tuple:
+    """At most ``chunks`` views along ``dim``, each of ceil(n / chunks) elements (the last
+    smaller), as torch's chunk."""
+    if chunks <= 0:
+        raise ValueError(f"Array.chunk: chunks must be positive, got {chunks}")
+    d = _dim(self, dim, "chunk")
+    n = self.shape[d]
+    step = max(-(-n // chunks), 1)
+    return _pieces(self, d, [min(step, n - i) for i in range(0, n, step)] or [0])
+
+
+def split(self: Array, split_size_or_sections, dim: int = 0) -> tuple:
+    """Views along ``dim`` of ``split_size`` elements each (the last smaller), or of the given
+    section sizes (which must add up to the dimension)."""
+    d = _dim(self, dim, "split")
+    n = self.shape[d]
+    if isinstance(split_size_or_sections, (list, tuple)):
+        sizes = list(_sizes("split", (split_size_or_sections,)))
+        if sum(sizes) != n or any(s < 0 for s in sizes):
+            raise ValueError(f"Array.split: sections {sizes} must be non-negative and add up to "
+                             f"{n}, the size of dimension {d}")
+        return _pieces(self, d, sizes)
+    s = int(split_size_or_sections)
+    if s <= 0:
+        raise ValueError(f"Array.split: split_size must be positive, got {s}")
+    return _pieces(self, d, [min(s, n - i) for i in range(0, n, s)] or [0])
+
+
+def unbind(self: Array, dim: int = 0) -> tuple:
+    """The slices along ``dim``, that axis removed: gp.unstack."""
+    return _OPS["unstack"](self, axis=_dim(self, dim, "unbind"))
+
+
+def tile(self: Array, *reps) -> Array:
+    """The whole array repeated ``reps[i]`` times along axis i (NumPy's and torch's tile)."""
+    return _OPS["tile"](self, _sizes("tile", reps))
+
+
+def repeat(self: Array, repeats, *args, axis=None) -> Array:
+    """NumPy's repeat: each element repeated ``repeats`` times along ``axis`` (flattened when
+    None). torch's ``repeat(*sizes)`` (tiling the whole array) is ``tile``: a call with more than
+    one positional argument is torch's form and raises TypeError."""
+    if args:
+        raise TypeError("Array.repeat: this is NumPy's repeat(repeats, axis=...), which "
+                        "repeats each element; torch's repeat(*sizes), which tiles the whole "
+                        "array, is x.tile(*sizes) here (pass NumPy's axis by keyword)")
+    return _OPS["repeat"](self, repeats, axis=axis)
+
+
+def dim(self: Array) -> int:
+    """The number of dimensions (ndim)."""
+    return self.ndim
+
+
+def numel(self: Array) -> int:
+    """The number of elements (size)."""
+    return math.prod(self.shape)
+
+
+def element_size(self: Array) -> int:
+    """Bytes per element."""
+    return self._dtype.itemsize
+
+
+def is_floating_point(self: Array) -> bool:
+    """Whether the dtype is a real floating-point one (bfloat16 included)."""
+    return self._dtype.kind == "f"
+
+
+def stride(self: Array, dim: int | None = None):
+    """Steps in elements between neighbours along each axis (of ``dim`` where given)."""
+    buf = self._buf
+    s = getattr(buf, "strides", None)
+    if s is None:
+        raise NotImplementedError(f"Array.stride: the {self._device} backend's buffers do not "
+                                  "expose strides")
+    if isinstance(buf, np.ndarray):   # host buffers count bytes; device buffers, elements
+        s = tuple(v // buf.itemsize for v in s)
+    s = tuple(s)
+    return s if dim is None else s[_dim(self, dim, "stride")]
+
+
+def is_contiguous(self: Array) -> bool:
+    """Whether the elements lie in row-major order without gaps (axes of length one ignored)."""
+    want = 1
+    for n, s in reversed(list(zip(self.shape, stride(self)))):
+        if n != 1 and s != want:
+            return False
+        want *= n
+    return True
+
+
+def contiguous(self: Array) -> Array:
+    """This array when it is contiguous, else a contiguous copy (differentiable)."""
+    return self if is_contiguous(self) else self.copy()
+
+
+def clone(self: Array, *, memory_format=None) -> Array:
+    """A copy of the data (differentiable): Array.copy."""
+    if memory_format is not None:
+        raise TypeError("Array.clone: memory_format is not supported (grilly arrays are "
+                        "row-major)")
+    return self.copy()
+
+
+def type_as(self: Array, other: Array) -> Array:
+    """This array in ``other``'s dtype."""
+    return _OPS["astype"](self, other.dtype, copy=False)
+
+
+def _cast(name: str, dtype: str):
+    def conv(self: Array) -> Array:
+        return _OPS["astype"](self, _dt.as_dtype(dtype), copy=False)
+    conv.__doc__ = f"This array as {dtype} (itself when it already is)."
+    _method(name, conv)
+
+
+for _name, _dtype in (("float", "float32"), ("double", "float64"), ("half", "float16"),
+                      ("bfloat16", "bfloat16"), ("long", "int64"), ("int", "int32"),
+                      ("short", "int16"), ("char", "int8"), ("byte", "uint8"), ("bool", "bool")):
+    _cast(_name, _dtype)
+
+
+def _as_device(spec):
+    """A device for ``spec`` (a Device or a name), or None when ``spec`` names a dtype."""
+    if isinstance(spec, str):
+        try:
+            _dt.as_dtype(spec)
+            return None
+        except TypeError:
+            pass
+    elif not hasattr(spec, "kernels"):
+        return None
+    return registry.device(spec)
+
+
+def to(self: Array, *args, dtype=None, device=None, copy: bool = False,
+       non_blocking: bool = False) -> Array:
+    """This array on another device and/or in another dtype: ``to(device)``, ``to(dtype)``,
+    ``to(device, dtype)``, ``to(other)`` (other's device and dtype); itself when nothing
+    changes (unless ``copy``)."""
+    for a in args:
+        if isinstance(a, Array):
+            device, dtype = a.device, a.dtype
+        elif _as_device(a) is not None:
+            device = a
+        else:
+            dtype = a
+    out = self
+    if device is not None:
+        out = _OPS["to_device"](out, registry.device(device))
+    if dtype is not None:
+        out = _OPS["astype"](out, _dt.as_dtype(dtype, "Array.to"), copy=False)
+    return out.copy() if copy and out is self else out
+
+
+def cpu(self: Array) -> Array:
+    """This array on the cpu device (itself when it is there)."""
+    return _OPS["to_device"](self, "cpu")
+
+
+def _new(self: Array, op: str, size, dtype, device) -> tuple:
+    """The shape and the dtype/device keywords of a new_* array."""
+    return _sizes(op, size), dict(dtype=self.dtype if dtype is None else dtype,
+                       device=self.device if device is None else device)
+
+
+def _made(a: Array, requires_grad: bool) -> Array:
+    return a.requires_grad_() if requires_grad else a
+
+
+def new_zeros(self: Array, *size, dtype=None, device=None, requires_grad: bool = False) -> Array:
+    """Zeros of ``size``, in this array's dtype and on its device unless given."""
+    shape, kw = _new(self, "new_zeros", size, dtype, device)
+    return _made(_OPS["zeros"](shape, **kw), requires_grad)
+
+
+def new_ones(self: Array, *size, dtype=None, device=None, requires_grad: bool = False) -> Array:
+    """Ones of ``size``, in this array's dtype and on its device unless given."""
+    shape, kw = _new(self, "new_ones", size, dtype, device)
+    return _made(_OPS["ones"](shape, **kw), requires_grad)
+
+
+def new_empty(self: Array, *size, dtype=None, device=None, requires_grad: bool = False) -> Array:
+    """An uninitialized array of ``size``, in this array's dtype and on its device unless given."""
+    shape, kw = _new(self, "new_empty", size, dtype, device)
+    return _made(_OPS["empty"](shape, **kw), requires_grad)
+
+
+def new_full(self: Array, size, fill_value, *, dtype=None, device=None,
+             requires_grad: bool = False) -> Array:
+    """``fill_value`` everywhere in ``size``, in this array's dtype and on its device unless given."""
+    shape, kw = _new(self, "new_full", (size,), dtype, device)
+    return _made(_OPS["full"](shape, fill_value, **kw), requires_grad)
+
+
+def new_tensor(self: Array, data, *, dtype=None, device=None, requires_grad: bool = False) -> Array:
+    """A copy of ``data`` (detached), in this array's dtype and on its device unless given."""
+    if isinstance(data, Array):
+        data = data.detach()
+    out = _OPS["asarray"](data, dtype=self.dtype if dtype is None else dtype,
+                          device=self.device if device is None else device, copy=True)
+    return _made(out, requires_grad)
+
+
+# ---- math ---------------------------------------------------------------------------------------
+def _unary(name: str, op: str) -> None:
+    def f(self: Array) -> Array:
+        return _OPS[op](self)
+    f.__doc__ = f"gp.{op} of this array."
+    _method(name, f)
+
+
+for _name, _op in (("abs", "abs"), ("neg", "negative"), ("negative", "negative"), ("exp", "exp"),
+                   ("expm1", "expm1"), ("log", "log"), ("log1p", "log1p"), ("log2", "log2"),
+                   ("log10", "log10"), ("sqrt", "sqrt"), ("sin", "sin"), ("cos", "cos"),
+                   ("tan", "tan"), ("tanh", "tanh"), ("sinh", "sinh"), ("cosh", "cosh"),
+                   ("asin", "asin"), ("acos", "acos"), ("atan", "atan"), ("floor", "floor"),
+                   ("ceil", "ceil"), ("trunc", "trunc"), ("sign", "sign"),
+                   ("reciprocal", "reciprocal"), ("square", "square"), ("isnan", "isnan"),
+                   ("isinf", "isinf"), ("isfinite", "isfinite"),
+                   ("logical_not", "logical_not")):
+    _unary(_name, _op)
+
+
+def _binary(name: str, op: str) -> None:
+    def f(self: Array, other) -> Array:
+        return _OPS[op](self, other)
+    f.__doc__ = f"gp.{op}(self, other)."
+    _method(name, f)
+
+
+for _name, _op in (("eq", "equal"), ("ne", "not_equal"), ("lt", "less"), ("le", "less_equal"),
+                   ("gt", "greater"), ("ge", "greater_equal"), ("pow", "pow"),
+                   ("remainder", "remainder"), ("floor_divide", "floor_divide"),
+                   ("true_divide", "divide"), ("mul", "multiply"), ("multiply", "multiply"),
+                   ("matmul", "matmul"), ("logical_and", "logical_and"),
+                   ("logical_or", "logical_or"), ("maximum", "maximum"),
+                   ("minimum", "minimum"), ("atan2", "atan2")):
+    _binary(_name, _op)
+
+
+def rsqrt(self: Array) -> Array:
+    """1 / sqrt(x)."""
+    return _OPS["reciprocal"](_OPS["sqrt"](self))
+
+
+def sigmoid(self: Array) -> Array:
+    """1 / (1 + exp(-x)): grilly.nn.functional.sigmoid."""
+    return _ns().nn.functional.sigmoid(self)
+
+
+def relu(self: Array) -> Array:
+    """max(x, 0) (gradient 0 at 0, as torch): grilly.nn.functional.relu."""
+    return _ns().nn.functional.relu(self)
+
+
+def _no_out(op: str, out) -> None:
+    if out is not None:   # (numpy.round(x) and friends pass out=None)
+        raise TypeError(f"Array.{op}: out= is not supported; use the result")
+
+
+def round(self: Array, decimals: int = 0, out=None) -> Array:   # noqa: A001 (torch's, NumPy's)
+    """Round half to even, to ``decimals`` places (as torch and NumPy: x * 10**d rounded, / 10**d)."""
+    _no_out("round", out)
+    if decimals == 0:
+        return _OPS["round"](self)
+    s = 10.0 ** decimals
+    return _OPS["divide"](_OPS["round"](_OPS["multiply"](self, s)), s)
+
+
+def float_power(self: Array, exponent) -> Array:
+    """pow computed in float64 (complex128 for complex input)."""
+    d = _dt.as_dtype("complex128" if self._dtype.kind == "c" else "float64")
+    if isinstance(exponent, Array):
+        exponent = _OPS["astype"](exponent, d, copy=False)
+    return _OPS["pow"](_OPS["astype"](self, d, copy=False), exponent)
+
+
+def fmod(self: Array, other) -> Array:
+    """C's remainder (the sign of the dividend), from gp.remainder (the divisor's sign)."""
+    r = _OPS["remainder"](self, other)
+    off = _OPS["logical_and"](_OPS["not_equal"](r, 0),
+                              _OPS["not_equal"](_OPS["less"](r, 0), _OPS["less"](self, 0)))
+    return _OPS["where"](off, _OPS["subtract"](r, other), r)
+
+
+def _scaled(other, alpha):
+    return other if alpha == 1 else _OPS["multiply"](other, alpha)
+
+
+def add(self: Array, other, *, alpha=1) -> Array:
+    """self + alpha * other."""
+    return _OPS["add"](self, _scaled(other, alpha))
+
+
+def sub(self: Array, other, *, alpha=1) -> Array:
+    """self - alpha * other."""
+    return _OPS["subtract"](self, _scaled(other, alpha))
+
+
+def div(self: Array, other, *, rounding_mode: str | None = None) -> Array:
+    """self / other; ``rounding_mode`` 'floor' (floor_divide) or 'trunc' (towards zero)."""
+    if rounding_mode is None:
+        return _OPS["divide"](self, other)
+    if rounding_mode == "floor":
+        return _OPS["floor_divide"](self, other)
+    if rounding_mode == "trunc":
+        if self._dtype.kind in "iu" and (not isinstance(other, Array) or other.dtype.kind in "iu"):
+            # exact for integers: the dividend less its C remainder divides evenly
+            return _OPS["floor_divide"](_OPS["subtract"](self, fmod(self, other)), other)
+        return _OPS["trunc"](_OPS["divide"](self, other))
+    raise ValueError(f"Array.div: rounding_mode must be None, 'floor' or 'trunc', got "
+                     f"{rounding_mode!r}")
+
+
+def lerp(self: Array, end, weight) -> Array:
+    """self + weight * (end - self)."""
+    return _OPS["add"](self, _OPS["multiply"](weight, _OPS["subtract"](end, self)))
+
+
+def _check_nd(op: str, a, want: int, arg: str) -> None:
+    if not isinstance(a, Array) or a.ndim != want:
+        got = f"{a.ndim}-D" if isinstance(a, Array) else type(a).__name__
+        raise ValueError(f"Array.{op}: {arg} must be a {want}-D array, got {got}")
+
+
+def mm(self: Array, mat2: Array) -> Array:
+    """The matrix product of two 2-D arrays."""
+    _check_nd("mm", self, 2, "self")
+    _check_nd("mm", mat2, 2, "mat2")
+    return _OPS["matmul"](self, mat2)
+
+
+def bmm(self: Array, mat2: Array) -> Array:
+    """The batched matrix product of two 3-D arrays."""
+    _check_nd("bmm", self, 3, "self")
+    _check_nd("bmm", mat2, 3, "mat2")
+    return _OPS["matmul"](self, mat2)
+
+
+def addmm(self: Array, mat1: Array, mat2: Array, *, beta=1, alpha=1) -> Array:
+    """beta * self + alpha * (mat1 @ mat2) (self ignored where beta is 0, as torch)."""
+    p = _scaled(mm(mat1, mat2), alpha)
+    if beta == 0:
+        return _OPS["broadcast_to"](p, p.shape)
+    return _OPS["add"](_scaled(self, beta), p)
+
+
+def addcmul(self: Array, tensor1, tensor2, *, value=1) -> Array:
+    """self + value * tensor1 * tensor2."""
+    return _OPS["add"](self, _scaled(_OPS["multiply"](tensor1, tensor2), value))
+
+
+def addcdiv(self: Array, tensor1, tensor2, *, value=1) -> Array:
+    """self + value * tensor1 / tensor2."""
+    return _OPS["add"](self, _scaled(_OPS["divide"](tensor1, tensor2), value))
+
+
+def dot(self: Array, other: Array) -> Array:
+    """NumPy's dot where torch's agrees: two 1-D arrays (their inner product) or 2-D ones
+    (the matrix product, which torch's dot refuses); beyond 2-D use tensordot or matmul."""
+    if not isinstance(other, Array) or not (1 <= self.ndim <= 2 and 1 <= other.ndim <= 2):
+        got = other.ndim if isinstance(other, Array) else type(other).__name__
+        raise ValueError(f"Array.dot: takes 1-D or 2-D arrays, got {self.ndim}-D and {got}; "
+                         "use matmul or tensordot")
+    return _OPS["matmul"](self, other)
+
+
+def outer(self: Array, vec2: Array) -> Array:
+    """The outer product of two 1-D arrays: gp.linalg.outer."""
+    return _OPS["linalg.outer"](self, vec2)
+
+
+def clamp(self: Array, min=None, max=None) -> Array:   # noqa: A002 (torch's names)
+    """Each element limited to [min, max] (scalars or arrays): gp.clip."""
+    if min is None and max is None:
+        raise ValueError("Array.clamp: at least one of min and max must be given")
+    return _OPS["clip"](self, min, max)
+
+
+def where(self: Array, condition: Array, other) -> Array:
+    """self where ``condition`` holds, else ``other`` (torch's x.where(cond, y))."""
+    return _OPS["where"](condition, self, other)
+
+
+def _check_mask(op: str, mask) -> None:
+    if not isinstance(mask, Array) or mask.dtype != _dt.as_dtype("bool"):
+        got = mask.dtype.name if isinstance(mask, Array) else type(mask).__name__
+        raise TypeError(f"Array.{op}: mask must be a bool array, got {got}")
+
+
+def masked_fill(self: Array, mask: Array, value) -> Array:
+    """``value`` where ``mask`` is true, else self (self's dtype kept; mask broadcasts)."""
+    _check_mask("masked_fill", mask)
+    if isinstance(value, Array) and value.ndim != 0:
+        raise ValueError(f"Array.masked_fill: value must be a scalar or a 0-d array, got shape "
+                         f"{value.shape}")
+    out = _OPS["where"](mask, value, self)
+    if out.shape != self.shape:
+        raise ValueError(f"Array.masked_fill: mask of shape {mask.shape} does not broadcast to "
+                         f"the array's shape {self.shape}")
+    return out if out.dtype is self.dtype else _OPS["astype"](out, self.dtype)
+
+
+def masked_select(self: Array, mask: Array) -> Array:
+    """The elements where ``mask`` (broadcast with self) is true, as a 1-D array."""
+    _check_mask("masked_select", mask)
+    x, m = _OPS["broadcast_arrays"](self, mask)
+    return x[m]
+
+
+def softmax(self: Array, dim: int, dtype=None) -> Array:
+    """exp(x) / sum(exp(x)) along ``dim`` (in ``dtype`` where given)."""
+    x = self if dtype is None else _OPS["astype"](self, dtype)
+    return _OPS["fused.softmax"](x, axis=dim)
+
+
+def log_softmax(self: Array, dim: int, dtype=None) -> Array:
+    """x - logsumexp(x) along ``dim`` (in ``dtype`` where given)."""
+    x = self if dtype is None else _OPS["astype"](self, dtype)
+    return _OPS["fused.log_softmax"](x, axis=dim)
+
+
+def logsumexp(self: Array, dim, keepdim: bool = False) -> Array:
+    """log(sum(exp(x))) along ``dim``, shifted by the (detached) maximum so it cannot overflow."""
+    m = _OPS["max"](self.detach(), axis=dim, keepdims=True)
+    m = _OPS["where"](_OPS["isfinite"](m), m, 0.0)   # an all -inf (or +inf) row: no shift
+    s = _OPS["log"](_OPS["sum"](_OPS["exp"](_OPS["subtract"](self, m)), axis=dim, keepdims=True))
+    out = _OPS["add"](s, m)
+    return out if keepdim else _OPS["squeeze"](out, axis=dim)
+
+
+def amax(self: Array, dim=None, keepdim: bool = False) -> Array:
+    """The largest element along ``dim`` (all when None or ())."""
+    return _OPS["max"](self, axis=None if dim == () else dim, keepdims=keepdim)
+
+
+def amin(self: Array, dim=None, keepdim: bool = False) -> Array:
+    """The smallest element along ``dim`` (all when None or ())."""
+    return _OPS["min"](self, axis=None if dim == () else dim, keepdims=keepdim)
+
+
+def norm(self: Array, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Array:
+    """The vector p-norm over ``dim`` (all elements when None; 'fro' is the 2-norm);
+    p='nuc' needs two dims (or a 2-D array): gp.linalg.vector_norm / matrix_norm."""
+    x = self if dtype is None else _OPS["astype"](self, dtype)
+    if p == "nuc":
+        dims = (0, 1) if dim is None and x.ndim == 2 else dim
+        if not isinstance(dims, (tuple, list)) or len(dims) != 2:
+            raise ValueError("Array.norm: p='nuc' needs two dims (or a 2-D array)")
+        m = _OPS["moveaxis"](x, tuple(dims), (-2, -1))
+        out = _OPS["linalg.matrix_norm"](m, ord="nuc", keepdims=keepdim)
+        if keepdim:
+            out = _OPS["moveaxis"](out, (-2, -1), tuple(dims))
+        return out
+    if p == "fro":
+        p = 2
+    if isinstance(p, str):
+        raise ValueError(f"Array.norm: p must be a number, 'fro' or 'nuc', got {p!r}")
+    axis = tuple(dim) if isinstance(dim, list) else dim
+    return _OPS["linalg.vector_norm"](x, axis=axis, keepdims=keepdim, ord=p)
+
+
+def nansum(self: Array, dim=None, keepdim: bool = False, *, dtype=None) -> Array:
+    """The sum over ``dim`` with NaNs counted as zero."""
+    x = _OPS["where"](_OPS["isnan"](self), 0, self) if self._dtype.kind in "fc" else self
+    return _OPS["sum"](x, axis=tuple(dim) if isinstance(dim, list) else dim, keepdims=keepdim,
+                       dtype=dtype)
+
+
+def topk(self: Array, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> tuple:  # noqa: A002
+    """(values, indices) of the ``k`` largest (smallest) elements along ``dim``: gp.topk."""
+    return tuple(_OPS["topk"](self, k, axis=dim, largest=largest, sorted=sorted))
+
+
+def argsort(self: Array, axis: int = -1, *, dim=None, descending: bool = False,
+            stable: bool = False, kind=None, order=None) -> Array:
+    """Indices that sort along ``axis`` (NumPy's, or torch's dim/descending): gp.argsort."""
+    if order is not None:
+        raise TypeError("Array.argsort: order= (structured arrays) is not supported")
+    return _OPS["argsort"](self, axis=axis if dim is None else dim, descending=descending,
+                           stable=True)
+
+
+def sort(self: Array, axis: int = -1, kind=None, order=None, **kw) -> None:
+    """NumPy's sort: in place along ``axis``, returning None. torch's sort (which returns
+    (values, indices)) is TypeError for its keywords dim=, descending=, stable=: use
+    gp.sort / argsort, or topk."""
+    if kw:
+        raise TypeError(f"Array.sort: {sorted(kw)} are torch's keywords, and torch's sort "
+                        "returns (values, indices); here it is NumPy's sort (in place, "
+                        "returns None): use grilly.sort(x, axis=, descending=) and "
+                        "x.argsort(dim=, descending=)")
+    if order is not None:
+        raise TypeError("Array.sort: order= (structured arrays) is not supported")
+    dispatch.check_writable(self._buf, "sort (in place)")
+    _write(self, _OPS["sort"](_old(self), axis=axis))
+
+
+def take(self: Array, indices, axis=None, out=None, mode: str = "raise") -> Array:
+    """The elements at ``indices`` (of the flattened array when ``axis`` is None): gp.take."""
+    _no_out("take", out)
+    if mode != "raise":
+        raise TypeError(f"Array.take: mode={mode!r} is not supported (only 'raise')")
+    if axis is None:
+        return _OPS["take"](_OPS["reshape"](self, (-1,)), indices)
+    return _OPS["take"](self, indices, axis=axis)
+
+
+def _trimmed(self: Array, index: Array, d: int, op: str) -> Array:
+    """self cut to ``index``'s size along every axis but ``d`` (torch lets index be smaller)."""
+    if index.ndim != self.ndim:
+        raise ValueError(f"Array.{op}: index must have as many dimensions as the array "
+                         f"({self.ndim}), got {index.ndim}")
+    for i, (a, b) in enumerate(zip(index.shape, self.shape)):
+        if i != d and a > b:
+            raise ValueError(f"Array.{op}: index shape {index.shape} exceeds the array's shape "
+                             f"{self.shape} in dimension {i}")
+    key = tuple(slice(None) if i == d else slice(0, n) for i, n in enumerate(index.shape))
+    return self[key] if any(i != d and a != b for i, (a, b) in
+                            enumerate(zip(index.shape, self.shape))) else self
+
+
+def gather(self: Array, dim: int, index: Array) -> Array:
+    """self[..., index[i, j], ...] along ``dim``, shaped as ``index``: gp.take_along_axis."""
+    d = _dim(self, dim, "gather")
+    return _OPS["take_along_axis"](_trimmed(self, index, d, "gather"), index, axis=d)
+
+
+def _scatter_key(self: Array, d: int, index: Array) -> tuple:
+    """The advanced index that puts element ``i`` of ``index`` at its position along ``d``."""
+    key = []
+    for i, n in enumerate(index.shape):
+        if i == d:
+            key.append(index)
+        else:
+            shape = [1] * index.ndim
+            shape[i] = n
+            key.append(_OPS["reshape"](_OPS["arange"](n, device=self.device), tuple(shape)))
+    return tuple(key)
+
+
+def scatter(self: Array, dim: int, index: Array, src=None, *, value=None, reduce=None) -> Array:
+    """A copy of self with ``src`` (or the scalar ``value``) written at ``index`` along ``dim``."""
+    if reduce is not None:
+        raise NotImplementedError("Array.scatter: reduce= is not supported; use scatter_add")
+    if (src is None) == (value is None):
+        raise TypeError("Array.scatter: give exactly one of src and value")
+    d = _dim(self, dim, "scatter")
+    _trimmed(self, index, d, "scatter")
+    v = value if src is None else src
+    if isinstance(v, Array) and v.ndim:
+        v = v[tuple(slice(0, n) for n in index.shape)]
+    out = self.copy()
+    out[_scatter_key(self, d, index)] = v
+    return out
+
+
+def scatter_add(self: Array, dim: int, index: Array, src: Array) -> Array:
+    """self plus ``src`` added at ``index`` along ``dim`` (repeated indices accumulate): a
+    one-hot sum, so it runs on every device and differentiates in self and src."""
+    d = _dim(self, dim, "scatter_add")
+    _trimmed(self, index, d, "scatter_add")
+    src = src[tuple(slice(0, n) for n in index.shape)]
+    n = self.shape[d]
+    hit = _OPS["equal"](_OPS["expand_dims"](index, axis=-1),
+                        _OPS["arange"](n, device=self.device))
+    part = _OPS["sum"](_OPS["multiply"](_OPS["astype"](hit, src.dtype),
+                                        _OPS["expand_dims"](src, axis=-1)), axis=d)
+    part = _OPS["moveaxis"](part, -1, d)
+    if part.shape != self.shape:   # index smaller than self: zeros beyond it
+        full = _OPS["zeros"](self.shape, dtype=part.dtype, device=self.device)
+        full[tuple(slice(0, k) for k in part.shape)] = part
+        part = full
+    return _OPS["add"](self, part)
+
+
+def index_select(self: Array, dim: int, index: Array) -> Array:
+    """The slices at the 1-D ``index`` along ``dim``: gp.take."""
+    if not isinstance(index, Array) or index.ndim > 1:
+        raise ValueError("Array.index_select: index must be a 0-D or 1-D integer array")
+    return _OPS["take"](self, _OPS["reshape"](index, (-1,)), axis=_dim(self, dim, "index_select"))
+
+
+def tril(self: Array, diagonal: int = 0) -> Array:
+    """The lower triangle (below the ``diagonal``-th diagonal zeroed above): gp.tril."""
+    return _OPS["tril"](self, k=diagonal)
+
+
+def triu(self: Array, diagonal: int = 0) -> Array:
+    """The upper triangle: gp.triu."""
+    return _OPS["triu"](self, k=diagonal)
+
+
+def diag(self: Array, diagonal: int = 0) -> Array:
+    """A 1-D array as the ``diagonal``-th diagonal of a square matrix, or a 2-D array's
+    ``diagonal``-th diagonal (gp.linalg.diagonal)."""
+    if self.ndim == 2:
+        return _OPS["linalg.diagonal"](self, offset=diagonal)
+    if self.ndim != 1:
+        raise ValueError(f"Array.diag: needs a 1-D or 2-D array, got {self.ndim}-D")
+    n = self.shape[0] + abs(diagonal)
+    i = _OPS["arange"](self.shape[0], device=self.device)
+    out = _OPS["zeros"]((n, n), dtype=self.dtype, device=self.device)
+    out[(i + max(-diagonal, 0), i + max(diagonal, 0))] = self
+    return out
+
+
+def allclose(self: Array, other: Array, rtol: float = 1e-05, atol: float = 1e-08,
+             equal_nan: bool = False) -> bool:
+    """Whether |self - other| <= atol + rtol * |other| everywhere (equal infinities count)."""
+    close = _OPS["logical_or"](_OPS["equal"](self, other), _OPS["less_equal"](
+        _OPS["abs"](_OPS["subtract"](self, other)),
+        _OPS["add"](_OPS["multiply"](_OPS["abs"](other), rtol), atol)))
+    if equal_nan:
+        close = _OPS["logical_or"](close, _OPS["logical_and"](_OPS["isnan"](self),
+                                                              _OPS["isnan"](other)))
+    return bool(_OPS["all"](close))
+
+
+def equal(self: Array, other: Array) -> bool:
+    """Whether both have the same shape and elements."""
+    return self.shape == other.shape and bool(_OPS["all"](_OPS["equal"](self, other)))
+
+
+def unique(self: Array, sorted: bool = True, return_inverse: bool = False,  # noqa: A002
+           return_counts: bool = False, dim=None):
+    """The sorted unique values (and the inverse indices, the counts where asked), as torch."""
+    if dim is not None:
+        raise NotImplementedError("Array.unique: dim= (unique slices) is not supported")
+    if not return_inverse and not return_counts:
+        return _OPS["unique_values"](self)
+    if return_inverse and return_counts:
+        r = _OPS["unique_all"](self)
+        return r.values, r.inverse_indices, r.counts
+    if return_inverse:
+        return tuple(_OPS["unique_inverse"](self))
+    return tuple(_OPS["unique_counts"](self))
+
+
+def nonzero(self: Array, *, as_tuple: bool | None = None):
+    """NumPy's nonzero: a tuple of index arrays, one per axis (torch's as_tuple=True).
+    torch's default form, ``nonzero(as_tuple=False)``, is the (N, ndim) array of them stacked."""
+    idx = _OPS["nonzero"](self)
+    return _OPS["stack"](idx, axis=-1) if as_tuple is False else idx
+
+
+# ---- in place (torch's trailing underscore; each returns self) -----------------------------------
+def _old(x: Array) -> Array:
+    """x, or in grad mode a differentiable copy standing for its old values (what an in-place
+    write must not overwrite while the graph still needs it)."""
+    return x.copy() if x.requires_grad else x
+
+
+def _write(x: Array, value) -> Array:
+    """x[...] = value through autograd's setitem path (a leaf that requires grad raises)."""
+    x[...] = value
+    return x
+
+
+def _inplace_binary(name: str, op: str) -> None:
+    if op in ("add", "subtract"):
+        def f(self: Array, other, *, alpha=1) -> Array:
+            return dispatch.inplace(self, op, _scaled(other, alpha))
+    else:
+        def f(self: Array, other) -> Array:
+            return dispatch.inplace(self, op, other)
+    f.__doc__ = f"self = gp.{op}(self, other) in place (the ``x op= y`` path); returns self."
+    _method(name, f)
+
+
+for _name, _op in (("add_", "add"), ("sub_", "subtract"), ("mul_", "multiply"),
+                   ("div_", "divide"), ("pow_", "pow")):
+    _inplace_binary(_name, _op)
+
+
+def zero_(self: Array) -> Array:
+    """Every element set to 0; returns self."""
+    return _write(self, 0)
+
+
+def fill_(self: Array, value) -> Array:
+    """Every element set to ``value``; returns self."""
+    return _write(self, value)
+
+
+def copy_(self: Array, src) -> Array:
+    """``src`` (broadcast, cast to this dtype) written into self; returns self."""
+    if isinstance(src, Array) and src.device is not self.device:
+        src = _OPS["to_device"](src, self.device)
+    return _write(self, src)
+
+
+def clamp_(self: Array, min=None, max=None) -> Array:   # noqa: A002
+    """clamp in place; returns self."""
+    dispatch.check_writable(self._buf, "clamp_ (in place)")
+    return _write(self, clamp(_old(self), min, max))
+
+
+def masked_fill_(self: Array, mask: Array, value) -> Array:
+    """masked_fill in place; returns self."""
+    dispatch.check_writable(self._buf, "masked_fill_ (in place)")
+    return _write(self, masked_fill(_old(self), mask, value))
+
+
+def _generator(generator):
+    return _ns().random.default_generator if generator is None else generator
+
+
+def uniform_(self: Array, a: float = 0.0, b: float = 1.0, *, generator=None) -> Array:
+    """Uniform draws in [a, b) from grilly.random (its default generator unless given)."""
+    return _write(self, _generator(generator).uniform(a, b, self.shape, dtype=self.dtype,
+                                                      device=self.device))
+
+
+def normal_(self: Array, mean: float = 0.0, std: float = 1.0, *, generator=None) -> Array:
+    """Normal draws from grilly.random (its default generator unless given)."""
+    return _write(self, _generator(generator).normal(mean, std, self.shape, dtype=self.dtype,
+                                                     device=self.device))
+
+
+for _fn in (view, view_as, reshape_as, expand, expand_as, unsqueeze, permute, t, movedim, narrow,
+            flip, roll, chunk, split, unbind, tile, repeat, dim, numel, element_size,
+            is_floating_point, stride, is_contiguous, contiguous, clone, type_as, to, cpu,
+            new_zeros, new_ones, new_empty, new_full, new_tensor, rsqrt, sigmoid, relu, round,
+            float_power, fmod, add, sub, div, lerp, mm, bmm, addmm, addcmul, addcdiv, dot, outer,
+            clamp, where, masked_fill, masked_select, softmax, log_softmax, logsumexp, amax,
+            amin, norm, nansum, topk, argsort, sort, take, gather, scatter, scatter_add,
+            index_select, tril, triu, diag, allclose, equal, unique, nonzero, zero_, fill_,
+            copy_, clamp_, masked_fill_, uniform_, normal_):
+    setattr(Array, _fn.__name__, _fn)
