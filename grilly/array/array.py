@@ -80,8 +80,11 @@ _new_hook = None
 class Array:
     """An n-dimensional array on a grilly device (the Array API array object)."""
 
+    # _version: None, or the version cell [n] this array shares with its views (bumped by every
+    # write in place; autograd compares it with what a node saved); _view: None, or how this
+    # view was made (view_of)
     __slots__ = ("_buf", "_dtype", "_device", "requires_grad", "grad", "_node", "_hooks",
-                 "retains_grad", "__weakref__")
+                 "retains_grad", "_version", "_view", "__weakref__")
     __array_priority__ = 100  # numpy defers binary operators to us
 
     def __init__(self, *a, **k):
@@ -98,6 +101,7 @@ class Array:
         self._node = None
         self._hooks = None
         self.retains_grad = False
+        self._version = self._view = None
         if _new_hook is not None:
             _new_hook(self)
         return self
@@ -455,7 +459,8 @@ class Array:
 
     def __setitem__(self, key, value):
         h = dispatch.hooks.setitem
-        if h is not None and (self.requires_grad or getattr(value, "requires_grad", False)):
+        if h is not None and (self.requires_grad or getattr(value, "requires_grad", False)
+                              or (self._view is not None and self._view[0].requires_grad)):
             h(self, key, value)
         else:
             _OPS["__setitem__"](self, key, value)
@@ -526,6 +531,44 @@ class _Size(int):
 
     def __reduce__(self):   # pickles (and copies) as the plain int
         return int, (int(self),)
+
+
+def version_cell(x: Array) -> list:
+    """The version cell of ``x`` (made on first need: an array without one is at version 0)."""
+    c = x._version
+    if c is None:
+        c = x._version = [0]
+    return c
+
+
+def bump(x: Array) -> None:
+    """Count a write in place into ``x``'s memory (seen by ``x`` and every view sharing it)."""
+    c = x._version
+    if c is None:
+        x._version = [1]
+    else:
+        c[0] += 1
+
+
+def view_of(x: Array, buf, op: str, args: tuple = (), kw: dict | None = None) -> Array:
+    """A new Array on ``buf``, the view ``op(x, *args, **kw)`` of x's memory: it shares x's
+    version cell, and keeps how it was made (``_view``: [x, op, args, kw, the version it was
+    made at]) for autograd to rebase x after a write through it, or remake it after a write
+    into x."""
+    out = Array._new(buf, x._dtype, x._device)
+    c = out._version = version_cell(x)
+    out._view = [x, op, args, kw or {}, c[0]]
+    return out
+
+
+def same_memory(a, b) -> bool:
+    """Whether buffers ``a`` and ``b`` view one allocation (a Vulkan buffer's ``alloc``, a
+    NumPy array's ``base``; identity for other buffers)."""
+    m = getattr(a, "alloc", None)
+    if m is not None:
+        return m is getattr(b, "alloc", None)
+    ra, rb = getattr(a, "base", None), getattr(b, "base", None)
+    return (a if ra is None else ra) is (b if rb is None else rb)
 
 
 def _axis_kw(op: str, axis, keepdims: bool, kw: dict, torch_dim: bool = True) -> tuple:

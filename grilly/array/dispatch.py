@@ -148,7 +148,9 @@ def export(namespace: dict, prefix: str = "") -> None:
 def inplace(x, name: str, other):
     """``x`` updated in place with ``name(x, other)`` (the augmented assignment operators)."""
     check_writable(x._buf, f"{name} (in place)")   # before the op's work, on either path
-    if hooks.inplace is not None and (x.requires_grad or getattr(other, "requires_grad", False)):
+    # (a view of an array that requires grad too: its base's history changes with it)
+    if hooks.inplace is not None and (x.requires_grad or getattr(other, "requires_grad", False)
+                                      or (x._view is not None and x._view[0].requires_grad)):
         return hooks.inplace(x, name, other)
     store(x, OPS[name](x, other), name)
     return x
@@ -174,6 +176,11 @@ def store(x, res, name: str) -> None:
         raise ValueError(f"{name} (in place): result shape {res.shape} does not match the "
                          f"array's shape {x.shape}")
     x._device.kernels["assign"](x._buf, res._buf)
+    c = x._version   # (array.bump, inlined: array.py imports this module)
+    if c is None:
+        x._version = [1]
+    else:
+        c[0] += 1
 
 
 class _Namespace:

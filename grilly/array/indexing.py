@@ -12,7 +12,7 @@ import operator
 
 from . import dispatch
 from . import dtypes as dt
-from .array import Array
+from .array import Array, bump, view_of
 from .core import (AxisError, broadcast_shapes, call, check_array, check_device_dtype,
                    common_device, kernel, normalize_axis, wrap)
 
@@ -253,7 +253,7 @@ def getitem(x: Array, key) -> Array:
     dev = x._device
     buf = _view(x, skey, vshape, op)
     if not adv:
-        return wrap(buf, x._dtype, dev)
+        return view_of(x, buf, "__getitem__", (key,))
     perm, p = _adv_layout(vshape, adv, split)
     idx, s = _index_bufs(x, adv, op)
     out = kernel(dev, "gather")(_permute(dev, buf, perm), idx)
@@ -319,6 +319,7 @@ def setitem(x: Array, key, value) -> None:
     dev = x._device
     dispatch.check_writable(x._buf, op)
     buf = _view(x, skey, vshape, op)
+    bump(x)
     if not adv:
         kernel(dev, "assign")(buf, _value_buf(x, value, vshape, op))
         return

@@ -5,7 +5,7 @@ from collections.abc import Sequence
 
 from . import dispatch
 from . import dtypes as dt
-from .array import Array
+from .array import Array, view_of
 from .core import (as_compute_array, broadcast_shapes, check_array, common_device, kernel,
                    normalize_axis, wrap)
 
@@ -56,7 +56,7 @@ def matrix_transpose(x: Array, /) -> Array:
         raise ValueError(f"matrix_transpose: x must have at least 2 dimensions, got shape {x.shape}")
     n = x.ndim
     axes = tuple(range(n - 2)) + (n - 1, n - 2)
-    return wrap(kernel(x._device, "permute")(x._buf, axes), x._dtype, x._device)
+    return view_of(x, kernel(x._device, "permute")(x._buf, axes), "matrix_transpose")
 
 
 def _axes_list(ax, ndim: int, name: str) -> tuple:

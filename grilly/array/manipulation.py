@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from . import dispatch
 from . import dtypes as dt
-from .array import Array
+from .array import Array, same_memory, view_of
 from .core import (AxisError, astype_buf, call, check_array, check_nbytes, common_device, kernel,
                    wrap)
 from .core import broadcast_shapes as _bshapes
@@ -53,7 +53,15 @@ def normalize_axis(a, ndim: int, op: str, arg: str = "axis") -> int:
 
 def _alias(x: Array) -> Array:
     """A new Array object over x's buffer (ops return fresh objects even when nothing moves)."""
-    return wrap(x._buf, x._dtype, x._device)
+    return view_of(x, x._buf, "reshape", (x.shape,))
+
+
+def _maybe_view(x: Array, buf, shape: tuple) -> Array:
+    """``buf`` (x reshaped to ``shape``: a view, or a copy where the layout needed one) as an
+    Array."""
+    if same_memory(buf, x._buf):
+        return view_of(x, buf, "reshape", (shape,))
+    return wrap(buf, x._dtype, x._device)
 
 
 def _axes_list(axis, ndim: int, op: str, arg: str = "axis") -> list:
@@ -67,7 +75,7 @@ def _axes_list(axis, ndim: int, op: str, arg: str = "axis") -> list:
 def _reshape(x: Array, shape: tuple) -> Array:
     if tuple(x._buf.shape) == shape:
         return _alias(x)
-    return wrap(kernel(x._device, "reshape")(x._buf, shape), x._dtype, x._device)
+    return _maybe_view(x, kernel(x._device, "reshape")(x._buf, shape), shape)
 
 
 def _arrays(arrays, op: str) -> list:
@@ -184,7 +192,7 @@ def flip(x: Array, /, *, axis: int | tuple[int, ...] | None = None) -> Array:
         return _alias(x)
     key = tuple(slice(n - 1, None, -1) if i in axes and n else slice(0, n, 1)
                 for i, n in enumerate(x.shape))
-    return wrap(kernel(x._device, "slice")(x._buf, key), x._dtype, x._device)
+    return view_of(x, kernel(x._device, "slice")(x._buf, key), "flip", (), {"axis": tuple(axes)})
 
 
 def permute_dims(x: Array, /, axes: tuple[int, ...]) -> Array:
@@ -198,7 +206,7 @@ def permute_dims(x: Array, /, axes: tuple[int, ...]) -> Array:
                          f"{x.ndim} axes")
     if perm == tuple(range(x.ndim)):
         return _alias(x)
-    return wrap(kernel(x._device, "permute")(x._buf, perm), x._dtype, x._device)
+    return view_of(x, kernel(x._device, "permute")(x._buf, perm), "permute_dims", (perm,))
 
 
 def moveaxis(x: Array, source: int | tuple[int, ...], destination: int | tuple[int, ...],
@@ -241,7 +249,8 @@ def reshape(x: Array, /, shape: tuple[int, ...], *, copy: bool | None = None) ->
         raise ValueError(f"reshape: cannot reshape an array of size {size} into {shape}")
     if not copy and tuple(x._buf.shape) == shape:
         return _alias(x)
-    return wrap(kernel(x._device, "reshape")(x._buf, shape, copy), x._dtype, x._device)
+    buf = kernel(x._device, "reshape")(x._buf, shape, copy)
+    return wrap(buf, x._dtype, x._device) if copy else _maybe_view(x, buf, shape)
 
 
 def roll(x: Array, /, shift: int | tuple[int, ...], *,

@@ -22,7 +22,7 @@ import numpy as np
 from ..backends.contract import optim_scalars
 from . import core
 from . import dispatch as _dispatch
-from .array import Array
+from .array import Array, bump
 
 __all__ = ["sgd_step", "adam_step", "rmsprop_step", "adagrad_step", "amp_unscale", "batched",
            "takes_vals", "step_in_kernels"]
@@ -155,6 +155,7 @@ def _now(op: str, dev, arrays: tuple, scalars: tuple) -> None:
 
 
 def _run(op: str, p: Array, arrays: tuple, scalars: tuple) -> None:
+    bump(p)   # written in place: a graph that saved p cannot backward through it after
     calls = getattr(_batch, "calls", None)
     if calls is not None:
         calls.append((op, p._device, arrays, scalars))

@@ -15,7 +15,8 @@ from .gradcheck import gradcheck
 from .mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled,
                    no_grad, set_grad_enabled)
 from .rules import RULES, rule_names
-from .tape import Node, RemovableHandle, backward, detach, grad, register_hook, retain_grad
+from .tape import (Node, RemovableHandle, backward, detach, grad, refresh, register_hook,
+                   retain_grad)
 
 __all__ = ["Function", "RemovableHandle", "backward", "detach", "enable_grad", "grad",
            "gradcheck", "inference_mode", "install", "is_grad_enabled",
@@ -50,16 +51,70 @@ def _record(name: str, fn, args: tuple, kw: dict):
         out = fn(*args, **kw)
     finally:
         st.enabled = True
-    return record(name, r[0], args, kw, out, r[1])
+    return record(name, r[0], args, kw, out, r[1], r[2])
 
 
 _state = mode.state   # this thread's grad mode (a threading.local: one lookup less per op)
 
 
 def _leaf_inplace_check(x: Array, op: str) -> None:
+    """RuntimeError where ``x`` (or the array it is a view of) is a leaf that requires grad;
+    a view written since its base was brings its history up to date first (tape.refresh)."""
     if x.requires_grad and x._node is None:
         raise RuntimeError(f"{op}: a leaf Array that requires grad is used in an in-place "
                            "operation; wrap it in no_grad() (as optimizers do) or work on a copy")
+    v = x._view
+    if v is None:
+        return
+    if v[4] != x._version[0]:
+        refresh(x)
+    if x._node is None and v[0].requires_grad:
+        raise RuntimeError(f"{op}: a view of an array that requires grad, made in no_grad "
+                           "mode (or by an op that returns views without a gradient), is being "
+                           "modified inplace with grad mode enabled; make the view in grad "
+                           "mode, or write into a copy (x.copy())")
+    while v is not None:
+        b = v[0]
+        if b.requires_grad and b._node is None:
+            raise RuntimeError(f"{op}: a view of a leaf Array that requires grad is used in an "
+                               "in-place operation; wrap it in no_grad() or work on a copy")
+        v = b._view
+
+
+def _unview(op: str, args: tuple, kw: dict):
+    """The rule of a base overwritten whole through its view ``op(base, *args, **kw)``."""
+    f = dispatch.OPS[op]
+
+    def rule(g, out, view):
+        return (f(g, *args, **kw),)
+    return rule
+
+
+def _rebase(x: Array) -> None:
+    """After a recorded write into view ``x``: the array it views (and so on up) takes a node
+    whose value is its old one with x's part replaced by x's new one, as torch's CopySlices
+    (``y = a * 2; y[0] *= 3`` changes y's gradient, not only the view's)."""
+    chain = []
+    v = x._view
+    while v is not None:
+        chain.append(v)
+        v = v[0]._view
+    if not chain:
+        return
+    n = x._version[0]
+    for v in chain:   # each view up to date first (so _edges does not remake them)
+        v[4] = n
+    child = x
+    for base, op, args, kw, _ in chain:
+        if op == "__getitem__":
+            nargs = (base, args[0], child)
+            node = Node("__setitem__", RULES["__setitem__"][0], nargs, {}, None, _edges(nargs), 1)
+        else:   # a reshape, permutation or flip of the whole base
+            node = Node(f"{op} (in place)", _unview(op, args, kw), (child,), {}, None,
+                        _edges((child,)), 1)
+        if node.edges and base._dtype.kind in "fc":
+            base._node, base.requires_grad = (node, 0), True
+        child = base
 
 
 def _setitem(x: Array, key, value) -> None:
@@ -75,6 +130,8 @@ def _setitem(x: Array, key, value) -> None:
     if x._dtype.kind in "fc" and edges:
         x._node = (Node("__setitem__", RULES["__setitem__"][0], args, {}, None, edges, 1), 0)
         x.requires_grad = True
+        if x._view is not None:
+            _rebase(x)
 
 
 def _inplace(x: Array, name: str, other) -> Array:
@@ -90,6 +147,8 @@ def _inplace(x: Array, name: str, other) -> Array:
     with no_grad():
         dispatch.store(x, res, name)
     x._node, x.requires_grad = res._node, res.requires_grad
+    if x._view is not None and res._node is not None:
+        _rebase(x)
     return x
 
 

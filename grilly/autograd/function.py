@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import functools
 
-from ..array.array import Array
+from ..array.array import Array, view_of
 from . import mode
-from .tape import Node, edge_of
+from .tape import Node, check_saved, edge_of, refresh, version
 
 __all__ = ["Function", "differentiable", "record"]
 
@@ -18,6 +18,9 @@ def _edges(args) -> list:
     edges = []
     for i, a in enumerate(args):
         if isinstance(a, Array):
+            v = a._view
+            if v is not None and v[4] != a._version[0]:
+                refresh(a)   # a view whose memory was written since: its history first
             if a.requires_grad and a._dtype.kind in "fc":
                 # (edge_of, inlined: this runs for every argument of every recorded op)
                 edges.append((i, a._node if a._node is not None else a, a.shape, a._dtype))
@@ -28,9 +31,45 @@ def _edges(args) -> list:
     return edges
 
 
-def record(name: str, rule, args: tuple, kw: dict, out, save_out: bool = True):
+def _rg(a) -> bool:
+    return isinstance(a, Array) and a.requires_grad
+
+
+def _saved(saves: str, args: tuple, out) -> tuple | None:
+    """(array, its version) for each array a rule reads, by ``saves``: "none"; "args" (the
+    array arguments); "out" (the outputs); "all" (both; the outputs where saved); "cross" (an
+    argument of two where the other requires grad: a product's rule); "divide" (the divisor,
+    but of a nonzero scalar, and the output where the divisor requires grad); "pow" (the
+    arguments, and the output where the exponent requires grad)."""
+    if saves == "none":
+        return None
+    arrays = []
+    if saves == "cross":
+        a, b = args[0], args[1]
+        if isinstance(a, Array) and _rg(b):
+            arrays.append(a)
+        if isinstance(b, Array) and _rg(a):
+            arrays.append(b)
+    elif saves == "divide":
+        if isinstance(args[1], Array) and (isinstance(args[0], Array) or args[0] == 0):
+            arrays.append(args[1])
+        if _rg(args[1]):
+            arrays.append(out)
+    else:
+        if saves != "out":
+            arrays = [a for a in args if isinstance(a, Array)]
+        if saves == "out" or (saves == "all" and out is not None) or (
+                saves == "pow" and _rg(args[1])):
+            arrays.extend(out if isinstance(out, tuple) else (out,))
+    res = tuple([(a, version(a)) for a in arrays if isinstance(a, Array)])
+    return res or None
+
+
+def record(name: str, rule, args: tuple, kw: dict, out, save_out: bool = True,
+           saves: str = "all"):
     """Attach a node with VJP ``rule`` to ``out`` (an Array or a sequence of Arrays), computed
-    from ``args``; returns ``out``. Does nothing when no argument requires grad."""
+    from ``args``; returns ``out``. Does nothing when no argument requires grad. ``saves``:
+    which arrays the rule reads (_saved), checked against writes in place at backward."""
     edges = _edges(args)
     if not edges:
         return out
@@ -40,11 +79,12 @@ def record(name: str, rule, args: tuple, kw: dict, out, save_out: bool = True):
         for a in args:   # (a loop, not any() over a generator: this runs on every op)
             if out is a:
                 return out
-        out._node = (Node(name, rule, args, kw, out if save_out else None, edges, 1), 0)
+        o = out if save_out else None
+        out._node = (Node(name, rule, args, kw, o, edges, 1, _saved(saves, args, o)), 0)
         out.requires_grad = True
         return out
     outs = tuple(out)
-    node = Node(name, rule, args, kw, outs, edges, len(outs))
+    node = Node(name, rule, args, kw, outs, edges, len(outs), _saved(saves, args, outs))
     for k, o in enumerate(outs):
         if isinstance(o, Array) and o._dtype.kind in "fc" and not any(o is a for a in args):
             o._node = (node, k)
@@ -94,13 +134,37 @@ def differentiable(name: str, fn, rule, save_out: bool = True, seq: bool = False
 class _Ctx:
     """What ``Function.forward`` and ``backward`` share: saved arrays and flags."""
 
-    def __init__(self, args):
-        self.saved_tensors = ()
+    def __init__(self, args, name: str = "Function"):
+        self._saved = ()
+        self._name = name
         self.needs_input_grad = tuple([isinstance(a, Array) and a.requires_grad for a in args])
 
     def save_for_backward(self, *arrays) -> None:
         """Keep ``arrays`` for backward (read them back as ``ctx.saved_tensors``)."""
-        self.saved_tensors = arrays
+        self._saved = arrays
+        self._versions = tuple([version(a) if isinstance(a, Array) else 0 for a in arrays])
+
+    @property
+    def saved_tensors(self) -> tuple:
+        """The arrays ``save_for_backward`` kept; RuntimeError where one was written in place
+        since (as torch's)."""
+        if self._saved:
+            check_saved(_Saved(self._name, [(a, v) for a, v in zip(self._saved, self._versions)
+                                            if isinstance(a, Array)]))
+        return self._saved
+
+    @saved_tensors.setter
+    def saved_tensors(self, arrays) -> None:
+        self.save_for_backward(*arrays)
+
+
+class _Saved:
+    """What check_saved reads of a node (a Function's context stands in for one)."""
+
+    __slots__ = ("name", "saved")
+
+    def __init__(self, name: str, saved: list) -> None:
+        self.name, self.saved = name, saved
 
 
 def _not_twice(name: str):
@@ -119,15 +183,15 @@ def _once(name: str, res: tuple, inputs: tuple) -> tuple:
     rule = _not_twice(name)
     for r in res:
         if isinstance(r, Array):
-            record(f"{name}.backward", rule, inputs, {}, r, save_out=False)
+            record(f"{name}.backward", rule, inputs, {}, r, save_out=False, saves="none")
     return res
 
 
 def _alias(x: Array, args) -> Array:
-    """``x``, or a new Array sharing its buffer where ``x`` is one of ``args``."""
+    """``x``, or a new Array sharing its buffer where ``x`` is one of ``args`` (a view of it)."""
     for a in args:
         if x is a:
-            return Array._new(x._buf, x._dtype, x._device)
+            return view_of(x, x._buf, "reshape", (x.shape,))
     return x
 
 
@@ -150,7 +214,7 @@ class Function:
     @classmethod
     def apply(cls, *args, **kw):
         """Run forward without recording, then record one node whose VJP is ``backward``."""
-        ctx = _Ctx(args)
+        ctx = _Ctx(args, cls.__name__)
         # grad mode off around forward, set directly (a no_grad() block costs a microsecond,
         # and this runs for every layer call)
         st = _state
@@ -176,4 +240,4 @@ class Function:
             if cls.once_differentiable and _state.enabled:   # (create_graph)
                 res = _once(cls.__name__.lstrip("_"), res, (*args, *gs))
             return res
-        return record(cls.__name__, rule, args, {}, out, save_out=False)
+        return record(cls.__name__, rule, args, {}, out, save_out=False, saves="none")

@@ -109,6 +109,9 @@ def _multiply(g, out, x1, x2):
 
 
 def _divide(g, out, x1, x2):
+    if not isinstance(x1, Array) and x1 != 0:
+        # c / x2 from the output alone, as torch's reciprocal: x2 may be written in place after
+        return (None, -g * _cj(out * out / x1))
     gx1 = g / _cj(x2) if _rg(x1) or _rg(x2) else None
     return (gx1 if _rg(x1) else None, -gx1 * _cj(out) if _rg(x2) else None)
 
@@ -162,6 +165,8 @@ def _remainder(g, out, x1, x2):
 
 
 def _clip(g, out, x, min=None, max=None):
+    # from x alone (clipped again), as torch's clamp: the output may be written in place after
+    out = N.clip(x, min, max)
     keep = N.equal(out, x)
     if not (_rg(min) or _rg(max)):
         return (g * N.astype(keep, g.dtype),)
@@ -576,7 +581,7 @@ RULES.update({
     "minimum": (_extremum(lambda a, b: N.less(a, b)), True),
     "copysign": (_copysign, True), "remainder": (_remainder, False),
     "floor_divide": (lambda g, out, x1, x2: _zeros(g, x1, x2), False),
-    "clip": (_clip, True), "where": (_where, False), "astype": (_astype, False),
+    "clip": (_clip, False), "where": (_where, False), "astype": (_astype, False),
     "sum": (_sum, False), "mean": (_mean, False), "prod": (_prod, True),
     "max": (_max_min, True), "min": (_max_min, True), "var": (_var, False),
     "std": (_std, True), "logsumexp": (_logsumexp, True),
@@ -995,3 +1000,29 @@ def _log_softmax(g, out, x, axis=-1):
 
 
 RULES.update({"fused.softmax": (_softmax, True), "fused.log_softmax": (_log_softmax, True)})
+
+
+# ---- what each rule reads of its saved arrays ---------------------------------------------------
+# (function._saved: a write in place into one of them before backward is then torch's
+# RuntimeError, not a wrong gradient); every rule not named reads its array arguments, and its
+# output where it saves it
+_READS = {
+    "none": ("ceil", "floor", "trunc", "round", "sign", "floor_divide", "negative", "positive",
+             "conj", "real", "imag", "add", "subtract", "astype", "sum", "mean",
+             "cumulative_sum", "reshape", "expand_dims", "squeeze", "broadcast_to",
+             "permute_dims", "flip", "roll", "moveaxis", "concat", "stack", "unstack",
+             "broadcast_arrays", "tile", "matrix_transpose", "linalg.matrix_transpose",
+             "__getitem__", "__setitem__", "to_device", "linalg.trace", "tril", "triu", "diff",
+             "repeat", "linalg.diagonal", "fft.fftshift", "fft.ifftshift"),
+    "out": ("exp", "expm1", "tan", "tanh", "sqrt", "reciprocal", "fused.softmax",
+            "fused.log_softmax"),
+    "args": tuple(n for n in _UNARY if n not in ("exp", "expm1", "tan", "tanh", "sqrt",
+                                                 "reciprocal")),
+    "cross": ("multiply", "matmul", "linalg.matmul", "vecdot", "linalg.vecdot", "linalg.outer",
+              "tensordot", "linalg.tensordot"),
+    "divide": ("divide",), "pow": ("pow",),
+}
+_KIND = {n: k for k, names in _READS.items() for n in names}
+# RULES[name] = (rule, saves its output, what it reads)
+for _n, (_r, _s) in list(RULES.items()):
+    RULES[_n] = (_r, _s, _KIND.get(_n, "all"))

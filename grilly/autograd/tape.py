@@ -34,11 +34,15 @@ _ACCUMULATE = threading.Lock()
 class Node:
     """One recorded op: its VJP rule, saved arguments and input edges."""
 
-    __slots__ = ("name", "rule", "args", "kw", "out", "edges", "n_out", "hooks", "retain")
+    __slots__ = ("name", "rule", "args", "kw", "out", "edges", "n_out", "hooks", "retain",
+                 "saved")
 
-    def __init__(self, name, rule, args, kw, out, edges, n_out):
+    def __init__(self, name, rule, args, kw, out, edges, n_out, saved=None):
         self.name, self.rule, self.args, self.kw = name, rule, args, kw
         self.out, self.edges, self.n_out = out, edges, n_out
+        # (array, its version) for each array the rule reads: a write in place into one of
+        # them since is an error at backward (check_saved), not a wrong gradient
+        self.saved = saved
         self.hooks = None    # output index -> {handle id: hook}, where hooks were registered
         self.retain = None   # output index -> weak reference to the array that retains grad
 
@@ -140,7 +144,41 @@ def _ns():
 
 def edge_of(x: Array):
     """Where gradient for ``x`` flows: its node, or ``x`` itself when it is a leaf."""
+    v = x._view
+    if v is not None and v[4] != x._version[0]:
+        refresh(x)
     return x._node if x._node is not None else x
+
+
+def version(x: Array) -> int:
+    c = x._version
+    return 0 if c is None else c[0]
+
+
+def refresh(x: Array) -> None:
+    """Remake the history of view ``x`` after a write into its memory not made through it (its
+    base, or another view of it, written in place): x is then its view of the base as the base
+    is now, as torch regenerates a view's grad_fn. Grad mode on."""
+    v = x._view
+    base = v[0]
+    if base._view is not None and base._view[4] != base._version[0]:
+        refresh(base)
+    v[4] = x._version[0]
+    if base.requires_grad:
+        again = _dispatch.OPS[v[1]](base, *v[2], **v[3])
+        x._node, x.requires_grad = again._node, again.requires_grad
+
+
+def check_saved(n: "Node") -> None:
+    """RuntimeError, as torch's, where an array node ``n`` saved was written in place since."""
+    for a, v in n.saved:
+        c = a._version
+        if c is not None and c[0] != v:
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an "
+                f"inplace operation: [{a._dtype.name} {list(a.shape)}], saved by {n.name}, is "
+                f"at version {c[0]}; expected version {v} instead. Hint: change a copy in "
+                "place (x = x.copy()), or make the change out of place (x = x * 2)")
 
 
 def is_float(x: Array) -> bool:
@@ -261,7 +299,7 @@ def _sweep(outputs, grad_outputs, retain_graph: bool, create_graph: bool, captur
                     if deps[t] == 0:
                         ready.append(t)
             if not retain_graph:
-                n.rule = n.args = n.kw = n.out = n.edges = None
+                n.rule = n.args = n.kw = n.out = n.edges = n.saved = None
         for k, (x, g) in leaves.items():   # a leaf's hooks, on its whole gradient
             if x._hooks and (capture is None or k in want_leaves):
                 leaves[k] = (x, _call_hooks(x._hooks, g))
@@ -295,6 +333,8 @@ def _needed(deps: dict, want_nodes: dict, want_leaves: dict) -> set:
 
 def _apply(n: Node, gs: list, ns) -> list:
     """Run node ``n``'s rule on output gradients ``gs`` (missing ones as zeros)."""
+    if n.saved is not None:
+        check_saved(n)
     if n.n_out == 1:
         g = gs[0]
         out = n.out
@@ -408,5 +448,11 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
 
 
 def detach(x: Array) -> Array:
-    """A new Array sharing ``x``'s buffer, cut from the graph (requires_grad False)."""
-    return Array._new(x._buf, x._dtype, x._device)
+    """A new Array sharing ``x``'s buffer (and version counter), cut from the graph
+    (requires_grad False)."""
+    out = Array._new(x._buf, x._dtype, x._device)
+    c = x._version
+    if c is None:
+        c = x._version = [0]
+    out._version = c
+    return out
