@@ -338,3 +338,29 @@ def test_batch_norm_cumulative_average_traces(device):
                                rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(np.asarray(bn.running_var), tb.running_var.numpy(),
                                rtol=1e-5, atol=1e-5)
+
+
+def test_replays_of_arrays_made_in_the_trace_then_written_in_place(device):
+    """zeros made inside a traced function and then written by an advanced-index assignment
+    (scatter) or an in-place add: each replay starts from zeros and keeps every write. On
+    Vulkan a captured replay kept the last run's values (the zeros are a host fill, done once
+    at capture) and lost writes (scatter's claim buffer, also a host fill, kept old claims)."""
+    @gp.jit
+    def f(x, c):
+        z = gp.zeros((2, 6), dtype=gp.float32, device=x.device)
+        z[gp.reshape(gp.arange(2, dtype=gp.int64, device=x.device), (-1, 1)), c] = x
+        w = gp.zeros((2, 6), dtype=gp.float32, device=x.device)
+        w += z
+        w[:, 0] += 1.0
+        return z, w
+
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        xn = rng.random((2, 2), dtype=np.float32) + 1
+        cn = rng.permutation(6)[:4].reshape(2, 2)
+        want = np.zeros((2, 6), np.float32)
+        want[np.arange(2)[:, None], cn] = xn
+        z, w = f(gp.asarray(xn, device=device), gp.asarray(cn, device=device))
+        np.testing.assert_array_equal(np.asarray(z), want)
+        want[:, 0] += 1.0
+        np.testing.assert_array_equal(np.asarray(w), want)

@@ -487,16 +487,25 @@ def _memory(buf):
     return id(getattr(buf, "alloc", buf))
 
 
-def _written_in_place(seg, vals: list, owned: list) -> list:
-    """The (slot, captured buffer) pairs of ``owned`` that a kernel of ``seg`` returning None
-    (an in-place write into its first argument: assign, scatter, ...) wrote, directly or
-    through a view: the slot's own buffer (a graph input, a host op's result) gets the write."""
+def _written(seg, vals: list, first_only: bool = True) -> set:
+    """The memory that kernels of ``seg`` returning None (an in-place write into their first
+    argument: assign, scatter, ...) write, directly or through a view; with ``first_only``
+    False, every array such a kernel takes (some write more: an optimizer's state, GradScaler's
+    flag), as a superset."""
     written: set = set()
     for rec in seg.records:
         if rec.args and all(o is None for o in rec.outs):
             out: list = []
-            _collect(rec.args[0], out)
+            _collect(rec.args[0] if first_only else rec.args, out)
             written.update(_memory(vals[s]) for s in out)
+    return written
+
+
+def _written_in_place(seg, vals: list, owned: list) -> list:
+    """The (slot, captured buffer) pairs of ``owned`` that a kernel of ``seg`` returning None
+    (an in-place write into its first argument: assign, scatter, ...) wrote, directly or
+    through a view: the slot's own buffer (a graph input, a host op's result) gets the write."""
+    written = _written(seg, vals)
     return [(s, b) for s, b in owned if _memory(b) in written]
 
 
@@ -513,6 +522,9 @@ class _Segment:
         self.copy_in: list = []     # (slot, the captured buffer its new value is copied into)
         self.copy_back: list = []   # (slot, captured buffer) written in place: copied back out
         self.fixed_out: list = []   # (slot, the captured buffer that holds it on every run)
+        # (captured buffer, its first contents): made by this segment with no GPU work (a host
+        # fill: zeros, arange, constants) and written in place by a segment, so restored first
+        self.refill: list = []
 
     def produced(self) -> list[int]:
         return [s for r in self.records for s in r.outs if s is not None]
@@ -551,6 +563,10 @@ class TracedGraph:
         self.single = single
         self._plan = None
         self._fixed_slots: set = set()   # slots held by captured buffers
+        # captured buffers made with no GPU work (a host fill): memory -> (segment, buffer);
+        # those some segment writes in place are restored by their segment before each run
+        self._quiet: dict = {}
+        self._refilled: set = set()
         self._final_at: dict = {}        # plan step -> outputs no step from it on references
         self.guards: list = []           # (weakref to a Module, its training flag) at the trace
         self.final_grads: list = []      # (slot or None, weakref to a leaf, dtype, device)
@@ -638,9 +654,14 @@ class TracedGraph:
             vals[s] = b
         if not seg.failed:
             seg.capturer.begin()
+            stats = seg.device.backend.stats
+            quiet: list = []   # slots of records with no inputs that recorded no GPU work
             try:
                 for rec in seg.records:
+                    before = None if rec.inputs() else stats(seg.device).get("dispatches")
                     _run_record(rec, vals)
+                    if before is not None and stats(seg.device).get("dispatches") == before:
+                        quiet.extend(x for x in rec.outs if x is not None)
             except Exception as e:   # noqa: BLE001 (any kernel: the capture is dropped)
                 seg.capturer.abort()
                 seg.failed = True
@@ -649,6 +670,17 @@ class TracedGraph:
                               "it replays kernel by kernel", RuntimeWarning, stacklevel=3)
             else:
                 seg.handle = seg.capturer.end()
+                # their first contents, copied before the capture first runs (it is recorded,
+                # not run: a copy recorded now runs before it)
+                # (of this segment or an earlier one: its capture does not remake them; the
+                # segment that made one restores it before each run)
+                for x in quiet:
+                    self._quiet.setdefault(_memory(vals[x]), (seg, vals[x]))
+                written = _written(seg, vals, first_only=False)
+                for mem, (made_by, b) in self._quiet.items():
+                    if mem in written and mem not in self._refilled:
+                        made_by.refill.append((b, kernels["copy"](b)))
+                        self._refilled.add(mem)
                 seg.capturer.run(seg.handle)   # recorded, not yet run
                 seg.copy_in = owned
                 seg.copy_back = _written_in_place(seg, vals, owned)
@@ -706,6 +738,8 @@ class TracedGraph:
                 for s, b in step.copy_in:
                     if vals[s] is not b:
                         assign(b, vals[s])
+                for b, first in step.refill:
+                    assign(b, first)
                 step.capturer.run(step.handle)
                 for s, b in step.copy_back:
                     assign(vals[s], b)

@@ -13,7 +13,7 @@ import functools
 
 from .. import dtypes as _dt
 from .kernels import (MAXD, arange, astype, collapse, elementwise, full, new_buffer, reshape,
-                      slice_view, to_host)
+                      scratch_full, slice_view, to_host)
 from .memory import Buffer
 from .reductions import KERNELS as _RED
 from .reductions import _prod, dispatch
@@ -87,7 +87,7 @@ def scatter(buf: Buffer, indices: tuple, values: Buffer) -> None:
             "axes is not supported on Vulkan")
     vals = astype(values, buf.dtype)   # contiguous, and never aliases buf
     offs = _offsets(indices, buf.strides[:k])
-    claim = full(buf.ctx, (buf.alloc.size // buf.dtype.itemsize,), -1, _dt.int32)
+    claim = scratch_full(buf.ctx, (buf.alloc.size // buf.dtype.itemsize,), -1, _dt.int32)
     _launch(buf, 1, [claim, vals, offs, claim], n, (buf.offset, 0), rest)
     _launch(buf, 2, [buf, vals, offs, claim], n, (buf.offset, vals.offset), rest)
 

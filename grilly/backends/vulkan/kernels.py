@@ -259,6 +259,17 @@ def full(ctx, shape, value, dtype) -> Buffer:
     return _host_fill(ctx, np.broadcast_to(v.astype(dtype.np, casting="unsafe"), shape), dtype)
 
 
+def scratch_full(ctx, shape, value, dtype) -> Buffer:
+    """A buffer of ``value`` that a kernel then writes (scatter's claims): filled on the device
+    while a capture records (grilly.jit: a host fill would happen once, at capture, and a replay
+    would start from the last run's writes), by the host otherwise."""
+    if ctx.recorder.capturing is None:
+        return full(ctx, shape, value, dtype)
+    out = new_buffer(ctx, tuple(shape), dtype)
+    assign(out, scalar(ctx, value, dtype))
+    return out
+
+
 def scalar(ctx, value, dtype) -> Buffer:
     """A shared read-only 0-d operand (the array layer's ``scalar_operand``): 32- and 64-bit ones
     carry their bits on the allocation, so fused kernels take them as immediates."""
