@@ -26,22 +26,24 @@ def _g(x, device, requires_grad=False):
 
 # ---- LBFGS -----------------------------------------------------------------------------------
 def _problem(kind, seed=0):
-    """(data, initial parameters, loss of (backend, data, params)) for a small problem."""
+    """(data, initial parameters, loss of (backend, data, params)) for a small problem, in
+    float64: LBFGS's line searches and curvature pairs amplify rounding, and a GPU's float32
+    (fused multiply-adds) moved the third step by 2e-3 from torch's CPU one."""
     rng = np.random.default_rng(seed)
     if kind == "lstsq":
-        a = rng.standard_normal((24, 4)).astype(np.float32)
-        b = rng.standard_normal(24).astype(np.float32)
-        params = [np.zeros(4, np.float32), np.zeros(1, np.float32)]
+        a = rng.standard_normal((24, 4)).astype(np.float64)
+        b = rng.standard_normal(24).astype(np.float64)
+        params = [np.zeros(4, np.float64), np.zeros(1, np.float64)]
 
         def loss(lib, data, ps):
             a, b = data
             r = a @ ps[0] + ps[1] - b
             return (r * r).mean() if lib is torch else gp.mean(r * r)
     else:   # logistic regression
-        a = rng.standard_normal((32, 3)).astype(np.float32)
-        b = (a @ np.array([1.5, -2.0, 0.5], np.float32) + 0.3
-             + 0.8 * rng.standard_normal(32) > 0).astype(np.float32)
-        params = [0.1 * rng.standard_normal(3).astype(np.float32), np.zeros(1, np.float32)]
+        a = rng.standard_normal((32, 3)).astype(np.float64)
+        b = (a @ np.array([1.5, -2.0, 0.5], np.float64) + 0.3
+             + 0.8 * rng.standard_normal(32) > 0).astype(np.float64)
+        params = [0.1 * rng.standard_normal(3).astype(np.float64), np.zeros(1, np.float64)]
 
         def loss(lib, data, ps):
             a, b = data
