@@ -14,6 +14,7 @@ from . import backends  # noqa: F401,E402
 from .array import composites  # noqa: F401,E402  (fills the array layer's composite registry)
 
 from . import autograd, random, nn, optim, search  # noqa: E402,F401
+from . import distributions  # noqa: E402,F401
 
 autograd.install(globals())
 _dispatch.set_namespace(_sys.modules[__name__])   # what Array.__array_namespace__ returns

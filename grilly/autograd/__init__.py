@@ -167,3 +167,12 @@ def install(namespace: dict) -> None:
     """Export the grad-mode helpers into ``namespace`` (the recording itself is the dispatch
     hook installed when this module is imported)."""
     namespace.update(_MODE_EXPORTS)
+
+
+# torch.autograd.functional and anomaly detection (their own modules, exported here)
+from . import functional  # noqa: E402
+from .anomaly_mode import (detect_anomaly, is_anomaly_check_nan_enabled,  # noqa: E402
+                           is_anomaly_enabled, set_detect_anomaly)
+
+__all__ += ["detect_anomaly", "functional", "is_anomaly_check_nan_enabled", "is_anomaly_enabled",
+            "set_detect_anomaly"]

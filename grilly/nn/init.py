@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import math
+import warnings
+
+import numpy as np
 
 from ..array import api as gp
 
@@ -10,7 +13,9 @@ from .module import _no_grad
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_", "eye_",
            "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
-           "orthogonal_", "trunc_normal_"]
+           "orthogonal_", "trunc_normal_", "dirac_", "sparse_", "uniform", "normal", "constant",
+           "eye", "dirac", "xavier_uniform", "xavier_normal", "kaiming_uniform",
+           "kaiming_normal", "orthogonal", "sparse"]
 
 _LINEAR_GAINS = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
                  "conv_transpose3d", "sigmoid")
@@ -34,13 +39,28 @@ def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
     raise ValueError(f"calculate_gain: unsupported nonlinearity {nonlinearity!r}")
 
 
-def _fans(t) -> tuple[int, int]:
-    if t.ndim < 2:
-        raise ValueError(f"init: fan in/out needs an array of at least 2 dimensions, got shape {t.shape}")
+def _calculate_fan_in_and_fan_out(tensor) -> tuple[int, int]:
+    """(fan_in, fan_out) of a weight: its input and output sizes times the receptive field."""
+    if tensor.ndim < 2:
+        raise ValueError(f"init: fan in and fan out can not be computed for an array with fewer "
+                         f"than 2 dimensions, got shape {tensor.shape}")
     rf = 1
-    for s in t.shape[2:]:
+    for s in tensor.shape[2:]:
         rf *= s
-    return t.shape[1] * rf, t.shape[0] * rf
+    return tensor.shape[1] * rf, tensor.shape[0] * rf
+
+
+_fans = _calculate_fan_in_and_fan_out
+
+
+def _calculate_correct_fan(tensor, mode: str) -> int:
+    """fan_in or fan_out of ``tensor``, as ``mode`` names."""
+    mode = mode.lower()
+    if mode not in ("fan_in", "fan_out"):
+        raise ValueError(f"init: mode {mode} not supported, please use one of "
+                         "['fan_in', 'fan_out']")
+    fi, fo = _calculate_fan_in_and_fan_out(tensor)
+    return fi if mode == "fan_in" else fo
 
 
 def _fill(t, values):
@@ -144,3 +164,66 @@ def orthogonal_(tensor, gain: float = 1.0):
     if rows < cols:
         q = gp.permute_dims(q, (1, 0))
     return _fill(tensor, gp.reshape(q * gain, tensor.shape))
+
+
+def dirac_(tensor, groups: int = 1):
+    """Fill a 3-, 4- or 5-D convolution weight with the Dirac delta (each of the ``groups``
+    keeps as many input channels as it can), zeros elsewhere."""
+    if tensor.ndim not in (3, 4, 5):
+        raise ValueError(f"dirac_: only arrays with 3, 4, or 5 dimensions are supported, got "
+                         f"shape {tensor.shape}")
+    if groups < 1 or tensor.shape[0] % groups:
+        raise ValueError(f"dirac_: dim 0 (size {tensor.shape[0]}) must be divisible by "
+                         f"groups={groups}")
+    per = tensor.shape[0] // groups
+    k = min(per, tensor.shape[1])
+    # a constant built on the host (from the shape alone), copied to the device once
+    d = np.zeros(tensor.shape, dtype=np.float32)
+    centre = tuple(s // 2 for s in tensor.shape[2:])
+    for g in range(groups):
+        for c in range(k):
+            d[(g * per + c, c, *centre)] = 1
+    return _fill(tensor, gp.asarray(d, dtype=tensor.dtype, device=tensor.device))
+
+
+def sparse_(tensor, sparsity: float, std: float = 0.01):
+    """Fill a 2-D array with N(0, std^2) values, ``ceil(sparsity * rows)`` of each column's
+    (at random rows) set to zero."""
+    if tensor.ndim != 2:
+        raise ValueError(f"sparse_: only arrays with 2 dimensions are supported, got shape "
+                         f"{tensor.shape}")
+    rows, cols = tensor.shape
+    num_zeros = math.ceil(sparsity * rows)
+    v = _random.normal(tensor.shape, 0.0, std, dtype=tensor.dtype, device=tensor.device)
+    if num_zeros > 0:
+        # each column's num_zeros smallest uniform draws pick its zero rows (a random subset)
+        u = _random.uniform((rows, cols), device=tensor.device)
+        thr = gp.sort(u, axis=0)[min(num_zeros, rows) - 1:min(num_zeros, rows)]
+        v = gp.where(u <= thr, gp.zeros((), dtype=v.dtype, device=v.device), v)
+    return _fill(tensor, v)
+
+
+def _deprecated(new):
+    old = new.__name__[:-1]
+
+    def deprecated_init(*args, **kwargs):
+        warnings.warn(f"`nn.init.{old}` is now deprecated in favor of `nn.init.{new.__name__}`.",
+                      FutureWarning, stacklevel=2)
+        return new(*args, **kwargs)
+
+    deprecated_init.__name__ = deprecated_init.__qualname__ = old
+    deprecated_init.__doc__ = f"Deprecated spelling of ``{new.__name__}`` (warns, as torch's)."
+    return deprecated_init
+
+
+uniform = _deprecated(uniform_)
+normal = _deprecated(normal_)
+constant = _deprecated(constant_)
+eye = _deprecated(eye_)
+dirac = _deprecated(dirac_)
+xavier_uniform = _deprecated(xavier_uniform_)
+xavier_normal = _deprecated(xavier_normal_)
+kaiming_uniform = _deprecated(kaiming_uniform_)
+kaiming_normal = _deprecated(kaiming_normal_)
+orthogonal = _deprecated(orthogonal_)
+sparse = _deprecated(sparse_)

@@ -17,9 +17,10 @@ def _params(parameters) -> list:
 
 
 def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
-                    error_if_nonfinite: bool = False):
+                    error_if_nonfinite: bool = False, foreach: bool | None = None):
     """Scale the gradients in place so that their joint ``norm_type`` norm is at most
-    ``max_norm``; returns the norm before clipping (a 0-d Array)."""
+    ``max_norm``; returns the norm before clipping (a 0-d Array). ``foreach`` is accepted for
+    torch's signature (grilly has no separate multi-tensor path)."""
     ps = _params(parameters)
     if not ps:
         return gp.asarray(0.0)
@@ -43,8 +44,9 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
     return total
 
 
-def clip_grad_value_(parameters, clip_value: float) -> None:
-    """Clamp every gradient element to [-clip_value, clip_value] in place."""
+def clip_grad_value_(parameters, clip_value: float, foreach: bool | None = None) -> None:
+    """Clamp every gradient element to [-clip_value, clip_value] in place (``foreach`` as in
+    clip_grad_norm_)."""
     with no_grad():
         for p in _params(parameters):
             p.grad[...] = gp.clip(p.grad, min=-float(clip_value), max=float(clip_value))

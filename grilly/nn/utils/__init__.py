@@ -1,39 +1,24 @@
-"""``torch.nn.utils`` spellings: gradient clipping (implemented in grilly.optim.clip),
-flattening parameters to one vector and back, and ``rnn`` (padded and packed sequences)."""
+"""``torch.nn.utils`` spellings: gradient clipping and norms (``clip_grad``), flattening
+parameters to one vector and back (``convert_parameters``), ``rnn`` (padded and packed
+sequences), ``parametrize`` / ``parametrizations``, the legacy ``weight_norm`` and
+``spectral_norm`` hooks, conv/linear + BatchNorm ``fusion``, ``stateless.functional_call`` and
+``skip_init``. See docs/nn.md ("nn.utils")."""
 from __future__ import annotations
 
-from collections.abc import Iterable
+from . import (clip_grad, convert_parameters, fusion, init, parametrizations, parametrize, rnn,
+               stateless)
+from .clip_grad import (clip_grad_norm, clip_grad_norm_, clip_grad_value_, clip_grads_with_norm_,
+                        get_total_norm)
+from .convert_parameters import parameters_to_vector, vector_to_parameters
+from .fusion import (fuse_conv_bn_eval, fuse_conv_bn_weights, fuse_linear_bn_eval,
+                     fuse_linear_bn_weights)
+from .init import skip_init
+from .spectral_norm import remove_spectral_norm, spectral_norm
+from .weight_norm import remove_weight_norm, weight_norm
 
-from ...array import api as gp
-
-from ...array.array import Array
-from ...autograd.mode import no_grad
-from ...optim.clip import clip_grad_norm_, clip_grad_value_
-from . import rnn
-
-__all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "rnn",
-           "vector_to_parameters"]
-
-
-def parameters_to_vector(parameters: Iterable[Array]) -> Array:
-    """All parameters flattened and concatenated into one 1-D array (differentiable)."""
-    ps = list(parameters)
-    if not ps:
-        raise ValueError("parameters_to_vector: expected at least one parameter")
-    return gp.concat([gp.reshape(p, (-1,)) for p in ps])
-
-
-def vector_to_parameters(vec: Array, parameters: Iterable[Array]) -> None:
-    """Copy consecutive slices of the 1-D ``vec`` into ``parameters`` in place."""
-    ps = list(parameters)
-    if not isinstance(vec, Array) or vec.ndim != 1:
-        raise TypeError(f"vector_to_parameters: vec must be a 1-D grilly Array, got {vec!r:.80}")
-    total = sum(p.size for p in ps)
-    if vec.size != total:
-        raise ValueError(f"vector_to_parameters: vec has {vec.size} elements, the parameters "
-                         f"{total}")
-    start = 0
-    with no_grad():
-        for p in ps:
-            p[...] = gp.reshape(vec[start:start + p.size], p.shape)
-            start += p.size
+__all__ = ["clip_grad", "clip_grad_norm", "clip_grad_norm_", "clip_grad_value_",
+           "clip_grads_with_norm_", "convert_parameters", "fuse_conv_bn_eval",
+           "fuse_conv_bn_weights", "fuse_linear_bn_eval", "fuse_linear_bn_weights", "fusion",
+           "get_total_norm", "init", "parameters_to_vector", "parametrizations", "parametrize",
+           "remove_spectral_norm", "remove_weight_norm", "rnn", "skip_init", "spectral_norm",
+           "stateless", "vector_to_parameters", "weight_norm"]

@@ -1,0 +1,173 @@
+"""kl_divergence(p, q) and register_kl, as torch.distributions.kl."""
+from __future__ import annotations
+
+import math
+
+from ..array import api as gp
+from ..nn import functional as F
+from ._special import digamma, lgamma
+from .categorical import Bernoulli, Categorical, OneHotCategorical
+from .gamma import Beta, Dirichlet, Gamma, Poisson
+from .independent import Independent
+from .multivariate_normal import MultivariateNormal, batch_mahalanobis
+from .normal import Exponential, Laplace, Normal
+from .transformed_distribution import LogNormal
+from .uniform import Uniform
+from .utils import sum_rightmost
+
+__all__ = ["kl_divergence", "register_kl"]
+
+_KL_REGISTRY: dict = {}
+_KL_MEMOIZE: dict = {}
+
+
+def register_kl(type_p, type_q):
+    """Decorator registering ``fn(p, q)`` as the KL divergence of two distribution types."""
+    if not isinstance(type_p, type) or not isinstance(type_q, type):
+        raise TypeError("register_kl: expected two Distribution subclasses, got "
+                        f"{type_p!r} and {type_q!r}")
+
+    def decorator(fn):
+        _KL_REGISTRY[type_p, type_q] = fn
+        _KL_MEMOIZE.clear()
+        return fn
+
+    return decorator
+
+
+def _dispatch_kl(type_p, type_q):
+    """The registered function of the most specific pair of base classes (as torch)."""
+    matches = [(sp, sq) for sp, sq in _KL_REGISTRY
+               if issubclass(type_p, sp) and issubclass(type_q, sq)]
+    if not matches:
+        return None
+
+    def rank(pair):
+        return (type_p.__mro__.index(pair[0]), type_q.__mro__.index(pair[1]))
+
+    return _KL_REGISTRY[min(matches, key=rank)]
+
+
+def kl_divergence(p, q):
+    """KL(p || q), per batch element."""
+    key = (type(p), type(q))
+    fn = _KL_MEMOIZE.get(key)
+    if fn is None:
+        fn = _KL_MEMOIZE[key] = _dispatch_kl(*key)
+    if fn is None:
+        raise NotImplementedError(f"kl_divergence: no KL(p || q) is implemented for p of type "
+                                  f"{type(p).__name__} and q of type {type(q).__name__}")
+    return fn(p, q)
+
+
+def _inf_where(cond, x):
+    return gp.where(cond, math.inf, x)
+
+
+@register_kl(Normal, Normal)
+def _kl_normal_normal(p, q):
+    r = p.scale / q.scale
+    var_ratio = r * r
+    t = (p.loc - q.loc) / q.scale
+    return 0.5 * (var_ratio + t * t - 1.0 - gp.log(var_ratio))
+
+
+@register_kl(LogNormal, LogNormal)
+def _kl_lognormal_lognormal(p, q):
+    return _kl_normal_normal(p.base_dist, q.base_dist)
+
+
+@register_kl(Bernoulli, Bernoulli)
+def _kl_bernoulli_bernoulli(p, q):
+    pp, qp = p.probs, q.probs
+    t1 = pp * (F.softplus(-q.logits) - F.softplus(-p.logits))
+    t1 = gp.where(pp == 0, 0.0, _inf_where(qp == 0, t1))
+    t2 = (1.0 - pp) * (F.softplus(q.logits) - F.softplus(p.logits))
+    t2 = gp.where(pp == 1, 0.0, _inf_where(qp == 1, t2))
+    return t1 + t2
+
+
+@register_kl(Categorical, Categorical)
+def _kl_categorical_categorical(p, q):
+    pp, qp = gp.broadcast_arrays(p.probs, q.probs)
+    t = pp * (p.logits - q.logits)
+    t = gp.where(pp == 0, 0.0, _inf_where(qp == 0, t))
+    return gp.sum(t, axis=-1)
+
+
+@register_kl(OneHotCategorical, OneHotCategorical)
+def _kl_onehot_onehot(p, q):
+    return _kl_categorical_categorical(p._categorical, q._categorical)
+
+
+@register_kl(Uniform, Uniform)
+def _kl_uniform_uniform(p, q):
+    result = gp.log((q.high - q.low) / (p.high - p.low))
+    return _inf_where((q.low > p.low) | (q.high < p.high), result)
+
+
+@register_kl(Exponential, Exponential)
+def _kl_exponential_exponential(p, q):
+    r = q.rate / p.rate
+    return r - 1.0 - gp.log(r)
+
+
+@register_kl(Laplace, Laplace)
+def _kl_laplace_laplace(p, q):
+    r = p.scale / q.scale
+    d = gp.abs(p.loc - q.loc)
+    return -gp.log(r) + d / q.scale + r * gp.exp(-d / p.scale) - 1.0
+
+
+@register_kl(Gamma, Gamma)
+def _kl_gamma_gamma(p, q):
+    pa, pb, qa, qb = p.concentration, p.rate, q.concentration, q.rate
+    return (qa * gp.log(pb / qb) + lgamma(qa) - lgamma(pa) + (pa - qa) * digamma(pa)
+            + (qb - pb) * (pa / pb))
+
+
+@register_kl(Beta, Beta)
+def _kl_beta_beta(p, q):
+    p1, p0, q1, q0 = p.concentration1, p.concentration0, q.concentration1, q.concentration0
+    sp, sq = p1 + p0, q1 + q0
+    t1 = lgamma(q1) + lgamma(q0) + lgamma(sp)
+    t2 = lgamma(p1) + lgamma(p0) + lgamma(sq)
+    return t1 - t2 + (p1 - q1) * digamma(p1) + (p0 - q0) * digamma(p0) + (sq - sp) * digamma(sp)
+
+
+@register_kl(Dirichlet, Dirichlet)
+def _kl_dirichlet_dirichlet(p, q):
+    pc, qc = p.concentration, q.concentration
+    sp, sq = gp.sum(pc, axis=-1), gp.sum(qc, axis=-1)
+    t1 = lgamma(sp) - lgamma(sq)
+    t2 = gp.sum(lgamma(pc) - lgamma(qc), axis=-1)
+    t4 = digamma(pc) - digamma(sp)[..., None]
+    return t1 - t2 + gp.sum((pc - qc) * t4, axis=-1)
+
+
+@register_kl(Poisson, Poisson)
+def _kl_poisson_poisson(p, q):
+    return p.rate * (gp.log(p.rate) - gp.log(q.rate)) - (p.rate - q.rate)
+
+
+@register_kl(MultivariateNormal, MultivariateNormal)
+def _kl_mvn_mvn(p, q):
+    if p.event_shape != q.event_shape:
+        raise ValueError("kl_divergence(MultivariateNormal, MultivariateNormal): the two "
+                         f"distributions have different event shapes, {p.event_shape} and "
+                         f"{q.event_shape}")
+    n = p.event_shape[0]
+    lq, lp = q._unbroadcasted_scale_tril, p._unbroadcasted_scale_tril
+    batch = gp.broadcast_shapes(tuple(lq.shape[:-2]), tuple(lp.shape[:-2]))
+    x = gp.linalg.solve(gp.broadcast_to(lq, batch + (n, n)), gp.broadcast_to(lp, batch + (n, n)))
+    term2 = gp.sum(x * x, axis=(-2, -1))
+    term3 = batch_mahalanobis(lq, q.loc - p.loc)
+    return q._half_log_det() - p._half_log_det() + 0.5 * (term2 + term3 - n)
+
+
+@register_kl(Independent, Independent)
+def _kl_independent_independent(p, q):
+    if p.reinterpreted_batch_ndims != q.reinterpreted_batch_ndims:
+        raise NotImplementedError("kl_divergence(Independent, Independent): the two "
+                                  "distributions reinterpret different numbers of batch axes")
+    return sum_rightmost(kl_divergence(p.base_dist, q.base_dist), p.reinterpreted_batch_ndims)
