@@ -446,3 +446,27 @@ def test_inference_mode(device):
         return a * 2.0
     assert not f(x).requires_grad and not f2(x).requires_grad and gp.is_grad_enabled()
     assert f2.__name__ == "f2"
+
+
+def test_function_returning_non_arrays(device):
+    """A Function may return an int and an integer array beside its floating output (as
+    torch's): backward gets None for them; it raised TypeError (zeros_like of an int)."""
+    seen = []
+
+    class Double(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2, 7, gp.astype(x > 0, gp.int64)
+
+        @staticmethod
+        def backward(ctx, g, g_count, g_mask):
+            seen.append((g_count, g_mask))
+            return g * 2
+
+    x = gp.asarray([1.0, -2.0, 3.0], device=device)
+    x.requires_grad_()
+    y, n, mask = Double.apply(x)
+    assert n == 7 and np.asarray(mask).tolist() == [1, 0, 1]
+    gp.sum(y * y).backward()
+    np.testing.assert_allclose(np.asarray(x.grad), [8.0, -16.0, 24.0])
+    assert seen == [(None, None)]

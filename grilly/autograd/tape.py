@@ -339,7 +339,10 @@ def _apply(n: Node, gs: list, ns) -> list:
         g = gs[0]
         out = n.out
     else:
-        g = tuple(gi if gi is not None else ns.zeros_like(o) for gi, o in zip(gs, n.out))
+        # (an output that is not a floating Array, e.g. an int a Function returns, gets None)
+        g = tuple(gi if gi is not None else ns.zeros_like(o)
+                  if isinstance(o, Array) and o._dtype.kind in "fc" else None
+                  for gi, o in zip(gs, n.out))
         out = n.out
     return n.rule(g, out, *n.args, **n.kw)
 
