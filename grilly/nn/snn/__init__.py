@@ -7,20 +7,18 @@ from .encoding import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
 from .neurons import *  # noqa: F401,F403
 from .plasticity import *  # noqa: F401,F403
+from .sj_neurons import *  # noqa: F401,F403
+from .snntorch_compat import *  # noqa: F401,F403
 
 from . import containers as _c, encoding as _e, loss as _lo, neurons as _n, plasticity as _p
+from . import sj_neurons as _sj, snntorch_compat as _st
 
 __all__ = ["functional", "surrogate", *_c.__all__, *_e.__all__, *_lo.__all__, *_n.__all__,
-           *_p.__all__]
-del _c, _e, _lo, _n, _p
+           *_p.__all__, *_sj.__all__, *_st.__all__]
+del _c, _e, _lo, _n, _p, _sj, _st
 
 # snnTorch neurons without a grilly equivalent: a clear error rather than a bare AttributeError
 _MISSING = {
-    "Leaky": "snnTorch's Leaky is grilly.nn.snn.LIF (same equations and options)",
-    "Alpha": "snnTorch's Alpha neuron is not implemented (use Synaptic, a second-order LIF)",
-    "Lapicque": "snnTorch's Lapicque neuron is not implemented (LIF(tau=R*C, dt=...) is the "
-                "same RC membrane without its R scaling of the input)",
-    "RSynaptic": "snnTorch's RSynaptic is not implemented (RLeaky and Synaptic are)",
     "SLSTM": "snnTorch's SLSTM is not implemented",
     "SConv2dLSTM": "snnTorch's SConv2dLSTM is not implemented",
 }

@@ -380,6 +380,11 @@ class LIFNode(LIF):
         """The membrane potential (SpikingJelly's ``.v``): 0.0 before the first call."""
         return self.state[0] if self.state is not None else 0.0
 
+    def reset(self) -> None:
+        """SpikingJelly's ``node.reset()``: forget the state and ``v_seq``."""
+        self.reset_state()
+        self.v_seq = None
+
 
 class IFNode(LIFNode):
     """SpikingJelly's ``neuron.IFNode``: no leak (v = v + x), a hard reset to ``v_reset=0.0``

@@ -1,0 +1,289 @@
+"""SpikingJelly's neurons (``activation_based.neuron``) under their names and conventions:
+``ParametricLIFNode`` (grilly's LIFNode with a learnable decay, so its multi-step calls run the
+fused LIF kernels), the nonlinear ``QIFNode``, ``EIFNode`` and ``IzhikevichNode`` (per step,
+namespace ops), and ``NonSpikingLIFNode``/``NonSpikingIFNode``.
+
+As SpikingJelly's: charge, fire (spike = surrogate(v - v_threshold)), then reset within the step
+(hard: v = spike v_reset + (1 - spike) v; soft, ``v_reset=None``: v = v - spike v_threshold;
+``detach_reset`` detaches the spike there); the membrane starts at ``v_reset`` (0 for a soft
+reset); single-step calls return the spikes only, ``.v`` is the membrane, ``store_v_seq`` keeps
+``.v_seq``; ``functional.reset_net`` resets them. grilly spikes where v > v_threshold
+(SpikingJelly: v >= v_threshold)."""
+from __future__ import annotations
+
+import math
+import numbers
+
+from ...array import api as gp
+
+from ...array.array import Array
+from ..functional import sigmoid as _sigmoid
+from ..module import Module
+from ..parameter import Parameter
+from .neurons import LIFNode, _Neuron, _sj_surrogate
+from .surrogate import Surrogate
+
+__all__ = ["ParametricLIFNode", "QIFNode", "EIFNode", "IzhikevichNode", "NonSpikingLIFNode",
+           "NonSpikingIFNode"]
+
+
+class ParametricLIFNode(LIFNode):
+    """SpikingJelly's ``neuron.ParametricLIFNode`` (PLIF): LIFNode whose 1/tau = sigmoid(w) is
+    learned, w a Parameter starting at -log(init_tau - 1) (state_dict key ``w``, as
+    SpikingJelly's): h = v + (x - v) sigmoid(w) (``decay_input``) or v - v sigmoid(w) + x.
+    ``v_reset`` 0.0 (hard) or None (soft), as LIFNode."""
+
+    def __init__(self, init_tau: float = 2.0, decay_input: bool = True,
+                 v_threshold: float = 1.0, v_reset: float | None = 0.0,
+                 surrogate_function: Surrogate | None = None, detach_reset: bool = False,
+                 step_mode: str = "s", store_v_seq: bool = False, **kw) -> None:
+        super().__init__(init_tau, decay_input, v_threshold, v_reset, surrogate_function,
+                         detach_reset, step_mode, store_v_seq, **kw)
+        self.init_tau = self.__dict__["_init_tau"]
+        self.w = Parameter(gp.asarray(-math.log(self.init_tau - 1.0), dtype=self._dtype))
+
+    @property
+    def tau(self):
+        """The time constant 1 / sigmoid(w) (an Array; init_tau until w exists)."""
+        if "w" not in self._parameters:
+            return self.__dict__["_init_tau"]
+        return 1.0 / _sigmoid(self.w.detach())
+
+    @tau.setter
+    def tau(self, value) -> None:
+        # LIFNode's constructor sets the initial tau; w carries it from then on
+        self.__dict__["_init_tau"] = value
+
+    def _scale(self, x):
+        return x * _sigmoid(self.w) if self.decay_input else x
+
+    def _params(self) -> dict:
+        return {"thr": self._threshold, "beta": 1.0 - _sigmoid(self.w)}
+
+
+class _SJNode(_Neuron):
+    """SpikingJelly's BaseNode over grilly's state handling: subclasses define ``_charge``."""
+
+    def __init__(self, v_threshold: float, v_reset: float | None, surrogate_function,
+                 detach_reset: bool, step_mode: str, store_v_seq: bool, dtype=None) -> None:
+        op = type(self).__name__
+        for name, v in (("v_threshold", v_threshold), ("v_reset", v_reset)):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real)):
+                raise TypeError(f"{op}: {name} must be a float{' or None' * (name == 'v_reset')}"
+                                f", got {type(v).__name__}")
+        super().__init__(threshold=float(v_threshold),
+                         reset="subtract" if v_reset is None else "zero",
+                         surrogate=_sj_surrogate(surrogate_function), detach_reset=detach_reset,
+                         reset_delay=False, learn_threshold=False, step_mode=step_mode,
+                         return_mem=False, dtype=dtype, init_hidden=True)
+        self.v_threshold, self.v_reset = float(v_threshold), v_reset
+        self.store_v_seq, self.v_seq = bool(store_v_seq), None
+
+    _starts = {}   # a state variable's starting value other than v's (attribute name)
+
+    def init_state(self, like: Array) -> tuple:
+        v0 = 0.0 if self.v_reset is None else float(self.v_reset)
+        return tuple(gp.full_like(like, float(getattr(self, self._starts[n])) if n in self._starts
+                                  else v0) for n in self._state_names)
+
+    def _fire_reset(self, h, thr):
+        spk = self.surrogate(h - thr)
+        s = spk.detach() if self.detach_reset else spk
+        if self.v_reset is None:
+            return spk, h - s * thr
+        return spk, s * self.v_reset + (1.0 - s) * h
+
+    def multi_step(self, x_seq, return_mem: bool = False):
+        """The spike train of a (T, ...) sequence; with ``store_v_seq`` the membrane of every
+        step is kept as ``.v_seq``."""
+        out = super().multi_step(x_seq, return_mem=return_mem or self.store_v_seq)
+        if self.store_v_seq:
+            self.v_seq = out[1]
+            return out if return_mem else out[0]
+        return out
+
+    def reset_state(self) -> None:
+        """Forget the state (and ``v_seq``): the next call starts from v_reset."""
+        super().reset_state()
+        self.v_seq = None
+
+    reset = reset_state   # SpikingJelly's MemoryModule.reset
+
+    @property
+    def v(self):
+        """The membrane potential (SpikingJelly's ``.v``): v_reset (0.0 for a soft reset) before
+        the first call."""
+        if self.state is None:
+            return 0.0 if self.v_reset is None else float(self.v_reset)
+        return self.state[0]
+
+    def extra_repr(self) -> str:
+        return (f"v_threshold={self.v_threshold}, v_reset={self.v_reset}, "
+                f"detach_reset={self.detach_reset}, step_mode={self.step_mode!r}")
+
+
+def _tau(tau, op: str) -> float:
+    if isinstance(tau, bool) or not isinstance(tau, numbers.Real) or not tau > 1.0:
+        raise ValueError(f"{op}: tau must be a number > 1, got {tau!r}")
+    return float(tau)
+
+
+def _check_rest(v_threshold, v_reset, v_rest, op: str) -> None:
+    if v_reset is not None and not (v_threshold > v_reset and v_rest >= v_reset):
+        raise ValueError(f"{op}: needs v_threshold > v_reset and v_rest >= v_reset, got "
+                         f"v_threshold={v_threshold}, v_reset={v_reset}, v_rest={v_rest}")
+
+
+class QIFNode(_SJNode):
+    """SpikingJelly's ``neuron.QIFNode``: h = v + (x + a0 (v - v_rest) (v - v_c)) / tau."""
+
+    def __init__(self, tau: float = 2.0, v_c: float = 0.8, a0: float = 1.0,
+                 v_threshold: float = 1.0, v_rest: float = 0.0, v_reset: float | None = -0.1,
+                 surrogate_function: Surrogate | None = None, detach_reset: bool = False,
+                 step_mode: str = "s", store_v_seq: bool = False, dtype=None) -> None:
+        op = "QIFNode"
+        self_tau = _tau(tau, op)
+        _check_rest(v_threshold, v_reset, v_rest, op)
+        if not a0 > 0:
+            raise ValueError(f"{op}: a0 must be > 0, got {a0}")
+        super().__init__(v_threshold, v_reset, surrogate_function, detach_reset, step_mode,
+                         store_v_seq, dtype)
+        self.tau, self.v_c, self.a0, self.v_rest = self_tau, float(v_c), float(a0), float(v_rest)
+
+    def _step(self, x, st, p):
+        v = st[0]
+        h = v + (x + self.a0 * (v - self.v_rest) * (v - self.v_c)) / self.tau
+        spk, v = self._fire_reset(h, p["thr"])
+        return spk, (v,)
+
+
+class EIFNode(_SJNode):
+    """SpikingJelly's ``neuron.EIFNode``: h = v + (x + v_rest - v + delta_T exp((v - theta_rh)
+    / delta_T)) / tau."""
+
+    def __init__(self, tau: float = 2.0, delta_T: float = 1.0, theta_rh: float = 0.8,  # noqa: N803
+                 v_threshold: float = 1.0, v_rest: float = 0.0, v_reset: float | None = -0.1,
+                 surrogate_function: Surrogate | None = None, detach_reset: bool = False,
+                 step_mode: str = "s", store_v_seq: bool = False, dtype=None) -> None:
+        op = "EIFNode"
+        self_tau = _tau(tau, op)
+        _check_rest(v_threshold, v_reset, v_rest, op)
+        if not delta_T > 0:
+            raise ValueError(f"{op}: delta_T must be > 0, got {delta_T}")
+        super().__init__(v_threshold, v_reset, surrogate_function, detach_reset, step_mode,
+                         store_v_seq, dtype)
+        self.tau, self.delta_T = self_tau, float(delta_T)
+        self.theta_rh, self.v_rest = float(theta_rh), float(v_rest)
+
+    def _step(self, x, st, p):
+        v = st[0]
+        h = v + (x + self.v_rest - v
+                 + self.delta_T * gp.exp((v - self.theta_rh) / self.delta_T)) / self.tau
+        spk, v = self._fire_reset(h, p["thr"])
+        return spk, (v,)
+
+
+class IzhikevichNode(_SJNode):
+    """SpikingJelly's ``neuron.IzhikevichNode``: h = v + (x + a0 (v - v_rest) (v - v_c) - w) /
+    tau, the recovery w = w + (a (h - v_rest) - w) / tau_w + b spike (starting at ``w_rest``);
+    the state is (v, w), ``.w`` the recovery."""
+
+    _state_names = ("v", "w")
+    _starts = {"w": "w_rest"}
+
+    def __init__(self, tau: float = 2.0, v_c: float = 0.8, a0: float = 1.0,
+                 v_threshold: float = 1.0, v_reset: float | None = 0.0, v_rest: float = -0.1,
+                 w_rest: float = 0.0, tau_w: float = 2.0, a: float = 0.0, b: float = 0.0,
+                 surrogate_function: Surrogate | None = None, detach_reset: bool = False,
+                 step_mode: str = "s", store_v_seq: bool = False, dtype=None) -> None:
+        op = "IzhikevichNode"
+        self_tau = _tau(tau, op)
+        if not a0 > 0:
+            raise ValueError(f"{op}: a0 must be > 0, got {a0}")
+        if not tau_w > 0:
+            raise ValueError(f"{op}: tau_w must be > 0, got {tau_w}")
+        super().__init__(v_threshold, v_reset, surrogate_function, detach_reset, step_mode,
+                         store_v_seq, dtype)
+        self.tau, self.v_c, self.a0, self.v_rest = self_tau, float(v_c), float(a0), float(v_rest)
+        self.w_rest, self.tau_w, self.a, self.b = float(w_rest), float(tau_w), float(a), float(b)
+
+    @property
+    def w(self):
+        """The recovery variable (SpikingJelly's ``.w``): w_rest before the first call."""
+        return self.w_rest if self.state is None else self.state[1]
+
+    def _step(self, x, st, p):
+        v, w = st
+        h = v + (x + self.a0 * (v - self.v_rest) * (v - self.v_c) - w) / self.tau
+        spk, v = self._fire_reset(h, p["thr"])
+        w = w + (self.a * (h - self.v_rest) - w) / self.tau_w + self.b * spk
+        return spk, (v, w)
+
+    def _visible(self, st):
+        return st[:1]
+
+
+class _NonSpiking(Module):
+    """SpikingJelly's NonSpikingBaseNode: integrate a whole (T, ...) sequence from v = 0 and
+    return every step's membrane (a list, ``decode=None``) or a decoding of them."""
+
+    _DECODES = (None, "max-mem", "max-abs-mem", "mean-mem", "last_mem")
+
+    def __init__(self, decode: str | None = None) -> None:
+        super().__init__()
+        if decode not in self._DECODES:
+            raise ValueError(f"{type(self).__name__}: decode must be one of {self._DECODES}, got "
+                             f"{decode!r}")
+        self.decode, self.v = decode, None
+
+    def forward(self, x_seq: Array):
+        """Every step's membrane (a list of T arrays), or its decoding (one array)."""
+        op = type(self).__name__
+        if not isinstance(x_seq, gp.Array) or x_seq.ndim < 1 or x_seq.shape[0] == 0:
+            raise ValueError(f"{op}: expected an input (T, ...) with T >= 1, got "
+                             f"{getattr(x_seq, 'shape', type(x_seq).__name__)}")
+        v = gp.zeros_like(x_seq[0])
+        v_seq = []
+        for x in gp.unstack(x_seq, axis=0):
+            v = self._charge(v, x)
+            v_seq.append(v)
+        self.v = v
+        if self.decode is None:
+            return v_seq
+        if self.decode == "last_mem":
+            return v_seq[-1]
+        stack = gp.stack(v_seq, axis=0)
+        if self.decode == "mean-mem":
+            return gp.mean(stack, axis=0)
+        hi = gp.max(stack, axis=0)
+        if self.decode == "max-mem":
+            return hi
+        lo = gp.min(stack, axis=0)
+        keep = gp.abs(hi) > gp.abs(lo)
+        return hi * gp.astype(keep, hi.dtype) + lo * gp.astype(gp.logical_not(keep), lo.dtype)
+
+    def reset_state(self) -> None:
+        """Forget the last membrane (each call starts from zero anyway)."""
+        self.v = None
+
+    reset = reset_state
+
+
+class NonSpikingLIFNode(_NonSpiking):
+    """SpikingJelly's ``neuron.NonSpikingLIFNode``: v = v + (x - v) / tau, no spikes."""
+
+    def __init__(self, tau: float = 2.0, decode: str | None = None) -> None:
+        super().__init__(decode)
+        if isinstance(tau, bool) or not isinstance(tau, numbers.Real) or tau == 0:
+            raise ValueError(f"NonSpikingLIFNode: tau must be a non-zero number, got {tau!r}")
+        self.tau = float(tau)
+
+    def _charge(self, v, x):
+        return v + (x - v) / self.tau
+
+
+class NonSpikingIFNode(_NonSpiking):
+    """SpikingJelly's ``neuron.NonSpikingIFNode``: v = v + x, no spikes."""
+
+    def _charge(self, v, x):
+        return v + x
