@@ -3175,3 +3175,481 @@ def lp_pool3d(input: Array, norm_type: float, kernel_size, stride=None,
               ceil_mode: bool = False) -> Array:
     """The ``norm_type``-norm of each window of (N, C, D, H, W): torch's ``F.lp_pool3d``."""
     return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 3, "lp_pool3d")
+
+
+# ---- embedding_bag, gumbel_softmax, affine_grid/grid_sample, ctc_loss, fractional pooling ------
+__all__ += ["embedding_bag", "gumbel_softmax", "affine_grid", "grid_sample", "ctc_loss",
+            "fractional_max_pool2d", "fractional_max_pool2d_with_indices"]
+
+
+def _int_array(a, op: str, arg: str, device) -> Array:
+    """``a`` (an integer Array, or a Python int sequence) as an int64 Array on ``device``."""
+    if isinstance(a, Array):
+        if not gp.isdtype(a.dtype, "integral"):
+            raise TypeError(f"{op}: {arg} must be an integer array, got {a.dtype}")
+        return a if a.dtype == gp.int64 else gp.astype(a, gp.int64)
+    try:
+        v = _np.asarray(a)
+    except (TypeError, ValueError):
+        v = None
+    if v is None or not (v.dtype.kind in "iu" or (v.size == 0 and v.dtype.kind == "f")):
+        raise TypeError(f"{op}: {arg} must be an integer array or a sequence of ints, got "
+                        f"{type(a).__name__}")
+    return gp.asarray(v.astype(_np.int64), device=device)
+
+
+def embedding_bag(input: Array, weight: Array, offsets: Array | None = None,
+                  max_norm: float | None = None, norm_type: float = 2, scale_grad_by_freq: bool = False,
+                  mode: str = "mean", sparse: bool = False, per_sample_weights: Array | None = None,
+                  include_last_offset: bool = False, padding_idx: int | None = None) -> Array:
+    """Sums, means or maxima of bags of ``weight`` rows: torch's ``F.embedding_bag``. A 2-D
+    input holds one bag per row; a 1-D input is cut into bags starting at ``offsets``. Empty
+    bags (and bags of ``padding_idx`` only) give zeros. Bags are reduced with a membership
+    matrix on the device (offsets are never read back to the host)."""
+    op = "embedding_bag"
+    if not isinstance(input, Array) or not gp.isdtype(input.dtype, "integral"):
+        raise TypeError(f"{op}: input must be an integer Array, got "
+                        f"{getattr(input, 'dtype', type(input).__name__)}")
+    _check_float(weight, op, "weight")
+    if weight.ndim != 2:
+        raise ValueError(f"{op}: weight must be 2-D (num_embeddings, embedding_dim), got shape "
+                         f"{weight.shape}")
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError(f"{op}: mode must be 'sum', 'mean' or 'max', got {mode!r}")
+    if scale_grad_by_freq:
+        raise NotImplementedError(f"{op}: scale_grad_by_freq=True is not supported")
+    if sparse:
+        raise NotImplementedError(f"{op}: sparse=True is not supported (grilly has no sparse "
+                                  "gradients)")
+    n = weight.shape[0]
+    if padding_idx is not None:
+        if not -n <= padding_idx < n:
+            raise ValueError(f"{op}: padding_idx {padding_idx} must be within [-{n}, {n})")
+        padding_idx %= n
+    if per_sample_weights is not None:
+        if mode != "sum":
+            raise NotImplementedError(f"{op}: per_sample_weights is only supported for "
+                                      f"mode='sum', got mode={mode!r}")
+        _check_float(per_sample_weights, op, "per_sample_weights")
+        if per_sample_weights.shape != input.shape:
+            raise ValueError(f"{op}: per_sample_weights must have the input's shape "
+                             f"{input.shape}, got {per_sample_weights.shape}")
+    if input.ndim == 2:
+        if offsets is not None:
+            raise ValueError(f"{op}: offsets must be None when input is 2-D, got an array of "
+                             f"shape {getattr(offsets, 'shape', None)}")
+        if include_last_offset:
+            raise ValueError(f"{op}: include_last_offset=True needs a 1-D input with offsets")
+    elif input.ndim == 1:
+        if offsets is None:
+            raise ValueError(f"{op}: a 1-D input needs offsets (the start of each bag)")
+        offsets = _int_array(offsets, op, "offsets", input.device)
+        if offsets.ndim != 1:
+            raise ValueError(f"{op}: offsets must be 1-D, got shape {offsets.shape}")
+        if include_last_offset and offsets.shape[0] < 1:
+            raise ValueError(f"{op}: include_last_offset=True needs at least one offset")
+    else:
+        raise ValueError(f"{op}: input must be 1-D (with offsets) or 2-D (bags, length), got "
+                         f"shape {input.shape}")
+    idx = gp.reshape(input, (-1,))
+    if idx.dtype != gp.int64:
+        idx = gp.astype(idx, gp.int64)
+    idx = gp.where(idx < 0, idx - n, idx)   # negative indices fail take's bounds check
+    try:
+        if max_norm is not None:
+            with _no_grad():
+                _embedding_renorm(weight, idx, max_norm, norm_type)
+        rows = gp.take(weight, idx, axis=0)   # (K, D)
+    except IndexError as e:
+        raise IndexError(_embedding_index_error(e, n).replace("embedding:", f"{op}:")) from None
+    k = idx.shape[0]
+    if input.ndim == 2:
+        # fixed-length bags: reduce over the bag axis directly
+        b, length = input.shape
+        rows = gp.reshape(rows, (b, length, weight.shape[1]))
+        member = gp.reshape(idx, (b, length)) != (-1 if padding_idx is None else padding_idx)
+        psw = None if per_sample_weights is None else per_sample_weights
+    else:
+        b = offsets.shape[0] - (1 if include_last_offset else 0)
+        start = offsets[:b]
+        end = offsets[1:b + 1] if include_last_offset else gp.concat(
+            [offsets[1:], gp.full((1,), k, dtype=gp.int64, device=input.device)])
+        pos = gp.arange(k, dtype=gp.int64, device=input.device)
+        member = (pos >= gp.expand_dims(start, axis=1)) & (pos < gp.expand_dims(end, axis=1))
+        if padding_idx is not None:
+            member = member & (idx != padding_idx)
+        psw = None if per_sample_weights is None else gp.reshape(per_sample_weights, (1, k))
+    if mode == "max":
+        vals = gp.where(gp.expand_dims(member, axis=-1),
+                        rows if input.ndim == 2 else gp.expand_dims(rows, axis=0),
+                        gp.asarray(float("-inf"), dtype=rows.dtype, device=rows.device))
+        arg = gp.argmax(vals, axis=1, keepdims=True)
+        top = gp.squeeze(gp.take_along_axis(vals, arg, axis=1), axis=1)
+        return gp.where(gp.expand_dims(gp.any(member, axis=1), axis=-1), top,
+                        gp.zeros((), dtype=top.dtype, device=top.device))
+    m = gp.astype(member, rows.dtype)
+    if psw is not None:
+        m = m * psw
+    if input.ndim == 2:
+        out = gp.sum(rows * gp.expand_dims(m, axis=-1), axis=1)
+    else:
+        out = gp.matmul(m, rows)   # segment sums: a (bags, K) membership matrix times the rows
+    if mode == "mean":
+        count = gp.sum(gp.astype(member, rows.dtype), axis=1, keepdims=True)
+        out = out / gp.maximum(count, gp.ones((), dtype=count.dtype, device=count.device))
+    return out
+
+
+def gumbel_softmax(logits: Array, tau: float = 1.0, hard: bool = False, eps: float = 1e-10,
+                   dim: int = -1) -> Array:
+    """A sample of the Gumbel-softmax distribution: softmax((logits + g) / tau) with Gumbel
+    noise g from grilly.random; ``hard`` returns the one-hot of its argmax with the soft
+    sample's gradient (straight-through). ``eps`` is unused, as in torch."""
+    _check_float(logits, "gumbel_softmax", "logits")
+    if not tau > 0:
+        raise ValueError(f"gumbel_softmax: tau must be positive, got {tau}")
+    if logits.ndim == 0:
+        raise ValueError("gumbel_softmax: logits must have at least one dimension")
+    dim = dim + logits.ndim if dim < 0 else dim
+    if not 0 <= dim < logits.ndim:
+        raise ValueError(f"gumbel_softmax: dim {dim} is out of range for a {logits.ndim}-D input")
+    u = _grandom.uniform(shape=logits.shape, dtype=logits.dtype, device=logits.device)
+    # -log(E), E ~ Exp(1) drawn as -log(1 - u); a draw of u = 0 (E = 0) is moved to the
+    # smallest normal number, as torch's exponential_ never returns 0 (else inf and NaN)
+    e = gp.maximum(-gp.log1p(-u), gp.asarray(gp.finfo(u.dtype).smallest_normal, dtype=u.dtype,
+                                             device=u.device))
+    gumbels = -gp.log(e)
+    y_soft = softmax((logits + gumbels) / tau, dim=dim)
+    if not hard:
+        return y_soft
+    index = gp.argmax(_detach(y_soft), axis=dim, keepdims=True)
+    cls = gp.reshape(gp.arange(logits.shape[dim], dtype=index.dtype, device=logits.device),
+                     (-1,) + (1,) * (logits.ndim - dim - 1))
+    y_hard = gp.astype(index == cls, logits.dtype)
+    return y_hard - _detach(y_soft) + y_soft
+
+
+def _grid_axis(n: int, align_corners: bool):
+    """torch's normalized sample positions of an axis of ``n`` points (host float64)."""
+    if n <= 1:
+        return _np.zeros(max(n, 1))
+    r = _np.linspace(-1.0, 1.0, n)
+    return r if align_corners else r * (n - 1) / n
+
+
+def affine_grid(theta: Array, size, align_corners: bool | None = None) -> Array:
+    """The sampling grid (N, H, W, 2) (or (N, D, H, W, 3)) of the affine maps ``theta``
+    (N, 2, 3) (or (N, 3, 4)) over an output of ``size`` (N, C, H, W) (or (N, C, D, H, W)), in
+    grid_sample's normalized coordinates: torch's ``F.affine_grid``."""
+    op = "affine_grid"
+    _check_float(theta, op, "theta")
+    size = tuple(int(s) for s in size)
+    if len(size) not in (4, 5):
+        raise ValueError(f"{op}: size must have 4 (N, C, H, W) or 5 (N, C, D, H, W) entries, got "
+                         f"{size}")
+    nd = len(size) - 2
+    if theta.shape != (size[0], nd, nd + 1):
+        raise ValueError(f"{op}: for size {size} theta must have shape "
+                         f"{(size[0], nd, nd + 1)}, got {theta.shape}")
+    if min(size[2:]) <= 0:
+        raise ValueError(f"{op}: the spatial sizes must be positive, got {size}")
+    align = bool(align_corners)
+    axes = [_grid_axis(s, align) for s in size[2:]]      # (D,) H, W
+    mesh = _np.meshgrid(*axes, indexing="ij")
+    # torch's base grid holds (x, y[, z], 1): the last spatial axis first
+    base = _np.stack([*reversed(mesh), _np.ones_like(mesh[0])], axis=-1).reshape(-1, nd + 1)
+    base = gp.asarray(base, dtype=theta.dtype, device=theta.device)
+    grid = gp.matmul(base, gp.permute_dims(theta, (0, 2, 1)))   # (N, points, nd)
+    return gp.reshape(grid, (size[0], *size[2:], nd))
+
+
+def _reflect(c, twice_low: int, twice_high: int):
+    """torch's reflect_coordinates: c folded into [twice_low / 2, twice_high / 2]."""
+    if twice_low == twice_high:
+        return c * 0.0
+    lo, span = twice_low / 2.0, (twice_high - twice_low) / 2.0
+    a = gp.abs(c - lo)
+    flips = gp.floor(_detach(a) / span)
+    extra = a - flips * span
+    even = gp.remainder(flips, 2.0) == 0
+    return gp.where(even, extra + lo, span - extra + lo)
+
+
+def grid_sample(input: Array, grid: Array, mode: str = "bilinear", padding_mode: str = "zeros",
+                align_corners: bool | None = None) -> Array:
+    """``input`` (N, C, H, W) (or (N, C, D, H, W)) sampled at the normalized positions
+    ``grid`` (N, Ho, Wo, 2) (or (..., 3)), x first: torch's ``F.grid_sample`` ('bilinear' or
+    'nearest'; padding 'zeros', 'border' or 'reflection'), differentiable in both."""
+    op = "grid_sample"
+    _check_float(input, op)
+    _check_float(grid, op, "grid")
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError(f"{op}: mode must be 'bilinear', 'nearest' or 'bicubic', got {mode!r}")
+    if mode == "bicubic":
+        raise NotImplementedError(f"{op}: mode='bicubic' is not supported (use 'bilinear' or "
+                                  "'nearest')")
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ValueError(f"{op}: padding_mode must be 'zeros', 'border' or 'reflection', got "
+                         f"{padding_mode!r}")
+    if input.ndim not in (4, 5):
+        raise ValueError(f"{op}: input must be 4-D (N, C, H, W) or 5-D (N, C, D, H, W), got "
+                         f"shape {input.shape}")
+    nd = input.ndim - 2
+    if grid.ndim != input.ndim or grid.shape[0] != input.shape[0] or grid.shape[-1] != nd:
+        raise ValueError(f"{op}: for an input of shape {input.shape} grid must have shape "
+                         f"(N={input.shape[0]}, {', '.join(['*'] * nd)}, {nd}), got {grid.shape}")
+    input, grid = _promoted(input, grid)
+    align = bool(align_corners)
+    n, c, spatial = input.shape[0], input.shape[1], input.shape[2:]
+    out_sp = grid.shape[1:-1]
+    q = math.prod(out_sp)
+    g = gp.reshape(grid, (n, q, nd))
+    coords = []   # per spatial axis (D,) H, W: pixel coordinates (N, Q)
+    for i, size in enumerate(spatial):
+        x = g[:, :, nd - 1 - i]
+        x = (x + 1.0) * 0.5 * (size - 1) if align else ((x + 1.0) * size - 1.0) * 0.5
+        if padding_mode == "reflection":
+            x = _reflect(x, 0, 2 * (size - 1)) if align else _reflect(x, -1, 2 * size - 1)
+        if padding_mode != "zeros":
+            x = gp.clip(x, 0.0, float(size - 1))
+        coords.append(x)
+    strides = [math.prod(spatial[i + 1:]) for i in range(nd)]
+    flat_in = gp.reshape(input, (n, c, math.prod(spatial)))
+
+    def corner(idx_list):
+        """Values (N, C, Q) at the integer positions ``idx_list`` (float, per axis), zero
+        outside the input, and that validity (N, 1, Q)."""
+        valid, flat = None, None
+        for ix, size, st in zip(idx_list, spatial, strides):
+            ok = (ix >= 0.0) & (ix <= float(size - 1))
+            valid = ok if valid is None else valid & ok
+            i = gp.astype(gp.clip(ix, 0.0, float(size - 1)), gp.int64) * st
+            flat = i if flat is None else flat + i
+        vals = gp.take_along_axis(flat_in, gp.expand_dims(flat, axis=1), axis=2)
+        return vals, gp.astype(gp.expand_dims(valid, axis=1), input.dtype)
+
+    if mode == "nearest":
+        # torch rounds half to even (nearbyint)
+        vals, valid = corner([gp.round(_detach(x)) for x in coords])
+        out = vals * valid
+    else:
+        # far outside coordinates are clipped before the integer cast (they read zeros anyway)
+        base = [gp.floor(gp.clip(_detach(x), -2.0, float(size + 1)))
+                for x, size in zip(coords, spatial)]
+        frac = [x - b for x, b in zip(coords, base)]
+        out = None
+        for bits in range(2 ** nd):
+            pick = [(bits >> (nd - 1 - i)) & 1 for i in range(nd)]
+            w = None
+            for p, f in zip(pick, frac):
+                wi = f if p else 1.0 - f
+                w = wi if w is None else w * wi
+            vals, valid = corner([b + float(p) for b, p in zip(base, pick)])
+            term = vals * (gp.expand_dims(w, axis=1) * valid)
+            out = term if out is None else out + term
+    return gp.reshape(out, (n, c, *out_sp))
+
+
+_CTC_NEG = -1e30   # log(0) stand-in: -inf would put NaN into the gradients of unreachable paths
+
+
+def _lse(*xs):
+    """log(sum(exp(x))) of same-shaped finite arrays, shifted by their (constant) maximum."""
+    m = xs[0]
+    for x in xs[1:]:
+        m = gp.maximum(m, x)
+    m = _detach(m)
+    s = None
+    for x in xs:
+        e = gp.exp(x - m)
+        s = e if s is None else s + e
+    return m + gp.log(s)
+
+
+def _shift_right(a, k: int, fill):
+    """``a`` (N, L) moved right by k positions along L, ``fill`` coming in on the left."""
+    n, length = a.shape
+    pad = gp.full((n, min(k, length)), fill, dtype=a.dtype, device=a.device)
+    return pad if k >= length else gp.concat([pad, a[:, :length - k]], axis=1)
+
+
+def _ctc_labels(targets, tl, tl_host, n: int, blank: int, op: str):
+    """The targets as (N, W) labels, ``blank`` past each target's length: from padded (N, S)
+    targets, or gathered from concatenated 1-D ones (W the longest length where the lengths
+    came from the host, else the total length: no host read)."""
+    if targets.ndim == 2:
+        if targets.shape[0] != n:
+            raise ValueError(f"{op}: targets must have {n} rows (the batch), got shape "
+                             f"{targets.shape}")
+        lab = targets if targets.dtype == gp.int64 else gp.astype(targets, gp.int64)
+    elif targets.ndim == 1:
+        total = targets.shape[0]
+        if tl_host is not None and sum(tl_host) != total:
+            raise ValueError(f"{op}: concatenated targets hold {total} labels but "
+                             f"target_lengths sum to {sum(tl_host)}")
+        width = max(tl_host, default=0) if tl_host is not None else total
+        start = gp.cumsum(tl) - tl
+        pos = gp.expand_dims(start, axis=1) + gp.arange(width, dtype=gp.int64,
+                                                        device=targets.device)
+        flat = targets if targets.dtype == gp.int64 else gp.astype(targets, gp.int64)
+        if total:
+            pos = gp.reshape(gp.clip(pos, 0, total - 1), (-1,))
+            lab = gp.reshape(gp.take(flat, pos, axis=0), (n, width))
+        else:
+            lab = gp.zeros((n, width), dtype=gp.int64, device=targets.device)
+    else:
+        raise ValueError(f"{op}: targets must be 2-D (N, S) padded or 1-D concatenated, got "
+                         f"shape {targets.shape}")
+    keep = gp.arange(lab.shape[1], dtype=gp.int64, device=lab.device) < gp.expand_dims(tl, axis=1)
+    return gp.where(keep, lab, gp.asarray(blank, dtype=gp.int64, device=lab.device))
+
+
+def ctc_loss(log_probs: Array, targets: Array, input_lengths, target_lengths, blank: int = 0,
+             reduction: str = "mean", zero_infinity: bool = False) -> Array:
+    """The connectionist temporal classification loss of ``log_probs`` (T, N, C) (or (T, C))
+    given ``targets`` (N, S) padded or concatenated: torch's ``F.ctc_loss``, the forward
+    (alpha) recursion in log space, a loop over time vectorized over batch and labels, its
+    gradient by autograd. Impossible alignments give inf (0 with ``zero_infinity``)."""
+    op = "ctc_loss"
+    _check_float(log_probs, op, "log_probs")
+    _check_reduction(reduction, op)
+    if not isinstance(targets, Array) or not gp.isdtype(targets.dtype, "integral"):
+        raise TypeError(f"{op}: targets must be an integer Array, got "
+                        f"{getattr(targets, 'dtype', type(targets).__name__)}")
+    unbatched = log_probs.ndim == 2
+    if unbatched:
+        log_probs = gp.expand_dims(log_probs, axis=1)
+        if targets.ndim != 1:
+            raise ValueError(f"{op}: unbatched (T, C) log_probs need 1-D targets, got shape "
+                             f"{targets.shape}")
+        targets = gp.expand_dims(targets, axis=0)
+    elif log_probs.ndim != 3:
+        raise ValueError(f"{op}: log_probs must be (T, N, C) or (T, C), got shape "
+                         f"{log_probs.shape}")
+    t_max, n, c = log_probs.shape
+    if not 0 <= blank < c:
+        raise ValueError(f"{op}: blank must be in [0, {c}), got {blank}")
+    lengths = []
+    for name, v in (("input_lengths", input_lengths), ("target_lengths", target_lengths)):
+        host = None if isinstance(v, Array) else _np.asarray(v).reshape(-1)
+        a = gp.reshape(_int_array(v, op, name, log_probs.device), (-1,))
+        if a.shape != (n,):
+            raise ValueError(f"{op}: {name} must hold {n} lengths (one per batch entry), got "
+                             f"shape {a.shape}")
+        if host is not None and (host < 0).any():
+            raise ValueError(f"{op}: {name} must be non-negative, got {host.tolist()}")
+        lengths.append((a, None if host is None else [int(i) for i in host]))
+    (in_len, in_host), (tl, tl_host) = lengths
+    if in_host is not None and max(in_host, default=0) > t_max:
+        raise ValueError(f"{op}: input_lengths {in_host} exceed the {t_max} time steps")
+    lp = gp.astype(log_probs, gp.float32) if log_probs.dtype == gp.float16 else log_probs
+    labels = _ctc_labels(targets, tl, tl_host, n, blank, op)
+    w = labels.shape[1]
+    blanks = gp.full((n, w), blank, dtype=gp.int64, device=lp.device)
+    ext = gp.concat([gp.reshape(gp.stack([blanks, labels], axis=-1), (n, 2 * w)),
+                     gp.full((n, 1), blank, dtype=gp.int64, device=lp.device)], axis=1)
+    # a label may be reached from two positions back unless it repeats the label before it
+    skip = (ext != blank) & (ext != _shift_right(ext, 2, -1))
+    emit = gp.take_along_axis(lp, gp.expand_dims(ext, axis=0), axis=2)   # (T, N, 2W + 1)
+    neg = gp.asarray(_CTC_NEG, dtype=lp.dtype, device=lp.device)
+    # alpha before the first step: all paths start at position 0 (log 1)
+    alpha = gp.where(gp.arange(2 * w + 1, device=lp.device) == 0,
+                     gp.zeros((), dtype=lp.dtype, device=lp.device), neg)
+    alpha = gp.broadcast_to(alpha, (n, 2 * w + 1))
+    for t, e in enumerate(gp.unstack(emit, axis=0)):
+        step = _lse(alpha, _shift_right(alpha, 1, _CTC_NEG),
+                    gp.where(skip, _shift_right(alpha, 2, _CTC_NEG), neg)) + e
+        alpha = gp.where(gp.expand_dims(in_len > t, axis=1), step, alpha)
+    last = gp.expand_dims(2 * tl, axis=1)
+    prev = gp.where(last > 0, gp.take_along_axis(alpha, gp.clip(last - 1, 0, None), axis=1), neg)
+    ll = gp.squeeze(_lse(gp.take_along_axis(alpha, last, axis=1), prev), axis=1)
+    impossible = ll < _CTC_NEG / 10
+    nll = gp.where(impossible, gp.asarray(0.0 if zero_infinity else float("inf"), dtype=ll.dtype,
+                                          device=ll.device), -ll)
+    if lp is not log_probs:
+        nll = gp.astype(nll, log_probs.dtype)
+    if reduction == "mean":
+        return gp.mean(nll / gp.astype(gp.maximum(tl, 1), nll.dtype))
+    if reduction == "sum":
+        return gp.sum(nll)
+    return gp.squeeze(nll, axis=0) if unbatched else nll
+
+
+def _fractional_starts(u, n_in: int, n_out: int, k: int):
+    """torch's generate_intervals: the (..., n_out) int64 window starts along an axis from
+    the uniform draws ``u`` (...), computed in u's dtype as torch computes them in the
+    input's."""
+    last = gp.full(u.shape + (1,), n_in - k, dtype=gp.int64, device=u.device)
+    if n_out == 1:
+        return last
+    dt = _np.float64 if u.dtype == gp.float64 else _np.float32
+    alpha = float(dt(n_in - k) / dt(n_out - 1))
+    i = gp.arange(n_out - 1, dtype=u.dtype, device=u.device)
+    ue = gp.expand_dims(u, axis=-1)
+    seq = gp.floor((i + ue) * alpha) - gp.floor(ue * alpha)
+    return gp.concat([gp.astype(seq, gp.int64), last], axis=-1)
+
+
+def fractional_max_pool2d_with_indices(input: Array, kernel_size, output_size=None,
+                                       output_ratio=None, return_indices: bool = False,
+                                       _random_samples: Array | None = None) -> tuple:
+    """``(fractional_max_pool2d(...), indices)``: the int64 flat position in its H x W plane
+    of each maximum."""
+    op = "fractional_max_pool2d"
+    _check_float(input, op)
+    if input.ndim not in (3, 4):
+        raise ValueError(f"{op}: expected a 3-D (C, H, W) or 4-D (N, C, H, W) input, got shape "
+                         f"{input.shape}")
+    x = input if input.ndim == 4 else gp.expand_dims(input, axis=0)
+    nb, c, h, wd = x.shape
+    k = _ntuple(kernel_size, 2, "kernel_size", op)
+    if (output_size is None) == (output_ratio is None):
+        raise ValueError(f"{op}: give exactly one of output_size and output_ratio")
+    if output_size is None:
+        r = (output_ratio, output_ratio) if isinstance(output_ratio, (int, float)) \
+            else tuple(output_ratio)
+        if len(r) != 2 or not all(0 < v < 1 for v in r):
+            raise ValueError(f"{op}: output_ratio must be in (0, 1), got {output_ratio!r}")
+        out = (int(h * r[0]), int(wd * r[1]))
+    else:
+        out = _ntuple(output_size, 2, "output_size", op)
+    for name, o, ki, m in (("height", out[0], k[0], h), ("width", out[1], k[1], wd)):
+        if ki < 1 or o < 1 or o + ki - 1 > m:
+            raise ValueError(f"{op}: kernel_size {k} and output_size {out} do not fit the input "
+                             f"{name} {m} (output + kernel - 1 must be at most the input)")
+    if _random_samples is None:
+        u = _grandom.uniform(shape=(nb, c, 2), dtype=x.dtype, device=x.device)
+    else:
+        _check_float(_random_samples, op, "_random_samples")
+        if _random_samples.shape != (nb, c, 2):
+            raise ValueError(f"{op}: _random_samples must have shape {(nb, c, 2)}, got "
+                             f"{_random_samples.shape}")
+        u = _random_samples
+    # as torch: the first draw places the columns, the second the rows
+    sw = _fractional_starts(u[:, :, 0], wd, out[1], k[1])
+    sh = _fractional_starts(u[:, :, 1], h, out[0], k[0])
+    rows = gp.expand_dims(sh, axis=-1) + gp.arange(k[0], dtype=gp.int64, device=x.device)
+    cols = gp.expand_dims(sw, axis=-1) + gp.arange(k[1], dtype=gp.int64, device=x.device)
+    # (N, C, OH, OW, kh, kw) flat positions, the window in row-major order
+    flat = (gp.reshape(rows, (nb, c, out[0], 1, k[0], 1)) * wd
+            + gp.reshape(cols, (nb, c, 1, out[1], 1, k[1])))
+    flat = gp.reshape(flat, (nb, c, out[0] * out[1], k[0] * k[1]))
+    vals = gp.take_along_axis(gp.reshape(x, (nb, c, h * wd)),
+                              gp.reshape(flat, (nb, c, -1)), axis=2)
+    vals = gp.reshape(vals, flat.shape)
+    arg = gp.argmax(vals, axis=-1, keepdims=True)   # the first maximum, as torch
+    y = gp.reshape(gp.take_along_axis(vals, arg, axis=-1), (nb, c, *out))
+    idx = gp.reshape(gp.take_along_axis(flat, arg, axis=-1), (nb, c, *out))
+    if input.ndim == 3:
+        y, idx = gp.squeeze(y, axis=0), gp.squeeze(idx, axis=0)
+    return y, idx
+
+
+def fractional_max_pool2d(input: Array, kernel_size, output_size=None, output_ratio=None,
+                          return_indices: bool = False, _random_samples: Array | None = None):
+    """Max pooling over pseudo-randomly placed windows of (N, C, H, W) (Graham's fractional
+    max pooling): torch's ``F.fractional_max_pool2d``; ``_random_samples`` (N, C, 2) fixes the
+    placement, else it is drawn from grilly.random."""
+    y, idx = fractional_max_pool2d_with_indices(input, kernel_size, output_size, output_ratio,
+                                                return_indices, _random_samples)
+    return (y, idx) if return_indices else y
