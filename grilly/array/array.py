@@ -596,7 +596,10 @@ def _axis_kw(op: str, axis, keepdims: bool, kw: dict, torch_dim: bool = True) ->
 
 
 def _in_dtype(x: Array, dtype) -> Array:
-    """``x`` cast to ``dtype`` (NumPy's dtype= of mean/std/var: the computation's), or x."""
+    """``x`` cast to ``dtype`` (NumPy's dtype= of mean/std/var: the computation's), or x; a bool
+    array goes to the default float, as NumPy's methods do (``(pred == y).mean()``)."""
+    if dtype is None and x._dtype is _dt.bool:
+        dtype = _dt.default_float(x._device)
     return x if dtype is None else _OPS["astype"](x, _dt.as_dtype(dtype, "dtype"))
 
 

@@ -153,8 +153,13 @@ def concat(arrays: tuple[Array, ...] | list[Array], /, *, axis: int | None = 0) 
     return wrap(out, d, dev)
 
 
-def stack(arrays: tuple[Array, ...] | list[Array], /, *, axis: int = 0) -> Array:
-    """Join arrays of one shape along a new axis."""
+def stack(arrays: tuple[Array, ...] | list[Array], /, *, axis: int = 0,
+          dim: int | None = None) -> Array:
+    """Join arrays of one shape along a new axis (``dim`` is torch's spelling of ``axis``)."""
+    if dim is not None:
+        if axis != 0:
+            raise TypeError("stack: give axis or dim, not both")
+        axis = dim
     arrays = _arrays(arrays, "stack")
     shape = arrays[0].shape
     for i, a in enumerate(arrays):

@@ -899,3 +899,23 @@ for _fn in (view, view_as, reshape_as, expand, expand_as, unsqueeze, permute, t,
             index_select, tril, triu, diag, allclose, equal, unique, nonzero, zero_, fill_,
             copy_, clamp_, masked_fill_, uniform_, normal_):
     setattr(Array, _fn.__name__, _fn)
+
+
+def _data_get(self: Array) -> Array:
+    """torch's ``x.data``: the values without the graph, sharing memory (``x.detach()``)."""
+    return self.detach()
+
+
+def _data_set(self: Array, value) -> None:
+    """``x.data = y`` writes y's values into x, outside autograd (torch swaps the storage;
+    here the shape and dtype stay: y is cast, and another shape is a ValueError)."""
+    shape = value.shape if hasattr(value, "shape") else np.shape(value)
+    if tuple(shape) != self.shape:
+        raise ValueError(f"Array.data: cannot assign values of shape {tuple(shape)} to an array "
+                         f"of shape {self.shape} (grilly writes in place; the shape must match)")
+    if isinstance(value, Array):   # torch would take value's dtype too; the storage stays here
+        value = _OPS["astype"](value.detach(), self.dtype)
+    copy_(self.detach(), value)
+
+
+Array.data = property(_data_get, _data_set, doc="torch's x.data: x.detach(); assignable.")

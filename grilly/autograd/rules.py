@@ -483,8 +483,8 @@ def _concat(g, out, arrays, /, *, axis=0):
     return (res,)
 
 
-def _stack(g, out, arrays, /, *, axis=0):
-    ax = normalize_axis(axis, out.ndim, "backward")
+def _stack(g, out, arrays, /, *, axis=0, dim=None):
+    ax = normalize_axis(axis if dim is None else dim, out.ndim, "backward")
     return ([g[(slice(None),) * ax + (i,)] if _rg(a) else None for i, a in enumerate(arrays)],)
 
 

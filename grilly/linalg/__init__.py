@@ -13,8 +13,9 @@ from ..array.core import (as_compute_array, broadcast_shapes, call, check_array,
 from ..array.linear_algebra import matmul, matrix_transpose, numeric_pair, tensordot, vecdot
 
 __all__ = [
-    "EigResult", "EighResult", "QRResult", "SVDResult", "SlogdetResult", "cholesky", "cross", "det",
-    "diagonal", "eig", "eigh", "eigvals", "eigvalsh", "inv", "matmul", "matrix_norm",
+    "EigResult", "EighResult", "LstsqResult", "QRResult", "SVDResult", "SlogdetResult", "cholesky",
+    "cross", "det", "diagonal", "eig", "eigh", "eigvals", "eigvalsh", "inv", "lstsq", "matmul",
+    "matrix_norm", "norm",
     "matrix_power", "matrix_rank", "matrix_transpose", "outer", "pinv", "qr", "slogdet", "solve",
     "svd", "svdvals", "tensordot", "trace", "vecdot", "vector_norm",
 ]
@@ -28,6 +29,13 @@ class EighResult(NamedTuple):
 class EigResult(NamedTuple):
     eigenvalues: Array
     eigenvectors: Array
+
+
+class LstsqResult(NamedTuple):
+    solution: Array
+    residuals: Array
+    rank: Array
+    singular_values: Array
 
 
 class QRResult(NamedTuple):
@@ -358,5 +366,77 @@ def trace(x: Array, /, *, offset: int = 0, dtype: dt.DType | None = None) -> Arr
     if x._dtype.kind == "b":
         raise TypeError("trace: dtype bool is not supported; expected a numeric array")
     return _ns().sum(diagonal(x, offset=offset), axis=-1, dtype=dtype)
+
+def lstsq(a: Array, b: Array, /, rcond: float | None = None, *,
+          driver: str | None = None) -> LstsqResult:
+    """Least-squares solution of a @ x = b (NumPy's and torch's lstsq, through the SVD):
+    (solution, residuals, rank, singular_values)."""
+    _matrices(a, "lstsq")
+    _float(b, "lstsq")
+    if driver not in (None, "gelsd", "gelss"):
+        raise NotImplementedError(f"lstsq: driver {driver!r} is not supported (the SVD-based "
+                                  "'gelsd'/'gelss' solution is always used)")
+    m, n = a.shape[-2:]
+    vec = b.ndim == 1
+    if (vec and b.shape[0] != m) or (not vec and b.shape[-2] != m):
+        raise ValueError(f"lstsq: b of shape {b.shape} does not match a of shape {a.shape} "
+                         f"(expected (M,) or (..., M, K) with M={m})")
+    if rcond is not None and rcond < 0:   # NumPy's -1: machine precision
+        rcond = dt.finfo(_real_of(a._dtype)).eps
+    ns = _ns()
+    b2 = ns.expand_dims(b, axis=-1) if vec else b
+    x = matmul(pinv(a, rtol=rcond), b2)
+    rank = matrix_rank(a, rtol=rcond)
+    # NumPy's residuals exist only for full column rank and M > N: a shape that depends on
+    # the rank, read once on the host
+    if m > n and bool(ns.all(ns.equal(rank, n))):
+        r = ns.subtract(b2, matmul(a, x))
+        res = ns.sum(ns.real(ns.multiply(r, ns.conj(r))), axis=-2)
+    else:
+        res = ns.zeros((0,), dtype=_real_of(x._dtype), device=x._device)
+    return LstsqResult(x[..., 0] if vec else x, res, rank, svdvals(a))
+
+
+def norm(x: Array, /, ord: int | float | str | None = None,
+         axis: int | tuple[int, ...] | None = None, keepdims: bool = False, *,
+         dim: int | tuple[int, ...] | None = None, keepdim: bool | None = None,
+         dtype: dt.DType | None = None) -> Array:
+    """Vector or matrix norm (NumPy's ``linalg.norm``; torch's ``dim``/``keepdim`` spellings):
+    an int axis is a vector norm, two axes a matrix norm."""
+    check_array(x, "norm")
+    if dim is not None:
+        if axis is not None:
+            raise TypeError("norm: give axis or dim, not both")
+        axis = dim
+    if keepdim is not None:
+        keepdims = keepdim
+    if dtype is not None:
+        x = as_compute_array(x, dt.as_dtype(dtype, "norm"), x._device, "norm")
+    elif x._dtype.kind in "biu":   # NumPy computes the norm of integers in float64
+        x = as_compute_array(x, dt.default_float(x._device), x._device, "norm")
+    if axis is None:
+        if ord is None:
+            return vector_norm(x, keepdims=keepdims)
+        if x.ndim not in (1, 2):
+            raise ValueError(f"norm: ord={ord!r} without axis needs a 1-D or 2-D array, got "
+                             f"shape {x.shape}")
+        axis = tuple(range(x.ndim))
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    if len(axes) == 1:
+        if isinstance(ord, str):
+            raise ValueError(f"norm: ord={ord!r} is a matrix norm; a vector norm takes a number")
+        return vector_norm(x, axis=axes[0], keepdims=keepdims, ord=2 if ord is None else ord)
+    if len(axes) != 2:
+        raise ValueError(f"norm: axis must be an int or a pair of ints, got {axis!r}")
+    a0, a1 = (normalize_axis(a, x.ndim, "norm") for a in axes)
+    if a0 == a1:
+        raise ValueError(f"norm: the two axes must differ, got {axis!r}")
+    ns = _ns()
+    r = matrix_norm(ns.moveaxis(x, (a0, a1), (-2, -1)), ord="fro" if ord is None else ord)
+    if keepdims:
+        for a in sorted((a0, a1)):
+            r = ns.expand_dims(r, axis=a)
+    return r
+
 
 dispatch.export(globals(), "linalg.")
