@@ -95,8 +95,9 @@ def test_searchsorted_scalar_and_errors(device):
         gp.searchsorted(a, 3, side="middle")
     with pytest.raises(ValueError):
         gp.searchsorted(gp.asarray(np.ones((2, 2)), device=device), 1.0)
-    with pytest.raises(TypeError):
-        gp.searchsorted(a, 1.5)
+    # a Python float with an integer array: compared in float64, as NumPy (it raised TypeError)
+    assert_close(gp.searchsorted(a, 1.5), np.searchsorted(np.array([1, 3, 5]), 1.5))
+    assert_close(gp.searchsorted(a, 3.0, side="right"), np.int64(2))
 
 
 def test_where(device):
@@ -118,5 +119,7 @@ def test_where(device):
         gp.where(gc, 1, 2)
     with pytest.raises(ValueError):
         gp.where(gc, ga, gp.asarray(np.ones(3), device=device))
-    with pytest.raises(TypeError):
-        gp.where(gc, gp.asarray(np.ones(4, np.int32), device=device), 1.5)
+    # a Python float with an integer array: NumPy's float64 (it raised TypeError)
+    got = gp.where(gc, gp.asarray(np.ones(4, np.int32), device=device), 1.5)
+    assert got.dtype == gp.float64
+    assert_close(got, np.where(c, np.ones(4, np.int32), 1.5))

@@ -151,17 +151,15 @@ def scalar_result(d: DType, s, op: str) -> DType:
     """The dtype of an operation between an array of dtype ``d`` and Python scalar ``s``."""
     if isinstance(s, _builtin_bool):
         return d
+    # a scalar of a higher kind than the array's (the Array API leaves these unspecified):
+    # NumPy's results, as a NumPy user writes ``arange(5) * 0.5`` or ``mask * 2``
     if isinstance(s, int):
-        if d.kind == "b":
-            raise TypeError(f"{op}: cannot combine a bool array with a Python int")
-        return d
+        return int64 if d.kind == "b" else d
     if isinstance(s, float):
-        if d.kind in "biu":
-            raise TypeError(f"{op}: cannot combine a {d.name} array with a Python float")
-        return d
+        return float64 if d.kind in "biu" else d
     if isinstance(s, complex):
         if d.kind in "biu":
-            raise TypeError(f"{op}: cannot combine a {d.name} array with a Python complex")
+            return complex128
         if d.kind == "f":
             return complex128 if d is float64 else complex64
         return d
