@@ -95,6 +95,8 @@ def write_image(path: str, img: np.ndarray) -> str:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    if not os.path.splitext(path)[1]:   # (imsave takes its format from the extension)
+        path += ".png"
     plt.imsave(path, img, cmap="gray_r", vmin=0.0, vmax=1.0)
     return path
 
