@@ -50,9 +50,6 @@ def _calculate_fan_in_and_fan_out(tensor) -> tuple[int, int]:
     return tensor.shape[1] * rf, tensor.shape[0] * rf
 
 
-_fans = _calculate_fan_in_and_fan_out
-
-
 def _calculate_correct_fan(tensor, mode: str) -> int:
     """fan_in or fan_out of ``tensor``, as ``mode`` names."""
     mode = mode.lower()
@@ -118,21 +115,21 @@ def eye_(tensor):
 
 def xavier_uniform_(tensor, gain: float = 1.0):
     """Glorot uniform: U(-a, a), a = gain * sqrt(6 / (fan_in + fan_out))."""
-    fi, fo = _fans(tensor)
+    fi, fo = _calculate_fan_in_and_fan_out(tensor)
     a = gain * math.sqrt(6.0 / (fi + fo))
     return uniform_(tensor, -a, a)
 
 
 def xavier_normal_(tensor, gain: float = 1.0):
     """Glorot normal: N(0, gain^2 * 2 / (fan_in + fan_out))."""
-    fi, fo = _fans(tensor)
+    fi, fo = _calculate_fan_in_and_fan_out(tensor)
     return normal_(tensor, 0.0, gain * math.sqrt(2.0 / (fi + fo)))
 
 
 def _kaiming_std(tensor, a, mode, nonlinearity):
     if mode not in ("fan_in", "fan_out"):
         raise ValueError(f"kaiming init: mode must be 'fan_in' or 'fan_out', got {mode!r}")
-    fi, fo = _fans(tensor)
+    fi, fo = _calculate_fan_in_and_fan_out(tensor)
     fan = fi if mode == "fan_in" else fo
     if fan == 0:
         raise ValueError(f"kaiming init: fan is 0 for shape {tensor.shape}")
