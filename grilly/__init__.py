@@ -26,6 +26,7 @@ from .memory import CapsuleConfig, CapsuleTransformer  # noqa: E402,F401  (the s
 from . import amp  # noqa: E402,F401
 from . import utils  # noqa: E402,F401
 from . import jit  # noqa: E402,F401  (a module, and the seed's @grilly.jit decorator)
+from . import func  # noqa: E402,F401  (torch.func: grad, vjp, jacrev, vmap, ...)
 from . import functional  # noqa: E402,F401  (grilly.functional is grilly.nn.functional)
 from .amp import autocast  # noqa: E402,F401
 from .learning import Learning  # noqa: E402,F401  (the seed API)
