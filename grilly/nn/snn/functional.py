@@ -27,8 +27,8 @@ _DEFAULT_SURROGATE = atan(2.0)
 
 
 def reset_net(model):
-    """SpikingJelly's ``functional.reset_net``: every module's ``reset_state()`` (what
-    ``grilly.nn.snn.reset(model)`` does; that module imports this one, so not called from here)."""
+    """Reset the state of every layer of ``model`` that keeps one (its ``reset_state()``): a
+    new sequence starts. ``grilly.nn.snn.reset``, and SpikingJelly's ``functional.reset_net``."""
     for m in model.modules():
         if hasattr(m, "reset_state"):
             m.reset_state()

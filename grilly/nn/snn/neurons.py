@@ -24,15 +24,9 @@ __all__ = ["LIF", "IF", "Synaptic", "AdaptiveLIF", "RLeaky", "LIFNode", "IFNode"
            "reset_net", "detach"]
 
 
-def reset(model: Module) -> Module:
-    """Reset the state of every spiking layer in ``model`` (a new sequence starts)."""
-    for m in model.modules():
-        if isinstance(m, _Neuron):
-            m.reset_state()
-    return model
-
-
-reset_net = reset   # SpikingJelly's functional.reset_net
+# every layer's reset_state() (a new sequence starts): snn.reset, and SpikingJelly's
+# functional.reset_net, one function
+reset = reset_net = F.reset_net
 
 
 def detach(model: Module) -> Module:
