@@ -2,7 +2,7 @@
 chosen device against torch on the CPU (and on CUDA when torch has it), same run, same shapes.
 
 Run: python bench/bench_train.py [--device cpu|vulkan] [--reps 20] [--models mlp,cnn,wide]
-[--json out.json] (the big models, timed over --wide-reps steps: "wide", the 1024-4096-4096-10
+[--json out.json] (the big models, timed over --wide-reps steps after --warmup ones: "wide", the 1024-4096-4096-10
 MLP at batch 512; "transformer", an encoder layer d 512 at batch 32 x 256; "cnn32", conv
 64-128-256 on 3x32x32 at batch 256). Times are
 best-of-reps wall times after warm-up steps; ratio = torch time / grilly time (> 1: grilly
@@ -171,7 +171,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--models", default="mlp,cnn",
                     help="comma-separated: mlp, cnn, wide, transformer, cnn32")
-    ap.add_argument("--wide-reps", type=int, default=3, help="steps timed for the big models")
+    ap.add_argument("--wide-reps", type=int, default=5, help="steps timed for the big models")
     ap.add_argument("--json", default=None, help="write the results to this file")
     a = ap.parse_args(argv)
     import torch
@@ -193,7 +193,9 @@ def main(argv=None) -> dict:
     for kind in a.models.split(","):
         y = labels[kind]
         big = kind in ("wide", "transformer", "cnn32")
-        reps, warm = (a.wide_reps, 1) if big else (a.reps, a.warmup)
+        # the same warm-up for every model: a step taken while the memory pools still grow (grilly's,
+        # or torch's caching allocator) is not the steady state a training loop runs in
+        reps, warm = (a.wide_reps, a.warmup) if big else (a.reps, a.warmup)
         steps, model = grilly_step(kind, data[kind], y, a.device)
         row = {"model": kind, "batch": len(y), "grilly_device": a.device}
         for name, f in steps.items():
