@@ -14,7 +14,8 @@ from .core import AxisError  # noqa: F401
 from .creation import *  # noqa: F401,F403
 from .devices import *  # noqa: F401,F403
 from .dtypes import (  # noqa: F401
-    DType, bfloat16, bool, can_cast, complex64, complex128, finfo, float16, float32, float64, iinfo,
+    DType, bfloat16, bool, can_cast, complex64, complex128, dtype, finfo, float16, float32, float64,
+    iinfo,
     int8, int16, int32, int64, isdtype, result_type, uint8, uint16, uint32, uint64,
 )
 from .einsum import *  # noqa: F401,F403

@@ -147,6 +147,46 @@ class Array:
     def mT(self) -> "Array":
         return _OPS["matrix_transpose"](self)
 
+    # NumPy's (and torch's) attributes beyond the standard's
+    @property
+    def real(self) -> "Array":
+        """The real part: the array itself for a real dtype (as NumPy's and torch's .real)."""
+        return _OPS["real"](self) if self._dtype.kind == "c" else self
+
+    @property
+    def imag(self) -> "Array":
+        """The imaginary part (zeros of the array's dtype for a real one, as NumPy's .imag)."""
+        return _OPS["imag"](self) if self._dtype.kind == "c" else _OPS["zeros_like"](self)
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes per element."""
+        return self._dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the elements (size x itemsize), as NumPy's."""
+        return int(self.size) * self._dtype.itemsize
+
+    @property
+    def strides(self) -> tuple:
+        """Bytes between neighbours along each axis, as NumPy's (torch's stride() counts elements)."""
+        return tuple(s * self._dtype.itemsize for s in self.stride())
+
+    def fill(self, value) -> None:
+        """Set every element to ``value`` in place (NumPy's ndarray.fill; returns None)."""
+        self.fill_(value)
+
+    def __divmod__(self, other) -> tuple:
+        return self // other, self % other
+
+    def __rdivmod__(self, other) -> tuple:
+        return other // self, other % self
+
+    def __round__(self, ndigits: int | None = None) -> "Array":
+        """``round(x)``, ``round(x, n)``: rounded half to even, an Array as NumPy's and torch's."""
+        return self.round(0 if ndigits is None else ndigits)
+
     # ---- operators (each one namespace function) ----------------------------------------
     __add__, __radd__, __iadd__ = _arith("add")
     __sub__, __rsub__, __isub__ = _arith("subtract")

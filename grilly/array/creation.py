@@ -18,6 +18,22 @@ def _dtype(dtype, op):
     return None if dtype is None else dt.as_dtype(dtype, op)
 
 
+def array(obj, dtype=None, *, copy: bool | None = True, order: str | None = "K", ndmin: int = 0,
+          device=None) -> Array:
+    """NumPy's ``np.array``: ``asarray`` with a copy by default (``copy=None`` copies only when
+    needed, ``copy=False`` never), at least ``ndmin`` dimensions (ones prepended); grilly
+    arrays are row-major, so ``order`` may be 'K', 'A' or 'C'. Called as ``grilly.array``."""
+    if order not in ("K", "A", "C", None):
+        raise ValueError(f"array: order={order!r} is not supported (grilly arrays are row-major: "
+                         "'C', 'K' or 'A')")
+    if isinstance(ndmin, bool) or not isinstance(ndmin, int) or ndmin < 0:
+        raise TypeError(f"array: ndmin must be a non-negative int, got {ndmin!r}")
+    x = asarray(obj, dtype=dtype, device=device, copy=copy)
+    if x.ndim < ndmin:
+        x = dispatch.ns.reshape(x, (1,) * (ndmin - x.ndim) + x.shape)
+    return x
+
+
 def asarray(obj, /, *, dtype=None, device=None, copy=None) -> Array:
     """Convert ``obj`` (array, scalar, nested sequence, buffer, DLPack object) to an Array."""
     d = _dtype(dtype, "asarray")

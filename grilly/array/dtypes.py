@@ -7,7 +7,7 @@ import numpy as np
 __all__ = [
     "DType", "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64", "complex64", "complex128", "result_type",
-    "can_cast",
+    "can_cast", "dtype",
     "isdtype", "finfo", "iinfo",
 ]
 
@@ -23,6 +23,12 @@ _builtin_bool = type(True)
 def _is_array(x) -> _builtin_bool:
     # an array is what carries a grilly dtype (this module sits below array.py)
     return not isinstance(x, DType) and isinstance(getattr(x, "dtype", None), DType)
+
+
+def dtype(spec) -> DType:
+    """NumPy's ``np.dtype``: the grilly dtype of ``spec`` (a name such as 'float32', a NumPy
+    dtype or scalar type, or a grilly dtype)."""
+    return as_dtype(spec, "dtype")
 
 
 # Category predicates, as isdtype names them.
