@@ -14,6 +14,7 @@ import types
 from typing import Callable
 
 from ..backends import dtypes as _dtypes   # the leaf dtype table
+from . import numpy_args as _numpy_args   # NumPy's positional order (a leaf too)
 
 OPS: dict[str, Callable] = {}   # namespace name -> the exported (hooked) function
 _SEQ = (list, tuple)
@@ -96,7 +97,8 @@ def _bf16():
 
 def op(name: str, fn: Callable) -> Callable:
     """``fn`` as the namespace function ``name``: recorded through ``hooks.record`` when an
-    argument (or an element of a list/tuple argument) requires grad."""
+    argument (or an element of a list/tuple argument) requires grad; it takes NumPy's
+    positional order where numpy_args.POSITIONAL names it."""
     def run(*args, **kw):
         rec = hooks.record
         if rec is not None and _tracked(args):
@@ -104,9 +106,12 @@ def op(name: str, fn: Callable) -> Callable:
         return fn(*args, **kw)
 
     h = hooks
+    npos, names, absent, sig = _numpy_args.slots(name, fn)
 
     @functools.wraps(fn)
     def dispatch(*args, **kw):
+        if len(args) > npos or absent and not absent.isdisjoint(kw):
+            args, kw = _numpy_args.bind(name, npos, names, absent, args, kw)   # canonical form
         if h.cast is not None:
             args = h.cast(name, args)
         if _BF16_SEEN[0]:
@@ -123,6 +128,8 @@ def op(name: str, fn: Callable) -> Callable:
                     return rec(name, fn, args, kw)
         return fn(*args, **kw)
 
+    if sig is not None:
+        dispatch.__signature__ = sig   # help() and inspect show NumPy's positional order
     dispatch.__grilly_op__ = name
     OPS[name] = dispatch
     return dispatch

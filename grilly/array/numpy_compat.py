@@ -21,6 +21,7 @@ from . import dtypes as dt
 from .array import Array
 from .core import AxisError, check_array, common_device
 from .manipulation import normalize_axis
+from .numpy_args import no_out as _no_out  # (numpy_stats imports it from here)
 
 __all__ = [
     # names NumPy 2 keeps for Array API functions
@@ -119,12 +120,6 @@ def concatenate(arrays: Sequence[Array], axis: int | None = 0, out=None, *,
     _no_out("concatenate", out)
     res = _ns.concat(list(arrays) if isinstance(arrays, tuple) else arrays, axis=axis)
     return res if dtype is None else _ns.astype(res, dtype)
-
-
-def _no_out(op: str, out) -> None:
-    if out is not None:
-        raise NotImplementedError(f"{op}: out= is not supported (grilly arrays are returned "
-                                  "new; assign with x[...] = result)")
 
 
 def transpose(a: Array, axes: Sequence[int] | None = None) -> Array:

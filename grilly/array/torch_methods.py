@@ -22,6 +22,7 @@ from . import dispatch
 from . import dtypes as _dt
 from .array import Array
 from .core import normalize_axis
+from .numpy_args import no_out
 
 __all__: list[str] = []   # nothing for the namespace: these are methods
 
@@ -424,14 +425,9 @@ def relu(self: Array) -> Array:
     return _ns().nn.functional.relu(self)
 
 
-def _no_out(op: str, out) -> None:
-    if out is not None:   # (numpy.round(x) and friends pass out=None)
-        raise TypeError(f"Array.{op}: out= is not supported; use the result")
-
-
 def round(self: Array, decimals: int = 0, out=None) -> Array:   # noqa: A001 (torch's, NumPy's)
     """Round half to even, to ``decimals`` places (as torch and NumPy: x * 10**d rounded, / 10**d)."""
-    _no_out("round", out)
+    no_out("Array.round", out)   # (numpy.round(x) and friends pass out=None)
     if decimals == 0:
         return _OPS["round"](self)
     s = 10.0 ** decimals
@@ -669,7 +665,7 @@ def sort(self: Array, axis: int = -1, kind=None, order=None, **kw) -> None:
 
 def take(self: Array, indices, axis=None, out=None, mode: str = "raise") -> Array:
     """The elements at ``indices`` (of the flattened array when ``axis`` is None): gp.take."""
-    _no_out("take", out)
+    no_out("Array.take", out)
     if mode != "raise":
         raise TypeError(f"Array.take: mode={mode!r} is not supported (only 'raise')")
     if axis is None:

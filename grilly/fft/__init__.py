@@ -11,8 +11,8 @@ from ..array.array import Array
 from ..array.core import (as_compute_array, call, check_array, normalize_axis, resolve_device,
                           wrap)
 
-__all__ = ["fft", "fftfreq", "fftn", "fftshift", "hfft", "ifft", "ifftn", "ifftshift", "irfft",
-           "irfftn", "rfft", "rfftfreq", "rfftn"]
+__all__ = ["fft", "fftfreq", "fftn", "fftshift", "hfft", "ifft", "ifftn", "ifftshift", "ihfft",
+           "irfft", "irfftn", "rfft", "rfftfreq", "rfftn"]
 
 _NORMS = ("backward", "ortho", "forward")
 _SWAP = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
