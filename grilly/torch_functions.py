@@ -21,8 +21,8 @@ from .nn import serialization as _ser
 from .nn._random import manual_seed
 from .utils.helpers import randn, tensor
 
-__all__ = ["cat", "flatten", "from_numpy", "load", "manual_seed", "rand", "rand_like", "randn",
-           "randn_like", "save", "sigmoid", "tensor"]
+__all__ = ["cat", "flatten", "from_numpy", "load", "manual_seed", "poisson", "rand", "rand_like",
+           "randn", "randn_like", "save", "sigmoid", "tensor"]
 
 
 def cat(tensors: Sequence[Array], dim: int = 0, *, axis: int | None = None) -> Array:
@@ -84,6 +84,14 @@ def rand_like(input: Array, *, dtype=None, device=None, requires_grad: bool = Fa
     x = _random.default_generator.uniform(0.0, 1.0, input.shape, dtype=d,
                                           device=input.device if device is None else device)
     return x.requires_grad_() if requires_grad else x
+
+
+def poisson(input: Array, generator=None) -> Array:
+    """Poisson draws with rates ``input`` (torch.poisson): its shape, dtype and device; a
+    negative or nan rate gives nan."""
+    _like(input, None, "poisson")
+    gen = generator if generator is not None else _random.default_generator
+    return gen.poisson(input, dtype=input.dtype)
 
 
 def save(obj, f: str | os.PathLike) -> None:

@@ -1,4 +1,5 @@
-"""Gamma, Beta, Dirichlet (reparameterized through Marsaglia-Tsang) and Poisson.
+"""Gamma, Beta, Dirichlet (reparameterized through Marsaglia-Tsang) and Poisson (drawn by
+grilly.random.poisson: inversion below rate 10, Hoermann's PTRS above).
 
 Gamma draws: Marsaglia and Tsang's method ("A simple method for generating gamma variables",
 2000) run as array ops for a fixed number of rounds (_ROUNDS): every element draws a normal and
@@ -13,6 +14,7 @@ the acceptance step's dependence on a): close to, not exactly, torch's implicit 
 from __future__ import annotations
 
 
+from .. import random as _random
 from ..array import api as gp
 from ..autograd import no_grad
 from . import constraints
@@ -200,8 +202,7 @@ class Beta(Distribution):
 
 
 class Poisson(Distribution):
-    """The Poisson distribution with mean ``rate`` (log_prob, moments; sample is not
-    implemented)."""
+    """The Poisson distribution with mean ``rate``."""
 
     arg_constraints = {"rate": constraints.nonnegative}
     support = constraints.nonnegative_integer
@@ -225,8 +226,10 @@ class Poisson(Distribution):
         return self.rate
 
     def sample(self, sample_shape=()):
-        raise NotImplementedError("Poisson.sample: not implemented in grilly (an unbounded "
-                                  "number of steps); only log_prob and the moments are")
+        """Draws (as ``rate``'s dtype) of shape sample_shape + batch_shape."""
+        with no_grad():
+            return _random.poisson(self.rate, self._extended_shape(sample_shape),
+                                   dtype=self.rate.dtype)
 
     def log_prob(self, value):
         value = self._validate_sample(value)

@@ -4,8 +4,8 @@ A ``Generator`` holds a 64-bit key (the seed) and a 64-bit block counter. Each c
 blocks ``counter .. counter + m - 1`` (four uint32 words each), computed with namespace
 integer ops on the target device, and advances the counter by ``m``: the same seed and the
 same sequence of calls give the same words, and so the same uniform, integer, bernoulli and
-permutation results, on every device. ``normal`` goes through log/sqrt/cos, so it matches
-across devices up to each device's rounding of those functions.
+permutation results, on every device. ``normal`` and ``poisson`` go through log/sqrt/cos/exp,
+so they match across devices up to each device's rounding of those functions.
 """
 from __future__ import annotations
 
@@ -13,13 +13,15 @@ import math
 import threading
 
 from ..array.array import Array
+from . import _poisson
 from .philox import philox4x32
 from ..array.core import normalize_shape
 from ..array import dispatch as _dispatch
 from ..array import random_bits
 
 __all__ = ["Generator", "bernoulli", "default_generator", "get_state", "integers", "keep_scale",
-           "normal", "permutation", "philox4x32", "random_raw", "seed", "set_state", "uniform"]
+           "normal", "permutation", "philox4x32", "poisson", "random_raw", "seed", "set_state",
+           "uniform"]
 
 
 def _ns():
@@ -238,6 +240,39 @@ class Generator:
                        else ns.float32, device, "bernoulli")
         return ns.astype(u < p, d)
 
+    def poisson(self, lam=1.0, shape=None, *, dtype=None, device=None):
+        """Poisson draws of mean ``lam`` (a number in [0, 2**52] or an Array of rates: its shape,
+        broadcast to ``shape`` if given, and its device); int64 unless ``dtype`` says otherwise.
+        An Array's invalid rates (negative, nan, above 2**52) give nan, or -1 in an integer
+        dtype (the values are not read back to raise)."""
+        ns = _ns()
+        d = ns.int64 if dtype is None else dtype
+        if d.kind not in "iuf":
+            raise TypeError(f"poisson: dtype must be an integer or real floating dtype, got "
+                            f"{d.name}")
+        if isinstance(lam, Array):
+            if lam.dtype.kind not in "iuf":
+                raise TypeError(f"poisson: lam must have a real dtype, got {lam.dtype.name}")
+            shape = lam.shape if shape is None else shape
+            device = lam.device if device is None else device
+            lam = lam.detach() if lam.requires_grad else lam
+        elif isinstance(lam, bool) or not isinstance(lam, (int, float)):
+            raise TypeError(f"poisson: lam must be a real number or an Array, got "
+                            f"{type(lam).__name__}")
+        elif not 0.0 <= lam <= _poisson.LAM_MAX:
+            raise ValueError(f"poisson: lam must be in [0, 2**52], got {lam}")
+        shape = normalize_shape(() if shape is None else shape, "poisson")
+        dev = _device(device)
+        rates = ns.broadcast_to(ns.astype(ns.asarray(lam, device=dev), ns.float64), shape)
+        # a number's method is known here: the other one is not drawn or run
+        known = not isinstance(lam, Array)
+        x = _poisson.sample(rates, lambda s: self._unit(s, ns.float64, dev, "poisson"),
+                            small=not known or lam < _poisson.SMALL,
+                            large=not known or lam >= _poisson.SMALL)
+        if d.kind == "f":
+            return x if d is ns.float64 else ns.astype(x, d)
+        return ns.astype(ns.where(ns.isnan(x), -1.0, x), d)
+
     def permutation(self, x, *, device=None):
         """A random permutation of ``range(x)`` (an int) or of ``x``'s first axis (an Array)."""
         ns = _ns()
@@ -302,6 +337,11 @@ def integers(low: int, high: int | None = None, shape=(), *, dtype=None, device=
 def bernoulli(p=0.5, shape=None, *, dtype=None, device=None):
     """Bernoulli draws from the default generator."""
     return default_generator.bernoulli(p, shape, dtype=dtype, device=device)
+
+
+def poisson(lam=1.0, shape=None, *, dtype=None, device=None):
+    """Poisson draws from the default generator."""
+    return default_generator.poisson(lam, shape, dtype=dtype, device=device)
 
 
 def permutation(x, *, device=None):
