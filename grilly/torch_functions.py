@@ -3,8 +3,9 @@ tutorial types outside a module (``torch.tensor``, ``torch.cat``, ``torch.manual
 ``torch.save(model.state_dict(), PATH)``, ``torch.randn_like``, ``torch.flatten(x, 1)``).
 
 Each is a namespace function or a thin composition of them, so autograd, grilly.jit and every
-device see it. Names NumPy also has keep NumPy's meaning in the namespace (``gp.max(x, 1)`` is
-not torch's (values, indices); ``gp.zeros`` is float64 by default).
+device see it; most call the torch.Tensor method of the same name (grilly/array/torch_methods.py).
+Names NumPy also has keep NumPy's meaning in the namespace (``gp.max(x, 1)`` is not torch's
+(values, indices); ``gp.zeros`` is float64 by default) unless torch's ``dim=`` is passed.
 """
 from __future__ import annotations
 
@@ -19,10 +20,14 @@ from .array.array import Array
 from .nn import functional as _F
 from .nn import serialization as _ser
 from .nn._random import manual_seed
-from .utils.helpers import randn, tensor
+from .utils.helpers import _shape, randn, tensor
 
-__all__ = ["cat", "flatten", "from_numpy", "load", "manual_seed", "poisson", "rand", "rand_like",
-           "randn", "randn_like", "save", "sigmoid", "tensor"]
+__all__ = ["Tensor", "addmm", "baddbmm", "bmm", "cat", "clamp", "flatten", "from_numpy", "gather",
+           "is_tensor", "load", "logsumexp", "manual_seed", "norm", "numel", "poisson", "rand",
+           "rand_like", "randint", "randn", "randn_like", "save", "scatter", "scatter_add",
+           "sigmoid", "tensor"]
+
+Tensor = Array   # torch.Tensor for isinstance and type hints (make arrays with gp.tensor)
 
 
 def cat(tensors: Sequence[Array], dim: int = 0, *, axis: int | None = None) -> Array:
@@ -37,6 +42,86 @@ def cat(tensors: Sequence[Array], dim: int = 0, *, axis: int | None = None) -> A
 def flatten(input: Array, start_dim: int = 0, end_dim: int = -1) -> Array:
     """``input`` with axes start_dim..end_dim merged into one (torch.flatten)."""
     return input.flatten(start_dim, end_dim)
+
+
+def is_tensor(obj) -> bool:
+    """Whether ``obj`` is a grilly Array (torch.is_tensor)."""
+    return isinstance(obj, Array)
+
+
+def _array(op: str, x) -> Array:
+    """``x``, which must be an Array (torch's functions take tensors, not lists)."""
+    if not isinstance(x, Array):
+        raise TypeError(f"{op}: input must be a grilly Array, got {type(x).__name__}")
+    return x
+
+
+def numel(input: Array) -> int:
+    """The number of elements (torch.numel)."""
+    return _array("numel", input).numel()
+
+
+def clamp(input: Array, min=None, max=None) -> Array:   # noqa: A002 (torch's names)
+    """Each element limited to [min, max] (torch.clamp): Array.clamp."""
+    return _array("clamp", input).clamp(min, max)
+
+
+def bmm(input: Array, mat2: Array) -> Array:
+    """The batched matrix product of two 3-D arrays (torch.bmm)."""
+    return _array("bmm", input).bmm(mat2)
+
+
+def addmm(input: Array, mat1: Array, mat2: Array, *, beta=1, alpha=1) -> Array:
+    """beta * input + alpha * (mat1 @ mat2) (torch.addmm)."""
+    return _array("addmm", input).addmm(mat1, mat2, beta=beta, alpha=alpha)
+
+
+def baddbmm(input: Array, batch1: Array, batch2: Array, *, beta=1, alpha=1) -> Array:
+    """beta * input + alpha * (batch1 @ batch2), batched (torch.baddbmm)."""
+    return _array("baddbmm", input).baddbmm(batch1, batch2, beta=beta, alpha=alpha)
+
+
+def gather(input: Array, dim: int, index: Array) -> Array:
+    """input's elements at ``index`` along ``dim`` (torch.gather)."""
+    return _array("gather", input).gather(dim, index)
+
+
+def scatter(input: Array, dim: int, index: Array, src=None, *, value=None,
+            reduce=None) -> Array:
+    """A copy of input with ``src`` (or ``value``) written at ``index`` along ``dim``."""
+    return _array("scatter", input).scatter(dim, index, src, value=value, reduce=reduce)
+
+
+def scatter_add(input: Array, dim: int, index: Array, src: Array) -> Array:
+    """input plus ``src`` added at ``index`` along ``dim`` (torch.scatter_add)."""
+    return _array("scatter_add", input).scatter_add(dim, index, src)
+
+
+def norm(input: Array, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Array:
+    """The p-norm over ``dim`` (all elements when None; torch.norm): Array.norm."""
+    return _array("norm", input).norm(p, dim, keepdim, dtype)
+
+
+def logsumexp(input: Array, dim, keepdim: bool = False) -> Array:
+    """log(sum(exp(input))) along ``dim``, without overflow (torch.logsumexp)."""
+    return _array("logsumexp", input).logsumexp(dim, keepdim)
+
+
+def randint(low: int, high=None, size=None, *, generator=None, dtype=None,
+            device=None) -> Array:
+    """Integers in [low, high) of ``size``, int64 by default (torch.randint: also
+    ``randint(high, size)``); high - low must be at most 2**32."""
+    if size is None and isinstance(high, (tuple, list)):   # randint(high, size)
+        low, high, size = 0, low, high
+    if high is None or size is None:
+        raise TypeError("randint: needs high and size (randint(high, size) or "
+                        "randint(low, high, size))")
+    if not isinstance(size, (tuple, list)):
+        raise TypeError(f"randint: size must be a tuple of ints, got {type(size).__name__}")
+    shape = _shape((size,), "randint")   # non-negative ints, as torch checks them
+    gen = generator if generator is not None else _random.default_generator
+    return gen.integers(low, high, shape, dtype=gp.int64 if dtype is None else dtype,
+                        device=device)
 
 
 def from_numpy(ndarray: np.ndarray) -> Array:

@@ -1,6 +1,6 @@
 """NumPy's array methods on grilly's Array (sum, mean, astype, reshape, transpose, ...), against
-NumPy's own methods on every device; torch's dim/keepdim where they mean the same, and clear
-errors where torch's method means something else."""
+NumPy's own methods on every device; torch's dim/keepdim give torch's meaning (the same where the
+two agree; (values, indices) for max/min, unbiased std/var), and clear errors elsewhere."""
 import numpy as np
 import pytest
 
@@ -81,13 +81,20 @@ def test_torch_keywords(device):
     _same(x.any(dim=0), t.bool().any(dim=0))
     _same(x.swapaxes(0, 1), t.transpose(0, 1))
     _same(x.cumsum(dim=2), t.cumsum(dim=2))
+    for name in ("max", "min"):   # torch's meaning: (values, indices); NumPy's without dim=
+        r, tr = getattr(x, name)(dim=1), getattr(t, name)(dim=1)
+        _same(r.values, tr.values)
+        _same(r.indices, tr.indices)
+        _same(getattr(x, name)(1), getattr(t, name)(dim=1).values)
+    for name in ("std", "var"):   # torch's meaning: unbiased; NumPy's ddof=0 without dim=
+        _same(getattr(x, name)(dim=1), getattr(t, name)(dim=1))
+        _same(getattr(x, name)(1), getattr(t, name)(dim=1, unbiased=False))
 
 
 def test_errors(device):
     x = gp.asarray(H, device=device)
-    for name in ("max", "min", "std", "var"):   # torch's meaning differs: no silent mismatch
-        with pytest.raises(TypeError, match=f"Array.{name}: dim="):
-            getattr(x, name)(dim=1)
+    with pytest.raises(TypeError, match="both axis and dim"):
+        x.max(axis=0, dim=1)   # torch's form (values, indices) checks its dim too
     with pytest.raises(TypeError, match="both axis and dim"):
         x.sum(axis=0, dim=1)
     with pytest.raises(TypeError, match="unexpected keyword argument 'where'"):

@@ -229,7 +229,7 @@ def test_keyword_forms_unchanged(device):
     assert_close(gp.sort(x, axis=0, descending=True), -np.sort(-A, axis=0))
     assert_close(gp.max(x), A.max())
     with pytest.raises(TypeError):
-        gp.sum(x, keepdim=True)   # an unknown keyword is still Python's TypeError
+        gp.sum(x, keepdim=True)   # torch's keepdim= without dim=: TypeError, as torch's
 
 
 def test_methods_agree_with_functions(device):

@@ -314,14 +314,14 @@ def test_numpy_conflicts(device):
     assert x3.flatten().shape == (24,) and x3.flatten("C").shape == (24,)
     np.testing.assert_array_equal(np.asarray(x3.flatten(1)), torch.tensor(A).flatten(1))
     np.testing.assert_array_equal(np.asarray(x3.flatten(0, 1)), torch.tensor(A).flatten(0, 1))
-    # sort is NumPy's (in place, None); torch's keywords raise
+    # sort is NumPy's (in place, None); torch's keywords give torch's (values, indices)
     s = gp.asarray(M2, device=device)
     assert s.sort(axis=0) is None
     np.testing.assert_array_equal(np.asarray(s), np.sort(M2, axis=0))
-    with pytest.raises(TypeError, match="values, indices"):
-        s.sort(dim=1)
-    with pytest.raises(TypeError, match="values, indices"):
-        s.sort(descending=True)
+    for kw in ({"dim": 1}, {"descending": True}):
+        r, tr = gp.asarray(M2, device=device).sort(**kw), torch.tensor(M2).sort(**kw)
+        np.testing.assert_array_equal(np.asarray(r.values), tr.values)
+        np.testing.assert_array_equal(np.asarray(r.indices), tr.indices)
     np.testing.assert_array_equal(np.asarray(x2.argsort(dim=1, descending=True)),
                                   torch.tensor(M2).argsort(dim=1, descending=True))
     # nonzero is NumPy's tuple by default

@@ -32,6 +32,7 @@ from .sets import *  # noqa: F401,F403
 from .sorting import *  # noqa: F401,F403
 from .statistical import *  # noqa: F401,F403
 from . import torch_methods as _torch_methods  # noqa: F401,E402  (torch.Tensor methods on Array)
+from . import torch_dims as _torch_dims  # noqa: F401,E402  (torch's dim= forms: gp.max(x, dim=1))
 from .utility import *  # noqa: F401,F403
 
 e = _b.float("2.718281828459045")

@@ -14,6 +14,7 @@ from . import dtypes as _dt
 from .dtypes import DType
 
 _OPS = dispatch.OPS
+_TORCH_KEYS = dispatch.TORCH_KEYS
 _SCALARS = (bool, int, float, complex)
 
 
@@ -341,27 +342,39 @@ class Array:
         axis, keepdims = _axis_kw("argmin", axis, keepdims, kw)
         return _OPS["argmin"](self, axis=axis, keepdims=keepdims)
 
-    def max(self, axis=None, *, keepdims: bool = False, **kw) -> "Array":
-        """Largest element along ``axis`` (NumPy's: the values; see argmax): gp.max."""
-        axis, keepdims = _axis_kw("max", axis, keepdims, kw, torch_dim=False)
+    def max(self, axis=None, *, keepdims: bool = False, **kw):
+        """Largest element along ``axis`` (NumPy's: the values); torch's ``dim=`` gives
+        torch's (values, indices): gp.max."""
+        if _TORCH_KEYS.intersection(kw):
+            return _torch_form("max", self, axis, keepdims, kw)
+        axis, keepdims = _axis_kw("max", axis, keepdims, kw)
         return _OPS["max"](self, axis=axis, keepdims=keepdims)
 
-    def min(self, axis=None, *, keepdims: bool = False, **kw) -> "Array":
-        """Smallest element along ``axis`` (NumPy's: the values; see argmin): gp.min."""
-        axis, keepdims = _axis_kw("min", axis, keepdims, kw, torch_dim=False)
+    def min(self, axis=None, *, keepdims: bool = False, **kw):
+        """Smallest element along ``axis`` (NumPy's: the values); torch's ``dim=`` gives
+        torch's (values, indices): gp.min."""
+        if _TORCH_KEYS.intersection(kw):
+            return _torch_form("min", self, axis, keepdims, kw)
+        axis, keepdims = _axis_kw("min", axis, keepdims, kw)
         return _OPS["min"](self, axis=axis, keepdims=keepdims)
 
     def std(self, axis=None, dtype=None, *, ddof: float = 0, keepdims: bool = False,
             **kw) -> "Array":
-        """Standard deviation over ``axis`` with NumPy's ``ddof`` (0 by default): gp.std."""
-        axis, keepdims = _axis_kw("std", axis, keepdims, kw, torch_dim=False)
+        """Standard deviation over ``axis`` with NumPy's ``ddof`` (0 by default); with torch's
+        ``dim=``/``unbiased=``/``correction=``, torch's (unbiased by default): gp.std."""
+        if _TORCH_KEYS.intersection(kw) or "correction" in kw:
+            return _torch_form("std", _in_dtype(self, dtype), axis, keepdims, kw)
+        axis, keepdims = _axis_kw("std", axis, keepdims, kw)
         return _OPS["std"](_in_dtype(self, dtype), axis=axis, correction=ddof,
                            keepdims=keepdims)
 
     def var(self, axis=None, dtype=None, *, ddof: float = 0, keepdims: bool = False,
             **kw) -> "Array":
-        """Variance over ``axis`` with NumPy's ``ddof`` (0 by default): gp.var."""
-        axis, keepdims = _axis_kw("var", axis, keepdims, kw, torch_dim=False)
+        """Variance over ``axis`` with NumPy's ``ddof`` (0 by default); with torch's
+        ``dim=``/``unbiased=``/``correction=``, torch's (unbiased by default): gp.var."""
+        if _TORCH_KEYS.intersection(kw) or "correction" in kw:
+            return _torch_form("var", _in_dtype(self, dtype), axis, keepdims, kw)
+        axis, keepdims = _axis_kw("var", axis, keepdims, kw)
         return _OPS["var"](_in_dtype(self, dtype), axis=axis, correction=ddof,
                            keepdims=keepdims)
 
@@ -611,21 +624,22 @@ def same_memory(a, b) -> bool:
     return (a if ra is None else ra) is (b if rb is None else rb)
 
 
-def _axis_kw(op: str, axis, keepdims: bool, kw: dict, torch_dim: bool = True) -> tuple:
-    """A method's (axis, keepdims) from NumPy's keywords or torch's dim/keepdim (``torch_dim``:
-    where torch's method means the same; else they raise, naming the difference)."""
+def _torch_form(op: str, x: Array, axis, keepdims: bool, kw: dict):
+    """torch's meaning of method ``op`` (dispatch.TORCH_FORMS, as the namespace function's)."""
+    if kw.pop("out", None) is not None:   # (numpy.max(x) and friends pass out=None)
+        raise TypeError(f"Array.{op}: out= is not supported; use the result")
+    return dispatch.TORCH_FORMS[op](x, axis, keepdims=keepdims, **kw)
+
+
+def _axis_kw(op: str, axis, keepdims: bool, kw: dict) -> tuple:
+    """A method's (axis, keepdims) from NumPy's keywords or torch's dim/keepdim (where torch's
+    method means the same)."""
     if kw:
         if kw.pop("out", None) is not None:   # (numpy.sum(x) and friends pass out=None)
             raise TypeError(f"Array.{op}: out= is not supported; use the result")
         dim, keepdim = kw.pop("dim", None), kw.pop("keepdim", None)
         if kw:
             raise TypeError(f"Array.{op}: unexpected keyword argument {next(iter(kw))!r}")
-        if not torch_dim and (dim is not None or keepdim is not None):
-            why = ("returns (values, indices) in torch; here it is NumPy's: the values (use "
-                   "argmax/argmin for the indices)" if op in ("max", "min") else
-                   "is unbiased by default in torch; here it is NumPy's: ddof=0 unless given")
-            raise TypeError(f"Array.{op}: dim=/keepdim= are torch's keywords, and {op}(dim=) "
-                            f"{why}; use axis= and keepdims=")
         if dim is not None:
             if axis is not None:
                 raise TypeError(f"Array.{op}: got both axis and dim")

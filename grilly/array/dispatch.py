@@ -20,6 +20,14 @@ OPS: dict[str, Callable] = {}   # namespace name -> the exported (hooked) functi
 _SEQ = (list, tuple)
 _SEQ_TYPES = frozenset(_SEQ)
 
+# torch's keywords that NumPy and the Array API never take: a call to one of TORCH_NAMES that
+# passes one gets torch's meaning, TORCH_FORMS[name] (grilly/array/torch_dims.py fills it)
+TORCH_KEYS = frozenset({"dim", "keepdim", "unbiased"})
+TORCH_NAMES = frozenset({"sum", "prod", "mean", "std", "var", "max", "min", "all", "any",
+                         "argmax", "argmin", "cumsum", "cumulative_sum", "sort", "argsort",
+                         "median"})
+TORCH_FORMS: dict[str, Callable] = {}
+
 
 class _Hooks:
     """What grilly.autograd installs; None means no recorder (every call runs plainly)."""
@@ -98,7 +106,8 @@ def _bf16():
 def op(name: str, fn: Callable) -> Callable:
     """``fn`` as the namespace function ``name``: recorded through ``hooks.record`` when an
     argument (or an element of a list/tuple argument) requires grad; it takes NumPy's
-    positional order where numpy_args.POSITIONAL names it."""
+    positional order where numpy_args.POSITIONAL names it, and torch's meaning where a call to
+    one of TORCH_NAMES passes one of TORCH_KEYS."""
     def run(*args, **kw):
         rec = hooks.record
         if rec is not None and _tracked(args):
@@ -107,11 +116,14 @@ def op(name: str, fn: Callable) -> Callable:
 
     h = hooks
     npos, names, absent, sig = _numpy_args.slots(name, fn)
+    torch_kw = name in TORCH_NAMES
 
     @functools.wraps(fn)
     def dispatch(*args, **kw):
         if len(args) > npos or absent and not absent.isdisjoint(kw):
             args, kw = _numpy_args.bind(name, npos, names, absent, args, kw)   # canonical form
+        if torch_kw and kw and not TORCH_KEYS.isdisjoint(kw):
+            return TORCH_FORMS[name](*args, **kw)   # composes namespace calls, which record
         if h.cast is not None:
             args = h.cast(name, args)
         if _BF16_SEEN[0]:

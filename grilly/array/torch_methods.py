@@ -3,13 +3,15 @@
 
 Each method calls namespace functions through ``dispatch.OPS`` (so autograd, grilly.jit and every
 device see it) and is attached to Array when the namespace is assembled (grilly/array/api.py).
-Where NumPy and torch give a method name different meanings, NumPy's is kept (array.py) and the
-torch-only call form raises TypeError naming the difference (README "Array methods").
+Where NumPy and torch give a method name different meanings, NumPy's is kept (array.py) and
+torch's keywords (``dim=``) select torch's meaning (torch_dims.py: sort, median, mode, kthvalue
+and the (values, indices) results); a torch-only call form that cannot be told apart raises
+TypeError naming the difference (README "Array methods").
 In-place methods return the array: binary ones take the ``x += y`` path (``dispatch.inplace``),
-the others write through ``x[...] = value`` (autograd's setitem path); both refuse a leaf that
-requires grad in grad mode, as torch does. The activations (relu, sigmoid) are grilly.nn.functional's
-and the random fills grilly.random's, reached through the registered namespace at call time: the
-array layer imports neither.
+the others (one table, ``_INPLACE``) write through ``x[...] = value`` (autograd's setitem path);
+both refuse a leaf that requires grad in grad mode, as torch does. The activations (relu,
+sigmoid) are grilly.nn.functional's and the random fills grilly.random's, reached through the
+registered namespace at call time: the array layer imports neither.
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ import numpy as np
 from ..backends import registry
 from . import dispatch
 from . import dtypes as _dt
+from . import torch_dims as _torch_dims
 from .array import Array
 from .core import normalize_axis
 from .numpy_args import no_out
@@ -504,12 +507,22 @@ def bmm(self: Array, mat2: Array) -> Array:
     return _OPS["matmul"](self, mat2)
 
 
-def addmm(self: Array, mat1: Array, mat2: Array, *, beta=1, alpha=1) -> Array:
-    """beta * self + alpha * (mat1 @ mat2) (self ignored where beta is 0, as torch)."""
-    p = _scaled(mm(mat1, mat2), alpha)
+def _plus_product(self: Array, p: Array, beta, alpha) -> Array:
+    """beta * self + alpha * p (self ignored where beta is 0, as torch: no NaN from it)."""
+    p = _scaled(p, alpha)
     if beta == 0:
         return _OPS["broadcast_to"](p, p.shape)
     return _OPS["add"](_scaled(self, beta), p)
+
+
+def addmm(self: Array, mat1: Array, mat2: Array, *, beta=1, alpha=1) -> Array:
+    """beta * self + alpha * (mat1 @ mat2) (self ignored where beta is 0, as torch)."""
+    return _plus_product(self, mm(mat1, mat2), beta, alpha)
+
+
+def baddbmm(self: Array, batch1: Array, batch2: Array, *, beta=1, alpha=1) -> Array:
+    """beta * self + alpha * (batch1 @ batch2), batched (self ignored where beta is 0)."""
+    return _plus_product(self, bmm(batch1, batch2), beta, alpha)
 
 
 def addcmul(self: Array, tensor1, tensor2, *, value=1) -> Array:
@@ -648,15 +661,11 @@ def argsort(self: Array, axis: int = -1, *, dim=None, descending: bool = False,
                            stable=True)
 
 
-def sort(self: Array, axis: int = -1, kind=None, order=None, **kw) -> None:
-    """NumPy's sort: in place along ``axis``, returning None. torch's sort (which returns
-    (values, indices)) is TypeError for its keywords dim=, descending=, stable=: use
-    gp.sort / argsort, or topk."""
+def sort(self: Array, axis: int = -1, kind=None, order=None, **kw):
+    """NumPy's sort: in place along ``axis``, returning None; with torch's keywords dim=,
+    descending=, stable=, torch's sort: a new (values, indices), self unchanged."""
     if kw:
-        raise TypeError(f"Array.sort: {sorted(kw)} are torch's keywords, and torch's sort "
-                        "returns (values, indices); here it is NumPy's sort (in place, "
-                        "returns None): use grilly.sort(x, axis=, descending=) and "
-                        "x.argsort(dim=, descending=)")
+        return _torch_dims.sort(self, dim=kw.pop("dim", axis), **kw)
     if order is not None:
         raise TypeError("Array.sort: order= (structured arrays) is not supported")
     dispatch.check_writable(self._buf, "sort (in place)")
@@ -746,6 +755,99 @@ def index_select(self: Array, dim: int, index: Array) -> Array:
     if not isinstance(index, Array) or index.ndim > 1:
         raise ValueError("Array.index_select: index must be a 0-D or 1-D integer array")
     return _OPS["take"](self, _OPS["reshape"](index, (-1,)), axis=_dim(self, dim, "index_select"))
+
+
+def _index_1d(op: str, index, n: int) -> Array:
+    """``index`` as a 1-D integer array of positions in [-n, n) (negative ones count from the
+    end); TypeError/IndexError otherwise."""
+    if not isinstance(index, Array) or index.dtype.kind not in "iu" or index.ndim > 1:
+        got = f"{index.dtype.name} {index.ndim}-D" if isinstance(index, Array) else \
+            type(index).__name__
+        raise TypeError(f"Array.{op}: index must be a 0-D or 1-D integer array, got {got}")
+    index = _OPS["reshape"](index, (-1,))
+    if index.shape[0] and not bool(_OPS["all"](_OPS["logical_and"](index >= -n, index < n))):
+        raise IndexError(f"Array.{op}: index out of range for a dimension of size {n}")
+    return _OPS["where"](index < 0, index + n, index)
+
+
+def index_add(self: Array, dim: int, index: Array, source: Array, *, alpha=1) -> Array:
+    """self with ``alpha * source[..., i, ...]`` added at ``index[i]`` along ``dim`` (repeated
+    indices accumulate): scatter_add with ``index`` spread over source's shape."""
+    d = _dim(self, dim, "index_add")
+    index = _index_1d("index_add", index, self.shape[d] if self.ndim else 1)
+    want = self.shape[:d] + index.shape + self.shape[d + 1:]
+    if not isinstance(source, Array) or source.shape != want:
+        got = source.shape if isinstance(source, Array) else type(source).__name__
+        raise ValueError(f"Array.index_add: source must have shape {want} (self's, with "
+                         f"len(index) along dim {d}), got {got}")
+    at = [1] * source.ndim
+    at[d] = index.shape[0]
+    spread = _OPS["broadcast_to"](_OPS["reshape"](index, tuple(at)), source.shape)
+    return scatter_add(self, d, spread, _scaled(source, alpha))
+
+
+def index_fill(self: Array, dim: int, index: Array, value) -> Array:
+    """self with ``value`` at the positions ``index`` along ``dim`` (masked_fill of them)."""
+    d = _dim(self, dim, "index_fill")
+    n = self.shape[d] if self.ndim else 1
+    index = _index_1d("index_fill", index, n)
+    hit = _OPS["any"](_OPS["equal"](_OPS["expand_dims"](index, axis=-1),
+                                    _OPS["arange"](n, device=self.device)), axis=0)
+    at = [1] * self.ndim
+    if at:
+        at[d] = n
+    return masked_fill(self, _OPS["reshape"](hit, tuple(at)), value)
+
+
+def median(self: Array, dim=None, keepdim: bool = False):
+    """torch's median: without dim, the lower middle value of all elements (0-d; NumPy's
+    gp.median averages the two); with dim, (values, indices) along it."""
+    return _torch_dims.median(self, dim=dim, keepdim=keepdim)
+
+
+def mode(self: Array, dim: int = -1, keepdim: bool = False):
+    """(values, indices): the most frequent value along ``dim`` (the smallest of equally
+    frequent ones) and the index of its last occurrence, as torch."""
+    return _torch_dims.mode(self, dim, keepdim)
+
+
+def kthvalue(self: Array, k: int, dim: int = -1, keepdim: bool = False):
+    """(values, indices): the k-th smallest element along ``dim`` (k from 1)."""
+    return _torch_dims.kthvalue(self, k, dim, keepdim)
+
+
+def bincount(self: Array, weights: Array | None = None, minlength: int = 0) -> Array:
+    """Counts of each value of a 1-D non-negative integer array (sums of ``weights`` where
+    given, in their floating dtype as torch, not NumPy's float64): gp.bincount."""
+    out = _OPS["bincount"](self, weights, minlength)
+    if isinstance(weights, Array) and weights.dtype.kind == "f" and out.dtype != weights.dtype:
+        out = _OPS["astype"](out, weights.dtype)
+    return out
+
+
+# torch's legacy type names (x.type()), by grilly dtype name
+_TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+               "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor",
+               "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor",
+               "bool": "BoolTensor", "complex64": "ComplexFloatTensor",
+               "complex128": "ComplexDoubleTensor"}
+
+
+def type_(self: Array, dtype=None, non_blocking: bool = False):
+    """torch's x.type(): without ``dtype``, torch's CPU type name ('torch.FloatTensor', on
+    every device); with it (a dtype or such a name), this array in that dtype."""
+    if dtype is None:
+        name = _TYPE_NAMES.get(self.dtype.name)
+        if name is None:
+            raise TypeError(f"Array.type: torch has no type name for dtype {self.dtype.name}")
+        return "torch." + name
+    if isinstance(dtype, str) and dtype.startswith("torch."):
+        names = {"torch." + v: k for k, v in _TYPE_NAMES.items()}
+        if dtype not in names:
+            raise ValueError(f"Array.type: unknown type name {dtype!r} (CPU tensor types "
+                             "such as 'torch.FloatTensor' only)")
+        dtype = names[dtype]
+    return _OPS["astype"](self, _dt.as_dtype(dtype, "Array.type"), copy=False)
 
 
 def tril(self: Array, diagonal: int = 0) -> Array:
@@ -857,16 +959,26 @@ def copy_(self: Array, src) -> Array:
     return _write(self, src)
 
 
-def clamp_(self: Array, min=None, max=None) -> Array:   # noqa: A002
-    """clamp in place; returns self."""
-    dispatch.check_writable(self._buf, "clamp_ (in place)")
-    return _write(self, clamp(_old(self), min, max))
+def _inplace_of(name: str) -> None:
+    """``name + '_'``: method ``name``'s result written into self (through ``x[...] =``, so a
+    graph keeps the old values); TypeError where its dtype is not self's, as torch."""
+    def f(self: Array, *args, **kw) -> Array:
+        dispatch.check_writable(self._buf, f"{name}_ (in place)")
+        res = getattr(Array, name)(_old(self), *args, **kw)
+        if res.dtype is not self.dtype:
+            raise TypeError(f"Array.{name}_: the result's dtype {res.dtype.name} cannot be "
+                            f"stored in an array of dtype {self.dtype.name}")
+        return _write(self, res)
+    f.__doc__ = f"{name} in place; returns self."
+    _method(name + "_", f)
 
 
-def masked_fill_(self: Array, mask: Array, value) -> Array:
-    """masked_fill in place; returns self."""
-    dispatch.check_writable(self._buf, "masked_fill_ (in place)")
-    return _write(self, masked_fill(_old(self), mask, value))
+# torch's in-place twins of the methods above (the binary arithmetic ones are _inplace_binary's)
+_INPLACE = ("abs", "neg", "negative", "exp", "expm1", "log", "log1p", "log2", "log10", "sqrt",
+            "rsqrt", "sin", "cos", "tan", "tanh", "sinh", "cosh", "asin", "acos", "atan",
+            "floor", "ceil", "trunc", "round", "sign", "reciprocal", "square", "sigmoid", "relu",
+            "clamp", "clip", "fmod", "remainder", "lerp", "addcmul", "addcdiv", "masked_fill",
+            "scatter", "scatter_add", "index_add", "index_fill")
 
 
 def _generator(generator):
@@ -889,12 +1001,17 @@ for _fn in (view, view_as, reshape_as, expand, expand_as, unsqueeze, permute, t,
             flip, roll, chunk, split, unbind, tile, repeat, dim, numel, element_size,
             is_floating_point, stride, is_contiguous, contiguous, clone, type_as, to, cpu,
             new_zeros, new_ones, new_empty, new_full, new_tensor, rsqrt, sigmoid, relu, round,
-            float_power, fmod, add, sub, div, lerp, mm, bmm, addmm, addcmul, addcdiv, dot, outer,
+            float_power, fmod, add, sub, div, lerp, mm, bmm, addmm, baddbmm, addcmul, addcdiv, dot, outer,
             clamp, where, masked_fill, masked_select, softmax, log_softmax, logsumexp, amax,
             amin, norm, nansum, topk, argsort, sort, take, gather, scatter, scatter_add,
-            index_select, tril, triu, diag, allclose, equal, unique, nonzero, zero_, fill_,
-            copy_, clamp_, masked_fill_, uniform_, normal_):
+            index_select, index_add, index_fill, tril, triu, diag, allclose, equal, unique,
+            nonzero, median, mode, kthvalue, bincount, zero_, fill_, copy_, uniform_, normal_):
     setattr(Array, _fn.__name__, _fn)
+_method("type", type_)
+Array.is_cuda = property(lambda self: False, doc="torch's x.is_cuda: always False (grilly has "
+                         "no CUDA device; a Vulkan array is not a CUDA one).")
+for _name in _INPLACE:
+    _inplace_of(_name)
 
 
 def _data_get(self: Array) -> Array:

@@ -1,0 +1,168 @@
+"""torch's ``dim=`` forms of the reductions and sorts NumPy also has, and torch's (values,
+indices) results: ``gp.max(x, dim=1)``, ``gp.std(x, dim=0)`` (unbiased), ``gp.sort(x, dim=1)``,
+``x.median(1)``, ``x.mode()``, ``x.kthvalue(2)``.
+
+A namespace call that passes one of torch's keywords (``dispatch.TORCH_KEYS``: dim, keepdim,
+unbiased, which NumPy and the Array API never take) is handed by dispatch.op to ``FORMS[name]``
+here; without them the function keeps NumPy's meaning. Array's methods call the same forms.
+Each form composes namespace functions through ``dispatch.OPS`` (autograd, grilly.jit and every
+device see them); the values of a (values, indices) result are gathered at the indices, so their
+gradient reaches the chosen elements only, as torch's does.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+from . import dispatch
+
+__all__: list[str] = []   # nothing for the namespace: dispatch and Array's methods call FORMS
+
+_OPS = dispatch.OPS
+
+# torch.return_types.<name>: a tuple (unpacks as (values, indices)) with .values and .indices
+RESULTS = {n: namedtuple(n, ("values", "indices")) for n in ("max", "min", "sort", "median",
+                                                              "mode", "kthvalue")}
+
+
+def _axis(op: str, axis, dim):
+    """The one axis given as NumPy's ``axis`` or torch's ``dim`` (lists as tuples)."""
+    if dim is not None:
+        if axis is not None:
+            raise TypeError(f"{op}: got both axis and dim")
+        axis = dim
+    return tuple(axis) if isinstance(axis, list) else axis
+
+
+def _one_dim(op: str, x, d) -> int:
+    """``d`` as one non-negative axis of x (torch's (values, indices) forms take one dim)."""
+    if isinstance(d, (tuple, list)) or isinstance(d, bool) or not hasattr(d, "__index__"):
+        raise TypeError(f"{op}: dim must be one integer dimension, got {d!r}")
+    nd = max(x.ndim, 1)
+    d = d.__index__()
+    if not -nd <= d < nd:
+        raise IndexError(f"{op}: dim {d} is out of range for an array of {x.ndim} dimensions")
+    return d % nd
+
+
+def _pick(op: str, x, idx, d: int, keep: bool):
+    """RESULTS[op](x at ``idx`` (kept along axis d) along d, idx), axis d dropped unless keep."""
+    if x.ndim == 0:   # torch's 0-d input: dim 0 or -1, the element itself at index 0
+        idx = _OPS["reshape"](idx, ())
+        return RESULTS[op](x, idx)
+    v = _OPS["take_along_axis"](x, idx, axis=d)
+    if not keep:
+        v, idx = _OPS["squeeze"](v, axis=d), _OPS["squeeze"](idx, axis=d)
+    return RESULTS[op](v, idx)
+
+
+def _flat(x):
+    return x if x.ndim else _OPS["reshape"](x, (1,))
+
+
+_NEEDS_DIM = ("sum", "prod", "mean")   # torch's refuse keepdim= alone; all, any, argmax take it
+
+
+def _renamed(name: str):
+    """The form of a function whose torch meaning is NumPy's: dim/keepdim renamed."""
+    def form(x, *args, axis=None, dim=None, keepdim=None, keepdims=False, **kw):
+        if args:   # an axis passed positionally
+            axis, args = args[0], args[1:]
+        if keepdim is not None and axis is None and dim is None and name in _NEEDS_DIM:
+            raise TypeError(f"{name}: keepdim= needs dim= (as torch's {name})")
+        return _OPS[name](x, *args, axis=_axis(name, axis, dim),
+                          keepdims=keepdims if keepdim is None else keepdim, **kw)
+
+    def scan(x, axis=None, *args, dim=None, **kw):   # cumsum/cumulative_sum: no keepdims
+        return _OPS[name](x, _axis(name, axis, dim), *args, **kw)
+    return scan if name in ("cumsum", "cumulative_sum", "argsort") else form
+
+
+def _moment(name: str):
+    """std/var: torch's unbiased estimate (correction=1) unless unbiased=False or correction=."""
+    def form(x, axis=None, *, dim=None, keepdim=None, keepdims=False, unbiased=None,
+             correction=None):
+        if unbiased is not None and correction is not None:
+            raise TypeError(f"{name}: give unbiased or correction, not both")
+        c = correction if correction is not None else 1 if unbiased is None else int(unbiased)
+        return _OPS[name](x, axis=_axis(name, axis, dim), correction=c,
+                          keepdims=keepdims if keepdim is None else keepdim)
+    return form
+
+
+def _extreme(name: str, arg: str):
+    """max/min with dim: (values, indices), the first index among ties (a NaN wins, as torch)."""
+    def form(x, axis=None, *, dim=None, keepdim=None, keepdims=False):
+        d = _axis(name, axis, dim)
+        if d is None:
+            if keepdim is not None:
+                raise TypeError(f"{name}: keepdim= needs dim= (torch's {name}(x, dim, keepdim))")
+            return _OPS[name](x)
+        d = _one_dim(name, x, d)
+        idx = _OPS[arg](_flat(x), axis=d, keepdims=True)
+        return _pick(name, x, idx, d, keepdims if keepdim is None else keepdim)
+    return form
+
+
+def sort(x, axis=None, *, dim=None, descending: bool = False, stable: bool = False):
+    """torch.sort: (values, indices) along ``dim`` (-1 by default); equal elements keep their
+    order (stable; NaNs last, or first when descending, as torch)."""
+    d = _axis("sort", axis, dim)
+    d = _one_dim("sort", x, -1 if d is None else d)
+    idx = _OPS["argsort"](_flat(x), axis=d, descending=descending, stable=True)
+    return _pick("sort", x, idx, d, True)
+
+
+def _kth(op: str, x, pos, d: int, keep: bool):
+    """RESULTS[op] of the element at sorted position ``pos`` (an int or an index array)."""
+    order = _OPS["argsort"](_flat(x), axis=d, stable=True)
+    if isinstance(pos, int):
+        pos = _OPS["full"]((1,) * max(x.ndim, 1), pos, dtype=order.dtype, device=x.device)
+    return _pick(op, x, _OPS["take_along_axis"](order, pos, axis=d), d, keep)
+
+
+def median(x, axis=None, *, dim=None, keepdim=None, keepdims=False):
+    """torch.median: the lower of the two middle values (no average) and its index, or a NaN
+    where the slice has one; without dim, the 0-d median of all elements."""
+    d = _axis("median", axis, dim)
+    keep = keepdims if keepdim is None else keepdim
+    if d is None:
+        return median(_OPS["reshape"](x, (-1,)), dim=0).values
+    d = _one_dim("median", x, d)
+    n = x.shape[d] if x.ndim else 1
+    if n == 0:
+        raise IndexError(f"median: dimension {d} is empty")
+    pos = (n - 1) // 2
+    if x.dtype.kind in "fc":   # a NaN sorts last: its first one is at n - (the NaN count)
+        nans = _OPS["sum"](_OPS["isnan"](_flat(x.detach())), axis=d, keepdims=True)
+        pos = _OPS["where"](nans > 0, n - nans, pos)
+    return _kth("median", x, pos, d, keep)
+
+
+def kthvalue(x, k: int, dim: int = -1, keepdim: bool = False):
+    """torch.kthvalue: the k-th smallest element along ``dim`` (k from 1) and its index."""
+    d = _one_dim("kthvalue", x, dim)
+    n = x.shape[d] if x.ndim else 1
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= n:
+        raise IndexError(f"kthvalue: k must be an integer in [1, {n}], got {k!r}")
+    return _kth("kthvalue", x, k - 1, d, keepdim)
+
+
+def mode(x, dim: int = -1, keepdim: bool = False):
+    """torch.mode: the most frequent value along ``dim`` (the smallest among equally frequent
+    ones) and the index of its last occurrence. Compares all pairs: O(n^2) per slice."""
+    d = _one_dim("mode", x, dim)
+    xs = _OPS["moveaxis"](_flat(x.detach()), d, -1)
+    same = _OPS["equal"](_OPS["expand_dims"](xs, axis=-1), _OPS["expand_dims"](xs, axis=-2))
+    count = _OPS["sum"](same, axis=-1)
+    top = _OPS["equal"](count, _OPS["max"](count, axis=-1, keepdims=True))
+    best = _OPS["min"](_OPS["where"](top, xs, _OPS["max"](xs)), axis=-1, keepdims=True)
+    at = _OPS["arange"](xs.shape[-1], device=x.device)
+    idx = _OPS["max"](_OPS["where"](_OPS["equal"](xs, best), at, -1), axis=-1, keepdims=True)
+    return _pick("mode", x, _OPS["moveaxis"](idx, -1, d), d, keepdim)
+
+
+FORMS = {n: _renamed(n) for n in ("sum", "prod", "mean", "all", "any", "argmax", "argmin",
+                                  "cumsum", "cumulative_sum", "argsort")}
+FORMS.update(std=_moment("std"), var=_moment("var"), max=_extreme("max", "argmax"),
+             min=_extreme("min", "argmin"), sort=sort, median=median)
+dispatch.TORCH_FORMS.update(FORMS)
