@@ -95,3 +95,12 @@ def test_builtin_round_matches_numpy(device):
         want = np.round(F / 3, 0 if n is None else n)
         assert isinstance(got, gp.Array)
         assert np.array_equal(got.numpy(), want)
+
+
+def test_std_var_take_numpys_ddof_keyword(device):
+    x = gp.asarray(F, device=device)
+    for fn in ("std", "var"):
+        for kw in ({"ddof": 1}, {"ddof": 2, "axis": 0}, {"axis": 1, "ddof": 0, "keepdims": True}):
+            assert_close(getattr(gp, fn)(x, **kw), getattr(np, fn)(F, **kw), rtol=1e-5)
+        with pytest.raises(TypeError, match="ddof"):
+            getattr(gp, fn)(x, ddof=1, correction=1)

@@ -44,6 +44,10 @@ POSITIONAL: dict[str, tuple[str, ...]] = {
     "fft.ifftshift": ("axes",),
 }
 
+# NumPy's keyword names for a grilly parameter: name -> {NumPy's: grilly's}
+ALIASES: dict[str, dict[str, str]] = {"std": {"ddof": "correction"},
+                                      "var": {"ddof": "correction"}}
+
 NONE = (sys.maxsize, (), frozenset(), None)   # slots() of a function not in POSITIONAL
 
 
@@ -72,7 +76,7 @@ def slots(name: str, fn) -> tuple:
     moved = [params[n].replace(kind=_P.POSITIONAL_OR_KEYWORD) if n in params
              else _P(n, _P.POSITIONAL_OR_KEYWORD, default=None) for n in names]
     rest = [p for p in params.values() if p.kind is _P.KEYWORD_ONLY and p.name not in names]
-    absent = frozenset(n for n in names if n not in params)
+    absent = frozenset(n for n in names if n not in params) | frozenset(ALIASES.get(name, ()))
     return len(pos), names, absent, sig.replace(parameters=[*pos, *moved, *rest])
 
 
@@ -90,7 +94,12 @@ def bind(op: str, npos: int, names: tuple, absent: frozenset, args: tuple, kw: d
         kw[n] = v
     for n in absent.intersection(kw):
         v = kw.pop(n)
-        if n == "out":
+        alias = ALIASES.get(op, {}).get(n)
+        if alias is not None:   # NumPy's name (std's ddof) for grilly's parameter
+            if alias in kw:
+                raise TypeError(f"{op}() got both {n!r} and {alias!r} (the same parameter)")
+            kw[alias] = v
+        elif n == "out":
             no_out(op, v)
         elif v is not None:
             raise NotSupported(f"{op}: {n}= is not supported (only None)")
