@@ -16,6 +16,7 @@ import numpy as np
 
 from . import random as _random
 from .array import api as gp
+from .array import npyio as _npyio
 from .array.array import Array
 from .nn import functional as _F
 from .nn import serialization as _ser
@@ -102,8 +103,16 @@ def norm(input: Array, p="fro", dim=None, keepdim: bool = False, dtype=None) -> 
     return _array("norm", input).norm(p, dim, keepdim, dtype)
 
 
-def logsumexp(input: Array, dim, keepdim: bool = False) -> Array:
-    """log(sum(exp(input))) along ``dim``, without overflow (torch.logsumexp)."""
+def logsumexp(input: Array, dim=None, keepdim: bool = False, *, axis=None,
+              keepdims: bool | None = None) -> Array:
+    """log(sum(exp(input))) along ``dim`` (all axes when None), without overflow:
+    torch.logsumexp, and scipy.special.logsumexp's ``axis=``/``keepdims=`` spelling."""
+    if axis is not None:
+        if dim is not None:
+            raise TypeError("logsumexp: got both dim and axis")
+        dim = axis
+    if keepdims is not None:
+        keepdim = keepdims
     return _array("logsumexp", input).logsumexp(dim, keepdim)
 
 
@@ -181,10 +190,13 @@ def poisson(input: Array, generator=None) -> Array:
 
 def save(obj, f: str | os.PathLike) -> None:
     """Write a state dict (a mapping of names to Arrays, or a Module's) to ``f`` as safetensors
-    (torch.save of ``model.state_dict()``; other Python objects are not pickled)."""
+    (torch.save of ``model.state_dict()``; other Python objects are not pickled); a path then
+    an Array is numpy.save's order: a .npy file."""
+    if isinstance(obj, (str, os.PathLike)) and isinstance(f, (Array, np.ndarray)):
+        return _npyio.save(obj, f)   # numpy.save(file, arr): a .npy file
     if isinstance(obj, (str, os.PathLike)):
         raise TypeError("save: the object comes first, then the path (torch.save(obj, f)); "
-                        "for one array use numpy.save(path, x.numpy())")
+                        "one array goes first with its path: save(path, x) writes a .npy file")
     if not (isinstance(obj, Mapping) or hasattr(obj, "state_dict")):
         raise TypeError(f"save: only a state dict (a mapping of names to Arrays) or a Module is "
                         f"saved (safetensors), got {type(obj).__name__}")
@@ -193,7 +205,10 @@ def save(obj, f: str | os.PathLike) -> None:
 
 def load(f: str | os.PathLike, map_location=None, *, device=None, weights_only: bool = True):
     """Read a state dict written by ``save`` (torch.load; ``map_location`` or ``device`` picks
-    the device, the default device otherwise)."""
+    the device, the default device otherwise); a .npy file gives an Array and a .npz archive
+    a mapping of Arrays (numpy.load)."""
     if map_location is not None and device is not None:
         raise TypeError("load: give map_location or device, not both")
+    if _npyio.numpy_format(f):   # numpy.load of a .npy or .npz file
+        return _npyio.load(f, device=device if device is not None else map_location)
     return _ser.load(f, device=device if device is not None else map_location)

@@ -225,7 +225,7 @@ def test_repeat_tile_errors(device):
     with pytest.raises(ValueError):
         gp.tile(x, (-1,))
     with pytest.raises(TypeError):
-        gp.tile(x, 2)
+        gp.tile(x, 2.0)   # (an int is NumPy's tile(x, 2): tests/test_numpy_more.py)
 
 
 def test_unstack(device):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 
 from . import dispatch
+from .numpy_args import no_out
 from . import dtypes as dt
 from .array import Array
 from .core import (as_compute_array, broadcast_shapes, common_device, composite, full_buf,
@@ -264,6 +265,24 @@ for _n in UNARY:
     setattr(_mod, _n, _make_unary(_n))
 for _n in BINARY:
     setattr(_mod, _n, _make_binary(_n))
+
+
+def round(x: Array, /, decimals: int = 0, out=None) -> Array:   # noqa: A001 (the Array API's)
+    """Round half to even to ``decimals`` places (NumPy's round: x * 10**decimals rounded,
+    then divided; integers as they are); the Array API's round at decimals=0."""
+    no_out("round", out)
+    if isinstance(decimals, bool) or not hasattr(decimals, "__index__"):
+        raise TypeError(f"round: decimals must be an int, got {type(decimals).__name__}")
+    decimals = decimals.__index__()
+    if decimals == 0:
+        return unary("round", x)
+    if isinstance(x, Array) and x._dtype.kind in "iu":
+        if decimals > 0:
+            return Array._new(kernel(x._device, "copy")(x._buf), x._dtype, x._device)
+        raise NotImplementedError("round: negative decimals of an integer array are not "
+                                  "supported")
+    f = 10.0 ** decimals
+    return binary("divide", unary("round", binary("multiply", x, f)), f)
 
 
 def clip(x: Array, /, min=None, max=None) -> Array:

@@ -179,9 +179,11 @@ def expand_dims(x: Array, /, axis: int | tuple[int, ...]) -> Array:
     return _reshape(x, tuple(1 if i in axes else next(it) for i in range(m)))
 
 
-def squeeze(x: Array, /, axis: int | tuple[int, ...]) -> Array:
-    """Remove the axes of size one named by ``axis``."""
+def squeeze(x: Array, /, axis: int | tuple[int, ...] | None = None) -> Array:
+    """Remove the axes of size one named by ``axis`` (every one when None, as NumPy's)."""
     check_array(x, "squeeze")
+    if axis is None:   # an extension: the Array API requires axis
+        axis = tuple(i for i, s in enumerate(x.shape) if s == 1)
     axes = set(_axes_list(axis, x.ndim, "squeeze"))
     for a in axes:
         if x.shape[a] != 1:
@@ -325,11 +327,14 @@ def _materialize(x: Array) -> Array:
     return wrap(kernel(x._device, "copy")(x._buf), x._dtype, x._device)
 
 
-def tile(x: Array, repetitions: tuple[int, ...], /) -> Array:
-    """Tile ``x``: repeat the whole array ``repetitions[i]`` times along axis i."""
+def tile(x: Array, repetitions: int | tuple[int, ...], /) -> Array:
+    """Tile ``x``: repeat the whole array ``repetitions[i]`` times along axis i (an int: along
+    the last axis, as NumPy's)."""
     check_array(x, "tile")
+    if isinstance(repetitions, int) and not isinstance(repetitions, bool):
+        repetitions = (repetitions,)
     if not isinstance(repetitions, (tuple, list)):
-        raise TypeError("tile: repetitions must be a tuple of ints")
+        raise TypeError("tile: repetitions must be an int or a tuple of ints")
     reps = _ints(repetitions, "tile", "repetitions")
     if any(r < 0 for r in reps):
         raise ValueError(f"tile: repetitions must be non-negative, got {reps}")

@@ -224,19 +224,8 @@ def fix(x: Array, /) -> Array:
 
 
 def around(a: Array, decimals: int = 0, out=None) -> Array:
-    """Round to ``decimals`` decimal places, half to even (NumPy's around/round)."""
-    _no_out("around", out)
-    _arr(a, "around")
-    (decimals,) = _ints_arg(decimals, "around", "decimals")
-    if a.dtype.kind in "biu":
-        if decimals >= 0:
-            return _ns.asarray(a, copy=True)
-        raise NotImplementedError("around: negative decimals of an integer array are not "
-                                  "supported")
-    if decimals == 0:
-        return _ns.round(a)
-    f = 10.0 ** decimals
-    return _ns.divide(_ns.round(_ns.multiply(a, f)), f)
+    """Round to ``decimals`` decimal places, half to even: the namespace's ``round``."""
+    return _ns.round(a, decimals, out)
 
 
 def ndim(a) -> int:

@@ -27,9 +27,9 @@ __all__ = [
     "indices", "interp", "intersect1d", "ix_", "lexsort", "logaddexp2", "logspace", "median",
     "nan_to_num", "nanargmax", "nanargmin", "nancumprod", "nancumsum", "nanmax", "nanmean",
     "nanmedian", "nanmin", "nanpercentile", "nanprod", "nanquantile", "nanstd", "nansum",
-    "nanvar", "partition", "percentile", "place", "ptp", "put", "put_along_axis", "putmask",
-    "quantile", "ravel_multi_index", "select", "setdiff1d", "setxor1d", "sinc", "trapezoid",
-    "union1d", "unravel_index", "vander",
+    "nanvar", "partition", "percentile", "place", "polyfit", "polyval", "ptp", "put",
+    "put_along_axis", "putmask", "quantile", "ravel_multi_index", "select", "setdiff1d",
+    "setxor1d", "sinc", "trapezoid", "union1d", "unravel_index", "vander",
 ]
 
 _ns = dispatch.ns
@@ -621,6 +621,66 @@ def sinc(x: Array, /) -> Array:
     zero = _ns.equal(x, 0)
     y = _ns.multiply(_ns.where(zero, 1.0, x), math.pi)
     return _ns.where(zero, 1.0, _ns.divide(_ns.sin(y), y))
+
+
+# ---- polynomials ------------------------------------------------------------------------------
+def polyval(p, x) -> Array:
+    """The polynomial with coefficients ``p`` (highest power first; a 2-D ``p`` holds one
+    polynomial per column) at ``x``, by Horner's scheme (NumPy's polyval)."""
+    op = "polyval"
+    if not isinstance(p, Array) and not isinstance(x, Array):
+        raise TypeError(f"{op}: p or x must be a grilly Array")
+    if isinstance(p, Array):
+        x = _operand(x, p, op, "x")
+    else:
+        p = _operand(p, x, op, "p")
+    d = dt.result_type(p.dtype, x.dtype)
+    y = _ns.zeros_like(x, dtype=d)
+    for i in range(p.shape[0] if p.ndim else 1):
+        y = y * x + (p[i] if p.ndim else p)
+    return y
+
+
+def polyfit(x: Array, y: Array, deg: int, rcond=None, full: bool = False, w=None,
+            cov: bool = False):
+    """Least-squares polynomial of degree ``deg`` through (x, y), highest power first (NumPy's
+    polyfit: the column-scaled Vandermonde system solved by lstsq); ``full=True`` also returns
+    (residuals, rank, singular_values, rcond)."""
+    op = "polyfit"
+    if cov:
+        raise NotImplementedError(f"{op}: cov=True is not supported")
+    _arr(x, op, "x")
+    (deg,) = _ints_arg(deg, op, "deg")
+    if deg < 0:
+        raise ValueError(f"{op}: expected deg >= 0, got {deg}")
+    y = _operand(y, x, op, "y")
+    if x.ndim != 1:
+        raise TypeError(f"{op}: expected a 1-D vector for x, got shape {x.shape}")
+    if x.shape[0] == 0:
+        raise TypeError(f"{op}: expected a non-empty vector for x")
+    if y.ndim not in (1, 2):
+        raise TypeError(f"{op}: expected a 1-D or 2-D array for y, got shape {y.shape}")
+    if x.shape[0] != y.shape[0]:
+        raise TypeError(f"{op}: expected x and y to have the same length, got {x.shape[0]} "
+                        f"and {y.shape[0]}")
+    d = dt.result_type(_float_of(x, op).dtype, _float_of(y, op).dtype)
+    x, y = _ns.astype(x, d), _ns.astype(y, d)
+    if rcond is None:
+        rcond = x.shape[0] * dt.finfo(d).eps
+    lhs, rhs = vander(x, deg + 1), y
+    if w is not None:
+        w = _operand(w, x, op, "w")
+        if w.ndim != 1:
+            raise TypeError(f"{op}: expected a 1-D array for weights w, got shape {w.shape}")
+        if w.shape[0] != y.shape[0]:
+            raise TypeError(f"{op}: expected w and y to have the same length")
+        w = _ns.astype(w, d)
+        lhs = lhs * w[:, None]
+        rhs = rhs * (w[:, None] if y.ndim == 2 else w)
+    scale = _ns.sqrt(_ns.sum(lhs * lhs, axis=0))   # unit columns: a better conditioned system
+    c, resids, rank, sv = _ns.linalg.lstsq(lhs / scale, rhs, rcond)
+    c = c / (scale[:, None] if c.ndim == 2 else scale)
+    return (c, resids, rank, sv, rcond) if full else c
 
 
 # ---- interpolation, signals, calculus ---------------------------------------------------------

@@ -79,9 +79,14 @@ def searchsorted(x1: Array, x2, /, *, side: str = "left", sorter=None) -> Array:
     return wrap(kernel(dev, "searchsorted")(a._buf, v._buf, side, s), dt.int64, dev)
 
 
-def where(condition: Array, x1, x2, /) -> Array:
-    """Elements of x1 where condition is true, else of x2 (with broadcasting and promotion)."""
+def where(condition: Array, x1=None, x2=None, /) -> Array:
+    """Elements of x1 where condition is true, else of x2 (with broadcasting and promotion);
+    ``where(condition)`` alone is ``nonzero(condition)``, as NumPy's."""
     check_array(condition, "where", "condition")
+    if x1 is None and x2 is None:
+        return nonzero(condition)
+    if x1 is None or x2 is None:
+        raise ValueError("where: give both x1 and x2, or neither")
     if condition._dtype is not dt.bool:
         raise TypeError(f"where: condition must have dtype bool, got {condition._dtype.name}")
     arrays = [a for a in (x1, x2) if isinstance(a, Array)]

@@ -431,10 +431,7 @@ def relu(self: Array) -> Array:
 def round(self: Array, decimals: int = 0, out=None) -> Array:   # noqa: A001 (torch's, NumPy's)
     """Round half to even, to ``decimals`` places (as torch and NumPy: x * 10**d rounded, / 10**d)."""
     no_out("Array.round", out)   # (numpy.round(x) and friends pass out=None)
-    if decimals == 0:
-        return _OPS["round"](self)
-    s = 10.0 ** decimals
-    return _OPS["divide"](_OPS["round"](_OPS["multiply"](self, s)), s)
+    return _OPS["round"](self, decimals)
 
 
 def float_power(self: Array, exponent) -> Array:
@@ -600,8 +597,9 @@ def log_softmax(self: Array, dim: int, dtype=None) -> Array:
     return _OPS["fused.log_softmax"](x, axis=dim)
 
 
-def logsumexp(self: Array, dim, keepdim: bool = False) -> Array:
-    """log(sum(exp(x))) along ``dim``, shifted by the (detached) maximum so it cannot overflow."""
+def logsumexp(self: Array, dim=None, keepdim: bool = False) -> Array:
+    """log(sum(exp(x))) along ``dim`` (all axes when None), shifted by the (detached) maximum so
+    it cannot overflow."""
     m = _OPS["max"](self.detach(), axis=dim, keepdims=True)
     m = _OPS["where"](_OPS["isfinite"](m), m, 0.0)   # an all -inf (or +inf) row: no shift
     s = _OPS["log"](_OPS["sum"](_OPS["exp"](_OPS["subtract"](self, m)), axis=dim, keepdims=True))

@@ -91,7 +91,7 @@ def _imag(g, out, x):
     return (g * 1j,)
 
 
-def _zero_unary(g, out, x):
+def _zero_unary(g, out, x, *a, **k):   # (round's decimals)
     return (N.zeros_like(g),)
 
 
@@ -497,7 +497,7 @@ def _broadcast_arrays(g, out, *arrays):
 
 
 def _tile(g, out, x, repetitions, /):
-    reps = tuple(repetitions)
+    reps = (repetitions,) if isinstance(repetitions, int) else tuple(repetitions)
     nd = max(x.ndim, len(reps))
     reps = (1,) * (nd - len(reps)) + reps
     xs = (1,) * (nd - x.ndim) + x.shape

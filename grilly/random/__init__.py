@@ -6,22 +6,30 @@ integer ops on the target device, and advances the counter by ``m``: the same se
 same sequence of calls give the same words, and so the same uniform, integer, bernoulli and
 permutation results, on every device. ``normal`` and ``poisson`` go through log/sqrt/cos/exp,
 so they match across devices up to each device's rounding of those functions.
+
+NumPy's names are here too: ``default_rng(seed)`` (a ``Generator``) with ``random``,
+``standard_normal``, ``exponential``, ``choice`` and ``shuffle``, ``size=`` for ``shape=``, and
+the legacy module functions ``rand``, ``randn``, ``randint``, ``random_sample``, ... The numbers
+are grilly's Philox streams, not NumPy's bit streams.
 """
 from __future__ import annotations
 
 import math
+import os
 import threading
 
 from ..array.array import Array
 from . import _poisson
 from .philox import philox4x32
-from ..array.core import normalize_shape
+from ..array.core import normalize_axis, normalize_shape
 from ..array import dispatch as _dispatch
+from ..array import dtypes as _dtypes
 from ..array import random_bits
 
-__all__ = ["Generator", "bernoulli", "default_generator", "get_state", "integers", "keep_scale",
-           "normal", "permutation", "philox4x32", "poisson", "random_raw", "seed", "set_state",
-           "uniform"]
+__all__ = ["Generator", "bernoulli", "choice", "default_generator", "default_rng", "exponential",
+           "get_state", "integers", "keep_scale", "normal", "permutation", "philox4x32",
+           "poisson", "rand", "randint", "randn", "random", "random_raw", "random_sample",
+           "seed", "set_state", "shuffle", "standard_normal", "uniform"]
 
 
 def _ns():
@@ -37,7 +45,7 @@ def _size(shape) -> int:
 
 def _float_dtype(dtype, op: str):
     ns = _ns()
-    d = ns.float32 if dtype is None else dtype
+    d = ns.float32 if dtype is None else _dtypes.as_dtype(dtype, op)   # (NumPy's too)
     if d not in (ns.float16, ns.float32, ns.float64, ns.bfloat16):
         raise TypeError(f"{op}: dtype must be a real floating dtype, got {getattr(d, 'name', d)}")
     return d
@@ -47,6 +55,21 @@ def _float_dtype(dtype, op: str):
 # the module functions' default_generator, get disjoint blocks), and a seed or state is set
 # whole; the block count is computed before, so nothing runs while it is held
 _COUNTER = threading.Lock()
+
+
+def _alias(value, default, alt, op: str, name: str, alt_name: str):
+    """``value``, or NumPy's spelling ``alt`` of the same argument (``size`` for ``shape``,
+    ``loc``/``scale`` for ``mean``/``std``) where that is given; TypeError for both."""
+    if alt is None:
+        return value
+    if value != default:
+        raise TypeError(f"{op}: give {name} or {alt_name}, not both")
+    return alt
+
+
+def _no_out(op: str, out) -> None:
+    if out is not None:
+        raise TypeError(f"{op}: out= is not supported (grilly returns a new array)")
 
 
 def _device(device):
@@ -172,9 +195,10 @@ class Generator:
         return random_bits.philox_dropout(n, start, key, p, scale, dtype, _device(device))
 
     # ---- distributions -----------------------------------------------------------------------
-    def uniform(self, low: float = 0.0, high: float = 1.0, shape=(), *, dtype=None,
+    def uniform(self, low: float = 0.0, high: float = 1.0, shape=(), *, size=None, dtype=None,
                 device=None):
-        """Uniform floats in [low, high)."""
+        """Uniform floats in [low, high) (``size`` is NumPy's name for ``shape``)."""
+        shape = _alias(shape, (), size, "uniform", "shape", "size")
         d = _float_dtype(dtype, "uniform")
         if d is _ns().bfloat16:
             raise TypeError("uniform: bfloat16 would round values up to high; draw float32 "
@@ -186,11 +210,14 @@ class Generator:
             return u
         return u * (high - low) + low
 
-    def normal(self, mean: float = 0.0, std: float = 1.0, shape=(), *, dtype=None,
-               device=None):
+    def normal(self, mean: float = 0.0, std: float = 1.0, shape=(), *, loc=None, scale=None,
+               size=None, dtype=None, device=None):
         """Normal floats (Box-Muller over pairs of uniforms, computed in float64 for float64
-        and in float32 otherwise)."""
+        and in float32 otherwise); ``loc``, ``scale``, ``size`` are NumPy's names."""
         ns = _ns()
+        mean = _alias(mean, 0.0, loc, "normal", "mean", "loc")
+        std = _alias(std, 1.0, scale, "normal", "std", "scale")
+        shape = _alias(shape, (), size, "normal", "shape", "size")
         d = _float_dtype(dtype, "normal")
         if std < 0:
             raise ValueError(f"normal: std must be >= 0, got {std}")
@@ -206,19 +233,25 @@ class Generator:
         z = ns.reshape(z, shape) * std + mean
         return z if cd is d else ns.astype(z, d)
 
-    def integers(self, low: int, high: int | None = None, shape=(), *, dtype=None,
-                 device=None):
-        """Integers in [low, high) (or [0, low) with one bound): the high word of a 32x32
-        multiply, so the bias is below range/2**32; ranges must fit in 32 bits."""
+    def integers(self, low: int, high: int | None = None, shape=(), *, size=None, dtype=None,
+                 endpoint: bool = False, device=None):
+        """Integers in [low, high) (or [0, low) with one bound; ``endpoint=True`` includes
+        high): the high word of a 32x32 multiply, so the bias is below range/2**32; ranges must
+        fit in 32 bits."""
         ns = _ns()
+        shape = _alias(shape, (), size, "integers", "shape", "size")
         if high is None:
             low, high = 0, low
+        if endpoint:
+            if high < low:
+                raise ValueError(f"integers: high ({high}) must be >= low ({low})")
+            high += 1
         if high <= low:
             raise ValueError(f"integers: high ({high}) must be > low ({low})")
         r = high - low
         if r > 2 ** 32:
             raise ValueError(f"integers: the range high - low must be at most 2**32, got {r}")
-        d = ns.int64 if dtype is None else dtype
+        d = ns.int64 if dtype is None else _dtypes.as_dtype(dtype, "integers")
         if d.kind not in "iu":
             raise TypeError(f"integers: dtype must be an integer dtype, got {d.name}")
         shape = normalize_shape(shape, "integers")
@@ -240,13 +273,14 @@ class Generator:
                        else ns.float32, device, "bernoulli")
         return ns.astype(u < p, d)
 
-    def poisson(self, lam=1.0, shape=None, *, dtype=None, device=None):
+    def poisson(self, lam=1.0, shape=None, *, size=None, dtype=None, device=None):
         """Poisson draws of mean ``lam`` (a number in [0, 2**52] or an Array of rates: its shape,
-        broadcast to ``shape`` if given, and its device); int64 unless ``dtype`` says otherwise.
-        An Array's invalid rates (negative, nan, above 2**52) give nan, or -1 in an integer
-        dtype (the values are not read back to raise)."""
+        broadcast to ``shape`` (``size``) if given, and its device); int64 unless ``dtype`` says
+        otherwise. An Array's invalid rates (negative, nan, above 2**52) give nan, or -1 in an
+        integer dtype (the values are not read back to raise)."""
         ns = _ns()
-        d = ns.int64 if dtype is None else dtype
+        shape = _alias(shape, None, size, "poisson", "shape", "size")
+        d = ns.int64 if dtype is None else _dtypes.as_dtype(dtype, "poisson")
         if d.kind not in "iuf":
             raise TypeError(f"poisson: dtype must be an integer or real floating dtype, got "
                             f"{d.name}")
@@ -273,14 +307,15 @@ class Generator:
             return x if d is ns.float64 else ns.astype(x, d)
         return ns.astype(ns.where(ns.isnan(x), -1.0, x), d)
 
-    def permutation(self, x, *, device=None):
-        """A random permutation of ``range(x)`` (an int) or of ``x``'s first axis (an Array)."""
+    def permutation(self, x, axis: int = 0, *, device=None):
+        """A random permutation of ``range(x)`` (an int) or of ``x`` along ``axis`` (an Array)."""
         ns = _ns()
         if isinstance(x, Array):
             if x.ndim == 0:
                 raise ValueError("permutation: needs an array of at least one dimension")
-            perm = self.permutation(x.shape[0], device=x.device)
-            return ns.take(x, perm, axis=0)
+            axis = normalize_axis(axis, x.ndim, "permutation")
+            perm = self.permutation(x.shape[axis], device=x.device)
+            return ns.take(x, perm, axis=axis)
         n = int(x)
         if n < 0:
             raise ValueError(f"permutation: n must be >= 0, got {n}")
@@ -288,6 +323,124 @@ class Generator:
         # 64-bit keys, so ties (which a stable sort would break by position) are rarer than 2**-40
         k = (ns.astype(keys[0::2], ns.uint64) << 32) | ns.astype(keys[1::2], ns.uint64)
         return ns.astype(ns.argsort(k), ns.int64)
+
+    # ---- NumPy's Generator methods -------------------------------------------------------------
+    def random(self, size=None, dtype=None, out=None, *, device=None):
+        """Uniform floats in [0, 1) of shape ``size`` (NumPy's Generator.random; float32 unless
+        ``dtype`` says otherwise)."""
+        _no_out("random", out)
+        return self.uniform(0.0, 1.0, () if size is None else size,
+                            dtype=_float_dtype(dtype, "random"), device=device)
+
+    def standard_normal(self, size=None, dtype=None, out=None, *, device=None):
+        """Normal floats of mean 0 and standard deviation 1 of shape ``size``."""
+        _no_out("standard_normal", out)
+        return self.normal(0.0, 1.0, () if size is None else size,
+                           dtype=_float_dtype(dtype, "standard_normal"), device=device)
+
+    def exponential(self, scale: float = 1.0, size=None, *, dtype=None, device=None):
+        """Exponential floats of mean ``scale``: -log(1 - u) scale, computed in the output's
+        precision (float64 for float64, float32 otherwise)."""
+        ns = _ns()
+        d = _float_dtype(dtype, "exponential")
+        if not scale >= 0:
+            raise ValueError(f"exponential: scale must be >= 0, got {scale}")
+        cd = ns.float64 if d is ns.float64 else ns.float32
+        u = self._unit(() if size is None else size, cd, device, "exponential")
+        e = -ns.log1p(-u) * scale   # 1 - u in (0, 1]: the log is finite
+        return e if cd is d else ns.astype(e, d)
+
+    def choice(self, a, size=None, replace: bool = True, p=None, axis: int = 0,
+               shuffle: bool = True, *, device=None):
+        """``size`` draws from ``range(a)`` (an int) or from ``a``'s entries along ``axis``,
+        with probabilities ``p`` (uniform when None), with or without replacement (NumPy's
+        Generator.choice; ``shuffle`` is accepted: the order is always random)."""
+        ns = _ns()
+        pop = None
+        if isinstance(a, Array) or isinstance(a, (list, tuple)):
+            pop = a if isinstance(a, Array) else ns.asarray(a, device=device)
+            if pop.ndim == 0:
+                raise ValueError("choice: a must be an int or an array of at least one dimension")
+            axis = normalize_axis(axis, pop.ndim, "choice")
+            n, dev = pop.shape[axis], pop.device
+        elif isinstance(a, bool) or not hasattr(a, "__index__"):
+            raise TypeError(f"choice: a must be an int or an array, got {type(a).__name__}")
+        else:
+            n, dev = int(a.__index__()), _device(device)
+            if n < 0:
+                raise ValueError(f"choice: a must be a positive integer, got {n}")
+        shape = normalize_shape(() if size is None else size, "choice")
+        k = _size(shape)
+        if n == 0 and k:
+            raise ValueError("choice: a must be a positive integer (or a non-empty array) "
+                             "unless no samples are taken")
+        if not replace and k > n:
+            raise ValueError(f"choice: cannot take a larger sample ({k}) than the population "
+                             f"({n}) when replace=False")
+        if k == 0:
+            idx = ns.zeros((0,), dtype=ns.int64, device=dev)
+        elif p is None:
+            idx = (self.integers(0, n, (k,), device=dev) if replace
+                   else self.permutation(n, device=dev)[:k])
+        else:
+            idx = self._choice_p(p, n, k, replace, dev)
+        if pop is None:
+            return ns.reshape(idx, shape)
+        out = ns.take(pop, idx, axis=axis)
+        return ns.reshape(out, pop.shape[:axis] + shape + pop.shape[axis + 1:])
+
+    def _choice_p(self, p, n: int, k: int, replace: bool, dev):
+        """``k`` indices drawn with probabilities ``p`` (checked as NumPy checks them, from one
+        host read): with replacement by inverse CDF (a float64 uniform scaled by the total,
+        searched in the cumulative sum); without, by the exponential race (the k smallest of
+        E_i / p_i, E_i ~ Exp(1) independent), whose order has the law of NumPy's successive
+        draws."""
+        ns = _ns()
+        p = ns.asarray(p, dtype=ns.float64 if not isinstance(p, Array) or p.dtype.kind != "f"
+                       else p.dtype, device=dev)
+        if p.ndim != 1:
+            raise ValueError(f"choice: p must be 1-dimensional, got shape {p.shape}")
+        if p.shape[0] != n:
+            raise ValueError(f"choice: a and p must have the same size, got {n} and {p.shape[0]}")
+        eps = _dtypes.finfo(p.dtype).eps
+        p64 = ns.astype(p, ns.float64)
+        pos = p64 > 0
+        stats = ns.stack([ns.astype(ns.any(ns.isnan(p64)), ns.float64),
+                          ns.astype(ns.any(p64 < 0), ns.float64), ns.sum(p64),
+                          ns.astype(ns.count_nonzero(pos), ns.float64),
+                          ns.astype(ns.max(ns.where(pos, ns.arange(n, device=dev), -1)),
+                                    ns.float64)]).tolist()   # one read for every check
+        nan, neg, total, nonzero, last = stats
+        if nan:
+            raise ValueError("choice: probabilities p contain NaN")
+        if neg:
+            raise ValueError("choice: probabilities p are not non-negative")
+        if abs(total - 1.0) > max(math.sqrt(eps), math.sqrt(2.0 ** -52)):
+            raise ValueError(f"choice: probabilities p do not sum to 1 (sum {total})")
+        if not replace and k > nonzero:
+            raise ValueError(f"choice: fewer non-zero entries in p ({int(nonzero)}) than size "
+                             f"({k}) with replace=False")
+        if replace:
+            cdf = ns.cumulative_sum(p64)
+            u = self._unit((k,), ns.float64, dev, "choice") * cdf[-1]
+            # side right: an entry of probability 0 (a flat step) is never found; a u that
+            # rounds up to the total would find n, so the last positive entry bounds it
+            return ns.minimum(ns.searchsorted(cdf, u, side="right"), int(last))
+        e = self.exponential(1.0, (n,), dtype=ns.float64, device=dev)
+        keys = ns.where(pos, e / ns.where(pos, p64, 1.0), math.inf)   # p = 0: never drawn
+        return ns.argsort(keys)[:k]
+
+    def shuffle(self, x, axis: int = 0) -> None:
+        """Permute ``x`` along ``axis`` in place (NumPy's shuffle)."""
+        ns = _ns()
+        if not isinstance(x, Array):
+            raise TypeError(f"shuffle: x must be a grilly Array (it is shuffled in place), got "
+                            f"{type(x).__name__}")
+        if x.ndim == 0:
+            raise TypeError("shuffle: x must have at least one dimension")
+        axis = normalize_axis(axis, x.ndim, "shuffle")
+        perm = self.permutation(x.shape[axis], device=x.device)
+        x[...] = ns.take(x, perm, axis=axis)   # take makes a new array: no overlapping read
 
 
 default_generator = Generator(0)
@@ -313,9 +466,10 @@ def random_raw(n: int, *, device=None):
     return default_generator.random_raw(n, device=device)
 
 
-def uniform(low: float = 0.0, high: float = 1.0, shape=(), *, dtype=None, device=None):
+def uniform(low: float = 0.0, high: float = 1.0, shape=(), *, size=None, dtype=None,
+            device=None):
     """Uniform floats in [low, high) from the default generator."""
-    return default_generator.uniform(low, high, shape, dtype=dtype, device=device)
+    return default_generator.uniform(low, high, shape, size=size, dtype=dtype, device=device)
 
 
 def keep_scale(shape, p: float, scale: float, *, dtype=None, device=None):
@@ -324,14 +478,18 @@ def keep_scale(shape, p: float, scale: float, *, dtype=None, device=None):
     return default_generator.keep_scale(shape, p, scale, dtype=dtype, device=device)
 
 
-def normal(mean: float = 0.0, std: float = 1.0, shape=(), *, dtype=None, device=None):
+def normal(mean: float = 0.0, std: float = 1.0, shape=(), *, loc=None, scale=None, size=None,
+           dtype=None, device=None):
     """Normal floats from the default generator."""
-    return default_generator.normal(mean, std, shape, dtype=dtype, device=device)
+    return default_generator.normal(mean, std, shape, loc=loc, scale=scale, size=size,
+                                    dtype=dtype, device=device)
 
 
-def integers(low: int, high: int | None = None, shape=(), *, dtype=None, device=None):
+def integers(low: int, high: int | None = None, shape=(), *, size=None, dtype=None,
+             endpoint: bool = False, device=None):
     """Integers in [low, high) from the default generator."""
-    return default_generator.integers(low, high, shape, dtype=dtype, device=device)
+    return default_generator.integers(low, high, shape, size=size, dtype=dtype,
+                                      endpoint=endpoint, device=device)
 
 
 def bernoulli(p=0.5, shape=None, *, dtype=None, device=None):
@@ -339,11 +497,72 @@ def bernoulli(p=0.5, shape=None, *, dtype=None, device=None):
     return default_generator.bernoulli(p, shape, dtype=dtype, device=device)
 
 
-def poisson(lam=1.0, shape=None, *, dtype=None, device=None):
+def poisson(lam=1.0, shape=None, *, size=None, dtype=None, device=None):
     """Poisson draws from the default generator."""
-    return default_generator.poisson(lam, shape, dtype=dtype, device=device)
+    return default_generator.poisson(lam, shape, size=size, dtype=dtype, device=device)
 
 
 def permutation(x, *, device=None):
     """A random permutation from the default generator."""
     return default_generator.permutation(x, device=device)
+
+
+# ---- NumPy's names: numpy.random's module functions and default_rng ------------------------------
+def default_rng(seed=None) -> Generator:
+    """A new Generator keyed by ``seed`` (an int in [0, 2**64)); fresh OS entropy when None;
+    a Generator is returned as it is (NumPy's default_rng)."""
+    if isinstance(seed, Generator):
+        return seed
+    if seed is None:
+        seed = int.from_bytes(os.urandom(8), "little")
+    if isinstance(seed, bool) or not hasattr(seed, "__index__"):
+        raise TypeError(f"default_rng: seed must be an int or None, got {type(seed).__name__}")
+    seed = int(seed.__index__())
+    if not 0 <= seed < 2 ** 64:
+        raise ValueError(f"default_rng: seed must be in [0, 2**64), got {seed}")
+    return Generator(seed)
+
+
+def random(size=None, *, dtype=None, device=None):
+    """Uniform floats in [0, 1) from the default generator (numpy.random.random)."""
+    return default_generator.random(size, dtype, device=device)
+
+
+random_sample = random
+
+
+def rand(*dims, dtype=None, device=None):
+    """Uniform floats in [0, 1) of shape ``dims`` (numpy.random.rand(2, 3))."""
+    return default_generator.random(normalize_shape(dims, "rand"), dtype, device=device)
+
+
+def randn(*dims, dtype=None, device=None):
+    """Standard normal floats of shape ``dims`` (numpy.random.randn(2, 3))."""
+    return default_generator.standard_normal(normalize_shape(dims, "randn"), dtype,
+                                             device=device)
+
+
+def randint(low: int, high: int | None = None, size=None, dtype=None, *, device=None):
+    """Integers in [low, high) (or [0, low)) from the default generator (numpy.random.randint)."""
+    return default_generator.integers(low, high, () if size is None else size, dtype=dtype,
+                                      device=device)
+
+
+def standard_normal(size=None, *, dtype=None, device=None):
+    """Standard normal floats from the default generator."""
+    return default_generator.standard_normal(size, dtype, device=device)
+
+
+def exponential(scale: float = 1.0, size=None, *, dtype=None, device=None):
+    """Exponential floats of mean ``scale`` from the default generator."""
+    return default_generator.exponential(scale, size, dtype=dtype, device=device)
+
+
+def choice(a, size=None, replace: bool = True, p=None, *, device=None):
+    """Draws from ``range(a)`` or ``a`` from the default generator (numpy.random.choice)."""
+    return default_generator.choice(a, size, replace, p, device=device)
+
+
+def shuffle(x) -> None:
+    """Permute ``x`` along its first axis in place, from the default generator."""
+    default_generator.shuffle(x)
