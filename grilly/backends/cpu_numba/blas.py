@@ -137,8 +137,9 @@ def mm3(a3, b3, out, ia, ib, dot3) -> None:
             for i in range(out.shape[0]):
                 gemm_into(False, False, a3[ia[i]], b3[ib[i]], 0.0, out[i])
         return
-    if numba.get_num_threads() < 2 or out.shape[0] < 2:
-        dot3(a3, b3, out, ia, ib)
+    if (numba.get_num_threads() < 2 or out.shape[0] < 2
+            or out.shape[0] * out.shape[1] * out.shape[2] * a3.shape[2] < MIN_SPLIT):
+        dot3(a3, b3, out, ia, ib)   # the same products in order, no parallel region
         return
     with one_blas_thread():
         _batched(a3, b3, out, ia, ib)

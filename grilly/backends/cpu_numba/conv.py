@@ -295,6 +295,13 @@ def _conv_bwd(x, w2, gy, gx, gwp, gbp, groups, kh, kw, sh, sw, dh, dw, pt, pl, p
                         _uncols(gc, gx[im], g * cg, cg, kh, kw, sh, sw, dh, dw, pt, pl, ho, wo)
 
 
+# multiply-adds (output elements x window x channels per group) per jit.sized unit: conv2d and
+# its backward run their images' tasks in parallel from 2^20 of them; below, the serial twins
+# run the same tasks in order (the same per-task partial sums, so the same bits). About where
+# the parallel kernels start to win on two cores (docs/kernels/conv.md)
+_MACS = 8
+
+
 def _geometry(x, w, stride, dilation, pads, groups):
     kh, kw = w.shape[2], w.shape[3]
     direct = kh == 1 and kw == 1 and tuple(stride) == (1, 1) and not any(pads)
@@ -316,7 +323,8 @@ def conv2d(x, w, bias, stride, dilation, pads, groups, out):
     if w2.shape[1] == 0:
         y[...] = b.reshape(1, o, 1, 1) if bias is not None else 0
         return y
-    _conv_fwd(x, w2, b, y, *_geometry(x, w, stride, dilation, pads, groups))
+    run = jit.sized(_conv_fwd, y.size * w2.shape[1] / _MACS)
+    run(x, w2, b, y, *_geometry(x, w, stride, dilation, pads, groups))
     return y
 
 
@@ -333,8 +341,9 @@ def conv2d_backward(g, x, w, stride, dilation, pads, groups, need):
     gwp = np.zeros((parts, w[0].size, o) if nw else (0, 0, 0), dt)   # gW^T per thread
     gbp = np.zeros((parts, o) if nb else (0, 0), dt)
     if g.size and x.size and w.size:
-        _conv_bwd(np.ascontiguousarray(x), np.ascontiguousarray(w).reshape(o, -1),
-                  np.ascontiguousarray(g), gx, gwp, gbp, *geo, nx, nw, nb)
+        run = jit.sized(_conv_bwd, g.size * w[0].size / _MACS)
+        run(np.ascontiguousarray(x), np.ascontiguousarray(w).reshape(o, -1),
+            np.ascontiguousarray(g), gx, gwp, gbp, *geo, nx, nw, nb)
     elif nx:
         gx[...] = 0
     return (gx if nx else None,

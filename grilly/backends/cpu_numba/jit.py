@@ -7,6 +7,7 @@ import importlib.util
 import os
 import sys
 import threading
+import types
 from pathlib import Path
 
 import numba
@@ -65,8 +66,35 @@ def _load(name: str, source: str, deps: tuple) -> object:
     return mod
 
 
-# Below this many elements a kernel runs serially: a parallel region costs 20-200 us here.
+# Below this many elements a kernel runs serially: a parallel region costs 20-200 us here
+# (5-12 ms when other processes hold the cores).
 PARALLEL_MIN = int(os.environ.get("GRILLY_PARALLEL_MIN", 1 << 17))
+
+_twins: dict = {}
+
+
+def serial(kernel):
+    """The serial twin of the ``parallel=True`` Numba kernel ``kernel``: the same body compiled
+    without ``parallel`` (prange runs as range, in order), so it launches no parallel region.
+    Each prange iteration does the same arithmetic either way, so results are identical."""
+    twin = _twins.get(kernel)
+    if twin is None:
+        f = kernel.py_func
+        # a function of its own name: Numba's cache files are named by the function and its
+        # index does not key on ``parallel``, so the two would load each other's machine code
+        g = types.FunctionType(f.__code__, f.__globals__, f.__name__ + "_serial", f.__defaults__,
+                               f.__closure__)
+        g.__qualname__ = f.__qualname__ + "_serial"
+        opts = {k: v for k, v in kernel.targetoptions.items() if k not in ("parallel", "nopython")}
+        twin = _twins.setdefault(kernel, numba.njit(cache=True, **opts)(g))
+    return twin
+
+
+def sized(kernel, work: float):
+    """``kernel`` (``parallel=True``) from PARALLEL_MIN units of ``work``, else its serial twin.
+    A unit is an element of a plain elementwise loop; callers weigh costlier elements (one
+    threshold, so GRILLY_PARALLEL_MIN and warmup's 0 move every kernel's choice)."""
+    return kernel if work >= PARALLEL_MIN else serial(kernel)
 
 
 def workqueue_layer() -> bool:

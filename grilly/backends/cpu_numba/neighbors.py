@@ -14,6 +14,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
+from . import jit
 from .blas import one_blas_thread
 from .pool import pool
 from .topk import _before
@@ -131,10 +132,14 @@ def matmul_topk(x: np.ndarray, mat: np.ndarray, add, k: int, largest: bool) -> t
     vals = np.empty((parts, n, k), x.dtype)
     ids = np.empty((parts, n, k), np.int64)
     cnts = np.zeros((parts, n), np.int64)
+    # a small search (under 2^22 multiply-adds, where products split over threads: blas.py)
+    # runs the same tasks and merge in order on the calling thread: the same results
+    work = n * m * x.shape[1] / 32
     with one_blas_thread():
-        _tasks(x, mat, add, BLOCK_X, BLOCK_M, parts, vals, ids, cnts, bool(largest))
+        jit.sized(_tasks, work)(x, mat, add, BLOCK_X, BLOCK_M, parts, vals, ids, cnts,
+                                bool(largest))
     if parts > 1:
-        _merge(vals, ids, cnts, bool(largest))
+        jit.sized(_merge, work)(vals, ids, cnts, bool(largest))
     out_v, out_i = pool.empty((n, k), x.dtype), pool.empty((n, k), np.dtype(np.int64))
     out_v[...], out_i[...] = vals[0], ids[0]
     return out_v, out_i

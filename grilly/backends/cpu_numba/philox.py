@@ -10,6 +10,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..contract import float16_dropout_args
+from . import jit
 from .pool import pool
 
 _M0, _M1 = np.uint64(0xD2511F53), np.uint64(0xCD9E8D57)
@@ -20,6 +21,9 @@ _MASK = 0xFFFFFFFF
 _S5, _S6, _S8 = np.uint64(5), np.uint64(6), np.uint64(8)
 _F32_SCALE = np.float32(2.0 ** -24)
 _F64_HIGH, _F64_SCALE = 2.0 ** 26, 2.0 ** -53
+# a value's weight in jit.sized's units: the loops run parallel from 32768 values (below, their
+# serial twins), about where the parallel loop starts to win on two cores (docs/benchmarks.md)
+_COST = 4
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -154,7 +158,8 @@ def _drop16(out, clo, chi, k0, k1, big, bits):
 def philox_blocks(m: int, counter: int, key: int) -> np.ndarray:
     """(4, m) uint32 words of block counters counter .. counter + m - 1 under ``key``."""
     out = pool.empty((4, m), np.dtype(np.uint32))
-    _blocks(out, counter & _MASK, counter >> 32, key & _MASK, key >> 32)
+    run = jit.sized(_blocks, _COST * 4 * m)   # four values a block
+    run(out, counter & _MASK, counter >> 32, key & _MASK, key >> 32)
     return out
 
 
@@ -163,8 +168,8 @@ def philox_uniform(n: int, counter: int, key: int, dtype) -> np.ndarray:
     f64 = dtype.name == "float64"
     out = pool.empty((n,), np.dtype(np.float64 if f64 else np.float32))
     t = out.dtype.type
-    (_draw64 if f64 else _draw32)(out, counter & _MASK, counter >> 32, key & _MASK, key >> 32,
-                                  False, t(0), t(0))
+    jit.sized(_draw64 if f64 else _draw32, _COST * n)(
+        out, counter & _MASK, counter >> 32, key & _MASK, key >> 32, False, t(0), t(0))
     return out
 
 
@@ -174,15 +179,15 @@ def philox_dropout(n: int, counter: int, key: int, p: float, scale: float, dtype
     if dtype.name == "float16":
         big, bits = float16_dropout_args(p, scale)
         out = pool.empty((n,), np.dtype(np.uint16))
-        _drop16(out, counter & _MASK, counter >> 32, key & _MASK, key >> 32, np.int64(big),
-                np.uint16(bits))
+        jit.sized(_drop16, _COST * n)(out, counter & _MASK, counter >> 32, key & _MASK,
+                                      key >> 32, np.int64(big), np.uint16(bits))
         return out.view(np.float16)
     f = np.dtype(np.float64 if dtype.name == "float64" else np.float32)
     out = pool.empty((n,), f)
     # p and scale rounded to dtype as the full kernel rounds a Python scalar
     pd, sd = (np.asarray(v).astype(f)[()] for v in (p, scale))
-    (_draw64 if f == np.float64 else _draw32)(out, counter & _MASK, counter >> 32, key & _MASK,
-                                              key >> 32, True, pd, sd)
+    jit.sized(_draw64 if f == np.float64 else _draw32, _COST * n)(
+        out, counter & _MASK, counter >> 32, key & _MASK, key >> 32, True, pd, sd)
     return out
 
 
