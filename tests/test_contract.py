@@ -640,6 +640,25 @@ def _philox_dropout(dev):
             random_bits.philox_dropout(6, 2**32 - 2, 2**40 + 3, 0.5, 2.0, d, dev)
 
 
+def _segments(dev):
+    """Integer-valued rows (sums exact in any order), runs with empty ones, a NaN and ties."""
+    from grilly.array import segments
+    rng = np.random.default_rng(5)
+    v = rng.integers(-3, 4, (11, 3)).astype(float)
+    v[4, 1] = np.nan
+    starts, ends = np.array([0, 2, 2, 7, 11]), np.array([2, 2, 7, 11, 11])
+    args = (_on(dev, v), _on(dev, starts), _on(dev, ends))
+    runs = [v[a:b] for a, b in zip(starts, ends)]
+    want = np.stack([r.sum(0) if len(r) else np.zeros(3) for r in runs])
+    np.testing.assert_array_equal(np.asarray(segments.segment_sum(*args)), want)
+    m, i = segments.segment_max(*args, fill=-9.0)
+    first = [np.nanargmax(np.where(np.isnan(r), np.inf, r), 0) + a if len(r) else [-1] * 3
+             for r, a in zip(runs, starts)]
+    np.testing.assert_array_equal(np.asarray(i), np.array(first))
+    np.testing.assert_array_equal(np.asarray(m), np.stack([r.max(0) if len(r) else [-9.0] * 3
+                                                           for r in runs]))
+
+
 def _ref_topk(x: np.ndarray, k: int, axis: int, largest: bool) -> np.ndarray:
     """topk's indices by Python's stable sort: NaN the largest value, ties by index."""
     def order(row):
@@ -770,7 +789,8 @@ CHECKS = {
     "repeat_indices": _repeat_indices, "nonzero": _nonzero, "diagonal": _diagonal,
     "lif_forward": _lif(False), "lif_backward": _lif(True), "leaky_integrate": _leaky,
     "alif_forward": _alif, "alif_backward": _alif,
-    "matmul_topk": _matmul_topk, "philox_blocks": _philox_blocks,
+    "matmul_topk": _matmul_topk, "segment_sum": _segments, "segment_max": _segments,
+    "philox_blocks": _philox_blocks,
     "philox_uniform": _philox_uniform, "philox_dropout": _philox_dropout,
     "plasticity_step": _plasticity,
     "unique": _unique, "isin": _isin, "topk": _topk, "cross": _cross, "fft_roll": _fft_roll,

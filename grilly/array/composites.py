@@ -19,7 +19,7 @@ import numpy as np
 
 from . import (attention, conv, core, dense, dispatch, fused, host, host_kernels, indexing,
                manipulation, neighbors, normalization, optim_steps, plasticity, random_bits,
-               searching, spiking, statistical)
+               searching, segments, spiking, statistical)
 from . import dtypes as dt
 from .array import Array
 from .core import as_compute_array, wrap
@@ -714,6 +714,16 @@ def matmul_topk(device, x: Array, mat: Array, add, k: int, largest: bool) -> tup
     return neighbors.composed_matmul_topk(x, mat, add, k, largest)
 
 
+def segment_sum(device, values: Array, starts: Array, ends: Array) -> Array:
+    """Run sums as one-hot matmuls in bounded blocks (grilly.array.segments)."""
+    return segments.composed_segment_sum(values, starts, ends)
+
+
+def segment_max(device, values: Array, starts: Array, ends: Array, fill: float) -> tuple:
+    """Run maxima and their first rows from masked blocks (grilly.array.segments)."""
+    return segments.composed_segment_max(values, starts, ends, fill)
+
+
 def philox_blocks(device, m: int, counter: int, key: int) -> Array:
     """Philox4x32-10 words from namespace integer ops (grilly.array.random_bits)."""
     return random_bits.composed_blocks(device, m, counter, key)
@@ -778,7 +788,8 @@ COMPOSITES = {
     "adagrad_step": adagrad_step, "amp_unscale": amp_unscale, "optim_multi": optim_multi,
     "lif_forward": lif_forward, "lif_backward": lif_backward, "alif_forward": alif_forward,
     "alif_backward": alif_backward, "leaky_integrate": leaky_integrate,
-    "matmul_topk": matmul_topk, "philox_blocks": philox_blocks,
+    "matmul_topk": matmul_topk, "segment_sum": segment_sum, "segment_max": segment_max,
+    "philox_blocks": philox_blocks,
     "philox_uniform": philox_uniform, "philox_dropout": philox_dropout,
     "plasticity_step": plasticity_step,
     **{op: _host_path(op) for op in host.HOST_OPS},

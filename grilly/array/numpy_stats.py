@@ -13,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
-from . import dispatch
+from . import dispatch, segments
 from . import dtypes as dt
 from .array import Array
 from .core import check_array, common_device
@@ -435,14 +435,29 @@ def corrcoef(x: Array, y: Array | None = None, rowvar: bool = True, *, dtype=Non
 
 
 # ---- histograms and binning ------------------------------------------------------------------
-def _count_into(idx: Array, valid: Array, nbins: int, weights: Array | None, wd) -> Array:
-    """Per-bin counts (or weight sums) of ``idx`` where ``valid``, through a one-hot sum."""
-    bins = _ns.reshape(_ns.arange(nbins, dtype=dt.int64, device=idx.device), (1, nbins))
-    hit = _ns.logical_and(_ns.equal(_ns.reshape(idx, (-1, 1)), bins),
-                          _ns.reshape(valid, (-1, 1)))
+def _count_into(idx: Array, nbins: int, weights: Array | None, wd) -> Array:
+    """Per-bin counts of the bin indices ``idx`` (indices outside [0, nbins) count nowhere), or
+    weight sums in float64 cast to ``wd``: a stable sort brings each bin's elements together in
+    their index order, so a bin's weights add in np.bincount's order (segment_sum); memory is
+    O(n + nbins), where a one-hot mask took O(n nbins)."""
+    bins = _ns.arange(nbins, dtype=dt.int64, device=idx.device)
     if weights is None:
-        return _ns.sum(_ns.astype(hit, dt.int64), axis=0)
-    return _ns.sum(_ns.where(hit, _ns.reshape(_ns.astype(weights, wd), (-1, 1)), 0), axis=0)
+        keys = _ns.sort(idx)
+        return _ns.subtract(_ns.searchsorted(keys, bins, side="right"),
+                            _ns.searchsorted(keys, bins, side="left"))
+    order = _ns.argsort(idx, stable=True)
+    keys = _ns.take(idx, order)
+    starts = _ns.searchsorted(keys, bins, side="left")
+    ends = _ns.searchsorted(keys, bins, side="right")
+    w = _ns.take(weights, order)
+
+    def sums(part: Array) -> Array:
+        return segments.segment_sum(_ns.astype(part, dt.float64), starts, ends)
+
+    if w.dtype.kind == "c":   # (np.histogram adds the real and imaginary parts apart)
+        return _ns.add(_ns.astype(sums(_ns.real(w)), wd),
+                       _ns.multiply(_ns.astype(sums(_ns.imag(w)), wd), 1j))
+    return _ns.astype(sums(w), wd)
 
 
 def histogram(a: Array, bins=10, range=None, density: bool | None = None,
@@ -491,7 +506,7 @@ def histogram(a: Array, bins=10, range=None, density: bool | None = None,
     idx = _ns.where(_ns.equal(xf, ef[-1]), nb - 1, idx)
     valid = _ns.logical_and(_ns.greater_equal(xf, ef[0]), _ns.less_equal(xf, ef[-1]))
     wd = None if weights is None else weights.dtype
-    counts = _count_into(idx, valid, nb, weights, wd)
+    counts = _count_into(_ns.where(valid, idx, -1), nb, weights, wd)
     if density:
         cf = _ns.astype(counts, dt.float64) if counts.dtype.kind in "iu" else counts
         widths = _ns.diff(_ns.astype(edges, cf.dtype) if edges.dtype.kind != "f" else
@@ -520,12 +535,11 @@ def bincount(x: Array, weights: Array | None = None, minlength: int = 0) -> Arra
     else:
         hi = -1
     n = builtins.max(hi + 1, minlength)
-    valid = _ns.full(xi.shape, True, dtype=dt.bool, device=x.device)
     if weights is not None:
         _arr(weights, op, "weights")
         if weights.shape != x.shape:
             raise ValueError(f"{op}: the weights and list don't have the same length")
-    return _count_into(xi, valid, n, weights, dt.float64)
+    return _count_into(xi, n, weights, dt.float64)
 
 
 def digitize(x: Array, bins: Array, right: bool = False) -> Array:

@@ -1002,6 +1002,49 @@ def _log_softmax(g, out, x, axis=-1):
 RULES.update({"fused.softmax": (_softmax, True), "fused.log_softmax": (_log_softmax, True)})
 
 
+def _row_segments(starts, ends, k: int) -> tuple:
+    """For each of k rows, the ordered, disjoint run holding it (the last run starting at or
+    before it) and whether it lies in that run; None when there are no runs."""
+    if starts.shape[0] == 0:
+        return None
+    pos = N.arange(k, dtype=N.int64, device=starts.device)
+    seg = N.clip(N.searchsorted(starts, pos, side="right") - 1, min=0)
+    return seg, N.logical_and(N.greater_equal(pos, N.take(starts, seg)),
+                              N.less(pos, N.take(ends, seg)))
+
+
+def _segment_grad(g, x, rows, keep=None):
+    """x's gradient: each row gets its run's g (where ``keep``), rows outside every run 0."""
+    if rows is None:
+        return N.zeros_like(x, dtype=g.dtype)
+    seg, inside = rows
+    gr = N.take(g, seg, axis=0)
+    mask = N.reshape(inside, (-1,) + (1,) * (g.ndim - 1))
+    if keep is not None:
+        mask = N.logical_and(mask, keep)
+    return N.where(mask, gr, N.zeros((), dtype=g.dtype, device=g.device))
+
+
+def _segment_sum(g, out, values, starts, ends):
+    return (_segment_grad(g, values, _row_segments(starts, ends, values.shape[0])), None, None)
+
+
+def _segment_max(g, out, values, starts, ends, *, fill=0.0):
+    # the gradient goes to the first maximal row of each run and column (torch's embedding_bag)
+    k = values.shape[0]
+    rows = _row_segments(starts, ends, k)
+    keep = None
+    if rows is not None:
+        pos = N.reshape(N.arange(k, dtype=N.int64, device=values.device),
+                        (-1,) + (1,) * (values.ndim - 1))
+        keep = N.equal(N.take(out[1], rows[0], axis=0), pos)
+    return (_segment_grad(g[0], values, rows, keep), None, None)
+
+
+RULES.update({"segments.segment_sum": (_segment_sum, False),
+              "segments.segment_max": (_segment_max, True)})
+
+
 # ---- what each rule reads of its saved arrays ---------------------------------------------------
 # (function._saved: a write in place into one of them before backward is then torch's
 # RuntimeError, not a wrong gradient); every rule not named reads its array arguments, and its

@@ -98,6 +98,7 @@ _EXPECT = {
     **{op: (lambda out_shape, out_dtype, *bufs: (tuple(out_shape), out_dtype))
        for op in (*ELEMENTWISE_OPS, "where", "matmul", "cross", "solve")},
     "leaky_integrate": lambda x, s0, alpha, reverse: (tuple(x.shape), x.dtype),
+    "segment_sum": lambda v, starts, ends: ((starts.shape[0], v.shape[1]), v.dtype),
     "philox_blocks": lambda m, counter, key: ((4, m), "uint32"),
     "philox_uniform": lambda n, counter, key, dtype: ((n,), dtype.name),
     "philox_dropout": lambda n, counter, key, p, scale, dtype: ((n,), dtype.name),
@@ -114,6 +115,9 @@ _EXPECT_TUPLE = {
         (x.shape, x.dtype), (m0.shape, x.dtype), (m0.shape, x.dtype),
         ((2, *x.shape), x.dtype) if a[-1] else None],
     "alif_backward": lambda gs, gm, ga, x, m0, *a: [(x.shape, x.dtype)] + [(m0.shape, x.dtype)] * 4,
+    "segment_max": lambda v, starts, ends, fill: [((starts.shape[0], v.shape[1]), v.dtype),
+                                                  ((starts.shape[0], v.shape[1]),
+                                                   np.dtype(np.int64))],
     "matmul_topk": lambda x, mat, add, k, largest: [((x.shape[0], k), x.dtype),
                                                     ((x.shape[0], k), np.dtype(np.int64))],
     "batch_norm": lambda x, w, b, eps: [(x.shape, x.dtype), (x.shape[1:2], x.dtype),

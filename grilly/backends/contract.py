@@ -101,6 +101,17 @@ KERNELS: dict[str, Kernel] = {
                              "(buf, axis, include_initial, out_dtype) -> buf"),
     "cumulative_prod": Kernel("reductions", COMPOSED,
                               "(buf, axis, include_initial, out_dtype) -> buf"),
+    # segment reductions (grilly.array.segments: bincount, histogram, embedding_bag's bags):
+    # one invocation per (segment, column) walks its run, so memory is O(K D + S D)
+    "segment_sum": Kernel("reductions", COMPOSED,
+                          "(values (K, D), starts (S,), ends (S,) int64) -> buf (S, D): out[s] = "
+                          "0 + values[starts[s]] + ... + values[ends[s] - 1], added in row order "
+                          "(bounds clipped to [0, K]; an empty run gives 0); float32/float64"),
+    "segment_max": Kernel("reductions", COMPOSED,
+                          "(values (K, D), starts (S,), ends (S,) int64, fill) -> (buf (S, D), "
+                          "int64 buf (S, D)): each run's maximum (NaN wins) and the row of its "
+                          "first maximum; an empty run gives fill (a Python float) and -1; "
+                          "float32/float64"),
     # indexing (docs/kernels/indexing.md)
     "gather": Kernel("indexing", REQUIRED, "(buf, indices) -> buf"),
     "scatter": Kernel("indexing", REQUIRED, "(buf, indices, values) -> None (writes buf)"),

@@ -17,6 +17,7 @@ from ..array import attention as _att
 from ..array import conv as _conv
 from ..array import dense as _dense
 from ..array import normalization as _norm
+from ..array import segments as _segments
 from ..array import fused as _fused
 from ..array.array import Array
 from ..array.dtypes import DType
@@ -3204,8 +3205,9 @@ def embedding_bag(input: Array, weight: Array, offsets: Array | None = None,
                   include_last_offset: bool = False, padding_idx: int | None = None) -> Array:
     """Sums, means or maxima of bags of ``weight`` rows: torch's ``F.embedding_bag``. A 2-D
     input holds one bag per row; a 1-D input is cut into bags starting at ``offsets``. Empty
-    bags (and bags of ``padding_idx`` only) give zeros. Bags are reduced with a membership
-    matrix on the device (offsets are never read back to the host)."""
+    bags (and bags of ``padding_idx`` only) give zeros. A 1-D input's bags are reduced as
+    runs of rows (grilly.array.segments: O(indices + bags) memory; offsets are never read
+    back to the host)."""
     op = "embedding_bag"
     if not isinstance(input, Array) or not gp.isdtype(input.dtype, "integral"):
         raise TypeError(f"{op}: input must be an integer Array, got "
@@ -3262,26 +3264,46 @@ def embedding_bag(input: Array, weight: Array, offsets: Array | None = None,
         rows = gp.take(weight, idx, axis=0)   # (K, D)
     except IndexError as e:
         raise IndexError(_embedding_index_error(e, n).replace("embedding:", f"{op}:")) from None
-    k = idx.shape[0]
     if input.ndim == 2:
-        # fixed-length bags: reduce over the bag axis directly
-        b, length = input.shape
-        rows = gp.reshape(rows, (b, length, weight.shape[1]))
-        member = gp.reshape(idx, (b, length)) != (-1 if padding_idx is None else padding_idx)
-        psw = None if per_sample_weights is None else per_sample_weights
-    else:
-        b = offsets.shape[0] - (1 if include_last_offset else 0)
-        start = offsets[:b]
-        end = offsets[1:b + 1] if include_last_offset else gp.concat(
-            [offsets[1:], gp.full((1,), k, dtype=gp.int64, device=input.device)])
-        pos = gp.arange(k, dtype=gp.int64, device=input.device)
-        member = (pos >= gp.expand_dims(start, axis=1)) & (pos < gp.expand_dims(end, axis=1))
-        if padding_idx is not None:
-            member = member & (idx != padding_idx)
-        psw = None if per_sample_weights is None else gp.reshape(per_sample_weights, (1, k))
+        return _fixed_bags(input, idx, rows, weight.shape[1], mode, per_sample_weights,
+                           padding_idx)
+    k = idx.shape[0]
+    b = offsets.shape[0] - (1 if include_last_offset else 0)
+    start = offsets[:b]
+    end = offsets[1:b + 1] if include_last_offset else gp.concat(
+        [offsets[1:], gp.full((1,), k, dtype=offsets.dtype, device=input.device)])
+    # each bag is the run rows[start:end]: segment reductions, O(K + bags) memory
+    keep = None if padding_idx is None else idx != padding_idx
     if mode == "max":
-        vals = gp.where(gp.expand_dims(member, axis=-1),
-                        rows if input.ndim == 2 else gp.expand_dims(rows, axis=0),
+        if keep is not None:
+            rows = gp.where(gp.expand_dims(keep, axis=-1), rows,
+                            gp.asarray(float("-inf"), dtype=rows.dtype, device=rows.device))
+        top = _segments.segment_max(rows, start, end, fill=0.0)[0]
+        if keep is None:
+            return top   # (an empty bag's fill: 0)
+        count = _segments.segment_sum(gp.astype(keep, rows.dtype), start, end)
+        return gp.where(gp.expand_dims(count > 0, axis=-1), top,
+                        gp.zeros((), dtype=top.dtype, device=top.device))
+    scale = per_sample_weights
+    if keep is not None:
+        k_w = gp.astype(keep, rows.dtype)
+        scale = k_w if scale is None else scale * k_w
+    out = _segments.segment_sum(rows if scale is None else rows * gp.expand_dims(scale, axis=-1),
+                                start, end)
+    if mode == "mean":
+        ones = gp.ones((k,), dtype=rows.dtype, device=rows.device) if keep is None else k_w
+        count = gp.expand_dims(_segments.segment_sum(ones, start, end), axis=-1)
+        out = out / gp.maximum(count, gp.ones((), dtype=count.dtype, device=count.device))
+    return out
+
+
+def _fixed_bags(input: Array, idx: Array, rows: Array, dim: int, mode: str, psw, padding_idx):
+    """embedding_bag of a 2-D input: one bag of fixed length per row, reduced over its axis."""
+    b, length = input.shape
+    rows = gp.reshape(rows, (b, length, dim))
+    member = gp.reshape(idx, (b, length)) != (-1 if padding_idx is None else padding_idx)
+    if mode == "max":
+        vals = gp.where(gp.expand_dims(member, axis=-1), rows,
                         gp.asarray(float("-inf"), dtype=rows.dtype, device=rows.device))
         arg = gp.argmax(vals, axis=1, keepdims=True)
         top = gp.squeeze(gp.take_along_axis(vals, arg, axis=1), axis=1)
@@ -3290,10 +3312,7 @@ def embedding_bag(input: Array, weight: Array, offsets: Array | None = None,
     m = gp.astype(member, rows.dtype)
     if psw is not None:
         m = m * psw
-    if input.ndim == 2:
-        out = gp.sum(rows * gp.expand_dims(m, axis=-1), axis=1)
-    else:
-        out = gp.matmul(m, rows)   # segment sums: a (bags, K) membership matrix times the rows
+    out = gp.sum(rows * gp.expand_dims(m, axis=-1), axis=1)
     if mode == "mean":
         count = gp.sum(gp.astype(member, rows.dtype), axis=1, keepdims=True)
         out = out / gp.maximum(count, gp.ones((), dtype=count.dtype, device=count.device))

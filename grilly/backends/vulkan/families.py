@@ -1,6 +1,6 @@
 """The kernel modules of the Vulkan backend beyond storage and elementwise; each has KERNELS."""
 from . import (attention, conv, indexing, interop, linalg, neighbors, norm, optim, ownership,
-               philox, plasticity, reductions, snn, softmax, sorting)
+               philox, plasticity, reductions, segments, snn, softmax, sorting)
 
 MODULES = (reductions, linalg, indexing, sorting, softmax, conv, norm, interop, optim, snn,
-           neighbors, philox, plasticity, attention, ownership)
+           neighbors, philox, plasticity, attention, ownership, segments)

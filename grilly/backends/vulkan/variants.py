@@ -123,6 +123,8 @@ def variants() -> dict[str, tuple[str, list[str]]]:
         out[f"lifsep_{d}"] = ("nn/lif.comp", _dtype_defines("IN", d) + ["-DSEP"])
         out[f"leaky_{d}"] = ("nn/leaky.comp", _dtype_defines("IN", d))
         out[f"plasticity_{d}"] = ("nn/plasticity.comp", _dtype_defines("IN", d))
+        out[f"segsum_{d}"] = ("reduce/segment.comp", _dtype_defines("IN", d))
+        out[f"segmax_{d}"] = ("reduce/segment.comp", _dtype_defines("IN", d) + ["-DMAX"])
     for d in ("float32", "float64", "int32", "uint32"):
         out[f"fuse_{d}"] = ("elementwise/fused.comp",
                             _dtype_defines("IN", d) + [f"-DIS_F64={int(d == 'float64')}", "-DIS_F16=0"])

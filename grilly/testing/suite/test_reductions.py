@@ -137,3 +137,26 @@ def test_empty(device):
     assert_close(gp.all(x, axis=0), np.ones(3, bool))
     assert_close(gp.count_nonzero(x), np.int64(0))
     assert_close(gp.cumulative_sum(x, axis=0), e)
+
+
+@K("segment_sum", "segment_max")
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_segments(device, dtype):
+    """Sums and maxima of runs of rows (grilly.array.segments): empty runs, a NaN, ties (exact
+    small integers, so any order of the sums gives them), against a loop over the runs."""
+    from grilly.array.segments import segment_max, segment_sum
+
+    rng = np.random.default_rng(13)
+    v = rng.integers(-3, 4, (40, 3)).astype(dtype)
+    v[9, 1] = np.nan
+    edges = np.array([0, 0, 5, 5, 6, 23, 40, 40])
+    starts, ends = edges[:-1], edges[1:]
+    runs = [v[a:b] for a, b in zip(starts, ends)]
+    args = (on(device, v), on(device, starts), on(device, ends))
+    assert_close(segment_sum(*args), np.stack([r.sum(0) if len(r) else np.zeros(3, dtype)
+                                               for r in runs]))
+    m, i = segment_max(*args, fill=-7.0)
+    first = [a + np.argmax(np.where(np.isnan(r), np.inf, r), 0) if len(r) else [-1] * 3
+             for r, a in zip(runs, starts)]
+    assert_close(i, np.array(first, np.int64))
+    assert_close(m, np.stack([r.max(0) if len(r) else np.full(3, -7.0, dtype) for r in runs]))
