@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 import grilly as gp
+from grilly.array import segments as _seg
 from grilly.array import fused as _fused
 from grilly.autograd import gradcheck, rule_names
 
@@ -107,6 +108,11 @@ CASES = {
     "__getitem__/ints": (lambda x: x[gp.asarray([2, 0, 2]), 1:], [_a((3, 3))]),
     "__getitem__/pair": (lambda x: x[gp.asarray([2, 0, 2]), gp.asarray([1, 1, 0])], [_a((3, 2))]),
     "__getitem__/mask": (lambda x: x[x > 0], [_a((3, 4))]),
+    "__getitem__/big": (lambda x: x[gp.asarray(np.arange(3000) % 29)] * 1.0, [_a((29, 3))]),
+    "segments.segment_sum": (lambda v: _seg.segment_sum(v, gp.asarray([0, 2, 2]),
+                                                        gp.asarray([2, 2, 5])), [_a((6, 2))]),
+    "segments.segment_max": (lambda v: _seg.segment_max(v, gp.asarray([0, 3]),
+                                                        gp.asarray([3, 6]))[0], [_a((6, 2))]),
     "tril": (lambda x: gp.tril(x, k=-1), [_a((3, 3))]),
     "triu": (lambda x: gp.triu(x, k=1), [_a((2, 3, 3))]),
     "diff": (lambda x: gp.diff(x, axis=1, n=2), [_a((2, 5))]),
