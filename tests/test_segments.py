@@ -332,3 +332,25 @@ def test_getitem_gradient_repeats_match_torch(device, k):
     tx = torch.tensor(x, requires_grad=True)
     (tx[torch.tensor(idx)] ** 2).sum().backward()
     np.testing.assert_allclose(gx.grad.numpy(), tx.grad.numpy(), rtol=1e-12)
+
+
+def test_scatter_add_large_bounded_memory(device):
+    """torch's scatter_add of a (400, 1000) index along dim 1: the one-hot was (400, 1000, 1000)
+    elements; now O(index + self). Out-of-range indices add nothing. Equal to torch's."""
+    rng = np.random.default_rng(13)
+    x = rng.standard_normal((400, 1000)).astype(np.float32)
+    src = rng.standard_normal((400, 1000)).astype(np.float32)
+    idx = rng.integers(0, 1000, (400, 1000))
+    gx, gs, gi = _on(device, x, src, idx)
+    got, peak = _peak_bytes(device, lambda: gx.scatter_add(1, gi, gs).numpy())
+    want = torch.tensor(x).scatter_add(1, torch.tensor(idx), torch.tensor(src)).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    assert peak < 200 * x.size, peak
+    bad = idx.copy()
+    bad[:, 0] = 1000   # out of range: dropped (torch raises)
+    got = gx.scatter_add(1, gp.asarray(bad, device=device), gs).numpy()
+    keep = np.ones_like(src)
+    keep[:, 0] = 0
+    want = torch.tensor(x).scatter_add(1, torch.tensor(np.where(keep > 0, bad, 0)),
+                                       torch.tensor(src * keep)).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -173,4 +173,36 @@ def segment_max(values: Array, starts: Array, ends: Array, /, *,
             idx if idx.shape == shape else _dispatch.ns.reshape(idx, shape))
 
 
+# below this many (row, position) pairs scatter_add_rows is one one-hot matmul (one dispatch);
+# above, a stable sort and a segment sum, O(K + n) memory where the one-hot takes O(K n)
+ONE_HOT_MAX = 1 << 16
+
+
+def scatter_add_rows(n: int, index: Array, values: Array) -> Array:
+    """(n, *values.shape[1:]) zeros with row k of ``values`` added at row ``index[k]`` (1-D,
+    in [0, n)), repeats accumulating in index order: grilly's scatter-add (take's gradient,
+    torch's scatter_add/index_add). Composed of differentiable namespace ops."""
+    ns = _dispatch.ns
+    k = index.shape[0]
+    rest = values.shape[1:]
+    flat = ns.reshape(values, (k, -1))
+    if k * n <= ONE_HOT_MAX:
+        hit = ns.equal(ns.reshape(index, (1, -1)),
+                       ns.reshape(ns.arange(n, dtype=index.dtype, device=index.device), (-1, 1)))
+        out = ns.matmul(ns.astype(hit, flat.dtype), flat)
+    else:   # each row's values as one run, in index order
+        order = ns.argsort(index, stable=True)
+        keys = ns.take(index, order)
+        rows = ns.take(flat, order, axis=0)
+        pos = ns.arange(n, dtype=keys.dtype, device=keys.device)
+        starts = ns.searchsorted(keys, pos, side="left")
+        ends = ns.searchsorted(keys, pos, side="right")
+        if rows.dtype.kind == "c":   # (the kernels add real numbers)
+            out = (ns.astype(segment_sum(ns.real(rows), starts, ends), rows.dtype)
+                   + ns.astype(segment_sum(ns.imag(rows), starts, ends), rows.dtype) * 1j)
+        else:
+            out = segment_sum(rows, starts, ends)
+    return ns.reshape(out, (n, *rest))
+
+
 _dispatch.export(globals(), "segments.")

@@ -22,6 +22,7 @@ import numpy as np
 from ..backends import registry
 from . import dispatch
 from . import dtypes as _dt
+from . import segments as _segments
 from . import torch_dims as _torch_dims
 from .array import Array
 from .core import normalize_axis
@@ -730,22 +731,34 @@ def scatter(self: Array, dim: int, index: Array, src=None, *, value=None, reduce
 
 
 def scatter_add(self: Array, dim: int, index: Array, src: Array) -> Array:
-    """self plus ``src`` added at ``index`` along ``dim`` (repeated indices accumulate): a
-    one-hot sum, so it runs on every device and differentiates in self and src."""
+    """self plus ``src`` added at ``index`` along ``dim`` (repeated indices accumulate, in index
+    order; an index outside [0, n) adds nothing): a scatter-add of each element at its flat
+    position (segments.scatter_add_rows: O(index + self) memory), differentiable in self and
+    src on every device."""
     d = _dim(self, dim, "scatter_add")
     _trimmed(self, index, d, "scatter_add")
     src = src[tuple(slice(0, n) for n in index.shape)]
     n = self.shape[d]
-    hit = _OPS["equal"](_OPS["expand_dims"](index, axis=-1),
-                        _OPS["arange"](n, device=self.device))
-    part = _OPS["sum"](_OPS["multiply"](_OPS["astype"](hit, src.dtype),
-                                        _OPS["expand_dims"](src, axis=-1)), axis=d)
-    part = _OPS["moveaxis"](part, -1, d)
-    if part.shape != self.shape:   # index smaller than self: zeros beyond it
-        full = _OPS["zeros"](self.shape, dtype=part.dtype, device=self.device)
-        full[tuple(slice(0, k) for k in part.shape)] = part
-        part = full
-    return _OPS["add"](self, part)
+    idx = _OPS["astype"](index, _dt.int64)
+    valid = _OPS["logical_and"](idx >= 0, idx < n)
+    # each element's flat position in self: its own multi-index, index's value along dim
+    stride = 1
+    lin = None
+    for j in range(self.ndim - 1, -1, -1):
+        if j == d:
+            term = _OPS["where"](valid, idx, 0) * stride
+        else:
+            at = [1] * index.ndim
+            at[j] = index.shape[j]
+            term = _OPS["reshape"](_OPS["arange"](index.shape[j], dtype=_dt.int64,
+                                                  device=self.device), tuple(at)) * stride
+        lin = term if lin is None else lin + term
+        stride *= self.shape[j]
+    vals = _OPS["where"](valid, src, _OPS["zeros"]((), dtype=src.dtype, device=src.device))
+    lin = _OPS["broadcast_to"](lin, index.shape)
+    part = _segments.scatter_add_rows(int(self.size), _OPS["reshape"](lin, (-1,)),
+                                      _OPS["reshape"](vals, (-1,)))
+    return _OPS["add"](self, _OPS["reshape"](part, self.shape))
 
 
 def index_select(self: Array, dim: int, index: Array) -> Array:

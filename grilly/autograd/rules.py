@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 from ..array import dispatch
+from ..array import segments as _segments
 from ..array.array import Array
 from ..array.core import normalize_axes, normalize_axis
 
@@ -509,39 +510,13 @@ def _tile(g, out, x, repetitions, /):
     return (N.reshape(t, x.shape),)
 
 
-# below this many (index, position) pairs take's gradient is one one-hot matmul (one dispatch);
-# above, a stable sort and a segment sum, whose memory is O(K + n) where the one-hot's is O(K n)
-# (an Embedding of 50k rows over 16k tokens: 800M elements)
-ONE_HOT_MAX = 1 << 16
-
-
 def _scatter_add(x, axis: int, idx, g):
     """Zeros like ``x`` plus ``g`` added at positions ``idx`` (1-D, along ``axis``; negative
-    ones wrap), repeats accumulating in index order."""
+    ones wrap), repeats accumulating in index order (array/segments.scatter_add_rows)."""
     n = x.shape[axis]
     idx = N.reshape(idx, (-1,))
     idx = N.where(idx < 0, idx + n, idx)
-    k = idx.shape[0]
-    if k * n <= ONE_HOT_MAX:
-        onehot = N.astype(N.equal(N.reshape(idx, (-1, 1)), N.arange(n, device=g.device)),
-                          g.dtype)
-        return N.moveaxis(N.matmul(N.moveaxis(g, axis, -1), onehot), -1, axis)
-    # each position's gradients as one run of rows, in index order: a segment sum
-    gm = N.moveaxis(g, axis, 0)
-    rest = gm.shape[1:]
-    order = N.argsort(idx, stable=True)
-    keys = N.take(idx, order)
-    rows = N.take(N.reshape(gm, (k, -1)), order, axis=0)
-    pos = N.arange(n, dtype=keys.dtype, device=keys.device)
-    starts = N.searchsorted(keys, pos, side="left")
-    ends = N.searchsorted(keys, pos, side="right")
-    seg = dispatch.OPS["segments.segment_sum"]
-    if rows.dtype.kind == "c":   # (the kernels add real numbers)
-        out = (N.astype(seg(N.real(rows), starts, ends), rows.dtype)
-               + N.astype(seg(N.imag(rows), starts, ends), rows.dtype) * 1j)
-    else:
-        out = seg(rows, starts, ends)
-    return N.moveaxis(N.reshape(out, (n,) + rest), 0, axis)
+    return N.moveaxis(_segments.scatter_add_rows(n, idx, N.moveaxis(g, axis, 0)), 0, axis)
 
 
 def _take(g, out, x, indices, /, *, axis=None):
