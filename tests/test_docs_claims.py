@@ -53,8 +53,9 @@ def test_contract_tier_counts_in_docs():
 
 
 def test_bfloat16_with_integer_array_names_bfloat16():
-    """docs/amp.md: bfloat16 with an integer or bool array is a TypeError, as for every float
-    dtype. Its message said "float32" (the dtype bfloat16 ops compute in), not the caller's."""
+    """docs/amp.md: bfloat16 with an integer or bool array is a TypeError (the other floats
+    promote with integers as NumPy's; ml_dtypes' bfloat16 has no such promotion). Its message
+    said "float32" (the dtype bfloat16 ops compute in), not the caller's."""
     b = gp.ones(2, dtype=gp.bfloat16)
     for other in (gp.ones(2, dtype=gp.int32), gp.ones(2, dtype=gp.bool)):
         with pytest.raises(TypeError, match=r"no type promotion between bfloat16 and (int32|bool)"):

@@ -104,3 +104,31 @@ def test_std_var_take_numpys_ddof_keyword(device):
             assert_close(getattr(gp, fn)(x, **kw), getattr(np, fn)(F, **kw), rtol=1e-5)
         with pytest.raises(TypeError, match="ddof"):
             getattr(gp, fn)(x, ddof=1, correction=1)
+
+
+@pytest.mark.parametrize("da, db", [("int64", "float32"), ("int32", "float64"), ("int16", "float32"),
+                                    ("int8", "float16"), ("uint8", "float32"),
+                                    ("bool", "float32"), ("bool", "int16"), ("int32", "complex64")])
+def test_mixed_kind_arrays_promote_as_numpy(device, da, db):
+    """An integer (or bool) array with a float (or complex) one: NumPy's result dtype and
+    values, where the Array API leaves it unspecified (it was a TypeError)."""
+    a = np.array([[1, 0, 3], [4, 5, 0]]).astype(da)
+    b = np.array([0.5, 2.0, -1.5]).astype(db)
+    x, y = gp.asarray(a, device=device), gp.asarray(b, device=device)
+    cases = [(x + y, a + b), (y * x, b * a), (x - y, a - b), (x == y, a == b),
+             (gp.where(x > 1, x, y), np.where(a > 1, a, b)),
+             (gp.concat([gp.reshape(x, (-1,)), y]), np.concatenate([a.ravel(), b]))]
+    if db[0] != "c":   # (grilly orders no complex numbers)
+        cases += [(x / (y + 10), a / (b + 10)), (gp.maximum(x, y), np.maximum(a, b)),
+                  (x < y, a < b)]
+    for got, want in cases:
+        assert got.dtype == gp.dtype(want.dtype), (got.dtype, want.dtype)
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-6)
+    with pytest.raises(TypeError, match="cannot be stored"):
+        x[...] += y if da != "bool" else y   # NumPy's same_kind casting refuses it too
+
+
+def test_bfloat16_with_integers_still_refused(device):
+    b = gp.ones(2, dtype=gp.bfloat16, device=device)
+    with pytest.raises(TypeError, match="no type promotion between bfloat16 and int32"):
+        b + gp.ones(2, dtype=gp.int32, device=device)

@@ -10,7 +10,7 @@ dispatcher (dispatch.op) sends a call here only once a bfloat16 dtype has been a
 from __future__ import annotations
 
 from ..backends import dtypes as _dt
-from ..backends.contract import BFLOAT16_ELEMENTWISE
+from ..backends.contract import BFLOAT16_ELEMENTWISE, BINARY_OPS
 
 # ops that work on storage without arithmetic: the backends run them on bfloat16 directly
 NATIVE = frozenset({
@@ -103,9 +103,32 @@ def involved(args: tuple, kw: dict) -> bool:
     return False
 
 
-def call(fn, astype, args: tuple, kw: dict):
-    """``fn(*args, **kw)`` (the op, past the dispatcher's checks) computed in float32, results
-    in bfloat16; ``astype`` is the namespace's (so autograd records the casts)."""
+# ops whose result dtype promotes their array operands (where: its two values; concat and
+# stack: the arrays of their first argument)
+_PROMOTING = frozenset(BINARY_OPS) | frozenset({
+    "where", "matmul", "linalg.matmul", "vecdot", "linalg.vecdot", "tensordot",
+    "linalg.tensordot", "linalg.outer", "concat", "stack"})
+
+
+def check_mixed(name: str, args: tuple) -> None:
+    """TypeError naming ``name`` where a promoting op mixes a bfloat16 array with an integer or
+    bool one: bfloat16 has no such promotion (NumPy's ml_dtypes has none either), while the
+    float32 it computes in would promote as NumPy's."""
+    if name not in _PROMOTING:
+        return
+    ops = args[1:] if name == "where" else args[0] if name in ("concat", "stack") else args
+    dts = [d for d in (getattr(a, "_dtype", None) for a in ops) if d is not None]
+    if _BF16 in dts:
+        for i, d in enumerate(dts):
+            if d.kind in "biu":   # (named in the operands' order)
+                pair = (d.name, "bfloat16") if i < dts.index(_BF16) else ("bfloat16", d.name)
+                raise TypeError(f"{name}: no type promotion between {pair[0]} and {pair[1]}")
+
+
+def call(fn, astype, args: tuple, kw: dict, name: str = ""):
+    """``fn(*args, **kw)`` (the op ``name``, past the dispatcher's checks) computed in float32,
+    results in bfloat16; ``astype`` is the namespace's (so autograd records the casts)."""
+    check_mixed(name, args)
     wider = False
 
     def widen(a):

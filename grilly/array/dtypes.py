@@ -96,6 +96,13 @@ def _promote_pair(a: DType, b: DType) -> DType | None:
     if a is b:
         return a
     ka, kb = a.kind, b.kind
+    if (ka == "b") != (kb == "b") or (ka in "iu") != (kb in "iu"):
+        # mixed kinds (bool with a number, an integer with a float), which the Array API leaves
+        # unspecified: NumPy's result (int64 + float32 is float64, int8 + float16 float16), as
+        # NumPy and torch both promote; bfloat16 has no such rule (as JAX's is weak-typed)
+        if bfloat16 in (a, b):
+            return None
+        return from_numpy(np.result_type(a.np, b.np))
     if ka == "b" or kb == "b":
         return None
     if ka in "iu" and kb in "iu":

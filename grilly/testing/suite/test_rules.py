@@ -41,16 +41,23 @@ def test_python_scalar_keeps_dtype(device):
         assert (2 * x).dtype == dt.from_name(d)
 
 
-@K("add", family="rules")
-def test_no_cross_kind_promotion(device):
-    """The Array API promotes arrays within a kind only: mixing kinds is a TypeError naming the
-    op. (A Python scalar of a higher kind gives NumPy's result: the array layer casts the array
-    first, so a backend sees one dtype either way.)"""
-    i, f, b = (on(device, np.ones(2, d)) for d in ("int32", "float32", "bool"))
-    for x, y in ((i, f), (b, i), (b, f)):
-        with pytest.raises(TypeError, match="add"):
-            gp.add(x, y)
-    assert (i + 1.5).dtype == gp.float64 and np.asarray(i + 1.5).tolist() == [2.5, 2.5]
+@K("add", "multiply", "astype", family="rules")
+def test_cross_kind_promotion_is_numpys(device):
+    """Arrays of different kinds (bool with a number, an integer with a float), which the Array
+    API leaves unspecified, promote as NumPy's: the array layer casts both to NumPy's result
+    dtype first, so a backend sees one dtype. A Python scalar of a higher kind too."""
+    pairs = [("int16", "float32"), ("bool", "int32"), ("bool", "float32"), ("uint8", "int8")]
+    if float_dtype(device) == "float64":
+        pairs += [("int32", "float32"), ("int64", "float64")]
+    for da, db in pairs:
+        a, b = np.arange(1, 4).astype(da), np.linspace(0.5, 2.0, 3).astype(db)
+        got = gp.add(on(device, a), on(device, b))
+        want = a + b
+        assert got.dtype == dt.from_numpy(want.dtype), (da, db, got.dtype)
+        assert np.array_equal(np.asarray(got), want), (da, db)
+    if float_dtype(device) == "float64":
+        i = on(device, np.ones(2, "int32"))
+        assert (i + 1.5).dtype == gp.float64 and np.asarray(i + 1.5).tolist() == [2.5, 2.5]
 
 
 @K("add", "equal", "broadcast_to", family="rules")
