@@ -2,9 +2,9 @@
 chosen device against torch on the CPU (and on CUDA when torch has it), same run, same shapes.
 
 Run: python bench/bench_train.py [--device cpu|vulkan] [--reps 20] [--models mlp,cnn,wide]
-[--json out.json] (the big models, timed over --wide-reps steps after --warmup ones: "wide", the 1024-4096-4096-10
-MLP at batch 512; "transformer", an encoder layer d 512 at batch 32 x 256; "cnn32", conv
-64-128-256 on 3x32x32 at batch 256). Times are
+[--json out.json] (the big models, timed over --wide-reps steps after --warmup ones: "wide",
+the 1024-4096-4096-10 MLP at batch 512; "transformer", an encoder layer d 512 at batch 32 x
+256; "cnn32", conv 64-128-256 on 3x32x32 at batch 256). Times are
 best-of-reps wall times after warm-up steps; ratio = torch time / grilly time (> 1: grilly
 faster). "jit" is the same step through grilly.jit (traced on its first call); "fwd" and
 "fwd jit" time the model's forward alone (no_grad), eager and traced. grilly syncs by reading

@@ -118,13 +118,16 @@ def test_setitem_numpy_scalar_values(device):
 
 
 def test_concat_promotion_error_names_concat(device):
-    # the Array API has no int/float promotion; the error named result_type, not concat
-    a = gp.zeros((2,), dtype=gp.float32, device=device)
+    # a promotion that does not exist names concat/stack (the error named result_type); an
+    # int/float mix promotes as NumPy's
+    a = gp.zeros((2,), dtype=gp.bfloat16, device=device)
     b = gp.zeros((2,), dtype=gp.int8, device=device)
     with pytest.raises(TypeError, match="concat"):
         gp.concat([a, b])
-    with pytest.raises(TypeError, match="concat"):
+    with pytest.raises(TypeError, match="stack"):
         gp.stack([a, b])
+    f = gp.zeros((2,), dtype=gp.float32, device=device)
+    assert gp.concat([f, b]).dtype == gp.float32 == gp.stack([f, b]).dtype
 
 
 def test_contains(device):
