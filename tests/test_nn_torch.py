@@ -230,6 +230,7 @@ ACTS = [("ReLU", {}), ("LeakyReLU", {"negative_slope": 0.2}), ("GELU", {}), ("GE
 
 @pytest.mark.parametrize("name,kw", ACTS)
 def test_activations(device, name, kw):
+    torch.manual_seed(ACTS.index((name, kw)))   # the same data whatever ran before (xdist)
     x = torch.randn(4, 7) * 4
     x[0, 0] = 30.0
     x[0, 1] = -30.0
@@ -243,6 +244,8 @@ def test_activations(device, name, kw):
     # absolute (lavapipe); 1 + tanh(u) near -1 then cancels to that absolute error
     cpu = str(device) == "cpu"
     rtol, atol = (RTOL, 1e-7) if cpu else (5e-5, 5e-7)
+    if name == "LogSoftmax":   # x - logsumexp(x) of inputs up to 30: float32 holds it to about
+        atol = max(atol, 4e-6)  # ulp(30) = 1.9e-6 absolute (torch's float32 too)
     _close(g, t.float(), rtol=rtol, atol=atol)
     cot = torch.randn(t.shape)
     (t * cot.double()).sum().backward()

@@ -307,9 +307,13 @@ def test_numpy_conflicts(device):
     # transpose: two axes are torch's swap unless NumPy's permutation means the same
     np.testing.assert_array_equal(np.asarray(x2.transpose(1, 0)), M2.T)
     np.testing.assert_array_equal(np.asarray(x2.transpose((0, 1))), M2)
-    for bad in ((x2, (0, 1)), (x2, (-2, -1)), (x3, (1, 2))):
+    for bad in ((x2, (0, 1)), (x2, (-2, -1))):   # 2-D: NumPy's identity, torch's swap
         with pytest.raises(TypeError, match="swapaxes"):
             bad[0].transpose(*bad[1])
+    # two axes of a 3-D array can only be torch's swap (NumPy's permutation names all three)
+    for dims in ((1, 2), (0, 1), (-2, -1), (2, 0)):
+        np.testing.assert_array_equal(np.asarray(x3.transpose(*dims)),
+                                      torch.tensor(A).transpose(*dims).numpy())
     # flatten: NumPy's with no argument or order, torch's with integer dims
     assert x3.flatten().shape == (24,) and x3.flatten("C").shape == (24,)
     np.testing.assert_array_equal(np.asarray(x3.flatten(1)), torch.tensor(A).flatten(1))

@@ -425,9 +425,13 @@ class Array:
         else:
             torch_form = len(axes) == 2 and not isinstance(axes[0], (tuple, list))
             axes = _shape_args("transpose", axes)
-            # two separate axes read as torch's swap differ from NumPy's permutation unless
-            # they are the 2-D swap (1, 0): refuse rather than guess (README "Array methods")
-            if torch_form and (self.ndim != 2 or axes[0] % 2 == 0):
+            if torch_form and self.ndim != 2:
+                # NumPy's permutation names every axis, so two axes of a 1-D or 3-D+ array can
+                # only be torch's swap (k.transpose(-2, -1) in attention code)
+                return self.swapaxes(*axes)
+            # of a 2-D array, two separate axes read as torch's swap differ from NumPy's
+            # permutation unless they are the swap (1, 0): refuse rather than guess (README)
+            if torch_form and axes[0] % 2 == 0:
                 raise TypeError(f"Array.transpose{axes}: NumPy's transpose permutes all "
                                 f"{self.ndim} axes, torch's transpose(dim0, dim1) swaps two; "
                                 "use swapaxes(dim0, dim1) for torch's or permute(...) / "
