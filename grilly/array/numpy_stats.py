@@ -445,19 +445,11 @@ def _count_into(idx: Array, nbins: int, weights: Array | None, wd) -> Array:
         keys = _ns.sort(idx)
         return _ns.subtract(_ns.searchsorted(keys, bins, side="right"),
                             _ns.searchsorted(keys, bins, side="left"))
-    order = _ns.argsort(idx, stable=True)
-    keys = _ns.take(idx, order)
-    starts = _ns.searchsorted(keys, bins, side="left")
-    ends = _ns.searchsorted(keys, bins, side="right")
+    order, starts, ends = segments.sorted_runs(idx, nbins)
     w = _ns.take(weights, order)
-
-    def sums(part: Array) -> Array:
-        return segments.segment_sum(_ns.astype(part, dt.float64), starts, ends)
-
-    if w.dtype.kind == "c":   # (np.histogram adds the real and imaginary parts apart)
-        return _ns.add(_ns.astype(sums(_ns.real(w)), wd),
-                       _ns.multiply(_ns.astype(sums(_ns.imag(w)), wd), 1j))
-    return _ns.astype(sums(w), wd)
+    # in float64 (complex: its parts apart, as np.histogram adds them)
+    w = _ns.astype(w, dt.complex128 if w.dtype.kind == "c" else dt.float64)
+    return _ns.astype(segments.segment_sum(w, starts, ends), wd)
 
 
 def histogram(a: Array, bins=10, range=None, density: bool | None = None,

@@ -141,9 +141,15 @@ def _shaped(buf, like: Array, values: Array, dev) -> Array:
 
 def segment_sum(values: Array, starts: Array, ends: Array, /) -> Array:
     """The sums of the runs ``values[starts[s]:ends[s]]`` (rows added in index order from 0;
-    runs clipped to the K rows, an empty one 0): (S, *values.shape[1:]). The gradient needs
+    runs clipped to the K rows, an empty one 0; complex values: their parts apart):
+    (S, *values.shape[1:]). The gradient needs
     ordered, disjoint runs (starts non-decreasing, ends[s] <= starts[s + 1])."""
     op = "segment_sum"
+    if isinstance(values, Array) and values._dtype.kind == "c":   # (the kernels add reals)
+        ns = _dispatch.ns
+        re, im = (ns.astype(segment_sum(part(values), starts, ends), values._dtype)
+                  for part in (ns.real, ns.imag))
+        return ns.add(re, ns.multiply(im, 1j))
     v, st, en, dev = _operands(op, values, starts, ends)
     kern = dev.kernels.get(op)
     if kern is not None:
@@ -191,18 +197,20 @@ def scatter_add_rows(n: int, index: Array, values: Array) -> Array:
                        ns.reshape(ns.arange(n, dtype=index.dtype, device=index.device), (-1, 1)))
         out = ns.matmul(ns.astype(hit, flat.dtype), flat)
     else:   # each row's values as one run, in index order
-        order = ns.argsort(index, stable=True)
-        keys = ns.take(index, order)
-        rows = ns.take(flat, order, axis=0)
-        pos = ns.arange(n, dtype=keys.dtype, device=keys.device)
-        starts = ns.searchsorted(keys, pos, side="left")
-        ends = ns.searchsorted(keys, pos, side="right")
-        if rows.dtype.kind == "c":   # (the kernels add real numbers)
-            out = (ns.astype(segment_sum(ns.real(rows), starts, ends), rows.dtype)
-                   + ns.astype(segment_sum(ns.imag(rows), starts, ends), rows.dtype) * 1j)
-        else:
-            out = segment_sum(rows, starts, ends)
+        order, starts, ends = sorted_runs(index, n)
+        out = segment_sum(ns.take(flat, order, axis=0), starts, ends)
     return ns.reshape(out, (n, *rest))
+
+
+def sorted_runs(index: Array, n: int) -> tuple:
+    """(order, starts, ends): the stable order that sorts the 1-D ``index``, and for each of
+    0 .. n - 1 the run of sorted positions holding it (an index outside [0, n) in none)."""
+    ns = _dispatch.ns
+    order = ns.argsort(index, stable=True)
+    keys = ns.take(index, order)
+    pos = ns.arange(n, dtype=keys.dtype, device=keys.device)
+    return order, ns.searchsorted(keys, pos, side="left"), ns.searchsorted(keys, pos,
+                                                                           side="right")
 
 
 _dispatch.export(globals(), "segments.")
