@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import grilly as gp
-from grilly import amp, nn, optim
+from grilly import amp, autograd, nn, optim
 from grilly.nn import functional as F
 
 R = np.random.default_rng(11)
@@ -275,3 +275,84 @@ def test_train_digits_amp_example(device, capsys):
         sys.path.remove(str(path.parent))
     assert res["amp"] >= 0.93 and res["float32"] >= 0.93, res
     assert abs(res["amp"] - res["float32"]) < 0.03, res
+
+
+@pytest.mark.parametrize("lead, bias", [((12,), True), ((3, 5), True), ((7,), False)])
+def test_linear_master_gradients(device, lead, bias):
+    # under autocast a float32 Linear's gradients are made in float32 by its backward (no
+    # float16 gradient cast up afterwards): against float64 from the float16-rounded operands
+    # autocast uses, for 2-D and 3-D inputs, with and without a bias; then a gradient penalty
+    # (create_graph) through the same layer
+    lin = nn.Linear(8, 6, bias=bias).to(device)
+    x = _x(device, lead + (8,))
+    with amp.autocast(dtype=gp.float16):
+        y = lin(x)
+    assert y.dtype == gp.float16
+    gp.sum(y * y).backward()
+    x16, w16 = (np.asarray(a).astype(np.float16).astype(np.float64) for a in (x, lin.weight))
+    y64 = x16 @ w16.T
+    if bias:
+        y64 = y64 + np.asarray(lin.bias).astype(np.float16).astype(np.float64)
+    g64 = 2 * np.asarray(y).astype(np.float64)   # d sum(y^2) / dy, from the float16 output
+    g2 = g64.reshape(-1, 6)
+    assert lin.weight.grad.dtype == gp.float32
+    np.testing.assert_allclose(np.asarray(y).astype(np.float64), y64, rtol=2e-3, atol=2e-3)
+    want = g2.T @ x16.reshape(-1, 8)
+    np.testing.assert_allclose(np.asarray(lin.weight.grad), want, rtol=3e-3,
+                               atol=3e-3 * np.abs(want).max())
+    if bias:
+        assert lin.bias.grad.dtype == gp.float32
+        np.testing.assert_allclose(np.asarray(lin.bias.grad), g2.sum(axis=0), rtol=1e-3,
+                                   atol=1e-3 * np.abs(g2.sum(axis=0)).max())
+    xr = _x(device, lead + (8,))
+    xr.requires_grad_(True)
+
+    def penalty(use_amp):
+        lin.zero_grad()
+        with amp.autocast(dtype=gp.float16, enabled=use_amp):
+            out = lin(xr)
+        (gx,) = autograd.grad(gp.sum(out * out), [xr], create_graph=True)
+        gp.sum(gx * gx).backward()
+        return np.asarray(lin.weight.grad)
+    p32 = penalty(False)
+    p16 = penalty(True)
+    assert lin.weight.grad.dtype == gp.float32
+    np.testing.assert_allclose(p16, p32, rtol=2e-2, atol=2e-2 * np.abs(p32).max())
+
+
+@pytest.mark.parametrize("bias, groups", [(True, 1), (False, 2)])
+def test_conv2d_master_gradients(device, bias, groups):
+    # as test_linear_master_gradients for Conv2d: float32 gradients of the float32 weight and
+    # bias, against torch's float64 weight gradient from the float16-rounded operands
+    conv = nn.Conv2d(4, 6, 3, padding=1, bias=bias, groups=groups).to(device)
+    x = _x(device, (2, 4, 5, 6))
+    with amp.autocast(dtype=gp.float16):
+        y = conv(x)
+    assert y.dtype == gp.float16
+    gp.sum(y * y).backward()
+    x16, w16 = (torch.from_numpy(np.asarray(a).astype(np.float16).astype(np.float64))
+                for a in (x, conv.weight))
+    g = torch.from_numpy(2 * np.asarray(y).astype(np.float64))
+    want = torch.nn.grad.conv2d_weight(x16, w16.shape, g, padding=1, groups=groups).numpy()
+    assert conv.weight.grad.dtype == gp.float32
+    np.testing.assert_allclose(np.asarray(conv.weight.grad), want, rtol=3e-3,
+                               atol=3e-3 * np.abs(want).max())
+    if bias:
+        assert conv.bias.grad.dtype == gp.float32
+        gb = g.sum(dim=(0, 2, 3)).numpy()
+        np.testing.assert_allclose(np.asarray(conv.bias.grad), gb, rtol=1e-3,
+                                   atol=1e-3 * np.abs(gb).max())
+    xr = _x(device, (2, 4, 5, 6))
+    xr.requires_grad_(True)
+
+    def penalty(use_amp):
+        conv.zero_grad()
+        with amp.autocast(dtype=gp.float16, enabled=use_amp):
+            out = conv(xr)
+        (gx,) = autograd.grad(gp.sum(out * out), [xr], create_graph=True)
+        gp.sum(gx * gx).backward()
+        return np.asarray(conv.weight.grad)
+    p32 = penalty(False)
+    p16 = penalty(True)
+    assert conv.weight.grad.dtype == gp.float32
+    np.testing.assert_allclose(p16, p32, rtol=2e-2, atol=2e-2 * np.abs(p32).max())

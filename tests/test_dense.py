@@ -118,3 +118,24 @@ def test_functional_linear_matches_torch(device):
     y32 = F.linear(gp.asarray(x[0].astype(np.float32), device=device), gp.asarray(w, device=device))
     assert y32.dtype == gp.float64
     np.testing.assert_allclose(np.asarray(y32), x[0].astype(np.float32) @ w.T, rtol=1e-12)
+
+
+@pytest.mark.parametrize("m,k,n", [(16, 8, 6), (300, 70, 129), (256, 128, 128)])
+def test_linear_backward_float32_gradients_of_float16(device, m, k, n):
+    # autocast's float32 master weights: grad_dtype=float32 gives the weight and bias gradients
+    # of float16 operands in float32 (a kernel's own, or the composition cast), x's in float16
+    rng = np.random.default_rng(m + k + n)
+    x, w, g = (rng.standard_normal(s).astype(np.float16) for s in ((m, k), (n, k), (m, n)))
+    on = [gp.asarray(a, device=device) for a in (g, x, w)]
+    gx, gw, gb = dense.linear_backward(*on, (True, True, True), grad_dtype=gp.float32)
+    assert (gx.dtype, gw.dtype, gb.dtype) == (gp.float16, gp.float32, gp.float32)
+    x64, w64, g64 = (a.astype(np.float64) for a in (x, w, g))
+    for a, want, tol in ((gx, g64 @ w64, 2e-3), (gw, g64.T @ x64, 2e-3),
+                         (gb, g64.sum(axis=0), 1e-5)):
+        np.testing.assert_allclose(np.asarray(a).astype(np.float64), want, rtol=tol,
+                                   atol=tol * np.abs(want).max())
+    _, gw2, gb2 = dense.linear_backward(*on, (False, True, True), grad_dtype=gp.float32)
+    np.testing.assert_array_equal(np.asarray(gw2), np.asarray(gw))
+    np.testing.assert_array_equal(np.asarray(gb2), np.asarray(gb))
+    with pytest.raises(TypeError, match="linear_backward: grad_dtype"):
+        dense.linear_backward(*on, (True, True, True), grad_dtype=gp.float64)

@@ -1,11 +1,13 @@
 """Host time by phase of an eager training step on the Vulkan device (the GPU waits taken out).
 
-Run: python tools/step_phases.py MODEL [STEPS] [--vk]. MODEL is one of bench_train's (mlp, cnn,
-wide, transformer, cnn32); the step is bench_train's (zero_grad, forward, cross entropy,
-backward, Adam, the loss read). Prints the host time of forward, backward, optimizer and read,
-the time spent waiting for the GPU, the wall time and the dispatches and submits, per step,
-after five warm-up steps. ``--vk`` also times each Vulkan entry point the recorder calls (a
-wrapper per call: it adds its own overhead to the phases). A diagnostic, not a benchmark.
+Run: python tools/step_phases.py MODEL [STEPS] [--vk] [--amp]. MODEL is one of bench_train's
+(mlp, cnn, wide, transformer, cnn32); the step is bench_train's (zero_grad, forward, cross
+entropy, backward, Adam, the loss read); ``--amp`` runs it as bench_amp.py does (float16
+autocast, a GradScaler: its step's inf/NaN read is in the optimizer phase). Prints the host
+time of forward, backward, optimizer and read, the time spent waiting for the GPU, the wall
+time and the dispatches and submits, per step, after five warm-up steps. ``--vk`` also times
+each Vulkan entry point the recorder calls (a wrapper per call: it adds its own overhead to
+the phases). A diagnostic, not a benchmark.
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ import numpy as np  # noqa: E402
 import grilly as gp  # noqa: E402
 from bench_train import (BATCH, WIDE_BATCH, grilly_cnn, grilly_cnn32, grilly_mlp,  # noqa: E402
                          grilly_transformer, grilly_wide)
-from grilly import nn, optim  # noqa: E402
+from grilly import amp, nn, optim  # noqa: E402
 from grilly.backends.vulkan import memory, recorder, runtime  # noqa: E402
 
 MODELS = {"mlp": (grilly_mlp, (BATCH, 64)), "cnn": (grilly_cnn, (BATCH, 1, 8, 8)),
@@ -79,15 +81,19 @@ def main() -> None:
     opt = optim.Adam(model.parameters(), lr=1e-3)
     loss_fn = nn.CrossEntropyLoss()
     phases = collections.Counter()
+    low = "--amp" in sys.argv
+    scaler = amp.GradScaler(enabled=low)
 
     def step() -> None:
         marks = [(time.perf_counter(), waited[0])]
         opt.zero_grad()
-        loss = loss_fn(model(x), y)
+        with amp.autocast(dtype=gp.float16, enabled=low):
+            loss = loss_fn(model(x), y)
         marks.append((time.perf_counter(), waited[0]))
-        loss.backward()
+        scaler.scale(loss).backward()
         marks.append((time.perf_counter(), waited[0]))
-        opt.step()
+        scaler.step(opt)
+        scaler.update()
         marks.append((time.perf_counter(), waited[0]))
         float(loss)
         marks.append((time.perf_counter(), waited[0]))

@@ -121,16 +121,33 @@ def conv2d(x: Array, w: Array, bias: Array | None, stride: tuple, dilation: tupl
 
 
 def conv2d_backward(g: Array, x: Array, w: Array, stride: tuple, dilation: tuple, pads: tuple,
-                    groups: int, need: tuple) -> tuple:
+                    groups: int, need: tuple, grad_dtype=None) -> tuple:
     """The gradients (of x, of w, of the bias) of ``conv2d`` for the output gradient g, each
-    None where ``need`` (three bools) does not ask for it."""
+    None where ``need`` (three bools) does not ask for it. ``grad_dtype`` float32 with float16
+    operands gives the weight and bias gradients in float32 (autocast's float32 master
+    weights): computed there by a kernel that declares ``takes_grad_dtype``, else cast."""
+    gd = x._dtype if grad_dtype is None else grad_dtype
+    wide = gd is not x._dtype
+    if wide and (x._dtype.name not in ("float16", "bfloat16")
+                 or getattr(gd, "name", None) != "float32"):
+        raise TypeError(f"conv2d_backward: grad_dtype must be x's dtype, or float32 for "
+                        f"float16/bfloat16 operands, got {gd!r} for {x._dtype.name}")
+    need = tuple(bool(v) for v in need)
     dev = x._device
     k = dev.kernels.get("conv2d_backward")
-    if k is not None and core.kernel_takes(k, x._dtype, _CONV_DTYPES):
-        bufs = k(g._buf, x._buf, w._buf, stride, dilation, pads, groups, tuple(need))
-        return tuple(None if b is None else core.wrap(b, x._dtype, dev) for b in bufs)
-    return core.composite(dev, "conv2d_backward")(dev, g, x, w, stride, dilation, pads, groups,
-                                                  tuple(need))
+    if k is not None and core.kernel_takes(k, x._dtype, _CONV_DTYPES) and (
+            not wide or getattr(k, "takes_grad_dtype", False)):
+        args = (g._buf, x._buf, w._buf, stride, dilation, pads, groups, need)
+        bufs = k(*args, gd) if wide else k(*args)
+        return tuple(None if b is None else core.wrap(b, d, dev)
+                     for b, d in zip(bufs, (x._dtype, gd, gd)))
+    comp = core.composite(dev, "conv2d_backward")
+    if not wide:
+        return comp(dev, g, x, w, stride, dilation, pads, groups, need)
+    gp = _ns()
+    gx, gw, _ = comp(dev, g, x, w, stride, dilation, pads, groups, need[:2] + (False,))
+    return (gx, None if gw is None else gp.astype(gw, gd),
+            gp.sum(g, axis=(0, 2, 3), dtype=gd) if need[2] else None)
 
 
 def _flat_weight(w: Array, groups: int) -> Array:

@@ -40,19 +40,36 @@ def linear(x: Array, w: Array, bias: Array | None = None) -> Array:
     return core.composite(dev, "linear")(dev, x, w, bias)
 
 
-def linear_backward(g: Array, x: Array, w: Array, need: tuple = (True, True, True)) -> tuple:
+def linear_backward(g: Array, x: Array, w: Array, need: tuple = (True, True, True),
+                    grad_dtype=None) -> tuple:
     """(g @ w, g.T @ x, sum of g's rows): the gradients of ``linear`` for x, w and the bias,
-    each None where ``need`` (three bools) does not ask for it."""
+    each None where ``need`` (three bools) does not ask for it. ``grad_dtype`` float32 with
+    float16 operands gives the weight and bias gradients in float32 (autocast's float32 master
+    weights): computed there by a kernel that declares ``takes_grad_dtype``, else cast."""
     _check("linear_backward", x, w, None)
     if g.shape != (x.shape[0], w.shape[0]) or g._dtype is not x._dtype:
         raise ValueError(f"linear_backward: g must be {x._dtype.name} of shape "
                          f"{(x.shape[0], w.shape[0])}, got {g._dtype.name} {g.shape}")
+    gd = x._dtype if grad_dtype is None else grad_dtype
+    wide = gd is not x._dtype
+    if wide and (x._dtype.name not in ("float16", "bfloat16")
+                 or getattr(gd, "name", None) != "float32"):
+        raise TypeError(f"linear_backward: grad_dtype must be x's dtype, or float32 for "
+                        f"float16/bfloat16 operands, got {gd!r} for {x._dtype.name}")
+    need = tuple(bool(v) for v in need)
     dev = x._device
     k = dev.kernels.get("linear_backward")
-    if k is not None and core.kernel_takes(k, x._dtype, _DTYPES):
-        bufs = k(g._buf, x._buf, w._buf, tuple(bool(v) for v in need))
-        return tuple(None if b is None else core.wrap(b, x._dtype, dev) for b in bufs)
-    return core.composite(dev, "linear_backward")(dev, g, x, w, tuple(bool(v) for v in need))
+    if k is not None and core.kernel_takes(k, x._dtype, _DTYPES) and (
+            not wide or getattr(k, "takes_grad_dtype", False)):
+        bufs = k(g._buf, x._buf, w._buf, need, gd) if wide else k(g._buf, x._buf, w._buf, need)
+        return tuple(None if b is None else core.wrap(b, d, dev)
+                     for b, d in zip(bufs, (x._dtype, gd, gd)))
+    if not wide:
+        return core.composite(dev, "linear_backward")(dev, g, x, w, need)
+    ns = _dispatch.ns
+    gx, gw, _ = core.composite(dev, "linear_backward")(dev, g, x, w, need[:2] + (False,))
+    return (gx, None if gw is None else ns.astype(gw, gd),
+            ns.sum(g, axis=0, dtype=gd) if need[2] else None)
 
 
 def composed_linear(x: Array, w: Array, bias) -> Array:

@@ -130,12 +130,15 @@ _EXPECT_TUPLE = {
     "layer_norm_backward": lambda g, x, m, r, w, need: [
         (x.shape, x.dtype) if need[0] else None, (x.shape[1:2], x.dtype) if need[1] else None,
         (x.shape[1:2], x.dtype) if need[2] else None],
-    "linear_backward": lambda g, x, w, need: [
-        (x.shape, x.dtype) if need[0] else None, (w.shape, x.dtype) if need[1] else None,
-        ((w.shape[0],), x.dtype) if need[2] else None],
-    "conv2d_backward": lambda g, x, w, stride, dilation, pads, groups, need: [
-        (x.shape, x.dtype) if need[0] else None, (w.shape, x.dtype) if need[1] else None,
-        ((w.shape[0],), x.dtype) if need[2] else None],
+    # grad_dtype (kernels declaring takes_grad_dtype): the w and bias gradients' dtype
+    "linear_backward": lambda g, x, w, need, grad_dtype=None: [
+        (x.shape, x.dtype) if need[0] else None,
+        (w.shape, grad_dtype or x.dtype) if need[1] else None,
+        ((w.shape[0],), grad_dtype or x.dtype) if need[2] else None],
+    "conv2d_backward": lambda g, x, w, stride, dilation, pads, groups, need, grad_dtype=None: [
+        (x.shape, x.dtype) if need[0] else None,
+        (w.shape, grad_dtype or x.dtype) if need[1] else None,
+        ((w.shape[0],), grad_dtype or x.dtype) if need[2] else None],
     "attention": lambda q, k, v, bias, drop, causal, scale, block: [
         ((*q.shape[:3], v.shape[3]), q.dtype), (q.shape[:3], q.dtype)],
     "attention_backward": lambda g, q, k, v, bias, drop, out, lse, causal, scale, block, need: [

@@ -137,7 +137,10 @@ KERNELS: dict[str, Kernel] = {
                      "takes_float16 (else the array layer composes it)"),
     "linear_backward": Kernel("linalg", COMPOSED,
                               "(g (M, N), x, w, need (3 bools)) -> (g @ w, g.T @ x, g summed "
-                              "over rows), None where not needed; float16 as linear"),
+                              "over rows), None where not needed; float16 as linear; a "
+                              "kernel declaring takes_grad_dtype also takes a fifth argument, "
+                              "float32 for float16 operands: the w and bias gradients in it "
+                              "(autocast's master weights; else the array layer casts them)"),
     # the host path: composed as a host round trip (NumPy/SciPy, grilly.array.host_kernels)
     **{op: Kernel("linalg", COMPOSED, "see docs/kernels/linalg.md")
        for op in ("cholesky", "det", "eig", "eigh", "eigvals", "eigvalsh", "inv", "matrix_rank",
@@ -199,7 +202,7 @@ KERNELS: dict[str, Kernel] = {
     "conv2d_backward": Kernel("nn", COMPOSED,
                               "(g (N, O, Ho, Wo), x, w, stride, dilation, pads, groups, need "
                               "(3 bools)) -> (g_x, g_w, g_bias), None where not needed; float16 as "
-                              "conv2d"),
+                              "conv2d; grad_dtype as linear_backward's (a ninth argument)"),
     "max_pool2d": Kernel("nn", COMPOSED,
                          "(buf (N, C, H, W), kernel, stride, dilation, pads, out) -> (buf, int32 "
                          "idx), each window's maximum and its window index; float16/32/64"),

@@ -98,6 +98,24 @@ def _f32(a):
     return a if a is None or a.dtype != gp.float16 else gp.astype(a, gp.float32)
 
 
+def _master_casts(name: str, input: Array, weight: Array, bias, fits: bool) -> tuple:
+    """Inside autocast: (``input`` as the policy casts it for layer ``name``, recorded; then
+    (weight, bias) cast to input's low dtype *without recording*, or None). Where the layer's
+    float32 weight and bias are cast (and ``fits``, the layer's own shape checks), its node
+    takes the masters and these copies, and its backward makes the masters' gradients in
+    float32 itself (the kernels' grad_dtype) rather than the tape casting float16 ones: a
+    dispatch less per parameter."""
+    input = _dispatch.autocast(name, input)[0]
+    if not (fits and weight.dtype == gp.float32 and (bias is None or bias.dtype == gp.float32)
+            and input.dtype in (gp.float16, getattr(gp, "bfloat16", None))):
+        return input, None
+    with _no_grad():
+        low = _dispatch.autocast(name, weight, bias)
+    if low[0].dtype == input.dtype and (bias is None or low[1].dtype == input.dtype):
+        return input, low
+    return input, None
+
+
 def _promoted(*arrays) -> tuple:
     """``arrays`` (None kept) cast to their result type: a layer's one-dtype kernels."""
     d0 = arrays[0].dtype
@@ -111,6 +129,12 @@ def _promoted(*arrays) -> tuple:
 def linear(input: Array, weight: Array, bias: Array | None = None) -> Array:
     """``input @ weight.T + bias``."""
     _check_input(input, "linear", 1)
+    if _dispatch.hooks.cast is not None:   # an autocast region (in some thread)
+        input, low = _master_casts("linear", input, weight, bias, (
+            weight.ndim == 2 and input.ndim >= 2 and input.shape[-1] == weight.shape[1]
+            and (bias is None or bias.shape == weight.shape[:1])))
+        if low is not None:
+            return _Linear.apply(input, weight, bias, *low)
     input, weight, bias = _dispatch.autocast("linear", input, weight, bias)
     if weight.ndim != 2 or input.shape[-1] != weight.shape[1]:
         raise ValueError(f"linear: input last dimension {input.shape[-1:]} does not match weight "
@@ -137,7 +161,13 @@ class _Linear(Function):
     products summed afterwards (a (T, batch, n) spike sequence, say)."""
 
     @staticmethod
-    def forward(ctx, x, w, b):
+    def forward(ctx, x, w, b, w_low=None, b_low=None):
+        # w_low, b_low: autocast's low-precision copies of the float32 masters w and b (not
+        # recorded), which the product uses; the gradients are the masters', in their dtype
+        ctx.master = None if w_low is None else w.dtype
+        if w_low is not None:
+            ctx.w_master = w
+            w, b = w_low, b_low
         ctx.lead = None if x.ndim == 2 else x.shape[:-1]
         if ctx.lead is None:
             ctx.save_for_backward(x, w)
@@ -151,17 +181,21 @@ class _Linear(Function):
         x, w = ctx.saved_tensors
         lead = ctx.lead
         g2 = g if lead is None else gp.reshape(g, (-1, g.shape[-1]))
-        need = ctx.needs_input_grad
+        need = ctx.needs_input_grad[:3]
         if is_grad_enabled():
             # create_graph (a gradient penalty): this backward is itself recorded, so it runs
             # as the composition's differentiable namespace ops (the fused kernel has no
             # gradient of its own)
+            if ctx.master is not None:   # g @ w depends on the master through its cast
+                w = gp.astype(ctx.w_master, w.dtype)
             gx, gw, gb = _dense.composed_linear_backward(g2, x, w, need)
+            if ctx.master is not None:
+                gw, gb = (None if a is None else gp.astype(a, ctx.master) for a in (gw, gb))
         else:
-            gx, gw, gb = _dense.linear_backward(g2, x, w, need)
+            gx, gw, gb = _dense.linear_backward(g2, x, w, need, grad_dtype=ctx.master)
         if lead is not None and gx is not None:
             gx = gp.reshape(gx, (*lead, x.shape[-1]))
-        return gx, gw, gb
+        return (gx, gw, gb) if ctx.master is None else (gx, gw, gb, None, None)
 
 
 def embedding(input: Array, weight: Array, padding_idx: int | None = None,
@@ -961,17 +995,28 @@ def conv2d(input: Array, weight: Array, bias: Array | None = None, stride: int |
         pads = (ph, ph, pw, pw)
     ho = _out_size(h + pads[0] + pads[1], kh, stride[0], 0, dilation[0], op="conv2d")
     wo = _out_size(w + pads[2] + pads[3], kw, stride[1], 0, dilation[1], op="conv2d")
+    geom = (stride, dilation, pads, groups, (ho, wo))
+    if _dispatch.hooks.cast is not None:   # an autocast region (in some thread)
+        input, low = _master_casts("conv2d", input, weight, bias,
+                                   bias is None or bias.shape == (o,))
+        if low is not None:
+            return _Conv2d.apply(input, weight, bias, *low, geom=geom)
     input, weight, bias = _dispatch.autocast("conv2d", input, weight, bias)
     input, weight, bias = _promoted(input, weight, bias)
-    return _Conv2d.apply(input, weight, bias, geom=(stride, dilation, pads, groups, (ho, wo)))
+    return _Conv2d.apply(input, weight, bias, geom=geom)
 
 
 class _Conv2d(Function):
     """conv2d as one node (grilly.array.conv's conv2d and conv2d_backward kernels): on the CPU
-    each image's windows live only in a thread's scratch, forward and backward."""
+    each image's windows live only in a thread's scratch, forward and backward. Under autocast
+    it takes float32 masters with their low-precision copies (_master_casts)."""
 
     @staticmethod
-    def forward(ctx, x, w, b, *, geom):
+    def forward(ctx, x, w, b, w_low=None, b_low=None, *, geom):
+        ctx.master = None if w_low is None else w.dtype
+        if w_low is not None:
+            ctx.w_master = w
+            w, b = w_low, b_low
         ctx.save_for_backward(x, w)
         ctx.geom = geom
         return _conv.conv2d(x, w, b, *geom)
@@ -979,10 +1024,17 @@ class _Conv2d(Function):
     @staticmethod
     def backward(ctx, g):
         x, w = ctx.saved_tensors
-        need = ctx.needs_input_grad
+        need = ctx.needs_input_grad[:3]
         if is_grad_enabled():   # create_graph: the fused kernel has no gradient of its own
-            return _conv2d_grads(g, x, w, *ctx.geom[:4], need)
-        return _conv.conv2d_backward(g, x, w, *ctx.geom[:4], need=need)
+            if ctx.master is None:
+                return _conv2d_grads(g, x, w, *ctx.geom[:4], need)
+            # the input's gradient depends on the master through its cast
+            gx, gw, gb = _conv2d_grads(g, x, gp.astype(ctx.w_master, w.dtype), *ctx.geom[:4],
+                                       need)
+            return (gx, *(None if a is None else gp.astype(a, ctx.master) for a in (gw, gb)),
+                    None, None)
+        res = _conv.conv2d_backward(g, x, w, *ctx.geom[:4], need=need, grad_dtype=ctx.master)
+        return res if ctx.master is None else (*res, None, None)
 
 
 def _conv2d_grads(g, x, w, stride, dilation, pads, groups, need) -> tuple:

@@ -7,6 +7,8 @@
 // (short rows, or columns: chunked, see below); otherwise one workgroup per output reduces a
 // tree in shared memory.
 // Complex (IN_CPLX=1, TC a vec2/dvec2): sum and prod only (no order, no arg variant).
+// OUT_F32 (float16 input): the float32 accumulator is stored as it is, in a float32 output
+// (autocast's bias gradients: float16 rows summed into a float32 master's gradient, one pass).
 #include "../common.glsl"
 
 #ifndef IN_CPLX
@@ -19,8 +21,15 @@ layout(constant_id = 2) const int PER_THREAD = 0;
 #define TC IN_TC
 #if ARG
 layout(set = 0, binding = 0) writeonly buffer O { int64_t res[]; };
+#elif defined(OUT_F32)
+layout(set = 0, binding = 0) writeonly buffer O { float res[]; };
 #else
 layout(set = 0, binding = 0) writeonly buffer O { IN_TS res[]; };
+#endif
+#ifdef OUT_F32
+#define OUT_T float
+#else
+#define OUT_T IN_TS
 #endif
 layout(set = 0, binding = 1) readonly buffer A { IN_TS a[]; };
 
@@ -103,10 +112,10 @@ void main() {
             int o = int(g) / inner, j = int(g) - o * inner;
             int ob = pc.off[0] + o * (red + init) * inner + j;
             TC acc = ident();
-            if (init != 0) res[ob] = IN_TS(acc);
+            if (init != 0) res[ob] = OUT_T(acc);
             for (int r = 0; r < red; ++r) {
                 acc = r == 0 ? load(o, 0, j) : comb(acc, load(o, r, j));
-                res[ob + (r + init) * inner] = IN_TS(acc);
+                res[ob + (r + init) * inner] = OUT_T(acc);
             }
         }
         return;
@@ -136,7 +145,7 @@ void main() {
             res[pc.off[0] + g2] = int64_t(bi);
 #else
             for (int r = r0; r < r1; ++r) acc = comb(acc, load(o, r, j));
-            res[pc.off[0] + g2] = IN_TS(acc);
+            res[pc.off[0] + g2] = OUT_T(acc);
 #endif
         }
         return;
@@ -181,7 +190,7 @@ void main() {
 #if ARG
             res[pc.off[0] + int(g2)] = int64_t(si[0]);
 #else
-            res[pc.off[0] + int(g2)] = IN_TS(sv[0]);
+            res[pc.off[0] + int(g2)] = OUT_T(sv[0]);
 #endif
         }
         barrier();

@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from .kernels import _view, astype, copy, new_buffer, permute, reshape
-from .linalg import TILE, _add, _matmul, _tiled_bias_ok, matmul, matmul4_into
+from .linalg import TILE, _add, _coop, _matmul, _tiled_bias_ok, matmul, matmul4_into
 from .reductions import KERNELS as _REDUCTIONS
 from .reductions import dispatch
 
@@ -207,27 +207,34 @@ def _flat_weight(w, groups: int):
     return reshape(w, (groups, o // groups, cg * kh * kw))
 
 
-def conv2d_backward(g, x, w, stride, dilation, pads, groups, need):
+def conv2d_backward(g, x, w, stride, dilation, pads, groups, need, grad_dtype=None):
     """The gradients (x, w, bias) of ``conv2d``: the array layer's composition
     (grilly.array.conv.composed_conv2d_backward) on buffers with the windows kh-major (the
     weight and its gradient are GEMM operands as stored: no copies): the bias's a sum, the
     weight's the output gradient times the recomputed channel-major windows (one GEMM per
     group, the batch in its K), the input's the weight times the output gradient, then
-    col2im. The weight gradient comes back contiguous."""
+    col2im. The weight gradient comes back contiguous. ``grad_dtype`` float32 for float16
+    operands (autocast's master weights): the weight and bias gradients in float32, from the
+    tensor-core product's float32 accumulators where the device has them (else rounded to
+    float16 and widened) and a float32 sum."""
     n, c = x.shape[:2]
     o, cg, kh, kw = w.shape
     ho, wo = g.shape[2:]
     m, ck = n * ho * wo, cg * kh * kw
+    gd = g.dtype if grad_dtype is None else grad_dtype
     g3 = reshape(permute(g, (1, 0, 2, 3)), (groups, o // groups, m))
     gx = gw = gb = None
     if need[2]:
         # the rows of g3 (laid out for the products anyway): no copy of g for the sum
-        gb = reshape(_sum(g3, (2,), False, g.dtype), (o,))
+        gb = reshape(_sum(g3, (2,), False, gd), (o,))
     if need[1]:
         cols = reshape(_im2col(x, (kh, kw), stride, dilation, pads, 0.0, (ho, wo), True, True),
                        (groups, ck, m))
-        gw = reshape(matmul((groups, o // groups, ck), g.dtype, g3, permute(cols, (0, 2, 1))),
-                     w.shape)
+        direct = gd is g.dtype or _coop(g)
+        gw = reshape(matmul((groups, o // groups, ck), gd if direct else g.dtype, g3,
+                            permute(cols, (0, 2, 1))), w.shape)
+        if not direct:
+            gw = astype(gw, gd)
     if need[0]:
         gcols = matmul((groups, ck, m), g.dtype, permute(_flat_weight(w, groups), (0, 2, 1)), g3)
         gx = _col2im(reshape(gcols, (c, kh * kw, n, ho, wo)), (kh, kw), stride, dilation, pads,
@@ -238,6 +245,7 @@ def conv2d_backward(g, x, w, stride, dilation, pads, groups, need):
 # autocast's float16 convolutions: the same windows (conv_float16) and products (tensor cores
 # where the device has them), without the composition's weight and gradient copies
 conv2d.takes_float16 = conv2d_backward.takes_float16 = True
+conv2d_backward.takes_grad_dtype = True   # (float32 gradients of float16 operands)
 KERNELS: dict = {"im2col": im2col, "col2im": col2im, "conv2d": conv2d,
                  "conv2d_backward": conv2d_backward, "max_pool2d": max_pool2d,
                  "max_pool2d_backward": max_pool2d_backward}

@@ -11,7 +11,7 @@ in ``grilly.device_stats(device)["host_round_trips"]`` (docs/vulkan.md lists the
 from __future__ import annotations
 
 from .. import dtypes as _dt
-from .kernels import (_view, broadcast_to, copy, elementwise, full, new_buffer, permute,
+from .kernels import (_view, astype, broadcast_to, copy, elementwise, full, new_buffer, permute,
                       reshape)
 from .memory import Buffer
 from .reductions import KERNELS as _REDUCTIONS
@@ -52,9 +52,9 @@ COOP_BM, COOP_BK = 128, 16   # shaders/linalg/hgemm_coop.comp's output tile (squ
 
 
 def _coop_variant(out: Buffer, a3: Buffer, b3: Buffer, m: int, n: int, k: int) -> str:
-    """The tensor-core variant for out's dtype (float16 or bfloat16): aligned (16-byte loads,
-    whole tiles) where the operands allow it, else the edge one, which takes any shape and
-    strides."""
+    """The tensor-core variant for the operands' dtype (float16 or bfloat16; the output of it,
+    or float32: the f32out variants): aligned (16-byte loads, whole tiles) where the operands
+    allow it, else the edge one, which takes any shape and strides."""
     ta = "t" if a3.strides[2] != 1 and a3.strides[1] == 1 else "n"
     tb = "t" if b3.strides[2] != 1 and b3.strides[1] == 1 else "n"
     aligned = (m % COOP_BM == 0 and n % COOP_BM == 0 and k % COOP_BK == 0
@@ -62,7 +62,8 @@ def _coop_variant(out: Buffer, a3: Buffer, b3: Buffer, m: int, n: int, k: int) -
                and not any(v % 8 for v in (a3.strides[0], a3.strides[2 if ta == "t" else 1],
                                            b3.strides[0], b3.strides[2 if tb == "t" else 1],
                                            a3.offset, b3.offset, out.offset)))
-    return f"hgemm_{ta}{tb}{'' if aligned else '_edge'}_coop_{out.dtype.name}"
+    f32 = "f32out_" if out.dtype is not a3.dtype else ""
+    return f"hgemm_{ta}{tb}{'' if aligned else '_edge'}_coop_{f32}{a3.dtype.name}"
 
 
 COOP_SPLIT_MIN_K = 2048   # 1024^3 (64 tiles) measured 1.8x slower split on the H100
@@ -307,14 +308,27 @@ def linear(x: Buffer, w: Buffer, bias: Buffer | None) -> Buffer:
     return out
 
 
-def linear_backward(g: Buffer, x: Buffer, w: Buffer, need: tuple) -> tuple:
+def linear_backward(g: Buffer, x: Buffer, w: Buffer, need: tuple, grad_dtype=None) -> tuple:
     """(g @ w, g^T @ x, the column sums of g), each None where ``need`` says no: the array
     layer's composition (grilly.array.dense) run on buffers, so the same kernels give the same
-    bits without the namespace's per-op work; g^T and w are read in place."""
+    bits without the namespace's per-op work; g^T and w are read in place. ``grad_dtype``
+    float32 with float16 operands (autocast's float32 master weights): the weight and bias
+    gradients in float32, from the tensor-core product's float32 accumulators and a float32
+    column sum (no float16 rounding, no cast pass); without tensor cores the product is
+    rounded to float16 and widened."""
     m, n = g.shape
+    gd = g.dtype if grad_dtype is None else grad_dtype
     gx = matmul((m, w.shape[1]), g.dtype, g, w) if need[0] else None
-    gw = matmul((n, x.shape[1]), g.dtype, permute(g, (1, 0)), x) if need[1] else None
-    gb = _REDUCTIONS["sum"](g, (0,), False, g.dtype) if need[2] else None
+    gw = None
+    if need[1]:
+        gt = permute(g, (1, 0))
+        if gd is g.dtype:
+            gw = matmul((n, x.shape[1]), gd, gt, x)
+        elif gd.name == "float32" and _coop(g):
+            gw = matmul((n, x.shape[1]), gd, gt, x)   # (the f32out tensor-core variants)
+        else:
+            gw = astype(matmul((n, x.shape[1]), g.dtype, gt, x), gd)
+    gb = _REDUCTIONS["sum"](g, (0,), False, gd) if need[2] else None
     return gx, gw, gb
 
 
@@ -351,11 +365,23 @@ def _gemm_args(out: Buffer, a3: Buffer, b3: Buffer, nb: int, m: int, n: int, k: 
     return (out.offset, a3.offset, b3.offset), (nb, m, n, k), (a3.strides, b3.strides)
 
 
+def _coop(a: Buffer) -> bool:
+    """Whether products of ``a``'s dtype run on tensor cores (float16 or bfloat16 on a device
+    with cooperative matrices for it)."""
+    phys = a.ctx.phys
+    return (a.dtype.name == "float16" and bool(phys.coop_f16)
+            or a.dtype.name == "bfloat16" and bool(phys.coop_bf16))
+
+
 def _matmul(out_shape: tuple, out_dtype, a: Buffer, b: Buffer, bias: Buffer | None) -> Buffer:
-    """matmul, plus ``bias`` (N,) along the rows when given (a single product only)."""
+    """matmul, plus ``bias`` (N,) along the rows when given (a single product only). The
+    operands have out_dtype, except float16/bfloat16 ones with a float32 result on tensor cores."""
     batch, (m, n) = out_shape[:-2], out_shape[-2:]
     k = a.shape[-1]
     ctx = a.ctx
+    if a.dtype is not out_dtype and not (out_dtype.name == "float32" and _coop(a)):
+        raise TypeError(f"matmul: {a.dtype.name} operands with a {out_dtype.name} result run "
+                        "only on tensor cores (float16/bfloat16 -> float32)")
     if k == 0:
         out = full(ctx, out_shape, 0, out_dtype)
         return out if bias is None else _add_bias(out, bias)
@@ -364,8 +390,8 @@ def _matmul(out_shape: tuple, out_dtype, a: Buffer, b: Buffer, bias: Buffer | No
         return out
     a3, b3 = _stack3(a, batch, m, k), _stack3(b, batch, k, n)
     nb = a3.shape[0]
-    if ((out_dtype.name == "float16" and ctx.phys.coop_f16)
-            or (out_dtype.name == "bfloat16" and ctx.phys.coop_bf16)):
+    if _coop(a):
+        # (out_dtype is a's, or float32 where linear_backward asks for a master's gradient)
         variant = _coop_variant(out, a3, b3, m, n, k)
         if "_edge_" not in variant and _copy_b_pays(variant, nb, m, n):
             # the "nt" variant keeps the plain loop (no loads ahead): 160 TFLOP/s at 4096^3
@@ -376,8 +402,8 @@ def _matmul(out_shape: tuple, out_dtype, a: Buffer, b: Buffer, bias: Buffer | No
         tiles = nb * -(-m // COOP_BM) * -(-n // COOP_BM)
         split = _coop_split(nb, tiles, k, "_edge_" not in variant, ctx.phys.compute_units, m, n)
         if split > 1:
-            _split_run(ctx, variant.replace("_coop_", "_coop_f32out_"), split, tiles, out, a3,
-                       b3, m, n, k)
+            wide = variant if "_f32out_" in variant else variant.replace("_coop_", "_coop_f32out_")
+            _split_run(ctx, wide, split, tiles, out, a3, b3, m, n, k)
         elif _coop_bias_ok(variant, bias, nb):
             # the accumulators start at the bias (hgemm_coop.comp's BIAS): one rounding
             dispatch(ctx, variant.replace("_coop_", "_coop_bias_"), (0, 1), [out, a3, b3, bias],
@@ -515,5 +541,6 @@ def diagonal(buf: Buffer, offset: int) -> Buffer:
 
 linear.takes_float16 = True   # (autocast's linear: the bias in the product's epilogue)
 linear_backward.takes_float16 = True   # (its products and sum have float16 kernels)
+linear_backward.takes_grad_dtype = True   # (float32 gradients of float16 operands)
 KERNELS: dict = {"matmul": matmul, "diagonal": diagonal, "linear": linear,
                  "linear_backward": linear_backward}

@@ -69,8 +69,10 @@ def _run(x, code: int, variant: str, out) -> None:
     n = outer * inner
     if n == 0:
         return
-    if variant in ("red_float32", "red_float16") and code < 4 and _vec4_rows(x):
+    if variant in ("red_float32", "red_float16", "red_float16_f32") and code < 4 and _vec4_rows(x):
         return _run_vec4(x, code, out)
+    # partials have out's dtype: a float16 -> float32 variant's second pass reads float32
+    again = "red_float32" if variant == "red_float16_f32" else variant
     arg = variant.startswith("arg")
     column = inner >= COLUMN_INNER and x.strides[2] == 1 and not arg
     per_thread = int(red <= PER_THREAD_MAX or n >= 1 << 15 or column)
@@ -83,7 +85,7 @@ def _run(x, code: int, variant: str, out) -> None:
             part = new_buffer(x.ctx, (chunks, n), out.dtype)
             dispatch(x.ctx, variant, (code, 1, 1), [part, x], n, n * chunks, (0, x.offset),
                      (outer, red, inner, chunks), ([0] * 3, x.strides))
-            return _run(reshape(part, (1, chunks, n)), code, variant, out)
+            return _run(reshape(part, (1, chunks, n)), code, again, out)
     chunks = 1
     if not per_thread and not arg and n < 64 and red >= 2 * CHUNK:
         # few long rows: partial results per chunk first, then a second pass over them
@@ -93,6 +95,7 @@ def _run(x, code: int, variant: str, out) -> None:
                  (0, x.offset), (outer, red, inner, chunks), ([0] * 3, x.strides))
         x = reshape(part, (n, chunks, 1))
         outer, red, inner = x.shape
+        variant = again
     dispatch(x.ctx, variant, (code, 1, per_thread), [out, x], n, n if per_thread else n * 256,
              (out.offset, x.offset), (outer, red, inner, 1), ([0] * 3, x.strides))
 
@@ -135,17 +138,26 @@ _PRE = {"any": _dt.bool, "all": _dt.bool, "count_nonzero": _dt.bool}
 _AS = {"any": "max", "all": "min", "count_nonzero": "sum"}
 
 
+def _variant(buf, out_dtype) -> str:
+    """reduce.comp's variant from ``buf``'s dtype to ``out_dtype`` (the same, or float16 ->
+    float32)."""
+    return "red_float16_f32" if buf.dtype is not out_dtype else f"red_{out_dtype.name}"
+
+
 def _reduce_kernel(op: str):
     def k(buf, axes: tuple, keepdims: bool, out_dtype):
         shape = _out_shape(buf.shape, axes, keepdims)
         orig = buf
         if op in _PRE and buf.dtype != _PRE[op]:
             buf = astype(buf, _PRE[op])
-        if buf.dtype != out_dtype:
+        # float16 summed into float32 (autocast's master gradients): read as it is
+        mixed = (buf.dtype is _dt.float16 and out_dtype is _dt.float32 and axes
+                 and op in ("sum", "prod", "max", "min"))
+        if buf.dtype != out_dtype and not mixed:
             buf = astype(buf, out_dtype)
         if not axes:
             return reshape(astype(buf, out_dtype) if buf is orig else buf, shape)
-        code, variant = CODES[_AS.get(op, op)], f"red_{out_dtype.name}"
+        code = CODES[_AS.get(op, op)]
         axes = tuple(sorted(axes))
         # (not float16: its partials would round to float16 between passes, not float32)
         while axes[-1] - axes[0] + 1 != len(axes) and out_dtype.name != "float16":
@@ -158,10 +170,10 @@ def _reduce_kernel(op: str):
             run = axes[i:]
             part = new_buffer(buf.ctx, tuple(s for d, s in enumerate(buf.shape) if d not in run),
                               out_dtype)
-            _run(view3(buf, run), code, variant, part)
+            _run(view3(buf, run), code, _variant(buf, out_dtype), part)
             buf, axes = part, axes[:i]
         out = new_buffer(buf.ctx, shape, out_dtype)
-        _run(view3(buf, axes), code, variant, out)
+        _run(view3(buf, axes), code, _variant(buf, out_dtype), out)
         return out
     k.__name__ = op
     return k

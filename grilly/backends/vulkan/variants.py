@@ -59,6 +59,9 @@ def variants() -> dict[str, tuple[str, list[str]]]:
                 "elementwise/cast.comp", _dtype_defines("IN", d) + _dtype_defines("OUT", d2)
                 + (["-DRAW16=1"] if d == d2 and DTYPES[d][3] == 16 else []))
         out[f"red_{d}"] = ("reduce/reduce.comp", _dtype_defines("IN", d) + ["-DARG=0"])
+        if d == "float16":   # float16 in, float32 out (autocast's master gradients)
+            out["red_float16_f32"] = ("reduce/reduce.comp",
+                                      _dtype_defines("IN", d) + ["-DARG=0", "-DOUT_F32=1"])
         out[f"arg_{d}"] = ("reduce/reduce.comp", _dtype_defines("IN", d) + ["-DARG=1"])
         out[f"sort_{d}"] = ("sort/sort.comp", _dtype_defines("IN", d))
         for kmax in TOPK_KMAX:
