@@ -295,6 +295,56 @@ def test_max_pool_ties_follow_torch(device):
               lambda a: F.adaptive_max_pool2d(a, (4, 3), True), x, device, indices=True)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize("kw", [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1),
+                                dict(kernel_size=(2, 3), stride=1, dilation=(2, 1)),
+                                dict(kernel_size=3, stride=1, padding=1, ceil_mode=True)])
+def test_max_pool_ties_without_indices_follow_torch(device, kw, dtype):
+    """MaxPool2d without indices (the fused kernels: 2x2 and general windows, and the
+    composition) sends each gradient to the first maximum in torch's row-major scan: binary
+    spike maps after an IF/LIF layer tie everywhere, and the gradients of every layer before
+    the pool followed (a SpikingJelly CSNN's differed by 15-57%)."""
+    x = torch.randint(0, 2, (2, 3, 8, 9)).float()
+    g = torch.randn(TF.max_pool2d(x, **kw).shape)
+    xt = x.clone().requires_grad_()
+    TF.max_pool2d(xt, **kw).backward(g)
+    for composed in (False, True):
+        a = _g(x, device).astype(getattr(gp, dtype))
+        a.requires_grad_()
+        if composed:   # the array layer's composition (devices without the kernel)
+            from grilly.array import composites
+            dev = a._device
+            y, idx = composites.COMPOSITES["max_pool2d"](dev, a, *_geom(kw), tuple(g.shape[2:]))
+            want = TF.max_pool2d(x, **kw, return_indices=True)[1]
+            got = _torch_flat(np.asarray(idx), kw, x.shape[2:])
+            np.testing.assert_array_equal(got, want.numpy())
+            continue
+        y = F.max_pool2d(a, **kw)
+        y.backward(_g(g, device).astype(getattr(gp, dtype)))
+        np.testing.assert_array_equal(np.asarray(y).astype(np.float32), _np(TF.max_pool2d(x, **kw)))
+        tol = 4e-3 if dtype == "float16" else 1e-6   # (overlapping windows' sums round)
+        np.testing.assert_allclose(np.asarray(a.grad).astype(np.float32), _np(xt.grad),
+                                   rtol=tol, atol=tol)
+
+
+def _geom(kw) -> tuple:
+    """(kernel, stride, dilation, pads) of grilly.array.conv.max_pool2d for torch's keywords
+    (no ceil_mode overhang: the tests' sizes leave none)."""
+    pair = lambda v: v if isinstance(v, tuple) else (v, v)   # noqa: E731
+    k = pair(kw["kernel_size"])
+    s, d, p = pair(kw.get("stride", k)), pair(kw.get("dilation", 1)), pair(kw.get("padding", 0))
+    return k, s, d, (p[0], p[0], p[1], p[1])
+
+
+def _torch_flat(idx, kw, size) -> np.ndarray:
+    """im2col window indices j*KH + i as torch's flat positions in the (H, W) plane."""
+    (kh, kw_), (sh, sw), (dh, dw), (pt, _, pl, _) = _geom(kw)
+    a = np.arange(idx.shape[2])[:, None]
+    b = np.arange(idx.shape[3])[None, :]
+    i, j = idx % kh, idx // kh
+    return (a * sh + i * dh - pt) * size[1] + (b * sw + j * dw - pl)
+
+
 @pytest.mark.parametrize("n,shape,kw,out", [
     (1, (2, 3, 11), {"kernel_size": 3, "stride": 2}, None),
     (1, (2, 3, 10), {"kernel_size": 2}, (10,)),

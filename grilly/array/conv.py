@@ -202,7 +202,8 @@ def composed_conv2d_backward(g: Array, x: Array, w: Array, stride, dilation, pad
 def max_pool2d(x: Array, kernel: tuple, stride: tuple, dilation: tuple, pads: tuple,
                out: tuple) -> tuple:
     """(y, idx) for x (N, C, H, W): each window's maximum, (N, C, Ho, Wo), and int32 idx, its
-    window index j*KH + i (im2col's kw-major order; the first maximum, a NaN before all).
+    window index j*KH + i (im2col's kw-major order) of the first maximum row by row (torch's
+    choice among ties, so gradients go where torch's do; a NaN before all).
     Positions in ``pads`` take no part (every window holds an image position)."""
     dev = x._device
     k = dev.kernels.get("max_pool2d")
@@ -226,10 +227,17 @@ def max_pool2d_backward(g: Array, idx: Array, kernel: tuple, stride: tuple, dila
 
 def composed_max_pool2d(x: Array, kernel, stride, dilation, pads, out) -> tuple:
     """im2col with -inf outside the image, then max and argmax over the windows (NaN wins both:
-    the same value as take_along_axis at the argmax, with no host-side index check)."""
+    the same value as take_along_axis at the argmax, with no host-side index check); the
+    argmax over the window in row-major order (the first maximum as torch's), named in
+    im2col's kw-major index."""
     gp = _ns()
+    kh, kw = kernel
     cols = im2col(x, kernel, stride, dilation, pads, float("-inf"), out)
-    return gp.max(cols, axis=2), gp.astype(gp.argmax(cols, axis=2), gp.int32)
+    n, c = cols.shape[:2]
+    rows = gp.reshape(gp.permute_dims(gp.reshape(cols, (n, c, kw, kh) + tuple(out)),
+                                      (0, 1, 3, 2, 4, 5)), (n, c, kh * kw) + tuple(out))
+    r = gp.astype(gp.argmax(rows, axis=2), gp.int32)
+    return gp.max(cols, axis=2), (r % kw) * kh + r // kw
 
 
 def composed_max_pool2d_backward(g: Array, idx: Array, kernel, stride, dilation, pads,

@@ -2,8 +2,9 @@
 // Max pooling with the window index of each maximum (grilly.array.conv.max_pool2d), contiguous
 // (N*C, H, W) images and (N*C, Ho, Wo) outputs:
 //   OP 0, one invocation per output (p, a, b): the maximum of the window's image positions
-//        (padding takes no part) scanned kw-major (im2col's order), the first maximum winning
-//        and a NaN winning over all; idx = j*KH + i of that offset.
+//        (padding takes no part) scanned row by row, the first maximum winning (torch's choice
+//        among ties: the gradient goes where torch's does) and a NaN winning over all;
+//        idx = j*KH + i of that offset (im2col's kw-major window index).
 //   OP 1, one invocation per image position (p, r, q): the sum of g over the outputs whose
 //        window covers it and whose idx names it (a gather: no atomics, a fixed order).
 // pc.n = invocations; pc.shape = (N*C, H, W, Ho, Wo); pc.st[0..7] = KH, KW, SH, SW, DH, DW,
@@ -28,12 +29,12 @@ void main() {
             int base = pc.off[2] + p * H * W;
             TC best = TC(0);
             int bk = -1;
-            for (int j = 0; j < KW; ++j) {
-                int c = ob * SW + j * DW - PL;
-                if (c < 0 || c >= W) continue;
-                for (int i = 0; i < KH; ++i) {
-                    int r = oa * SH + i * DH - PT;
-                    if (r < 0 || r >= H) continue;
+            for (int i = 0; i < KH; ++i) {
+                int r = oa * SH + i * DH - PT;
+                if (r < 0 || r >= H) continue;
+                for (int j = 0; j < KW; ++j) {
+                    int c = ob * SW + j * DW - PL;
+                    if (c < 0 || c >= W) continue;
                     TC v = TC(a[base + r * W + c]);
                     if (bk < 0 || v > best || (isnan(v) && !isnan(best))) {
                         best = v;

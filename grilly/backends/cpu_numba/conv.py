@@ -359,12 +359,14 @@ def _maxpool_task(x, y, idx, t, kh, kw, sh, sw, dh, dw, pt, pl):
     ho, wo = y.shape[2], y.shape[3]
     if kh == 2 and kw == 2 and sh == 2 and sw == 2 and dh == 1 and dw == 1 and pt == 0 \
             and pl == 0 and 2 * ho <= h and 2 * wo <= w:
-        # the common 2x2/2 pool: every window whole, its four values compared in kw-major order
+        # the common 2x2/2 pool: every window whole, its four values compared row by row
+        # (torch's first maximum among ties), k = j*2 + i
         for a in range(ho):
             for b in range(wo):
                 best = x[n, c, 2 * a, 2 * b]
                 k = 0
-                for q in range(1, 4):
+                for s in range(1, 4):
+                    q = (s >> 1) | ((s & 1) << 1)   # 0, 2, 1, 3: (i, j) in row-major order
                     v = x[n, c, 2 * a + (q & 1), 2 * b + (q >> 1)]
                     if v > best or (v != v and best == best):
                         best = v
@@ -377,16 +379,17 @@ def _maxpool_task(x, y, idx, t, kh, kw, sh, sw, dh, dw, pt, pl):
         for b in range(wo):
             y[n, c, a, b] = -np.inf
             idx[n, c, a, b] = -1
-        # window offsets in kw-major order (im2col's): the first maximum wins, a NaN beats
-        # all; a whole output row per offset, as selects, so the loop vectorizes
-        for j in range(kw):
-            off = j * dw - pl
-            b0 = max(0, (-off + sw - 1) // sw)
-            b1 = min(wo, (w - 1 - off) // sw + 1) if w - 1 - off >= 0 else 0
-            for i in range(kh):
-                r = a * sh + i * dh - pt
-                if r < 0 or r >= h:
-                    continue
+        # window offsets row by row: the first maximum wins (torch's choice among ties), a
+        # NaN beats all; k = j*KH + i is im2col's index; a whole output row per offset, as
+        # selects, so the loop vectorizes
+        for i in range(kh):
+            r = a * sh + i * dh - pt
+            if r < 0 or r >= h:
+                continue
+            for j in range(kw):
+                off = j * dw - pl
+                b0 = max(0, (-off + sw - 1) // sw)
+                b1 = min(wo, (w - 1 - off) // sw + 1) if w - 1 - off >= 0 else 0
                 k = j * kh + i
                 for b in range(b0, b1):
                     v = x[n, c, r, b * sw + off]
@@ -455,7 +458,8 @@ def p_unpool(g, idx, gx, kh, kw, sh, sw, dh, dw, pt, pl):
 
 def max_pool2d(buf, kernel, stride, dilation, pads, out):
     """(y (N, C, Ho, Wo), int32 idx): each window's maximum (positions outside the image take
-    no part) and its window index j*KH + i (im2col's order; the first maximum, NaN first)."""
+    no part) and its window index j*KH + i (im2col's order; the first maximum row by row, as
+    torch's, NaN first)."""
     n, c = buf.shape[:2]
     y = pool.empty((n, c) + tuple(out), buf.dtype)
     idx = pool.empty((n, c) + tuple(out), np.dtype(np.int32))
