@@ -20,7 +20,7 @@ from .surrogate import (Surrogate, atan, check_surrogate, fast_sigmoid, heavisid
 
 __all__ = ["lif_step", "if_step", "synaptic_step", "adaptive_lif_step", "beta_from_tau",
            "Surrogate", "atan", "fast_sigmoid", "heaviside", "sigmoid", "straight_through",
-           "triangle", "RESETS", "reset_net"]
+           "triangle", "RESETS", "reset_net", "set_step_mode"]
 
 RESETS = ("subtract", "zero", "none")
 _DEFAULT_SURROGATE = atan(2.0)
@@ -32,6 +32,25 @@ def reset_net(model):
     for m in model.modules():
         if hasattr(m, "reset_state"):
             m.reset_state()
+    return model
+
+
+def set_step_mode(model, step_mode: str):
+    """Set ``step_mode`` ('s' or 'm') on every module of ``model`` that has one (the spiking
+    layers, PoissonEncoder), except modules inside a ``SeqToANNContainer`` or
+    ``MultiStepContainer``, which run them their own way: SpikingJelly's
+    ``functional.set_step_mode``. Returns ``model``."""
+    from .containers import MultiStepContainer, SeqToANNContainer
+
+    if step_mode not in ("s", "m"):
+        raise ValueError(f"set_step_mode: step_mode must be 's' (one step per call) or 'm' (a "
+                         f"(T, ...) sequence per call), got {step_mode!r}")
+    # a MultiStepContainer calls its modules one step at a time: they must stay 's'
+    inside = {id(m) for c in model.modules() if isinstance(c, (MultiStepContainer, SeqToANNContainer))
+              for m in c.modules() if m is not c}
+    for m in model.modules():
+        if id(m) not in inside and "step_mode" in vars(m):
+            m.step_mode = step_mode
     return model
 
 

@@ -120,6 +120,15 @@ class _Neuron(Module):
         """The firing threshold (a float, or an Array when learnable or per neuron)."""
         return self._threshold
 
+    def __getattr__(self, name: str):
+        # snnTorch's lif.mem, syn.syn, rlif.spk: a kept state variable by name (None before
+        # the first call or after a reset)
+        d = self.__dict__
+        names = d.get("_state_names") or type(self)._state_names
+        if name in names and "state" in d:
+            return None if d["state"] is None else d["state"][names.index(name)]
+        return super().__getattr__(name)
+
     # ---- state ---------------------------------------------------------------------------
     def init_state(self, like: Array) -> tuple:
         """A zero state for inputs shaped like ``like`` (one Array per state variable)."""

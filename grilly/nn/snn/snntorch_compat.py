@@ -16,7 +16,6 @@ import numbers
 
 from ...array import api as gp
 
-from ..module import Module
 from ..parameter import Parameter
 from . import functional as F
 from .neurons import LIF, RLeaky, _check_decay, _Neuron, _param_value, _port_kw
@@ -53,10 +52,7 @@ class _SnnTorchConventions:
             for k in ("_parameters", "_buffers"):
                 if k in d and name[1:] in d[k]:
                     return d[k][name[1:]]
-        names = d.get("_state_names") or getattr(type(self), "_state_names", ())
-        if name in names and "state" in d:   # snnTorch's lif.mem, syn.syn, ...
-            return None if d["state"] is None else d["state"][names.index(name)]
-        return Module.__getattr__(self, name)
+        return super().__getattr__(name)   # the state by name (_Neuron), then Module's
 
     def reset_mem(self):
         """snnTorch's ``reset_mem()``: a new sequence; None per state (zeros when passed back)."""
@@ -150,13 +146,16 @@ class Lapicque(_SnnTorchConventions, LIF):
             else:
                 R = 1.0 if not C else dt / (C * math.log(1.0 / beta))
                 C = C or dt / (R * math.log(1.0 / beta))
-        elif not beta:
+        from_rc = not beta
+        if from_rc:
             beta = math.exp(-dt / (R * C))
         kw = _snntorch_kw(spike_grad, surrogate_disable, inhibition, reset_mechanism,
                           state_quant, output)
         super().__init__(beta, threshold, init_hidden=init_hidden,
                          learn_threshold=learn_threshold, **grilly_kw, **kw)
         self._snntorch_buffers(reset_mechanism)
+        if from_rc:   # snnTorch computes this beta as a (1,) tensor: its state_dict loads as is
+            self.register_buffer("beta", gp.reshape(self._buffers["beta"], (1,)))
         for name, v in (("time_step", dt), ("R", R), ("C", C)):
             self.register_buffer(name, gp.asarray(float(v), dtype=self._dtype))
         # the step as snnTorch writes it: x R (1/(R C)) dt + (1 - dt/(R C)) mem

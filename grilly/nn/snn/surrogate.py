@@ -17,7 +17,9 @@ The derivatives (what backward multiplies the incoming gradient by), as in snnTo
 
 snnTorch's and SpikingJelly's names for the same functions are aliases:
 ``straight_through_estimator`` (snnTorch), ``ATan(alpha=2)`` and ``Sigmoid(alpha=4)``
-(SpikingJelly's classes, with SpikingJelly's defaults).
+(SpikingJelly's classes, with SpikingJelly's defaults). SpikingJelly's ``PiecewiseQuadratic``,
+``SoftSign``, ``Erf`` and ``PiecewiseLeakyReLU`` have the derivatives its backward computes
+(these run per step, not in the fused kernels).
 """
 from __future__ import annotations
 
@@ -29,7 +31,8 @@ from ...array.array import Array
 from ...autograd.function import Function
 
 __all__ = ["Surrogate", "fast_sigmoid", "atan", "sigmoid", "triangle", "straight_through",
-           "heaviside", "triangular", "straight_through_estimator", "ATan", "Sigmoid"]
+           "heaviside", "triangular", "straight_through_estimator", "ATan", "Sigmoid",
+           "PiecewiseQuadratic", "SoftSign", "Erf", "PiecewiseLeakyReLU"]
 
 
 def heaviside(x: Array) -> Array:
@@ -139,6 +142,51 @@ class _Triangular(Surrogate):
         return self.threshold - (2.0 * self.threshold) * gp.astype(x >= 0, x.dtype)
 
 
+class _PiecewiseQuadratic(Surrogate):
+    name = "PiecewiseQuadratic"
+
+    def __init__(self, alpha: float):
+        self.alpha = _positive(alpha, "alpha", self.name)
+
+    def grad(self, x):
+        a = self.alpha
+        return gp.maximum(a - (a * a) * gp.abs(x), 0.0)
+
+
+class _SoftSign(Surrogate):
+    name = "SoftSign"
+
+    def __init__(self, alpha: float):
+        self.alpha = _positive(alpha, "alpha", self.name)
+
+    def grad(self, x):
+        a = self.alpha
+        return 1.0 / ((2.0 * a) * gp.square(1.0 / a + gp.abs(x)))
+
+
+class _Erf(Surrogate):
+    name = "Erf"
+
+    def __init__(self, alpha: float):
+        self.alpha = _positive(alpha, "alpha", self.name)
+
+    def grad(self, x):
+        a = self.alpha
+        return (a / math.sqrt(math.pi)) * gp.exp(-gp.square(a * x))
+
+
+class _PiecewiseLeakyReLU(Surrogate):
+    name = "PiecewiseLeakyReLU"
+
+    def __init__(self, w: float, c: float):
+        self.w = _positive(w, "w", self.name)
+        self.c = float(c)
+
+    def grad(self, x):
+        inside = gp.astype(gp.abs(x) < self.w, x.dtype)
+        return self.c + (1.0 / (2.0 * self.w) - self.c) * inside
+
+
 def fast_sigmoid(slope: float = 25.0) -> Surrogate:
     """Heaviside spike with derivative 1 / (slope |x| + 1)^2 (snnTorch's fast_sigmoid)."""
     return _FastSigmoid(slope)
@@ -186,8 +234,29 @@ def Sigmoid(alpha: float = 4.0) -> Surrogate:  # noqa: N802  (SpikingJelly's cla
     return _Sigmoid(alpha)
 
 
+def PiecewiseQuadratic(alpha: float = 1.0) -> Surrogate:  # noqa: N802
+    """SpikingJelly's ``surrogate.PiecewiseQuadratic``: derivative max(alpha - alpha^2 |x|, 0)."""
+    return _PiecewiseQuadratic(alpha)
+
+
+def SoftSign(alpha: float = 2.0) -> Surrogate:  # noqa: N802
+    """SpikingJelly's ``surrogate.SoftSign``: derivative 1 / (2 alpha (1/alpha + |x|)^2)."""
+    return _SoftSign(alpha)
+
+
+def Erf(alpha: float = 2.0) -> Surrogate:  # noqa: N802
+    """SpikingJelly's ``surrogate.Erf``: derivative alpha / sqrt(pi) exp(-(alpha x)^2)."""
+    return _Erf(alpha)
+
+
+def PiecewiseLeakyReLU(w: float = 1.0, c: float = 0.01) -> Surrogate:  # noqa: N802
+    """SpikingJelly's ``surrogate.PiecewiseLeakyReLU``: derivative 1/(2w) where |x| < w, else c."""
+    return _PiecewiseLeakyReLU(w, c)
+
+
 _FACTORIES = (fast_sigmoid, atan, sigmoid, triangle, straight_through, triangular,
-              straight_through_estimator, ATan, Sigmoid)
+              straight_through_estimator, ATan, Sigmoid, PiecewiseQuadratic, SoftSign, Erf,
+              PiecewiseLeakyReLU)
 
 
 def check_surrogate(surrogate, op: str):
@@ -205,7 +274,7 @@ def check_surrogate(surrogate, op: str):
         raise TypeError(f"{op}: surrogate is a {mod if mod != 'builtins' else fmod} spike "
                         "function (it runs on torch tensors); use grilly.nn.snn.surrogate's "
                         "(atan, fast_sigmoid, sigmoid, triangle, straight_through, triangular, "
-                        "ATan, Sigmoid)")
+                        "ATan, Sigmoid, ...)")
     if not callable(surrogate):
         raise TypeError(f"{op}: surrogate must be a Surrogate (or a callable spike function), "
                         f"got {type(surrogate).__name__}")
