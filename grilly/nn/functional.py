@@ -1406,6 +1406,8 @@ def smooth_l1_loss(input: Array, target: Array, reduction: str = "mean",
                    beta: float = 1.0) -> Array:
     """0.5 d^2 / beta where |d| < beta, |d| - beta / 2 elsewhere."""
     _check_same_shape(input, target, "smooth_l1_loss")
+    if beta < 0:
+        raise ValueError(f"smooth_l1_loss: beta must be >= 0, got {beta}")
     d = gp.abs(input - target)
     if beta == 0.0:
         return _reduce(d, reduction, "smooth_l1_loss")
@@ -1416,8 +1418,20 @@ def huber_loss(input: Array, target: Array, reduction: str = "mean",
                delta: float = 1.0) -> Array:
     """0.5 d^2 where |d| < delta, delta (|d| - delta / 2) elsewhere."""
     _check_same_shape(input, target, "huber_loss")
+    if delta <= 0:
+        raise ValueError(f"huber_loss: delta must be > 0, got {delta}")
     d = gp.abs(input - target)
     return _reduce(gp.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta)), reduction, "huber_loss")
+
+
+def _check_class_weight(input, weight, op: str) -> None:
+    """``weight`` (None, or one value per class of ``input``), checked before it is broadcast."""
+    if weight is None:
+        return
+    c = input.shape[1 if input.ndim >= 2 else 0]
+    if tuple(weight.shape) != (c,):
+        raise ValueError(f"{op}: weight must hold one value per class, shape ({c},), got shape "
+                         f"{tuple(weight.shape)}")
 
 
 def _class_bshape(input, weight):
@@ -1443,6 +1457,7 @@ def nll_loss(input: Array, target: Array, weight: Array | None = None, ignore_in
     _check_float(input, "nll_loss")
     if not gp.isdtype(target.dtype, "integral"):
         raise TypeError(f"nll_loss: target must hold integer class indices, got {target.dtype}")
+    _check_class_weight(input, weight, "nll_loss")
     oh, cax = _onehot_targets(input, target, "nll_loss")
     if ignore_index is not None and 0 <= ignore_index < input.shape[cax]:
         keep = gp.astype(gp.expand_dims(target != ignore_index, axis=cax), input.dtype)
@@ -1485,6 +1500,7 @@ def cross_entropy(input: Array, target: Array, weight: Array | None = None,
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
     if reduction not in ("mean", "sum", "none"):
         raise ValueError(f"cross_entropy: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+    _check_class_weight(input, weight, "cross_entropy")
     cax = 1 if input.ndim >= 2 else 0
     c = input.shape[cax]
     if (input.ndim == 2 and weight is None and label_smoothing == 0 and reduction != "none"
@@ -1494,7 +1510,15 @@ def cross_entropy(input: Array, target: Array, weight: Array | None = None,
     logp = log_softmax(input, dim=cax)
     wb = None if weight is None else gp.reshape(weight, _class_bshape(input, weight))
     if gp.isdtype(target.dtype, "real floating"):
+        if tuple(target.shape) != tuple(input.shape) and tuple(target.shape) == (
+                input.shape[:cax] + input.shape[cax + 1:]):
+            raise TypeError(f"cross_entropy: target of shape {tuple(target.shape)} holds class "
+                            f"indices, which must be integers, got {target.dtype}; class "
+                            f"probabilities would have the input's shape {tuple(input.shape)}")
         _check_same_shape(input, target, "cross_entropy")
+        if ignore_index >= 0:
+            raise ValueError(f"cross_entropy: ignore_index ({ignore_index}) applies to class-index "
+                             "targets, not to class probabilities (as torch)")
         if label_smoothing > 0:
             target = target * (1 - label_smoothing) + label_smoothing / c
         t = target if wb is None else target * wb
@@ -1983,6 +2007,11 @@ def cosine_embedding_loss(input1: Array, input2: Array, target: Array, margin: f
     prod = gp.sum(input1 * input2, axis=ax)
     mag = (gp.sum(input1 * input1, axis=ax) + eps) * (gp.sum(input2 * input2, axis=ax) + eps)
     cos = prod / gp.sqrt(mag)
+    try:
+        _np.broadcast_shapes(tuple(target.shape), tuple(cos.shape))
+    except ValueError:
+        raise ValueError(f"{op}: target of shape {tuple(target.shape)} does not match the inputs' "
+                         f"batch shape {tuple(cos.shape)} (one label per pair)") from None
     loss = (gp.where(target == 1, 1.0 - cos, 0.0)
             + gp.where(target == -1, gp.maximum(cos - margin, 0.0), 0.0))
     return _reduce(loss, reduction, op)
@@ -3600,10 +3629,16 @@ def ctc_loss(log_probs: Array, targets: Array, input_lengths, target_lengths, bl
     t_max, n, c = log_probs.shape
     if not 0 <= blank < c:
         raise ValueError(f"{op}: blank must be in [0, {c}), got {blank}")
+    if targets.device != log_probs.device:
+        targets = targets.to_device(log_probs.device)   # as torch moves them to log_probs'
+
     lengths = []
     for name, v in (("input_lengths", input_lengths), ("target_lengths", target_lengths)):
         host = None if isinstance(v, Array) else _np.asarray(v).reshape(-1)
         a = gp.reshape(_int_array(v, op, name, log_probs.device), (-1,))
+        if a.device != log_probs.device:
+            # lengths are host data to torch (CPU tensors beside CUDA log_probs): any device's
+            a = a.to_device(log_probs.device)
         if a.shape != (n,):
             raise ValueError(f"{op}: {name} must hold {n} lengths (one per batch entry), got "
                              f"shape {a.shape}")

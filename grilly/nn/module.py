@@ -390,18 +390,20 @@ class Module:
         return self.to("cpu")
 
     # ---- state dicts --------------------------------------------------------------------
-    def state_dict(self, destination=None, prefix: str = "", keep_vars: bool = True) -> OrderedDict:
-        """Parameters and persistent buffers by dotted name (the arrays themselves)."""
+    def state_dict(self, destination=None, prefix: str = "", keep_vars: bool = False) -> OrderedDict:
+        """Parameters and persistent buffers by dotted name: detached arrays sharing their memory,
+        as torch's (changed in place without no_grad), or with ``keep_vars`` the arrays
+        themselves."""
         out = OrderedDict() if destination is None else destination
         for name, p in self._parameters.items():
             if p is not None:
-                out[prefix + name] = p
+                out[prefix + name] = p if keep_vars else p.detach()
         for name, b in self._buffers.items():
             if b is not None and name not in self._non_persistent:
-                out[prefix + name] = b
+                out[prefix + name] = b if keep_vars else b.detach()
         for name, m in self._modules.items():
             if m is not None:
-                m.state_dict(out, prefix + name + ".")
+                m.state_dict(out, prefix + name + ".", keep_vars)
         return out
 
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False) -> IncompatibleKeys:
@@ -412,7 +414,7 @@ class Module:
         if not isinstance(state_dict, Mapping):
             raise TypeError(f"load_state_dict: expected a mapping of name -> array, got "
                             f"{type(state_dict).__name__}")
-        own = self.state_dict()
+        own = self.state_dict(keep_vars=True)
         # keys a checkpoint may lack (BatchNorm's num_batches_tracked, which old torch
         # checkpoints do not have): torch fills them in, so they are not reported missing
         optional = {prefix + name for prefix, m in _prefixed(self)

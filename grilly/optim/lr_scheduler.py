@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import types
+import warnings
 from bisect import bisect_right
 from collections import Counter
 
@@ -11,6 +12,14 @@ __all__ = ["ChainedScheduler", "ConstantLR", "CosineAnnealingLR", "CosineAnneali
            "ExponentialLR", "LRScheduler", "LambdaLR", "LinearLR", "MultiStepLR",
            "MultiplicativeLR", "OneCycleLR", "PolynomialLR", "ReduceLROnPlateau", "SequentialLR",
            "StepLR"]
+
+
+def _warn_epoch(name: str) -> None:
+    """torch's deprecation of ``step(epoch)``: still honoured (the closed form where there is
+    one), with a UserWarning as torch gives."""
+    warnings.warn(f"{name}.step(epoch): passing the epoch is deprecated (as in torch); call "
+                  "step() without it. The lr is set from the closed form where the scheduler "
+                  "has one", UserWarning, stacklevel=3)
 
 
 def _optimizer(optimizer, name: str):
@@ -66,10 +75,13 @@ class LRScheduler:
         """The learning rates the last ``step()`` set."""
         return self._last_lr
 
-    def step(self) -> None:
-        """Advance one epoch and set the new learning rates."""
+    def step(self, epoch: int | None = None) -> None:
+        """Advance one epoch and set the new learning rates (``epoch``: torch's deprecated form,
+        jump to that epoch)."""
         self._step_count += 1
-        self._update_lr()
+        if epoch is not None:
+            _warn_epoch(type(self).__name__)
+        self._update_lr(epoch)
 
     def _update_lr(self, epoch: int | None = None) -> None:
         if epoch is None:
@@ -90,6 +102,10 @@ class LRScheduler:
     def load_state_dict(self, state: dict) -> None:
         """Restore from ``state_dict``."""
         self.__dict__.update(state)
+
+
+class _LRScheduler(LRScheduler):
+    """torch's old name of LRScheduler, kept (as torch keeps it) for schedulers subclassing it."""
 
 
 class StepLR(LRScheduler):
@@ -527,9 +543,10 @@ class OneCycleLR(LRScheduler):
         return lrs
 
 
-class ReduceLROnPlateau:
+class ReduceLROnPlateau(LRScheduler):
     """Multiply the lr by ``factor`` when ``step(metric)`` has not improved for ``patience``
-    epochs (torch's rules for mode, threshold, cooldown, min_lr and eps)."""
+    epochs (torch's rules for mode, threshold, cooldown, min_lr and eps). An LRScheduler, as
+    torch's, though its constructor takes no initial step."""
 
     def __init__(self, optimizer, mode: str = "min", factor: float = 0.1, patience: int = 10,
                  threshold: float = 1e-4, threshold_mode: str = "rel", cooldown: int = 0,
@@ -560,10 +577,13 @@ class ReduceLROnPlateau:
             return a < (b * (1.0 - t) if self.threshold_mode == "rel" else b - t)
         return a > (b * (t + 1.0) if self.threshold_mode == "rel" else b + t)
 
-    def step(self, metrics) -> None:
-        """Record this epoch's metric and reduce the lr after ``patience`` bad epochs."""
+    def step(self, metrics, epoch: int | None = None) -> None:
+        """Record this epoch's metric and reduce the lr after ``patience`` bad epochs
+        (``epoch``: torch's deprecated form, the epoch number to record)."""
         current = float(metrics)
-        self.last_epoch += 1
+        if epoch is not None:
+            _warn_epoch("ReduceLROnPlateau")
+        self.last_epoch = self.last_epoch + 1 if epoch is None else epoch
         if self._better(current):
             self.best = current
             self.num_bad_epochs = 0

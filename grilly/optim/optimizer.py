@@ -2,6 +2,10 @@
 from __future__ import annotations
 
 import copy
+import functools
+import itertools
+import weakref
+from collections import OrderedDict
 
 from ..array import api as gp
 from ..array import optim_steps
@@ -10,6 +14,63 @@ from ..array.dispatch import host_op
 from ..autograd.mode import no_grad
 
 __all__ = ["Optimizer"]
+
+_hook_ids = itertools.count()
+
+
+class _HookDict(OrderedDict):
+    """An OrderedDict a handle may refer to weakly."""
+
+
+class _StepHookHandle:
+    """Removes the step hook it was returned for (``remove()``, or leaving a ``with`` block)."""
+
+    def __init__(self, hooks: dict) -> None:
+        self.id = next(_hook_ids)
+        self._ref = weakref.ref(hooks)
+
+    def remove(self) -> None:
+        """Remove the hook (again: nothing)."""
+        d = self._ref()
+        if d is not None:
+            d.pop(self.id, None)
+
+    def __enter__(self) -> "_StepHookHandle":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
+
+
+def _with_step_hooks(step):
+    """``step`` running the optimizer's step pre- and post-hooks around it, as torch's (their
+    ``args`` begin with the optimizer); a step that calls a base class's step (also wrapped)
+    runs them once."""
+
+    @functools.wraps(step)
+    def wrapper(*args, **kwargs):
+        self = args[0]
+        pre = self.__dict__.get("_optimizer_step_pre_hooks")
+        post = self.__dict__.get("_optimizer_step_post_hooks")
+        if not (pre or post) or self.__dict__.get("_in_hooked_step"):
+            return step(*args, **kwargs)
+        for hook in list(pre.values()):
+            res = hook(self, args, kwargs)
+            if res is not None:
+                if not (isinstance(res, tuple) and len(res) == 2):
+                    raise RuntimeError(f"{type(self).__name__}.step: a step pre-hook must return "
+                                       f"None or a tuple (new_args, new_kwargs), got {res!r}")
+                args, kwargs = res
+        self._in_hooked_step = True
+        try:
+            out = step(*args, **kwargs)
+        finally:
+            self._in_hooked_step = False
+        for hook in list(post.values()):
+            hook(self, args, kwargs)
+        return out
+
+    return wrapper
 
 
 def _restore(v, p: Array):
@@ -35,8 +96,15 @@ class Optimizer:
     parameters where the device can), so an ``_update`` must not read a parameter another
     ``_update`` of the same step has just written through them."""
 
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        if "step" in cls.__dict__:
+            cls.step = _with_step_hooks(cls.__dict__["step"])
+
     def __init__(self, params, defaults: dict) -> None:
         self.defaults = dict(defaults)
+        self._optimizer_step_pre_hooks = _HookDict()
+        self._optimizer_step_post_hooks = _HookDict()
         if isinstance(params, Array):
             raise TypeError(f"{type(self).__name__}: params must be an iterable of Arrays or of "
                             "dicts, got a single Array; pass [x]")
@@ -64,9 +132,27 @@ class Optimizer:
 
     def add_param_group(self, group: dict) -> None:
         """Add a group of parameters with its own options (missing ones from the defaults)."""
+        if not isinstance(group, dict):
+            raise TypeError(f"{type(self).__name__}.add_param_group: param_group must be a dict, "
+                            f"got {type(group).__name__}")
         g = dict(group)
         ps = g["params"]
+        if isinstance(ps, set):
+            raise TypeError(f"{type(self).__name__}: parameters must be in an ordered collection "
+                            "(a set's order changes between runs); pass a list")
         g["params"] = [ps] if isinstance(ps, Array) else list(ps)
+        # torch 2.6's named parameters: (name, param) pairs, e.g. model.named_parameters()
+        names = [p[0] for p in g["params"] if isinstance(p, tuple)]
+        if names:
+            if len(names) != len(g["params"]):
+                raise ValueError(f"{type(self).__name__}: a parameter group mixes (name, "
+                                 "parameter) pairs and bare parameters; name all or none")
+            g["params"] = [p[1] for p in g["params"]]
+            g["param_names"] = names
+        if any(("param_names" in grp) != bool(names) for grp in self.param_groups):
+            raise ValueError(f"{type(self).__name__}: every parameter group must have names or "
+                             f"none may; cannot add a group {'with' if names else 'without'} "
+                             "names")
         for p in g["params"]:
             if not isinstance(p, Array):
                 raise TypeError(f"{type(self).__name__}: parameters must be grilly Arrays, got "
@@ -85,6 +171,20 @@ class Optimizer:
             g.setdefault(k, v)
         self.param_groups.append(g)
 
+    def register_step_pre_hook(self, hook) -> _StepHookHandle:
+        """Call ``hook(optimizer, args, kwargs)`` before each ``step``; it may return
+        ``(new_args, new_kwargs)`` for the step. Returns a handle whose ``remove()`` takes it off."""
+        handle = _StepHookHandle(self._optimizer_step_pre_hooks)
+        self._optimizer_step_pre_hooks[handle.id] = hook
+        return handle
+
+    def register_step_post_hook(self, hook) -> _StepHookHandle:
+        """Call ``hook(optimizer, args, kwargs)`` after each ``step``. Returns a handle whose
+        ``remove()`` takes it off."""
+        handle = _StepHookHandle(self._optimizer_step_post_hooks)
+        self._optimizer_step_post_hooks[handle.id] = hook
+        return handle
+
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Clear every parameter's gradient (to None, or to zeros in place)."""
         for g in self.param_groups:
@@ -97,6 +197,7 @@ class Optimizer:
                     # zeroed in place, as torch does: no new buffer, holders of .grad see it
                     p.grad[...] = 0
 
+    @_with_step_hooks
     def step(self, closure=None):
         """One update of every parameter that has a gradient; returns closure()'s loss if given."""
         loss = None
@@ -190,12 +291,17 @@ class Optimizer:
     # copied parameters' ids (else a copy would restart every moment and step count from zero)
     def __getstate__(self) -> dict:
         d = dict(self.__dict__)
+        # hooks are not kept (torch's neither): they may be lambdas, which do not pickle
+        for k in ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks", "_in_hooked_step"):
+            d.pop(k, None)
         pos = {id(p): i for i, p in enumerate(p for g in self.param_groups for p in g["params"])}
         d["_state"] = {pos[k]: v for k, v in self._state.items() if k in pos}
         return d
 
     def __setstate__(self, d: dict) -> None:
         self.__dict__.update(d)
+        self._optimizer_step_pre_hooks = _HookDict()
+        self._optimizer_step_post_hooks = _HookDict()
         params = [p for g in self.param_groups for p in g["params"]]
         self._state = {id(params[i]): v for i, v in d["_state"].items()}
 
