@@ -220,16 +220,17 @@ def triu(x: Array, /, *, k: int = 0) -> Array:
     return _tri("triu", x, k, False)
 
 
-def meshgrid(*arrays: Array, indexing: str = "xy") -> tuple[Array, ...]:
-    """Coordinate matrices from coordinate vectors."""
+def meshgrid(*arrays: Array, indexing: str = "xy", sparse: bool = False,
+             copy: bool = True) -> tuple[Array, ...]:
+    """Coordinate matrices from coordinate vectors (NumPy's ``sparse``: each array shaped to
+    broadcast against the others, not broadcast; ``copy=False``: read-only broadcast views)."""
     broadcast_to, reshape = dispatch.ns.broadcast_to, dispatch.ns.reshape
     if indexing not in ("xy", "ij"):
         raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
     for a in arrays:
         if not isinstance(a, Array) or a.ndim != 1:
             raise ValueError("meshgrid: every argument must be a 1-D grilly Array")
-    if len({a.dtype for a in arrays}) > 1:
-        raise TypeError("meshgrid: arrays must share one dtype")
+    # arrays of different dtypes each keep theirs, as in NumPy (the standard says "should")
     n = len(arrays)
     shape = [a.shape[0] for a in arrays]
     if indexing == "xy" and n > 1:
@@ -241,8 +242,10 @@ def meshgrid(*arrays: Array, indexing: str = "xy") -> tuple[Array, ...]:
             pos = 1 - i
         s = [1] * n
         s[pos] = a.shape[0]
-        b = broadcast_to(reshape(a, tuple(s)), tuple(shape))
-        out.append(wrap(kernel(a.device, "copy")(b._buf), a.dtype, a.device))
+        b = reshape(a, tuple(s))
+        if not sparse:
+            b = broadcast_to(b, tuple(shape))
+        out.append(wrap(kernel(a.device, "copy")(b._buf), a.dtype, a.device) if copy else b)
     # 2025.12 made meshgrid return a tuple (it was a list before)
     return tuple(out)
 

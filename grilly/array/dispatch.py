@@ -28,6 +28,12 @@ TORCH_NAMES = frozenset({"sum", "prod", "mean", "std", "var", "max", "min", "all
                          "median"})
 TORCH_FORMS: dict[str, Callable] = {}
 
+# NumPy's keywords a namespace function takes but its autograd rule does not (linalg.svd's
+# compute_uv, linalg.eigh's UPLO): name -> (those keywords, a function of the whole call that
+# composes namespace calls without them). Filled by a module before its export(), so what
+# autograd and grilly.jit record is the canonical call.
+NUMPY_FORMS: dict[str, tuple[frozenset, Callable]] = {}
+
 
 class _Hooks:
     """What grilly.autograd installs; None means no recorder (every call runs plainly)."""
@@ -117,11 +123,14 @@ def op(name: str, fn: Callable) -> Callable:
     h = hooks
     npos, names, absent, sig = _numpy_args.slots(name, fn)
     torch_kw = name in TORCH_NAMES
+    np_keys, np_form = NUMPY_FORMS.get(name, (None, None))
 
     @functools.wraps(fn)
     def dispatch(*args, **kw):
         if len(args) > npos or absent and not absent.isdisjoint(kw):
             args, kw = _numpy_args.bind(name, npos, names, absent, args, kw)   # canonical form
+        if np_keys is not None and kw and not np_keys.isdisjoint(kw):
+            return np_form(*args, **kw)   # composes namespace calls, which record
         if torch_kw and kw and not TORCH_KEYS.isdisjoint(kw):
             return TORCH_FORMS[name](*args, **kw)   # composes namespace calls, which record
         if h.cast is not None:

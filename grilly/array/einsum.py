@@ -20,11 +20,15 @@ _ns = dispatch.ns
 _LABELS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 
 
-def einsum(subscripts: str, /, *operands: Array) -> Array:
+def einsum(subscripts: str, /, *operands: Array, optimize=False) -> Array:
     """Einstein summation over ``operands`` as ``subscripts`` says ("ij,jk->ik", "bii->bi",
     "...ij,...jk", implicit output in NumPy's order; ellipsis axes left out of an explicit
-    output are summed, as torch does)."""
+    output are summed, as torch does). NumPy's ``optimize`` is taken and has no effect: grilly
+    picks its own contraction order, whatever it is."""
     op = "einsum"
+    if not (isinstance(optimize, (bool, list, tuple)) or optimize in ("greedy", "optimal")):
+        raise TypeError(f"{op}: optimize must be a bool, 'greedy', 'optimal' or an einsum_path "
+                        f"list, got {optimize!r}")
     if not isinstance(subscripts, str):
         raise TypeError(f"{op}: subscripts must be a string such as 'ij,jk->ik', got "
                         f"{type(subscripts).__name__} (the operand, sublist form is not "

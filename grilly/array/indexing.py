@@ -67,6 +67,18 @@ def _seq_index(k, x: Array, op: str) -> Array:
     return a
 
 
+def _on_device_of(k: Array, x: Array, op: str) -> Array:
+    """Index Array ``k`` on ``x``'s device. An integer or boolean index on the cpu device (the
+    host) indexes an array on any device, as a NumPy index does and as torch lets a CPU index
+    tensor index a CUDA one: ``x[gp.ix_(rows, cols)]`` and ``x[gp.tril_indices(n)]`` build their
+    indices on the default device. Other mixes are common_device's ValueError."""
+    if k._device is not x._device and k._device.backend.name == "cpu" and \
+            (k._dtype is dt.bool or dt.is_int(k._dtype)):
+        return k.to_device(x._device)
+    common_device(op, x, k)
+    return k
+
+
 def _parse(x: Array, key, op: str) -> list:
     """The key as a list of items: None, Ellipsis, slice, int, ('bool', value), ('arr', Array)."""
     if not isinstance(key, tuple):
@@ -94,8 +106,7 @@ def _parse(x: Array, key, op: str) -> list:
                 continue
         if isinstance(k, (Array, list, tuple)):
             if isinstance(k, Array):
-                common_device(op, x, k)
-                a = k
+                a = _on_device_of(k, x, op)
             else:
                 a = _seq_index(k, x, op)
             if a._dtype is dt.bool:

@@ -28,16 +28,19 @@ POSITIONAL: dict[str, tuple[str, ...]] = {
     "max": _EXTREME, "min": _EXTREME, "all": _EXTREME, "any": _EXTREME,
     "argmax": ("axis", "out"), "argmin": ("axis", "out"), "count_nonzero": ("axis",),
     "cumulative_sum": ("axis", "dtype", "out"), "cumulative_prod": ("axis", "dtype", "out"),
-    "sort": ("axis",), "argsort": ("axis",), "searchsorted": ("side", "sorter"),
+    "sort": ("axis", "kind", "order"), "argsort": ("axis", "kind", "order"),
+    "searchsorted": ("side", "sorter"),
     "concat": ("axis", "out"), "stack": ("axis", "out"), "flip": ("axis",), "roll": ("axis",),
     "repeat": ("axis",), "take": ("axis", "out"), "take_along_axis": ("axis",),
     "diff": ("n", "axis", "prepend", "append"), "tensordot": ("axes",), "tril": ("k",),
-    "triu": ("k",),
+    "triu": ("k",), "clip": ("out",),
     "asarray": ("dtype",), "arange": ("dtype",), "eye": ("k", "dtype"), "linspace": ("endpoint",),
     "zeros": ("dtype",), "ones": ("dtype",), "empty": ("dtype",), "full": ("dtype",),
     "zeros_like": ("dtype",), "ones_like": ("dtype",), "empty_like": ("dtype",),
     "full_like": ("dtype",),
-    "linalg.qr": ("mode",), "linalg.svd": ("full_matrices",), "linalg.pinv": ("rtol",),
+    "linalg.qr": ("mode",), "linalg.svd": ("full_matrices", "compute_uv", "hermitian"),
+    "linalg.pinv": ("rtol", "hermitian"), "linalg.eigh": ("UPLO",), "linalg.eigvalsh": ("UPLO",),
+    "linalg.matrix_rank": ("tol", "hermitian"),
     "fft.fft": _FFT, "fft.ifft": _FFT, "fft.rfft": _FFT, "fft.irfft": _FFT, "fft.hfft": _FFT,
     "fft.ihfft": _FFT, "fft.fftn": _FFTN, "fft.ifftn": _FFTN, "fft.rfftn": _FFTN,
     "fft.irfftn": _FFTN, "fft.fftfreq": ("d",), "fft.rfftfreq": ("d",), "fft.fftshift": ("axes",),
@@ -46,7 +49,8 @@ POSITIONAL: dict[str, tuple[str, ...]] = {
 
 # NumPy's keyword names for a grilly parameter: name -> {NumPy's: grilly's}
 ALIASES: dict[str, dict[str, str]] = {"std": {"ddof": "correction"},
-                                      "var": {"ddof": "correction"}}
+                                      "var": {"ddof": "correction"},
+                                      "clip": {"a_min": "min", "a_max": "max"}}
 
 NONE = (sys.maxsize, (), frozenset(), None)   # slots() of a function not in POSITIONAL
 

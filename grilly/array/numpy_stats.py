@@ -24,7 +24,8 @@ __all__ = [
     "argpartition", "argwhere", "average", "bartlett", "bincount", "blackman", "cbrt",
     "convolve", "corrcoef", "correlate", "cov", "digitize", "ediff1d", "exp2", "flatnonzero",
     "fmax", "fmin", "geomspace", "gradient", "hamming", "hanning", "heaviside", "histogram",
-    "indices", "interp", "intersect1d", "ix_", "lexsort", "logaddexp2", "logspace", "median",
+    "c_", "index_exp", "indices", "interp", "intersect1d", "ix_", "mgrid", "ogrid", "r_", "s_",
+    "lexsort", "logaddexp2", "logspace", "median",
     "nan_to_num", "nanargmax", "nanargmin", "nancumprod", "nancumsum", "nanmax", "nanmean",
     "nanmedian", "nanmin", "nanpercentile", "nanprod", "nanquantile", "nanstd", "nansum",
     "nanvar", "partition", "percentile", "place", "polyfit", "polyval", "ptp", "put",
@@ -52,7 +53,9 @@ def average(a: Array, axis=None, weights: Array | None = None, returned: bool = 
         n = a.size // builtins.max(avg.size, 1) if a.size else 0
         scl = _ns.full(avg.shape, float(n), dtype=avg.dtype, device=a.device)
     else:
-        w = _arr(weights, op, "weights")
+        # a sequence of weights is converted as NumPy converts it (ints stay ints)
+        w = weights if isinstance(weights, Array) else _ns.asarray(np.asarray(weights),
+                                                                    device=a.device)
         common_device(op, a, w)
         if a.dtype.kind in "fc" and w.dtype.kind in "fc":
             d = dt.promote(a.dtype, w.dtype, op)
@@ -538,6 +541,8 @@ def digitize(x: Array, bins: Array, right: bool = False) -> Array:
     """Index of the bin of each ``x`` (searchsorted on increasing or decreasing 1-D ``bins``;
     their direction is read on the host)."""
     op = "digitize"
+    if not isinstance(x, Array) and isinstance(bins, Array):   # a number or a list of them
+        x = _ns.asarray(np.asarray(x), device=bins.device)
     _arr(x, op, "x")
     bins = _operand(bins, x, op, "bins")
     if bins.ndim != 1:
@@ -696,6 +701,9 @@ def interp(x: Array, xp: Array, fp: Array, left=None, right=None, period=None) -
     op = "interp"
     if period is not None:
         raise NotImplementedError(f"{op}: period is not supported")
+    if not isinstance(x, Array):   # a number or a list of them, on the data points' device
+        like = next((v for v in (xp, fp) if isinstance(v, Array)), None)
+        x = _ns.asarray(np.asarray(x), device=None if like is None else like.device)
     _arr(x, op, "x")
     xp, fp = _operand(xp, x, op, "xp"), _operand(fp, x, op, "fp")
     if xp.ndim != 1 or fp.ndim != 1:
@@ -993,11 +1001,88 @@ def ix_(*args):
     return tuple(out)
 
 
-def unravel_index(indices, shape: Sequence[int]) -> tuple:
-    """The coordinates in an array of ``shape`` of flat ``indices`` (Python ints for an int;
-    arrays checked for bounds on the host only when host data)."""
+class _Grid:
+    """``mgrid[...]``/``ogrid[...]``: NumPy's dense or open grid of slices (a complex step is
+    a point count, as in linspace), built on the host and placed on the default device."""
+
+    def __init__(self, grid, name: str):
+        self._grid, self._name = grid, name
+
+    def __getitem__(self, key):
+        keys = key if isinstance(key, tuple) else (key,)
+        if not all(isinstance(k, slice) for k in keys):
+            raise TypeError(f"{self._name}: expected slices such as {self._name}[0:3, 0:1:5j], "
+                            f"got {key!r}")
+        h = self._grid[key]
+        if isinstance(h, (tuple, list)):
+            return tuple(_ns.asarray(a) for a in h)
+        return _ns.asarray(h)
+
+    def __repr__(self) -> str:
+        return f"grilly.{self._name}"
+
+
+mgrid = _Grid(np.mgrid, "mgrid")
+ogrid = _Grid(np.ogrid, "ogrid")
+s_ = np.s_   # a slice object maker: no arrays involved
+index_exp = np.index_exp
+
+
+class _Concat:
+    """``r_[...]``/``c_[...]``: NumPy's concatenation of arrays, scalars and slices (slices as
+    arange, or linspace for a complex step) along the first axis, or for ``c_`` as columns
+    along the last. NumPy's string directives ('0,2', 'r', 'c') are not supported."""
+
+    def __init__(self, columns: bool):
+        self._columns = columns
+        self._name = "c_" if columns else "r_"
+
+    def __getitem__(self, key):
+        keys = key if isinstance(key, tuple) else (key,)
+        like = next((k for k in keys if isinstance(k, Array)), None)
+        dev = None if like is None else like.device
+        parts = []
+        for k in keys:
+            if isinstance(k, str):
+                raise NotImplementedError(f"{self._name}: string directives such as {k!r} are "
+                                          "not supported; use concatenate or stack")
+            if isinstance(k, slice):
+                a = _ns.asarray(np.r_[k], device=dev)
+            elif isinstance(k, Array):
+                common_device(self._name, like, k)
+                a = k
+            elif like is not None and not isinstance(k, np.ndarray) and np.ndim(k) == 0:
+                a = _operand(k, like, self._name, "item")   # a scalar takes the arrays' dtype
+            else:
+                a = _ns.asarray(k, device=dev)
+            if self._columns:
+                a = _ns.reshape(a, (-1, 1)) if a.ndim < 2 else a
+            elif a.ndim == 0:
+                a = _ns.reshape(a, (1,))
+            parts.append(a)
+        return _ns.concat(parts, axis=-1 if self._columns else 0)
+
+    def __repr__(self) -> str:
+        return f"grilly.{self._name}"
+
+
+r_ = _Concat(columns=False)
+c_ = _Concat(columns=True)
+
+
+def _order(order: str, op: str) -> bool:
+    """Whether ``order`` is NumPy's 'F' (the first axis varies fastest) rather than 'C'."""
+    if order not in ("C", "F"):
+        raise ValueError(f"{op}: order must be 'C' or 'F', got {order!r}")
+    return order == "F"
+
+
+def unravel_index(indices, shape: Sequence[int], order: str = "C") -> tuple:
+    """The coordinates in an array of ``shape`` of flat ``indices`` (Python ints for an int);
+    the bounds are checked as NumPy's, an Array's by one host read."""
     op = "unravel_index"
     dims = _ints_arg(shape, op, "shape")
+    fortran = _order(order, op)
     total = math.prod(dims)
     if not isinstance(indices, Array):
         h = np.asarray(indices)
@@ -1007,16 +1092,22 @@ def unravel_index(indices, shape: Sequence[int]) -> tuple:
             raise ValueError(f"{op}: index {int(h.max() if h.max() >= total else h.min())} is "
                              f"out of bounds for array with size {total}")
         if h.ndim == 0:
-            return tuple(int(v) for v in np.unravel_index(int(h), dims))
+            return tuple(int(v) for v in np.unravel_index(int(h), dims, order=order))
         indices = _ns.asarray(h.astype(np.int64))
     if indices.dtype.kind not in "iu":
         raise TypeError(f"{op}: only int indices permitted")
+    if indices.size:
+        # a flat index past the end would wrap into valid-looking coordinates: NumPy's error
+        lo, hi = int(_ns.min(indices)), int(_ns.max(indices))
+        if lo < 0 or hi >= total:
+            raise ValueError(f"{op}: index {hi if hi >= total else lo} is out of bounds for "
+                             f"array with size {total}")
     out = []
     rem = _ns.astype(indices, dt.int64)
-    for n in reversed(dims):
+    for n in (dims if fortran else reversed(dims)):
         out.append(_ns.remainder(rem, n) if n else rem)
         rem = _ns.floor_divide(rem, n) if n else rem
-    return tuple(reversed(out))
+    return tuple(out) if fortran else tuple(reversed(out))
 
 
 def ravel_multi_index(multi_index, dims: Sequence[int], mode: str = "raise",
@@ -1025,15 +1116,15 @@ def ravel_multi_index(multi_index, dims: Sequence[int], mode: str = "raise",
     'wrap' or 'clip'; 'raise' reads the coordinates on the host to check them)."""
     op = "ravel_multi_index"
     dims = _ints_arg(dims, op, "dims")
-    if order != "C":
-        raise NotImplementedError(f"{op}: only order='C' is supported")
+    fortran = _order(order, op)
     if len(multi_index) != len(dims):
         raise ValueError(f"{op}: parameter multi_index must be a sequence of length {len(dims)}")
     modes = (mode,) * len(dims) if isinstance(mode, str) else tuple(mode)
     dev = next((m.device for m in multi_index if isinstance(m, Array)), None)
     flat = None
     stride = 1
-    for m, n, md in reversed(list(zip(multi_index, dims, modes))):
+    axes = list(zip(multi_index, dims, modes))
+    for m, n, md in (axes if fortran else reversed(axes)):
         c = m if isinstance(m, Array) else _ns.asarray(np.asarray(m, dtype=np.int64), device=dev)
         c = _ns.astype(c, dt.int64)
         if md == "wrap":

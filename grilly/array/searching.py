@@ -62,6 +62,8 @@ def searchsorted(x1: Array, x2, /, *, side: str = "left", sorter=None) -> Array:
         raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
     _check_kind(x1, "searchsorted", "iuf")
     dev = x1._device
+    if isinstance(x2, (list, tuple)) or type(x2).__module__ == "numpy" and getattr(x2, "ndim", 0):
+        x2 = dispatch.ns.asarray(x2, device=dev)   # NumPy's array_like values
     if isinstance(x2, Array):
         common_device("searchsorted", x1, x2)
         d = dt.promote(x1._dtype, x2._dtype, "searchsorted")
@@ -95,8 +97,8 @@ def where(condition: Array, x1=None, x2=None, /) -> Array:
         d = dt.promote(x1._dtype, x2._dtype, "where")
     elif arrays:
         d = dt.scalar_result(arrays[0]._dtype, x2 if arrays[0] is x1 else x1, "where")
-    else:
-        raise TypeError("where: at least one of x1 and x2 must be an array")
+    else:   # two Python scalars: NumPy's dtype of the pair (where(m, 1, -1) is int64)
+        d = dt.scalar_result(dt.scalar_result(dt.bool, x1, "where"), x2, "where")
     a = as_compute_array(x1, d, dev, "where")
     b = as_compute_array(x2, d, dev, "where")
     shape = broadcast_shapes(condition.shape, a.shape, b.shape, op="where")

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from collections import namedtuple
 
+import numpy as np
+
 from . import dispatch
 from . import dtypes as dt
 from .array import Array
@@ -48,7 +50,13 @@ def unique_values(x: Array, /) -> Array:
 
 
 def isin(x1, x2, /, *, invert: bool = False) -> Array:
-    """Whether each element of x1 occurs in x2 (NaN never does)."""
+    """Whether each element of x1 occurs in x2 (NaN never does); a list or NumPy array beside
+    an Array is converted onto its device, as NumPy's array_like."""
+    seq = (list, tuple, np.ndarray)
+    if isinstance(x1, seq) and isinstance(x2, Array):
+        x1 = dispatch.ns.asarray(np.asarray(x1), device=x2._device)
+    elif isinstance(x2, seq) and isinstance(x1, Array):
+        x2 = dispatch.ns.asarray(np.asarray(x2), device=x1._device)
     arrays = [a for a in (x1, x2) if isinstance(a, Array)]
     if not arrays:
         raise TypeError("isin: at least one of x1 and x2 must be an array")

@@ -13,23 +13,38 @@ from .statistical import _check_kind
 __all__ = ["argsort", "sort", "topk"]
 
 
-def _sort(op: str, x: Array, axis, descending: bool, stable: bool) -> Array:
+_KINDS = (None, "quicksort", "mergesort", "heapsort", "stable")
+
+
+def _sort(op: str, x: Array, axis, descending: bool, stable: bool, kind) -> Array:
     check_array(x, op)
     _check_kind(x, op, "biuf")
-    ax = normalize_axis(axis, x.ndim, op)
+    if kind is not None and not isinstance(kind, str):
+        raise TypeError(f"{op}: kind must be a str, got {type(kind).__name__}")
+    if kind not in _KINDS:
+        raise ValueError(f"{op}: kind must be one of 'quicksort', 'mergesort', 'heapsort' or "
+                         f"'stable', got {kind!r}")
+    # grilly's sort is stable whatever the kind: any kind's result is one NumPy could give
+    stable = stable or kind in ("stable", "mergesort")
     dev = x._device
+    if axis is None:   # NumPy's: the flattened array
+        x, axis = wrap(kernel(dev, "reshape")(x._buf, (x.size,)), x._dtype, dev), 0
+    ax = normalize_axis(axis, x.ndim, op)
     out = x._dtype if op == "sort" else dt.int64
     return wrap(kernel(dev, op)(x._buf, ax, bool(descending), bool(stable)), out, dev)
 
 
-def argsort(x: Array, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Array:
-    """Indices that sort x along axis (stable: equal elements keep their order)."""
-    return _sort("argsort", x, axis, descending, stable)
+def argsort(x: Array, /, *, axis: int | None = -1, descending: bool = False, stable: bool = True,
+            kind: str | None = None) -> Array:
+    """Indices that sort x along axis (stable: equal elements keep their order); NumPy's
+    ``axis=None`` sorts the flattened array, and ``kind`` is accepted (every kind is stable)."""
+    return _sort("argsort", x, axis, descending, stable, kind)
 
 
-def sort(x: Array, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Array:
-    """A sorted copy of x along axis."""
-    return _sort("sort", x, axis, descending, stable)
+def sort(x: Array, /, *, axis: int | None = -1, descending: bool = False, stable: bool = True,
+         kind: str | None = None) -> Array:
+    """A sorted copy of x along axis (NumPy's ``axis=None`` and ``kind`` as in argsort)."""
+    return _sort("sort", x, axis, descending, stable, kind)
 
 def _check_k(k, n: int) -> int:
     if isinstance(k, bool) or not hasattr(k, "__index__"):

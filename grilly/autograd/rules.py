@@ -671,7 +671,7 @@ def _repeat(g, out, x, repeats, /, *, axis=None):
     return (N.reshape(_scatter_add(base, ax, idx, g), x.shape), None)
 
 
-def _meshgrid(g, out, *arrays, indexing="xy"):
+def _meshgrid(g, out, *arrays, indexing="xy", sparse=False, copy=True):
     n = len(arrays)
     res = []
     for i, (gi, a) in enumerate(zip(g, arrays)):
@@ -680,7 +680,10 @@ def _meshgrid(g, out, *arrays, indexing="xy"):
     return tuple(res)
 
 
-def _sort(g, out, x, /, *, axis=-1, descending=False, stable=True):
+def _sort(g, out, x, /, *, axis=-1, descending=False, stable=True, kind=None):
+    if axis is None:   # NumPy's flattened sort: the rule of the flat array's
+        (gx,) = _sort(g, out, N.reshape(x, (-1,)), axis=0, descending=descending)
+        return (N.reshape(gx, x.shape),)
     idx = N.argsort(x, axis=axis, descending=descending, stable=True)
     inv = N.argsort(idx, axis=axis, stable=True)
     return (N.take_along_axis(g, inv, axis=axis),)

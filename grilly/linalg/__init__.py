@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from typing import Literal, NamedTuple
 
+import numpy as np
+
 from ..array import dispatch
 from ..array import dtypes as dt
 from ..array.array import Array
@@ -13,11 +15,12 @@ from ..array.core import (as_compute_array, broadcast_shapes, call, check_array,
 from ..array.linear_algebra import matmul, matrix_transpose, numeric_pair, tensordot, vecdot
 
 __all__ = [
-    "EigResult", "EighResult", "LstsqResult", "QRResult", "SVDResult", "SlogdetResult", "cholesky",
-    "cross", "det", "diagonal", "eig", "eigh", "eigvals", "eigvalsh", "inv", "lstsq", "matmul",
-    "matrix_norm", "norm",
+    "EigResult", "EighResult", "LinAlgError", "LstsqResult", "QRResult", "SVDResult",
+    "SlogdetResult", "cholesky", "cond", "cross", "det", "diagonal", "eig", "eigh", "eigvals",
+    "eigvalsh", "inv", "lstsq", "matmul",
+    "matrix_norm", "multi_dot", "norm",
     "matrix_power", "matrix_rank", "matrix_transpose", "outer", "pinv", "qr", "slogdet", "solve",
-    "svd", "svdvals", "tensordot", "trace", "vecdot", "vector_norm",
+    "svd", "svdvals", "tensordot", "tensorinv", "tensorsolve", "trace", "vecdot", "vector_norm",
 ]
 
 
@@ -58,21 +61,26 @@ def _ns():
     return dispatch.ns
 
 
+LinAlgError = np.linalg.LinAlgError   # NumPy's class: grilly raises it where NumPy does
+
+
 def _float(x, op: str) -> Array:
+    """``x`` in a floating dtype: integer and bool arrays in float64, as NumPy computes them."""
     check_array(x, op)
     if x._dtype.kind not in "fc":
-        raise TypeError(f"{op}: dtype {x._dtype.name} is not supported; expected a floating-point "
-                        "array (cast integers with astype first)")
+        return as_compute_array(x, dt.default_float(x._device), x._device, op)
     return x
 
 
 def _matrices(x, op: str, square: bool = False) -> Array:
-    _float(x, op)
+    x = _float(x, op)
+    # NumPy's LinAlgError, which is a ValueError
     if x.ndim < 2:
-        raise ValueError(f"{op}: x must have at least 2 dimensions (..., M, N), got shape {x.shape}")
+        raise LinAlgError(f"{op}: x must have at least 2 dimensions (..., M, N), got shape "
+                          f"{x.shape}")
     if square and x.shape[-1] != x.shape[-2]:
-        raise ValueError(f"{op}: x must be a stack of square matrices (..., M, M), "
-                         f"got shape {x.shape}")
+        raise LinAlgError(f"{op}: x must be a stack of square matrices (..., M, M), "
+                          f"got shape {x.shape}")
     return x
 
 
@@ -92,7 +100,7 @@ def _call(x: Array, op: str, *args):
 
 def cholesky(x: Array, /, *, upper: bool = False) -> Array:
     """Cholesky factor of Hermitian positive-definite matrices (lower, or upper when upper=True)."""
-    _matrices(x, "cholesky", square=True)
+    x = _matrices(x, "cholesky", square=True)
     out = wrap(_call(x, "cholesky"), x._dtype, x._device)
     if upper:
         out = matrix_transpose(out)
@@ -125,7 +133,7 @@ def cross(x1: Array, x2: Array, /, *, axis: int = -1) -> Array:
 
 def det(x: Array, /) -> Array:
     """Determinant of each square matrix in x."""
-    _matrices(x, "det", square=True)
+    x = _matrices(x, "det", square=True)
     return wrap(_call(x, "det"), x._dtype, x._device)
 
 
@@ -141,7 +149,7 @@ def diagonal(x: Array, /, *, offset: int = 0) -> Array:
 
 def eig(x: Array, /) -> EigResult:
     """Eigenvalues and eigenvectors (complex) of general square matrices."""
-    _matrices(x, "eig", square=True)
+    x = _matrices(x, "eig", square=True)
     c = _complex_of(x._dtype)
     w, v = _call(as_compute_array(x, c, x._device, "eig"), "eig")
     return EigResult(wrap(w, c, x._device), wrap(v, c, x._device))
@@ -149,28 +157,29 @@ def eig(x: Array, /) -> EigResult:
 
 def eigvals(x: Array, /) -> Array:
     """Eigenvalues (complex) of general square matrices."""
-    _matrices(x, "eigvals", square=True)
+    x = _matrices(x, "eigvals", square=True)
     c = _complex_of(x._dtype)
     return wrap(_call(as_compute_array(x, c, x._device, "eigvals"), "eigvals"),
                 c, x._device)
 
 
-def eigh(x: Array, /) -> EighResult:
-    """Eigenvalues (real, ascending) and eigenvectors of Hermitian/symmetric matrices."""
-    _matrices(x, "eigh", square=True)
+def eigh(x: Array, /, *, UPLO: str = "L") -> EighResult:
+    """Eigenvalues (real, ascending) and eigenvectors of Hermitian/symmetric matrices (NumPy's
+    ``UPLO``: the triangle read, 'L' or 'U')."""
+    x = _matrices(x, "eigh", square=True)
     w, v = _call(x, "eigh")
     return EighResult(wrap(w, _real_of(x._dtype), x._device), wrap(v, x._dtype, x._device))
 
 
-def eigvalsh(x: Array, /) -> Array:
-    """Eigenvalues (real, ascending) of Hermitian/symmetric matrices."""
-    _matrices(x, "eigvalsh", square=True)
+def eigvalsh(x: Array, /, *, UPLO: str = "L") -> Array:
+    """Eigenvalues (real, ascending) of Hermitian/symmetric matrices (``UPLO`` as eigh's)."""
+    x = _matrices(x, "eigvalsh", square=True)
     return wrap(_call(x, "eigvalsh"), _real_of(x._dtype), x._device)
 
 
 def inv(x: Array, /) -> Array:
     """Inverse of each square matrix in x."""
-    _matrices(x, "inv", square=True)
+    x = _matrices(x, "inv", square=True)
     return wrap(_call(x, "inv"), x._dtype, x._device)
 
 
@@ -181,7 +190,7 @@ def _max_min(x: Array, axis, keepdims: bool, largest: bool) -> Array:
 def vector_norm(x: Array, /, *, axis: int | tuple[int, ...] | None = None, keepdims: bool = False,
                 ord: int | float = 2) -> Array:
     """Vector p-norm of x over axis (all axes by default)."""
-    _float(x, "vector_norm")
+    x = _float(x, "vector_norm")
     if isinstance(ord, bool) or not isinstance(ord, (int, float)):
         raise TypeError(f"vector_norm: ord must be an int or float, got {ord!r}")
     axes = normalize_axes(axis, x.ndim, "vector_norm")
@@ -212,7 +221,7 @@ def vector_norm(x: Array, /, *, axis: int | tuple[int, ...] | None = None, keepd
 def matrix_norm(x: Array, /, *, keepdims: bool = False,
                 ord: int | float | Literal["fro", "nuc"] = "fro") -> Array:
     """Matrix norm of each matrix in x ('fro', 'nuc', 1, -1, 2, -2, inf, -inf)."""
-    _matrices(x, "matrix_norm")
+    x = _matrices(x, "matrix_norm")
     ns = _ns()
     n = x.ndim
     if ord == "fro":
@@ -286,9 +295,21 @@ def _rtol_buf(x: Array, rtol, op: str):
     return wrap(kernel(x._device, "full")((), float(rtol), dt.float64), dt.float64, x._device)
 
 
-def matrix_rank(x: Array, /, *, rtol: float | Array | None = None) -> Array:
-    """Rank of each matrix: singular values above rtol times the largest (int64)."""
-    _matrices(x, "matrix_rank")
+def matrix_rank(x: Array, /, *, rtol: float | Array | None = None, tol: float | Array | None = None,
+                hermitian: bool = False) -> Array:
+    """Rank of each matrix: singular values above rtol times the largest, or above NumPy's
+    absolute ``tol`` (int64); of a 1-D array, 1 unless it is all zeros, as NumPy's."""
+    x = _float(x, "matrix_rank")
+    ns = _ns()
+    if x.ndim < 2:   # NumPy's rank of a vector (or scalar)
+        return ns.astype(ns.any(ns.not_equal(x, 0)), dt.int64)
+    x = _matrices(x, "matrix_rank")
+    if tol is not None:
+        if rtol is not None:
+            raise ValueError("matrix_rank: give tol or rtol, not both")
+        s = svdvals(x)
+        t = ns.expand_dims(tol, axis=-1) if isinstance(tol, Array) else tol
+        return ns.sum(ns.astype(ns.greater(s, t), dt.int64), axis=-1)
     return wrap(_call(x, "matrix_rank", _rtol_buf(x, rtol, "matrix_rank")), dt.int64, x._device)
 
 
@@ -302,15 +323,16 @@ def outer(x1: Array, x2: Array, /) -> Array:
                           wrap(rs(b._buf, (1, b.shape[0])), d, dev))
 
 
-def pinv(x: Array, /, *, rtol: float | Array | None = None) -> Array:
-    """Moore-Penrose pseudo-inverse of each matrix in x."""
-    _matrices(x, "pinv")
+def pinv(x: Array, /, *, rtol: float | Array | None = None, hermitian: bool = False,
+         rcond: float | Array | None = None) -> Array:
+    """Moore-Penrose pseudo-inverse of each matrix in x (NumPy's ``rcond`` is ``rtol``)."""
+    x = _matrices(x, "pinv")
     return wrap(_call(x, "pinv", _rtol_buf(x, rtol, "pinv")), x._dtype, x._device)
 
 
 def qr(x: Array, /, *, mode: Literal["reduced", "complete"] = "reduced") -> QRResult:
     """QR decomposition of each matrix in x (mode 'reduced' or 'complete')."""
-    _matrices(x, "qr")
+    x = _matrices(x, "qr")
     if mode not in ("reduced", "complete"):
         raise ValueError(f"qr: mode must be 'reduced' or 'complete', got {mode!r}")
     q, r = _call(x, "qr", mode)
@@ -319,15 +341,15 @@ def qr(x: Array, /, *, mode: Literal["reduced", "complete"] = "reduced") -> QRRe
 
 def slogdet(x: Array, /) -> SlogdetResult:
     """Sign and natural log of the absolute determinant of each square matrix."""
-    _matrices(x, "slogdet", square=True)
+    x = _matrices(x, "slogdet", square=True)
     s, la = _call(x, "slogdet")
     return SlogdetResult(wrap(s, x._dtype, x._device), wrap(la, _real_of(x._dtype), x._device))
 
 
 def solve(x1: Array, x2: Array, /) -> Array:
     """Solution X of x1 @ X = x2 for square x1 (x2 of shape (M,) is one right-hand side)."""
-    _float(x1, "solve")
-    _float(x2, "solve")
+    x1 = _float(x1, "solve")
+    x2 = _float(x2, "solve")
     a, b, d, dev = numeric_pair("solve", x1, x2)
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise ValueError(f"solve: x1 must be a stack of square matrices, got shape {a.shape}")
@@ -346,9 +368,11 @@ def solve(x1: Array, x2: Array, /) -> Array:
     return wrap(out, d, dev)
 
 
-def svd(x: Array, /, *, full_matrices: bool = True) -> SVDResult:
-    """Singular value decomposition U, S, Vh of each matrix in x."""
-    _matrices(x, "svd")
+def svd(x: Array, /, *, full_matrices: bool = True, compute_uv: bool = True,
+        hermitian: bool = False) -> SVDResult:
+    """Singular value decomposition U, S, Vh of each matrix in x (NumPy's ``compute_uv=False``:
+    the singular values only)."""
+    x = _matrices(x, "svd")
     u, s, vh = _call(x, "svd", bool(full_matrices))
     return SVDResult(wrap(u, x._dtype, x._device), wrap(s, _real_of(x._dtype), x._device),
                      wrap(vh, x._dtype, x._device))
@@ -356,7 +380,7 @@ def svd(x: Array, /, *, full_matrices: bool = True) -> SVDResult:
 
 def svdvals(x: Array, /) -> Array:
     """Singular values (descending) of each matrix in x."""
-    _matrices(x, "svdvals")
+    x = _matrices(x, "svdvals")
     return wrap(_call(x, "svdvals"), _real_of(x._dtype), x._device)
 
 
@@ -371,8 +395,8 @@ def lstsq(a: Array, b: Array, /, rcond: float | None = None, *,
           driver: str | None = None) -> LstsqResult:
     """Least-squares solution of a @ x = b (NumPy's and torch's lstsq, through the SVD):
     (solution, residuals, rank, singular_values)."""
-    _matrices(a, "lstsq")
-    _float(b, "lstsq")
+    a = _matrices(a, "lstsq")
+    b = _float(b, "lstsq")
     if driver not in (None, "gelsd", "gelss"):
         raise NotImplementedError(f"lstsq: driver {driver!r} is not supported (the SVD-based "
                                   "'gelsd'/'gelss' solution is always used)")
@@ -437,6 +461,142 @@ def norm(x: Array, /, ord: int | float | str | None = None,
         for a in sorted((a0, a1)):
             r = ns.expand_dims(r, axis=a)
     return r
+
+
+# ---- NumPy's keywords (dispatch.NUMPY_FORMS): composed of the canonical calls above -----------
+def _uplo(x: Array, UPLO: str, op: str) -> Array:
+    """x whose lower triangle is the Hermitian matrix NumPy's ``UPLO`` names."""
+    if UPLO not in ("L", "U"):
+        raise ValueError(f"{op}: UPLO must be 'L' or 'U', got {UPLO!r}")
+    if UPLO == "L":
+        return x
+    x = _matrices(x, op, square=True)
+    # the upper triangle of x is the lower triangle of its conjugate transpose
+    t = matrix_transpose(x)
+    return _ns().conj(t) if x._dtype.kind == "c" else t
+
+
+def _eigh_np(x: Array, /, *, UPLO: str = "L") -> EighResult:
+    return eigh(_uplo(x, UPLO, "eigh"))
+
+
+def _eigvalsh_np(x: Array, /, *, UPLO: str = "L") -> Array:
+    return eigvalsh(_uplo(x, UPLO, "eigvalsh"))
+
+
+def _svd_np(x: Array, /, *, full_matrices: bool = True, compute_uv: bool = True,
+            hermitian: bool = False):
+    # hermitian=True is NumPy's faster path to the same decomposition: the general one serves
+    return svd(x, full_matrices=full_matrices) if compute_uv else svdvals(x)
+
+
+def _pinv_np(x: Array, /, *, rtol=None, hermitian: bool = False, rcond=None) -> Array:
+    if rcond is not None and rtol is not None:
+        raise ValueError("pinv: give rcond or rtol, not both (the same parameter)")
+    return pinv(x, rtol=rcond if rcond is not None else rtol)
+
+
+dispatch.NUMPY_FORMS.update({
+    "linalg.eigh": (frozenset({"UPLO"}), _eigh_np),
+    "linalg.eigvalsh": (frozenset({"UPLO"}), _eigvalsh_np),
+    "linalg.svd": (frozenset({"compute_uv", "hermitian"}), _svd_np),
+    "linalg.pinv": (frozenset({"rcond", "hermitian"}), _pinv_np),
+})
+
+
+# ---- NumPy's other linalg functions, composed ------------------------------------------------
+def cond(x: Array, p: int | float | str | None = None) -> Array:
+    """Condition number of each matrix (NumPy's ``linalg.cond``): the ratio of the extreme
+    singular values for p None, 2 or -2, else ``norm(x, p) * norm(inv(x), p)``."""
+    x = _matrices(x, "cond")
+    ns = _ns()
+    if p is None or (p in (2, -2) and not isinstance(p, bool)):
+        s = svdvals(x)
+        hi, lo = s[..., 0], s[..., -1]
+        return ns.divide(lo, hi) if p == -2 else ns.divide(hi, lo)
+    x = _matrices(x, "cond", square=True)
+    return ns.multiply(norm(x, p, axis=(-2, -1)), norm(inv(x), p, axis=(-2, -1)))
+
+
+def _chain_order(dims: list) -> list:
+    """split[i][j]: where the cheapest product of matrices i..j splits (matrix-chain order)."""
+    n = len(dims) - 1
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j] = math.inf
+            for k in range(i, j):
+                c = cost[i][k] + cost[k + 1][j] + dims[i] * dims[k + 1] * dims[j + 1]
+                if c < cost[i][j]:
+                    cost[i][j], split[i][j] = c, k
+    return split
+
+
+def multi_dot(arrays, *, out=None) -> Array:
+    """The product of two or more arrays in the cheapest order (NumPy's ``linalg.multi_dot``):
+    a 1-D first array is a row vector, a 1-D last one a column vector."""
+    from ..array.numpy_args import no_out
+    no_out("multi_dot", out)
+    arrs = list(arrays)
+    if len(arrs) < 2:
+        raise ValueError("multi_dot: arrays must have at least two elements")
+    for a in arrs:
+        check_array(a, "multi_dot", "arrays")
+    ns = _ns()
+    first, last = arrs[0].ndim == 1, arrs[-1].ndim == 1
+    if first:
+        arrs[0] = ns.reshape(arrs[0], (1, -1))
+    if last:
+        arrs[-1] = ns.reshape(arrs[-1], (-1, 1))
+    for i, a in enumerate(arrs):
+        if a.ndim != 2:
+            raise ValueError(f"multi_dot: array {i} must be 2-D (1-D allowed first and last), "
+                             f"got shape {a.shape}")
+    split = _chain_order([arrs[0].shape[0]] + [a.shape[1] for a in arrs])
+
+    def prod(i: int, j: int) -> Array:
+        if i == j:
+            return arrs[i]
+        k = split[i][j]
+        return matmul(prod(i, k), prod(k + 1, j))
+
+    r = prod(0, len(arrs) - 1)
+    if first and last:
+        return ns.reshape(r, ())
+    if first or last:
+        return ns.reshape(r, (-1,))
+    return r
+
+
+def tensorinv(a: Array, ind: int = 2) -> Array:
+    """The inverse of ``a`` under tensordot over its first ``ind`` axes (NumPy's tensorinv)."""
+    check_array(a, "tensorinv")
+    if isinstance(ind, bool) or not isinstance(ind, int) or ind <= 0:
+        raise ValueError(f"tensorinv: ind must be a positive int, got {ind!r}")
+    rows = math.prod(a.shape[:ind])
+    ia = inv(_ns().reshape(a, (rows, -1)))
+    return _ns().reshape(ia, a.shape[ind:] + a.shape[:ind])
+
+
+def tensorsolve(a: Array, b: Array, axes: tuple[int, ...] | None = None) -> Array:
+    """x with ``tensordot(a, x, x.ndim) == b`` (NumPy's tensorsolve; ``axes`` of a moved last)."""
+    check_array(a, "tensorsolve", "a")
+    check_array(b, "tensorsolve", "b")
+    ns = _ns()
+    if axes is not None:
+        rest = [i for i in range(a.ndim) if i not in [normalize_axis(k, a.ndim, "tensorsolve")
+                                                      for k in axes]]
+        a = ns.permute_dims(a, tuple(rest) + tuple(normalize_axis(k, a.ndim, "tensorsolve")
+                                                   for k in axes))
+    xshape = a.shape[b.ndim:]
+    n = math.prod(xshape)
+    if a.size != n * n:
+        raise LinAlgError(f"tensorsolve: a of shape {a.shape} must satisfy prod(a.shape[b.ndim:]) "
+                          f"== prod(a.shape[:b.ndim]) for b of shape {b.shape}")
+    x = solve(ns.reshape(a, (n, n)), ns.reshape(b, (-1,)))
+    return ns.reshape(x, xshape)
 
 
 dispatch.export(globals(), "linalg.")
