@@ -180,8 +180,8 @@ POOL_CASES = [
 
 
 def np_max_pool(x, kernel, stride, dilation, pads):
-    """(y, window index j*KH + i of the first maximum, kw-major; NaN before all) and -inf
-    padding that never wins."""
+    """(y, window index j*KH + i (kw-major) of the first maximum in row-major order, torch's
+    scan; NaN before all) and -inf padding that never wins."""
     kh, kw = kernel
     xp = np.pad(x, ((0, 0), (0, 0), pads[:2], pads[2:]), constant_values=np.nan)
     out = _out(x.shape, (0, 0) + tuple(kernel), stride, dilation, pads)
@@ -193,11 +193,12 @@ def np_max_pool(x, kernel, stride, dilation, pads):
                            constant_values=1)[:, :, a, c]
                     for _, (a, c) in sorted(_patches(xp, kh, kw, stride, dilation, out),
                                             key=lambda t: t[0][1] * kh + t[0][0])], axis=2)
-    vals = np.where(pad == 1, -np.inf, stack)
+    order = np.array([j * kh + i for i in range(kh) for j in range(kw)])   # row-major scan
+    vals = np.where(pad == 1, -np.inf, stack)[:, :, order]
     nan = np.isnan(vals)
     idx = np.where(nan.any(axis=2), nan.argmax(axis=2), np.argmax(np.where(nan, -np.inf, vals),
                                                                    axis=2))
-    return np.take_along_axis(vals, idx[:, :, None], axis=2)[:, :, 0], idx
+    return np.take_along_axis(vals, idx[:, :, None], axis=2)[:, :, 0], order[idx]
 
 
 def np_max_unpool(g, idx, kernel, stride, dilation, pads, size):

@@ -76,6 +76,11 @@ def test_spikingjelly_surrogates(name, kw, device):
     the surrogate gradient at points around the threshold, and a multi-step LIFNode trained
     with it (spikes and the input's gradient), equal SpikingJelly's."""
     x = np.linspace(-2.1, 2.1, 29)
+    if name == "PiecewiseLeakyReLU":
+        z = torch.zeros(1, requires_grad=True)
+        sjs.PiecewiseLeakyReLU(w=1.0)(z).sum().backward()
+        if float(z.grad) != 0.5:   # SpikingJelly 0.0.0.0.14's window gradient is 1/w
+            pytest.skip("this SpikingJelly's PiecewiseLeakyReLU predates the 1/(2w) window")
     xt, xg = torch.tensor(x, requires_grad=True), _g(x, device, grad=True)
     getattr(sjs, name)(**kw)(xt).sum().backward()
     gp.sum(getattr(snn.surrogate, name)(**kw)(xg)).backward()

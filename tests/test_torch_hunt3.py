@@ -251,6 +251,12 @@ def test_state_dict_is_detached_as_torch(device):
 
 
 def test_batchnorm_repr_as_torch():
+    try:
+        new = "bias=" in repr(torch.nn.BatchNorm2d(3, bias=False))
+    except TypeError:
+        new = False
+    if not new:
+        pytest.skip("this torch's BatchNorm repr predates its bias= field (grilly follows 2.13)")
     for kw in ({}, dict(affine=False), dict(bias=False), dict(momentum=None)):
         assert repr(nn.BatchNorm2d(3, **kw)) == repr(torch.nn.BatchNorm2d(3, **kw))
 

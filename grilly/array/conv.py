@@ -236,8 +236,11 @@ def composed_max_pool2d(x: Array, kernel, stride, dilation, pads, out) -> tuple:
     n, c = cols.shape[:2]
     rows = gp.reshape(gp.permute_dims(gp.reshape(cols, (n, c, kw, kh) + tuple(out)),
                                       (0, 1, 3, 2, 4, 5)), (n, c, kh * kw) + tuple(out))
-    r = gp.astype(gp.argmax(rows, axis=2), gp.int32)
-    return gp.max(cols, axis=2), (r % kw) * kh + r // kw
+    r = gp.argmax(rows, axis=2)
+    # row-major position t -> im2col's j*KH + i, through a table (a gather: a required kernel)
+    table = gp.asarray([(t % kw) * kh + t // kw for t in range(kh * kw)], dtype=gp.int32,
+                       device=x.device)
+    return gp.max(cols, axis=2), gp.reshape(gp.take(table, gp.reshape(r, (-1,))), r.shape)
 
 
 def composed_max_pool2d_backward(g: Array, idx: Array, kernel, stride, dilation, pads,

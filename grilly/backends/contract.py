@@ -205,7 +205,8 @@ KERNELS: dict[str, Kernel] = {
                               "conv2d; grad_dtype as linear_backward's (a ninth argument)"),
     "max_pool2d": Kernel("nn", COMPOSED,
                          "(buf (N, C, H, W), kernel, stride, dilation, pads, out) -> (buf, int32 "
-                         "idx), each window's maximum and its window index; float16/32/64"),
+                         "idx), each window's maximum and its window index j*KH + i (the first "
+                         "maximum row by row, as torch's; NaN first); float16/32/64"),
     "max_pool2d_backward": Kernel("nn", COMPOSED,
                                   "(g, idx, kernel, stride, dilation, pads, size) -> buf "
                                   "(N, C, H, W)"),

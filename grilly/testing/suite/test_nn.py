@@ -173,8 +173,8 @@ def test_conv2d_forward_and_backward(device, dtype):
 @K("max_pool2d", "max_pool2d_backward", family="nn")
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_max_pool2d_ties_nan_and_gradient(device, dtype):
-    """Window maxima with ties (the first in kw-major order takes the gradient), -inf, NaN,
-    padding that never wins, and the gradient routed to each maximum."""
+    """Window maxima with ties (the first in row-major order takes the gradient, as torch's),
+    -inf, NaN, padding that never wins, and the gradient routed to each maximum."""
     rng = np.random.default_rng(22)
     x = rng.integers(-2, 2, (2, 2, 5, 6)).astype(np.float64)
     x[0, 0, 1, 1], x[1, 1, 0, 0] = np.nan, -np.inf
@@ -184,8 +184,8 @@ def test_max_pool2d_ties_nan_and_gradient(device, dtype):
     xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=np.nan)
     pad = np.pad(np.zeros(x.shape, bool), ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=True)
     wins, where = [], []
-    for j in range(3):            # kw-major window order
-        for i in range(3):
+    for i in range(3):            # row-major window order (torch's scan)
+        for j in range(3):
             sl = (slice(None), slice(None), slice(i, i + 2 * 3, 2), slice(j, j + 2 * 3, 2))
             wins.append(np.where(pad[sl], -np.inf, xp[sl]))
             where.append((i, j))
