@@ -296,7 +296,7 @@ def test_errors_name_the_neuron_and_argument():
         snn.RSynaptic(0.5, 0.5, V=1.0, all_to_all=False, reset_delay=False)
     with pytest.raises(TypeError, match="RSynaptic: all_to_all=True needs linear_features"):
         snn.RSynaptic(0.5, 0.5)
-    with pytest.raises(NotImplementedError, match="Leaky: snnTorch's state_quant"):
+    with pytest.raises(TypeError, match="Leaky: state_quant must be a function"):
         snn.Leaky(0.9, state_quant=True)
     with pytest.raises(ValueError, match="QIFNode: needs v_threshold > v_reset"):
         snn.QIFNode(v_reset=2.0)

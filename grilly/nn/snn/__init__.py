@@ -1,7 +1,7 @@
 """Spiking neural networks written once against the grilly namespace (every device): neuron
 layers, surrogate-gradient spike functions, encoders, readouts and losses, and STDP/Hebbian
 plasticity. See docs/snn.md for the update equations."""
-from . import functional, surrogate  # noqa: F401
+from . import functional, layer, monitor, surrogate  # noqa: F401
 from .containers import *  # noqa: F401,F403
 from .encoding import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
@@ -13,7 +13,7 @@ from .snntorch_compat import *  # noqa: F401,F403
 from . import containers as _c, encoding as _e, loss as _lo, neurons as _n, plasticity as _p
 from . import sj_neurons as _sj, snntorch_compat as _st
 
-__all__ = ["functional", "surrogate", *_c.__all__, *_e.__all__, *_lo.__all__, *_n.__all__,
+__all__ = ["functional", "layer", "monitor", "surrogate", *_c.__all__, *_e.__all__, *_lo.__all__, *_n.__all__,
            *_p.__all__, *_sj.__all__, *_st.__all__]
 del _c, _e, _lo, _n, _p, _sj, _st
 

@@ -15,12 +15,13 @@ from typing import Callable
 from ...array import api as gp
 
 from ...array.array import Array
+from ...autograd.function import Function
 from .surrogate import (Surrogate, atan, check_surrogate, fast_sigmoid, heaviside, sigmoid,
                         straight_through, triangle)
 
 __all__ = ["lif_step", "if_step", "synaptic_step", "adaptive_lif_step", "beta_from_tau",
            "Surrogate", "atan", "fast_sigmoid", "heaviside", "sigmoid", "straight_through",
-           "triangle", "RESETS", "reset_net", "set_step_mode"]
+           "triangle", "RESETS", "reset_net", "set_step_mode", "state_quant"]
 
 RESETS = ("subtract", "zero", "none")
 _DEFAULT_SURROGATE = atan(2.0)
@@ -231,3 +232,79 @@ def adaptive_lif_step(input: Array, mem: Array | None = None, adapt: Array | Non
     spk, mem, r = _fire(x, mem, b, thr, thr + g * adapt, reset, sg, detach_reset, False, False,
                         None)
     return spk, mem, p * adapt + r
+
+
+class _StateQuant(Function):
+    """Each value to its nearest level (the first on a tie); the gradient passes straight
+    through (snnTorch's StateQuant)."""
+
+    @staticmethod
+    def forward(ctx, x, *, levels):
+        lv = gp.asarray(levels, dtype=x.dtype, device=x.device)
+        idx = gp.argmin(gp.abs(gp.expand_dims(x, axis=-1) - lv), axis=-1)
+        return gp.take(lv, gp.reshape(idx, (-1,)), axis=0).reshape(x.shape)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+def _quant_levels(num_bits: int, uniform: bool, thr_centered: bool, threshold: float,
+                  lower_limit: float, upper_limit: float, multiplier) -> list:
+    # snnTorch's levels: 2^num_bits of them from -(thr (1 + lower_limit)) to
+    # thr (1 + upper_limit), evenly spaced, or denser near the threshold (or near zero) with
+    # gaps shrinking by ``multiplier`` (snnTorch's table by num_bits when None)
+    n = 2 << (num_bits - 1)
+    lo, hi = -(threshold + threshold * lower_limit), threshold + threshold * upper_limit
+    if uniform:
+        return [lo + (hi - lo) * i / (n - 1) for i in range(n)] if n > 1 else [lo]
+    if multiplier is None:
+        table = {1: 0.05, 2: 0.1, 3: 0.3, 4: 0.5, 5: 0.7, 6: 0.9, 7: 0.925}
+        multiplier = table.get(num_bits, 0.95)
+    centre = threshold if thr_centered else 0.0
+    lower_range, upper_range = centre - lo, hi - centre
+    lower_bits = math.floor(n * lower_range / (hi - lo))
+    upper_bits = n - lower_bits
+    levels = []
+    if lower_bits:
+        room = sum(multiplier ** j for j in range(lower_bits)) / lower_range
+        v = lo
+        for j in range(lower_bits):
+            levels.append(v)
+            v += multiplier ** j / room
+    if upper_bits:
+        room = sum(multiplier ** j for j in range(upper_bits)) / upper_range
+        v = centre
+        for j in reversed(range(upper_bits)):
+            v += multiplier ** j / room
+            levels.append(v)
+    return levels
+
+
+def state_quant(num_bits: int = 8, uniform: bool = True, thr_centered: bool = True,
+                threshold: float = 1.0, lower_limit: float = 0.0, upper_limit: float = 0.2,
+                multiplier: float | None = None) -> Callable:
+    """snnTorch's ``snntorch.functional.quant.state_quant``: a function rounding a state to
+    the nearest of 2^num_bits levels (gradient passed straight through), for a neuron's
+    ``state_quant=``."""
+    op = "state_quant"
+    if isinstance(num_bits, bool) or not isinstance(num_bits, int) or num_bits < 1:
+        raise ValueError(f"{op}: num_bits must be an int >= 1, got {num_bits!r}")
+    for name, v in (("threshold", threshold), ("lower_limit", lower_limit),
+                    ("upper_limit", upper_limit)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise TypeError(f"{op}: {name} must be a float, got {type(v).__name__}")
+    if not threshold > 0:
+        raise ValueError(f"{op}: threshold must be > 0, got {threshold}")
+    if multiplier is not None and not (isinstance(multiplier, (int, float)) and multiplier > 0):
+        raise ValueError(f"{op}: multiplier must be a float > 0 or None, got {multiplier!r}")
+    levels = tuple(_quant_levels(num_bits, uniform, thr_centered, float(threshold),
+                                 float(lower_limit), float(upper_limit), multiplier))
+
+    def quantize(x: Array) -> Array:
+        """``x`` with each value replaced by its nearest level."""
+        x = _check_input(x, op, "x")
+        return _StateQuant.apply(x, levels=levels)
+
+    quantize.levels = levels
+    return quantize

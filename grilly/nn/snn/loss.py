@@ -1,17 +1,22 @@
 """Losses on spike trains and membrane traces (time first: (T, batch, classes)), as
 snnTorch.functional defines them: mse_count_loss, ce_rate_loss, ce_count_loss,
-ce_max_membrane_loss."""
+ce_max_membrane_loss, mse_membrane_loss, mse_temporal_loss, ce_temporal_loss (first spike
+times), accuracy_rate, accuracy_temporal, and the l1_rate_sparsity regularizer."""
 from __future__ import annotations
 
 from ...array import api as gp
 
 from ...array.array import Array
 from ...array.dispatch import hooks as _hooks
+from ...autograd.function import Function
 from .. import functional as NF
 from .functional import _check_input
 
 __all__ = ["mse_count_loss", "ce_rate_loss", "ce_count_loss", "ce_max_membrane_loss",
-           "MSECountLoss", "CERateLoss", "CECountLoss", "accuracy_rate"]
+           "MSECountLoss", "CERateLoss", "CECountLoss", "accuracy_rate", "mse_membrane_loss",
+           "MSEMembraneLoss", "first_spike_time", "mse_temporal_loss", "MSETemporalLoss",
+           "ce_temporal_loss", "CETemporalLoss", "accuracy_temporal", "l1_rate_sparsity",
+           "L1RateSparsity"]
 
 
 def _check(spk, targets, op: str):
@@ -105,3 +110,212 @@ class CERateLoss(_Loss):
 class CECountLoss(_Loss):
     """``ce_count_loss`` as a callable object."""
     fn = staticmethod(ce_count_loss)
+
+
+_REDUCTIONS = ("mean", "sum", "none")
+
+
+def _targets_convert(targets: Array, classes: int, on_target, off_target, dtype) -> Array:
+    """snnTorch's ``spikegen.targets_convert``: ``on_target`` at the label, ``off_target``
+    elsewhere, except that with on_target > off_target snnTorch clamps one_hot * on_target
+    from below at off_target, so the others get max(off_target, 0) (mse_temporal_loss's
+    defaults, 0 and -1, give every output the target 0)."""
+    hot = NF.one_hot(targets, classes, dtype=dtype)
+    on, off = float(on_target), float(off_target)
+    if on > off:
+        return gp.maximum(hot * on, off)
+    return hot * on + (1.0 - hot) * off
+
+
+def _reduction(reduction: str, op: str) -> str:
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{op}: reduction must be one of {_REDUCTIONS}, got {reduction!r}")
+    return reduction
+
+
+def mse_membrane_loss(mem_out: Array, targets: Array, time_var_targets: bool = False,
+                      on_target: float = 1.0, off_target: float = 0.0,
+                      reduction: str = "mean") -> Array:
+    """MSE between every step's membrane and ``on_target`` at the label (``off_target``
+    elsewhere), summed over the steps and divided by T (snnTorch's); ``time_var_targets``:
+    ``targets`` (T, batch) labels, one per step."""
+    op = "mse_membrane_loss"
+    reduction = _reduction(reduction, op)
+    mem = _check_input(mem_out, op, "mem_out")
+    if mem.ndim != 3:
+        raise ValueError(f"{op}: mem_out must be (T, batch, classes), got shape {mem.shape}")
+    steps, classes = mem.shape[0], mem.shape[2]
+    if time_var_targets:   # (T, batch) labels: each step's checked as a batch's
+        if not isinstance(targets, gp.Array) or targets.shape != mem.shape[:2]:
+            raise ValueError(f"{op}: with time_var_targets, targets must be (T, batch) labels "
+                             f"{mem.shape[:2]}, got {getattr(targets, 'shape', targets)}")
+        _check(gp.reshape(mem, (1, -1, classes)), gp.reshape(targets, (-1,)), op)
+    else:
+        _check(mem, targets, op)
+    want = _targets_convert(targets, classes, on_target, off_target, mem.dtype)
+    if not time_var_targets:
+        want = gp.broadcast_to(gp.expand_dims(want, axis=0), mem.shape)
+    per = NF.mse_loss(mem, want, reduction="none")
+    if reduction == "none":
+        return gp.sum(per, axis=0) / float(steps)
+    if reduction == "sum":
+        return gp.sum(per) / float(steps)
+    return gp.sum(gp.mean(per, axis=(1, 2))) / float(steps)
+
+
+class MSEMembraneLoss(_Loss):
+    """``mse_membrane_loss`` as a callable object (snnTorch's ``SF.mse_membrane_loss(...)``)."""
+    fn = staticmethod(mse_membrane_loss)
+
+    def __init__(self, time_var_targets: bool = False, on_target: float = 1.0,
+                 off_target: float = 0.0, reduction: str = "mean"):
+        super().__init__(time_var_targets=time_var_targets, on_target=on_target,
+                         off_target=off_target, reduction=reduction)
+
+
+class _FirstSpike(Function):
+    """snnTorch's SpikeTime.FirstSpike: forward the first spike's step (T - 1 where none);
+    backward -grad at that step only (its sign estimator)."""
+
+    @staticmethod
+    def forward(ctx, spk):
+        steps = spk.shape[0]
+        first = gp.zeros_like(spk[0])
+        for t in range(steps):   # spk[t] (t + 1) where no earlier spike, as snnTorch sums it
+            first = first + spk[t] * float(t + 1) * gp.astype(first == 0, spk.dtype)
+        first = first + gp.astype(first == 0, spk.dtype) * float(steps) - 1.0
+        ctx.first, ctx.steps = first, steps
+        return first
+
+    @staticmethod
+    def backward(ctx, g):
+        t = gp.reshape(gp.arange(ctx.steps, dtype=g.dtype, device=g.device),
+                       (ctx.steps,) + (1,) * g.ndim)
+        at = gp.astype(t == gp.astype(gp.astype(ctx.first, gp.int64), g.dtype), g.dtype)
+        return -(gp.expand_dims(g, axis=0) * at)
+
+
+class _Tolerance(Function):
+    """A spike time within ``tolerance`` of its target becomes the target; the gradient passes
+    straight through (snnTorch's SpikeTime.Tolerance)."""
+
+    @staticmethod
+    def forward(ctx, time, target, *, tolerance):
+        return gp.where(gp.abs(time - target) < tolerance, target, time)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, None
+
+
+def first_spike_time(spk_out: Array) -> Array:
+    """Each output's first spike step in ``spk_out`` (T, batch, classes) -> (batch, classes),
+    T - 1 where it never spikes; its gradient is snnTorch's (-1 at that step)."""
+    spk = _check_input(spk_out, "first_spike_time", "spk_out")
+    if spk.ndim != 3 or spk.shape[0] == 0:
+        raise ValueError(f"first_spike_time: spk_out must be (T, batch, classes) with T >= 1, "
+                         f"got shape {spk.shape}")
+    return _FirstSpike.apply(spk)
+
+
+def _spike_times(spk, targets, op, target_is_time, on_target, off_target, tolerance):
+    steps, classes = spk.shape[0], spk.shape[2]
+    if target_is_time:
+        tgt = _check_input(targets, op, "targets")
+        if tgt.shape != spk.shape[1:]:
+            raise ValueError(f"{op}: with target_is_time, targets must be (batch, classes) "
+                             f"times {spk.shape[1:]}, got {tgt.shape}")
+    else:
+        _check(spk, targets, op)
+        tgt = _targets_convert(targets, classes, on_target, off_target, spk.dtype)
+    tgt = gp.where(tgt < 0, tgt + float(steps), tgt)   # -1 is the last step
+    time = first_spike_time(spk)
+    if tolerance:
+        time = _Tolerance.apply(time, gp.astype(tgt, time.dtype), tolerance=float(tolerance))
+    return time, tgt
+
+
+def mse_temporal_loss(spk_out: Array, targets: Array, target_is_time: bool = False,
+                      on_target: float = 0, off_target: float = -1, tolerance: float = 0,
+                      multi_spike: bool = False, reduction: str = "mean") -> Array:
+    """MSE between the first spike times and target times, both divided by T: the label's
+    output should fire at ``on_target``, the others at ``off_target`` (negative: from the
+    end), or ``target_is_time`` (targets (batch, classes) times); snnTorch's."""
+    op = "mse_temporal_loss"
+    reduction = _reduction(reduction, op)
+    if multi_spike:
+        raise NotImplementedError(f"{op}: multi_spike=True is not supported")
+    spk = _check_input(spk_out, op, "spk_out")
+    if spk.ndim != 3:
+        raise ValueError(f"{op}: spk_out must be (T, batch, classes), got shape {spk.shape}")
+    time, tgt = _spike_times(spk, targets, op, target_is_time, on_target, off_target,
+                             tolerance)
+    steps = float(spk.shape[0])
+    return NF.mse_loss(time / steps, tgt / steps, reduction=reduction)
+
+
+def ce_temporal_loss(spk_out: Array, targets: Array, inverse: str = "negate",
+                     reduction: str = "mean") -> Array:
+    """Cross-entropy with the first spike times as (inverted) logits: ``inverse="negate"``
+    -t, ``"reciprocal"`` 1 / (t + 1), so the earliest output wins; snnTorch's."""
+    op = "ce_temporal_loss"
+    reduction = _reduction(reduction, op)
+    if inverse not in ("negate", "reciprocal"):
+        raise ValueError(f"{op}: inverse must be 'negate' or 'reciprocal', got {inverse!r}")
+    spk = _check(spk_out, targets, op)
+    time = first_spike_time(spk)
+    logits = -time if inverse == "negate" else 1.0 / (time + 1.0)
+    return NF.cross_entropy(logits, targets, reduction=reduction)
+
+
+def accuracy_temporal(spk_out: Array, targets: Array) -> float:
+    """The fraction of samples whose earliest-spiking output (the first class on a tie) is
+    the target: snnTorch's ``SF.accuracy_temporal``, a Python float."""
+    spk = _check(spk_out, targets, "accuracy_temporal")
+    if spk.shape[1] == 0:
+        raise ValueError("accuracy_temporal: the batch is empty")
+    with _no_grad():
+        pred = gp.argmin(first_spike_time(spk), axis=1)
+    return float(gp.mean(gp.astype(pred == targets, gp.float64)))
+
+
+def l1_rate_sparsity(spk_out: Array, Lambda: float = 1e-5) -> Array:  # noqa: N803
+    """``Lambda`` times the total spike count: snnTorch's ``SF.l1_rate_sparsity``
+    regularizer (added to a loss to keep firing sparse)."""
+    spk = _check_input(spk_out, "l1_rate_sparsity", "spk_out")
+    return gp.sum(spk) * float(Lambda)
+
+
+class L1RateSparsity:
+    """``l1_rate_sparsity`` as a callable object (snnTorch's ``SF.l1_rate_sparsity(Lambda)``)."""
+
+    def __init__(self, Lambda: float = 1e-5):  # noqa: N803
+        self.Lambda = Lambda
+
+    def __call__(self, spk_out: Array) -> Array:
+        return l1_rate_sparsity(spk_out, self.Lambda)
+
+
+class MSETemporalLoss(_Loss):
+    """``mse_temporal_loss`` as a callable object (snnTorch's ``SF.mse_temporal_loss(...)``)."""
+    fn = staticmethod(mse_temporal_loss)
+
+    def __init__(self, target_is_time: bool = False, on_target: float = 0,
+                 off_target: float = -1, tolerance: float = 0, multi_spike: bool = False,
+                 reduction: str = "mean"):
+        super().__init__(target_is_time=target_is_time, on_target=on_target,
+                         off_target=off_target, tolerance=tolerance, multi_spike=multi_spike,
+                         reduction=reduction)
+
+
+class CETemporalLoss(_Loss):
+    """``ce_temporal_loss`` as a callable object (snnTorch's ``SF.ce_temporal_loss(...)``)."""
+    fn = staticmethod(ce_temporal_loss)
+
+    def __init__(self, inverse: str = "negate", reduction: str = "mean"):
+        super().__init__(inverse=inverse, reduction=reduction)
+
+
+def _no_grad():
+    from ...autograd import no_grad
+    return no_grad()

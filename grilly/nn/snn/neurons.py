@@ -39,14 +39,16 @@ def detach(model: Module) -> Module:
     return model
 
 
-# snnTorch keyword arguments that grilly accepts only at their defaults (the feature is absent)
-_UNSUPPORTED = {"inhibition": False, "state_quant": False, "graded_spikes_factor": 1.0,
-                "learn_graded_spikes_factor": False, "surrogate_disable": False}
+# snnTorch's options beyond the equations (its SpikingNeuron's): their defaults
+_SNNTORCH_OPTS = {"inhibition": False, "state_quant": False, "graded_spikes_factor": 1.0,
+                  "learn_graded_spikes_factor": False, "surrogate_disable": False}
 
 
 def _port_kw(op: str, kw: dict, reset, surrogate, return_mem):
-    """snnTorch's names for the options (reset_mechanism, spike_grad, output) and its options
-    grilly lacks, accepted only at their defaults; anything else is a TypeError naming op."""
+    """snnTorch's names for the options (reset_mechanism, spike_grad, output), and its options
+    ``inhibition``, ``state_quant``, ``graded_spikes_factor``, ``learn_graded_spikes_factor``,
+    ``surrogate_disable`` (returned as a dict of those given); anything else is a TypeError
+    naming op."""
     for name, val in (("reset_mechanism", "reset"), ("spike_grad", "surrogate"),
                       ("output", "return_mem")):
         if name not in kw:
@@ -62,15 +64,28 @@ def _port_kw(op: str, kw: dict, reset, surrogate, return_mem):
             surrogate = v
         else:
             return_mem = v
-    for name, default in _UNSUPPORTED.items():
-        if name in kw:
-            v = kw.pop(name)
-            if v != default or isinstance(v, bool) != isinstance(default, bool):
-                raise NotImplementedError(f"{op}: snnTorch's {name}={v!r} is not supported "
-                                          f"(only {name}={default!r}; docs/snn.md)")
+    opts = {name: kw.pop(name) for name in _SNNTORCH_OPTS if name in kw}
     if kw:
         raise TypeError(f"{op}: unexpected keyword argument {next(iter(kw))!r}")
-    return reset, surrogate, return_mem
+    return reset, surrogate, return_mem, opts
+
+
+def _check_snntorch_opts(op: str, opts: dict) -> dict:
+    """snnTorch's options with their types checked, every one present (defaults filled in)."""
+    out = dict(_SNNTORCH_OPTS)
+    out.update(opts)
+    for name in ("inhibition", "learn_graded_spikes_factor", "surrogate_disable"):
+        if not isinstance(out[name], (bool, int)) or isinstance(out[name], float):
+            raise TypeError(f"{op}: {name} must be a bool, got {type(out[name]).__name__}")
+        out[name] = bool(out[name])
+    sq = out["state_quant"]
+    if sq is None or sq is False:
+        out["state_quant"] = None
+    elif not callable(sq):
+        raise TypeError(f"{op}: state_quant must be a function of the membrane (e.g. "
+                        f"snn.functional.state_quant(num_bits=4)) or False, got "
+                        f"{type(sq).__name__}")
+    return out
 
 
 class _Neuron(Module):
@@ -78,10 +93,13 @@ class _Neuron(Module):
 
     _state_names: tuple = ("mem",)
     init_hidden = False   # single-step calls return the spikes only (snnTorch's init_hidden)
+    _snntorch = False     # True on the snnTorch classes (snntorch_compat): snnTorch's step
+    _snntorch_opts = False   # an snnTorch option is on: its step, per step
+    inhibition, state_quant, surrogate_disable = False, None, False
 
     def __init__(self, *, threshold, reset: str, surrogate: Surrogate | None, detach_reset: bool,
                  reset_delay: bool, learn_threshold: bool, step_mode: str, return_mem: bool,
-                 dtype, init_hidden: bool = False) -> None:
+                 dtype, init_hidden: bool = False, snntorch_opts: dict | None = None) -> None:
         super().__init__()
         op = type(self).__name__
         self.init_hidden = bool(init_hidden)
@@ -95,6 +113,22 @@ class _Neuron(Module):
         self._dtype = dtype or gp.float32
         self._set_param("threshold", threshold, learn_threshold)
         self.state = None
+        o = _check_snntorch_opts(op, snntorch_opts or {})
+        self.inhibition, self.state_quant = o["inhibition"], o["state_quant"]
+        self.surrogate_disable = o["surrogate_disable"]
+        if self.surrogate_disable:   # snnTorch's _surrogate_bypass: the step, no gradient
+            self.surrogate = F.heaviside
+        g, learn_g = o["graded_spikes_factor"], o["learn_graded_spikes_factor"]
+        self._set_param("graded_spikes_factor", g, learn_g)
+        graded = learn_g or not (isinstance(g, numbers.Real) and float(g) == 1.0)
+        self._snntorch_opts = (self.inhibition or self.state_quant is not None
+                               or self.surrogate_disable or graded)
+        if self._snntorch_opts and not self._snntorch and not (reset_delay and detach_reset):
+            raise NotImplementedError(
+                f"{op}: snnTorch's inhibition, state_quant, graded_spikes_factor and "
+                "surrogate_disable need reset_delay=True and detach_reset=True here (snnTorch's "
+                "step); snnTorch's reset_delay=False is grilly.nn.snn.snntorch_compat's "
+                "(snn.Leaky; docs/snn.md)")
 
     def _set_param(self, name: str, value, learn: bool) -> None:
         """A float stays a float; learnable values and per-neuron arrays become Arrays."""
@@ -155,7 +189,8 @@ class _Neuron(Module):
     def _check_params(self, shape: tuple) -> None:
         """Per-neuron parameters must broadcast to one step's input shape."""
         op = type(self).__name__
-        for key in ("_threshold", "_beta", "_alpha", "_rho", "_gamma", "_V"):
+        for key in ("_threshold", "_beta", "_alpha", "_rho", "_gamma", "_V",
+                    "_graded_spikes_factor"):
             v = getattr(self, key, None)
             if isinstance(v, gp.Array) and not _broadcasts_to(v.shape, shape):
                 raise ValueError(f"{op}: {key[1:]} has shape {v.shape}, which does not broadcast "
@@ -207,7 +242,7 @@ class _Neuron(Module):
         x = F._check_input(x, type(self).__name__)
         self._check_params(x.shape)
         st = self._current_state(x, state)
-        spk, st = self._step(x, st, self._params())
+        spk, st = self._advance(x, st, self._params())
         self.state = st
         if self.init_hidden and not self.return_mem:
             return spk
@@ -224,12 +259,17 @@ class _Neuron(Module):
         self._check_params(x_seq.shape[1:])
         st = self._current_state(x_seq[0], ())
         p = self._params()
-        out = self._fused_multi_step(x_seq, st, p, return_mem)
+        # inhibition, state_quant and surrogate_disable run per step; a graded spike scales
+        # the output only (its reset reads the membrane), so the fused kernels keep it
+        out = None if self._per_step_only() else self._fused_multi_step(x_seq, st, p, return_mem)
         if out is not None:
-            return out
+            if self._ungraded():
+                return out
+            g = self._graded_spikes_factor
+            return (out[0] * g, out[1]) if return_mem else out * g
         spikes, mems = [], []
         for x in gp.unstack(x_seq, axis=0):
-            spk, st = self._step(x, st, p)
+            spk, st = self._advance(x, st, p)
             spikes.append(spk)
             if return_mem:
                 mems.append(st[self._mem_index])
@@ -238,6 +278,64 @@ class _Neuron(Module):
         return (spk_seq, gp.stack(mems, axis=0)) if return_mem else spk_seq
 
     _mem_index = 0
+
+    def _per_step_only(self) -> bool:
+        return bool(self.inhibition or self.state_quant is not None or self.surrogate_disable)
+
+    def _ungraded(self) -> bool:
+        g = self._graded_spikes_factor
+        return isinstance(g, float) and g == 1.0
+
+    def _advance(self, x: Array, st: tuple, p: dict) -> tuple:
+        """One step: snnTorch's (``_snntorch_step``) on its classes and with its options, else
+        the layer's own ``_step``."""
+        if self._snntorch or self._snntorch_opts:
+            return self._snntorch_step(x, st, p)
+        return self._step(x, st, p)
+
+    def _charge(self, x: Array, st: tuple, p: dict, r: Array) -> tuple:
+        """snnTorch's state function: the new state from the input and the detached reset ``r``
+        of the old membrane (the spike state, if any, still the old one)."""
+        raise NotImplementedError(f"{type(self).__name__}: snnTorch's options are not supported")
+
+    def _snntorch_step(self, x: Array, st: tuple, p: dict) -> tuple:
+        """One step as snnTorch 1.0 computes it: the reset from the old membrane (detached),
+        the state function, ``state_quant`` on the state, the spike (``inhibition``: only the
+        largest membrane of each sample; times ``graded_spikes_factor``), and with
+        ``reset_delay=False`` the spike's reset less the delayed one (its gradient kept)."""
+        names, mi, thr = self._state_names, self._mem_index, p["thr"]
+        r = F.heaviside(st[mi] - thr)
+        new = list(self._charge(x, st, p, r))
+        if self.state_quant is not None:
+            new = [s if n == "spk" else self.state_quant(s) for s, n in zip(new, names)]
+        spk = self._emit(new[mi], thr)
+        if not self.reset_delay:   # snnTorch: "avoid double reset"
+            mem = new[mi]
+            d = spk - r if self._ungraded() else spk / self._graded_spikes_factor - r
+            if self.reset_mechanism == "subtract":
+                new[mi] = mem - d * thr
+            elif self.reset_mechanism == "zero":
+                new[mi] = mem - d * mem
+        if "spk" in names:
+            new[names.index("spk")] = spk
+        return spk, tuple(new)
+
+    def _emit(self, mem: Array, thr) -> Array:
+        """snnTorch's ``fire`` (state_quant again, the surrogate, times graded_spikes_factor)
+        or ``fire_inhibition`` (neither: the spike of each sample's largest membrane only)."""
+        if self.inhibition:
+            shift = mem - thr
+            if shift.ndim != 2:
+                raise ValueError(f"{type(self).__name__}: inhibition needs an input (batch, "
+                                 f"features), got shape {shift.shape}")
+            idx = gp.argmax(shift, axis=1)
+            cols = gp.arange(shift.shape[1], device=shift.device)
+            mask = gp.astype(gp.expand_dims(idx, axis=1) == cols, shift.dtype)
+            return self.surrogate(shift) * mask
+        if self.state_quant is not None:
+            mem = self.state_quant(mem)
+        spk = self.surrogate(mem - thr)
+        return spk if self._ungraded() else spk * self._graded_spikes_factor
 
     def _fused_multi_step(self, x_seq: Array, st: tuple, p: dict, return_mem: bool):
         """The spike train from one fused kernel call, or None where it does not apply."""
@@ -275,15 +373,19 @@ class LIF(_Neuron):
                  learn_threshold: bool = False, step_mode: str = "s", return_mem: bool = False,
                  fused: bool = True, recompute: bool = False, init_hidden: bool = False,
                  dtype=None, **snntorch_kw) -> None:
-        reset, surrogate, return_mem = _port_kw(type(self).__name__, snntorch_kw, reset,
-                                                surrogate, return_mem)
+        reset, surrogate, return_mem, opts = _port_kw(type(self).__name__, snntorch_kw, reset,
+                                                      surrogate, return_mem)
         super().__init__(threshold=threshold, reset=reset, surrogate=surrogate,
                          detach_reset=detach_reset, reset_delay=reset_delay,
                          learn_threshold=learn_threshold, step_mode=step_mode,
-                         return_mem=return_mem, dtype=dtype, init_hidden=init_hidden)
+                         return_mem=return_mem, dtype=dtype, init_hidden=init_hidden,
+                         snntorch_opts=opts)
         self._set_param("beta", _beta_arg(beta, tau, dt, type(self).__name__), learn_beta)
         self.fused, self.recompute = bool(fused), bool(recompute)
         F._check_options(reset, surrogate, refractory, type(self).__name__)
+        if refractory and (self._snntorch or self._snntorch_opts):
+            raise NotImplementedError(f"{type(self).__name__}: refractory is grilly's LIF option; "
+                                      "it does not combine with snnTorch's step or options")
         self.refractory = refractory
         if refractory:
             self._state_names = ("mem", "ref")
@@ -300,6 +402,14 @@ class LIF(_Neuron):
 
     def _params(self) -> dict:
         return {"thr": self._threshold, "beta": self._decay("beta")}
+
+    def _charge(self, x, st, p, r):
+        b, thr, mem = p["beta"], p["thr"], st[0]
+        if self.reset_mechanism == "subtract":
+            return (b * mem + x - r * thr,)
+        if self.reset_mechanism == "zero":   # snnTorch's Leaky zeroes the old membrane
+            return (b * ((1.0 - r) * mem) + x,)
+        return (b * mem + x,)
 
     def _fused_multi_step(self, x_seq, st, p, return_mem):
         # one kernel call for all T steps (grilly.nn.snn.fused); other options run per step
@@ -438,12 +548,13 @@ class Synaptic(_Neuron):
                  learn_beta: bool = False, learn_threshold: bool = False, step_mode: str = "s",
                  return_mem: bool = False, fused: bool = True, recompute: bool = False,
                  init_hidden: bool = False, dtype=None, **snntorch_kw) -> None:
-        reset, surrogate, return_mem = _port_kw("Synaptic", snntorch_kw, reset, surrogate,
-                                                return_mem)
+        reset, surrogate, return_mem, opts = _port_kw(type(self).__name__, snntorch_kw, reset,
+                                                      surrogate, return_mem)
         super().__init__(threshold=threshold, reset=reset, surrogate=surrogate,
                          detach_reset=detach_reset, reset_delay=reset_delay,
                          learn_threshold=learn_threshold, step_mode=step_mode,
-                         return_mem=return_mem, dtype=dtype, init_hidden=init_hidden)
+                         return_mem=return_mem, dtype=dtype, init_hidden=init_hidden,
+                         snntorch_opts=opts)
         self.fused, self.recompute = bool(fused), bool(recompute)
         _check_decay(alpha, "alpha", "Synaptic")
         _check_decay(beta, "beta", "Synaptic")
@@ -474,6 +585,15 @@ class Synaptic(_Neuron):
                                   return_mem=return_mem, detach_reset=self.detach_reset)
         self.state = (syn[-1], out[1])
         return (out[0], out[2]) if return_mem else out[0]
+
+    def _charge(self, x, st, p, r):
+        syn = p["alpha"] * st[0] + x
+        mem = p["beta"] * st[1] + syn
+        if self.reset_mechanism == "subtract":
+            return syn, mem - r * p["thr"]
+        if self.reset_mechanism == "zero":   # the new membrane zeroed (the current is not)
+            return syn, mem - mem * r
+        return syn, mem
 
     def _step(self, x, st, p):
         syn = p["alpha"] * st[0] + x
@@ -557,12 +677,13 @@ class RLeaky(_Neuron):
                 raise NotImplementedError(f"RLeaky: snnTorch's convolutional recurrence ({k}) "
                                           "is not supported; n_features (all-to-all) or V "
                                           "(one-to-one) only")
-        reset, surrogate, return_mem = _port_kw("RLeaky", snntorch_kw, reset, surrogate,
-                                                return_mem)
+        reset, surrogate, return_mem, opts = _port_kw(type(self).__name__, snntorch_kw, reset,
+                                                      surrogate, return_mem)
         super().__init__(threshold=threshold, reset=reset, surrogate=surrogate,
                          detach_reset=detach_reset, reset_delay=reset_delay,
                          learn_threshold=learn_threshold, step_mode=step_mode,
-                         return_mem=return_mem, dtype=dtype, init_hidden=init_hidden)
+                         return_mem=return_mem, dtype=dtype, init_hidden=init_hidden,
+                         snntorch_opts=opts)
         _check_decay(beta, "beta", "RLeaky")
         self._set_param("beta", beta, learn_beta)
         # snnTorch's spelling: all_to_all=True with linear_features=n, or all_to_all=False
@@ -601,8 +722,19 @@ class RLeaky(_Neuron):
         self.reset_state()
         return None, None
 
+    def _recur(self, spk):
+        return self.recurrent(spk) if "recurrent" in self._modules else self._V * spk
+
+    def _charge(self, x, st, p, r):
+        mem = p["beta"] * st[1] + x + self._recur(st[0])
+        if self.reset_mechanism == "subtract":
+            return st[0], mem - r * p["thr"]
+        if self.reset_mechanism == "zero":
+            return st[0], mem - r * mem
+        return st[0], mem
+
     def _step(self, x, st, p):
-        rec = self.recurrent(st[0]) if "recurrent" in self._modules else self._V * st[0]
+        rec = self._recur(st[0])
         spk, mem, _ = F._fire(x + rec, st[1], p["beta"], p["thr"], p["thr"], self.reset_mechanism,
                               self.surrogate, self.detach_reset, self.reset_delay, True, None)
         return spk, (spk, mem)

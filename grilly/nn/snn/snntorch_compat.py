@@ -1,6 +1,8 @@
 """snnTorch's neurons under their names and calling conventions (``snn.Leaky``, ``snn.Alpha``,
-``snn.Lapicque``, ``snn.RSynaptic``), built on grilly's LIF/RLeaky and their per-step
-``_fire`` and fused kernels where the equations agree.
+``snn.Lapicque``, ``snn.RSynaptic``, and here ``Synaptic`` and ``RLeaky``, snnTorch's exactly),
+built on grilly's LIF/Synaptic/RLeaky: snnTorch's step per step (``_Neuron._snntorch_step``,
+with its inhibition, state_quant, graded_spikes_factor, surrogate_disable) and the fused
+kernels where the equations agree.
 
 What they share with snnTorch beyond grilly's LIF (docs/snn.md, "Porting"): the constructor's
 positional order, the state_dict keys (``beta``, ``threshold``, ``graded_spikes_factor``,
@@ -17,17 +19,21 @@ import numbers
 from ...array import api as gp
 
 from ..parameter import Parameter
-from . import functional as F
-from .neurons import LIF, RLeaky, _check_decay, _Neuron, _param_value, _port_kw
+from . import neurons as _own
+from .neurons import LIF, _check_decay, _Neuron, _param_value, _port_kw
 
+# Synaptic and RLeaky are not exported into grilly.nn.snn, whose Synaptic/RLeaky are grilly's
+# own (grilly's state_dict keys, its in-step reset_delay=False); import them from here
 __all__ = ["Leaky", "Alpha", "Lapicque", "RSynaptic"]
 
 _RESET_VAL = {"subtract": 0, "zero": 1, "none": 2}
 
 
 class _SnnTorchConventions:
-    """Mixin over a grilly neuron: snnTorch's state_dict keys, state attributes and its reset of
-    the state when the input's shape changes."""
+    """Mixin over a grilly neuron: snnTorch's state_dict keys, state attributes, its step
+    (``_Neuron._snntorch_step``) and its reset of the state when the input's shape changes."""
+
+    _snntorch = True
 
     def _set_param(self, name: str, value, learn: bool) -> None:
         # snnTorch stores every parameter under its own name, a buffer when fixed
@@ -42,7 +48,7 @@ class _SnnTorchConventions:
             self.register_buffer(name, arr)
 
     def _snntorch_buffers(self, reset: str) -> None:
-        self.register_buffer("graded_spikes_factor", gp.asarray(1.0, dtype=self._dtype))
+        # (graded_spikes_factor is registered by _Neuron, a buffer or a Parameter)
         self.register_buffer("reset_mechanism_val", gp.asarray(_RESET_VAL[reset], dtype=gp.int64))
 
     def __getattr__(self, name: str):
@@ -65,16 +71,6 @@ class _SnnTorchConventions:
         given = tuple(gp.zeros_like(x) if isinstance(s, gp.Array) and s.shape != x.shape else s
                       for s in given)
         return super()._current_state(x, given)
-
-    def _snntorch_late_reset(self, spk, mem, r, thr):
-        """snnTorch 1.0's reset_delay=False: after the delayed reset r, the spike resets the
-        membrane too, less r ("avoid double reset"); the spike keeps its surrogate gradient."""
-        d = spk - r
-        if self.reset_mechanism == "subtract":
-            return mem - d * thr
-        if self.reset_mechanism == "zero":
-            return mem - d * mem
-        return mem
 
 
 def _snntorch_kw(spike_grad, surrogate_disable, inhibition, reset_mechanism, state_quant,
@@ -109,12 +105,69 @@ class Leaky(_SnnTorchConventions, LIF):
             return None
         return super()._fused_multi_step(x_seq, st, p, return_mem)
 
-    def _step(self, x, st, p):
-        if self.reset_delay:
-            return super()._step(x, st, p)
-        spk, mem, r = F._fire(x, st[0], p["beta"], p["thr"], p["thr"], self.reset_mechanism,
-                              self.surrogate, True, True, False, None)
-        return spk, (self._snntorch_late_reset(spk, mem, r, p["thr"]),)
+
+class Synaptic(_SnnTorchConventions, _own.Synaptic):
+    """snnTorch's ``snn.Synaptic`` exactly: syn = alpha syn + x, mem = beta mem + syn - reset
+    thr (zero: the new membrane zeroed), snnTorch's argument order, state_dict keys (``alpha``,
+    ``beta``, ``threshold``, ``graded_spikes_factor``, ``reset_mechanism_val``) and options;
+    ``reset_delay=False`` as snnTorch 1.0 computes it (the delayed reset, then the spike's reset
+    less it). ``grilly.nn.snn.Synaptic`` is grilly's own (its keys, its in-step reset)."""
+
+    def __init__(self, alpha, beta, threshold=1.0, spike_grad=None,
+                 surrogate_disable: bool = False, init_hidden: bool = False,
+                 inhibition: bool = False, learn_alpha: bool = False, learn_beta: bool = False,
+                 learn_threshold: bool = False, reset_mechanism: str = "subtract",
+                 state_quant=False, output: bool = False, reset_delay: bool = True,
+                 **grilly_kw) -> None:
+        kw = _snntorch_kw(spike_grad, surrogate_disable, inhibition, reset_mechanism,
+                          state_quant, output)
+        super().__init__(alpha, beta, threshold, init_hidden=init_hidden,
+                         learn_alpha=learn_alpha, learn_beta=learn_beta,
+                         learn_threshold=learn_threshold, reset_delay=reset_delay,
+                         detach_reset=True, **grilly_kw, **kw)
+        self._snntorch_buffers(reset_mechanism)
+
+    def reset_mem(self):
+        """snnTorch's ``syn, mem = lif.reset_mem()``: a new sequence; (None, None)."""
+        return self._init_none()
+
+    def _fused_multi_step(self, x_seq, st, p, return_mem):
+        if not self.reset_delay:   # snnTorch's reset_delay=False: per step
+            return None
+        return super()._fused_multi_step(x_seq, st, p, return_mem)
+
+
+class RLeaky(_SnnTorchConventions, _own.RLeaky):
+    """snnTorch's ``snn.RLeaky`` exactly: mem = beta mem + x + V(spk_prev) - reset thr (zero:
+    the new membrane zeroed), V a Linear(n, n) (``all_to_all=True``, ``linear_features=n``) or
+    one-to-one weights ``V`` (``all_to_all=False``); snnTorch's argument order, state_dict keys
+    and options, ``reset_delay=False`` as snnTorch 1.0 computes it. ``grilly.nn.snn.RLeaky`` is
+    grilly's own (its keys, its in-step reset)."""
+
+    def __init__(self, beta, V=1.0, all_to_all: bool = True,  # noqa: N803
+                 linear_features: int | None = None, conv2d_channels=None, kernel_size=None,
+                 threshold=1.0, spike_grad=None, surrogate_disable: bool = False,
+                 init_hidden: bool = False, inhibition: bool = False, learn_beta: bool = False,
+                 learn_threshold: bool = False, learn_recurrent: bool = True,
+                 reset_mechanism: str = "subtract", state_quant=False, output: bool = False,
+                 reset_delay: bool = True, **grilly_kw) -> None:
+        if all_to_all and not linear_features:
+            raise TypeError("RLeaky: all_to_all=True needs linear_features (the number of "
+                            "neurons); the convolutional recurrence is not supported")
+        kw = _snntorch_kw(spike_grad, surrogate_disable, inhibition, reset_mechanism,
+                          state_quant, output, conv2d_channels=conv2d_channels,
+                          kernel_size=kernel_size)
+        super().__init__(beta, V=None if all_to_all else V, threshold=threshold,
+                         learn_beta=learn_beta, learn_threshold=learn_threshold,
+                         learn_recurrent=learn_recurrent, init_hidden=init_hidden,
+                         all_to_all=bool(all_to_all),
+                         linear_features=linear_features if all_to_all else None,
+                         reset_delay=reset_delay, **grilly_kw, **kw)
+        self._snntorch_buffers(reset_mechanism)
+
+    def reset_mem(self):
+        """snnTorch's ``spk, mem = lif.reset_mem()``: a new sequence; (None, None)."""
+        return self.init_rleaky()
 
 
 class Lapicque(_SnnTorchConventions, LIF):
@@ -169,11 +222,13 @@ class Lapicque(_SnnTorchConventions, LIF):
             return None
         return super()._fused_multi_step(x_seq * self._scale, st, p, return_mem)
 
-    def _step(self, x, st, p):
-        spk, mem, _ = F._fire(x * self._scale, st[0], p["beta"], p["thr"], p["thr"],
-                              self.reset_mechanism, self.surrogate, True, True,
-                              self.reset_mechanism == "zero", None)
-        return spk, (mem,)
+    def _charge(self, x, st, p, r):
+        mem = x * self._scale + p["beta"] * st[0]
+        if self.reset_mechanism == "subtract":
+            return (mem - r * p["thr"],)
+        if self.reset_mechanism == "zero":   # the new membrane zeroed
+            return (mem - r * mem,)
+        return (mem,)
 
     def init_lapicque(self):
         """snnTorch's ``mem = lif.init_lapicque()``: a new sequence; None."""
@@ -195,13 +250,13 @@ class Alpha(_SnnTorchConventions, _Neuron):
                  learn_threshold: bool = False, reset_mechanism: str = "zero",
                  state_quant=False, output: bool = False, *, step_mode: str = "s",
                  dtype=None) -> None:
-        reset, surrogate, output = _port_kw("Alpha", _snntorch_kw(
+        reset, surrogate, output, opts = _port_kw("Alpha", _snntorch_kw(
             spike_grad, surrogate_disable, inhibition, reset_mechanism, state_quant, output),
             "subtract", None, False)
         super().__init__(threshold=threshold, reset=reset, surrogate=surrogate,
                          detach_reset=True, reset_delay=True, learn_threshold=learn_threshold,
                          step_mode=step_mode, return_mem=output, dtype=dtype,
-                         init_hidden=init_hidden)
+                         init_hidden=init_hidden, snntorch_opts=opts)
         for name, v in (("alpha", alpha), ("beta", beta)):
             if isinstance(v, numbers.Real) and not isinstance(v, bool) and not 0 < v < 1:
                 raise ValueError(f"Alpha: {name} must be in (0, 1), got {v}")
@@ -219,10 +274,9 @@ class Alpha(_SnnTorchConventions, _Neuron):
     def _params(self) -> dict:
         return {"thr": self._threshold, "alpha": self._decay("alpha"), "beta": self._decay("beta")}
 
-    def _step(self, x, st, p):
-        exc0, inh0, mem = st
+    def _charge(self, x, st, p, r):
+        exc0, inh0, _ = st
         a, b, thr = p["alpha"], p["beta"], p["thr"]
-        r = F.heaviside(mem - thr)   # the delayed reset, no gradient (snnTorch's mem_reset)
         exc, inh = a * exc0 + x, b * inh0 - x
         la, lb = gp.log(a), gp.log(b)
         mem = (la / (lb - la) + 1.0) * (exc + inh)
@@ -230,10 +284,10 @@ class Alpha(_SnnTorchConventions, _Neuron):
             exc, inh, mem = exc - thr * r, inh - inh * r, mem + inh0 * r
         elif self.reset_mechanism == "zero":
             exc, inh, mem = exc - exc * r, inh - inh * r, mem - mem * r
-        return self.surrogate(mem - thr), (exc, inh, mem)
+        return exc, inh, mem
 
 
-class RSynaptic(_SnnTorchConventions, RLeaky):
+class RSynaptic(_SnnTorchConventions, _own.RLeaky):
     """snnTorch's ``snn.RSynaptic``: syn = alpha syn + x + V(spk_prev), mem = beta mem + syn -
     reset thr (a zero reset zeroes the new membrane), V a Linear(n, n) (``all_to_all=True``,
     ``linear_features=n``) or one-to-one weights ``V``; returns ``(spk, syn, mem)``.
@@ -279,9 +333,11 @@ class RSynaptic(_SnnTorchConventions, RLeaky):
     def _params(self) -> dict:
         return {"thr": self._threshold, "alpha": self._decay("alpha"), "beta": self._decay("beta")}
 
-    def _step(self, x, st, p):
-        rec = self.recurrent(st[0]) if "recurrent" in self._modules else self._V * st[0]
-        syn = p["alpha"] * st[1] + x + rec
-        spk, mem, _ = F._fire(syn, st[2], p["beta"], p["thr"], p["thr"], self.reset_mechanism,
-                              self.surrogate, True, True, True, None)
-        return spk, (spk, syn, mem)
+    def _charge(self, x, st, p, r):
+        syn = p["alpha"] * st[1] + x + self._recur(st[0])
+        mem = p["beta"] * st[2] + syn
+        if self.reset_mechanism == "subtract":
+            return st[0], syn, mem - r * p["thr"]
+        if self.reset_mechanism == "zero":   # the new membrane zeroed (the current is not)
+            return st[0], syn, mem - r * mem
+        return st[0], syn, mem
