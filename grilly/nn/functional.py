@@ -1389,17 +1389,29 @@ def _check_same_shape(input, target, op):
         raise ValueError(f"{op}: input shape {input.shape} and target shape {target.shape} differ")
 
 
+def _target_like(input, target, floats: bool = False):
+    """``target`` in ``input``'s floating dtype where torch's promotion keeps that dtype: an
+    integer or bool target (a float32 input with int64 labels gives a float32 loss, not NumPy's
+    float64), and with ``floats`` any target (huber_loss casts as torch's does)."""
+    if (isinstance(input, Array) and isinstance(target, Array) and target.dtype != input.dtype
+            and gp.isdtype(input.dtype, "real floating")
+            and not gp.isdtype(target.dtype, "complex floating")
+            and (floats or not gp.isdtype(target.dtype, "real floating"))):
+        return gp.astype(target, input.dtype)
+    return target
+
+
 def mse_loss(input: Array, target: Array, reduction: str = "mean") -> Array:
     """Mean squared error."""
     _check_same_shape(input, target, "mse_loss")
-    d = input - target
+    d = input - _target_like(input, target)
     return _reduce(d * d, reduction, "mse_loss")
 
 
 def l1_loss(input: Array, target: Array, reduction: str = "mean") -> Array:
     """Mean absolute error."""
     _check_same_shape(input, target, "l1_loss")
-    return _reduce(gp.abs(input - target), reduction, "l1_loss")
+    return _reduce(gp.abs(input - _target_like(input, target)), reduction, "l1_loss")
 
 
 def smooth_l1_loss(input: Array, target: Array, reduction: str = "mean",
@@ -1408,7 +1420,7 @@ def smooth_l1_loss(input: Array, target: Array, reduction: str = "mean",
     _check_same_shape(input, target, "smooth_l1_loss")
     if beta < 0:
         raise ValueError(f"smooth_l1_loss: beta must be >= 0, got {beta}")
-    d = gp.abs(input - target)
+    d = gp.abs(input - _target_like(input, target))
     if beta == 0.0:
         return _reduce(d, reduction, "smooth_l1_loss")
     return _reduce(gp.where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta), reduction, "smooth_l1_loss")
@@ -1420,7 +1432,7 @@ def huber_loss(input: Array, target: Array, reduction: str = "mean",
     _check_same_shape(input, target, "huber_loss")
     if delta <= 0:
         raise ValueError(f"huber_loss: delta must be > 0, got {delta}")
-    d = gp.abs(input - target)
+    d = gp.abs(input - _target_like(input, target, floats=True))
     return _reduce(gp.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta)), reduction, "huber_loss")
 
 

@@ -2,6 +2,7 @@
 ``Sequential``, ``ModuleList`` and ``ModuleDict``."""
 from __future__ import annotations
 
+import functools
 from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
 from typing import Any, Iterable, Iterator
@@ -73,6 +74,23 @@ def _stage(src, shape: tuple):
     return src, None
 
 
+def _hook_list(module: "Module", attr: str) -> list:
+    """The hooks in ``module``'s table ``attr`` (none until one is registered)."""
+    d = module.__dict__.get(attr)
+    return list(d.values()) if d else []
+
+
+def _add_state_hook(module: "Module", attr: str, value) -> _nn_hooks.RemovableHandle:
+    """Register ``value`` in ``module``'s state-dict hook table ``attr`` (made on first use)."""
+    d = module.__dict__.get(attr)
+    if d is None:
+        d = _nn_hooks._HookDict()
+        object.__setattr__(module, attr, d)
+    handle = _nn_hooks.RemovableHandle(d)
+    d[handle.id] = value
+    return handle
+
+
 def _no_grad():
     """A no_grad() block: state copies must not be recorded."""
     return no_grad()
@@ -87,6 +105,7 @@ class Module:
     """Base class of every layer: holds parameters, buffers and submodules (as in PyTorch)."""
 
     training: bool
+    _version: int = 1   # torch's state-dict metadata version (local_metadata["version"])
     _hooked = False   # set on an instance once a hook is registered (__call__ then runs them)
 
     def __init__(self) -> None:
@@ -393,52 +412,104 @@ class Module:
     def state_dict(self, destination=None, prefix: str = "", keep_vars: bool = False) -> OrderedDict:
         """Parameters and persistent buffers by dotted name: detached arrays sharing their memory,
         as torch's (changed in place without no_grad), or with ``keep_vars`` the arrays
-        themselves."""
-        out = OrderedDict() if destination is None else destination
+        themselves. State-dict pre- and post-hooks run as torch's."""
+        if destination is None:
+            destination = OrderedDict()
+            destination._metadata = OrderedDict()   # torch's per-module {"version": ...}
+        local_metadata = {"version": self._version}
+        meta = getattr(destination, "_metadata", None)
+        if meta is not None:
+            meta[prefix[:-1]] = local_metadata
+        for hook in _hook_list(self, "_state_dict_pre_hooks"):
+            hook(self, prefix, keep_vars)
         for name, p in self._parameters.items():
             if p is not None:
-                out[prefix + name] = p if keep_vars else p.detach()
+                destination[prefix + name] = p if keep_vars else p.detach()
         for name, b in self._buffers.items():
             if b is not None and name not in self._non_persistent:
-                out[prefix + name] = b if keep_vars else b.detach()
+                destination[prefix + name] = b if keep_vars else b.detach()
         for name, m in self._modules.items():
             if m is not None:
-                m.state_dict(out, prefix + name + ".", keep_vars)
-        return out
+                m.state_dict(destination, prefix + name + ".", keep_vars)
+        for hook, public in _hook_list(self, "_state_dict_hooks"):
+            res = hook(self, destination, prefix, local_metadata)
+            if public and res is not None:
+                raise RuntimeError(f"state_dict: {type(self).__name__}: a state_dict post-hook "
+                                   "must return None (change the state dict in place)")
+            if not public and res is not None:   # the private API's hooks may replace it
+                destination = res
+        return destination
 
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False) -> IncompatibleKeys:
         """Copy values (Arrays, numpy arrays, torch tensors, lists) into parameters and buffers in
         place. Every key is checked (missing and unexpected keys under ``strict``, shapes, values
         that are not numeric data) before anything is written, so a failed load raises a
-        RuntimeError listing every problem and leaves the module as it was."""
+        RuntimeError listing every problem and leaves the module as it was (where a load post-hook
+        is registered, the strict key check follows the hooks, after the values are written, as
+        torch's). Load pre- and post-hooks run as torch's."""
         if not isinstance(state_dict, Mapping):
             raise TypeError(f"load_state_dict: expected a mapping of name -> array, got "
                             f"{type(state_dict).__name__}")
-        own = self.state_dict(keep_vars=True)
-        # keys a checkpoint may lack (BatchNorm's num_batches_tracked, which old torch
-        # checkpoints do not have): torch fills them in, so they are not reported missing
-        optional = {prefix + name for prefix, m in _prefixed(self)
-                    for name in getattr(type(m), "_optional_state", ())}
-        missing = [k for k in own if k not in state_dict and k not in optional]
-        unexpected = [k for k in state_dict if k not in own]
-        errors = []
-        if strict and (missing or unexpected):
-            errors.append(f"missing keys {missing}, unexpected keys {unexpected}")
-        staged = []
-        for key, dst in own.items():
-            if key not in state_dict:
-                continue
-            src, problem = _stage(state_dict[key], tuple(dst.shape))
-            if problem is not None:
-                errors.append(f"{key!r} {problem}")
-            else:
-                staged.append((key, dst, src))
-        if errors:
-            raise _LoadStateDictError(f"load_state_dict: {type(self).__name__}: "
-                                      + "; ".join(errors))
+        metadata = getattr(state_dict, "_metadata", None)
+        state_dict = OrderedDict(state_dict)    # a copy: the pre-hooks may change it
+        if metadata is not None:
+            state_dict._metadata = metadata
+        missing: list = []
+        unexpected: list = [k for k in state_dict if not isinstance(k, str)]
+        errors: list = []     # torch's error_msgs: the pre-hooks may add to it
+        staged: list = []
+        with_post: list = []
+
+        def plan(module: Module, local: dict, prefix: str) -> None:
+            # torch's load(): this module's pre-hooks, its own keys, then each child's with the
+            # keys under the child's prefix, then (after the children) its post-hooks
+            local_metadata = {} if metadata is None else dict(metadata.get(prefix[:-1], {}))
+            if assign:
+                local_metadata["assign_to_params_buffers"] = assign
+            for hook in _hook_list(module, "_load_state_dict_pre_hooks"):
+                hook(local, prefix, local_metadata, True, missing, unexpected, errors)
+            own = {n: p for n, p in module._parameters.items() if p is not None}
+            own.update((n, b) for n, b in module._buffers.items()
+                       if b is not None and n not in module._non_persistent)
+            # keys a checkpoint may lack (BatchNorm's num_batches_tracked, which old torch
+            # checkpoints do not have): torch fills them in, so they are not reported missing
+            optional = getattr(type(module), "_optional_state", ())
+            for name, dst in own.items():
+                key = prefix + name
+                if key in local:
+                    src, problem = _stage(local[key], tuple(dst.shape))
+                    if problem is not None:
+                        errors.append(f"{key!r} {problem}")
+                    else:
+                        staged.append((module, name, key, dst, src))
+                elif name not in optional:
+                    missing.append(key)
+            for key in local:
+                if isinstance(key, str) and key.startswith(prefix):
+                    head = key[len(prefix):].split(".", 1)
+                    if (head[0] not in module._modules) if len(head) > 1 else (head[0] not in own):
+                        unexpected.append(key)
+            for name, child in module._modules.items():
+                if child is not None:
+                    cp = prefix + name + "."
+                    plan(child, {k: v for k, v in local.items()
+                                 if isinstance(k, str) and k.startswith(cp)}, cp)
+            if _hook_list(module, "_load_state_dict_post_hooks"):
+                with_post.append(module)
+
+        plan(self, state_dict, "")
+
+        def fail(problems: list) -> None:
+            if strict and (missing or unexpected):
+                problems = [f"missing keys {missing}, unexpected keys {unexpected}"] + problems
+            if problems:
+                raise _LoadStateDictError(f"load_state_dict: {type(self).__name__}: "
+                                          + "; ".join(problems))
+
+        fail(errors) if (errors or not with_post) else None
         with _no_grad():
             converted = []
-            for key, dst, src in staged:
+            for module, name, key, dst, src in staged:
                 if not (isinstance(src, gp.Array) and src.dtype == dst.dtype
                         and src.device == dst.device):
                     try:
@@ -447,18 +518,55 @@ class Module:
                         raise _LoadStateDictError(
                             f"load_state_dict: {type(self).__name__}: {key!r} cannot be copied "
                             f"into a {dst.dtype.name} array ({e})") from None
-                converted.append((key, dst, src))
-            for key, dst, src in converted:
+                converted.append((module, name, dst, src))
+            for module, name, dst, src in converted:
                 if assign:
-                    self._assign(key, src if not is_parameter(dst) else Parameter(src, dst.requires_grad))
+                    val = Parameter(src, dst.requires_grad) if is_parameter(dst) else src
+                    (module._parameters if name in module._parameters else module._buffers)[name] = val
                 else:
                     dst[...] = src
+        for module in with_post:
+            keys = _IncompatibleKeys(missing, unexpected)   # the hooks may edit the lists in place
+            for hook in _hook_list(module, "_load_state_dict_post_hooks"):
+                if hook(module, keys) is not None:
+                    raise AssertionError("load_state_dict: a load_state_dict post-hook must return "
+                                         "None (edit incompatible_keys in place)")
+        fail([])
         return _IncompatibleKeys(missing, unexpected)
 
-    def _assign(self, key: str, value) -> None:
-        mod_path, _, name = key.rpartition(".")
-        mod = self.get_submodule(mod_path)
-        (mod._parameters if name in mod._parameters else mod._buffers)[name] = value
+    # ---- state-dict hooks (torch's names; kept out of __call__'s _hooked path) ----------
+    def register_state_dict_pre_hook(self, hook) -> _nn_hooks.RemovableHandle:
+        """``hook(module, prefix, keep_vars)`` before this module's ``state_dict`` entries are
+        made."""
+        return _add_state_hook(self, "_state_dict_pre_hooks", hook)
+
+    def register_state_dict_post_hook(self, hook) -> _nn_hooks.RemovableHandle:
+        """``hook(module, state_dict, prefix, local_metadata)`` after this module's (and its
+        children's) entries are made; it edits the state dict in place and returns None."""
+        return _add_state_hook(self, "_state_dict_hooks", (hook, True))
+
+    def _register_state_dict_hook(self, hook) -> _nn_hooks.RemovableHandle:
+        """torch's older post-hook: as ``register_state_dict_post_hook``, but a state dict it
+        returns replaces the root's result."""
+        return _add_state_hook(self, "_state_dict_hooks", (hook, False))
+
+    def register_load_state_dict_pre_hook(self, hook) -> _nn_hooks.RemovableHandle:
+        """``hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs)`` before this module's keys are read from the (copied) state
+        dict, which it may change; messages it appends to ``error_msgs`` fail the load."""
+        return self._register_load_state_dict_pre_hook(hook, with_module=True)
+
+    def _register_load_state_dict_pre_hook(self, hook, with_module: bool = False
+                                           ) -> _nn_hooks.RemovableHandle:
+        """torch's older load pre-hook: without ``with_module`` the hook gets no module."""
+        return _add_state_hook(self, "_load_state_dict_pre_hooks",
+                               functools.partial(hook, self) if with_module else hook)
+
+    def register_load_state_dict_post_hook(self, hook) -> _nn_hooks.RemovableHandle:
+        """``hook(module, incompatible_keys)`` after this module and its children are loaded;
+        it may edit ``incompatible_keys.missing_keys`` / ``unexpected_keys`` in place (a strict
+        load checks them afterwards) and returns None."""
+        return _add_state_hook(self, "_load_state_dict_post_hooks", hook)
 
     # ---- calling and printing -----------------------------------------------------------
     def forward(self, *args, **kwargs):

@@ -276,18 +276,18 @@ class LBFGS(Optimizer):
                      prev_flat_grad=prev_flat_grad, prev_loss=prev_loss)
         return orig_loss
 
-    def state_dict(self) -> dict:
-        """As Optimizer.state_dict, the history lists copied (a step changes them in place)."""
-        sd = super().state_dict()
+    def _make_state_dict(self) -> dict:
+        # as Optimizer's, the history lists copied (a step changes them in place)
+        sd = super()._make_state_dict()
         for s in sd["state"].values():
             for k, v in s.items():
                 if isinstance(v, list):
                     s[k] = list(v)
         return sd
 
-    def load_state_dict(self, state_dict: dict) -> None:
-        """As Optimizer.load_state_dict, the arrays in the history lists restored too."""
-        super().load_state_dict(state_dict)
+    def _load(self, state_dict: dict) -> None:
+        # as Optimizer's, the arrays in the history lists restored too
+        super()._load(state_dict)
         p0 = self._params[0]
         for s in self._state.values():
             for k, v in s.items():

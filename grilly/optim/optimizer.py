@@ -13,13 +13,18 @@ from ..array.array import Array
 from ..array.dispatch import host_op
 from ..autograd.mode import no_grad
 
-__all__ = ["Optimizer"]
+__all__ = ["Optimizer", "register_optimizer_step_post_hook", "register_optimizer_step_pre_hook"]
 
 _hook_ids = itertools.count()
 
 
 class _HookDict(OrderedDict):
     """An OrderedDict a handle may refer to weakly."""
+
+
+# step hooks of every optimizer (torch.optim.optimizer's globals of the same names)
+_global_optimizer_pre_hooks = _HookDict()
+_global_optimizer_post_hooks = _HookDict()
 
 
 class _StepHookHandle:
@@ -42,6 +47,26 @@ class _StepHookHandle:
         self.remove()
 
 
+def _add_hook(hooks: _HookDict, hook, prepend: bool = False) -> _StepHookHandle:
+    handle = _StepHookHandle(hooks)
+    hooks[handle.id] = hook
+    if prepend:
+        hooks.move_to_end(handle.id, last=False)
+    return handle
+
+
+def register_optimizer_step_pre_hook(hook) -> _StepHookHandle:
+    """Call ``hook(optimizer, args, kwargs)`` before every optimizer's ``step`` (before the
+    optimizer's own pre-hooks); it may return ``(new_args, new_kwargs)``."""
+    return _add_hook(_global_optimizer_pre_hooks, hook)
+
+
+def register_optimizer_step_post_hook(hook) -> _StepHookHandle:
+    """Call ``hook(optimizer, args, kwargs)`` after every optimizer's ``step`` (after the
+    optimizer's own post-hooks)."""
+    return _add_hook(_global_optimizer_post_hooks, hook)
+
+
 def _with_step_hooks(step):
     """``step`` running the optimizer's step pre- and post-hooks around it, as torch's (their
     ``args`` begin with the optimizer); a step that calls a base class's step (also wrapped)
@@ -50,11 +75,12 @@ def _with_step_hooks(step):
     @functools.wraps(step)
     def wrapper(*args, **kwargs):
         self = args[0]
-        pre = self.__dict__.get("_optimizer_step_pre_hooks")
-        post = self.__dict__.get("_optimizer_step_post_hooks")
-        if not (pre or post) or self.__dict__.get("_in_hooked_step"):
+        pre = self.__dict__.get("_optimizer_step_pre_hooks") or {}
+        post = self.__dict__.get("_optimizer_step_post_hooks") or {}
+        if not (pre or post or _global_optimizer_pre_hooks or _global_optimizer_post_hooks) \
+                or self.__dict__.get("_in_hooked_step"):
             return step(*args, **kwargs)
-        for hook in list(pre.values()):
+        for hook in list(_global_optimizer_pre_hooks.values()) + list(pre.values()):
             res = hook(self, args, kwargs)
             if res is not None:
                 if not (isinstance(res, tuple) and len(res) == 2):
@@ -66,7 +92,7 @@ def _with_step_hooks(step):
             out = step(*args, **kwargs)
         finally:
             self._in_hooked_step = False
-        for hook in list(post.values()):
+        for hook in list(post.values()) + list(_global_optimizer_post_hooks.values()):
             hook(self, args, kwargs)
         return out
 
@@ -171,6 +197,30 @@ class Optimizer:
             g.setdefault(k, v)
         self.param_groups.append(g)
 
+    def _hook_table(self, name: str) -> _HookDict:
+        d = self.__dict__.get(name)
+        if d is None:
+            d = self.__dict__[name] = _HookDict()
+        return d
+
+    def register_state_dict_pre_hook(self, hook, prepend: bool = False) -> _StepHookHandle:
+        """Call ``hook(optimizer)`` before each ``state_dict``."""
+        return _add_hook(self._hook_table("_optimizer_state_dict_pre_hooks"), hook, prepend)
+
+    def register_state_dict_post_hook(self, hook, prepend: bool = False) -> _StepHookHandle:
+        """Call ``hook(optimizer, state_dict)`` after each ``state_dict``; it may change the state
+        dict in place or return a new one."""
+        return _add_hook(self._hook_table("_optimizer_state_dict_post_hooks"), hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook, prepend: bool = False) -> _StepHookHandle:
+        """Call ``hook(optimizer, state_dict)`` before each ``load_state_dict`` with a shallow
+        copy of the state dict given; it may change it in place or return the one to load."""
+        return _add_hook(self._hook_table("_optimizer_load_state_dict_pre_hooks"), hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook, prepend: bool = False) -> _StepHookHandle:
+        """Call ``hook(optimizer)`` after each ``load_state_dict``."""
+        return _add_hook(self._hook_table("_optimizer_load_state_dict_post_hooks"), hook, prepend)
+
     def register_step_pre_hook(self, hook) -> _StepHookHandle:
         """Call ``hook(optimizer, args, kwargs)`` before each ``step``; it may return
         ``(new_args, new_kwargs)`` for the step. Returns a handle whose ``remove()`` takes it off."""
@@ -256,7 +306,18 @@ class Optimizer:
 
     # ---- serialization -------------------------------------------------------------------------
     def state_dict(self) -> dict:
-        """Groups (parameters as indices) and state (by parameter index), as torch lays them out."""
+        """Groups (parameters as indices) and state (by parameter index), as torch lays them out;
+        state-dict pre- and post-hooks run around it."""
+        for hook in list(self._hook_table("_optimizer_state_dict_pre_hooks").values()):
+            hook(self)
+        sd = self._make_state_dict()
+        for hook in list(self._hook_table("_optimizer_state_dict_post_hooks").values()):
+            res = hook(self, sd)
+            if res is not None:
+                sd = res
+        return sd
+
+    def _make_state_dict(self) -> dict:
         index, groups = {}, []
         for g in self.param_groups:
             ids = []
@@ -268,7 +329,18 @@ class Optimizer:
         return {"state": state, "param_groups": groups}
 
     def load_state_dict(self, state_dict: dict) -> None:
-        """Restore options and state saved by ``state_dict`` (parameters matched by position)."""
+        """Restore options and state saved by ``state_dict`` (parameters matched by position);
+        load pre-hooks (which may replace the state dict) and post-hooks run around it."""
+        state_dict = state_dict.copy()   # shallow, as torch's: the pre-hooks may change it
+        for hook in list(self._hook_table("_optimizer_load_state_dict_pre_hooks").values()):
+            res = hook(self, state_dict)
+            if res is not None:
+                state_dict = res
+        self._load(state_dict)
+        for hook in list(self._hook_table("_optimizer_load_state_dict_post_hooks").values()):
+            hook(self)
+
+    def _load(self, state_dict: dict) -> None:
         groups = state_dict["param_groups"]
         if len(groups) != len(self.param_groups) or any(
                 len(a["params"]) != len(b["params"]) for a, b in zip(groups, self.param_groups)):
@@ -292,7 +364,9 @@ class Optimizer:
     def __getstate__(self) -> dict:
         d = dict(self.__dict__)
         # hooks are not kept (torch's neither): they may be lambdas, which do not pickle
-        for k in ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks", "_in_hooked_step"):
+        for k in ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks", "_in_hooked_step",
+                  "_optimizer_state_dict_pre_hooks", "_optimizer_state_dict_post_hooks",
+                  "_optimizer_load_state_dict_pre_hooks", "_optimizer_load_state_dict_post_hooks"):
             d.pop(k, None)
         pos = {id(p): i for i, p in enumerate(p for g in self.param_groups for p in g["params"])}
         d["_state"] = {pos[k]: v for k, v in self._state.items() if k in pos}

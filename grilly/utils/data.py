@@ -3,20 +3,25 @@
 Batches are grilly Arrays on the loader's ``device`` (the default device unless given). A
 ``TensorDataset`` of Arrays is batched with one gather per tensor on its device (no per-sample
 indexing); other datasets go sample by sample through ``collate_fn`` (``default_collate``:
-torch's rules, making grilly Arrays). Shuffling draws its order on the host from a NumPy
-generator seeded by grilly's default generator (or ``generator``), so ``nn.manual_seed``
-makes it reproducible. ``num_workers > 0`` prefetches batches in threads (grilly's devices are
-thread-safe), in order; there are no worker processes.
+torch's rules and structure, making grilly Arrays; torch CPU tensors in a sample are read
+through DLPack). Shuffling draws its order on the host from a NumPy generator seeded by
+grilly's default generator (or ``generator``: a grilly, NumPy or torch generator), so
+``nn.manual_seed`` makes it reproducible. ``num_workers > 0`` runs that many worker threads
+(grilly's devices are thread-safe) with torch's batch assignment, order, ``worker_init_fn``,
+``get_worker_info`` and ``persistent_workers``; there are no worker processes.
 """
 from __future__ import annotations
 
 import bisect
-import collections
+import copy
 import collections.abc as cabc
 import itertools
 import math
+import queue
+import sys
+import threading
 import warnings
-from concurrent.futures import ThreadPoolExecutor
+import weakref
 from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
@@ -29,21 +34,46 @@ from ..array.array import Array
 __all__ = ["BatchSampler", "ChainDataset", "ConcatDataset", "DataLoader", "Dataset",
            "IterableDataset", "RandomSampler", "Sampler", "SequentialSampler", "StackDataset",
            "Subset", "SubsetRandomSampler", "TensorDataset", "WeightedRandomSampler",
-           "default_collate", "default_convert", "random_split"]
+           "WorkerInfo", "default_collate", "default_convert", "get_worker_info", "random_split"]
+
+
+def _torch_instance(x, name: str) -> bool:
+    """Whether ``x`` is a ``torch.<name>`` (False without importing torch: where torch was
+    never imported, nothing is a torch object)."""
+    torch = sys.modules.get("torch")
+    cls = getattr(torch, name, None) if torch is not None else None
+    return cls is not None and isinstance(x, cls)
+
+
+def _seed(generator) -> int:
+    """A non-negative 63-bit seed drawn from ``generator`` (grilly, NumPy or torch; None for
+    grilly's default generator), which advances."""
+    if isinstance(generator, np.random.Generator):
+        return int(generator.integers(2 ** 63))
+    if _torch_instance(generator, "Generator"):
+        # torch's shuffle order cannot be reproduced (another generator algorithm); one draw
+        # from it seeds ours, so torch.manual_seed / Generator.manual_seed make it repeatable
+        torch = sys.modules["torch"]
+        return int(torch.empty((), dtype=torch.int64).random_(generator=generator))
+    if generator is None:
+        generator = _grandom.default_generator
+    if not isinstance(generator, _grandom.Generator):
+        raise TypeError("generator must be a grilly.random.Generator, a numpy.random.Generator or "
+                        f"a torch.Generator, got {type(generator).__name__}")
+    # one block of the stream, taken atomically: the next shuffle (or draw) differs
+    return int(np.random.default_rng(list(generator._take(1))).integers(2 ** 63))
 
 
 def _rng(generator) -> np.random.Generator:
     """A host NumPy generator for one shuffle: from ``generator`` (a grilly Generator, a NumPy
-    Generator used as is, or None for grilly's default generator, whose stream advances)."""
+    Generator used as is, a torch.Generator seeding it, or None for grilly's default generator,
+    whose stream advances)."""
     if isinstance(generator, np.random.Generator):
         return generator
-    if generator is None:
-        generator = _grandom.default_generator
-    if not isinstance(generator, _grandom.Generator):
-        raise TypeError("generator must be a grilly.random.Generator or a numpy.random.Generator, "
-                        f"got {type(generator).__name__}")
-    # one block of the stream, taken atomically: the next shuffle (or draw) differs
-    return np.random.default_rng(list(generator._take(1)))
+    if generator is None or isinstance(generator, _grandom.Generator):
+        g = _grandom.default_generator if generator is None else generator
+        return np.random.default_rng(list(g._take(1)))
+    return np.random.default_rng(_seed(generator))
 
 
 # ---- datasets ----------------------------------------------------------------------------------
@@ -337,56 +367,116 @@ def _to_array(x, device):
     return gp.asarray(x, device=device)
 
 
+def _from_torch(t, device, op: str) -> Array:
+    """A torch CPU tensor as a grilly Array on ``device`` (the default device if None), read
+    through DLPack (no copy on the cpu device), outside torch's autograd."""
+    if t.device.type != "cpu":
+        raise ValueError(f"{op}: got a torch tensor on {t.device}; grilly reads torch CPU tensors "
+                         "(return CPU tensors from the dataset, or numpy arrays)")
+    return gp.from_dlpack(t.detach().contiguous(), device=device)
+
+
+def _rebuild_mapping(elem, items: dict):
+    """``items`` in a mapping of ``elem``'s type where it can be made, as torch's collate."""
+    try:
+        if isinstance(elem, cabc.MutableMapping):
+            clone = copy.copy(elem)
+            clone.update(items)
+            return clone
+        return type(elem)(items)
+    except TypeError:
+        return items
+
+
+def _rebuild_sequence(elem, items: list):
+    """``items`` in a sequence of ``elem``'s type where it can be made (a tuple becomes a list,
+    as torch's collate and convert make it)."""
+    if isinstance(elem, tuple):
+        return items
+    try:
+        if isinstance(elem, cabc.MutableSequence):
+            clone = copy.copy(elem)
+            for i, v in enumerate(items):
+                clone[i] = v
+            return clone
+        return type(elem)(items)
+    except TypeError:
+        return items
+
+
 def default_convert(data, device=None):
-    """One sample's NumPy arrays as grilly Arrays (on ``device``), through lists, tuples and
-    dicts; everything else as it is (what the loader yields when batch_size is None)."""
+    """One sample's NumPy arrays and torch tensors as grilly Arrays (on ``device``), through
+    mappings, named tuples and sequences (a tuple becomes a list, as torch's); everything else
+    as it is (what the loader yields when batch_size is None)."""
     if isinstance(data, Array):
         return _move(data, device)
+    if _torch_instance(data, "Tensor"):
+        return _from_torch(data, device, "default_convert")
     if isinstance(data, (np.ndarray, np.generic)) and data.dtype.kind in "biufc":
         return _to_array(data, device)
     if isinstance(data, cabc.Mapping):
-        return {k: default_convert(v, device) for k, v in data.items()}
+        return _rebuild_mapping(data, {k: default_convert(data[k], device) for k in data})
     if isinstance(data, tuple) and hasattr(data, "_fields"):
         return type(data)(*(default_convert(v, device) for v in data))
-    if isinstance(data, (list, tuple)):
-        return type(data)(default_convert(v, device) for v in data)
+    if isinstance(data, cabc.Sequence) and not isinstance(data, (str, bytes)):
+        return _rebuild_sequence(data, [default_convert(v, device) for v in data])
     return data
 
 
+_COLLATE_ERR = "default_collate: batch must contain Arrays, tensors, numpy arrays, numbers, dicts " \
+               "or lists; found {}"
+
+
+def _collate_python_ints(batch, device) -> Array:
+    """A batch whose first element is a Python int or bool, as ``torch.tensor(batch)`` types
+    it: all bools -> bool, ints (bools among them) -> int64, any float -> float32."""
+    a = np.asarray(list(batch))
+    if a.dtype.kind == "u" or (a.dtype.kind == "O" and all(isinstance(v, int) for v in batch)):
+        raise OverflowError(f"default_collate: an int of the batch does not fit in int64 "
+                            f"({list(batch)[:8]}...)")
+    want = {"b": gp.bool, "i": gp.int64, "f": gp.float32, "c": gp.complex64}.get(a.dtype.kind)
+    if want is None:
+        raise TypeError(_COLLATE_ERR.format(f"a batch of {sorted({type(v).__name__ for v in batch})}"))
+    return gp.asarray(a, dtype=want, device=device)
+
+
 def default_collate(batch: Sequence, device=None):
-    """Samples -> one batch, as torch's: Arrays and NumPy arrays stacked on a new first axis,
-    Python floats as float64, ints as int64, bools as bool, strings kept as a list; tuples,
-    lists, named tuples and dicts collated position by position (key by key)."""
+    """Samples -> one batch, with torch's rules and structure: Arrays, NumPy arrays and torch
+    CPU tensors stacked on a new first axis, Python floats as float64, ints as int64, bools as
+    bool; strings and bytes kept as the batch (a tuple inside a tuple or list sample); mappings
+    (their type kept), named tuples and lists collated field by field; a tuple sample becomes
+    a list."""
     if len(batch) == 0:
         raise ValueError("default_collate: got an empty batch")
     elem = batch[0]
     if isinstance(elem, Array):
         return _move(gp.stack(list(batch), axis=0), device)
-    if isinstance(elem, (np.ndarray, np.generic)):
+    if _torch_instance(elem, "Tensor"):
+        torch = sys.modules["torch"]
+        return _from_torch(torch.stack([t.detach() for t in batch], 0), device, "default_collate")
+    if isinstance(elem, np.ndarray):
         if elem.dtype.kind not in "biufc":
-            raise TypeError(f"default_collate: batch must contain arrays, numbers, dicts or "
-                            f"lists; found a NumPy array of dtype {elem.dtype}")
+            raise TypeError(_COLLATE_ERR.format(f"a numpy array of dtype {elem.dtype}"))
         return _to_array(np.stack([np.asarray(b) for b in batch]), device)
-    if isinstance(elem, bool):
-        return gp.asarray(list(batch), dtype=gp.bool, device=device)
+    if isinstance(elem, (np.bool_, np.number)):
+        return _to_array(np.asarray(list(batch)), device)
     if isinstance(elem, float):
-        return gp.asarray(list(batch), dtype=gp.float64, device=device)
+        return gp.asarray(np.asarray(list(batch), dtype=np.float64), device=device)
     if isinstance(elem, int):
-        return gp.asarray(list(batch), dtype=gp.int64, device=device)
+        return _collate_python_ints(batch, device)
     if isinstance(elem, (str, bytes)):
-        return list(batch)
+        return batch
     if isinstance(elem, cabc.Mapping):
-        return {k: default_collate([d[k] for d in batch], device) for k in elem}
+        return _rebuild_mapping(elem, {k: default_collate([d[k] for d in batch], device)
+                                       for k in elem})
     if isinstance(elem, tuple) and hasattr(elem, "_fields"):
         return type(elem)(*(default_collate(s, device) for s in zip(*batch)))
     if isinstance(elem, cabc.Sequence):
         if any(len(b) != len(elem) for b in batch):
             raise RuntimeError("default_collate: each element in list of batch should be of "
                                "equal size")
-        cols = [default_collate(s, device) for s in zip(*batch)]
-        return tuple(cols) if isinstance(elem, tuple) else cols
-    raise TypeError("default_collate: batch must contain Arrays, NumPy arrays, numbers, dicts "
-                    f"or lists; found {type(elem).__name__}")
+        return _rebuild_sequence(elem, [default_collate(s, device) for s in zip(*batch)])
+    raise TypeError(_COLLATE_ERR.format(type(elem).__name__))
 
 
 def _move(x: Array, device) -> Array:
@@ -394,6 +484,94 @@ def _move(x: Array, device) -> Array:
     if device is None or x.device is _core.resolve_device(device, "DataLoader"):
         return x
     return x.to_device(device)
+
+
+# ---- workers -----------------------------------------------------------------------------------
+class WorkerInfo:
+    """What ``get_worker_info()`` returns in a DataLoader worker: ``id``, ``num_workers``,
+    ``seed`` (the loader's base seed + id, as torch's) and ``dataset``; read-only."""
+
+    _frozen = False
+
+    def __init__(self, **kwargs) -> None:
+        for k, v in kwargs.items():
+            setattr(self, k, v)
+        self._keys = tuple(kwargs)
+        self._frozen = True
+
+    def __setattr__(self, key: str, val) -> None:
+        if self._frozen:
+            raise RuntimeError(f"Cannot assign attributes to {type(self).__name__} objects")
+        super().__setattr__(key, val)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(" + ", ".join(f"{k}={getattr(self, k)}"
+                                                     for k in self._keys) + ")"
+
+
+_worker_local = threading.local()
+
+
+def get_worker_info() -> WorkerInfo | None:
+    """This DataLoader worker's WorkerInfo, or None outside a worker (the main thread)."""
+    return getattr(_worker_local, "info", None)
+
+
+_STOP = object()      # a worker thread's last task
+_NEXT = object()      # the task key of an iterable dataset's next batch
+_END = object()       # an iterable dataset's worker ran out (or the sampler did)
+
+
+class _Worker:
+    """One worker thread: runs the tasks put to it, in order, sending each result (or the
+    exception it raised) to the task's result queue."""
+
+    def __init__(self, loader: "DataLoader", wid: int, seed: int) -> None:
+        self.tasks: queue.SimpleQueue = queue.SimpleQueue()
+        info = WorkerInfo(id=wid, num_workers=loader.num_workers, seed=seed,
+                          dataset=loader.dataset)
+        # the thread holds the loader weakly: a dropped loader's persistent workers can stop
+        self.thread = threading.Thread(target=_worker_loop,
+                                       args=(weakref.ref(loader), self.tasks, info,
+                                             loader.worker_init_fn),
+                                       name=f"grilly-DataLoader-worker-{wid}", daemon=True)
+        self.thread.start()
+
+
+def _worker_loop(loader_ref, tasks: queue.SimpleQueue, info: WorkerInfo, init) -> None:
+    _worker_local.info = info
+    failed = None
+    if init is not None:
+        try:
+            init(info.id)
+        except BaseException as e:    # reported with the first batch asked of this worker
+            failed = e
+    it, it_epoch = None, None
+    while True:
+        task = tasks.get()
+        if task is _STOP:
+            return
+        results, epoch, idx, key = task
+        loader = loader_ref()
+        if loader is None:
+            return
+        try:
+            if epoch != loader._epoch:   # an abandoned epoch's batch: nobody waits for it
+                continue
+            if failed is not None:
+                raise failed
+            if key is not _NEXT:
+                out = loader._fetch(key)
+            else:                        # an iterable dataset: this worker's next batch
+                if it_epoch != epoch:
+                    it, it_epoch = iter(loader.dataset), epoch
+                out = loader._next_batch(it)
+            results.put((idx, info.id, True, out))
+        except BaseException as e:
+            results.put((idx, info.id, False, e))
+        finally:
+            # nothing of the loader or a batch is held while this thread waits for a task
+            task = results = loader = out = None
 
 
 # ---- the loader --------------------------------------------------------------------------------
@@ -419,10 +597,17 @@ class DataLoader:
             raise ValueError("DataLoader: prefetch_factor option should be non-negative")
         if persistent_workers and num_workers == 0:
             raise ValueError("DataLoader: persistent_workers option needs num_workers > 0")
+        if multiprocessing_context is not None and num_workers == 0:
+            raise ValueError("DataLoader: multiprocessing_context can only be used with "
+                             "multi-process loading (num_workers > 0), but got num_workers=0")
         self.dataset, self.num_workers = dataset, num_workers
         self.prefetch_factor = 2 if num_workers and prefetch_factor is None else prefetch_factor
         self.worker_init_fn, self.generator, self.timeout = worker_init_fn, generator, timeout
+        # pin_memory: batches are already on the loader's device (nothing to pin on the host)
         self.pin_memory, self.persistent_workers, self.in_order = pin_memory, persistent_workers, in_order
+        self.multiprocessing_context = multiprocessing_context
+        self._epoch = 0            # the current iteration's number (workers drop older tasks)
+        self._workers: list | None = None    # persistent workers, once started
         if device is not None:
             _core.resolve_device(device, "DataLoader")   # an unknown device fails here
         self.device = device
@@ -472,16 +657,18 @@ class DataLoader:
         return len(self.batch_sampler if self.batch_sampler is not None else self.sampler)
 
     # a batch of a TensorDataset of Arrays: one gather per tensor, on its device
-    def _gather(self, idx: list[int]):
+    def _gather(self, idx: list[int]) -> list:
         out = []
         for t in self.dataset.tensors:
             if isinstance(t, Array):
                 b = _move(gp.take(t, gp.asarray(idx, dtype=gp.int64, device=t.device), axis=0),
                           self.device)
+            elif _torch_instance(t, "Tensor"):
+                b = _from_torch(t.detach()[idx], self.device, "DataLoader")
             else:
                 b = _to_array(np.asarray(t)[idx], self.device)
             out.append(b)
-        return tuple(out)
+        return out    # a list, as torch's collate makes of TensorDataset's tuples
 
     def _fetch(self, idx):
         if self.batch_size is None and self.batch_sampler is None:   # no auto-batching
@@ -495,44 +682,107 @@ class DataLoader:
             return self.collate_fn(samples, self.device)
         return self.collate_fn(samples)
 
+    def _next_batch(self, it: Iterator):
+        """The next batch (or sample, without auto-batching) of an iterable dataset's
+        iterator, or _END."""
+        if self.batch_size is None:
+            s = next(it, _END)
+            return s if s is _END else self._collate(s)
+        samples = list(itertools.islice(it, self.batch_size))
+        if not samples or (self.drop_last and len(samples) < self.batch_size):
+            return _END
+        return self._collate(samples)
+
     def _iter_iterable(self) -> Iterator:
         it = iter(self.dataset)
-        if self.batch_size is None:
-            for s in it:
-                yield self._collate(s)
-            return
-        while True:
-            samples = list(itertools.islice(it, self.batch_size))
-            if not samples or (self.drop_last and len(samples) < self.batch_size):
-                return
-            yield self._collate(samples)
+        while (batch := self._next_batch(it)) is not _END:
+            yield batch
 
     def __iter__(self) -> Iterator:
-        if self._iterable:
-            return self._iter_iterable()
-        keys = self.batch_sampler if self.batch_sampler is not None else self.sampler
+        # one draw of the generator per epoch, before the sampler's, as torch's loader draws
+        # its workers' base seed: the order does not depend on num_workers
+        base_seed = _seed(self.generator)
         if self.num_workers == 0:
+            if self._iterable:
+                return self._iter_iterable()
+            keys = self.batch_sampler if self.batch_sampler is not None else self.sampler
             return (self._fetch(k) for k in keys)
-        return self._iter_threads(iter(keys))
+        return self._iter_workers(base_seed)
 
-    def _iter_threads(self, keys: Iterator) -> Iterator:
-        """Batches fetched by ``num_workers`` threads, at most workers x prefetch_factor ahead,
-        yielded in the sampler's order."""
-        ahead = max(1, self.num_workers * max(self.prefetch_factor or 1, 1))
-        init = self.worker_init_fn
-        ids = itertools.count()
+    def _iter_workers(self, base_seed: int) -> Iterator:
+        """Batches made by ``num_workers`` threads as torch's worker processes make them: the
+        i-th batch of a map-style dataset by worker i % num_workers (at most num_workers x
+        prefetch_factor ahead), an iterable dataset iterated by every worker (each batching its
+        own samples: shard it with get_worker_info), the batches yielded round-robin over the
+        workers (or as they come, without in_order)."""
+        self._epoch += 1
+        epoch, nw = self._epoch, self.num_workers
+        workers = self._workers
+        if workers is None:
+            workers = [_Worker(self, w, base_seed + w) for w in range(nw)]
+            if self.persistent_workers:
+                self._workers = workers
+        keys = None if self._iterable else iter(
+            self.batch_sampler if self.batch_sampler is not None else self.sampler)
+        results: queue.SimpleQueue = queue.SimpleQueue()
+        active = [True] * nw
+        turn = itertools.cycle(range(nw))
+        sent = 0
+        done = False
 
-        def start():
-            if init is not None:
-                init(next(ids))
+        def put() -> None:
+            nonlocal sent, done
+            if done:
+                return
+            for _ in range(nw):
+                w = next(turn)
+                if active[w]:
+                    break
+            else:
+                done = True
+                return
+            key = _NEXT
+            if keys is not None:
+                key = next(keys, _END)
+                if key is _END:
+                    done = True
+                    return
+            workers[w].tasks.put((results, epoch, sent, key))
+            sent += 1
 
-        with ThreadPoolExecutor(self.num_workers, initializer=start) as pool:
-            pending: collections.deque = collections.deque()
-            for k in itertools.islice(keys, ahead):
-                pending.append(pool.submit(self._fetch, k))
-            while pending:
-                batch = pending.popleft().result(timeout=self.timeout or None)
-                for k in itertools.islice(keys, 1):
-                    pending.append(pool.submit(self._fetch, k))
-                yield batch
+        def get():
+            try:
+                return results.get(timeout=self.timeout if self.timeout > 0 else None)
+            except queue.Empty:
+                raise RuntimeError(f"DataLoader timed out after {self.timeout} seconds") from None
 
+        try:
+            for _ in range(nw * max(self.prefetch_factor, 1)):
+                put()
+            arrived: dict = {}
+            got = 0
+            while got < sent:
+                if self.in_order:
+                    while got not in arrived:
+                        idx, *rest = get()
+                        arrived[idx] = rest
+                    wid, ok, out = arrived.pop(got)
+                else:
+                    _, wid, ok, out = get()
+                got += 1
+                if out is _END:
+                    active[wid] = False
+                    put()
+                    continue
+                put()
+                if not ok:
+                    raise out
+                yield out
+        finally:
+            if self._workers is None:
+                for w in workers:
+                    w.tasks.put(_STOP)
+
+    def __del__(self) -> None:
+        for w in self.__dict__.get("_workers") or ():
+            w.tasks.put(_STOP)
