@@ -97,8 +97,8 @@ def test_errors(device):
         x.max(axis=0, dim=1)   # torch's form (values, indices) checks its dim too
     with pytest.raises(TypeError, match="both axis and dim"):
         x.sum(axis=0, dim=1)
-    with pytest.raises(TypeError, match="unexpected keyword argument 'where'"):
-        x.sum(where=None)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'weights'"):
+        x.sum(weights=None)
     with pytest.raises(TypeError, match="out= is not supported"):
         x.sum(out=x)
     with pytest.raises(TypeError, match="swapaxes"):

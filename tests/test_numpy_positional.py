@@ -219,12 +219,11 @@ def test_out_must_be_none(device):
     assert_close(gp.sum(x, 0, out=None), A.sum(0, out=None), rtol=1e-12)
 
 
-def test_unsupported_dtype_slot(device):
-    """gp.mean/std/var have no dtype=: NumPy's dtype slot takes only None."""
+def test_dtype_slot(device):
+    """gp.mean/std/var's NumPy dtype slot computes in that dtype (dispatch.NUMPY_FORMS)."""
     x = gp.asarray(A, device=device)
-    for f in (gp.mean, gp.std, gp.var):
-        with pytest.raises(TypeError, match=rf"{f.__name__}: dtype= is not supported"):
-            f(x, 0, gp.float32)
+    for f, nf in ((gp.mean, np.mean), (gp.std, np.std), (gp.var, np.var)):
+        assert_close(f(x, 0, gp.float32), nf(A, 0, np.float32), rtol=1e-6)
     assert_close(gp.var(x, None, None), A.var(None, None), rtol=1e-12)
 
 

@@ -309,28 +309,33 @@ class Array:
     # mean the same; README "Array methods") ----------------------------------------------
     def sum(self, axis=None, dtype=None, *, keepdims: bool = False, **kw) -> "Array":
         """Sum over ``axis`` (all when None): gp.sum."""
+        extra = _np_kw(kw, _IW)
         axis, keepdims = _axis_kw("sum", axis, keepdims, kw)
-        return _OPS["sum"](self, axis=axis, dtype=dtype, keepdims=keepdims)
+        return _OPS["sum"](self, axis=axis, dtype=dtype, keepdims=keepdims, **extra)
 
     def prod(self, axis=None, dtype=None, *, keepdims: bool = False, **kw) -> "Array":
         """Product over ``axis`` (all when None): gp.prod."""
+        extra = _np_kw(kw, _IW)
         axis, keepdims = _axis_kw("prod", axis, keepdims, kw)
-        return _OPS["prod"](self, axis=axis, dtype=dtype, keepdims=keepdims)
+        return _OPS["prod"](self, axis=axis, dtype=dtype, keepdims=keepdims, **extra)
 
     def mean(self, axis=None, dtype=None, *, keepdims: bool = False, **kw) -> "Array":
         """Mean over ``axis`` (all when None; in ``dtype`` where given): gp.mean."""
+        extra = _np_kw(kw, _W)
         axis, keepdims = _axis_kw("mean", axis, keepdims, kw)
-        return _OPS["mean"](_in_dtype(self, dtype), axis=axis, keepdims=keepdims)
+        return _OPS["mean"](_in_dtype(self, dtype), axis=axis, keepdims=keepdims, **extra)
 
     def any(self, axis=None, *, keepdims: bool = False, **kw) -> "Array":
         """Whether any element along ``axis`` is true: gp.any."""
+        extra = _np_kw(kw, _W)
         axis, keepdims = _axis_kw("any", axis, keepdims, kw)
-        return _OPS["any"](self, axis=axis, keepdims=keepdims)
+        return _OPS["any"](self, axis=axis, keepdims=keepdims, **extra)
 
     def all(self, axis=None, *, keepdims: bool = False, **kw) -> "Array":
         """Whether every element along ``axis`` is true: gp.all."""
+        extra = _np_kw(kw, _W)
         axis, keepdims = _axis_kw("all", axis, keepdims, kw)
-        return _OPS["all"](self, axis=axis, keepdims=keepdims)
+        return _OPS["all"](self, axis=axis, keepdims=keepdims, **extra)
 
     def argmax(self, axis=None, *, keepdims: bool = False, **kw) -> "Array":
         """Index of the largest element along ``axis`` (of the flattened array when None)."""
@@ -347,16 +352,18 @@ class Array:
         torch's (values, indices): gp.max."""
         if _TORCH_KEYS.intersection(kw):
             return _torch_form("max", self, axis, keepdims, kw)
+        extra = _np_kw(kw, _IW)
         axis, keepdims = _axis_kw("max", axis, keepdims, kw)
-        return _OPS["max"](self, axis=axis, keepdims=keepdims)
+        return _OPS["max"](self, axis=axis, keepdims=keepdims, **extra)
 
     def min(self, axis=None, *, keepdims: bool = False, **kw):
         """Smallest element along ``axis`` (NumPy's: the values); torch's ``dim=`` gives
         torch's (values, indices): gp.min."""
         if _TORCH_KEYS.intersection(kw):
             return _torch_form("min", self, axis, keepdims, kw)
+        extra = _np_kw(kw, _IW)
         axis, keepdims = _axis_kw("min", axis, keepdims, kw)
-        return _OPS["min"](self, axis=axis, keepdims=keepdims)
+        return _OPS["min"](self, axis=axis, keepdims=keepdims, **extra)
 
     def std(self, axis=None, dtype=None, *, ddof: float = 0, keepdims: bool = False,
             **kw) -> "Array":
@@ -364,9 +371,10 @@ class Array:
         ``dim=``/``unbiased=``/``correction=``, torch's (unbiased by default): gp.std."""
         if _TORCH_KEYS.intersection(kw) or "correction" in kw:
             return _torch_form("std", _in_dtype(self, dtype), axis, keepdims, kw)
+        extra = _np_kw(kw, _W)
         axis, keepdims = _axis_kw("std", axis, keepdims, kw)
         return _OPS["std"](_in_dtype(self, dtype), axis=axis, correction=ddof,
-                           keepdims=keepdims)
+                           keepdims=keepdims, **extra)
 
     def var(self, axis=None, dtype=None, *, ddof: float = 0, keepdims: bool = False,
             **kw) -> "Array":
@@ -374,9 +382,10 @@ class Array:
         ``dim=``/``unbiased=``/``correction=``, torch's (unbiased by default): gp.var."""
         if _TORCH_KEYS.intersection(kw) or "correction" in kw:
             return _torch_form("var", _in_dtype(self, dtype), axis, keepdims, kw)
+        extra = _np_kw(kw, _W)
         axis, keepdims = _axis_kw("var", axis, keepdims, kw)
         return _OPS["var"](_in_dtype(self, dtype), axis=axis, correction=ddof,
-                           keepdims=keepdims)
+                           keepdims=keepdims, **extra)
 
     def cumsum(self, axis=None, dtype=None, **kw) -> "Array":
         """Running sum along ``axis`` (of the flattened array when None): gp.cumulative_sum."""
@@ -633,6 +642,15 @@ def _torch_form(op: str, x: Array, axis, keepdims: bool, kw: dict):
     if kw.pop("out", None) is not None:   # (numpy.max(x) and friends pass out=None)
         raise TypeError(f"Array.{op}: out= is not supported; use the result")
     return dispatch.TORCH_FORMS[op](x, axis, keepdims=keepdims, **kw)
+
+
+_W, _IW = ("where",), ("initial", "where")
+
+
+def _np_kw(kw: dict, names: tuple) -> dict:
+    """NumPy's reduction keywords (``where``, ``initial``) taken out of a method's ``kw``: the
+    namespace function's NumPy form takes them (np.sum(x, where=m) calls x.sum(where=m))."""
+    return {n: kw.pop(n) for n in names if n in kw} if kw else {}
 
 
 def _axis_kw(op: str, axis, keepdims: bool, kw: dict) -> tuple:

@@ -33,6 +33,10 @@ TORCH_FORMS: dict[str, Callable] = {}
 # composes namespace calls without them). Filled by a module before its export(), so what
 # autograd and grilly.jit record is the canonical call.
 NUMPY_FORMS: dict[str, tuple[frozenset, Callable]] = {}
+# NumPy's forms told by their values rather than a keyword (take's list or N-D indices,
+# take_along_axis's axis=None): name -> a test of (args, kw) that hands the call to its
+# NUMPY_FORMS function instead
+NUMPY_CALLS: dict[str, Callable] = {}
 
 
 class _Hooks:
@@ -124,6 +128,9 @@ def op(name: str, fn: Callable) -> Callable:
     npos, names, absent, sig = _numpy_args.slots(name, fn)
     torch_kw = name in TORCH_NAMES
     np_keys, np_form = NUMPY_FORMS.get(name, (None, None))
+    np_call = NUMPY_CALLS.get(name)
+    if np_keys is not None:
+        absent = absent - np_keys   # NumPy's keywords the form takes (mean's dtype slot)
 
     @functools.wraps(fn)
     def dispatch(*args, **kw):
@@ -131,6 +138,8 @@ def op(name: str, fn: Callable) -> Callable:
             args, kw = _numpy_args.bind(name, npos, names, absent, args, kw)   # canonical form
         if np_keys is not None and kw and not np_keys.isdisjoint(kw):
             return np_form(*args, **kw)   # composes namespace calls, which record
+        if np_call is not None and np_call(args, kw):
+            return np_form(*args, **kw)
         if torch_kw and kw and not TORCH_KEYS.isdisjoint(kw):
             return TORCH_FORMS[name](*args, **kw)   # composes namespace calls, which record
         if h.cast is not None:

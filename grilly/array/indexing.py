@@ -400,6 +400,81 @@ def take_along_axis(x: Array, indices: Array, /, *, axis: int = -1) -> Array:
             key.append(reshape(arange(n, dtype=dt.int64, device=x.device), tuple(s)))
     return getitem(xb, tuple(key))
 
+
+# ---- NumPy's forms (dispatch.NUMPY_FORMS / NUMPY_CALLS): composed of the canonical calls ------
+_TAKE_MODES = ("raise", "wrap", "clip")
+
+
+def _np_indices(indices, x: Array, op: str) -> Array:
+    """NumPy's array_like ``indices`` (an int, a list, a NumPy array) as an int64 Array on x's
+    device; an Array as it is."""
+    if isinstance(indices, Array):
+        return _check_indices(indices, x, op)
+    import numpy as np
+
+    h = np.asarray(indices)
+    if h.size == 0 and h.dtype.kind == "f":   # np.take(x, []): an empty list is float64
+        h = h.astype(np.int64)
+    if h.dtype.kind not in "iu":
+        raise TypeError(f"{op}: indices must be integers, got {h.dtype} values")
+    return dispatch.ns.asarray(h.astype(np.int64), device=x.device)
+
+
+def _take_np(x: Array, indices, /, *, axis: int | None = None, out=None,
+             mode: str = "raise") -> Array:
+    """NumPy's take: array_like indices of any shape, ``axis=None`` the flattened array, and
+    out-of-range indices raised (``'raise'``), wrapped (``'wrap'``) or clipped (``'clip'``)."""
+    from .numpy_args import no_out
+
+    ns = dispatch.ns
+    no_out("take", out)
+    check_array(x, "take")
+    if mode not in _TAKE_MODES:
+        raise ValueError(f"take: mode must be one of 'raise', 'wrap', 'clip', got {mode!r}")
+    idx = _np_indices(indices, x, "take")
+    if axis is None:
+        x, axis = ns.reshape(x, (-1,)), 0
+    elif x.ndim == 0:
+        raise ValueError("take: x must have at least one dimension for an axis")
+    axis = normalize_axis(axis, x.ndim, "take")
+    n = x.shape[axis]
+    if mode != "raise" and idx.size:
+        if n == 0:
+            raise IndexError("take: cannot do a non-empty take from an empty axis")
+        # 'clip' clips negative indices to 0 too (NumPy: the mode disables negative indexing)
+        idx = ns.remainder(idx, n) if mode == "wrap" else ns.clip(idx, 0, n - 1)
+    r = take(x, ns.reshape(idx, (-1,)), axis=axis)
+    return ns.reshape(r, x.shape[:axis] + idx.shape + x.shape[axis + 1:])
+
+
+def _take_is_np(args: tuple, kw: dict) -> bool:
+    """Whether a take call is NumPy's form: indices not a 1-D Array, or axis=None on N-D x."""
+    if len(args) < 2:
+        return False
+    x, i = args[0], args[1]
+    return (not isinstance(i, Array) or i.ndim != 1
+            or (kw.get("axis") is None and isinstance(x, Array) and x.ndim != 1))
+
+
+def _take_along_np(x: Array, indices: Array, /, *, axis: int | None = -1) -> Array:
+    """NumPy's take_along_axis with ``axis=None``: the flattened x at the 1-D indices."""
+    ns = dispatch.ns
+    check_array(x, "take_along_axis")
+    if axis is not None:
+        return take_along_axis(x, indices, axis=axis)
+    _check_indices(indices, x, "take_along_axis")
+    if indices.ndim != 1:
+        raise ValueError("take_along_axis: with axis=None, indices must be 1-D, got shape "
+                         f"{indices.shape}")
+    return take_along_axis(ns.reshape(x, (-1,)), indices, axis=0)
+
+
+dispatch.NUMPY_FORMS.update({"take": (frozenset({"mode", "out"}), _take_np),
+                             "take_along_axis": (frozenset(), _take_along_np)})
+dispatch.NUMPY_CALLS.update({
+    "take": _take_is_np,
+    "take_along_axis": lambda args, kw: "axis" in kw and kw["axis"] is None})
+
 dispatch.export(globals())
 # Array.__getitem__/__setitem__ dispatch by these names (autograd has rules for both)
 getitem = dispatch.op("__getitem__", getitem)

@@ -16,22 +16,25 @@ _P = inspect.Parameter
 _REDUCE = ("axis", "dtype", "out", "keepdims")          # np.sum(a, axis, dtype, out, keepdims)
 _MOMENT = ("axis", "dtype", "out", "correction", "keepdims")   # np.std(..., ddof, keepdims)
 _EXTREME = ("axis", "out", "keepdims")                  # np.max(a, axis, out, keepdims)
+_REDUCE_IW = _REDUCE + ("initial", "where")              # np.sum(..., keepdims, initial, where)
+_EXTREME_IW = _EXTREME + ("initial", "where")            # np.max(..., keepdims, initial, where)
 _FFT = ("n", "axis", "norm", "out")                     # np.fft.fft(a, n, axis, norm, out)
 _FFTN = ("s", "axes", "norm", "out")
 
 # namespace name -> NumPy's positional parameters after those grilly already takes positionally,
 # in NumPy's order, under grilly's names (NumPy's ddof is the Array API's correction, pinv's
 # rcond its rtol). A name the grilly function lacks (``out``, mean/std/var's ``dtype``) takes
-# only None. cumulative_sum/prod take cumsum's order (NumPy's own make them keyword-only).
+# only None unless the function's dispatch.NUMPY_FORMS takes it (sum's initial and where, mean's
+# dtype). cumulative_sum/prod take cumsum's order (NumPy's own make them keyword-only).
 POSITIONAL: dict[str, tuple[str, ...]] = {
-    "sum": _REDUCE, "prod": _REDUCE, "mean": _REDUCE, "std": _MOMENT, "var": _MOMENT,
-    "max": _EXTREME, "min": _EXTREME, "all": _EXTREME, "any": _EXTREME,
+    "sum": _REDUCE_IW, "prod": _REDUCE_IW, "mean": _REDUCE, "std": _MOMENT, "var": _MOMENT,
+    "max": _EXTREME_IW, "min": _EXTREME_IW, "all": _EXTREME, "any": _EXTREME,
     "argmax": ("axis", "out"), "argmin": ("axis", "out"), "count_nonzero": ("axis",),
     "cumulative_sum": ("axis", "dtype", "out"), "cumulative_prod": ("axis", "dtype", "out"),
     "sort": ("axis", "kind", "order"), "argsort": ("axis", "kind", "order"),
     "searchsorted": ("side", "sorter"),
     "concat": ("axis", "out"), "stack": ("axis", "out"), "flip": ("axis",), "roll": ("axis",),
-    "repeat": ("axis",), "take": ("axis", "out"), "take_along_axis": ("axis",),
+    "repeat": ("axis",), "take": ("axis", "out", "mode"), "take_along_axis": ("axis",),
     "diff": ("n", "axis", "prepend", "append"), "tensordot": ("axes",), "tril": ("k",),
     "triu": ("k",), "clip": ("out",),
     "asarray": ("dtype",), "arange": ("dtype",), "eye": ("k", "dtype"), "linspace": ("endpoint",),

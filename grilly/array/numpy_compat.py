@@ -11,6 +11,7 @@ function's answer is a Python value (allclose, array_equal) or its size depends 
 from __future__ import annotations
 
 import builtins
+import itertools
 import math
 from typing import Sequence
 
@@ -39,6 +40,8 @@ __all__ = [
     "diag_indices_from", "diagflat", "diagonal", "dot", "fill_diagonal", "identity", "inner",
     "isclose", "kron", "outer", "trace", "tri", "tril_indices", "tril_indices_from",
     "triu_indices", "triu_indices_from", "vdot",
+    # host iteration helpers
+    "apply_along_axis", "apply_over_axes", "ndenumerate", "ndindex",
 ]
 
 _ns = dispatch.ns
@@ -261,11 +264,13 @@ def copy(a: Array, order: str = "K", subok: bool = False) -> Array:
 def unique(ar: Array, return_index: bool = False, return_inverse: bool = False,
            return_counts: bool = False, axis: int | None = None, *, equal_nan: bool = True,
            sorted: bool = True):
-    """The sorted unique elements of ``ar`` (flattened), with NumPy's optional first indices,
-    inverse (shaped like ``ar``) and counts; NaNs count as one value when equal_nan."""
+    """The sorted unique elements of ``ar`` (flattened; with ``axis``, the unique slices along
+    it, in lexicographic order), with NumPy's optional first indices, inverse (shaped like
+    ``ar``; 1-D with ``axis``) and counts; NaNs count as one value when equal_nan (not in
+    slices, as NumPy's)."""
     _arr(ar, "unique", "ar")
     if axis is not None:
-        raise NotImplementedError("unique: axis is not supported (only axis=None)")
+        return _unique_axis(ar, axis, return_index, return_inverse, return_counts)
     vals, idx, inv, cnt = _ns.unique_all(ar)
     n = vals.shape[0]
     if equal_nan and vals.dtype.kind in "fc" and n:
@@ -284,6 +289,41 @@ def unique(ar: Array, return_index: bool = False, return_inverse: bool = False,
         out.append(inv)
     if return_counts:
         out.append(cnt)
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def _unique_axis(ar: Array, axis: int, return_index: bool, return_inverse: bool,
+                 return_counts: bool):
+    """unique(axis=...): a stable lexicographic sort of the slices along ``axis`` (each
+    flattened to a row), then the rows that differ from the one before (their count read on
+    the host, as unique_values reads it)."""
+    op = "unique"
+    if ar.ndim == 0:
+        raise AxisError(f"{op}: axis {axis} is out of bounds for a 0-d array")
+    ax = normalize_axis(axis, ar.ndim, op)
+    moved = _ns.moveaxis(ar, ax, 0)
+    n = moved.shape[0]
+    rows = _ns.reshape(moved, (n, math.prod(moved.shape[1:])))
+    m = rows.shape[1]
+    if m and n:   # the first column is the primary key: lexsort's last
+        perm = _OPS["lexsort"]([rows[:, j] for j in range(m - 1, -1, -1)])
+    else:
+        perm = _ns.arange(n, dtype=dt.int64, device=ar.device)
+    srt = _ns.take(rows, perm, axis=0)
+    new = _ns.any(_ns.not_equal(srt[1:], srt[:-1]), axis=1)   # (NaN rows never match)
+    first = _ns.concat([_ns.ones((builtins.min(n, 1),), dtype=dt.bool, device=ar.device), new])
+    (starts,) = _ns.nonzero(first)
+    vals = _ns.take(srt, starts, axis=0)
+    vals = _ns.moveaxis(_ns.reshape(vals, (starts.shape[0],) + moved.shape[1:]), 0, ax)
+    out = [vals]
+    if return_index:
+        out.append(_ns.take(perm, starts))
+    if return_inverse:
+        group = _ns.subtract(_ns.cumulative_sum(_ns.astype(first, dt.int64)), 1)
+        out.append(_ns.take(group, _ns.argsort(perm, stable=True)) if n else group)
+    if return_counts:
+        ends = _ns.concat([starts[1:], _ns.asarray([n], dtype=dt.int64, device=ar.device)])
+        out.append(_ns.subtract(ends, starts))
     return out[0] if len(out) == 1 else tuple(out)
 
 
@@ -633,13 +673,30 @@ def _pairs(v, nd: int, op: str, arg: str, as_index: bool) -> list:
 
 
 _PAD_MODES = ("constant", "edge", "reflect", "symmetric", "wrap", "linear_ramp", "maximum",
-              "minimum", "mean", "empty")
+              "minimum", "mean", "median", "empty")
+
+
+def _dict_widths(pad_width: dict, nd: int, op: str) -> list:
+    """NumPy 2's dict pad_width ({axis: width or (before, after)}; other axes unpadded)."""
+    seq = [(0, 0)] * nd
+    for axis, w in pad_width.items():
+        ax = normalize_axis(axis, nd, op)
+        if isinstance(w, (int, np.integer)) and not isinstance(w, bool):
+            seq[ax] = (int(w), int(w))
+        elif isinstance(w, tuple) and len(w) == 2 and all(
+                isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in w):
+            seq[ax] = (int(w[0]), int(w[1]))
+        else:
+            raise TypeError(f"{op}: a pad_width dict maps an axis to an int or a pair of ints, "
+                            f"got {w!r} for axis {axis}")
+    return seq
 
 
 def pad(array: Array, pad_width, mode: str = "constant", **kwargs) -> Array:
-    """``array`` padded by ``pad_width`` ((before, after) per axis) in NumPy's ``mode``:
-    constant (constant_values), edge, reflect, symmetric, wrap, linear_ramp (end_values),
-    maximum, minimum, mean (stat_length), empty."""
+    """``array`` padded by ``pad_width`` ((before, after) per axis, or a dict of axis to
+    width) in NumPy's ``mode``: constant (constant_values), edge, reflect and symmetric
+    (reflect_type 'even' or 'odd'), wrap, linear_ramp (end_values), maximum, minimum, mean,
+    median (stat_length), empty."""
     op = "pad"
     _arr(array, op, "array")
     if callable(mode) or mode not in _PAD_MODES:
@@ -648,21 +705,25 @@ def pad(array: Array, pad_width, mode: str = "constant", **kwargs) -> Array:
     allowed = {"constant": {"constant_values"}, "linear_ramp": {"end_values"},
                "reflect": {"reflect_type"}, "symmetric": {"reflect_type"},
                "maximum": {"stat_length"}, "minimum": {"stat_length"},
-               "mean": {"stat_length"}}.get(mode, set())
+               "mean": {"stat_length"}, "median": {"stat_length"}}.get(mode, set())
     bad = set(kwargs) - allowed
     if bad:
         raise ValueError(f"{op}: unsupported keyword arguments for mode {mode!r}: {sorted(bad)}")
-    if kwargs.get("reflect_type", "even") != "even":
-        raise NotImplementedError(f"{op}: reflect_type={kwargs['reflect_type']!r} is not "
-                                  "supported (only 'even')")
+    odd = kwargs.get("reflect_type", "even")
+    if odd not in ("even", "odd"):
+        raise ValueError(f"{op}: reflect_type must be 'even' or 'odd', got {odd!r}")
+    odd = odd == "odd"
     nd = array.ndim
-    widths = _pairs(pad_width, nd, op, "pad_width", True)
+    widths = _dict_widths(pad_width, nd, op) if isinstance(pad_width, dict) else \
+        _pairs(pad_width, nd, op, "pad_width", True)
+    if isinstance(pad_width, dict) and any(b < 0 or e < 0 for b, e in widths):
+        raise ValueError(f"{op}: index can't contain negative values (pad_width={pad_width!r})")
     x = array
     if mode in ("constant", "empty"):
         vals = _pairs(kwargs.get("constant_values", 0), nd, op, "constant_values", False)
     elif mode == "linear_ramp":
         vals = _pairs(kwargs.get("end_values", 0), nd, op, "end_values", False)
-    elif mode in ("maximum", "minimum", "mean"):
+    elif mode in ("maximum", "minimum", "mean", "median"):
         sl = kwargs.get("stat_length")
         vals = [(None, None)] * nd if sl is None else _pairs(sl, nd, op, "stat_length", True)
     for ax, (b, e) in enumerate(widths):
@@ -675,7 +736,9 @@ def pad(array: Array, pad_width, mode: str = "constant", **kwargs) -> Array:
         if n == 0:
             raise ValueError(f"{op}: can't extend empty axis {ax} using modes other than "
                              "'constant' or 'empty'")
-        if mode in ("edge", "reflect", "symmetric", "wrap"):
+        if odd and mode in ("reflect", "symmetric") and not (mode == "reflect" and n == 1):
+            x = _pad_odd(x, ax, b, e, mode)
+        elif mode in ("edge", "reflect", "symmetric", "wrap"):
             x = _ns.take(x, _index([_pad_src(j - b, n, mode) for j in range(b + n + e)],
                                    x.device), axis=ax)
         elif mode == "linear_ramp":
@@ -699,6 +762,37 @@ def _pad_src(t: int, n: int, mode: str) -> int:
         return 0
     t %= 2 * n - 2
     return t if t < n else 2 * n - 2 - t
+
+
+def _pad_odd(x: Array, ax: int, b: int, e: int, mode: str) -> Array:
+    """NumPy's reflect_type='odd': each reflected value is 2 * edge - value, repeated
+    reflections drifting by 2 * (last - first) per period, as NumPy's chunk-by-chunk padding
+    gives. Composed: x's elements at host-computed positions, with signs, plus multiples of the
+    first and last elements."""
+    n = x.shape[ax]
+    per = 2 * (n - 1) if mode == "reflect" else 2 * n
+    src, sign, c_first, c_last = [], [], [], []
+    for j in range(b + n + e):
+        q, r = divmod(j - b, per)
+        if r < n:   # (reflect: r == n - 1 reads the last element either way)
+            src.append(r)
+            sign.append(1)
+            c_last.append(2 * q)
+        else:   # reflected about the last element
+            src.append(per - r if mode == "reflect" else per - 1 - r)
+            sign.append(-1)
+            c_last.append(2 * q + 2)
+        c_first.append(-2 * q)
+    body = _ns.take(x, _index(src, x.device), axis=ax)
+    first, last = _along(x, ax, 0, 1), _along(x, ax, n - 1, n)
+
+    def coef(v: list) -> Array:
+        shp = [1] * x.ndim
+        shp[ax] = len(v)
+        return _ns.reshape(_ns.astype(_index(v, x.device), x.dtype), tuple(shp))
+
+    return _ns.add(_ns.multiply(body, coef(sign)),
+                   _ns.add(_ns.multiply(first, coef(c_first)), _ns.multiply(last, coef(c_last))))
 
 
 def _fill_block(x: Array, ax: int, width: int, value) -> Array:
@@ -754,8 +848,9 @@ def _pad_stat(x: Array, ax: int, b: int, e: int, lengths, mode: str) -> Array:
         if length == 0:
             raise ValueError("pad: stat_length of 0 yields no value for padding")
         chunk = _along(x, ax, 0, m) if left else _along(x, ax, n - m, n)
-        if mode == "mean":
-            s = _ns.mean(_float_of(chunk, "pad"), axis=ax, keepdims=True)
+        if mode in ("mean", "median"):
+            f = _ns.mean if mode == "mean" else _OPS["median"]
+            s = f(_float_of(chunk, "pad"), axis=ax, keepdims=True)
             s = _ns.astype(_ns.round(s), x.dtype) if x.dtype.kind in "iub" else s
         else:
             s = getattr(_ns, "max" if mode == "maximum" else "min")(chunk, axis=ax, keepdims=True)
@@ -1068,6 +1163,91 @@ def array_equiv(a1, a2) -> bool:
     except ValueError:
         return False
     return bool(_ns.all(_ns.equal(a1, a2)))
+
+
+# ---- host iteration helpers ------------------------------------------------------------------
+class ndindex:
+    """Iterator over the index tuples of an array of ``shape`` (C order), as NumPy's:
+    ``ndindex(2, 3)`` or ``ndindex((2, 3))``."""
+
+    def __init__(self, *shape):
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        for n in shape:
+            if isinstance(n, bool) or not hasattr(n, "__index__") or n.__index__() < 0:
+                raise ValueError(f"ndindex: dimensions must be non-negative integers, got {n!r}")
+        self.shape = tuple(n.__index__() for n in shape)
+        self._it = itertools.product(*(range(n) for n in self.shape))
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> tuple:
+        return next(self._it)
+
+
+class ndenumerate:
+    """Iterator of ``(index, value)`` over an array's elements (C order), as NumPy's: the
+    array is read on the host once and each value is a NumPy scalar."""
+
+    def __init__(self, arr):
+        h = np.asarray(arr)
+        self._items = iter(zip(ndindex(h.shape), h.reshape(-1)))
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> tuple:
+        return next(self._items)
+
+
+def apply_along_axis(func1d, axis: int, arr: Array, *args, **kwargs) -> Array:
+    """``func1d`` applied to each 1-D slice of ``arr`` along ``axis`` (a host loop over the
+    slices); its results (all of one shape) take the place of that axis, as NumPy's."""
+    op = "apply_along_axis"
+    check_array(arr, op, "arr")
+    if arr.ndim == 0:
+        raise AxisError(f"{op}: arr must have at least one dimension")
+    ax = normalize_axis(axis, arr.ndim, op)
+    moved = _ns.moveaxis(arr, ax, -1)
+    outer = moved.shape[:-1]
+    if 0 in outer:
+        raise ValueError(f"{op}: cannot apply_along_axis when any iteration dimensions are 0")
+    res, first = [], None
+    for i in itertools.product(*(range(n) for n in outer)):
+        r = func1d(moved[i], *args, **kwargs)
+        r = r if isinstance(r, Array) else _ns.asarray(np.asarray(r), device=arr.device)
+        if first is None:
+            first = r
+        elif r.shape != first.shape:
+            raise ValueError(f"{op}: func1d returned shape {r.shape} for one slice and "
+                             f"{first.shape} for another (they must all match)")
+        res.append(r if r.dtype == first.dtype else _ns.astype(r, first.dtype))
+    out = _ns.reshape(_ns.stack(res), outer + first.shape)
+    k = first.ndim   # the result's own axes go where ``axis`` was
+    return _ns.moveaxis(out, tuple(range(len(outer), len(outer) + k)),
+                        tuple(range(ax, ax + k))) if k else out
+
+
+def apply_over_axes(func, a: Array, axes) -> Array:
+    """``func(a, axis)`` applied over each of ``axes`` in turn, each result keeping a's number
+    of dimensions (a reduced axis put back with length one), as NumPy's."""
+    op = "apply_over_axes"
+    val = check_array(a, op)
+    n = a.ndim
+    for axis in ((axes,) if np.ndim(axes) == 0 else tuple(np.asarray(axes).reshape(-1))):
+        axis = int(axis)
+        if axis < 0:
+            axis += n
+        res = func(val, axis)
+        if not isinstance(res, Array):
+            res = _ns.asarray(np.asarray(res), device=a.device)
+        if res.ndim != val.ndim:
+            res = _ns.expand_dims(res, axis=axis)
+            if res.ndim != val.ndim:
+                raise ValueError(f"{op}: function is not returning an array of the correct shape")
+        val = res
+    return val
 
 
 dispatch.export(globals())

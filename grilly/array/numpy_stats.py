@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import operator
 from typing import Sequence
 
 import numpy as np
@@ -24,7 +25,9 @@ __all__ = [
     "argpartition", "argwhere", "average", "bartlett", "bincount", "blackman", "cbrt",
     "convolve", "corrcoef", "correlate", "cov", "digitize", "ediff1d", "exp2", "flatnonzero",
     "fmax", "fmin", "geomspace", "gradient", "hamming", "hanning", "heaviside", "histogram",
-    "c_", "index_exp", "indices", "interp", "intersect1d", "ix_", "mgrid", "ogrid", "r_", "s_",
+    "histogram2d", "histogram_bin_edges", "histogramdd",
+    "c_", "choose", "compress", "extract", "index_exp", "indices", "interp", "intersect1d",
+    "ix_", "mgrid", "ogrid", "r_", "s_",
     "lexsort", "logaddexp2", "logspace", "median",
     "nan_to_num", "nanargmax", "nanargmin", "nancumprod", "nancumsum", "nanmax", "nanmean",
     "nanmedian", "nanmin", "nanpercentile", "nanprod", "nanquantile", "nanstd", "nansum",
@@ -101,7 +104,9 @@ def _last(a: Array, axis, op: str) -> tuple[Array, tuple]:
 _CONTINUOUS = {"linear": (1.0, 1.0), "hazen": (0.5, 0.5), "weibull": (0.0, 0.0),
                "median_unbiased": (1 / 3, 1 / 3), "normal_unbiased": (3 / 8, 3 / 8),
                "interpolated_inverted_cdf": (0.0, 1.0)}
-_METHODS = tuple(_CONTINUOUS) + ("lower", "higher", "nearest", "midpoint")
+# methods that pick one element (NumPy's result keeps the input's dtype: integers stay integers)
+_DISCRETE = ("lower", "higher", "nearest", "inverted_cdf", "closest_observation")
+_METHODS = tuple(_CONTINUOUS) + _DISCRETE + ("midpoint", "averaged_inverted_cdf")
 
 
 def _lerp(a: Array, b: Array, t: Array) -> Array:
@@ -138,7 +143,8 @@ def _quantile(op: str, a: Array, q, axis, method: str, keepdims: bool, nan: bool
     x = _float_of(a, op)
     d = dt.promote(x.dtype, qa.dtype, op)
     x, qa = _ns.astype(x, d), _ns.astype(qa, d)
-    y, keep = _last(x, axis, op)
+    pick = method in _DISCRETE and a.dtype.kind in "iuf"
+    y, keep = _last(a if pick else x, axis, op)
     if y.shape[-1] == 0:
         raise ValueError(f"{op}: cannot compute a quantile of an empty slice")
     y = _ns.sort(y, axis=-1)   # NaNs sort last
@@ -156,6 +162,9 @@ def _quantile(op: str, a: Array, q, axis, method: str, keepdims: bool, nan: bool
         al, be = _CONTINUOUS[method]
         v = _ns.subtract(_ns.add(_ns.multiply(nf, qb),
                                  _ns.add(al, _ns.multiply(qb, 1 - al - be))), 1)
+    elif method in ("inverted_cdf", "averaged_inverted_cdf", "closest_observation"):
+        # NumPy's virtual index n*q - 1 (closest_observation: half an order statistic less)
+        v = _ns.subtract(_ns.multiply(nf, qb), 1.5 if method == "closest_observation" else 1)
     else:
         v = _ns.multiply(qb, last)
         if method == "lower":
@@ -165,23 +174,40 @@ def _quantile(op: str, a: Array, q, axis, method: str, keepdims: bool, nan: bool
         elif method == "nearest":
             v = _ns.round(v)
     lo = _ns.floor(v)
-    prev = _ns.clip(lo, 0, last) if nan else _ns.clip(lo, 0.0, last)
-    nxt = _ns.minimum(_ns.maximum(_ns.add(lo, 1), 0), last) if nan else _ns.clip(
-        _ns.add(lo, 1), 0.0, last)
-    gamma = _ns.subtract(v, lo)
-    if method == "midpoint":
-        gamma = _ns.where(_ns.equal(gamma, 0), gamma, 0.5)
     full = qa.shape + rest + (1,)
-    i0 = _ns.broadcast_to(_ns.astype(prev, dt.int64), full)
-    i1 = _ns.broadcast_to(_ns.astype(nxt, dt.int64), full)
     yb = _ns.broadcast_to(yb, (1,) * qd + rest + (y.shape[-1],))
-    r = _lerp(_ns.take_along_axis(yb, i0, axis=-1), _ns.take_along_axis(yb, i1, axis=-1),
-              _ns.broadcast_to(gamma, full))
-    if nan:
-        bad = _ns.equal(_ns.broadcast_to(_ns.reshape(n, (1,) * qd + rest + (1,)), full), 0)
+    if method in _DISCRETE:
+        at = v
+        if method != "lower" and method in ("inverted_cdf", "closest_observation"):
+            # the element below a whole virtual index (an even order statistic for
+            # closest_observation), else the one above
+            whole = _ns.equal(v, lo)
+            if method == "closest_observation":
+                whole = _ns.logical_and(whole, _ns.equal(_ns.remainder(lo, 2), 1))
+            at = _ns.where(whole, lo, _ns.add(lo, 1))
+        at = _ns.maximum(_ns.minimum(at, last), 0)
+        r = _ns.take_along_axis(yb, _ns.broadcast_to(_ns.astype(at, dt.int64), full), axis=-1)
     else:
-        bad = _ns.broadcast_to(_ns.reshape(_ns.isnan(y[..., -1]), (1,) * qd + rest + (1,)), full)
-    r = _ns.where(bad, float("nan"), r)
+        prev = _ns.clip(lo, 0, last) if nan else _ns.clip(lo, 0.0, last)
+        nxt = _ns.minimum(_ns.maximum(_ns.add(lo, 1), 0), last) if nan else _ns.clip(
+            _ns.add(lo, 1), 0.0, last)
+        gamma = _ns.subtract(v, lo)
+        if method == "midpoint":
+            gamma = _ns.where(_ns.equal(gamma, 0), gamma, 0.5)
+        elif method == "averaged_inverted_cdf":   # the two elements' mean at a whole index
+            gamma = _ns.where(_ns.equal(gamma, 0), _ns.full_like(gamma, 0.5),
+                              _ns.full_like(gamma, 1.0))
+        i0 = _ns.broadcast_to(_ns.astype(prev, dt.int64), full)
+        i1 = _ns.broadcast_to(_ns.astype(nxt, dt.int64), full)
+        r = _lerp(_ns.take_along_axis(yb, i0, axis=-1), _ns.take_along_axis(yb, i1, axis=-1),
+                  _ns.broadcast_to(gamma, full))
+    if r.dtype.kind == "f":
+        if nan:
+            bad = _ns.equal(_ns.broadcast_to(_ns.reshape(n, (1,) * qd + rest + (1,)), full), 0)
+        else:
+            bad = _ns.broadcast_to(_ns.reshape(_ns.isnan(y[..., -1]), (1,) * qd + rest + (1,)),
+                                   full)
+        r = _ns.where(bad, float("nan"), r)
     r = _ns.reshape(r, qa.shape + rest)
     if keepdims:
         r = _ns.reshape(r, qa.shape + keep)
@@ -248,16 +274,20 @@ def _filled(a: Array, value) -> Array:
     return _ns.where(_ns.isnan(a), value, a)
 
 
-def nansum(a: Array, axis=None, dtype=None, out=None, keepdims: bool = False) -> Array:
-    """Sum treating NaNs as zero."""
+def nansum(a: Array, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None,
+           where=None) -> Array:
+    """Sum treating NaNs as zero (``initial`` added, ``where`` selecting, as np.sum's)."""
     _no_out("nansum", out)
-    return _ns.sum(_filled(_arr(a, "nansum"), 0), axis=axis, dtype=dtype, keepdims=keepdims)
+    return _ns.sum(_filled(_arr(a, "nansum"), 0), axis=axis, dtype=dtype, keepdims=keepdims,
+                   initial=initial, where=where)
 
 
-def nanprod(a: Array, axis=None, dtype=None, out=None, keepdims: bool = False) -> Array:
-    """Product treating NaNs as one."""
+def nanprod(a: Array, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None,
+            where=None) -> Array:
+    """Product treating NaNs as one (``initial`` multiplied in, ``where`` selecting)."""
     _no_out("nanprod", out)
-    return _ns.prod(_filled(_arr(a, "nanprod"), 1), axis=axis, dtype=dtype, keepdims=keepdims)
+    return _ns.prod(_filled(_arr(a, "nanprod"), 1), axis=axis, dtype=dtype, keepdims=keepdims,
+                    initial=initial, where=where)
 
 
 def nancumsum(a: Array, axis: int | None = None, dtype=None, out=None) -> Array:
@@ -272,26 +302,42 @@ def nancumprod(a: Array, axis: int | None = None, dtype=None, out=None) -> Array
     return cumprod(_filled(_arr(a, "nancumprod"), 1), axis, dtype, out)
 
 
-def _nanext(op: str, a: Array, axis, keepdims: bool, largest: bool) -> Array:
+def _nanext(op: str, a: Array, axis, keepdims: bool, largest: bool, initial=None,
+            where=None) -> Array:
     _arr(a, op)
+    f = _ns.max if largest else _ns.min
     if a.dtype.kind not in "fc":
-        return (_ns.max if largest else _ns.min)(a, axis=axis, keepdims=keepdims)
+        return f(a, axis=axis, keepdims=keepdims, initial=initial, where=where)
     nan = _ns.isnan(a)
-    r = (_ns.max if largest else _ns.min)(_ns.where(nan, -math.inf if largest else math.inf, a),
-                                          axis=axis, keepdims=keepdims)
+    if initial is not None:   # NumPy's fmax/fmin reduction: NaNs are skipped, initial stays
+        m = dispatch.OPS["logical_not"](nan)
+        if where is not None and where is not True:
+            m = _ns.logical_and(m, _where(where, a, op))
+        return f(a, axis=axis, keepdims=keepdims, initial=initial, where=m)
+    if where is not None and where is not True:
+        raise ValueError(f"{op}: where= needs initial= (the extreme of an empty selection is "
+                         "undefined)")
+    r = f(_ns.where(nan, -math.inf if largest else math.inf, a), axis=axis, keepdims=keepdims)
     return _ns.where(_ns.all(nan, axis=axis, keepdims=keepdims), float("nan"), r)
 
 
-def nanmax(a: Array, axis=None, out=None, keepdims: bool = False) -> Array:
-    """Maximum ignoring NaNs (NaN for an all-NaN slice)."""
+def _where(where, a: Array, op: str) -> Array:
+    from .statistical import where_mask
+    return where_mask(where, a, op)
+
+
+def nanmax(a: Array, axis=None, out=None, keepdims: bool = False, initial=None,
+           where=None) -> Array:
+    """Maximum ignoring NaNs (NaN for an all-NaN slice; ``initial`` and ``where`` as np.max's)."""
     _no_out("nanmax", out)
-    return _nanext("nanmax", a, axis, keepdims, True)
+    return _nanext("nanmax", a, axis, keepdims, True, initial, where)
 
 
-def nanmin(a: Array, axis=None, out=None, keepdims: bool = False) -> Array:
-    """Minimum ignoring NaNs (NaN for an all-NaN slice)."""
+def nanmin(a: Array, axis=None, out=None, keepdims: bool = False, initial=None,
+           where=None) -> Array:
+    """Minimum ignoring NaNs (NaN for an all-NaN slice; ``initial`` and ``where`` as np.min's)."""
     _no_out("nanmin", out)
-    return _nanext("nanmin", a, axis, keepdims, False)
+    return _nanext("nanmin", a, axis, keepdims, False, initial, where)
 
 
 def _nanarg(op: str, a: Array, axis, keepdims: bool, largest: bool) -> Array:
@@ -318,29 +364,37 @@ def nanargmin(a: Array, axis: int | None = None, out=None, *, keepdims: bool = F
     return _nanarg("nanargmin", a, axis, keepdims, False)
 
 
-def nanmean(a: Array, axis=None, dtype=None, out=None, keepdims: bool = False) -> Array:
-    """Mean of the non-NaN elements (NaN for an all-NaN slice)."""
+def _selected(x: Array, where, op: str) -> Array:
+    """Where x is not NaN and ``where`` selects it."""
+    ok = _ns.logical_not(_ns.isnan(x))
+    return ok if where is None or where is True else _ns.logical_and(ok, _where(where, x, op))
+
+
+def nanmean(a: Array, axis=None, dtype=None, out=None, keepdims: bool = False, *,
+            where=None) -> Array:
+    """Mean of the non-NaN (and ``where``-selected) elements (NaN for a slice of none)."""
     op = "nanmean"
     _no_out(op, out)
     x = _float_of(_arr(a, op), op)
     if dtype is not None:
         x = _ns.astype(x, dtype)
-    cnt = _ns.sum(_ns.astype(_ns.logical_not(_ns.isnan(x)), x.dtype), axis=axis,
-                  keepdims=keepdims)
-    return _ns.divide(_ns.sum(_filled(x, 0), axis=axis, keepdims=keepdims), cnt)
+    ok = _selected(x, where, op)
+    cnt = _ns.sum(_ns.astype(ok, x.dtype), axis=axis, keepdims=keepdims)
+    return _ns.divide(_ns.sum(_ns.where(ok, x, 0), axis=axis, keepdims=keepdims), cnt)
 
 
 def nanvar(a: Array, axis=None, dtype=None, out=None, ddof: float = 0,
-           keepdims: bool = False) -> Array:
-    """Variance of the non-NaN elements, dividing by count - ddof (NaN where that is <= 0)."""
+           keepdims: bool = False, *, where=None) -> Array:
+    """Variance of the non-NaN (and ``where``-selected) elements, dividing by count - ddof
+    (NaN where that is <= 0)."""
     op = "nanvar"
     _no_out(op, out)
     x = _float_of(_arr(a, op), op)
     if dtype is not None:
         x = _ns.astype(x, dtype)
-    ok = _ns.logical_not(_ns.isnan(x))
+    ok = _selected(x, where, op)
     cnt = _ns.sum(_ns.astype(ok, x.dtype), axis=axis, keepdims=True)
-    m = _ns.divide(_ns.sum(_filled(x, 0), axis=axis, keepdims=True), cnt)
+    m = _ns.divide(_ns.sum(_ns.where(ok, x, 0), axis=axis, keepdims=True), cnt)
     dev = _ns.where(ok, _ns.subtract(x, m), 0)
     sq = _ns.sum(_ns.real(_ns.multiply(dev, _ns.conj(dev))) if x.dtype.kind == "c"
                  else _ns.multiply(dev, dev), axis=axis, keepdims=keepdims)
@@ -349,9 +403,9 @@ def nanvar(a: Array, axis=None, dtype=None, out=None, ddof: float = 0,
 
 
 def nanstd(a: Array, axis=None, dtype=None, out=None, ddof: float = 0,
-           keepdims: bool = False) -> Array:
-    """Standard deviation of the non-NaN elements (sqrt of nanvar)."""
-    return _ns.sqrt(nanvar(a, axis, dtype, out, ddof, keepdims))
+           keepdims: bool = False, *, where=None) -> Array:
+    """Standard deviation of the non-NaN (and ``where``-selected) elements (sqrt of nanvar)."""
+    return _ns.sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, where=where))
 
 
 # ---- covariance ------------------------------------------------------------------------------
@@ -455,59 +509,287 @@ def _count_into(idx: Array, nbins: int, weights: Array | None, wd) -> Array:
     return _ns.astype(segments.segment_sum(w, starts, ends), wd)
 
 
-def histogram(a: Array, bins=10, range=None, density: bool | None = None,
-              weights: Array | None = None) -> tuple[Array, Array]:
-    """Counts of ``a``'s elements in ``bins`` (a count over ``range``, or monotonic edges)
-    and the bin edges; without ``range`` the data's minimum and maximum are read on the host."""
-    op = "histogram"
-    x = _flat(_arr(a, op))
-    if weights is not None:
-        _arr(weights, op, "weights")
-        if weights.shape != a.shape:
-            raise ValueError(f"{op}: weights should have the same shape as a")
-        weights = _flat(weights)
-    if isinstance(bins, str):
-        raise NotImplementedError(f"{op}: bins={bins!r} (estimators) is not supported; give "
-                                  "a count or the edges")
-    if isinstance(bins, (int, np.integer)) and not isinstance(bins, bool):
-        if bins < 1:
-            raise ValueError(f"{op}: `bins` must be positive, when an integer")
-        if range is None:
-            if x.size:
-                lo, hi = (float(v) for v in np.asarray(_ns.stack([_ns.min(x), _ns.max(x)])))
-            else:
-                lo, hi = 0.0, 1.0
-        else:
-            lo, hi = (float(v) for v in range)
-            if lo > hi:
-                raise ValueError(f"{op}: max must be larger than min in range parameter")
-        if not (math.isfinite(lo) and math.isfinite(hi)):
+_BIN_RULES = ("auto", "doane", "fd", "rice", "scott", "sqrt", "stone", "sturges")
+
+
+def _host_pair(x: Array) -> tuple:
+    """x's minimum and maximum as NumPy scalars of x's dtype (one host read)."""
+    h = np.asarray(_ns.stack([_ns.min(x), _ns.max(x)]))
+    return h[0], h[1]
+
+
+def _outer_edges(x: Array, range, op: str) -> tuple:
+    """NumPy's outer edges: ``range``, or the data's minimum and maximum (read on the host), or
+    (0, 1) for no data; widened by 0.5 each way where they are equal."""
+    if range is not None:
+        lo, hi = range
+        if lo > hi:
+            raise ValueError(f"{op}: max must be larger than min in range parameter")
+        if not (np.isfinite(lo) and np.isfinite(hi)):
+            raise ValueError(f"{op}: supplied range of [{lo}, {hi}] is not finite")
+    elif x.size == 0:
+        lo, hi = 0, 1
+    else:
+        lo, hi = _host_pair(x)
+        if not (np.isfinite(lo) and np.isfinite(hi)):
             raise ValueError(f"{op}: autodetected range of [{lo}, {hi}] is not finite")
-        if lo == hi:
-            lo, hi = lo - 0.5, hi + 0.5
-        ed = np.result_type(np.dtype(x.dtype.name) if x.dtype.kind == "f" else np.float64)
-        edges_h = np.linspace(lo, hi, int(bins) + 1, endpoint=True, dtype=ed)
-        edges = _ns.asarray(edges_h, device=x.device)
+    if lo == hi:
+        lo, hi = lo - 0.5, hi + 0.5
+    return lo, hi
+
+
+def _spread(lo, hi):
+    """hi - lo as NumPy computes a range (integers without overflow)."""
+    if isinstance(lo, np.integer) or isinstance(hi, np.integer):
+        return int(hi) - int(lo)
+    return np.subtract(hi, lo)
+
+
+def _rule_width(rule: str, x: Array, hd, bounds: tuple):
+    """The bin width NumPy's estimator ``rule`` gives for the (range-trimmed) data x, from
+    statistics computed on the device and read as scalars (``hd``: x's NumPy dtype)."""
+    n = x.size
+    lo, hi = _host_pair(x)
+    ptp = _spread(lo, hi)
+    if rule == "sqrt":
+        return ptp / np.sqrt(n)
+    if rule == "sturges":
+        return ptp / (np.log2(n) + 1.0)
+    if rule == "rice":
+        return ptp / (2.0 * n ** (1.0 / 3))
+    if rule == "scott":
+        return (24.0 * np.pi ** 0.5 / n) ** (1.0 / 3.0) * np.asarray(_ns.std(x))[()]
+    if rule == "fd":
+        p = np.asarray(_ns.percentile(x, [75, 25]))
+        return 2.0 * (p[0] - p[1]) * n ** (-1.0 / 3.0)
+    if rule == "auto":
+        fd, sturges = _rule_width("fd", x, hd, bounds), _rule_width("sturges", x, hd, bounds)
+        return min(max(fd, _rule_width("sqrt", x, hd, bounds) / 2), sturges)
+    if rule == "doane":
+        if n <= 2:
+            return 0.0
+        sg1 = np.sqrt(6.0 * (n - 2) / ((n + 1.0) * (n + 3)))
+        xf = _float_of(x, "histogram")
+        sigma = _ns.std(xf)
+        if not np.asarray(sigma)[()] > 0.0:
+            return 0.0
+        g1 = np.asarray(_ns.mean(_ns.pow(_ns.divide(_ns.subtract(xf, _ns.mean(xf)), sigma), 3)))
+        return ptp / (1.0 + np.log2(n) + np.log2(1.0 + np.absolute(g1[()]) / sg1))
+    # stone: the count minimising the estimated L2 risk, over 1..max(100, sqrt(n)) bins, each
+    # bin count from one searchsorted of every candidate's edges in the sorted data
+    if n <= 1 or ptp == 0:
+        return 0
+    top = builtins.max(100, int(np.sqrt(n)))
+    et = _edge_type(bounds, hd)
+    cand = [np.linspace(bounds[0], bounds[1], k + 1, endpoint=True, dtype=et) for k in
+            builtins.range(1, top + 1)]
+    flat = np.concatenate(cand)
+    cd = dt.promote(_float_of(x, "histogram").dtype, dt.as_dtype(flat.dtype.name), "histogram")
+    below = np.asarray(_ns.searchsorted(_ns.sort(_ns.astype(x, cd)),
+                                        _ns.asarray(flat, dtype=cd, device=x.device)))
+    best, best_j, at = None, None, 0
+    for k in builtins.range(1, top + 1):
+        pos = below[at:at + k + 1].copy()
+        pos[-1] = n   # the last bin is closed (the data are trimmed to the range)
+        pk = np.diff(pos) / n
+        j = (2 - (n + 1) * pk.dot(pk)) / (ptp / k)
+        if best_j is None or j < best_j:
+            best, best_j = k, j
+        at += k + 1
+    return ptp / best
+
+
+def _edge_type(bounds: tuple, hd):
+    """NumPy's dtype of equal-width edges: that of the bounds and the data, integers as float."""
+    t = np.result_type(bounds[0], bounds[1], hd)
+    return np.result_type(t, float) if t.kind in "iub" else t
+
+
+def _bin_edges(x: Array, bins, range, weights, op: str) -> Array:
+    """The bin edges of the flat data x, as NumPy's histogram computes them."""
+    hd = np.dtype(x.dtype.name)
+    if isinstance(bins, str):
+        if bins not in _BIN_RULES:
+            raise ValueError(f"{op}: {bins!r} is not a valid estimator for `bins`; expected one "
+                             f"of {', '.join(_BIN_RULES)}")
+        if weights is not None:
+            raise TypeError(f"{op}: automated estimation of the number of bins is not "
+                            "supported for weighted data")
+        bounds = _outer_edges(x, range, op)
+        if range is not None:   # the estimators see the data inside the range only
+            x = x[_ns.logical_and(_ns.greater_equal(x, bounds[0]), _ns.less_equal(x, bounds[1]))]
+        nb = 1
+        if x.size:
+            width = _rule_width(bins, x, hd, bounds)
+            if width:
+                if hd.kind in "iu" and width < 1:
+                    width = 1
+                nb = int(np.ceil(_spread(*bounds) / width))
+    elif np.ndim(bins) == 0 and not isinstance(bins, Array):
+        try:
+            nb = operator.index(bins)
+        except TypeError:
+            raise TypeError(f"{op}: `bins` must be an integer, a string, or an array") from None
+        if nb < 1:
+            raise ValueError(f"{op}: `bins` must be positive, when an integer")
+        bounds = _outer_edges(x, range, op)
     else:
         edges = _operand(bins, x, op, "bins") if not isinstance(bins, Array) else bins
         if edges.ndim != 1:
             raise ValueError(f"{op}: `bins` must be 1d, when an array")
         if not bool(_ns.all(_ns.greater_equal(edges[1:], edges[:-1]))):
             raise ValueError(f"{op}: `bins` must increase monotonically, when an array")
+        return edges
+    edges_h = np.linspace(bounds[0], bounds[1], nb + 1, endpoint=True,
+                          dtype=_edge_type(bounds, hd))
+    if np.any(edges_h[:-1] >= edges_h[1:]):
+        raise ValueError(f"{op}: too many bins for data range; cannot create {nb} finite-sized "
+                         "bins")
+    return _ns.asarray(edges_h, device=x.device)
+
+
+def _flat_weights(weights, a: Array, op: str) -> Array | None:
+    if weights is None:
+        return None
+    _arr(weights, op, "weights")
+    if weights.shape != a.shape:
+        raise ValueError(f"{op}: weights should have the same shape as a")
+    return _flat(weights)
+
+
+def histogram_bin_edges(a: Array, bins=10, range=None, weights=None) -> Array:
+    """The edges np.histogram would use: ``bins`` a count, edges, or an estimator's name
+    ('auto', 'fd', 'doane', 'rice', 'scott', 'sqrt', 'stone', 'sturges'; read on the host)."""
+    op = "histogram_bin_edges"
+    x = _flat(_arr(a, op))
+    return _bin_edges(x, bins, range, _flat_weights(weights, a, op), op)
+
+
+def _bin_index(x: Array, edges: Array, op: str) -> Array:
+    """Each x's bin among ``edges`` (the last bin closed), -1 outside them."""
     nb = edges.shape[0] - 1
     cd = dt.promote(_float_of(x, op).dtype, _float_of(edges, op).dtype, op)
     xf, ef = _ns.astype(x, cd), _ns.astype(edges, cd)
     idx = _ns.subtract(_ns.searchsorted(ef, xf, side="right"), 1)
     idx = _ns.where(_ns.equal(xf, ef[-1]), nb - 1, idx)
     valid = _ns.logical_and(_ns.greater_equal(xf, ef[0]), _ns.less_equal(xf, ef[-1]))
+    return _ns.where(valid, idx, -1)
+
+
+def histogram(a: Array, bins=10, range=None, density: bool | None = None,
+              weights: Array | None = None) -> tuple[Array, Array]:
+    """Counts of ``a``'s elements in ``bins`` (a count over ``range``, monotonic edges, or an
+    estimator's name) and the bin edges; without ``range`` the data's minimum and maximum are
+    read on the host."""
+    op = "histogram"
+    x = _flat(_arr(a, op))
+    weights = _flat_weights(weights, a, op)
+    edges = _bin_edges(x, bins, range, weights, op)
+    nb = edges.shape[0] - 1
     wd = None if weights is None else weights.dtype
-    counts = _count_into(_ns.where(valid, idx, -1), nb, weights, wd)
+    counts = _count_into(_bin_index(x, edges, op), nb, weights, wd)
     if density:
         cf = _ns.astype(counts, dt.float64) if counts.dtype.kind in "iu" else counts
-        widths = _ns.diff(_ns.astype(edges, cf.dtype) if edges.dtype.kind != "f" else
-                          _ns.astype(edges, cf.dtype))
+        widths = _ns.diff(_ns.astype(edges, cf.dtype))
         counts = _ns.divide(_ns.divide(cf, widths), _ns.sum(cf))
     return counts, edges
+
+
+def _sample(sample, op: str) -> Array:
+    """histogramdd's sample as an (N, D) Array: an (N, D) Array, or D arrays of N values."""
+    if isinstance(sample, Array):
+        return _ns.reshape(sample, (-1, 1)) if sample.ndim == 1 else sample
+    cols = [_arr(c, op, "sample") for c in sample]
+    if not cols:
+        raise ValueError(f"{op}: sample must hold at least one coordinate array")
+    d = cols[0].dtype
+    for c in cols[1:]:
+        d = dt.promote(d, c.dtype, op)
+    return _ns.stack([_ns.astype(c, d) for c in cols], axis=1)
+
+
+def histogramdd(sample, bins=10, range=None, density: bool | None = None,
+                weights: Array | None = None) -> tuple[Array, list]:
+    """The D-dimensional histogram of N points (an (N, D) Array or D arrays): float64 counts
+    (weight sums) and the D edge arrays; each axis's ``bins`` a count or edges."""
+    op = "histogramdd"
+    s = _sample(sample, op)
+    if s.ndim != 2:
+        raise ValueError(f"{op}: sample must be an (N, D) array or a sequence of D arrays, got "
+                         f"shape {s.shape}")
+    n, d = s.shape
+    if weights is not None:
+        _arr(weights, op, "weights")
+        if weights.shape != (n,):
+            raise ValueError(f"{op}: weights must hold one value per sample ({n}), got shape "
+                             f"{weights.shape}")
+    try:
+        m = len(bins)
+    except TypeError:
+        m = None
+    if m is None:
+        bins = [bins] * d
+    elif m != d:
+        raise ValueError(f"{op}: the dimension of bins must be equal to the dimension of the "
+                         "sample x")
+    if range is None:
+        range = [None] * d
+    elif len(range) != d:
+        raise ValueError(f"{op}: range must hold one (min, max) pair per dimension ({d})")
+    edges, key, valid = [], None, None
+    for i in builtins.range(d):
+        col = s[:, i]
+        b = bins[i]
+        if isinstance(b, str):
+            raise TypeError(f"{op}: `bins[{i}]` must be an integer or an array (estimators are "
+                            "histogram's)")
+        if not isinstance(b, Array) and np.ndim(b) == 0:
+            try:
+                k = operator.index(b)
+            except TypeError:
+                raise TypeError(f"{op}: `bins[{i}]` must be an integer, when a scalar") from None
+            if k < 1:
+                raise ValueError(f"{op}: `bins[{i}]` must be positive, when an integer")
+            lo, hi = _outer_edges(col, range[i], op)
+            e = _ns.asarray(np.linspace(lo, hi, k + 1), device=s.device)
+        else:
+            e = _operand(b, col, op, "bins") if not isinstance(b, Array) else b
+            if e.ndim != 1:
+                raise ValueError(f"{op}: `bins[{i}]` must be a scalar or a 1d array")
+            if not bool(_ns.all(_ns.greater_equal(e[1:], e[:-1]))):
+                raise ValueError(f"{op}: `bins[{i}]` must be monotonically increasing, when an "
+                                 "array")
+        edges.append(e)
+        j = _bin_index(col, e, op)
+        ok = _ns.greater_equal(j, 0)
+        key = j if key is None else _ns.add(_ns.multiply(key, e.shape[0] - 1), j)
+        valid = ok if valid is None else _ns.logical_and(valid, ok)
+    shape = tuple(e.shape[0] - 1 for e in edges)
+    total = math.prod(shape)
+    w = None if weights is None else weights
+    h = _count_into(_ns.where(valid, key, -1), total, w, dt.float64)
+    h = _ns.reshape(_ns.astype(h, dt.float64), shape)
+    if density:
+        h = _ns.divide(h, _ns.sum(h))
+        for i, e in enumerate(edges):
+            widths = _ns.diff(_ns.astype(e, dt.float64))
+            h = _ns.divide(h, _ns.reshape(widths, tuple(-1 if k == i else 1
+                                                          for k in builtins.range(d))))
+    return h, edges
+
+
+def histogram2d(x: Array, y: Array, bins=10, range=None, density: bool | None = None,
+                weights: Array | None = None) -> tuple[Array, Array, Array]:
+    """The 2-D histogram of the points (x, y): float64 counts and the x and y edges (histogramdd
+    of the pair; ``bins`` a count, a pair of counts or edges, or one edge array for both)."""
+    try:
+        m = len(bins)
+    except TypeError:
+        m = 1
+    if m not in (1, 2):   # NumPy: one edge array serves both axes
+        bins = [bins, bins]
+    h, (ex, ey) = histogramdd([x, y], bins, range, density, weights)
+    return h, ex, ey
 
 
 def bincount(x: Array, weights: Array | None = None, minlength: int = 0) -> Array:
@@ -696,11 +978,17 @@ def polyfit(x: Array, y: Array, deg: int, rcond=None, full: bool = False, w=None
 
 # ---- interpolation, signals, calculus ---------------------------------------------------------
 def interp(x: Array, xp: Array, fp: Array, left=None, right=None, period=None) -> Array:
-    """Piecewise-linear interpolation of (xp, fp) at ``x`` (xp increasing); in fp's float
-    dtype (NumPy's is float64)."""
+    """Piecewise-linear interpolation of (xp, fp) at ``x`` (xp increasing; with ``period``,
+    any order, x and xp taken modulo the period); in fp's float dtype (NumPy's is float64)."""
     op = "interp"
     if period is not None:
-        raise NotImplementedError(f"{op}: period is not supported")
+        if isinstance(period, bool) or not isinstance(period, (int, float, np.integer,
+                                                                np.floating)):
+            raise TypeError(f"{op}: period must be a number, got {type(period).__name__}")
+        if period == 0:
+            raise ValueError(f"{op}: period must be a non-zero value")
+        period = builtins.abs(float(period))
+        left = right = None   # (NumPy ignores them with a period)
     if not isinstance(x, Array):   # a number or a list of them, on the data points' device
         like = next((v for v in (xp, fp) if isinstance(v, Array)), None)
         x = _ns.asarray(np.asarray(x), device=None if like is None else like.device)
@@ -715,7 +1003,13 @@ def interp(x: Array, xp: Array, fp: Array, left=None, right=None, period=None) -
     fd = _float_of(fp, op).dtype
     xd = dt.promote(_float_of(x, op).dtype, _float_of(xp, op).dtype, op)
     xv, xpv, fv = _ns.astype(x, xd), _ns.astype(xp, xd), _ns.astype(fp, fd)
-    n = xp.shape[0]
+    if period is not None:   # one period of sorted points, closed by a point each side
+        xv, xpv = _ns.remainder(xv, period), _ns.remainder(xpv, period)
+        order = _ns.argsort(xpv, stable=True)
+        xpv, fv = _ns.take(xpv, order), _ns.take(fv, order)
+        xpv = _ns.concat([_ns.subtract(xpv[-1:], period), xpv, _ns.add(xpv[:1], period)])
+        fv = _ns.concat([fv[-1:], fv, fv[:1]])
+    n = xpv.shape[0]
     if n == 1:
         j0 = j1 = _ns.zeros(x.shape, dtype=dt.int64, device=x.device)
         y = _ns.broadcast_to(fv[0], x.shape)
@@ -1325,6 +1619,90 @@ def select(condlist: Sequence[Array], choicelist: Sequence, default=0) -> Array:
     if not isinstance(out, Array):
         out = _ns.asarray(out, device=like.device)
     return out
+
+
+def _truth(condition, like: Array, op: str) -> Array:
+    """``condition`` (an Array or array_like) as a flat bool Array on like's device."""
+    c = condition if isinstance(condition, Array) else _ns.asarray(np.asarray(condition),
+                                                                     device=like.device)
+    common_device(op, like, c)
+    return c if c.dtype.kind == "b" else _ns.astype(c, dt.bool)
+
+
+def compress(condition, a: Array, axis: int | None = None, out=None) -> Array:
+    """The slices of ``a`` along ``axis`` (of the flattened a when None) where the 1-D
+    ``condition`` is true (positions read on the host; a true entry past the end is an
+    IndexError, as NumPy's)."""
+    op = "compress"
+    _no_out(op, out)
+    _arr(a, op)
+    c = _truth(condition, a, op)
+    if c.ndim != 1:
+        raise ValueError(f"{op}: condition must be a 1-d array, got shape {c.shape}")
+    (pos,) = _ns.nonzero(c)
+    if axis is None:
+        return _ns.take(_ns.reshape(a, (-1,)), pos)
+    if a.ndim == 0:
+        raise ValueError(f"{op}: a must have at least one dimension for an axis")
+    return _ns.take(a, pos, axis=normalize_axis(axis, a.ndim, op))
+
+
+def extract(condition, arr: Array) -> Array:
+    """The elements of the flattened ``arr`` where the flattened ``condition`` is true."""
+    op = "extract"
+    _arr(arr, op, "arr")
+    (pos,) = _ns.nonzero(_ns.reshape(_truth(condition, arr, op), (-1,)))
+    return _ns.take(_ns.reshape(arr, (-1,)), pos)
+
+
+def choose(a, choices, out=None, mode: str = "raise") -> Array:
+    """Elementwise ``choices[a]`` (a and the choices broadcast together); ``mode`` 'raise'
+    (entries outside [0, n) are a ValueError, checked on the host), 'wrap' or 'clip'."""
+    op = "choose"
+    _no_out(op, out)
+    if mode not in ("raise", "wrap", "clip"):
+        raise ValueError(f"{op}: mode must be one of 'raise', 'wrap', 'clip', got {mode!r}")
+    if isinstance(choices, Array):
+        if choices.ndim == 0:
+            raise ValueError(f"{op}: choices must be a sequence of arrays, got a 0-d array")
+        choices = [choices[i] for i in builtins.range(choices.shape[0])]
+    like = a if isinstance(a, Array) else next((c for c in choices if isinstance(c, Array)),
+                                               None)
+    dev = like.device if like is not None else None
+    idx = a if isinstance(a, Array) else _ns.asarray(np.asarray(a), device=dev)
+    if idx.dtype.kind not in "iu":
+        raise TypeError(f"{op}: a must hold integer indices, got {idx.dtype}")
+    n = len(choices)
+    if n == 0:
+        raise ValueError(f"{op}: choices must not be empty")
+    # arrays decide the dtype; Python scalars fit it, as NumPy 2's weak scalars do
+    arrays = [c if isinstance(c, Array) else _ns.asarray(np.asarray(c), device=idx.device)
+              for c in choices if not isinstance(c, (bool, int, float, complex))]
+    d = None
+    for c in arrays:
+        common_device(op, idx, c)
+        d = c.dtype if d is None else dt.promote(d, c.dtype, op)
+    if d is None:
+        d = _ns.asarray(np.asarray(choices)).dtype
+    for c in choices:
+        if isinstance(c, (bool, int, float, complex)):
+            d = dt.scalar_result(d, c, op)
+    cs = [_ns.full((), c, dtype=d, device=idx.device) if isinstance(c, (bool, int, float,
+                                                                        complex))
+          else _ns.astype(c if isinstance(c, Array) else
+                          _ns.asarray(np.asarray(c), device=idx.device), d) for c in choices]
+    shape = _ns.broadcast_shapes(idx.shape, *(c.shape for c in cs))
+    if mode == "raise":
+        if idx.size and bool(_ns.any(_ns.logical_or(_ns.less(idx, 0),
+                                                    _ns.greater_equal(idx, n)))):
+            raise ValueError(f"{op}: invalid entry in choice array (a must be in [0, {n}))")
+    elif mode == "wrap":
+        idx = _ns.remainder(idx, n)
+    else:
+        idx = _ns.clip(idx, 0, n - 1)
+    stacked = _ns.stack([_ns.broadcast_to(c, shape) for c in cs])
+    at = _ns.reshape(_ns.astype(_ns.broadcast_to(idx, shape), dt.int64), (1,) + shape)
+    return _ns.reshape(_ns.take_along_axis(stacked, at, axis=0), shape)
 
 
 # ---- sets ------------------------------------------------------------------------------------

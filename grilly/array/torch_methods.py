@@ -674,11 +674,7 @@ def sort(self: Array, axis: int = -1, kind=None, order=None, **kw):
 def take(self: Array, indices, axis=None, out=None, mode: str = "raise") -> Array:
     """The elements at ``indices`` (of the flattened array when ``axis`` is None): gp.take."""
     no_out("Array.take", out)
-    if mode != "raise":
-        raise TypeError(f"Array.take: mode={mode!r} is not supported (only 'raise')")
-    if axis is None:
-        return _OPS["take"](_OPS["reshape"](self, (-1,)), indices)
-    return _OPS["take"](self, indices, axis=axis)
+    return _OPS["take"](self, indices, axis=axis, mode=mode)
 
 
 def _trimmed(self: Array, index: Array, d: int, op: str) -> Array:

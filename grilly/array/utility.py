@@ -24,6 +24,33 @@ def any(x: Array, /, *, axis=None, keepdims: bool = False) -> Array:
     return _reduce("any", x, axis, keepdims, dt.bool)
 
 
+def _any_all_np(op: str, x: Array, axis, keepdims: bool, where) -> Array:
+    """NumPy's any/all with ``where``: masked-out elements count as False (any) or True (all)."""
+    from .statistical import where_mask
+
+    ns = dispatch.ns
+    check_array(x, op)
+    m = where_mask(where, x, op)
+    if m is None:
+        return (any if op == "any" else all)(x, axis=axis, keepdims=keepdims)
+    b = ns.astype(x, dt.bool)
+    if op == "any":
+        return any(ns.logical_and(b, m), axis=axis, keepdims=keepdims)
+    return all(ns.logical_or(b, ns.logical_not(m)), axis=axis, keepdims=keepdims)
+
+
+def _any_np(x: Array, /, *, axis=None, keepdims: bool = False, where=None) -> Array:
+    return _any_all_np("any", x, axis, keepdims, where)
+
+
+def _all_np(x: Array, /, *, axis=None, keepdims: bool = False, where=None) -> Array:
+    return _any_all_np("all", x, axis, keepdims, where)
+
+
+dispatch.NUMPY_FORMS.update({"any": (frozenset({"where"}), _any_np),
+                             "all": (frozenset({"where"}), _all_np)})
+
+
 def _along(x: Array, axis: int, start: int, stop: int) -> Array:
     key = (slice(None),) * axis + (slice(start, stop, 1),)
     return wrap(kernel(x._device, "slice")(x._buf, key), x._dtype, x._device)
