@@ -14,7 +14,7 @@ import grilly as gp
 from grilly.array import attention as att
 from grilly.backends.vulkan import attention as vk_att
 
-from test_attention_kernels import (assert_attention, assert_close, np_attention,
+from test_attention_kernels import (assert_attention, assert_close, assert_f16, np_attention,
                                     np_attention_backward, random_inputs)
 
 VK = [d for d in gp.devices() if str(d).startswith("vulkan")]
@@ -239,10 +239,138 @@ def test_head_dim_limit(vdev, e, ev):
         assert_close(a, w, rtol=1e-4, atol=1e-5)
 
 
-def test_other_dtypes_compose(vdev):
-    # the array layer composes float16; the kernel itself names what it takes
+def test_other_dtypes(vdev):
+    # float16 buffers go to the kernel as they are (it declares takes_float16); bfloat16 ones it
+    # names as not taken (the array layer computes bfloat16 in float32)
+    assert vk_att.attention.takes_float16 and vk_att.attention_backward.takes_float16
     q = gp.ones((1, 1, 2, 4), dtype=gp.float16, device=vdev)
-    out, lse = att.attention(q, q, q, scale=1.0)
+    out, lse = vk_att.attention(q._buf, q._buf, q._buf, None, None, False, 1.0, 128)
+    assert out.dtype is gp.float16 and lse.dtype is gp.float32
+    b = gp.ones((1, 1, 2, 4), dtype=gp.bfloat16, device=vdev)
+    with pytest.raises(NotImplementedError, match="attention: dtype bfloat16"):
+        vk_att.attention(b._buf, b._buf, b._buf, None, None, False, 1.0, 128)
+    out, lse = att.attention(b, b, b, scale=1.0)
+    assert out.dtype == gp.bfloat16
+
+
+# ---- float16 storage (autocast's attention): float16 q, k, v, g, bias, drop, out, dq, dk, dv;
+# float32 arithmetic and lse. The fused path runs the attn_float16 variant; the composed path
+# (its size range) the float32 composition on float32 copies, lse kept float32.
+
+def _check16(dev, q, k, v, bias, drop, g, causal, scale=None):
+    scale = 1.0 / np.sqrt(q.shape[-1]) if scale is None else scale
+    on = [None if a is None else gp.asarray(a, device=dev) for a in (q, k, v, bias, drop, g)]
+    out, lse = att.attention(*on[:5], causal=causal, scale=scale)
+    grads = att.attention_backward(on[5], *on[:5], out, lse, causal=causal, scale=scale)
+    want_out, want_lse = np_attention(q, k, v, bias, drop, causal, scale)
+    assert_f16(out, want_out)
+    # lse float32 to float32's accuracy (rounded to float16 it would be off by up to 5e-4)
+    assert lse.dtype == gp.float32
+    assert_close(lse, np.where(np.isnan(want_lse), -np.inf, want_lse), rtol=2e-6, atol=2e-6)
+    # (D = rowsum(g out) from the float16 out the backward is given)
+    want = np_attention_backward(g, q, k, v, bias, drop, causal, scale, out=np.asarray(out))
+    for a, w in zip(grads, want):
+        assert_f16(a, w)
+    return out, lse, grads
+
+
+# head dims 16 to 128, not all multiples of 4, E != Ev; L and S off every tile multiple
+HEADS16 = [(16, 16), (30, 18), (64, 64), (66, 100), (128, 128), (127, 125)]
+
+
+@pytest.mark.parametrize("e, ev", HEADS16)
+def test_float16_head_dims(vdev, e, ev):
+    _check16(vdev, *_data((1, 2, 37, 75, e, ev), np.float16), causal=False)
+
+
+@pytest.mark.parametrize("lq, sk", [(45, 67), (70, 33)])
+@pytest.mark.parametrize("causal", [False, True])
+def test_float16_causal_bias_dropout(vdev, lq, sk, causal):
+    q, k, v, bias, drop, g = _data((2, 2, lq, sk, 32, 48), np.float16, seed=lq,
+                                   bias_shape=(2, 1, lq, sk), dropout=True)
+    bias[0, 0, 5] = -np.inf   # a fully masked row: NaN out, lse -inf, no gradient
+    out, lse, grads = _check16(vdev, q, k, v, bias, drop, g, causal)
+    assert (np.asarray(lse)[0, :, 5] == -np.inf).all()
+    assert (np.asarray(grads[0])[0, :, 5] == 0).all()
+
+
+def test_float16_no_casts(vdev, path, monkeypatch):
+    # fused: the float16 buffers go to the kernel and its results come back as they are: no
+    # cast (nor copy) dispatch, and the dispatches of float32 (1 forward, 3 backward). composed:
+    # today's widening (q, k, v, bias, drop and g, out to float32; out and the gradients back),
+    # but lse is never rounded
+    from grilly.backends.vulkan import kernels as vk_kernels
+    casts = []
+    real = vk_kernels._cast_into
+    monkeypatch.setattr(vk_kernels, "_cast_into",
+                        lambda dst, src, name: casts.append((src.dtype.name, dst.dtype.name))
+                        or real(dst, src, name))
+    q, k, v, bias, drop, g = _data((2, 3, 70, 90, 64, 64), np.float16, bias_shape=(2, 1, 1, 90),
+                                   dropout=True)
+    on = [gp.asarray(a, device=vdev) for a in (q, k, v, bias, drop, g)]
+    n_fwd, n_bwd, _ = COUNTS[path]
+    before = gp.device_stats(vdev)["dispatches"]
+    out, lse = att.attention(*on[:5], causal=True, scale=0.125)
+    fwd = gp.device_stats(vdev)["dispatches"]
+    fwd_casts = list(casts)
+    att.attention_backward(on[5], *on[:5], out, lse, causal=True, scale=0.125)
+    bwd = gp.device_stats(vdev)["dispatches"]
+    bwd_casts = casts[len(fwd_casts):]
+    if path == "fused":
+        assert casts == []
+        assert (fwd - before, bwd - fwd) == (n_fwd, n_bwd)
+    else:
+        assert sorted(fwd_casts) == [("float16", "float32")] * 5 + [("float32", "float16")]
+        assert sorted(bwd_casts) == [("float16", "float32")] * 7 + [("float32", "float16")] * 3
+        assert (fwd - before, bwd - fwd) == (n_fwd + 6, n_bwd + 10)
+    assert lse.dtype == gp.float32
+
+
+def test_float16_lse_must_be_float32(vdev):
+    q, k, v, g = (gp.asarray(a, device=vdev)
+                  for a in _data((1, 2, 5, 6, 8, 8), np.float16) if a is not None)
+    out, lse = att.attention(q, k, v, scale=0.5)
+    lse16 = gp.astype(lse, gp.float16)
+    with pytest.raises(ValueError, match="attention_backward: lse must be float32"):
+        att.attention_backward(g, q, k, v, None, None, out, lse16, scale=0.5)
+    with pytest.raises(TypeError, match="attention_backward: lse must be float32"):
+        vk_att.attention_backward(g._buf, q._buf, k._buf, v._buf, None, None, out._buf,
+                                  lse16._buf, False, 0.5, 128, (True, True, True))
+
+
+def test_float16_head_dim_limit(vdev):
+    # above the kernel's max_features float16 composes (in float16), lse still float32
+    q, k, v, _, _, g = _data((1, 2, 3, 5, 260, 8), np.float16)
+    on = [gp.asarray(a, device=vdev) for a in (q, k, v, g)]
+    out, lse = att.attention(*on[:3], scale=0.05)
+    assert out.dtype == gp.float16 and lse.dtype == gp.float32
+    want, want_lse = np_attention(q, k, v, None, None, False, 0.05)
+    assert_close(out, want, rtol=1e-2, atol=1e-2)
+    assert_close(lse, want_lse, rtol=1e-2, atol=1e-2)
+    grads = att.attention_backward(on[3], *on[:3], None, None, out, lse, scale=0.05)
+    for a, w in zip(grads, np_attention_backward(g, q, k, v, None, None, False, 0.05)):
+        assert a.dtype == gp.float16
+        assert_close(a, w, rtol=2e-2, atol=2e-2 * max(1.0, float(np.abs(w).max())))
+
+
+def test_float16_autocast_sdpa(vdev):
+    # through nn.functional's autograd node under autocast: float32 leaves, the attention in
+    # float16 (the kernel), gradients against float64 from the float16-rounded inputs
+    F = gp.nn.functional
+    rng = np.random.default_rng(3)
+    x = [rng.standard_normal((2, 3, 20, 24)).astype(np.float32) for _ in range(3)]
+    g = rng.standard_normal((2, 3, 20, 24)).astype(np.float16)
+    leaves = [gp.asarray(a, device=vdev).requires_grad_() for a in x]
+    with gp.autocast(dtype=gp.float16):
+        out = F.scaled_dot_product_attention(*leaves, is_causal=True)
     assert out.dtype == gp.float16
-    with pytest.raises(NotImplementedError, match="attention: dtype float16"):
-        vk_att.attention(q._buf, q._buf, q._buf, None, None, False, 1.0, 128)
+    out.backward(gp.asarray(g, device=vdev))
+    x16 = [a.astype(np.float16) for a in x]
+    scale = 1.0 / np.sqrt(24)
+    want_out, _ = np_attention(*x16, None, None, True, scale)
+    assert_f16(out.detach(), want_out)
+    want = np_attention_backward(g, *x16, None, None, True, scale, out=np.asarray(out.detach()))
+    for leaf, w in zip(leaves, want):
+        # the float16 gradient widened to the float32 leaf (exactly)
+        assert leaf.grad.dtype == gp.float32
+        assert_f16(np.asarray(leaf.grad).astype(np.float16), w)

@@ -6,11 +6,16 @@ Arrays are (N, H, L, E) queries, (N, H, S, E) keys, (N, H, S, Ev) values; ``bias
 additive float array whose axes are each 1 or full (N, H, L, S) (-inf masks), ``drop`` a
 dropout multiplier of shape (N, H, L, S) (0 or 1/(1-p)) applied to the probabilities,
 ``causal`` masks key j > query i. Not star-imported into the grilly namespace. A device whose
-backend lacks the kernels, an array whose dtype they do not take (float32/float64; float16
-arrays run the float32 kernel on float32 copies, each result rounded back once), or head dims
-above a kernel's declared ``max_features``, gets the same result composed from namespace ops:
-FlashAttention-2 over key blocks of ``block``, so no (L, S) array is held beyond one block of
-scores (the dropout multiplier aside).
+backend lacks the kernels, an array whose dtype they do not take (float32/float64, and float16
+where the kernel declares ``takes_float16``; other kernels run float16 arrays in their float32
+variant on float32 copies, each result rounded back once), or head dims above a kernel's
+declared ``max_features``, gets the same result composed from namespace ops: FlashAttention-2
+over key blocks of ``block``, so no (L, S) array is held beyond one block of scores (the
+dropout multiplier aside).
+
+For float16 q, k and v, ``lse`` is float32 on every path (``lse_dtype``): the backward's
+exp(s - lse) would otherwise see it off by float16's rounding (up to 2^-11 relative, which for
+an lse of 30 is 0.015: p off by 1.5%), and ``attention_backward`` takes it as float32.
 """
 from __future__ import annotations
 
@@ -22,15 +27,23 @@ from .array import Array
 __all__ = ["attention", "attention_backward"]
 
 _DTYPES = frozenset({"float32", "float64"})   # what the kernels take (the contract)
-# float16 (autocast's attention) runs the float32 kernel: its exps and sums in float32, as the
-# composition and torch's autocast compute them, a few casts instead of the blockwise composition
+# float16 (autocast's attention): a kernel declaring takes_float16 takes the arrays as they are
+# (float32 arithmetic, lse float32); others run their float32 variant on float32 copies. Either
+# way its exps and sums are float32, as torch's autocast computes them, instead of the blockwise
+# composition
 _WIDENED = frozenset({"float16"})
+
+
+def lse_dtype(dtype):
+    """The dtype of attention's lse for q of ``dtype``: float32 for float16, else ``dtype``."""
+    return dt.float32 if dtype.name in _WIDENED else dtype
 
 
 def _kernel(dev, op: str, q: Array, v: Array):
     """The device's kernel for ``op`` where it takes these arrays, else None (compose): the
-    dtypes of the contract (float16 widened), and head dims up to the kernel's ``max_features``
-    where it declares one (the Vulkan kernel holds a row's features in registers)."""
+    dtypes of the contract (float16 too: as it is, or widened by _call), and head dims up to
+    the kernel's ``max_features`` where it declares one (the Vulkan kernel holds a row's
+    features in registers)."""
     kern = dev.kernels.get(op)
     name = q._dtype.name
     if kern is None or (name not in _DTYPES and name not in _WIDENED):
@@ -39,16 +52,23 @@ def _kernel(dev, op: str, q: Array, v: Array):
     return None if limit is not None and max(q.shape[3], v.shape[3]) > limit else kern
 
 
-def _call(kern, q: Array, arrays: tuple, args: tuple) -> tuple:
-    """``kern`` over the arrays' buffers (None kept; float16 ones as float32 copies), its
-    results as Arrays of q's dtype (a float32 result rounded once)."""
+def _call(kern, q: Array, arrays: tuple, args: tuple, lse_at: int = -1) -> tuple:
+    """``kern`` over the arrays' buffers (None kept; float16 ones as float32 copies unless the
+    kernel declares takes_float16), its results as Arrays of q's dtype (a float32 result
+    rounded once), but result ``lse_at`` (lse) of lse_dtype's."""
     dev = q._device
-    wide = dt.float32 if q._dtype.name in _WIDENED else q._dtype
-    res = kern(*(None if a is None else core.astype_buf(a, wide) for a in arrays), *args)
+    native = q._dtype.name not in _WIDENED or getattr(kern, "takes_float16", False)
+    wide = q._dtype if native else dt.float32
+    # (lse, float32 for float16 q, is passed as it is)
+    res = kern(*(None if a is None else core.astype_buf(a, wide) if a._dtype is q._dtype
+                 else a._buf for a in arrays), *args)
     out = []
-    for b in res:
-        r = None if b is None else core.wrap(b, wide, dev)
-        if r is not None and wide is not q._dtype:
+    for i, b in enumerate(res):
+        if b is None or i == lse_at:
+            out.append(None if b is None else core.wrap(b, lse_dtype(q._dtype), dev))
+            continue
+        r = core.wrap(b, wide, dev)
+        if wide is not q._dtype:
             r = core.wrap(core.astype_buf(r, q._dtype), q._dtype, dev)
         out.append(r)
     return tuple(out)
@@ -83,28 +103,32 @@ def _check(op: str, q: Array, k: Array, v: Array, bias, drop, scale, block: int)
 def attention(q: Array, k: Array, v: Array, bias: Array | None = None, drop: Array | None = None,
               *, causal: bool = False, scale: float, block: int = 128) -> tuple:
     """(out (N, H, L, Ev), lse (N, H, L)): softmax(q k^T * scale + bias) (times ``drop``) v and
-    each row's logsumexp (-inf, with a NaN output row, where every key is masked)."""
+    each row's logsumexp (-inf, with a NaN output row, where every key is masked; float32 for
+    float16 q)."""
     _check("attention", q, k, v, bias, drop, scale, block)
     args = (bool(causal), float(scale), int(block))
     dev = q._device
     kern = _kernel(dev, "attention", q, v)
     if kern is not None:
-        return _call(kern, q, (q, k, v, bias, drop), args)
-    return _as(q, core.composite(dev, "attention")(dev, q, k, v, bias, drop, *args))
+        return _call(kern, q, (q, k, v, bias, drop), args, lse_at=1)
+    out, lse = core.composite(dev, "attention")(dev, q, k, v, bias, drop, *args)
+    return _to(out, q._dtype), _to(lse, lse_dtype(q._dtype))
 
 
 def attention_backward(g: Array, q: Array, k: Array, v: Array, bias: Array | None,
                        drop: Array | None, out: Array, lse: Array, *, causal: bool = False,
                        scale: float, block: int = 128, need: tuple = (True, True, True)) -> tuple:
     """(dq, dk, dv) of ``attention`` for the output gradient g, None where ``need`` (three
-    bools) does not ask; fully masked rows give nothing."""
+    bools) does not ask; fully masked rows give nothing. ``lse`` is attention's (float32 for
+    float16 q)."""
     op = "attention_backward"
     _check(op, q, k, v, bias, drop, scale, block)
-    for name, a, shape in (("g", g, out.shape), ("out", out, q.shape[:3] + v.shape[3:]),
-                           ("lse", lse, q.shape[:3])):
+    for name, a, shape, want in (("g", g, out.shape, q._dtype),
+                                 ("out", out, q.shape[:3] + v.shape[3:], q._dtype),
+                                 ("lse", lse, q.shape[:3], lse_dtype(q._dtype))):
         core.check_array(a, op, name)
-        if a._dtype is not q._dtype or a.shape != shape:
-            raise ValueError(f"{op}: {name} must be {q._dtype.name} of shape {shape}, got "
+        if a._dtype is not want or a.shape != shape:
+            raise ValueError(f"{op}: {name} must be {want.name} of shape {shape}, got "
                              f"{a._dtype.name} {a.shape}")
     core.common_device(op, q, g, out, lse)
     args = (bool(causal), float(scale), int(block), tuple(bool(x) for x in need))
@@ -112,15 +136,19 @@ def attention_backward(g: Array, q: Array, k: Array, v: Array, bias: Array | Non
     kern = _kernel(dev, op, q, v)
     if kern is not None:
         return _call(kern, q, (g, q, k, v, bias, drop, out, lse), args)
+    lse = _to(lse, q._dtype)   # (the composition computes in q's dtype)
     return _as(q, core.composite(dev, op)(dev, g, q, k, v, bias, drop, out, lse, *args))
 
 
 def _as(q: Array, results: tuple) -> tuple:
     """The composition's results in q's dtype (under autocast its exps and sums run in
     float32, as torch's autocast runs attention's softmax)."""
-    gp = _dispatch.ns
-    return tuple(r if r is None or r.dtype == q.dtype else gp.astype(r, q.dtype)
-                 for r in results)
+    return tuple(None if r is None else _to(r, q._dtype) for r in results)
+
+
+def _to(r: Array, dtype) -> Array:
+    """``r`` in ``dtype`` (itself when it is)."""
+    return r if r._dtype is dtype else _dispatch.ns.astype(r, dtype)
 
 
 # ---- the composition: FlashAttention-2 over key blocks ---------------------------------------

@@ -185,11 +185,14 @@ KERNELS: dict[str, Kernel] = {
                         "full (N, H, L, S)) or None, drop (N, H, L, S) or None, causal, scale, "
                         "block) -> (out (N, H, L, Ev), lse (N, H, L)): softmax(q k^T scale + "
                         "bias, key j > query i masked if causal) * drop @ v and the row "
-                        "logsumexp; float32/float64; a kernel may declare max_features (head "
-                        "dims above it compose)"),
+                        "logsumexp; float32/float64, float16 too where the kernel declares "
+                        "takes_float16 (its arithmetic float32, lse float32; others: float16 "
+                        "runs the float32 kernel on copies); a kernel may declare max_features "
+                        "(head dims above it compose)"),
     "attention_backward": Kernel("nn", COMPOSED,
                                  "(g, q, k, v, bias, drop, out, lse, causal, scale, block, need "
-                                 "(3 bools)) -> (g_q, g_k, g_v), None where not needed"),
+                                 "(3 bools)) -> (g_q, g_k, g_v), None where not needed; float16 "
+                                 "as attention (lse float32, as attention returns it)"),
     "im2col": Kernel("nn", COMPOSED,
                      "(buf, kernel, stride, dilation, pads, fill, out, channel_major=False) -> buf"),
     "col2im": Kernel("nn", COMPOSED,

@@ -78,8 +78,21 @@ layout(push_constant) uniform APC {
     int st[16];     // q (n, h, l) 0..2 (OP 1: out), k 3..5 (OP 1: lse), v 6..8, bias 9..12, g 13..15
 } pc;
 
+// float16 (IN_BITS 16) is storage only: q, k, v, g, bias, drop, out, dq, dk and dv are float16,
+// registers and arithmetic float32 as in the float32 variant, and lse and aux stay float32
+// (binding 1, and binding 0 in OP 1: a second block on that binding), so the backward's
+// exp(s - lse) sees the forward's lse unrounded. The composition's passes (OP 4-6) are float32
+// and float64 only.
+#if IN_BITS == 16
+#define TA float
+layout(set = 0, binding = 0) buffer B0A { float a0[]; };
+#define AUX0 a0
+#else
+#define TA TS
+#define AUX0 o0
+#endif
 layout(set = 0, binding = 0) buffer B0 { TS o0[]; };
-layout(set = 0, binding = 1) buffer B1 { TS o1[]; };
+layout(set = 0, binding = 1) buffer B1 { TA o1[]; };
 layout(set = 0, binding = 2) readonly buffer B2 { TS qb[]; };
 layout(set = 0, binding = 3) readonly buffer B3 { TS kb[]; };
 layout(set = 0, binding = 4) readonly buffer B4 { TS vb[]; };
@@ -275,7 +288,7 @@ void forward(int n, int h, int nh, int i0, int cl, int t) {
             bool seen = den[b] > TC(0);
             TC inv = seen ? DIV(TC(1), den[b]) : NAN_V;
             STORE_ROW(acc, b * NV, NV, pc.off[0] + (nh * pc.L + i) * pc.EV, pc.EV, inv)
-            if (t == 0) o1[pc.off[1] + nh * pc.L + i] = TS(seen ? m[b] + LN(den[b]) : NEG_INF);
+            if (t == 0) o1[pc.off[1] + nh * pc.L + i] = TA(seen ? m[b] + LN(den[b]) : NEG_INF);
         }
     }
 }
@@ -292,8 +305,8 @@ void prep() {
             int orow = pc.off[2] + row3(0, n, h, i), grow = pc.off[5] + row3(13, n, h, i);
             for (int e = 0; e < pc.EV; ++e) d += TC(gb[grow + e]) * TC(qb[orow + e]);
         }
-        o0[pc.off[0] + int(x)] = TS(dead ? POS_INF : ls);
-        o0[pc.off[0] + int(rows) + int(x)] = TS(d);
+        AUX0[pc.off[0] + int(x)] = TA(dead ? POS_INF : ls);
+        AUX0[pc.off[0] + int(rows) + int(x)] = TA(d);
     }
 }
 
@@ -429,6 +442,7 @@ void grad_kv(int n, int h, int nh, int j0, int cl, int t) {
 }
 
 // ---- the composition's row passes (attention.py: _composed), around batched GEMMs -------------
+#if IN_BITS != 16
 // the sum and maximum of a value over a cluster's T lanes (every lane gets the same bits)
 TC csum(TC v) {
     for (int o = 1; o < T; o <<= 1) v += subgroupShuffleXor(v, uint(o));
@@ -537,6 +551,7 @@ void live_g() {
         o0[pc.off[0] + int(x)] = dead ? TS(0) : gb[pc.off[5] + row3(13, n, h, i) + e];
     }
 }
+#endif
 
 void main() {
     if (OP == 1) {
@@ -544,9 +559,11 @@ void main() {
         return;
     }
     if (OP == 4 || OP == 5 || OP == 6) {
+#if IN_BITS != 16
         if (OP == 4) probs(int(gl_LocalInvocationID.x) / T, int(gl_LocalInvocationID.x) % T);
         else if (OP == 5) dscores(int(gl_LocalInvocationID.x) / T, int(gl_LocalInvocationID.x) % T);
         else live_g();
+#endif
         return;
     }
     int lane = int(gl_LocalInvocationID.x), t = lane % T, cl = lane / T;

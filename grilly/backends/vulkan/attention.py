@@ -14,18 +14,21 @@ q, k, v, g and out are read through their (n, h, row) strides (a permuted multi-
 projection is read in place) where their feature axis is unit-strided, bias through four strides
 (a broadcast mask is never spread out); a view of another layout, and a non-contiguous drop, is
 copied first. Eight buffers are bound (dK and dV share one allocation; D and the logsumexp
-another). float32 (the project's exp/log and correctly rounded division) and float64.
+another). float32 (the project's exp/log and correctly rounded division), float64, and float16
+storage (autocast's attention): float16 operands and results read and written as such, float32
+registers and arithmetic as the float32 variant, and the logsumexp (and D) float32.
 """
 from __future__ import annotations
 
 import struct
 
-from .kernels import _view, copy, new_buffer, permute, reshape
+from .. import dtypes as _dt
+from .kernels import _view, astype, copy, new_buffer, permute, reshape
 from .linalg import _matmul, matmul4_into
 from .memory import contiguous_strides
 from .runtime import ffi, lib
 
-_DTYPES = ("float32", "float64")
+_DTYPES = ("float16", "float32", "float64")
 _WG = 256
 _NBUF = 8
 MAX_HEAD = 256      # E and Ev: 8 lanes x 8 quads of features (the registers of a cluster)
@@ -58,8 +61,8 @@ def _has_shuffle(phys) -> bool:
 def _check(op: str, *bufs) -> None:
     q = bufs[0]
     if q.dtype.name not in _DTYPES:
-        raise NotImplementedError(f"{op}: dtype {q.dtype.name} has no Vulkan kernel (float32 and "
-                                  "float64 do)")
+        raise NotImplementedError(f"{op}: dtype {q.dtype.name} has no Vulkan kernel (float16, "
+                                  "float32 and float64 do)")
     for b in bufs:
         if b is not None and b.size >= 2**31:
             raise ValueError(f"{op}: {b.size} elements exceed the Vulkan backend's 2**31 limit")
@@ -102,7 +105,7 @@ def _rows(b):
 
 
 def _scale_words(scale: float, dtype) -> tuple:
-    if dtype.name == "float32":
+    if dtype.name != "float64":   # float16's arithmetic is float32
         return struct.unpack("<i", struct.pack("<f", scale)) + (0,)
     return struct.unpack("<2i", struct.pack("<d", scale))
 
@@ -110,7 +113,9 @@ def _scale_words(scale: float, dtype) -> tuple:
 def _run(ctx, op_code: int, lay: tuple, flags: tuple, bufs: list, strides: dict, dims: tuple,
          scale_words: tuple, items: int, writes: int = 1, work: int = 0) -> None:
     """One dispatch of shaders/nn/attention.comp: ``bufs`` at bindings 0..7 (None: unused, bound
-    to binding 2's input and never read), ``strides`` by operand name (see _SLOTS)."""
+    to binding 2's input and never read), ``strides`` by operand name (see _SLOTS). The variant
+    is binding 2's dtype (q, or out in OP 1: the operands'; lse and aux are float32 under float16
+    operands)."""
     t, nq, nv, bt, tile, rb = lay
     bound = [b if b is not None else bufs[2] for b in bufs]
     st = [0] * 16
@@ -119,7 +124,7 @@ def _run(ctx, op_code: int, lay: tuple, flags: tuple, bufs: list, strides: dict,
         st[at:at + 3 + len(d)] = (a, b, c, *d)
     pc = _PC.pack(*scale_words, *dims, *[b.offset if b is not None else 0 for b in bufs], *st)
     spec = (op_code, 1, t, nq, nv, bt, *(int(f) for f in flags), tile, rb)
-    variant = f"attn_{bufs[0].dtype.name}"
+    variant = f"attn_{bufs[2].dtype.name}"
     pipe = ctx.pipelines.get((variant, spec)) or ctx.pipeline(variant, spec)
     rec = ctx.recorder
     rec.dispatch(pipe, bound, pc, items, writes)
@@ -147,11 +152,16 @@ def _bias(b):
     return tuple(0 if s == 1 else st for s, st in zip(b.shape, b.strides))
 
 
+def _acc(dtype):
+    """The dtype of lse and aux (and of the arithmetic): float32 for float16 operands."""
+    return _dt.float32 if dtype.name == "float16" else dtype
+
+
 def _common(op, q, k, v, bias, drop, causal):
     _check(op, q, k, v, bias, drop)
     n, h, lq, e = q.shape
     s, ev = k.shape[2], v.shape[3]
-    lay = _layout(op, q.ctx, e, ev, q.dtype.itemsize)
+    lay = _layout(op, q.ctx, e, ev, _acc(q.dtype).itemsize)   # (registers and tiles: float32)
     q, k, v = _rows(q), _rows(k), _rows(v)
     if drop is not None and not drop.is_contiguous():
         drop = copy(drop)
@@ -161,12 +171,16 @@ def _common(op, q, k, v, bias, drop, causal):
 
 def attention(q, k, v, bias, drop, causal, scale, block):
     """(out (N, H, L, Ev), lse (N, H, L)) in one dispatch: one workgroup per (n, h, R query
-    rows); ``block`` (the composition's key block) is not needed here."""
+    rows); ``block`` (the composition's key block) is not needed here. lse is float32 for
+    float16 operands."""
     n, h, lq, e = q.shape
     s, ev = k.shape[2], v.shape[3]
     ctx = q.ctx
+    if _widen(q, n * h * lq * s):
+        out, lse = attention(*_wide(q, k, v, bias, drop), causal, scale, block)
+        return astype(out, q.dtype), lse
     out = new_buffer(ctx, (n, h, lq, ev), q.dtype)
-    lse = new_buffer(ctx, (n, h, lq), q.dtype)
+    lse = new_buffer(ctx, (n, h, lq), _acc(q.dtype))
     q, k, v, drop, lay, flags, dims = _common("attention", q, k, v, bias, drop, causal)
     if lse.size == 0:
         return out, lse
@@ -184,17 +198,24 @@ def attention(q, k, v, bias, drop, causal, scale, block):
 def attention_backward(g, q, k, v, bias, drop, out, lse, causal, scale, block, need):
     """(dq, dk, dv) of ``attention``, None where ``need`` says no: D and the dead-row marks
     (one invocation per query row), then dQ (workgroups over query blocks) and dK with dV
-    (workgroups over key blocks)."""
+    (workgroups over key blocks). lse is float32 for float16 operands (as attention makes it)."""
     op = "attention_backward"
     n, h, lq, e = q.shape
     s, ev = k.shape[2], v.shape[3]
     ctx = q.ctx
+    if lse.dtype is not _acc(q.dtype):
+        raise TypeError(f"{op}: lse must be {_acc(q.dtype).name} for {q.dtype.name} operands "
+                        f"(as attention returns it), got {lse.dtype.name}")
+    if _widen(q, n * h * lq * s):
+        res = attention_backward(*_wide(g, q, k, v, bias, drop, out), lse, causal, scale, block,
+                                 need)
+        return tuple(None if r is None else astype(r, q.dtype) for r in res)
     q, k, v, drop, lay, flags, dims = _common(op, q, k, v, bias, drop, causal)
     nq, nk, nv = (bool(x) for x in need)
     g, out = _rows(g), _rows(out)
     words = _scale_words(scale, q.dtype)
     rows = n * h * lq
-    aux = new_buffer(ctx, (2 * rows,), q.dtype)   # [lse' | D]
+    aux = new_buffer(ctx, (2 * rows,), _acc(q.dtype))   # [lse' | D]
     if rows:
         _run(ctx, 1, lay, flags, [aux, lse, out, None, None, g, None, None],
              {"q": _strides3(out), "k": tuple(lse.strides), "g": _strides3(g)}, dims, words,
@@ -225,6 +246,18 @@ def _compose(q, scores: int) -> bool:
     """Whether attention with ``scores`` (N H L S) scores runs as _composed: float32 (the
     vec4 GEMMs), big enough to pay for its passes and small enough for its scores' memory."""
     return q.dtype.name == "float32" and COMPOSE_MIN <= scores <= COMPOSE_MAX
+
+
+def _widen(q, scores: int) -> bool:
+    """Whether float16 attention runs _composed on float32 copies (its results rounded back,
+    lse kept float32): in the composition's size range its float32 GEMMs are faster on GPUs
+    than the fused kernel, whose float16 variant takes every other size."""
+    return q.dtype.name == "float16" and COMPOSE_MIN <= scores <= COMPOSE_MAX
+
+
+def _wide(*bufs) -> list:
+    """The buffers as float32 copies (None kept)."""
+    return [None if b is None else astype(b, _dt.float32) for b in bufs]
 
 
 def _rows_lay(ctx) -> tuple:
@@ -297,4 +330,6 @@ def _composed_backward(ctx, g, q, k, v, bias, drop, aux, flags, dims, scale, nee
 
 # the array layer composes above this (grilly.array.attention._kernel)
 attention.max_features = attention_backward.max_features = MAX_HEAD
+# float16 operands and results (lse float32): the array layer passes autocast's arrays as they are
+attention.takes_float16 = attention_backward.takes_float16 = True
 KERNELS = {"attention": attention, "attention_backward": attention_backward}

@@ -118,6 +118,8 @@ def variants() -> dict[str, tuple[str, list[str]]]:
         out[f"bnorm_{d}"] = ("nn/bnorm.comp", _dtype_defines("IN", d))
         out[f"lnorm_{d}"] = ("nn/lnorm.comp", _dtype_defines("IN", d))
         out[f"attn_{d}"] = ("nn/attention.comp", _dtype_defines("IN", d))
+    # float16 storage, float32 registers (the fused OPs 0-3 only; lse and aux float32)
+    out["attn_float16"] = ("nn/attention.comp", _dtype_defines("IN", "float16"))
     for d in ("float32", "float64"):
         out[f"optim_{d}"] = ("nn/optim.comp", _dtype_defines("IN", d))
         out[f"optim_multi_{d}"] = ("nn/optim_multi.comp", _dtype_defines("IN", d))

@@ -313,6 +313,36 @@ def test_attention_forward_and_backward(device, dtype, causal):
         assert_close(got, ref.astype(dtype), rtol=tol * 10, atol=tol * 10)
 
 
+@K("attention", "attention_backward", family="nn")
+def test_attention_float16(device):
+    """float16 q, k, v (autocast's attention): out and the gradients float16 within a float16
+    ulp or two of float64 from the same inputs (float32 arithmetic, each result rounded once),
+    lse float32 to float32's accuracy, whether the kernel declares takes_float16 (it takes the
+    float16 arrays and returns lse float32) or runs float32 copies."""
+    from grilly.array import attention as att
+    rng = np.random.default_rng(32)
+    q, k, v, g = (rng.standard_normal(s).astype(np.float16) for s in
+                  ((2, 3, 5, 6), (2, 3, 7, 6), (2, 3, 7, 3), (2, 3, 5, 3)))
+    qa, ka, va, ga = (on(device, a) for a in (q, k, v, g))
+    out, lse = att.attention(qa, ka, va, causal=True, scale=0.5)
+    assert out.dtype == gp.float16 and lse.dtype == gp.float32
+    s = q.astype(np.float64) @ np.swapaxes(k, -1, -2) * 0.5
+    s = np.where(np.tril(np.ones((5, 7), bool)), s, -np.inf)
+    m = s.max(-1, keepdims=True)
+    p = np.exp(s - m)
+    den = p.sum(-1, keepdims=True)
+    p /= den
+    y = p @ v
+    assert_close(out, y.astype(np.float16), rtol=2e-3, atol=2e-3 * np.abs(y).max())
+    assert_close(lse, (m + np.log(den))[..., 0].astype(np.float32), rtol=2e-6, atol=2e-6)
+    grads = att.attention_backward(ga, qa, ka, va, None, None, out, lse, causal=True, scale=0.5)
+    o = np.asarray(out).astype(np.float64)   # (D = rowsum(g out) from the float16 out)
+    ds = p * (g @ np.swapaxes(v, -1, -2) - (g * o).sum(-1, keepdims=True))
+    for got, ref in zip(grads, (ds @ k * 0.5, np.swapaxes(ds, -1, -2) @ q * 0.5,
+                                np.swapaxes(p, -1, -2) @ g)):
+        assert_close(got, ref.astype(np.float16), rtol=2e-3, atol=2e-3 * np.abs(ref).max())
+
+
 @K("relu_backward", family="nn")
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
 def test_relu_backward(device, dtype):
