@@ -265,7 +265,12 @@ def _loss_pair(ref_fn, my_fn, x, targets, device, tgt_torch=None):
     tt = torch.tensor(targets) if tgt_torch is None else tgt_torch
     lt = ref_fn(xt, tt)
     lg = my_fn(xg, gp.asarray(targets, device=device))
-    lt.sum().backward()
+    try:
+        lt.sum().backward()
+    except RuntimeError as e:   # torch < 2.13: mse_loss's backward refuses a dtype mix
+        if "Found dtype" not in str(e):
+            raise
+        pytest.skip(f"this torch cannot differentiate snnTorch's loss here ({e})")
     gp.sum(lg).backward()
     np.testing.assert_allclose(_np(lg).reshape(-1), lt.detach().numpy().reshape(-1),
                                rtol=1e-6, atol=1e-7)

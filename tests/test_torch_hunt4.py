@@ -476,9 +476,10 @@ def test_regression_losses_keep_the_input_dtype_as_torch(device, fn, tdtype, xdt
     x = (rng.standard_normal(6) * 2).astype(xdtype)
     y = rng.integers(-2, 3, 6).astype(tdtype)
     want = getattr(TF, fn)(torch.tensor(x), torch.tensor(y))
-    # (torch's huber_loss backward refuses the targets its forward takes: its gradient comes
-    # from the target in the result's dtype, the same values)
-    xt = torch.tensor(x, requires_grad=True)
+    # (torch's huber_loss backward refuses the targets its forward takes, and torch 2.11's
+    # mse_loss backward a float64 target for a float32 input: the reference gradient comes
+    # from input and target in the result's dtype, the same values)
+    xt = torch.tensor(x).to(want.dtype).requires_grad_()
     getattr(TF, fn)(xt, torch.tensor(y).to(want.dtype)).backward()
     xg = gp.asarray(x, device=device)
     xg.requires_grad = True
