@@ -11,7 +11,8 @@ where the kernel declares ``takes_float16``; other kernels run float16 arrays in
 variant on float32 copies, each result rounded back once), or head dims above a kernel's
 declared ``max_features``, gets the same result composed from namespace ops: FlashAttention-2
 over key blocks of ``block``, so no (L, S) array is held beyond one block of scores (the
-dropout multiplier aside).
+dropout multiplier aside); float16 arrays are composed on float32 copies too, each result
+rounded once.
 
 For float16 q, k and v, ``lse`` is float32 on every path (``lse_dtype``): the backward's
 exp(s - lse) would otherwise see it off by float16's rounding (up to 2^-11 relative, which for
@@ -111,7 +112,9 @@ def attention(q: Array, k: Array, v: Array, bias: Array | None = None, drop: Arr
     kern = _kernel(dev, "attention", q, v)
     if kern is not None:
         return _call(kern, q, (q, k, v, bias, drop), args, lse_at=1)
-    out, lse = core.composite(dev, "attention")(dev, q, k, v, bias, drop, *args)
+    # float16: float32 arithmetic on float32 copies, each result rounded once (as a kernel's),
+    # so lse keeps float32's accuracy on this path too
+    out, lse = core.composite(dev, "attention")(dev, *_wide(q, (q, k, v, bias, drop)), *args)
     return _to(out, q._dtype), _to(lse, lse_dtype(q._dtype))
 
 
@@ -136,13 +139,21 @@ def attention_backward(g: Array, q: Array, k: Array, v: Array, bias: Array | Non
     kern = _kernel(dev, op, q, v)
     if kern is not None:
         return _call(kern, q, (g, q, k, v, bias, drop, out, lse), args)
-    lse = _to(lse, q._dtype)   # (the composition computes in q's dtype)
-    return _as(q, core.composite(dev, op)(dev, g, q, k, v, bias, drop, out, lse, *args))
+    ops = _wide(q, (g, q, k, v, bias, drop, out))
+    lse = _to(lse, ops[1]._dtype)   # (float32 already for float16 q)
+    return _as(q, core.composite(dev, op)(dev, *ops, lse, *args))
+
+
+def _wide(q: Array, arrays: tuple) -> tuple:
+    """``arrays`` (None kept) as the composition computes them: float32 copies for float16 q,
+    else as they are."""
+    if q._dtype.name not in _WIDENED:
+        return arrays
+    return tuple(None if a is None else _to(a, dt.float32) for a in arrays)
 
 
 def _as(q: Array, results: tuple) -> tuple:
-    """The composition's results in q's dtype (under autocast its exps and sums run in
-    float32, as torch's autocast runs attention's softmax)."""
+    """The composition's results in q's dtype (float16 q: computed on float32 copies)."""
     return tuple(None if r is None else _to(r, q._dtype) for r in results)
 
 

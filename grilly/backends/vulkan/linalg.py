@@ -322,10 +322,8 @@ def linear_backward(g: Buffer, x: Buffer, w: Buffer, need: tuple, grad_dtype=Non
     gw = None
     if need[1]:
         gt = permute(g, (1, 0))
-        if gd is g.dtype:
-            gw = matmul((n, x.shape[1]), gd, gt, x)
-        elif gd.name == "float32" and _coop(g):
-            gw = matmul((n, x.shape[1]), gd, gt, x)   # (the f32out tensor-core variants)
+        if gd is g.dtype or gd.name == "float32" and _coop(g):
+            gw = matmul((n, x.shape[1]), gd, gt, x)   # (float32: the f32out tensor-core variants)
         else:
             gw = astype(matmul((n, x.shape[1]), g.dtype, gt, x), gd)
     gb = _REDUCTIONS["sum"](g, (0,), False, gd) if need[2] else None
