@@ -126,12 +126,7 @@ def conv2d_backward(g: Array, x: Array, w: Array, stride: tuple, dilation: tuple
     None where ``need`` (three bools) does not ask for it. ``grad_dtype`` float32 with float16
     operands gives the weight and bias gradients in float32 (autocast's float32 master
     weights): computed there by a kernel that declares ``takes_grad_dtype``, else cast."""
-    gd = x._dtype if grad_dtype is None else grad_dtype
-    wide = gd is not x._dtype
-    if wide and (x._dtype.name not in ("float16", "bfloat16")
-                 or getattr(gd, "name", None) != "float32"):
-        raise TypeError(f"conv2d_backward: grad_dtype must be x's dtype, or float32 for "
-                        f"float16/bfloat16 operands, got {gd!r} for {x._dtype.name}")
+    gd, wide = core.grad_dtype("conv2d_backward", x, grad_dtype)
     need = tuple(bool(v) for v in need)
     dev = x._device
     k = dev.kernels.get("conv2d_backward")

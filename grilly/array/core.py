@@ -115,6 +115,19 @@ def normalize_shape(shape, op: str) -> tuple:
     return shape
 
 
+def grad_dtype(op: str, x, grad_dtype) -> tuple:
+    """(the weight gradients' dtype, whether it differs from x's) for a layer backward's
+    ``grad_dtype``: x's dtype (None), or float32 for float16/bfloat16 operands (autocast's
+    float32 master weights); TypeError naming ``op`` otherwise."""
+    gd = x._dtype if grad_dtype is None else grad_dtype
+    wide = gd is not x._dtype
+    if wide and (x._dtype.name not in ("float16", "bfloat16")
+                 or getattr(gd, "name", None) != "float32"):
+        raise TypeError(f"{op}: grad_dtype must be x's dtype, or float32 for float16/bfloat16 "
+                        f"operands, got {gd!r} for {x._dtype.name}")
+    return gd, wide
+
+
 def kernel_takes(k, dtype, dtypes) -> bool:
     """Whether kernel ``k`` takes arrays of ``dtype``: one of ``dtypes`` (names: the contract's),
     or float16 where the kernel declares ``takes_float16`` (autocast's layers on the device)."""

@@ -50,12 +50,7 @@ def linear_backward(g: Array, x: Array, w: Array, need: tuple = (True, True, Tru
     if g.shape != (x.shape[0], w.shape[0]) or g._dtype is not x._dtype:
         raise ValueError(f"linear_backward: g must be {x._dtype.name} of shape "
                          f"{(x.shape[0], w.shape[0])}, got {g._dtype.name} {g.shape}")
-    gd = x._dtype if grad_dtype is None else grad_dtype
-    wide = gd is not x._dtype
-    if wide and (x._dtype.name not in ("float16", "bfloat16")
-                 or getattr(gd, "name", None) != "float32"):
-        raise TypeError(f"linear_backward: grad_dtype must be x's dtype, or float32 for "
-                        f"float16/bfloat16 operands, got {gd!r} for {x._dtype.name}")
+    gd, wide = core.grad_dtype("linear_backward", x, grad_dtype)
     need = tuple(bool(v) for v in need)
     dev = x._device
     k = dev.kernels.get("linear_backward")
