@@ -12,7 +12,7 @@ from ..array import dispatch as _dispatch
 from ..array.array import Array
 from .policy import FLOAT32, LOWER, POLICY
 
-__all__ = ["autocast", "is_autocast_enabled", "get_autocast_dtype"]
+__all__ = ["autocast", "custom_bwd", "custom_fwd", "get_autocast_dtype", "is_autocast_enabled"]
 
 _local = threading.local()
 _lock = threading.Lock()
@@ -32,7 +32,7 @@ def _cast_one(a, target, kind: str, device_type):
         d = a.dtype
         if d.kind != "f" or d is target:
             return a
-        if kind == LOWER and d.name != "float32":   # float64 stays (and the other low dtype)
+        if kind == LOWER and d.name not in ("float32",) + _LOW:   # float64 stays, as torch's
             return a
         if kind == FLOAT32 and d.name not in _LOW:
             return a
@@ -101,10 +101,20 @@ class autocast:
         return wrapped
 
 
-def is_autocast_enabled() -> bool:
-    """Whether this thread is inside an enabled autocast region."""
+def _applies(region, device_type) -> bool:
+    """Whether ``region`` (enabled, dtype, device_type) casts arrays on ``device_type``."""
+    return region[0] and (device_type is None or region[2] is None
+                          or region[2] == device_type.split(":")[0])
+
+
+def is_autocast_enabled(device_type: str | None = None) -> bool:
+    """Whether this thread is inside an enabled autocast region (torch.is_autocast_enabled);
+    with ``device_type`` ("cpu", "vulkan"), one that casts arrays on that kind of device."""
+    if device_type is not None and not isinstance(device_type, str):
+        raise TypeError(f"is_autocast_enabled: device_type must be a str such as 'cpu' or "
+                        f"'vulkan', got {type(device_type).__name__}")
     st = getattr(_local, "stack", None)
-    return bool(st) and st[-1][0]
+    return bool(st) and _applies(st[-1], device_type)
 
 
 def _mode_key():
@@ -119,7 +129,70 @@ def _mode_key():
 _dispatch.mode_keys.append(_mode_key)
 
 
-def get_autocast_dtype():
-    """The low-precision dtype of this thread's innermost region (None outside one)."""
+def get_autocast_dtype(device_type: str | None = None):
+    """The low-precision dtype of this thread's innermost region (None outside one; torch
+    returns its per-device default there). ``device_type`` is taken for torch's spelling."""
+    if device_type is not None and not isinstance(device_type, str):
+        raise TypeError(f"get_autocast_dtype: device_type must be a str such as 'cpu' or "
+                        f"'vulkan', got {type(device_type).__name__}")
     st = getattr(_local, "stack", None)
     return st[-1][1] if st else None
+
+
+def _cast_inputs(x, dtype, device_type):
+    """custom_fwd's cast: floating Arrays other than float64 (on ``device_type``) to ``dtype``,
+    through lists, tuples and dict values, as torch.amp's."""
+    if isinstance(x, Array):
+        if (x.dtype.kind == "f" and x.dtype.name != "float64" and x.dtype is not dtype
+                and (device_type is None or str(x.device).split(":")[0] == device_type)):
+            return gp.astype(x, dtype)
+        return x
+    if isinstance(x, (list, tuple)):
+        return type(x)(_cast_inputs(v, dtype, device_type) for v in x)
+    if isinstance(x, dict):
+        return {k: _cast_inputs(v, dtype, device_type) for k, v in x.items()}
+    return x
+
+
+def custom_fwd(fwd=None, *, device_type: str | None = None, cast_inputs=None):
+    """Decorator for a grilly.autograd.Function's ``forward`` (torch.amp.custom_fwd): it runs
+    in the caller's autocast state, which ``custom_bwd`` restores for backward; with
+    ``cast_inputs`` (a dtype) and inside an enabled region, its floating array arguments are
+    cast to ``cast_inputs`` and it runs with autocast off."""
+    if device_type is not None and not isinstance(device_type, str):
+        raise TypeError(f"custom_fwd: device_type must be a str such as 'cpu' or 'vulkan', got "
+                        f"{type(device_type).__name__}")
+    if fwd is None:
+        return functools.partial(custom_fwd, device_type=device_type, cast_inputs=cast_inputs)
+    dev = device_type.split(":")[0] if device_type else None
+
+    @functools.wraps(fwd)
+    def decorate_fwd(ctx, *args, **kwargs):
+        ctx._dtype = get_autocast_dtype(dev)
+        on = is_autocast_enabled(dev)
+        if cast_inputs is None or not on:
+            ctx._fwd_used_autocast = on
+            return fwd(ctx, *args, **kwargs)
+        ctx._fwd_used_autocast = False
+        with autocast(dev, enabled=False):
+            return fwd(ctx, *_cast_inputs(args, cast_inputs, dev),
+                       **_cast_inputs(kwargs, cast_inputs, dev))
+    return decorate_fwd
+
+
+def custom_bwd(bwd=None, *, device_type: str | None = None):
+    """Decorator for a grilly.autograd.Function's ``backward`` (torch.amp.custom_bwd): it runs
+    in the autocast state its ``custom_fwd`` forward ran in."""
+    if bwd is None:
+        return functools.partial(custom_bwd, device_type=device_type)
+    dev = device_type.split(":")[0] if device_type else None
+
+    @functools.wraps(bwd)
+    def decorate_bwd(ctx, *args, **kwargs):
+        on = getattr(ctx, "_fwd_used_autocast", None)
+        if on is None:
+            raise RuntimeError("custom_bwd: the Function's forward was not decorated with "
+                               "grilly.amp.custom_fwd")
+        with autocast(dev, dtype=ctx._dtype, enabled=on):
+            return bwd(ctx, *args, **kwargs)
+    return decorate_bwd

@@ -9,6 +9,8 @@ flag, and ``step`` reads that flag once, the step's only host read.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from ..array import api as gp
 from ..array import optim_steps as _steps
 from ..array.array import Array
@@ -52,14 +54,17 @@ class GradScaler:
         return self._enabled
 
     def scale(self, outputs):
-        """``outputs`` (an Array, or a list/tuple of them) times the current scale."""
+        """``outputs`` times the current scale: an Array, or (as torch's) any iterable of
+        them, nested; lists and tuples keep their type, other iterables come back lazily."""
         if not self._enabled:
             return outputs
         if isinstance(outputs, Array):
             return outputs * self._scale
         if isinstance(outputs, (list, tuple)):
             return type(outputs)(self.scale(o) for o in outputs)
-        raise TypeError(f"GradScaler.scale: expected a grilly Array or a list of them, got "
+        if isinstance(outputs, Iterable) and not isinstance(outputs, (str, bytes, dict)):
+            return map(self.scale, outputs)
+        raise TypeError(f"GradScaler.scale: expected a grilly Array or an iterable of them, got "
                         f"{type(outputs).__name__}")
 
     def _state(self, optimizer) -> dict:
@@ -71,6 +76,9 @@ class GradScaler:
         if not self._enabled:
             return
         st = self._state(optimizer)
+        if "skipped" in st:
+            raise RuntimeError("GradScaler.unscale_: called after step() on this optimizer "
+                               "(unscale_ before step, then update)")
         if st["unscaled"]:
             raise RuntimeError("GradScaler.unscale_: already called on this optimizer since "
                                "the last update()")
@@ -93,7 +101,13 @@ class GradScaler:
         gradient held inf or NaN; returns what step returned, or None when skipped."""
         if not self._enabled:
             return optimizer.step(*args, **kwargs)
+        if "closure" in kwargs:   # the closure would recompute unscaled gradients (torch too)
+            raise RuntimeError("GradScaler.step: a closure is not supported while the scaler is "
+                               "enabled")
         st = self._state(optimizer)
+        if "skipped" in st:
+            raise RuntimeError("GradScaler.step: already called on this optimizer since the last "
+                               "update()")
         if not st["unscaled"]:
             self.unscale_(optimizer)
         st["skipped"] = _any_set(st["found"])   # the step's one host read (per device)
@@ -134,13 +148,39 @@ class GradScaler:
         return self._scale if self._enabled else 1.0
 
     def get_growth_factor(self) -> float:
+        """The factor the scale grows by after ``growth_interval`` clean steps."""
         return self._growth_factor
 
+    def set_growth_factor(self, new_factor: float) -> None:
+        """Set the growth factor (torch's setter)."""
+        if not new_factor > 1.0:
+            raise ValueError(f"GradScaler.set_growth_factor: must be > 1, got {new_factor}")
+        self._growth_factor = float(new_factor)
+
     def get_backoff_factor(self) -> float:
+        """The factor the scale shrinks by after an overflow."""
         return self._backoff_factor
 
+    def set_backoff_factor(self, new_factor: float) -> None:
+        """Set the backoff factor (torch's setter)."""
+        if not 0.0 < new_factor < 1.0:
+            raise ValueError(f"GradScaler.set_backoff_factor: must be in (0, 1), got {new_factor}")
+        self._backoff_factor = float(new_factor)
+
     def get_growth_interval(self) -> int:
+        """How many clean steps in a row grow the scale."""
         return self._growth_interval
+
+    def set_growth_interval(self, new_interval: int) -> None:
+        """Set the growth interval (torch's setter)."""
+        if isinstance(new_interval, bool) or not isinstance(new_interval, int) or new_interval < 1:
+            raise ValueError(f"GradScaler.set_growth_interval: must be an int >= 1, got "
+                             f"{new_interval!r}")
+        self._growth_interval = new_interval
+
+    def _get_growth_tracker(self) -> int:
+        """Clean steps in a row since the scale last changed (torch's private accessor)."""
+        return self._growth_tracker if self._enabled else 0
 
     def state_dict(self) -> dict:
         """The scale and its update rule's state (empty when disabled, as torch's)."""

@@ -1,24 +1,41 @@
 """The autocast policy: one table, op name -> how an autocast region runs it (docs/amp.md).
 
-LOWER: run in the region's low-precision dtype (float32 arguments are cast down; float64 ones
-are left alone, as torch leaves double). FLOAT32: run in float32 (float16/bfloat16 arguments are
-cast up). Any op not listed runs on its arguments as given, with the usual type promotion
-(a float16 and a float32 operand give float32).
+It follows torch's CUDA autocast lists (aten/src/ATen/autocast_mode.h; where torch's CPU list
+differs, CUDA's is the one followed), for the ops grilly has.
+
+LOWER: run in the region's low-precision dtype (float32 and the other low dtype's arguments are
+cast down; float64 ones are left alone, as torch leaves double). FLOAT32: run in float32
+(float16/bfloat16 arguments are cast up). Any op not listed runs on its arguments as given, with
+the usual type promotion (a float16 and a float32 operand give float32), which is what torch's
+"promote" list (tensordot, cross, atan2, addcmul ...) does. Names are namespace ops, or
+grilly.nn.functional layers that consult the policy themselves (``dispatch.autocast``).
 """
 from __future__ import annotations
 
 LOWER = "lower"
 FLOAT32 = "float32"
 
+# torch's fp32 and fp32_set_opt_dtype lists, as grilly.nn.functional names: these layers cast
+# their float16/bfloat16 arguments to float32 on entry (grilly.nn.functional applies them)
+FUNCTIONAL_FLOAT32 = (
+    "softplus", "rms_norm", "group_norm", "cosine_similarity", "pdist", "mse_loss", "l1_loss",
+    "smooth_l1_loss", "huber_loss", "nll_loss", "kl_div", "poisson_nll_loss",
+    "hinge_embedding_loss", "soft_margin_loss", "margin_ranking_loss", "cosine_embedding_loss",
+    "triplet_margin_loss", "multi_margin_loss", "multilabel_margin_loss",
+    "binary_cross_entropy_with_logits",
+    # torch's CUDA autocast refuses binary_cross_entropy (float16 logs); its CPU list, and
+    # grilly, run it in float32
+    "binary_cross_entropy")
+
 POLICY: dict[str, str] = {
     # GEMM-shaped work: where low precision is faster (tensor cores) and accurate enough
-    **dict.fromkeys(("matmul", "linalg.matmul", "tensordot", "linalg.tensordot", "vecdot",
-                     "linalg.vecdot", "linear", "conv2d", "flash_attention2",
-                     "scaled_dot_product_attention"), LOWER),
+    **dict.fromkeys(("matmul", "linalg.matmul", "vecdot", "linalg.vecdot", "linear", "conv2d",
+                     "flash_attention2", "scaled_dot_product_attention", "addmm", "baddbmm",
+                     "prelu"), LOWER),
     # reductions, exponentials and normalisations: range or accumulated error needs float32
     **dict.fromkeys(("fused.softmax", "fused.log_softmax", "cross_entropy", "layer_norm",
-                     "exp", "expm1", "log", "log1p", "log2", "log10", "pow", "sqrt", "rsqrt",
-                     "sum", "mean", "var", "std", "prod", "cumulative_sum", "cumulative_prod",
-                     "logaddexp", "linalg.vector_norm", "linalg.matrix_norm", "reciprocal"),
-                    FLOAT32),
+                     "exp", "expm1", "log", "log1p", "log2", "log10", "pow", "rsqrt",
+                     "reciprocal", "acos", "asin", "cosh", "sinh", "tan", "logsumexp",
+                     "sum", "prod", "cumulative_sum", "cumulative_prod", "linalg.vector_norm",
+                     "linalg.matrix_norm", "interpolate") + FUNCTIONAL_FLOAT32, FLOAT32),
 }

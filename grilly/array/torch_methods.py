@@ -515,11 +515,13 @@ def _plus_product(self: Array, p: Array, beta, alpha) -> Array:
 
 def addmm(self: Array, mat1: Array, mat2: Array, *, beta=1, alpha=1) -> Array:
     """beta * self + alpha * (mat1 @ mat2) (self ignored where beta is 0, as torch)."""
+    self, mat1, mat2 = dispatch.autocast("addmm", self, mat1, mat2)   # one low-dtype op, as torch's
     return _plus_product(self, mm(mat1, mat2), beta, alpha)
 
 
 def baddbmm(self: Array, batch1: Array, batch2: Array, *, beta=1, alpha=1) -> Array:
     """beta * self + alpha * (batch1 @ batch2), batched (self ignored where beta is 0)."""
+    self, batch1, batch2 = dispatch.autocast("baddbmm", self, batch1, batch2)   # one low-dtype op, as torch's
     return _plus_product(self, bmm(batch1, batch2), beta, alpha)
 
 

@@ -434,6 +434,8 @@ def interpolate(input: Array, size=None, scale_factor=None, mode: str = "nearest
         raise ValueError(f"{op}: align_corners only applies to the interpolating modes "
                          f"(linear, bilinear, bicubic, trilinear), not {mode!r}")
     align = bool(align_corners)
+    if mode != "area":   # torch's autocast runs its upsample ops in float32 ('area' pools)
+        input = _dispatch.autocast(op, input)[0]
     k = input.ndim - 2
     if (size is None) == (scale_factor is None):
         raise ValueError(f"{op}: give exactly one of size and scale_factor")
@@ -2339,6 +2341,7 @@ def prelu(input: Array, weight: Array) -> Array:
     _check_float(weight, "prelu", "weight")
     if weight.ndim > 1:
         raise ValueError(f"prelu: weight must be a scalar or 1-D array, got shape {weight.shape}")
+    input, weight = _dispatch.autocast("prelu", input, weight)   # torch's autocast: low dtype
     if weight.size == 1:
         w = gp.reshape(weight, ())
     else:
@@ -2810,6 +2813,8 @@ def instance_norm(input: Array, running_mean: Array | None = None,
         raise ValueError(f"{op}: expected more than 1 spatial element when training, got input "
                          f"shape {input.shape}")
     y = layer_norm(gp.reshape(input, (n * c, s)), (s,), eps=eps)
+    if y.dtype != input.dtype:   # autocast ran layer_norm in float32; torch's instance_norm
+        y = gp.astype(y, input.dtype)   # (a batch norm, not autocast) keeps the input's dtype
     if running_mean is not None:
         with _no_grad():
             x3 = gp.reshape(_detach(input), (n, c, s))
@@ -3771,3 +3776,29 @@ def fractional_max_pool2d(input: Array, kernel_size, output_size=None, output_ra
     y, idx = fractional_max_pool2d_with_indices(input, kernel_size, output_size, output_ratio,
                                                 return_indices, _random_samples)
     return (y, idx) if return_indices else y
+
+
+# ---- autocast: the layers torch's autocast runs in float32 ---------------------------------
+def _float32_in_autocast(name: str, fn):
+    """``fn`` with its float16/bfloat16 array arguments cast to float32 inside an autocast
+    region (grilly.amp.policy.FUNCTIONAL_FLOAT32: torch's fp32 list), recorded as the casts
+    are, so gradients come back in the arguments' own dtypes."""
+    import functools
+
+    @functools.wraps(fn)
+    def run(*args, **kw):
+        if _dispatch.hooks.cast is not None:   # an autocast region (in some thread)
+            args = _dispatch.autocast(name, *args)
+            if kw:
+                kw = dict(zip(kw, _dispatch.autocast(name, *kw.values())))
+        return fn(*args, **kw)
+    return run
+
+
+def _wrap_float32_layers() -> None:
+    from ..amp.policy import FUNCTIONAL_FLOAT32
+    for n in FUNCTIONAL_FLOAT32:
+        globals()[n] = _float32_in_autocast(n, globals()[n])
+
+
+_wrap_float32_layers()
