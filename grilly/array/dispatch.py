@@ -56,6 +56,9 @@ class _Hooks:
     # module_call(module): grilly.jit's tracer, while it records (nn.Module.__call__ reports
     # each call, so a traced graph knows the train/eval modes it was traced in)
     module_call: Callable | None = None
+    # module_setattr(module, name): grilly.jit's tracer, while it records (nn.Module.__setattr__
+    # reports each assignment, so a graph knows which module state the traced Python replaced)
+    module_setattr: Callable | None = None
     # grad_set(leaf): grilly.jit's tracer, while it records (backward reports each leaf whose
     # .grad it set, so a replay sets it again even where the caller dropped the array)
     grad_set: Callable | None = None

@@ -146,6 +146,19 @@ def _collect_vals(collect: Callable[[], None]) -> tuple:
     return (*out, plan)
 
 
+def _jit_guard(collect: Callable[[], None]) -> tuple:
+    """What the update kernels after ``_collect_vals`` hold as constants (grilly.jit keeps a
+    graph only while these are the same objects): the optimizer's (``collect``'s owner's)
+    ``jit_guard()``, its state dict, parameters and state arrays; a load_state_dict replaces
+    them, and the graph's kernels would update the old ones."""
+    owner = getattr(collect, "__self__", None)
+    guard = getattr(owner, "jit_guard", None)
+    return () if guard is None else guard()
+
+
+_collect_vals.jit_guard = _jit_guard
+
+
 def _now(op: str, dev, arrays: tuple, scalars: tuple) -> None:
     k = dev.kernels.get(op)
     if k is not None and arrays[0]._dtype.name in _KERNEL_DTYPES:

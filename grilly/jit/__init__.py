@@ -134,7 +134,7 @@ class TracedFunction:
     def _replay(self, hit, arrays):
         graph, rebuild = hit
         self._last = graph
-        outs = graph(*arrays)
+        outs = graph.run(arrays)   # its guards held (_lookup)
         return rebuild(list(outs) if isinstance(outs, tuple) else [outs])
 
     def _trace(self, key, arrays, args, kwargs):
@@ -147,6 +147,11 @@ class TracedFunction:
         graph = tracer.build(outs)
         with self._cache_lock:
             self.traces += 1
+            if graph.made_params is not None:
+                # the trace initialized a lazy module: not a graph to replay; the next call
+                # traces the initialized module
+                return rebuild([Array._new(o._buf, o._dtype, o._device) for o in outs]) \
+                    if outs else r
             hits = self.graphs.setdefault(key, [])
             self.graphs.move_to_end(key)
             hits.append((graph, rebuild))

@@ -41,6 +41,37 @@ _GRAD = Array.__dict__["grad"]
 _TAPE = "grilly.autograd.tape"   # backward's own reads of .grad are not the function's
 
 
+_MISSING = object()   # a module attribute that did not exist
+
+
+def _state_like(v) -> bool:
+    """Whether a module attribute's value is state a trace follows: None, an Array, or a tuple
+    or list of Arrays (and Nones), as a spiking neuron's ``state``."""
+    if v is None or isinstance(v, Array):
+        return True
+    return isinstance(v, (tuple, list)) and all(e is None or isinstance(e, Array) for e in v)
+
+
+def _elements(v) -> list:
+    """A state-like value's Arrays (and Nones) in order; none for None or a missing one."""
+    if isinstance(v, Array):
+        return [v]
+    return list(v) if isinstance(v, (tuple, list)) else []
+
+
+def _structure(v):
+    """What a replay compares a module attribute's value with: its kind and length."""
+    if v is None or isinstance(v, Array):
+        return type(v)
+    return type(v), len(v)
+
+
+def _attr(m, name: str):
+    """A module's attribute as Module.__setattr__ keeps it (a buffer or a plain attribute)."""
+    bufs = m.__dict__.get("_buffers", {})
+    return bufs[name] if name in bufs else m.__dict__.get(name, _MISSING)
+
+
 class JitError(RuntimeError):
     """What a trace cannot record (a host read, a data-dependent shape, a nested trace)."""
 
@@ -166,6 +197,10 @@ class Tracer:
         self._set_by_backward: set = set()  # ids of the leaves backward set
         self._entry: list = []              # (weakref to a leaf, its .grad at the call) where
                                             # backward read it first: the gradient accumulates
+        # (id(module), name) -> [weakref, the attribute's value when the trace first met it,
+        # whether that was the traced Python assigning it]: module state (None, Arrays, tuples
+        # of them) from each module's first call or assignment on
+        self._attrs: dict = {}
 
     # ---- the context ---------------------------------------------------------------------------
     def __enter__(self) -> "Tracer":
@@ -186,6 +221,7 @@ class Tracer:
         _array_mod._new_hook = self._on_new
         _dispatch.hooks.host_op = self._host_op
         _dispatch.hooks.module_call = self._on_module
+        _dispatch.hooks.module_setattr = self._on_setattr
         _dispatch.hooks.grad_set = self._on_grad_set
         Array.grad = self._grad_access()
         return self
@@ -195,6 +231,7 @@ class Tracer:
         _array_mod._new_hook = None
         _dispatch.hooks.host_op = None
         _dispatch.hooks.module_call = None
+        _dispatch.hooks.module_setattr = None
         _dispatch.hooks.grad_set = None
         Array.grad = _GRAD
         for table, saved in self._saved:
@@ -270,6 +307,21 @@ class Tracer:
     def _on_module(self, m) -> None:
         if self._mine() and id(m) not in self._modules:
             self._modules[id(m)] = (weakref.ref(m), bool(getattr(m, "training", False)))
+            # its state as the call finds it (a neuron's membrane from the previous call)
+            d = m.__dict__
+            for name, v in (*d.items(), *d.get("_buffers", {}).items()):
+                if (_state_like(v) or _scalar(v)) and (id(m), name) not in self._attrs:
+                    self._attrs[(id(m), name)] = [weakref.ref(m), name, v, False]
+
+    def _on_setattr(self, m, name: str) -> None:
+        if not self._mine() or (id(m), name) in self._attrs:
+            return
+        d = m.__dict__
+        if name in d.get("_parameters", {}) or name in d.get("_modules", {}):
+            return
+        v = _attr(m, name)
+        if v is _MISSING or _state_like(v):
+            self._attrs[(id(m), name)] = [weakref.ref(m), name, v, True]
 
     def _on_grad_set(self, leaf) -> None:
         if self._mine():
@@ -343,6 +395,78 @@ class Tracer:
         return r
 
     # ---- the graph -----------------------------------------------------------------------------
+    def _made_params(self) -> str | None:
+        """The first module whose parameters the trace made or replaced (a lazy module's first
+        call), or None: such a graph would initialize them again on every replay."""
+        inputs = {s for s, _ in self._inputs}
+        for ref, _ in self._modules.values():
+            m = ref()
+            if m is None:
+                continue
+            for p, _ in _params_of(m):
+                s = self._ids.get(id(p._buf))
+                if s is not None and s not in inputs:   # its buffer is a kernel's result
+                    return type(m).__name__
+        return None
+
+    def _check_scalars(self) -> None:
+        """A module's Python number or string that its call changed (a counter, ``self.n += 1``)
+        would not change on a replay: JitError names it."""
+        for ref, name, v0, assigned in self._attrs.values():
+            m = ref()
+            if m is None or assigned or not _scalar(v0) or name == "training":
+                continue
+            v1 = _attr(m, name)
+            if v1 is not v0 and v1 != v0:
+                raise JitError(f"grilly.jit: {type(m).__name__}.{name} changed from {v0!r} to "
+                               f"{v1!r} in the traced call; a replay runs kernels, not Python, and "
+                               "would not change it (keep such state in an Array, updated in "
+                               "place, or outside the traced function)")
+
+    def _module_state(self, outs: list, out_slots: list) -> tuple[list, list, list]:
+        """Module state the trace replaced (an attribute holding None, an Array or a tuple of
+        them, as a spiking neuron's membrane): each such Array the kernels read becomes an input,
+        read from the attribute on every replay (not the trace's buffer); the attribute's new
+        value becomes a hidden output, assigned again after every replay; and the graph holds
+        only while the attribute's value is like the one the trace found (None, or Arrays of
+        the same shapes), else the function traces again (a reset_state() between calls)."""
+        guards, inputs, assign = [], [], []
+        kernels = [rec for rec in self.records if not rec.host]
+        for ref, name, v0, assigned in self._attrs.values():
+            m = ref()
+            if m is None:
+                continue
+            v1 = _attr(m, name)
+            if v1 is v0 or not (v1 is _MISSING or _state_like(v1)):
+                continue
+            read = []
+            for k, a in enumerate(_elements(v0)):
+                if a is None or id(a._buf) in self._ids \
+                        or not any(_holds(r.args, a._buf)
+                                   or _holds(tuple(r.kwargs.values()), a._buf) for r in kernels):
+                    continue
+                s = self._new_slot(a._buf)
+                for r in kernels:
+                    r.bind(a._buf, s)
+                spec = (a.shape, a._dtype, a._device)
+                read.append((k, spec))
+                inputs.append((s, ref, name, k, spec))
+            if read:
+                guards.append((ref, name, _structure(v0), read))
+            elif not assigned and v0 is not _MISSING:
+                guards.append((ref, name, _structure(v0), []))
+            if v1 is not _MISSING:
+                els = _elements(v1)
+                start = len(outs)
+                for e in els:
+                    if e is not None:
+                        outs.append(e)
+                        out_slots.append(self._ids.get(id(e._buf)))
+                kind = (None if v1 is None else Array if isinstance(v1, Array)
+                        else (type(v1), [e is None for e in els]))
+                assign.append((ref, name, kind, start, len(outs) - start))
+        return guards, inputs, assign
+
     def build(self, outputs) -> "TracedGraph":
         """The graph from the registered inputs to ``outputs`` (an Array, or a list/tuple)."""
         single = isinstance(outputs, Array)
@@ -354,6 +478,11 @@ class Tracer:
                                 "grilly Array")
             s = self._ids.get(id(y._buf))
             out_slots.append(s)   # None: an array from outside the trace (returned as is)
+        n_visible = len(outs)
+        made_params = self._made_params()
+        if made_params is None:
+            self._check_scalars()
+        attr_guards, attr_inputs, attr_outs = self._module_state(outs, out_slots)
         producer = {}
         for n, rec in enumerate(self.records):
             for s in rec.outs:
@@ -415,7 +544,20 @@ class Tracer:
                     rec.bind(e._buf, s)
             grad_inputs.append((s, ref, e.shape, e._dtype, e._device))
         graph = TracedGraph(self.records, self.nslots, self._inputs, outs, out_slots, single)
+        graph.n_visible = n_visible
+        graph.made_params = made_params
+        # host ops whose later kernels hold objects as constants (an optimizer's state): the
+        # graph holds while they are the same objects
+        graph.host_guards = [(g, rec.args, g(*rec.args)) for rec in self.records if rec.host
+                             for g in (getattr(rec.fn, "jit_guard", None),) if g is not None]
+        graph.attr_guards, graph.attr_inputs, graph.attr_outs = attr_guards, attr_inputs, attr_outs
         graph.guards = list(self._modules.values())
+        # the kernels hold each parameter's buffer and the backward the trace ran: a parameter
+        # replaced (model.weight = Parameter(...)) or frozen (requires_grad_(False)) since is
+        # another graph
+        graph.param_guards = [(ref, [(weakref.ref(p), g) for p, g in _params_of(m)])
+                              for ref, _ in graph.guards for m in (ref(),)
+                              if m is not None and _params_of(m)]
         graph.final_grads = final
         graph.grad_guards = grad_guards
         graph.grad_inputs = grad_inputs
@@ -480,6 +622,30 @@ def _set_grads(sets: list, vals: list) -> None:
             leaf.grad = None
         elif leaf.grad is None or leaf.grad._buf is not vals[s]:
             leaf.grad = Array._new(vals[s], dtype, device)
+
+
+def _scalar(v) -> bool:
+    return isinstance(v, (bool, int, float, str))
+
+
+def _params_of(m) -> list:
+    """A module's own parameters as a graph depends on them: each one and whether it requires
+    grad."""
+    return [(p, p.requires_grad) for p in m.__dict__.get("_parameters", {}).values()
+            if p is not None]
+
+
+def _attr_mismatch(v, structure, read: list) -> bool:
+    """Whether a module attribute's value ``v`` differs from what a trace found: its structure
+    (None, an Array, a tuple or list's length) or the spec of an element the graph reads."""
+    if v is _MISSING or _structure(v) != structure:
+        return True
+    els = _elements(v)
+    for k, (shape, dtype, device) in read:
+        a = els[k]
+        if a is None or a.shape != shape or a._dtype is not dtype or a._device is not device:
+            return True
+    return False
 
 
 def _memory(buf):
@@ -575,6 +741,18 @@ class TracedGraph:
         self.grad_guards: list = []
         # (slot, weakref to a leaf, shape, dtype, device): the leaf's .grad, read by the replay
         self.grad_inputs: list = []
+        # module state the trace replaced (Tracer._module_state): (weakref to a module, name,
+        # the value's structure, [(element, (shape, dtype, device))] read) the replay needs;
+        # (slot, weakref, name, element, spec) read from the attribute; (weakref, name, kind,
+        # first hidden output, count) assigned after the replay
+        self.attr_guards: list = []
+        self.attr_inputs: list = []
+        self.attr_outs: list = []
+        self.n_visible = len(outputs)   # the outputs after them are the attributes' values
+        self.host_guards: list = []     # (guard, its args, what it returned at the trace)
+        # (weakref to a Module, [(weakref to a parameter, requires_grad)] at the trace)
+        self.param_guards: list = []
+        self.made_params: str | None = None   # a module whose parameters the trace made
         # captured segments' buffers are fixed: replays from several threads take turns
         self._lock = threading.RLock()
 
@@ -595,6 +773,25 @@ class TracedGraph:
                 if spec is not None:
                     return False
             elif spec is None or (g.shape, g._dtype, g._device) != spec:
+                return False
+        for ref, params in self.param_guards:
+            m = ref()
+            if m is None:
+                continue
+            now = _params_of(m)
+            if len(now) != len(params) or any(p is not r() or g != h
+                                              for (p, g), (r, h) in zip(now, params)):
+                return False
+        for ref, name, structure, read in self.attr_guards:
+            m = ref()
+            if m is not None and _attr_mismatch(_attr(m, name), structure, read):
+                return False
+        return self._host_guards_hold()
+
+    def _host_guards_hold(self) -> bool:
+        for guard, args, then in self.host_guards:
+            now = guard(*args)
+            if len(now) != len(then) or any(a is not b for a, b in zip(now, then)):
                 return False
         return True
 
@@ -700,6 +897,16 @@ class TracedGraph:
 
     def __call__(self, *inputs: Array):
         """Replay on ``inputs`` (Arrays of the traced shapes, dtypes and devices)."""
+        if self.made_params is not None:
+            raise JitError(f"grilly.jit: the trace made {self.made_params}'s parameters (a lazy "
+                           "module's first call); a replay would make them again: trace again")
+        if not self._host_guards_hold():
+            raise JitError("grilly.jit: an object the graph's kernels hold was replaced since the "
+                           "trace (an optimizer's state: load_state_dict?): trace again")
+        return self.run(inputs)
+
+    def run(self, inputs: tuple):
+        """Replay on ``inputs`` without checking the host guards (TracedFunction did)."""
         with self._lock:
             return self._replay(inputs)
 
@@ -724,6 +931,17 @@ class TracedGraph:
                 vals[s] = g._buf
             else:   # no gradient to add to (a replay outside the guards): add to zeros
                 vals[s] = _dispatch.ns.zeros(shape, dtype=dtype, device=device)._buf
+        for ref, name, structure, read in self.attr_guards:
+            m = ref()
+            if m is not None and read and _attr_mismatch(_attr(m, name), structure, read):
+                raise JitError(f"grilly.jit: {type(m).__name__}.{name} is not what the trace "
+                               "read (None, or Arrays of other shapes, dtypes or devices): trace "
+                               "again")
+        for s, ref, name, k, spec in self.attr_inputs:
+            m = ref()
+            if m is None:
+                raise JitError(f"grilly.jit: the module whose {name} the trace read is gone")
+            vals[s] = _elements(_attr(m, name))[k]._buf
         if self._plan is None:
             self._plan = self._make_plan()
         early: dict = {}
@@ -763,6 +981,17 @@ class TracedGraph:
                 b = vals[s]
                 outs.append(Array._new(dev.kernels["copy"](b) if s in self._fixed_slots else b,
                                        d, dev))
+        for ref, name, kind, start, n in self.attr_outs:
+            m = ref()
+            if m is None:
+                continue
+            new = outs[start:start + n]
+            if kind is not None and kind is not Array:
+                typ, nones = kind
+                it = iter(new)
+                new = [typ([None if z else next(it) for z in nones])]
+            setattr(m, name, None if kind is None else new[0])
+        outs = outs[:self.n_visible]
         return outs[0] if self.single else tuple(outs)
 
     def _copy_out(self, ks: list, vals: list, early: dict) -> None:

@@ -129,6 +129,9 @@ class Module:
         if "_parameters" not in d:
             raise AttributeError(f"{type(self).__name__}: call Module.__init__() before assigning "
                                  f"attribute {name!r}")
+        h = _hooks.module_setattr
+        if h is not None:   # grilly.jit's tracer: state the traced Python replaces
+            h(self, name)
         params, bufs, mods = d["_parameters"], d["_buffers"], d["_modules"]
         if is_parameter(value):
             self._drop(name)

@@ -304,6 +304,12 @@ class Optimizer:
     def _update(self, p, grad, state, group) -> None:
         raise NotImplementedError(f"{type(self).__name__}: _update is not implemented")
 
+    def jit_guard(self) -> tuple:
+        """The objects a traced step's update kernels hold (grilly.jit retraces when one is
+        replaced, as load_state_dict replaces the state): state dict, parameters, state arrays."""
+        return (self._state, *(p for g in self.param_groups for p in g["params"]),
+                *(v for s in self._state.values() for v in s.values() if isinstance(v, Array)))
+
     # ---- serialization -------------------------------------------------------------------------
     def state_dict(self) -> dict:
         """Groups (parameters as indices) and state (by parameter index), as torch lays them out;
