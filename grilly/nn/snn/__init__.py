@@ -1,7 +1,9 @@
 """Spiking neural networks written once against the grilly namespace (every device): neuron
 layers, surrogate-gradient spike functions, encoders, readouts and losses, and STDP/Hebbian
 plasticity. See docs/snn.md for the update equations."""
-from . import functional, layer, monitor, surrogate  # noqa: F401
+import sys as _sys
+
+from . import functional, layer, monitor, norse_compat, surrogate  # noqa: F401
 from .containers import *  # noqa: F401,F403
 from .encoding import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
@@ -13,8 +15,12 @@ from .snntorch_compat import *  # noqa: F401,F403
 from . import containers as _c, encoding as _e, loss as _lo, neurons as _n, plasticity as _p
 from . import sj_neurons as _sj, snntorch_compat as _st
 
-__all__ = ["functional", "layer", "monitor", "surrogate", *_c.__all__, *_e.__all__, *_lo.__all__, *_n.__all__,
-           *_p.__all__, *_sj.__all__, *_st.__all__]
+# Norse's API under its own names (LIF, LI, ... differ from grilly's): grilly.nn.snn.norse
+norse = norse_compat
+_sys.modules[__name__ + ".norse"] = norse_compat
+
+__all__ = ["functional", "layer", "monitor", "norse", "norse_compat", "surrogate", *_c.__all__,
+           *_e.__all__, *_lo.__all__, *_n.__all__, *_p.__all__, *_sj.__all__, *_st.__all__]
 del _c, _e, _lo, _n, _p, _sj, _st
 
 # snnTorch neurons without a grilly equivalent: a clear error rather than a bare AttributeError

@@ -1,0 +1,904 @@
+"""Norse's (``norse.torch``) neuron API on grilly Arrays, so that a Norse model ports by changing
+imports: parameters and states as named tuples (``LIFParameters``, ``LIFState``,
+``LIFFeedForwardState``, ``LIParameters``, ``LIState``, ``LIFBoxParameters``, ...), the cells
+(one step, ``(input, state) -> (output, state)``), the multi-step modules over the first axis,
+``SequentialState``, and the functional steps with ``dt``. Also importable as
+``grilly.nn.snn.norse``.
+
+Norse integrates the current-based LIF neuron with explicit Euler steps of ``dt`` (seconds):
+
+    i' = i + x;  v' = v + dt tau_mem_inv ((v_leak - v) + i');  i_next = i' - dt tau_syn_inv i'
+    z = H(v' - v_th);  v_next = (1 - z) v' + z v_reset
+
+(the reset keeps its surrogate gradient in the feed-forward neurons, and is detached in the
+recurrent ones, as Norse's ``lif_step``). ``LIF`` runs this as two fused kernels (the current's
+leaky scan and grilly's fused LIF with an in-step reset to zero of u = v - v_reset) where the
+threshold method's gradient is one the kernels have (``"super"``, Norse's default); otherwise,
+and with ``record_states=True``, step by step. docs/snn.md ("Norse") lists what maps to what.
+"""
+from __future__ import annotations
+
+import inspect
+import math
+import numbers
+from typing import Callable, NamedTuple
+
+from ...array import api as gp
+
+from ...array.array import Array
+from ... import random as _random
+from .. import functional as NF
+from ..module import Module, Sequential
+from ..parameter import Parameter
+from ..rnn import _RNNBase
+from . import functional as F
+from . import fused as _fused
+from .surrogate import Surrogate, fast_sigmoid
+from .surrogate import heaviside as _step
+
+__all__ = ["LIFParameters", "LIFState", "LIFFeedForwardState", "LIParameters", "LIState",
+           "LIFBoxParameters", "LIFBoxState", "LIFBoxFeedForwardState", "LIFCell", "LIF",
+           "LIFRecurrentCell", "LIFRecurrent", "LICell", "LI", "LILinearCell", "LIFBoxCell",
+           "LIFBox", "SequentialState", "lif_feed_forward_step", "lif_feed_forward_integral",
+           "lif_step", "li_feed_forward_step", "li_step", "lif_box_feed_forward_step",
+           "threshold", "heaviside", "reset_value", "reset_subtract", "default_bio_parameters",
+           "METHODS"]
+
+METHODS = ("super", "heaviside", "triangle", "tanh", "circ", "heavi_erfc")
+
+
+# ---- parameters and states (Norse's named tuples; floats by default) ---------------------------
+
+def reset_value(z: Array, v: Array, reset, th) -> Array:
+    """Norse's ``reset_value``: a spiking neuron is set to ``reset``, (1 - z) v + z reset."""
+    return (1.0 - z) * v + z * reset
+
+
+def reset_subtract(z: Array, v: Array, reset, th) -> Array:
+    """Norse's ``reset_subtract``: a spiking neuron loses the threshold, (1 - z) v + z (v - th)."""
+    return (1.0 - z) * v + z * (v - th)
+
+
+class LIFParameters(NamedTuple):
+    """Norse's LIF parameters: inverse time constants (1/s), potentials, the threshold method
+    (``METHODS``; ``"adjoint"`` is not supported) and its ``alpha``. Floats or Arrays."""
+
+    tau_syn_inv: float | Array = 1.0 / 5e-3
+    tau_mem_inv: float | Array = 1.0 / 1e-2
+    v_leak: float | Array = 0.0
+    v_th: float | Array = 1.0
+    v_reset: float | Array = 0.0
+    method: str = "super"
+    alpha: float = 100.0
+
+
+default_bio_parameters = LIFParameters(tau_syn_inv=1 / 0.5, tau_mem_inv=1 / 20.0, v_leak=-65.0,
+                                       v_th=-50.0, v_reset=-65.0)
+
+
+class LIFState(NamedTuple):
+    """A recurrent LIF layer's state: its spikes ``z``, membrane ``v`` and current ``i``."""
+
+    z: Array
+    v: Array
+    i: Array
+
+
+class LIFFeedForwardState(NamedTuple):
+    """A feed-forward LIF layer's state: membrane ``v`` and synaptic current ``i``."""
+
+    v: Array
+    i: Array
+
+
+class LIParameters(NamedTuple):
+    """Norse's leaky-integrator parameters (inverse time constants in 1/s, the leak potential)."""
+
+    tau_syn_inv: float | Array = 1.0 / 5e-3
+    tau_mem_inv: float | Array = 1.0 / 1e-2
+    v_leak: float | Array = 0.0
+
+
+class LIState(NamedTuple):
+    """A leaky integrator's state: membrane ``v`` and current ``i``."""
+
+    v: Array
+    i: Array
+
+
+class LIFBoxParameters(NamedTuple):
+    """Norse's current-free LIF parameters, with its ``reset_method`` (``reset_value`` or
+    ``reset_subtract``; another function of (z, v, v_reset, v_th) runs step by step)."""
+
+    tau_mem_inv: float | Array = 1.0 / 1e-2
+    v_leak: float | Array = 0.0
+    v_th: float | Array = 1.0
+    v_reset: float | Array = 0.0
+    method: str = "super"
+    alpha: float = 100.0
+    reset_method: Callable = reset_value
+
+
+class LIFBoxState(NamedTuple):
+    """A current-free LIF layer's state with its spikes: ``z``, ``v``."""
+
+    z: Array
+    v: Array
+
+
+class LIFBoxFeedForwardState(NamedTuple):
+    """A current-free feed-forward LIF layer's state: the membrane ``v``."""
+
+    v: Array
+
+
+# ---- threshold methods (Norse's surrogate gradients) -------------------------------------------
+
+class _NorseTriangle(Surrogate):
+    name = "triangle"
+
+    def __init__(self, alpha: float):
+        self.alpha = alpha
+
+    def grad(self, x):
+        return self.alpha * gp.maximum(1.0 - gp.abs(x), 0.0)
+
+
+class _HeaviTanh(Surrogate):
+    name = "tanh"
+
+    def __init__(self, k: float):
+        self.k = k
+
+    def grad(self, x):
+        return 1.0 - gp.square(gp.tanh(self.k * x))
+
+
+class _HeaviCirc(Surrogate):
+    name = "circ"
+
+    def __init__(self, alpha: float):
+        self.alpha = alpha
+
+    def grad(self, x):
+        # d/dx of x / (2 sqrt(x^2 + a^2)), times 2a as Norse scales it: a^3 / (x^2 + a^2)^1.5
+        a2 = self.alpha * self.alpha
+        r = gp.square(x) + a2
+        return (a2 * self.alpha) / (r * gp.sqrt(r))
+
+
+class _HeaviErfc(Surrogate):
+    name = "heavi_erfc"
+
+    def __init__(self, k: float):
+        self.k = k
+
+    def grad(self, x):
+        return (2.0 / math.sqrt(math.pi)) * gp.exp(-gp.square(self.k * x))
+
+
+def _spike_fn(method, alpha, op: str):
+    """The spike function of Norse's threshold ``method``: Heaviside forward (x > 0), its
+    gradient as Norse computes it ("super": 1 / (|x| + 1)^2; Norse 1.1 ignores alpha there)."""
+    if method == "adjoint":
+        raise NotImplementedError(f"{op}: method='adjoint' (Norse's adjoint equations) is not "
+                                  "supported; use a surrogate method, e.g. 'super'")
+    if not isinstance(method, str) or method not in METHODS:
+        raise ValueError(f"{op}: method must be one of {METHODS}, got {method!r}")
+    if method == "super":
+        return _SUPER
+    if method == "heaviside":
+        return _step
+    a = _float(alpha, "alpha", op)
+    return {"triangle": _NorseTriangle, "tanh": _HeaviTanh, "circ": _HeaviCirc,
+            "heavi_erfc": _HeaviErfc}[method](a)
+
+
+_SUPER = fast_sigmoid(1.0)   # SuperSpike as Norse 1.1 computes it: the fused kernels have it
+
+
+def threshold(x: Array, method: str, alpha: float) -> Array:
+    """Norse's ``threshold``: spikes where x > 0, with ``method``'s surrogate gradient."""
+    return _spike_fn(method, alpha, "threshold")(F._check_input(x, "threshold", "x"))
+
+
+def heaviside(data: Array) -> Array:
+    """Norse's ``heaviside``: 1 where data > 0 else 0, in data's dtype (no gradient)."""
+    return _step(F._check_input(data, "heaviside", "data"))
+
+
+# ---- argument checks -------------------------------------------------------------------------
+
+def _float(v, name: str, op: str) -> float:
+    if isinstance(v, bool):
+        raise TypeError(f"{op}: {name} must be a number, got bool")
+    if isinstance(v, numbers.Real):
+        return float(v)
+    if hasattr(v, "__array__") or hasattr(v, "__dlpack__") or isinstance(v, Array):
+        try:
+            return float(v.item() if hasattr(v, "item") else v)
+        except (TypeError, ValueError):
+            pass
+    raise TypeError(f"{op}: {name} must be a number, got {type(v).__name__}")
+
+
+def _dt(dt, op: str) -> float:
+    d = _float(dt, "dt", op)
+    if not (d > 0 and math.isfinite(d)):
+        raise ValueError(f"{op}: dt must be a finite number > 0 (seconds), got {dt!r}")
+    return d
+
+
+def _value(v, name: str, op: str, like: Array):
+    """A parameter as used in the equations: a float, or an Array (per-neuron or learnable) in
+    the input's dtype (the layer computes in it, as the fused kernels do)."""
+    if isinstance(v, Array):
+        return v if v.dtype == like.dtype else gp.astype(v, like.dtype)
+    if isinstance(v, numbers.Real) and not isinstance(v, bool):
+        return float(v)
+    if isinstance(v, (list, tuple)) or hasattr(v, "__array__") or hasattr(v, "__dlpack__"):
+        if hasattr(v, "detach"):   # a torch tensor, as in a Norse script
+            if getattr(v, "requires_grad", False):
+                raise TypeError(f"{op}: p.{name} is a torch tensor that requires grad; torch "
+                                "cannot learn it through grilly: use a grilly "
+                                "nn.Parameter(gp.asarray(...))")
+            v = v.detach().cpu().numpy()
+        try:
+            arr = gp.asarray(v, dtype=like.dtype, device=like.device)
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"{op}: p.{name} must be a float or an array of numbers, got "
+                            f"{type(v).__name__} ({e})") from None
+        return float(arr) if arr.ndim == 0 else arr
+    raise TypeError(f"{op}: p.{name} must be a float or an Array, got {type(v).__name__}")
+
+
+def _params(p, kind, op: str, like: Array, shape: tuple) -> dict:
+    """p's fields for the equations; a per-neuron Array must broadcast to the layer's
+    ``shape`` (a ValueError names the field)."""
+    if not isinstance(p, tuple) or not all(hasattr(p, f) for f in kind._fields):
+        raise TypeError(f"{op}: p must be a {kind.__name__} {kind._fields}, got "
+                        f"{type(p).__name__}")
+    out = {}
+    for f in kind._fields:
+        v = getattr(p, f)
+        if f == "alpha" or f == "method":
+            out[f] = v
+        elif f == "reset_method":
+            if not callable(v) or _is_torch_fn(v):
+                raise TypeError(f"{op}: p.reset_method must be reset_value, reset_subtract or "
+                                f"a function of grilly Arrays (z, v, v_reset, v_th), got {v!r}")
+            out[f] = v
+        else:
+            out[f] = _value(v, f, op, like)
+            if isinstance(out[f], Array) and not _broadcasts_to(out[f].shape, shape):
+                raise ValueError(f"{op}: p.{f} has shape {tuple(out[f].shape)}, which does not "
+                                 f"broadcast to the layer's shape {tuple(shape)}")
+    return out
+
+
+def _is_torch_fn(fn) -> bool:
+    mod = (getattr(fn, "__module__", "") or "").split(".")[0]
+    return mod in ("torch", "norse")
+
+
+def _check_state(state, kind, op: str, shape: tuple, dtype=None, *, shapes_from=None) -> tuple:
+    """The state's fields as Arrays broadcasting to ``shape`` (a ValueError names the field),
+    in ``dtype`` (the input's)."""
+    if not isinstance(state, tuple) or not all(hasattr(state, f) for f in kind._fields):
+        raise TypeError(f"{op}: state must be a {kind.__name__} {kind._fields} or None, got "
+                        f"{type(state).__name__}")
+    out = []
+    for f in kind._fields:
+        s = getattr(state, f)
+        if not isinstance(s, Array):
+            raise TypeError(f"{op}: state.{f} must be a grilly Array, got {type(s).__name__}")
+        if not _broadcasts_to(s.shape, shape):
+            raise ValueError(f"{op}: state.{f} has shape {tuple(s.shape)}, which does not "
+                             f"broadcast to the layer's shape {tuple(shape)}"
+                             f"{shapes_from or ''}")
+        out.append(s if s.dtype == dtype or dtype is None else gp.astype(s, dtype))
+    return tuple(out)
+
+
+def _broadcasts_to(shape: tuple, target: tuple) -> bool:
+    try:
+        return tuple(gp.broadcast_shapes(tuple(shape), tuple(target))) == tuple(target)
+    except (ValueError, TypeError):
+        return False
+
+
+def _check_weights(x: Array, w_in, w_rec, op: str) -> int:
+    for name, w in (("input_weights", w_in), ("recurrent_weights", w_rec)):
+        if w is not None and (not isinstance(w, Array) or w.ndim != 2):
+            raise ValueError(f"{op}: {name} must be a 2-d grilly Array (out, in), got "
+                             f"{getattr(w, 'shape', type(w).__name__)}")
+    hidden = w_in.shape[0]
+    if x.ndim < 1 or x.shape[-1] != w_in.shape[1]:
+        raise ValueError(f"{op}: input has {x.shape[-1] if x.ndim else 0} features (last axis of "
+                         f"shape {tuple(x.shape)}), but input_weights {tuple(w_in.shape)} wants "
+                         f"{w_in.shape[1]}")
+    if w_rec is not None and tuple(w_rec.shape) != (hidden, hidden):
+        raise ValueError(f"{op}: recurrent_weights must be ({hidden}, {hidden}) for "
+                         f"{hidden} neurons, got {tuple(w_rec.shape)}")
+    return hidden
+
+
+# ---- one step (Norse's Euler step, its order of operations) ---------------------------------
+
+def _lif_update(i_jump, v, q, dt, spike, detach_reset):
+    dv = (dt * q["tau_mem_inv"]) * ((q["v_leak"] - v) + i_jump)
+    v_decayed = v + dv
+    i_decayed = i_jump + (-dt * q["tau_syn_inv"]) * i_jump
+    z = spike(v_decayed - q["v_th"])
+    zr = z.detach() if detach_reset else z
+    return z, (1.0 - zr) * v_decayed + zr * q["v_reset"], i_decayed
+
+
+def lif_feed_forward_step(input_spikes: Array, state: LIFFeedForwardState,
+                          p: LIFParameters = LIFParameters(), dt: float = 0.001) -> tuple:
+    """One Euler step of Norse's feed-forward LIF: (spikes, LIFFeedForwardState); the reset
+    keeps its gradient (as Norse's)."""
+    return _ff_step(input_spikes, state, p, dt, "lif_feed_forward_step")
+
+
+def _ff_step(x, state, p, dt, op: str, arg: str = "input_spikes") -> tuple:
+    x = F._check_input(x, op, arg)
+    q = _params(p, LIFParameters, op, x, x.shape)
+    if state is None:
+        state = LIFFeedForwardState(_full(q["v_leak"], x.shape, x), _zeros(x.shape, x))
+    v, i = _check_state(state, LIFFeedForwardState, op, x.shape, x.dtype)
+    z, v, i = _lif_update(i + x, v, q, _dt(dt, op), _spike_fn(q["method"], q["alpha"], op),
+                          False)
+    return z, LIFFeedForwardState(v, i)
+
+
+def lif_step(input_spikes: Array, state: LIFState, input_weights: Array,
+             recurrent_weights: Array, p: LIFParameters = LIFParameters(),
+             dt: float = 0.001) -> tuple:
+    """One Euler step of Norse's recurrent LIF: the current jumps by input_spikes
+    input_weights^T + z recurrent_weights^T; (spikes, LIFState); the reset detached."""
+    op = "lif_step"
+    x = F._check_input(input_spikes, op, "input_spikes")
+    hidden = _check_weights(x, input_weights, recurrent_weights, op)
+    shape = (*x.shape[:-1], hidden)
+    q = _params(p, LIFParameters, op, x, shape)
+    z0, v, i = _check_state(state, LIFState, op, shape, x.dtype)
+    return _rec_step(NF.linear(x, input_weights), z0, v, i, recurrent_weights, q, _dt(dt, op),
+                     _spike_fn(q["method"], q["alpha"], op))
+
+
+def _rec_step(x_in, z0, v, i, w_rec, q, dt, spike):
+    z, v, i = _lif_update(i + x_in + NF.linear(z0, w_rec), v, q, dt, spike, True)
+    return z, LIFState(z, v, i)
+
+
+def lif_feed_forward_integral(input_tensor: Array, state: LIFFeedForwardState,
+                              p: LIFParameters = LIFParameters(), dt: float = 0.001) -> tuple:
+    """Every step of ``input_tensor`` (T, ...): (spikes (T, ...), final LIFFeedForwardState),
+    as fused kernels where the method allows (``LIF``'s path)."""
+    op = "lif_feed_forward_integral"
+    x = _check_seq(input_tensor, op, "input_tensor")
+    q = _params(p, LIFParameters, op, x, x.shape[1:])
+    st = _check_state(state, LIFFeedForwardState, op, x.shape[1:], x.dtype)
+    return _lif_sequence(x, st, q, _dt(dt, op), op, fused=True, record=False)
+
+
+def li_feed_forward_step(input_tensor: Array, state: LIState, p: LIParameters = LIParameters(),
+                         dt: float = 0.001) -> tuple:
+    """One Euler step of Norse's leaky integrator: (v, LIState)."""
+    return _li_ff_step(input_tensor, state, p, dt, "li_feed_forward_step")
+
+
+def _li_ff_step(x, state, p, dt, op: str) -> tuple:
+    x = F._check_input(x, op, "input_tensor")
+    q = _params(p, LIParameters, op, x, x.shape)
+    if state is None:
+        state = LIState(_full(q["v_leak"], x.shape, x), _zeros(x.shape, x))
+    v, i = _check_state(state, LIState, op, x.shape, x.dtype)
+    return _li_update(i + x, v, q, _dt(dt, op))
+
+
+def li_step(input_spikes: Array, state: LIState, input_weights: Array,
+            p: LIParameters = LIParameters(), dt: float = 0.001) -> tuple:
+    """One Euler step of Norse's leaky integrator on input_spikes input_weights^T: (v, LIState)."""
+    return _li_lin_step(input_spikes, state, input_weights, p, dt, "li_step")
+
+
+def _li_lin_step(x, state, input_weights, p, dt, op: str) -> tuple:
+    x = F._check_input(x, op, "input_spikes")
+    hidden = _check_weights(x, input_weights, None, op)
+    shape = (*x.shape[:-1], hidden)
+    q = _params(p, LIParameters, op, x, shape)
+    if state is None:
+        state = LIState(_full(q["v_leak"], shape, x), _zeros(shape, x))
+    v, i = _check_state(state, LIState, op, shape, x.dtype)
+    return _li_update(i + NF.linear(x, input_weights), v, q, _dt(dt, op))
+
+
+def _li_update(i_jump, v, q, dt):
+    v_new = v + (dt * q["tau_mem_inv"]) * ((q["v_leak"] - v) + i_jump)
+    return v_new, LIState(v_new, i_jump + (-dt * q["tau_syn_inv"]) * i_jump)
+
+
+def lif_box_feed_forward_step(input_tensor: Array, state: LIFBoxFeedForwardState,
+                              p: LIFBoxParameters = LIFBoxParameters(),
+                              dt: float = 0.001) -> tuple:
+    """One Euler step of Norse's current-free LIF: (spikes, LIFBoxFeedForwardState); the reset
+    (``p.reset_method``) keeps its gradient."""
+    return _box_step(input_tensor, state, p, dt, "lif_box_feed_forward_step")
+
+
+def _box_step(x, state, p, dt, op: str) -> tuple:
+    x = F._check_input(x, op, "input_tensor")
+    q = _params(p, LIFBoxParameters, op, x, x.shape)
+    if state is None:
+        state = LIFBoxFeedForwardState(_full(q["v_leak"], x.shape, x))
+    (v,) = _check_state(state, LIFBoxFeedForwardState, op, x.shape, x.dtype)
+    return _box_update(x, v, q, _dt(dt, op), _spike_fn(q["method"], q["alpha"], op))
+
+
+def _box_update(x, v, q, dt, spike):
+    v_decayed = v + (dt * q["tau_mem_inv"]) * (x + q["v_leak"] - v)
+    z = spike(v_decayed - q["v_th"])
+    return z, LIFBoxFeedForwardState(q["reset_method"](z, v_decayed, q["v_reset"], q["v_th"]))
+
+
+# ---- all T steps: fused kernels where they compute Norse's equations -------------------------
+
+def _check_seq(x, op: str, arg: str = "input_tensor") -> Array:
+    x = F._check_input(x, op, arg)
+    if x.ndim < 1 or x.shape[0] == 0:
+        raise ValueError(f"{op}: {arg} must be (T, ...) with T >= 1 steps, got shape "
+                         f"{tuple(x.shape)}")
+    return x
+
+
+def _fusable(x: Array, spike, record: bool, fused: bool) -> bool:
+    # the kernels have the "super" gradient (fast_sigmoid(1)); the membrane of every step
+    # (record_states) is not their trace under an in-step reset
+    return (fused and not record and spike is _SUPER and x.ndim >= 2
+            and _fused.supported(x, spike, detach_reset=False, return_mem=False, reset="zero",
+                                 reset_delay=False))
+
+
+def _first_plus(x: Array, s: Array | None) -> Array:
+    """x (T, ...) with s added to its first step (x itself for s None: a zero current)."""
+    if s is None:
+        return x
+    first = gp.expand_dims(x[0] + s, axis=0)
+    return gp.concat([first, x[1:]], axis=0) if x.shape[0] > 1 else first
+
+
+def _plus(x: Array, v) -> Array:
+    """x + v, skipping a float 0 (an elementwise pass over every step saved)."""
+    return x if isinstance(v, float) and v == 0.0 else x + v
+
+
+def _full(v, shape: tuple, like: Array) -> Array:
+    """v (a float or an Array broadcasting to ``shape``) as an Array of ``shape``."""
+    if isinstance(v, Array):
+        if tuple(v.shape) == tuple(shape):
+            return v
+        return gp.broadcast_to(v, shape) + _zeros(shape, like)
+    return gp.full(shape, v, dtype=like.dtype, device=like.device)
+
+
+def _zeros(shape: tuple, like: Array) -> Array:
+    return gp.zeros(shape, dtype=like.dtype, device=like.device)
+
+
+def _lif_sequence(x, st, q, dt, op, *, fused: bool, record: bool) -> tuple:
+    spike = _spike_fn(q["method"], q["alpha"], op)
+    v0, i0 = st
+    if not _fusable(x, spike, record, fused):
+        spikes, states = [], []
+        v, i = v0, (i0 if i0 is not None else _zeros(x.shape[1:], x))
+        for xt in gp.unstack(x, axis=0):
+            z, v, i = _lif_update(i + xt, v, q, dt, spike, False)
+            spikes.append(z)
+            states.append((v, i))
+        if record:
+            return gp.stack(spikes, axis=0), LIFFeedForwardState(
+                gp.stack([s[0] for s in states], axis=0), gp.stack([s[1] for s in states], axis=0))
+        return gp.stack(spikes, axis=0), LIFFeedForwardState(v, i)
+    shape = tuple(x.shape[1:])
+    # the current i'[t] = i'[t-1] (1 - dt/tau_syn) + x[t] is a leaky scan (the kept i enters
+    # at the first step); with u = v - v_reset the membrane is grilly's LIF: u' = beta u +
+    # c (i' + v_leak - v_reset), beta = 1 - c, c = dt/tau_mem, a spike when u' > v_th - v_reset
+    # resetting u to 0 in its step, the reset keeping its gradient
+    a = 1.0 - dt * q["tau_syn_inv"]
+    c = dt * q["tau_mem_inv"]
+    cur = _fused.synaptic_current(_first_plus(x, i0), gp.zeros(shape, dtype=x.dtype,
+                                                              device=x.device), a)
+    drive = c * _plus(cur, q["v_leak"] - q["v_reset"])
+    thr = q["v_th"] - q["v_reset"]
+    spk, u = _fused.lif_sequence(drive, _full(v0 - q["v_reset"], shape, x), 1.0 - c, thr,
+                                 reset="zero", reset_delay=False, surrogate=spike,
+                                 detach_reset=False)
+    return spk, LIFFeedForwardState(u + q["v_reset"], a * cur[-1])
+
+
+def _li_sequence(x, st, q, dt, *, fused: bool, record: bool) -> tuple:
+    v0, i0 = st
+    if not (fused and x.ndim >= 2 and x.dtype in (gp.float32, gp.float64)):
+        vs, states = [], []
+        v, i = v0, (i0 if i0 is not None else _zeros(x.shape[1:], x))
+        for xt in gp.unstack(x, axis=0):
+            v, s = _li_update(i + xt, v, q, dt)
+            i = s.i
+            vs.append(v)
+            states.append(s)
+        out = gp.stack(vs, axis=0)
+        if record:
+            return out, LIState(out, gp.stack([s.i for s in states], axis=0))
+        return out, LIState(v, i)
+    shape = tuple(x.shape[1:])
+    # two leaky scans: the current as in LIF, then v[t] = (1 - c) v[t-1] + c (v_leak + i'[t])
+    a = 1.0 - dt * q["tau_syn_inv"]
+    c = dt * q["tau_mem_inv"]
+    cur = _fused.synaptic_current(_first_plus(x, i0), gp.zeros(shape, dtype=x.dtype,
+                                                              device=x.device), a)
+    v = _fused.synaptic_current(c * _plus(cur, q["v_leak"]), _full(v0, shape, x), 1.0 - c)
+    if record:
+        return v, LIState(v, a * cur)
+    return v, LIState(v[-1], a * cur[-1])
+
+
+def _box_sequence(x, v0, q, dt, op, *, fused: bool, record: bool) -> tuple:
+    spike = _spike_fn(q["method"], q["alpha"], op)
+    rm = q["reset_method"]
+    if not (_fusable(x, spike, record, fused) and rm in (reset_value, reset_subtract)):
+        spikes, vs = [], []
+        v = v0
+        for xt in gp.unstack(x, axis=0):
+            z, (v,) = _box_update(xt, v, q, dt, spike)
+            spikes.append(z)
+            vs.append(v)
+        return gp.stack(spikes, axis=0), LIFBoxFeedForwardState(
+            gp.stack(vs, axis=0) if record else v)
+    shape = tuple(x.shape[1:])
+    c = dt * q["tau_mem_inv"]
+    # reset_value: u = v - v_reset reset to 0 in its step; reset_subtract: v loses v_th
+    shift = q["v_reset"] if rm is reset_value else 0.0
+    thr = q["v_th"] - shift
+    spk, u = _fused.lif_sequence(c * (x + (q["v_leak"] - shift)), _full(v0 - shift, shape, x),
+                                 1.0 - c, thr,
+                                 reset="zero" if rm is reset_value else "subtract",
+                                 reset_delay=False, surrogate=spike, detach_reset=False)
+    return spk, LIFBoxFeedForwardState(u + shift)
+
+
+# ---- modules ---------------------------------------------------------------------------------
+
+class _Norse(Module):
+    """Shared: the parameters (kept as given: Norse does not register them as the module's
+    parameters), dt, and the initial state."""
+
+    _kind = LIFParameters
+
+    def __init__(self, p, dt: float) -> None:
+        super().__init__()
+        op = type(self).__name__
+        if not isinstance(p, tuple) or not all(hasattr(p, f) for f in self._kind._fields):
+            raise TypeError(f"{op}: p must be a {self._kind.__name__} {self._kind._fields}, got "
+                            f"{type(p).__name__}")
+        if "method" in self._kind._fields:
+            _spike_fn(p.method, p.alpha, op)   # an unknown method fails here, not at the call
+        self.p, self.dt = p, _dt(dt, op)
+
+    def _q(self, x: Array, shape: tuple) -> dict:
+        return _params(self.p, self._kind, type(self).__name__, x, shape)
+
+    def _v0(self, q: dict, shape: tuple, x: Array) -> Array:
+        return _full(q["v_leak"], shape, x)
+
+    def _zeros(self, shape: tuple, x: Array) -> Array:
+        return _zeros(shape, x)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}, dt={self.dt}"
+
+
+class LIFCell(_Norse):
+    """Norse's ``LIFCell``: one step of the feed-forward LIF, ``z, state = cell(x, state)``;
+    state None starts from v = v_leak, i = 0."""
+
+    def __init__(self, p: LIFParameters = LIFParameters(), dt: float = 0.001) -> None:
+        super().__init__(p, dt)
+
+    def forward(self, input_tensor: Array, state: LIFFeedForwardState | None = None) -> tuple:
+        """(spikes, LIFFeedForwardState) after one step."""
+        return _ff_step(input_tensor, state, self.p, self.dt, type(self).__name__,
+                        "input_tensor")
+
+
+class LIF(_Norse):
+    """Norse's ``LIF``: the feed-forward LIF over the first axis of ``input_tensor`` (T, ...),
+    returning (spikes (T, ...), the last step's LIFFeedForwardState, or every step's stacked
+    with ``record_states=True``). Two fused kernel calls for the "super" method (grilly's
+    ``fused=False``: step by step)."""
+
+    def __init__(self, p: LIFParameters = LIFParameters(), dt: float = 0.001,
+                 record_states: bool = False, fused: bool = True) -> None:
+        super().__init__(p, dt)
+        self.record_states, self.fused = bool(record_states), bool(fused)
+
+    def forward(self, input_tensor: Array, state: LIFFeedForwardState | None = None) -> tuple:
+        """(spikes (T, ...), state) over every step of ``input_tensor``."""
+        op = type(self).__name__
+        x = _check_seq(input_tensor, op)
+        shape = tuple(x.shape[1:])
+        q = self._q(x, shape)
+        # state None: i = 0, which the fused path need not add
+        st = ((self._v0(q, shape, x), None) if state is None
+              else _check_state(state, LIFFeedForwardState, op, shape, x.dtype,
+                                shapes_from=" (one step of the input)"))
+        return _lif_sequence(x, st, q, self.dt, op, fused=self.fused, record=self.record_states)
+
+
+class _Recurrent(_Norse):
+    """Norse's recurrent cells' weights: ``input_weights`` (hidden, input) and
+    ``recurrent_weights`` (hidden, hidden), N(0, 2/hidden); without autapses the recurrent
+    diagonal is zero and gets no gradient."""
+
+    def __init__(self, input_size: int, hidden_size: int, p, input_weights, recurrent_weights,
+                 autapses: bool, dt: float) -> None:
+        super().__init__(p, dt)
+        op = type(self).__name__
+        for name, n in (("input_size", input_size), ("hidden_size", hidden_size)):
+            if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
+                raise ValueError(f"{op}: {name} must be an int >= 1, got {n!r}")
+        self.input_size, self.hidden_size = int(input_size), int(hidden_size)
+        self.autapses = bool(autapses)
+        scale = math.sqrt(2.0 / self.hidden_size)
+        self.input_weights = self._weight(input_weights, (self.hidden_size, self.input_size),
+                                          "input_weights", scale)
+        self.recurrent_weights = self._weight(recurrent_weights,
+                                              (self.hidden_size, self.hidden_size),
+                                              "recurrent_weights", scale)
+        if not self.autapses:
+            eye = gp.eye(self.hidden_size, dtype=self.recurrent_weights.dtype,
+                         device=self.recurrent_weights.device)
+            self.recurrent_weights = Parameter(self.recurrent_weights.detach() * (1.0 - eye))
+
+    def _weight(self, w, shape: tuple, name: str, scale: float) -> Parameter:
+        op = type(self).__name__
+        if w is None:
+            return Parameter(_random.randn(*shape) * scale)
+        if not isinstance(w, Array):
+            raise TypeError(f"{op}: {name} must be a grilly Array, got {type(w).__name__}")
+        if tuple(w.shape) != shape:
+            raise ValueError(f"{op}: {name} must have shape {shape}, got {tuple(w.shape)}")
+        return w if isinstance(w, Parameter) else Parameter(gp.asarray(w, copy=True))
+
+    def _w_rec(self) -> Array:
+        w = self.recurrent_weights
+        if self.autapses:
+            return w
+        # the diagonal masked out: zero in the forward and in the gradient (Norse: a hook)
+        return w * (1.0 - gp.eye(self.hidden_size, dtype=w.dtype, device=w.device))
+
+    def _state0(self, q: dict, shape: tuple, x: Array):
+        return LIFState(self._zeros(shape, x), self._v0(q, shape, x), self._zeros(shape, x))
+
+    def extra_repr(self) -> str:
+        return (f"input_size={self.input_size}, hidden_size={self.hidden_size}, p={self.p}, "
+                f"autapses={self.autapses}, dt={self.dt}")
+
+
+class LIFRecurrentCell(_Recurrent):
+    """Norse's ``LIFRecurrentCell``: one step of the recurrent LIF, ``z, state = cell(x,
+    state)`` with state a ``LIFState`` (z, v, i) or None (zeros, v = v_leak)."""
+
+    def __init__(self, input_size: int, hidden_size: int, p: LIFParameters = LIFParameters(),
+                 input_weights: Array | None = None, recurrent_weights: Array | None = None,
+                 autapses: bool = False, dt: float = 0.001) -> None:
+        super().__init__(input_size, hidden_size, p, input_weights, recurrent_weights, autapses,
+                         dt)
+
+    def forward(self, input_tensor: Array, state: LIFState | None = None) -> tuple:
+        """(spikes (..., hidden), LIFState) after one step."""
+        op = type(self).__name__
+        x = F._check_input(input_tensor, op, "input_tensor")
+        _check_weights(x, self.input_weights, None, op)
+        shape = (*x.shape[:-1], self.hidden_size)
+        q = self._q(x, shape)
+        z0, v, i = (self._state0(q, shape, x) if state is None
+                    else _check_state(state, LIFState, op, shape, x.dtype))
+        return _rec_step(NF.linear(x, self.input_weights), z0, v, i, self._w_rec(), q, self.dt,
+                         _spike_fn(q["method"], q["alpha"], op))
+
+
+class LIFRecurrent(_Recurrent):
+    """Norse's ``LIFRecurrent``: the recurrent LIF over the first axis of (T, ..., input_size):
+    (spikes (T, ..., hidden), the last LIFState, or every step's with ``record_states``)."""
+
+    def __init__(self, input_size: int, hidden_size: int, p: LIFParameters = LIFParameters(),
+                 input_weights: Array | None = None, recurrent_weights: Array | None = None,
+                 autapses: bool = False, dt: float = 0.001, record_states: bool = False) -> None:
+        super().__init__(input_size, hidden_size, p, input_weights, recurrent_weights, autapses,
+                         dt)
+        self.record_states = bool(record_states)
+
+    def forward(self, input_tensor: Array, state: LIFState | None = None) -> tuple:
+        """(spikes (T, ..., hidden), state) over every step of ``input_tensor``."""
+        op = type(self).__name__
+        x = _check_seq(input_tensor, op)
+        _check_weights(x, self.input_weights, None, op)
+        shape = (*x.shape[1:-1], self.hidden_size)
+        q = self._q(x, shape)
+        z, v, i = (self._state0(q, shape, x) if state is None
+                   else _check_state(state, LIFState, op, shape, x.dtype))
+        spike = _spike_fn(q["method"], q["alpha"], op)
+        w_rec = self._w_rec()
+        x_in = NF.linear(x, self.input_weights)   # every step's input current in one product
+        spikes, states = [], []
+        for xt in gp.unstack(x_in, axis=0):
+            z, s = _rec_step(xt, z, v, i, w_rec, q, self.dt, spike)
+            _, v, i = s
+            spikes.append(z)
+            states.append(s)
+        out = gp.stack(spikes, axis=0)
+        if self.record_states:
+            return out, LIFState(*(gp.stack([s[k] for s in states], axis=0) for k in range(3)))
+        return out, states[-1]
+
+
+class LICell(_Norse):
+    """Norse's ``LICell``: one step of the leaky integrator (no spikes), ``v, state = cell(x,
+    state)``; state None starts from v = v_leak, i = 0."""
+
+    _kind = LIParameters
+
+    def __init__(self, p: LIParameters = LIParameters(), dt: float = 0.001) -> None:
+        super().__init__(p, dt)
+
+    def forward(self, input_tensor: Array, state: LIState | None = None) -> tuple:
+        """(v, LIState) after one step."""
+        return _li_ff_step(input_tensor, state, self.p, self.dt, type(self).__name__)
+
+
+class LI(_Norse):
+    """Norse's ``LI``: the leaky integrator over the first axis: (v (T, ...), the last LIState,
+    or every step's with ``record_states``); two fused scans (``fused=False``: per step)."""
+
+    _kind = LIParameters
+
+    def __init__(self, p: LIParameters = LIParameters(), dt: float = 0.001,
+                 record_states: bool = False, fused: bool = True) -> None:
+        super().__init__(p, dt)
+        self.record_states, self.fused = bool(record_states), bool(fused)
+
+    def forward(self, input_tensor: Array, state: LIState | None = None) -> tuple:
+        """(v (T, ...), state) over every step of ``input_tensor``."""
+        op = type(self).__name__
+        x = _check_seq(input_tensor, op)
+        shape = tuple(x.shape[1:])
+        q = self._q(x, shape)
+        st = ((self._v0(q, shape, x), None) if state is None
+              else _check_state(state, LIState, op, shape, x.dtype,
+                                shapes_from=" (one step of the input)"))
+        return _li_sequence(x, st, q, self.dt, fused=self.fused, record=self.record_states)
+
+
+class LILinearCell(_Norse):
+    """Norse's ``LILinearCell``: a leaky integrator on x input_weights^T, input_weights
+    (hidden, input) drawn N(0, 1/input_size)."""
+
+    _kind = LIParameters
+
+    def __init__(self, input_size: int, hidden_size: int, p: LIParameters = LIParameters(),
+                 dt: float = 0.001) -> None:
+        super().__init__(p, dt)
+        self.input_size, self.hidden_size = int(input_size), int(hidden_size)
+        self.input_weights = Parameter(_random.randn(self.hidden_size, self.input_size)
+                                       * (1.0 / math.sqrt(self.input_size)))
+
+    def forward(self, input_tensor: Array, state: LIState | None = None) -> tuple:
+        """(v (..., hidden), LIState) after one step."""
+        return _li_lin_step(input_tensor, state, self.input_weights, self.p, self.dt,
+                            type(self).__name__)
+
+
+class LIFBoxCell(_Norse):
+    """Norse's ``LIFBoxCell``: one step of the current-free LIF, ``z, state = cell(x,
+    state)`` with state a ``LIFBoxFeedForwardState`` (v) or None (v = v_leak)."""
+
+    _kind = LIFBoxParameters
+
+    def __init__(self, p: LIFBoxParameters = LIFBoxParameters(), dt: float = 0.001) -> None:
+        super().__init__(p, dt)
+
+    def forward(self, input_tensor: Array, state: LIFBoxFeedForwardState | None = None) -> tuple:
+        """(spikes, LIFBoxFeedForwardState) after one step."""
+        return _box_step(input_tensor, state, self.p, self.dt, type(self).__name__)
+
+
+class LIFBox(_Norse):
+    """``LIFBoxCell`` over the first axis (grilly's; Norse 1.1 has the cell only): (spikes
+    (T, ...), the last LIFBoxFeedForwardState, or every step's with ``record_states``); one
+    fused kernel call for "super" with ``reset_value`` or ``reset_subtract``."""
+
+    _kind = LIFBoxParameters
+
+    def __init__(self, p: LIFBoxParameters = LIFBoxParameters(), dt: float = 0.001,
+                 record_states: bool = False, fused: bool = True) -> None:
+        super().__init__(p, dt)
+        self.record_states, self.fused = bool(record_states), bool(fused)
+
+    def forward(self, input_tensor: Array, state: LIFBoxFeedForwardState | None = None) -> tuple:
+        """(spikes (T, ...), state) over every step of ``input_tensor``."""
+        op = type(self).__name__
+        x = _check_seq(input_tensor, op)
+        shape = tuple(x.shape[1:])
+        q = self._q(x, shape)
+        (v0,) = ((self._v0(q, shape, x),) if state is None
+                 else _check_state(state, LIFBoxFeedForwardState, op, shape, x.dtype,
+                                   shapes_from=" (one step of the input)"))
+        return _box_sequence(x, v0, q, self.dt, op, fused=self.fused, record=self.record_states)
+
+
+# ---- SequentialState -------------------------------------------------------------------------
+
+def _is_stateful(module: Module) -> bool:
+    """Norse's rule: a module whose forward takes a ``state`` argument (not grilly's own
+    neurons' ``*state``: they keep their state themselves), or a recurrent layer."""
+    if isinstance(module, _RNNBase):
+        return True
+    try:
+        prm = inspect.signature(module.forward).parameters.get("state")
+    except (TypeError, ValueError):
+        return False
+    return prm is not None and prm.kind in (prm.POSITIONAL_OR_KEYWORD, prm.KEYWORD_ONLY)
+
+
+class SequentialState(Sequential):
+    """Norse's ``SequentialState``: modules in order, each stateful one called as
+    ``module(x, state[k])`` and its new state kept; ``model(x, state=None) -> (output,
+    states)`` (every module's output instead with ``return_hidden=True``)."""
+
+    def __init__(self, *args: Module, return_hidden: bool = False) -> None:
+        super().__init__(*args)
+        self.return_hidden = bool(return_hidden)
+        self.stateful_layers = [_is_stateful(m) for m in self]
+        self.forward_state_hooks = []
+
+    def register_forward_state_hooks(self, forward_hook: Callable) -> None:
+        """``forward_hook(module, input, output)`` after each stateful module's forward."""
+        if self.forward_state_hooks:
+            raise ValueError("SequentialState: forward state hooks are already registered; "
+                             "call remove_forward_state_hooks() first")
+        for m, stateful in zip(self, self.stateful_layers):
+            if stateful:
+                self.forward_state_hooks.append(m.register_forward_hook(forward_hook))
+
+    def remove_forward_state_hooks(self) -> None:
+        """Remove the hooks of ``register_forward_state_hooks``."""
+        for h in self.forward_state_hooks:
+            h.remove()
+        self.forward_state_hooks.clear()
+
+    def forward(self, input_tensor: Array, state: list | None = None) -> tuple:
+        """(output, states): each stateful module gets its entry of ``state`` (None: its own
+        initial state)."""
+        n = len(self)
+        if state is None:
+            state = [None] * n
+        elif not isinstance(state, (list, tuple)) or len(state) != n:
+            raise ValueError(f"SequentialState: state must be None or a list of {n} states (one "
+                             f"per module), got "
+                             f"{len(state) if isinstance(state, (list, tuple)) else type(state).__name__}")
+        if not isinstance(state, list):
+            state = list(state)
+        if len(self.stateful_layers) != n:   # modules appended since construction
+            self.stateful_layers = [_is_stateful(m) for m in self]
+        hidden = []
+        x = input_tensor
+        for k, (m, stateful) in enumerate(zip(self, self.stateful_layers)):
+            if stateful:
+                x, state[k] = m(x, state[k])
+            else:
+                x = m(x)
+            if self.return_hidden:
+                hidden.append(x)
+        return (hidden if self.return_hidden else x), state
