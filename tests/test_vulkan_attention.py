@@ -240,17 +240,19 @@ def test_head_dim_limit(vdev, e, ev):
 
 
 def test_other_dtypes(vdev):
-    # float16 buffers go to the kernel as they are (it declares takes_float16); bfloat16 ones it
-    # names as not taken (the array layer computes bfloat16 in float32)
+    # float16 and bfloat16 buffers go to the kernel as they are (it declares takes_float16 and
+    # takes_bfloat16), lse float32; other dtypes it names as not taken
     assert vk_att.attention.takes_float16 and vk_att.attention_backward.takes_float16
-    q = gp.ones((1, 1, 2, 4), dtype=gp.float16, device=vdev)
-    out, lse = vk_att.attention(q._buf, q._buf, q._buf, None, None, False, 1.0, 128)
-    assert out.dtype is gp.float16 and lse.dtype is gp.float32
-    b = gp.ones((1, 1, 2, 4), dtype=gp.bfloat16, device=vdev)
-    with pytest.raises(NotImplementedError, match="attention: dtype bfloat16"):
-        vk_att.attention(b._buf, b._buf, b._buf, None, None, False, 1.0, 128)
-    out, lse = att.attention(b, b, b, scale=1.0)
-    assert out.dtype == gp.bfloat16
+    assert vk_att.attention.takes_bfloat16 and vk_att.attention_backward.takes_bfloat16
+    for dt in (gp.float16, gp.bfloat16):
+        q = gp.ones((1, 1, 2, 4), dtype=dt, device=vdev)
+        out, lse = vk_att.attention(q._buf, q._buf, q._buf, None, None, False, 1.0, 128)
+        assert out.dtype is dt and lse.dtype is gp.float32
+        out, lse = att.attention(q, q, q, scale=1.0)
+        assert out.dtype == dt and lse.dtype == gp.float32
+    i = gp.ones((1, 1, 2, 4), dtype=gp.int32, device=vdev)
+    with pytest.raises(NotImplementedError, match="attention: dtype int32"):
+        vk_att.attention(i._buf, i._buf, i._buf, None, None, False, 1.0, 128)
 
 
 # ---- float16 storage (autocast's attention): float16 q, k, v, g, bias, drop, out, dq, dk, dv;

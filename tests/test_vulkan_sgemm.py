@@ -271,8 +271,9 @@ def test_float16_matmul_layouts(variants, ta, tb, batch):
 def test_bfloat16_matmul_layouts(variants, ta, tb, batch):
     """bfloat16 products accumulate in float32 and round once (to nearest even): on tensor
     cores where the device has VK_KHR_shader_bfloat16's cooperative matrices (hgemm_*_coop_
-    bfloat16, aligned and edge variants, a long K split into float32 partial sums), else as
-    float32 products rounded; against float64."""
+    bfloat16, aligned and edge variants, a long K split into float32 partial sums), else in the
+    bfloat16 variants of the sgemm shader (its bits, float32 sums; small or ragged products
+    the generic one); against float64."""
     import ml_dtypes
 
     seen = _half_products(
@@ -285,7 +286,8 @@ def test_bfloat16_matmul_layouts(variants, ta, tb, batch):
         if not batch:
             assert f"hgemm_{tag}_coop_f32out_bfloat16" in seen, seen
     else:
-        assert not any("bfloat16" in v for v in seen), seen
+        assert any(v.startswith(f"sgemm_{tag}") and v.endswith("_bfloat16") for v in seen), seen
+        assert not any(v.endswith("_float32") for v in seen), seen   # (no float32 copies)
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
@@ -342,9 +344,9 @@ def test_bfloat16_native_ops_follow_the_backend():
     assert bf.native_on("add", (3, xe)) and not bf.native_on("add", (xe, 0.1))
     assert not bf.native_on("add", (xe, 257)) and not bf.native_on("add", (xe, True))
     assert not bf.native_on("add", (xe, 10**400))   # (past float64: the usual OverflowError)
-    native_vk = VK[0].backend.native_bfloat16(VK[0])
-    assert native_vk == bf.ELEMENTWISE | (bf.DEVICE_NATIVE if VK[0].ctx.phys.coop_bf16
-                                          else frozenset())
+    # Vulkan runs every DEVICE_NATIVE op on bfloat16's bits on every device (tensor cores
+    # or not)
+    assert VK[0].backend.native_bfloat16(VK[0]) == bf.ELEMENTWISE | bf.DEVICE_NATIVE
 
 
 def test_float16_matmul_odd_strides_overflow_and_zeros():

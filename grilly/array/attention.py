@@ -28,15 +28,16 @@ from .array import Array
 __all__ = ["attention", "attention_backward"]
 
 _DTYPES = frozenset({"float32", "float64"})   # what the kernels take (the contract)
-# float16 (autocast's attention): a kernel declaring takes_float16 takes the arrays as they are
-# (float32 arithmetic, lse float32); others run their float32 variant on float32 copies. Either
-# way its exps and sums are float32, as torch's autocast computes them, instead of the blockwise
-# composition
-_WIDENED = frozenset({"float16"})
+# float16 and bfloat16 (autocast's attention): a kernel declaring takes_float16 /
+# takes_bfloat16 takes the arrays as they are (float32 arithmetic, lse float32); others run
+# their float32 variant on float32 copies. Either way its exps and sums are float32, as torch's
+# autocast computes them, instead of the blockwise composition
+_WIDENED = frozenset({"float16", "bfloat16"})
 
 
 def lse_dtype(dtype):
-    """The dtype of attention's lse for q of ``dtype``: float32 for float16, else ``dtype``."""
+    """The dtype of attention's lse for q of ``dtype``: float32 for float16 and bfloat16, else
+    ``dtype``."""
     return dt.float32 if dtype.name in _WIDENED else dtype
 
 
@@ -58,7 +59,7 @@ def _call(kern, q: Array, arrays: tuple, args: tuple, lse_at: int = -1) -> tuple
     kernel declares takes_float16), its results as Arrays of q's dtype (a float32 result
     rounded once), but result ``lse_at`` (lse) of lse_dtype's."""
     dev = q._device
-    native = q._dtype.name not in _WIDENED or getattr(kern, "takes_float16", False)
+    native = q._dtype.name not in _WIDENED or core.kernel_takes(kern, q._dtype, _DTYPES)
     wide = q._dtype if native else dt.float32
     # (lse, float32 for float16 q, is passed as it is)
     res = kern(*(None if a is None else core.astype_buf(a, wide) if a._dtype is q._dtype

@@ -19,8 +19,19 @@ NATIVE = frozenset({
     "__dlpack_device__", "autograd.detach", "autograd.backward",
 })
 # ops a backend may run on bfloat16 itself (Backend.native_bfloat16: the Vulkan backend's
-# tensor-core matrix products), where every array argument is bfloat16
-DEVICE_NATIVE = frozenset({"matmul", "linalg.matmul", "dense.linear", "dense.linear_backward"})
+# matrix products, convolutions, pooling, ReLU's gradient, attention and the dropout
+# multiplier: float32 arithmetic on the bits, each result rounded once), where every floating
+# array argument is bfloat16 (integer ones, a pool's window indices or a draw's counter, are
+# what they are; attention's lse float32)
+DEVICE_NATIVE = frozenset({"matmul", "linalg.matmul", "dense.linear", "dense.linear_backward",
+                           "conv.conv2d", "conv.conv2d_backward", "conv.max_pool2d",
+                           "conv.max_pool2d_backward", "fused.relu_backward",
+                           "attention.attention", "attention.attention_backward",
+                           "random_bits.philox_dropout"})
+# attention's logsumexp stays float32 for bfloat16 (and float16) q on every path (the backward's
+# exp(s - lse) would see bfloat16's rounding): op -> the position of lse among its results
+# (attention) or its arguments (attention_backward), which is float32 either way
+_F32_LSE = {"attention.attention": 1, "attention.attention_backward": 7}
 # elementwise ops a backend may run on bfloat16 itself (their value and gradient are then the
 # composition's bit for bit); their Python scalars must be bfloat16 values (the composition
 # would take them as float32)
@@ -65,20 +76,23 @@ def narrow_scalars(name: str, args: tuple) -> tuple:
 
 
 def native_on(name: str, args: tuple) -> bool:
-    """Whether ``name`` runs on bfloat16 itself for ``args``: a DEVICE_NATIVE op whose array
-    arguments are all bfloat16, or an ELEMENTWISE one whose other arguments are bfloat16
-    values, on a device whose backend says it runs that op natively."""
+    """Whether ``name`` runs on bfloat16 itself for ``args``: a DEVICE_NATIVE op whose floating
+    array arguments are all bfloat16 (integer ones where it does not promote them), or an
+    ELEMENTWISE one whose other arguments are bfloat16 values, on a device whose backend says
+    it runs that op natively."""
     ew = name in ELEMENTWISE
     if not ew and name not in DEVICE_NATIVE:
         return False
     dev = None
-    for a in args:
+    lse = _F32_LSE.get(name) if name == "attention.attention_backward" else None
+    for i, a in enumerate(args):
         d = getattr(a, "_dtype", None)
         if d is None:
             if ew and not _bf16_value(a):
                 return False
             continue
-        if d is not _BF16:
+        if d is not _BF16 and (ew or d.kind in "fc" or name in _PROMOTING) \
+                and not (i == lse and d is _F32):
             return False
         dev = a._device
     if dev is None:
@@ -130,13 +144,15 @@ def call(fn, astype, args: tuple, kw: dict, name: str = ""):
     results in bfloat16; ``astype`` is the namespace's (so autograd records the casts)."""
     check_mixed(name, args)
     wider = False
+    lse = _F32_LSE.get(name)
+    keep = args[lse] if name == "attention.attention_backward" and len(args) > lse else None
 
     def widen(a):
         nonlocal wider
         d = getattr(a, "_dtype", None)
         if d is _BF16:
             return astype(a, _F32)
-        if d is not None and d.kind in "fc":
+        if d is not None and d.kind in "fc" and a is not keep:
             wider = True
         elif a is _BF16:
             return _F32
@@ -161,6 +177,8 @@ def call(fn, astype, args: tuple, kw: dict, name: str = ""):
     def narrow(r):
         return astype(r, _BF16) if getattr(r, "_dtype", None) is _F32 else r
 
+    if name == "attention.attention":
+        return narrow(res[0]), res[lse]   # (lse float32)
     if isinstance(res, tuple):
         return type(res)(*map(narrow, res)) if hasattr(res, "_fields") else tuple(map(narrow, res))
     if isinstance(res, list):

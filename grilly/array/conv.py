@@ -202,7 +202,7 @@ def max_pool2d(x: Array, kernel: tuple, stride: tuple, dilation: tuple, pads: tu
     Positions in ``pads`` take no part (every window holds an image position)."""
     dev = x._device
     k = dev.kernels.get("max_pool2d")
-    if k is not None and x._dtype.name in _POOL_DTYPES:
+    if k is not None and core.kernel_takes(k, x._dtype, _POOL_DTYPES):
         y, idx = k(x._buf, kernel, stride, dilation, pads, out)
         return core.wrap(y, x._dtype, dev), core.wrap(idx, _dispatch.ns.int32, dev)
     return core.composite(dev, "max_pool2d")(dev, x, kernel, stride, dilation, pads, out)
@@ -214,7 +214,7 @@ def max_pool2d_backward(g: Array, idx: Array, kernel: tuple, stride: tuple, dila
     the position its idx names; ``size`` = (H, W)."""
     dev = g._device
     k = dev.kernels.get("max_pool2d_backward")
-    if k is not None and g._dtype.name in _POOL_DTYPES:
+    if k is not None and core.kernel_takes(k, g._dtype, _POOL_DTYPES):
         return core.wrap(k(g._buf, idx._buf, kernel, stride, dilation, pads, size), g._dtype, dev)
     return core.composite(dev, "max_pool2d_backward")(dev, g, idx, kernel, stride, dilation,
                                                       pads, size)
@@ -249,5 +249,6 @@ def composed_max_pool2d_backward(g: Array, idx: Array, kernel, stride, dilation,
     return col2im(gcols, kernel, stride, dilation, pads, size)
 
 
-# through the dispatcher (as "conv.<name>"): bfloat16 arrays compute in float32 there
+# through the dispatcher (as "conv.<name>"): bfloat16 arrays compute in float32 there, unless
+# the device's backend runs the op on bfloat16 itself (grilly/array/bfloat16.py DEVICE_NATIVE)
 _dispatch.export(globals(), "conv.")

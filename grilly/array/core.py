@@ -130,8 +130,13 @@ def grad_dtype(op: str, x, grad_dtype) -> tuple:
 
 def kernel_takes(k, dtype, dtypes) -> bool:
     """Whether kernel ``k`` takes arrays of ``dtype``: one of ``dtypes`` (names: the contract's),
-    or float16 where the kernel declares ``takes_float16`` (autocast's layers on the device)."""
-    return dtype.name in dtypes or (dtype.name == "float16" and getattr(k, "takes_float16", False))
+    or float16 / bfloat16 where the kernel declares ``takes_float16`` / ``takes_bfloat16``
+    (autocast's layers on the device)."""
+    name = dtype.name
+    return name in dtypes or name in _TAKES and getattr(k, _TAKES[name], False)
+
+
+_TAKES = {"float16": "takes_float16", "bfloat16": "takes_bfloat16"}
 
 
 def check_nbytes(shape, dtype, op: str) -> None:

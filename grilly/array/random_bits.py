@@ -222,7 +222,9 @@ def philox_dropout(n: int, counter: int, key: int, p: float, scale: float, dtype
         return core.wrap(kern(n, c, key, p, scale, dtype), dtype, dev)
     # bfloat16 is the float32 result rounded once, as every bfloat16 op computes (the
     # dispatcher does the same once it has seen a bfloat16 dtype, so the result never
-    # depends on that)
+    # depends on that): in one pass where the kernel declares takes_bfloat16
+    if dtype is dt.bfloat16 and getattr(dev.kernels.get(op), "takes_bfloat16", False):
+        return core.wrap(core.call(dev, op, n, counter, key, p, scale, dtype), dtype, dev)
     wide = dt.float64 if dtype is dt.float64 else dt.float32
     m = core.wrap(core.call(dev, op, n, counter, key, p, scale, wide), wide, dev)
     return m if wide is dtype else _dispatch.ns.astype(m, dtype)

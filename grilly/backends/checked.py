@@ -139,10 +139,12 @@ _EXPECT_TUPLE = {
         (x.shape, x.dtype) if need[0] else None,
         (w.shape, grad_dtype or x.dtype) if need[1] else None,
         ((w.shape[0],), grad_dtype or x.dtype) if need[2] else None],
-    # lse: float32 for float16 operands (a kernel declaring takes_float16)
+    # lse: float32 for float16 and bfloat16 operands (a kernel declaring takes_float16 or
+    # takes_bfloat16)
     "attention": lambda q, k, v, bias, drop, causal, scale, block: [
         ((*q.shape[:3], v.shape[3]), q.dtype),
-        (q.shape[:3], np.dtype(np.float32) if _dtype_name(q) == "float16" else q.dtype)],
+        (q.shape[:3], np.dtype(np.float32) if _dtype_name(q) in ("float16", "bfloat16")
+         else q.dtype)],
     "attention_backward": lambda g, q, k, v, bias, drop, out, lse, causal, scale, block, need: [
         (q.shape, q.dtype) if need[0] else None, (k.shape, q.dtype) if need[1] else None,
         (v.shape, q.dtype) if need[2] else None],

@@ -39,10 +39,24 @@
 #endif
 
 // F16: float16 operands and output (16-bit storage), float32 arithmetic, one rounding per output
+// BF16: bfloat16's bits (16-bit storage, no extension): widened exactly on load, each output
+// rounded to nearest even once (bf16.glsl, astype's rounding)
 #ifdef F16
 #define V4 f16vec4
 #define TO_F32(x) vec4(x)
 #define OUT4(x) f16vec4(x)
+#elif defined(BF16)
+#include "../bf16.glsl"
+// bf16_bits of four floats (a 16-bit vector is built from a vector only)
+u16vec4 bf16_bits4(vec4 f) {
+    uvec4 u = floatBitsToUint(f);
+    uvec4 r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    bvec4 nan = greaterThan(u & 0x7fffffffu, uvec4(0x7f800000u));
+    return u16vec4(mix(r, ((u >> 16) & 0x8000u) | 0x7fc0u, nan));
+}
+#define V4 u16vec4
+#define TO_F32(x) uintBitsToFloat(uvec4(x) << 16)
+#define OUT4(x) bf16_bits4(x)
 #else
 #define V4 vec4
 #define TO_F32(x) x

@@ -35,6 +35,7 @@
 #extension GL_EXT_control_flow_attributes : enable
 #define OWN_PUSH_CONSTANTS 1
 #include "../common.glsl"
+#include "../io16.glsl"
 #if IN_BITS == 64
 #include "../math_f64.glsl"
 #define LN log_d
@@ -78,8 +79,9 @@ layout(push_constant) uniform APC {
     int st[16];     // q (n, h, l) 0..2 (OP 1: out), k 3..5 (OP 1: lse), v 6..8, bias 9..12, g 13..15
 } pc;
 
-// float16 (IN_BITS 16) is storage only: q, k, v, g, bias, drop, out, dq, dk and dv are float16,
-// registers and arithmetic float32 as in the float32 variant, and lse and aux stay float32
+// float16 and bfloat16 (IN_BITS 16; bfloat16 as its bits: io16.glsl) are storage only: q, k, v,
+// g, bias, drop, out, dq, dk and dv are 16-bit, registers and arithmetic float32 as in the
+// float32 variant, and lse and aux stay float32
 // (binding 1, and binding 0 in OP 1: a second block on that binding), so the backward's
 // exp(s - lse) sees the forward's lse unrounded. The composition's passes (OP 4-6) are float32
 // and float64 only.
@@ -115,16 +117,16 @@ TC scale() {
 int row3(int k, int n, int h, int i) { return n * pc.st[k] + h * pc.st[k + 1] + i * pc.st[k + 2]; }
 
 TC bias_at(int n, int h, int i, int j) {
-    return TC(bb[pc.off[6] + n * pc.st[9] + h * pc.st[10] + i * pc.st[11] + j * pc.st[12]]);
+    return LD_IN(bb[pc.off[6] + n * pc.st[9] + h * pc.st[10] + i * pc.st[11] + j * pc.st[12]]);
 }
-TC drop_at(int nh, int i, int j) { return TC(db[pc.off[7] + (nh * pc.L + i) * pc.S + j]); }
+TC drop_at(int nh, int i, int j) { return LD_IN(db[pc.off[7] + (nh * pc.L + i) * pc.S + j]); }
 
 // features e0..e0+3 of a row starting at element `base`, zero from `lim` on
 #define LOAD4(B, base, e0, lim) TC4( \
-    (e0) < (lim) ? TC(B[(base) + (e0)]) : TC(0), \
-    (e0) + 1 < (lim) ? TC(B[(base) + (e0) + 1]) : TC(0), \
-    (e0) + 2 < (lim) ? TC(B[(base) + (e0) + 2]) : TC(0), \
-    (e0) + 3 < (lim) ? TC(B[(base) + (e0) + 3]) : TC(0))
+    (e0) < (lim) ? LD_IN(B[(base) + (e0)]) : TC(0), \
+    (e0) + 1 < (lim) ? LD_IN(B[(base) + (e0) + 1]) : TC(0), \
+    (e0) + 2 < (lim) ? LD_IN(B[(base) + (e0) + 2]) : TC(0), \
+    (e0) + 3 < (lim) ? LD_IN(B[(base) + (e0) + 3]) : TC(0))
 
 // a lane's quads of row `row` (its c-th at feature (t + T c) * 4) of buffer B into X[at..]
 #define LOAD_ROW(X, at, N, B, base, ok, lim, mul) \
@@ -145,7 +147,7 @@ TC drop_at(int nh, int i, int j) { return TC(db[pc.off[7] + (nh * pc.L + i) * pc
     UNR for (int c = 0; c < (N); ++c) \
         UNR for (int u = 0; u < 4; ++u) { \
             int e = (t + T * c) * 4 + u; \
-            if (e < (lim)) o0[(base) + e] = TS(X[(at) + c][u] * (mul)); \
+            if (e < (lim)) o0[(base) + e] = ST_IN(X[(at) + c][u] * (mul)); \
         }
 
 // four tile rows from `first`: those at or past `end` read row `first` instead (in range) and
@@ -303,7 +305,7 @@ void prep() {
         TC d = TC(0);
         if (!dead) {
             int orow = pc.off[2] + row3(0, n, h, i), grow = pc.off[5] + row3(13, n, h, i);
-            for (int e = 0; e < pc.EV; ++e) d += TC(gb[grow + e]) * TC(qb[orow + e]);
+            for (int e = 0; e < pc.EV; ++e) d += LD_IN(gb[grow + e]) * LD_IN(qb[orow + e]);
         }
         AUX0[pc.off[0] + int(x)] = TA(dead ? POS_INF : ls);
         AUX0[pc.off[0] + int(rows) + int(x)] = TA(d);

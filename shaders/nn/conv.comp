@@ -16,6 +16,7 @@
 // divisions, most of the kernel's time) serves four elements.
 #extension GL_EXT_control_flow_attributes : enable
 #include "../common.glsl"
+#include "../io16.glsl"
 
 layout(constant_id = 0) const int OP = 0;
 layout(constant_id = 2) const int CM = 0;
@@ -30,7 +31,7 @@ TC fill_value() {
 #if IN_BITS == 64
     return packDouble2x32(uvec2(uint(pc.st[14]), uint(pc.st[15])));
 #else
-    // float16 fills arrive as float32 bits: the variant computes in float32
+    // float16 and bfloat16 fills arrive as float32 bits: the variant computes in float32
     return uintBitsToFloat(uint(pc.st[14]));
 #endif
 }
@@ -70,8 +71,8 @@ void im2col(int g, int N, int C, int H, int W, int KH) {
     [[unroll]] for (int u = 0; u < VEC; ++u) {
         int col = (b0 + u) * SW + j * DW - pc.st[11];
         TC v = fill;
-        if (rin && col >= 0 && col < W) v = TC(x[src + col * pc.st[3]]);
-        y[pc.off[0] + g + u] = IN_TS(v);
+        if (rin && col >= 0 && col < W) v = LD_IN(x[src + col * pc.st[3]]);
+        y[pc.off[0] + g + u] = ST_IN(v);
     }
 }
 
@@ -99,7 +100,7 @@ void col2im(int g, int N, int C, int H, int W, int KH) {
                 if (u < 0) break;
                 int b = u / SW;
                 if (b * SW != u || b >= WO) continue;
-                s += TC(x[base + (i * KW + j) * pc.st[2] + a * pc.st[3] + b * pc.st[4]]);
+                s += LD_IN(x[base + (i * KW + j) * pc.st[2] + a * pc.st[3] + b * pc.st[4]]);
             }
         }
     } else {
@@ -113,11 +114,11 @@ void col2im(int g, int N, int C, int H, int W, int KH) {
                 if (v < 0) break;
                 int a = v / SH;
                 if (a * SH != v || a >= HO) continue;
-                s += TC(x[base + (j * KH + i) * pc.st[2] + a * pc.st[3] + b * pc.st[4]]);
+                s += LD_IN(x[base + (j * KH + i) * pc.st[2] + a * pc.st[3] + b * pc.st[4]]);
             }
         }
     }
-    y[pc.off[0] + g] = IN_TS(s);
+    y[pc.off[0] + g] = ST_IN(s);
 }
 
 void main() {

@@ -10,6 +10,7 @@
 // pc.n = invocations; pc.shape = (N*C, H, W, Ho, Wo); pc.st[0..7] = KH, KW, SH, SW, DH, DW,
 // top, left; pc.off = (out, idx, in): the written buffers bind first.
 #include "../common.glsl"
+#include "../io16.glsl"
 
 layout(constant_id = 0) const int OP = 0;
 
@@ -35,14 +36,14 @@ void main() {
                 for (int j = 0; j < KW; ++j) {
                     int c = ob * SW + j * DW - PL;
                     if (c < 0 || c >= W) continue;
-                    TC v = TC(a[base + r * W + c]);
+                    TC v = LD_IN(a[base + r * W + c]);
                     if (bk < 0 || v > best || (isnan(v) && !isnan(best))) {
                         best = v;
                         bk = j * KH + i;
                     }
                 }
             }
-            o[pc.off[0] + int(e)] = IN_TS(best);
+            o[pc.off[0] + int(e)] = ST_IN(best);
             idx[pc.off[1] + int(e)] = bk;
         } else {
             int p = int(e) / (H * W), rem = int(e) - p * (H * W);
@@ -55,9 +56,9 @@ void main() {
                 int oa = r >> 1, ob = q >> 1;
                 if (oa < Ho && ob < Wo) {
                     int k = base + oa * Wo + ob;
-                    if (idx[pc.off[1] + k] == (q & 1) * 2 + (r & 1)) s = TC(a[pc.off[2] + k]);
+                    if (idx[pc.off[1] + k] == (q & 1) * 2 + (r & 1)) s = LD_IN(a[pc.off[2] + k]);
                 }
-                o[pc.off[0] + int(e)] = IN_TS(s);
+                o[pc.off[0] + int(e)] = ST_IN(s);
                 continue;
             }
             for (int j = 0; j < KW; ++j) {
@@ -71,10 +72,10 @@ void main() {
                     int oa = ar / SH;
                     if (oa >= Ho) continue;
                     int k = base + oa * Wo + ob;
-                    if (idx[pc.off[1] + k] == j * KH + i) s += TC(a[pc.off[2] + k]);
+                    if (idx[pc.off[1] + k] == j * KH + i) s += LD_IN(a[pc.off[2] + k]);
                 }
             }
-            o[pc.off[0] + int(e)] = IN_TS(s);
+            o[pc.off[0] + int(e)] = ST_IN(s);
         }
     }
 }

@@ -28,12 +28,21 @@
 
 #if UNIFORM == 64
 layout(set = 0, binding = 0) writeonly buffer O { double res[]; };
-#elif UNIFORM == 16
+#elif UNIFORM == 16 || defined(BF16OUT)
 layout(set = 0, binding = 0) writeonly buffer O { uint16_t res[]; };
 #elif UNIFORM == 32
 layout(set = 0, binding = 0) writeonly buffer O { float res[]; };
 #else
 layout(set = 0, binding = 0) writeonly buffer O { uint res[]; };
+#endif
+
+// BF16OUT (UNIFORM 32 with DROP; bfloat16 philox_dropout): the float32 multiplier stored as
+// bfloat16's bits, rounded as astype rounds (the float32 kernel's result, rounded once)
+#ifdef BF16OUT
+#include "../bf16.glsl"
+#define PUT(x) bf16_bits(x)
+#else
+#define PUT(x) (x)
 #endif
 
 layout(constant_id = 2) const int CTR_BUF = 0;
@@ -127,10 +136,10 @@ void main() {
 #elif UNIFORM == 32
         uint e = 4u * i;
         vec4 u = vec4(w >> 8u) * (1.0 / 16777216.0);
-        res[o + int(e)] = KEEP(u.x);
-        if (e + 1u < pc.n) res[o + int(e) + 1] = KEEP(u.y);
-        if (e + 2u < pc.n) res[o + int(e) + 2] = KEEP(u.z);
-        if (e + 3u < pc.n) res[o + int(e) + 3] = KEEP(u.w);
+        res[o + int(e)] = PUT(KEEP(u.x));
+        if (e + 1u < pc.n) res[o + int(e) + 1] = PUT(KEEP(u.y));
+        if (e + 2u < pc.n) res[o + int(e) + 2] = PUT(KEEP(u.z));
+        if (e + 3u < pc.n) res[o + int(e) + 3] = PUT(KEEP(u.w));
 #else
         o += int(i);
         res[o] = w.x;

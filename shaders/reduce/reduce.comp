@@ -7,9 +7,11 @@
 // (short rows, or columns: chunked, see below); otherwise one workgroup per output reduces a
 // tree in shared memory.
 // Complex (IN_CPLX=1, TC a vec2/dvec2): sum and prod only (no order, no arg variant).
-// OUT_F32 (float16 input): the float32 accumulator is stored as it is, in a float32 output
+// bfloat16 (IN_BF16=1): its bits widened, float32 arithmetic, results rounded once (io16.glsl).
+// OUT_F32 (float16 or bfloat16 input): the float32 accumulator is stored as it is, in a float32 output
 // (autocast's bias gradients: float16 rows summed into a float32 master's gradient, one pass).
 #include "../common.glsl"
+#include "../io16.glsl"
 
 #ifndef IN_CPLX
 #define IN_CPLX 0
@@ -27,9 +29,9 @@ layout(set = 0, binding = 0) writeonly buffer O { float res[]; };
 layout(set = 0, binding = 0) writeonly buffer O { IN_TS res[]; };
 #endif
 #ifdef OUT_F32
-#define OUT_T float
+#define OUT_T(x) float(x)
 #else
-#define OUT_T IN_TS
+#define OUT_T(x) ST_IN(x)
 #endif
 layout(set = 0, binding = 1) readonly buffer A { IN_TS a[]; };
 
@@ -98,7 +100,7 @@ bool better(TC w, int k, TC v, int i) {
 #endif
 
 TC load(int o, int r, int j) {
-    return TC(a[pc.off[1] + o * pc.st[MAXD] + r * pc.st[MAXD + 1] + j * pc.st[MAXD + 2]]);
+    return LD_IN(a[pc.off[1] + o * pc.st[MAXD] + r * pc.st[MAXD + 1] + j * pc.st[MAXD + 2]]);
 }
 
 void main() {

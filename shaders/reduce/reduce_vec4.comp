@@ -16,7 +16,14 @@ layout(set = 0, binding = 0) writeonly buffer O { float res[]; };
 // (and a chunked reduction's partials) are float32 all the same
 #ifdef IN16
 layout(set = 0, binding = 1) readonly buffer A { uvec2 a16[]; };
+#ifdef BF16   // bfloat16's bits (red4_bfloat16): each the top half of its float32
+vec4 load4(int i) {
+    uvec2 w = a16[i];
+    return uintBitsToFloat(uvec4(w.x << 16, w.x & 0xffff0000u, w.y << 16, w.y & 0xffff0000u));
+}
+#else
 vec4 load4(int i) { uvec2 w = a16[i]; return vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y)); }
+#endif
 #else
 layout(set = 0, binding = 1) readonly buffer A { vec4 a[]; };
 vec4 load4(int i) { return a[i]; }

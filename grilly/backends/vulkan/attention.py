@@ -15,8 +15,9 @@ projection is read in place) where their feature axis is unit-strided, bias thro
 (a broadcast mask is never spread out); a view of another layout, and a non-contiguous drop, is
 copied first. Eight buffers are bound (dK and dV share one allocation; D and the logsumexp
 another). float32 (the project's exp/log and correctly rounded division), float64, and float16
-storage (autocast's attention): float16 operands and results read and written as such, float32
-registers and arithmetic as the float32 variant, and the logsumexp (and D) float32.
+and bfloat16 storage (autocast's attention): 16-bit operands and results read and written as
+such (bfloat16 through its bits), float32 registers and arithmetic as the float32 variant, and
+the logsumexp (and D) float32.
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from .linalg import _matmul, matmul4_into
 from .memory import contiguous_strides
 from .runtime import ffi, lib
 
-_DTYPES = ("float16", "float32", "float64")
+_DTYPES = ("float16", "bfloat16", "float32", "float64")
 _WG = 256
 _NBUF = 8
 MAX_HEAD = 256      # E and Ev: 8 lanes x 8 quads of features (the registers of a cluster)
@@ -62,7 +63,7 @@ def _check(op: str, *bufs) -> None:
     q = bufs[0]
     if q.dtype.name not in _DTYPES:
         raise NotImplementedError(f"{op}: dtype {q.dtype.name} has no Vulkan kernel (float16, "
-                                  "float32 and float64 do)")
+                                  "bfloat16, float32 and float64 do)")
     for b in bufs:
         if b is not None and b.size >= 2**31:
             raise ValueError(f"{op}: {b.size} elements exceed the Vulkan backend's 2**31 limit")
@@ -153,8 +154,8 @@ def _bias(b):
 
 
 def _acc(dtype):
-    """The dtype of lse and aux (and of the arithmetic): float32 for float16 operands."""
-    return _dt.float32 if dtype.name == "float16" else dtype
+    """The dtype of lse and aux (and of the arithmetic): float32 for 16-bit operands."""
+    return _dt.float32 if dtype.name in ("float16", "bfloat16") else dtype
 
 
 def _common(op, q, k, v, bias, drop, causal):
@@ -249,10 +250,10 @@ def _compose(q, scores: int) -> bool:
 
 
 def _widen(q, scores: int) -> bool:
-    """Whether float16 attention runs _composed on float32 copies (its results rounded back,
+    """Whether 16-bit attention runs _composed on float32 copies (its results rounded back,
     lse kept float32): in the composition's size range its float32 GEMMs are faster on GPUs
-    than the fused kernel, whose float16 variant takes every other size."""
-    return q.dtype.name == "float16" and COMPOSE_MIN <= scores <= COMPOSE_MAX
+    than the fused kernel, whose 16-bit variants take every other size."""
+    return q.dtype.name in ("float16", "bfloat16") and COMPOSE_MIN <= scores <= COMPOSE_MAX
 
 
 def _wide(*bufs) -> list:
@@ -330,6 +331,8 @@ def _composed_backward(ctx, g, q, k, v, bias, drop, aux, flags, dims, scale, nee
 
 # the array layer composes above this (grilly.array.attention._kernel)
 attention.max_features = attention_backward.max_features = MAX_HEAD
-# float16 operands and results (lse float32): the array layer passes autocast's arrays as they are
+# float16 and bfloat16 operands and results (lse float32): the array layer passes autocast's
+# arrays as they are
 attention.takes_float16 = attention_backward.takes_float16 = True
+attention.takes_bfloat16 = attention_backward.takes_bfloat16 = True
 KERNELS = {"attention": attention, "attention_backward": attention_backward}

@@ -123,7 +123,14 @@ def _selected(phys: list) -> int | None:
     return None
 
 
-_BF16_NATIVE = frozenset({"matmul", "linalg.matmul", "dense.linear", "dense.linear_backward"})
+# what runs on bfloat16's bits on every device (float32 registers, each result rounded once):
+# products on tensor cores where the device has VK_KHR_shader_bfloat16's cooperative matrices,
+# else sgemm.comp's bfloat16 variants; convolutions' windows and pools (conv.comp, pool.comp)
+_BF16_NATIVE = frozenset({"matmul", "linalg.matmul", "dense.linear", "dense.linear_backward",
+                          "conv.conv2d", "conv.conv2d_backward", "conv.max_pool2d",
+                          "conv.max_pool2d_backward", "fused.relu_backward",
+                          "attention.attention", "attention.attention_backward",
+                          "random_bits.philox_dropout"})
 
 
 class VulkanBackend(Backend):
@@ -197,10 +204,10 @@ class VulkanBackend(Backend):
         return feat is None or device.phys.features.get(feat, False)
 
     def native_bfloat16(self, device: Device) -> frozenset:
-        """Elementwise arithmetic and comparisons on bfloat16 arrays run natively (their bits,
-        float32 arithmetic), and matrix products (tensor cores, hgemm_coop.comp's bfloat16
-        variants) where the device has VK_KHR_shader_bfloat16's cooperative matrices."""
-        return BFLOAT16_ELEMENTWISE | (_BF16_NATIVE if device.phys.coop_bf16 else frozenset())
+        """Elementwise arithmetic and comparisons, matrix products, convolutions and max
+        pooling on bfloat16 arrays run natively (their bits, float32 arithmetic, one rounding
+        per result; products on tensor cores where the device has them)."""
+        return BFLOAT16_ELEMENTWISE | _BF16_NATIVE
 
     def stats(self, device: Device) -> dict:
         """This device's submits, dispatches, transfers and pool bytes (zeros before first use)."""

@@ -16,7 +16,7 @@ from .linalg import TILE, _add, _coop, _matmul, _tiled_bias_ok, matmul, matmul4_
 from .reductions import KERNELS as _REDUCTIONS
 from .reductions import dispatch
 
-_DTYPES = {"float16", "float32", "float64"}
+_DTYPES = {"float16", "bfloat16", "float32", "float64"}
 _sum = _REDUCTIONS["sum"]
 _LIMIT = 2**31  # the shader indexes with 32-bit ints
 
@@ -25,14 +25,14 @@ def _check(op: str, buf, size: int) -> None:
     if buf.dtype.name not in _DTYPES:
         raise NotImplementedError(
             f"{op}: dtype {buf.dtype.name} is not supported on Vulkan device "
-            f"{buf.ctx.phys.name!r}; expected float16, float32 or float64")
+            f"{buf.ctx.phys.name!r}; expected float16, bfloat16, float32 or float64")
     if size >= _LIMIT or buf.alloc.size // buf.dtype.itemsize >= _LIMIT:
         raise ValueError(f"{op}: more than 2**31 elements exceed the Vulkan backend's limit")
 
 
 def _fill_bits(fill: float, dtype) -> tuple:
-    """``fill`` as the signed 32-bit words the shader rebuilds it from (float16: float32 bits of
-    the float16 value, rounded as the CPU kernel rounds it)."""
+    """``fill`` as the signed 32-bit words the shader rebuilds it from (float16, bfloat16:
+    float32 bits of the 16-bit value, rounded as the CPU kernel rounds it)."""
     # cached: the numpy conversion costs microseconds and every im2col asks (repr keys -0.0
     # apart from 0.0, and NaN)
     key = (dtype.name, type(fill), repr(fill))
@@ -43,8 +43,8 @@ def _fill_bits(fill: float, dtype) -> tuple:
                 words = tuple(int(w) for w in np.array([fill], np.float64).view(np.int32))
             else:
                 v = np.float32(fill)
-                if dtype.name == "float16":
-                    v = np.float32(np.float16(v))
+                if dtype.name in ("float16", "bfloat16"):
+                    v = np.float32(dtype.np.type(v))
                 words = (int(np.array([v]).view(np.int32)[0]),)
         if len(_FILL_BITS) >= 256:
             _FILL_BITS.clear()
@@ -116,9 +116,9 @@ def _pool_geom(kernel, stride, dilation, pads) -> tuple:
 
 
 def _pool_check(op: str, buf, size: int) -> None:
-    if buf.dtype.name not in ("float16", "float32", "float64"):
+    if buf.dtype.name not in _DTYPES:
         raise NotImplementedError(f"{op}: dtype {buf.dtype.name} has no Vulkan kernel (float16, "
-                                  "float32 and float64 do)")
+                                  "bfloat16, float32 and float64 do)")
     _check(op, buf, size)
 
 
@@ -242,9 +242,12 @@ def conv2d_backward(g, x, w, stride, dilation, pads, groups, need, grad_dtype=No
     return gx, gw, gb
 
 
-# autocast's float16 convolutions: the same windows (conv_float16) and products (tensor cores
-# where the device has them), without the composition's weight and gradient copies
-conv2d.takes_float16 = conv2d_backward.takes_float16 = True
+# autocast's float16 and bfloat16 convolutions and pools: the same windows (conv_float16,
+# conv_bfloat16: its bits, float32 registers) and products (tensor cores where the device has
+# them, else sgemm.comp's 16-bit variants), without the composition's weight and gradient copies
+# and (bfloat16) float32 casts
+for _k in (conv2d, conv2d_backward, max_pool2d, max_pool2d_backward):
+    _k.takes_float16 = _k.takes_bfloat16 = True
 conv2d_backward.takes_grad_dtype = True   # (float32 gradients of float16 operands)
 KERNELS: dict = {"im2col": im2col, "col2im": col2im, "conv2d": conv2d,
                  "conv2d_backward": conv2d_backward, "max_pool2d": max_pool2d,

@@ -482,7 +482,8 @@ def relu_backward(g, y):
     return out
 
 
-relu_backward.takes_float16 = True   # (the ew shader has every op for float16)
+# (the ew shader has every op for float16, and for bfloat16's bits)
+relu_backward.takes_float16 = relu_backward.takes_bfloat16 = True
 
 
 def elementwise() -> dict:

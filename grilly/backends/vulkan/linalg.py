@@ -1,8 +1,8 @@
 """linalg kernels of the Vulkan backend (docs/kernels/linalg.md conventions).
 
-matmul is native (shaders/linalg/): float32 and float16 in 128x128-tiled shaders (sgemm.comp,
-with 128x256 and 64x64 tiles where they fit better; float16 on tensor cores, hgemm_coop.comp,
-where the device has cooperative matrices), small or
+matmul is native (shaders/linalg/): float32, float16 and bfloat16 (its bits, float32 sums) in
+128x128-tiled shaders (sgemm.comp, with 128x256 and 64x64 tiles where they fit better; float16
+and bfloat16 on tensor cores, hgemm_coop.comp, where the device has cooperative matrices), small or
 misaligned float32 in a 64x64-tiled one, other dtypes one invocation per output; diagonal is a
 view. cross and fft_roll are the array
 layer's compositions; the decompositions and the FFTs its host path (grilly.array.host), counted
@@ -411,7 +411,7 @@ def _matmul(out_shape: tuple, out_dtype, a: Buffer, b: Buffer, bias: Buffer | No
             dispatch(ctx, variant, (0, 1), [out, a3, b3], 0, tiles * 256, *args)
         return out if bias is None else _add_bias(out, bias)
     variant = _sgemm_variant(a3, b3, m, n, k, out_dtype.name) \
-        if out_dtype.name in ("float32", "float16") else None
+        if out_dtype.name in ("float32", "float16", "bfloat16") else None
     if variant is not None:
         variant, b3 = _untranspose_b(variant, b3, nb, m, n, k)
         # the bias, where there is one, in the epilogue (specialization constant 2)
@@ -478,9 +478,6 @@ def _matmul(out_shape: tuple, out_dtype, a: Buffer, b: Buffer, bias: Buffer | No
             return out
         else:
             dispatch(ctx, "mm_tiled_float32", (0, 1), [out, a3, b3], 0, tiles * 256, *args)
-    elif out_dtype.name == "bfloat16":   # (the array layer computes it in float32 here)
-        raise NotImplementedError(f"matmul: bfloat16 runs on tensor cores only, which "
-                                  f"{ctx.phys.name!r} lacks (VK_KHR_shader_bfloat16)")
     else:
         dispatch(ctx, f"mm_{out_dtype.name}", (0, 1), [out, a3, b3], out.size, out.size, *args)
     return out if bias is None else _add_bias(out, bias)
@@ -537,8 +534,10 @@ def diagonal(buf: Buffer, offset: int) -> Buffer:
                   buf.dtype)
 
 
-linear.takes_float16 = True   # (autocast's linear: the bias in the product's epilogue)
-linear_backward.takes_float16 = True   # (its products and sum have float16 kernels)
-linear_backward.takes_grad_dtype = True   # (float32 gradients of float16 operands)
+# autocast's linear on 16-bit floats (bfloat16: its bits): the bias in the product's epilogue
+# where it can be; the backward's products and sum have float16 and bfloat16 kernels
+linear.takes_float16 = linear_backward.takes_float16 = True
+linear.takes_bfloat16 = linear_backward.takes_bfloat16 = True
+linear_backward.takes_grad_dtype = True   # (float32 gradients of 16-bit operands)
 KERNELS: dict = {"matmul": matmul, "diagonal": diagonal, "linear": linear,
                  "linear_backward": linear_backward}

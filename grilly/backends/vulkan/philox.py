@@ -48,8 +48,9 @@ def philox_uniform(ctx, n: int, counter, key, dtype):
 
 
 def philox_dropout(ctx, n: int, counter, key, p: float, scale: float, dtype):
-    """(n,) float16, float32 or float64: ``scale`` where philox_uniform's u >= p, else 0, in
-    ``dtype`` (float16: u and p rounded to float16, compared as integers in the shader)."""
+    """(n,) float16, bfloat16, float32 or float64: ``scale`` where philox_uniform's u >= p,
+    else 0, in ``dtype`` (float16: u and p rounded to float16, compared as integers in the
+    shader; bfloat16: float32's multiplier rounded once)."""
     out = new_buffer(ctx, (n,), dtype)
     f64 = dtype.name == "float64"
     blocks = -(-n // 2) if f64 else -(-n // 4)
@@ -58,7 +59,8 @@ def philox_dropout(ctx, n: int, counter, key, p: float, scale: float, dtype):
     else:
         # p and scale rounded to dtype as the full kernel rounds a Python scalar, then passed
         # as their bits (a double as two words, low first)
-        words = np.array([p, scale], np.float64).astype(dtype.np).view(np.uint32)
+        host = np.float32 if dtype.name == "bfloat16" else dtype.np
+        words = np.array([p, scale], np.float64).astype(host).view(np.uint32)
     spec, bufs, offs, cw = _args(out, counter, key)
     dispatch(ctx, f"philox_dropout_{dtype.name}", spec, bufs, n, blocks, offs, cw,
              (tuple(_i32(int(b)) for b in words),))
@@ -68,6 +70,7 @@ def philox_dropout(ctx, n: int, counter, key, p: float, scale: float, dtype):
 # no buffer argument: the device table passes their context
 philox_blocks.takes_ctx = philox_uniform.takes_ctx = philox_dropout.takes_ctx = True
 philox_dropout.takes_float16 = True   # (the contract's float16 comparison, UNIFORM 16)
+philox_dropout.takes_bfloat16 = True   # (float32's multiplier rounded once, BF16OUT)
 # the counter and key may come as a (4,) uint32 buffer (random_bits.counter_array)
 philox_blocks.takes_counter_array = philox_uniform.takes_counter_array = True
 philox_dropout.takes_counter_array = True

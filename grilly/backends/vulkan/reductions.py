@@ -69,10 +69,10 @@ def _run(x, code: int, variant: str, out) -> None:
     n = outer * inner
     if n == 0:
         return
-    if variant in ("red_float32", "red_float16", "red_float16_f32") and code < 4 and _vec4_rows(x):
+    if variant in _VEC4_OK and code < 4 and _vec4_rows(x):
         return _run_vec4(x, code, out)
-    # partials have out's dtype: a float16 -> float32 variant's second pass reads float32
-    again = "red_float32" if variant == "red_float16_f32" else variant
+    # partials have out's dtype: a 16-bit -> float32 variant's second pass reads float32
+    again = "red_float32" if variant.endswith("16_f32") else variant
     arg = variant.startswith("arg")
     column = inner >= COLUMN_INNER and x.strides[2] == 1 and not arg
     per_thread = int(red <= PER_THREAD_MAX or n >= 1 << 15 or column)
@@ -100,6 +100,9 @@ def _run(x, code: int, variant: str, out) -> None:
              (out.offset, x.offset), (outer, red, inner, 1), ([0] * 3, x.strides))
 
 
+# variants whose rows of quads reduce_vec4.comp takes (16-bit ones widened, in float32)
+_VEC4_OK = frozenset({"red_float32", "red_float16", "red_float16_f32", "red_bfloat16",
+                      "red_bfloat16_f32"})
 VEC4_MIN = 1024    # row length from which float32 rows are reduced with vec4 loads
 VEC4_GROUPS = 2048  # workgroups the vec4 path aims for: enough to fill a large GPU
 
@@ -139,19 +142,23 @@ _AS = {"any": "max", "all": "min", "count_nonzero": "sum"}
 
 
 def _variant(buf, out_dtype) -> str:
-    """reduce.comp's variant from ``buf``'s dtype to ``out_dtype`` (the same, or float16 ->
-    float32)."""
-    return "red_float16_f32" if buf.dtype is not out_dtype else f"red_{out_dtype.name}"
+    """reduce.comp's variant from ``buf``'s dtype to ``out_dtype`` (the same, or float16 or
+    bfloat16 -> float32)."""
+    return f"red_{buf.dtype.name}_f32" if buf.dtype is not out_dtype else f"red_{out_dtype.name}"
 
 
 def _reduce_kernel(op: str):
     def k(buf, axes: tuple, keepdims: bool, out_dtype):
+        if (buf.dtype is _dt.bfloat16 and out_dtype is _dt.bfloat16 and axes
+                and op in ("sum", "prod")):
+            # summed in float32 (partials too) and rounded once, as the composition rounds
+            return astype(k(buf, axes, keepdims, _dt.float32), out_dtype)
         shape = _out_shape(buf.shape, axes, keepdims)
         orig = buf
         if op in _PRE and buf.dtype != _PRE[op]:
             buf = astype(buf, _PRE[op])
         # float16 summed into float32 (autocast's master gradients): read as it is
-        mixed = (buf.dtype is _dt.float16 and out_dtype is _dt.float32 and axes
+        mixed = (buf.dtype.name in ("float16", "bfloat16") and out_dtype is _dt.float32 and axes
                  and op in ("sum", "prod", "max", "min"))
         if buf.dtype != out_dtype and not mixed:
             buf = astype(buf, out_dtype)
@@ -160,7 +167,8 @@ def _reduce_kernel(op: str):
         code = CODES[_AS.get(op, op)]
         axes = tuple(sorted(axes))
         # (not float16: its partials would round to float16 between passes, not float32)
-        while axes[-1] - axes[0] + 1 != len(axes) and out_dtype.name != "float16":
+        while axes[-1] - axes[0] + 1 != len(axes) and out_dtype.name not in ("float16",
+                                                                             "bfloat16"):
             # axes apart (a conv bias gradient's (0, 2, 3)): the last run of adjacent ones is
             # reduced first, so no transposing copy of the input is made (the ops are
             # associative; float sums change their order, as any other split would)

@@ -62,6 +62,10 @@ def variants() -> dict[str, tuple[str, list[str]]]:
         if d == "float16":   # float16 in, float32 out (autocast's master gradients)
             out["red_float16_f32"] = ("reduce/reduce.comp",
                                       _dtype_defines("IN", d) + ["-DARG=0", "-DOUT_F32=1"])
+            out["red_bfloat16_f32"] = ("reduce/reduce.comp", _dtype_defines("IN", "bfloat16")
+                                       + ["-DARG=0", "-DOUT_F32=1"])
+            out["red_bfloat16"] = ("reduce/reduce.comp",
+                                   _dtype_defines("IN", "bfloat16") + ["-DARG=0"])
         out[f"arg_{d}"] = ("reduce/reduce.comp", _dtype_defines("IN", d) + ["-DARG=1"])
         out[f"sort_{d}"] = ("sort/sort.comp", _dtype_defines("IN", d))
         for kmax in TOPK_KMAX:
@@ -93,6 +97,8 @@ def variants() -> dict[str, tuple[str, list[str]]]:
         out[f"philox_uniform_{d}"] = ("random/philox.comp", [f"-DUNIFORM={d[5:]}"])
     for d in ("float16", "float32", "float64"):   # philox_dropout: u >= p ? scale : 0
         out[f"philox_dropout_{d}"] = ("random/philox.comp", [f"-DUNIFORM={d[5:]}", "-DDROP"])
+    # (bfloat16: float32's multiplier, rounded)
+    out["philox_dropout_bfloat16"] = ("random/philox.comp", ["-DUNIFORM=32", "-DDROP", "-DBF16OUT"])
     for c in COMPLEX:
         for d in (*DTYPES, *COMPLEX):
             out[f"cast_{c}_{d}"] = (
@@ -110,9 +116,11 @@ def variants() -> dict[str, tuple[str, list[str]]]:
     out["mm_tiled_float32"] = ("linalg/matmul_tiled.comp", [])
     for d in ("float16", "float32", "float64"):
         out[f"softmax_{d}"] = ("nn/softmax.comp", _dtype_defines("IN", d))
+    # (bfloat16: its bits, float32 registers: shaders/io16.glsl; autocast's layers)
+    for d in ("float16", "bfloat16", "float32", "float64"):
         out[f"conv_{d}"] = ("nn/conv.comp", _dtype_defines("IN", d))
-    for d in ("float16", "float32", "float64"):
         out[f"pool_{d}"] = ("nn/pool.comp", _dtype_defines("IN", d))
+    out["mm_bfloat16"] = ("linalg/matmul.comp", _dtype_defines("IN", "bfloat16"))
     for d in ("float32", "float64"):
         out[f"xent_{d}"] = ("nn/xent.comp", _dtype_defines("IN", d))
         out[f"bnorm_{d}"] = ("nn/bnorm.comp", _dtype_defines("IN", d))
@@ -120,6 +128,7 @@ def variants() -> dict[str, tuple[str, list[str]]]:
         out[f"attn_{d}"] = ("nn/attention.comp", _dtype_defines("IN", d))
     # float16 storage, float32 registers (the fused OPs 0-3 only; lse and aux float32)
     out["attn_float16"] = ("nn/attention.comp", _dtype_defines("IN", "float16"))
+    out["attn_bfloat16"] = ("nn/attention.comp", _dtype_defines("IN", "bfloat16"))
     for d in ("float32", "float64"):
         out[f"optim_{d}"] = ("nn/optim.comp", _dtype_defines("IN", d))
         out[f"optim_multi_{d}"] = ("nn/optim_multi.comp", _dtype_defines("IN", d))
@@ -135,6 +144,7 @@ def variants() -> dict[str, tuple[str, list[str]]]:
                             _dtype_defines("IN", d) + [f"-DIS_F64={int(d == 'float64')}", "-DIS_F16=0"])
     out["red4_float32"] = ("reduce/reduce_vec4.comp", [])
     out["red4_float16"] = ("reduce/reduce_vec4.comp", ["-DIN16=1"])
+    out["red4_bfloat16"] = ("reduce/reduce_vec4.comp", ["-DIN16=1", "-DBF16=1"])
     # the large-matmul shader by operand layout (n: as stored, t: transposed view) and edges
     for ta in "nt":
         for tb in "nt":
@@ -143,6 +153,8 @@ def variants() -> dict[str, tuple[str, list[str]]]:
                 defs += ["-DEDGE"] if edge else []
                 out[f"sgemm_{ta}{tb}{edge}_float32"] = ("linalg/sgemm.comp", defs)
                 out[f"sgemm_{ta}{tb}{edge}_float16"] = ("linalg/sgemm.comp", defs + ["-DF16"])
+                # bfloat16's bits (autocast on devices without its tensor cores)
+                out[f"sgemm_{ta}{tb}{edge}_bfloat16"] = ("linalg/sgemm.comp", defs + ["-DBF16"])
                 out[f"sgemm_{ta}{tb}{edge}_s64_float32"] = ("linalg/sgemm.comp", defs + ["-DS64"])
                 if not edge:
                     out[f"sgemm_{ta}{tb}_w256_float32"] = ("linalg/sgemm.comp", defs + ["-DWIDE"])
