@@ -158,10 +158,14 @@ def call(fn, astype, args: tuple, kw: dict, name: str = ""):
             return _F32
         return a
 
+    # a result dtype the caller asked for (dtype=bfloat16, or NumPy's positional dtype slot)
+    # is bfloat16 whatever the other arguments' dtypes: sum(x_float32, dtype=bfloat16)
+    asked = any(a is _BF16 for a in args)
     args = tuple([widen(b) for b in a] if isinstance(a, list) else
                  tuple(widen(b) for b in a) if isinstance(a, tuple) else widen(a) for a in args)
     if kw.get("dtype") is _BF16:
         kw = {**kw, "dtype": _F32}
+        asked = True
     try:
         res = fn(*args, **kw)
     except TypeError as e:
@@ -171,16 +175,17 @@ def call(fn, astype, args: tuple, kw: dict, name: str = ""):
         if wider or "float32" not in msg:
             raise
         raise TypeError(msg.replace("float32", "bfloat16")) from None
-    if wider:
+    if wider and not asked:
         return res
 
     def narrow(r):
+        # nested too: histogramdd returns (counts, [edges, ...])
+        if isinstance(r, tuple):
+            return type(r)(*map(narrow, r)) if hasattr(r, "_fields") else tuple(map(narrow, r))
+        if isinstance(r, list):
+            return [narrow(a) for a in r]
         return astype(r, _BF16) if getattr(r, "_dtype", None) is _F32 else r
 
     if name == "attention.attention":
         return narrow(res[0]), res[lse]   # (lse float32)
-    if isinstance(res, tuple):
-        return type(res)(*map(narrow, res)) if hasattr(res, "_fields") else tuple(map(narrow, res))
-    if isinstance(res, list):
-        return [narrow(r) for r in res]
     return narrow(res)

@@ -106,9 +106,9 @@ class Info:
         from .core import resolve_device
 
         dev = resolve_device(device)
-        if kind == "bfloat16":   # grilly's extension dtype, reported under its own kind
-            ok = dev.backend.supports_dtype(dev, dt.bfloat16)
-            return {"bfloat16": dt.bfloat16} if ok else {}
+        if kind in ("bfloat16", "float16"):   # not Array API dtypes: each under its own kind
+            d = getattr(dt, kind)
+            return {kind: d} if dev.backend.supports_dtype(dev, d) else {}
         out = {d.name: d for d in dt.STANDARD if dev.backend.supports_dtype(dev, d)}
         if kind is None:
             return out

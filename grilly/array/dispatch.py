@@ -37,6 +37,10 @@ NUMPY_FORMS: dict[str, tuple[frozenset, Callable]] = {}
 # take_along_axis's axis=None): name -> a test of (args, kw) that hands the call to its
 # NUMPY_FORMS function instead
 NUMPY_CALLS: dict[str, Callable] = {}
+# ops that refuse some calls before any work or dtype handling (linalg's decompositions on
+# float16 and bfloat16, as numpy.linalg and torch.linalg refuse them): name -> a check of
+# (args, kw) that raises. Filled by a module before its export(), as NUMPY_FORMS.
+REFUSE: dict[str, Callable] = {}
 
 
 class _Hooks:
@@ -132,6 +136,7 @@ def op(name: str, fn: Callable) -> Callable:
     torch_kw = name in TORCH_NAMES
     np_keys, np_form = NUMPY_FORMS.get(name, (None, None))
     np_call = NUMPY_CALLS.get(name)
+    refuse = REFUSE.get(name)
     if np_keys is not None:
         absent = absent - np_keys   # NumPy's keywords the form takes (mean's dtype slot)
 
@@ -139,6 +144,8 @@ def op(name: str, fn: Callable) -> Callable:
     def dispatch(*args, **kw):
         if len(args) > npos or absent and not absent.isdisjoint(kw):
             args, kw = _numpy_args.bind(name, npos, names, absent, args, kw)   # canonical form
+        if refuse is not None:
+            refuse(args, kw)
         if np_keys is not None and kw and not np_keys.isdisjoint(kw):
             return np_form(*args, **kw)   # composes namespace calls, which record
         if np_call is not None and np_call(args, kw):

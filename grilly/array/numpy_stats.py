@@ -911,9 +911,13 @@ def logaddexp2(x1: Array, x2, /) -> Array:
 def sinc(x: Array, /) -> Array:
     """sin(pi x) / (pi x), 1 at 0 (differentiable there)."""
     x = _float_of(_arr(x, "sinc", "x"), "sinc")
+    low = x.dtype == dt.float16
+    if low:   # pi x rounded to float16 puts sin(pi k) far from 0: float32 inside, rounded once
+        x = _ns.astype(x, dt.float32)
     zero = _ns.equal(x, 0)
     y = _ns.multiply(_ns.where(zero, 1.0, x), math.pi)
-    return _ns.where(zero, 1.0, _ns.divide(_ns.sin(y), y))
+    r = _ns.where(zero, 1.0, _ns.divide(_ns.sin(y), y))
+    return _ns.astype(r, dt.float16) if low else r
 
 
 # ---- polynomials ------------------------------------------------------------------------------
@@ -957,9 +961,11 @@ def polyfit(x: Array, y: Array, deg: int, rcond=None, full: bool = False, w=None
         raise TypeError(f"{op}: expected x and y to have the same length, got {x.shape[0]} "
                         f"and {y.shape[0]}")
     d = dt.result_type(_float_of(x, op).dtype, _float_of(y, op).dtype)
-    x, y = _ns.astype(x, d), _ns.astype(y, d)
     if rcond is None:
         rcond = x.shape[0] * dt.finfo(d).eps
+    low = d if d is dt.float16 else None   # linalg refuses float16: float32 inside, rounded once
+    d = dt.float32 if low else d
+    x, y = _ns.astype(x, d), _ns.astype(y, d)
     lhs, rhs = vander(x, deg + 1), y
     if w is not None:
         w = _operand(w, x, op, "w")
@@ -973,6 +979,8 @@ def polyfit(x: Array, y: Array, deg: int, rcond=None, full: bool = False, w=None
     scale = _ns.sqrt(_ns.sum(lhs * lhs, axis=0))   # unit columns: a better conditioned system
     c, resids, rank, sv = _ns.linalg.lstsq(lhs / scale, rhs, rcond)
     c = c / (scale[:, None] if c.ndim == 2 else scale)
+    if low:
+        c, resids, sv = (_ns.astype(a, low) for a in (c, resids, sv))
     return (c, resids, rank, sv, rcond) if full else c
 
 

@@ -599,4 +599,58 @@ def tensorsolve(a: Array, b: Array, axes: tuple[int, ...] | None = None) -> Arra
     return ns.reshape(x, xshape)
 
 
+# ---- float16 and bfloat16: NumPy's linalg refuses float16 ("array type float16 is unsupported
+# in linalg") and torch's both 16-bit floats, for the decompositions and what is made of them;
+# so does grilly, on every device, before the bfloat16 dispatch would widen the arguments
+_DECOMPOSITIONS = ("cholesky", "det", "eig", "eigh", "eigvals", "eigvalsh", "inv", "lstsq",
+                   "matrix_rank", "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "cond",
+                   "tensorinv", "tensorsolve")
+_SVD_ORDS = ("nuc", 2, -2)
+
+
+def _refuse_16bit(op: str, *arrays) -> None:
+    """TypeError naming ``op`` when the float arrays among ``arrays`` promote to float16 or
+    bfloat16 (solve(float32, float16) computes in float32, as NumPy's)."""
+    ds = [d for d in (getattr(a, "_dtype", None) for a in arrays) if d is not None and d.kind in "fc"]
+    if ds:
+        d = dt.result_type(*ds)
+        if d is dt.float16 or d is dt.bfloat16:
+            raise TypeError(f"linalg.{op}: dtype {d.name} is not supported (as in numpy.linalg "
+                            "and torch.linalg, decompositions take float32, float64 or complex "
+                            "arrays); cast with astype(x, float32) first")
+
+
+def _refuse_decomposition(op: str):
+    return lambda args, kw: _refuse_16bit(op, *args[:2])
+
+
+def _svd_ord(ord) -> bool:
+    return ord in _SVD_ORDS and not isinstance(ord, bool)
+
+
+def _refuse_matrix_norm(args, kw) -> None:
+    if _svd_ord(kw.get("ord")):   # the 2-norms and the nuclear norm are singular values
+        _refuse_16bit("matrix_norm", *args[:1])
+
+
+def _refuse_norm(args, kw) -> None:
+    ord = args[1] if len(args) > 1 else kw.get("ord")
+    axis = args[2] if len(args) > 2 else kw.get("axis", kw.get("dim"))
+    x = args[0] if args else None
+    two = (axis is None and getattr(x, "ndim", 0) == 2) or (
+        axis is not None and not isinstance(axis, int) and len(axis) == 2)
+    if _svd_ord(ord) and two and kw.get("dtype") is None:
+        _refuse_16bit("norm", x)
+
+
+def _refuse_matrix_power(args, kw) -> None:
+    if len(args) > 1 and isinstance(args[1], int) and args[1] < 0:   # an inverse
+        _refuse_16bit("matrix_power", args[0])
+
+
+for _op in _DECOMPOSITIONS:
+    dispatch.REFUSE["linalg." + _op] = _refuse_decomposition(_op)
+dispatch.REFUSE.update({"linalg.matrix_norm": _refuse_matrix_norm, "linalg.norm": _refuse_norm,
+                        "linalg.matrix_power": _refuse_matrix_power})
+
 dispatch.export(globals(), "linalg.")

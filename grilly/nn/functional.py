@@ -2267,7 +2267,8 @@ def softshrink(input: Array, lambd: float = 0.5) -> Array:
 def tanhshrink(input: Array) -> Array:
     """x - tanh(x)."""
     _check_float(input, "tanhshrink")
-    return input - gp.tanh(input)
+    # x - tanh(x) cancels near 0: a low-precision tanh's rounding would be the whole result
+    return _in_float32(lambda x: x - gp.tanh(x), input)
 
 
 def softsign(input: Array) -> Array:

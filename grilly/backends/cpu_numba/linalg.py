@@ -134,9 +134,14 @@ def cross(out_shape, out_dtype, a, b):
     """3-vector cross product along the last axis; a and b broadcast to out_shape (..., 3)."""
     out = pool.empty(tuple(out_shape), out_dtype.np)
     if out.size:
-        _cross(np.ascontiguousarray(np.broadcast_to(a, out.shape)).reshape(-1, 3),
-               np.ascontiguousarray(np.broadcast_to(b, out.shape)).reshape(-1, 3),
-               out.reshape(-1, 3))
+        # float16 has no Numba arithmetic: float32 inside (its products exact), rounded once
+        ct = np.float32 if out.dtype == np.float16 else out.dtype
+        res = out if ct == out.dtype else np.empty(out.shape, ct)
+        _cross(np.ascontiguousarray(np.broadcast_to(a, out.shape), ct).reshape(-1, 3),
+               np.ascontiguousarray(np.broadcast_to(b, out.shape), ct).reshape(-1, 3),
+               res.reshape(-1, 3))
+        if res is not out:
+            out[...] = res
     return out
 
 

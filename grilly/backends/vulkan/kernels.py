@@ -256,6 +256,8 @@ def full(ctx, shape, value, dtype) -> Buffer:
     v = np.asarray(value)
     if v.dtype.kind == "c" and dtype.kind != "c":
         v = v.real
+    elif v.dtype.kind == "O" and dtype.kind == "f":
+        v = np.asarray(value, np.float64)   # an int past int64 (ml_dtypes casts no objects)
     return _host_fill(ctx, np.broadcast_to(v.astype(dtype.np, casting="unsafe"), shape), dtype)
 
 
