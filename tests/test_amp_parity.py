@@ -331,10 +331,23 @@ def _close(got, want, low: str):
     np.testing.assert_allclose(g, w, rtol=tol, atol=tol * max(1.0, float(np.abs(w).max())))
 
 
+# ops whose entry in torch's CUDA autocast lists is newer than some installed torch (the GPU
+# machine's 2.11 runs rms_norm in the input dtype; 2.13, whose lists grilly follows, in float32)
+_SINCE = {"rms_norm": (2, 13)}
+
+
+def _torch_version() -> tuple:
+    return tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2])
+
+
 @pytest.mark.parametrize("low", ["float16", "bfloat16"])
 @pytest.mark.parametrize("name", sorted(TABLE))
 def test_autocast_dtype_and_value_match_torch_cuda_policy(device, name, low):
     gf, tf, args, kind = TABLE[name]
+    since = _SINCE.get(name)
+    if since is not None and _torch_version() < since:
+        pytest.skip(f"torch {torch.__version__}'s autocast lists predate {name}'s entry "
+                    f"(torch {'.'.join(map(str, since))}, which grilly follows)")
     gargs, targs = _inputs(args, kind, low)
     with cuda_policy_on_cpu(LOW[low][0]):
         want = tf(*targs)
@@ -357,8 +370,9 @@ def test_binary_cross_entropy_runs_in_float32(device, low):
 
 
 # ---- gradients under autocast, against torch's ---------------------------------------------
-def _pair_models(device):
+def _pair_models(device, rng=None):
     """The same small model (Linear, Conv1d, LayerNorm, attention) in grilly and torch."""
+    rng = R if rng is None else rng
     gm = {"lin": nn.Linear(8, 6), "conv": nn.Conv1d(2, 3, 3), "ln": nn.LayerNorm(6),
           "attn": nn.MultiheadAttention(6, 2, batch_first=True)}
     tm = {"lin": torch.nn.Linear(8, 6), "conv": torch.nn.Conv1d(2, 3, 3),
@@ -367,7 +381,7 @@ def _pair_models(device):
         gm[k] = gm[k].to(device)
         for (n, gp_), (_, tp) in zip(gm[k].named_parameters(), tm[k].named_parameters()):
             with torch.no_grad():
-                tp.copy_(torch.from_numpy(R.standard_normal(tp.shape).astype(np.float32) * 0.3))
+                tp.copy_(torch.from_numpy(rng.standard_normal(tp.shape).astype(np.float32) * 0.3))
             gp_.requires_grad_(False)
             gp_[...] = gp.asarray(tp.detach().numpy(), device=device)
             gp_.requires_grad_(True)
@@ -393,9 +407,12 @@ def _forward(m, x, lib):
 def test_model_gradients_match_torch_under_autocast(device, low):
     """Parameter gradients of a Linear/Conv/LayerNorm/attention model under autocast, backward
     outside the region: float32 (the masters' dtype) and within the low dtype's tolerance of
-    torch's under the same region."""
-    gm, tm = _pair_models(device)
-    xh = _a(4, 8)
+    torch's under the same region (each gradient as a whole: a sum that cancels, a bias's,
+    differs by the low dtype's rounding of its terms, not of itself). Its own seed: the test's
+    models do not depend on which tests ran before it."""
+    rng = np.random.default_rng(2026)
+    gm, tm = _pair_models(device, rng)
+    xh = rng.standard_normal((4, 8)).astype(np.float32)
     with torch.autocast("cpu", dtype=LOW[low][0]):
         tloss = _forward(tm, torch.from_numpy(xh), torch)
     tloss.backward()
@@ -408,10 +425,9 @@ def test_model_gradients_match_torch_under_autocast(device, low):
     for k in gm:
         for (n, gp_), (_, tp) in zip(gm[k].named_parameters(), tm[k].named_parameters()):
             assert gp_.grad.dtype == gp.float32, (k, n)
-            want = tp.grad.numpy()
-            np.testing.assert_allclose(np.asarray(gp_.grad), want, rtol=tol,
-                                       atol=tol * max(1e-3, float(np.abs(want).max())),
-                                       err_msg=f"{k}.{n}")
+            want = tp.grad.numpy().astype(np.float64)
+            got = np.asarray(gp_.grad).astype(np.float64)
+            assert np.linalg.norm(got - want) <= tol * np.linalg.norm(want) + 1e-6, (k, n)
 
 
 def test_nested_disabled_decorated_and_threaded_regions(device):

@@ -133,8 +133,9 @@ KERNELS: dict[str, Kernel] = {
     "cross": Kernel("linalg", COMPOSED, "(out_shape, out_dtype, a, b) -> buf (last axis 3)"),
     # a dense layer (grilly.array.dense): float32/float64 (others: the composition)
     "linear": Kernel("linalg", COMPOSED, "(x (M, K), w (N, K), bias (N,) or None) -> buf (M, N) "
-                     "= x @ w.T + bias; float32/float64, float16 too where the kernel declares "
-                     "takes_float16 (else the array layer composes it)"),
+                     "= x @ w.T + bias; float32/float64, float16 (bfloat16) too where the kernel "
+                     "declares takes_float16 (takes_bfloat16; else the array layer composes "
+                     "it)"),
     "linear_backward": Kernel("linalg", COMPOSED,
                               "(g (M, N), x, w, need (3 bools)) -> (g @ w, g.T @ x, g summed "
                               "over rows), None where not needed; float16 as linear; a "
@@ -178,16 +179,17 @@ KERNELS: dict[str, Kernel] = {
                                      "(x, target, g 0-d buf, mean) -> buf (N, C)"),
     "relu_backward": Kernel("nn", COMPOSED,
                             "(g, y) -> buf: g where y > 0, else 0 (y: the ReLU's output, g's "
-                            "shape and dtype); float32/float64, float16 too where the kernel "
-                            "declares takes_float16"),
+                            "shape and dtype); float32/float64, float16 (bfloat16) too where the "
+                            "kernel declares takes_float16 (takes_bfloat16)"),
     "attention": Kernel("nn", COMPOSED,
                         "(q (N, H, L, E), k (N, H, S, E), v (N, H, S, Ev), bias (each axis 1 or "
                         "full (N, H, L, S)) or None, drop (N, H, L, S) or None, causal, scale, "
                         "block) -> (out (N, H, L, Ev), lse (N, H, L)): softmax(q k^T scale + "
                         "bias, key j > query i masked if causal) * drop @ v and the row "
-                        "logsumexp; float32/float64, float16 too where the kernel declares "
-                        "takes_float16 (its arithmetic float32, lse float32; others: float16 "
-                        "runs the float32 kernel on copies); a kernel may declare max_features "
+                        "logsumexp; float32/float64, float16 (bfloat16) too where the kernel "
+                        "declares takes_float16 (takes_bfloat16; its arithmetic float32, lse "
+                        "float32; others: float16 runs the float32 kernel on copies, bfloat16 "
+                        "the composition on them); a kernel may declare max_features "
                         "(head dims above it compose)"),
     "attention_backward": Kernel("nn", COMPOSED,
                                  "(g, q, k, v, bias, drop, out, lse, causal, scale, block, need "
@@ -200,8 +202,8 @@ KERNELS: dict[str, Kernel] = {
     "conv2d": Kernel("nn", COMPOSED,
                      "(x (N, C, H, W), w (O, C/groups, KH, KW), bias (O,) or None, stride, "
                      "dilation, pads, groups, out (Ho, Wo)) -> buf (N, O, Ho, Wo); float32/"
-                     "float64, float16 too where the kernel declares takes_float16 (others: "
-                     "the composition)"),
+                     "float64, float16 (bfloat16) too where the kernel declares takes_float16 "
+                     "(takes_bfloat16; others: the composition)"),
     "conv2d_backward": Kernel("nn", COMPOSED,
                               "(g (N, O, Ho, Wo), x, w, stride, dilation, pads, groups, need "
                               "(3 bools)) -> (g_x, g_w, g_bias), None where not needed; float16 as "
@@ -209,7 +211,8 @@ KERNELS: dict[str, Kernel] = {
     "max_pool2d": Kernel("nn", COMPOSED,
                          "(buf (N, C, H, W), kernel, stride, dilation, pads, out) -> (buf, int32 "
                          "idx), each window's maximum and its window index j*KH + i (the first "
-                         "maximum row by row, as torch's; NaN first); float16/32/64"),
+                         "maximum row by row, as torch's; NaN first); float16/32/64, bfloat16 too "
+                         "where the kernel declares takes_bfloat16"),
     "max_pool2d_backward": Kernel("nn", COMPOSED,
                                   "(g, idx, kernel, stride, dilation, pads, size) -> buf "
                                   "(N, C, H, W)"),
@@ -297,8 +300,9 @@ KERNELS: dict[str, Kernel] = {
                              "float64: scale where philox_uniform(n, counter, key, dtype)'s u_k "
                              ">= p, else 0, p and scale Python floats rounded to dtype; float16 "
                              "too where the kernel declares takes_float16 (u_k and p rounded to "
-                             "float16: float16_dropout_args), else the array layer composes it "
-                             "(bfloat16: it casts the float32 result)"),
+                             "float16: float16_dropout_args), else the array layer composes it; "
+                             "bfloat16 the float32 result rounded (in one pass where the kernel "
+                             "declares takes_bfloat16, else the array layer casts it)"),
     # exact nearest-neighbour search: the k best of a product's rows, the product never written
     "matmul_topk": Kernel("search", COMPOSED,
                           "(x (n, d), mat (m, d), add (m,) or None, k, largest) -> (values (n, k), "
