@@ -195,3 +195,25 @@ def _wrap(buf):
     from grilly.array import core
 
     return core.wrap(buf, buf.dtype, VK[0])
+
+
+def test_joins_and_splits_move_bits(kernels_run):
+    """concat, stack and unstack of bfloat16 arrays move the bits (no float32 round trip, the
+    same bits back); mixed with float32 they promote, with an integer array they raise,
+    naming the op, as before."""
+    rng = np.random.default_rng(5)
+    a, b = _bf(rng, (2, 3)), _bf(rng, (2, 3))
+    for dev in ("cpu", VK[0]):
+        ga, gb = gp.asarray(a, device=dev), gp.asarray(b, device=dev)
+        kernels_run.clear()
+        c, s = gp.concat([ga, gb[:, ::-1]], axis=1), gp.stack([ga, gb], axis=0)
+        parts = gp.unstack(s, axis=0)
+        assert c.dtype == s.dtype == parts[0].dtype == gp.bfloat16
+        assert np.array_equal(np.asarray(c).view(np.uint16),
+                              np.concatenate([a, b[:, ::-1]], axis=1).view(np.uint16))
+        assert np.array_equal(np.asarray(parts[1]).view(np.uint16), b.view(np.uint16))
+        assert not any(v.startswith("cast_bfloat16_float32") for v in kernels_run), kernels_run
+        f = gp.asarray(np.ones((2, 3), np.float32), device=dev)
+        assert gp.stack([ga, f]).dtype == gp.float32 and gp.concat([ga, f]).dtype == gp.float32
+        with pytest.raises(TypeError, match="stack: no type promotion between bfloat16 and int32"):
+            gp.stack([ga, gp.asarray(np.ones((2, 3), np.int32), device=dev)])

@@ -103,6 +103,42 @@ def test_float16_linear_takes_the_bias_in_the_product(variants, m, n, k, offset)
     assert np.all(np.abs(got - ref) <= bound)
 
 
+@pytest.mark.parametrize("m,n,k", [(256, 384, 128), (200, 130, 52), (128, 128, 8192)])
+@pytest.mark.parametrize("offset", [0, 3])
+def test_bfloat16_linear_takes_the_bias(variants, m, n, k, offset):
+    """bfloat16 linear (autocast's) on Vulkan's kernel: on bfloat16 tensor cores the
+    accumulators start at the bias (hgemm_n*_coop_bias_bfloat16) unless K is split; elsewhere
+    sgemm.comp's bfloat16 epilogue or an add after the product (bfloat16 variants only); within
+    bfloat16 rounding of float64."""
+    import ml_dtypes
+
+    from grilly.array import dense
+
+    rng = np.random.default_rng(19)
+    bf = ml_dtypes.bfloat16
+    x = rng.standard_normal((m, k)).astype(bf)
+    w = (rng.standard_normal((n, k)) / np.sqrt(k)).astype(bf)
+    b = rng.standard_normal(n + offset).astype(bf)
+    bias = gp.asarray(b, device=VK[0])[offset:]
+    variants.clear()
+    got = dense.linear(gp.asarray(x, device=VK[0]), gp.asarray(w, device=VK[0]), bias)
+    assert got.dtype == gp.bfloat16
+    got = np.asarray(got).astype(np.float64)
+    prod = x.astype(np.float64) @ w.T.astype(np.float64)
+    ref = prod + b[offset:].astype(np.float64)
+    scale = (np.abs(x).astype(np.float64) @ np.abs(w.T).astype(np.float64)
+             + np.abs(b[offset:]).astype(np.float64))
+    fused = [v for v in variants if "_coop_bias_" in v]
+    if VK[0].ctx.phys.coop_bf16:
+        assert bool(fused) == (k < 8192), variants   # (the K split adds the bias after)
+    else:
+        assert not fused and variants and all(v.endswith("_bfloat16") for v in variants), variants
+    # one rounding where the bias is in the product, two where it is added after
+    bound = (2.0**-8 if fused else 2.0**-7) * np.abs(ref) + 4 * k * 2.0**-24 * scale \
+        + (0 if fused else 2.0**-8 * np.abs(prod))
+    assert np.all(np.abs(got - ref) <= bound)
+
+
 @pytest.mark.parametrize("ta,tb", list(itertools.product([False, True], repeat=2)))
 @pytest.mark.parametrize("batch", [None, 3])
 def test_sgemm_layouts(variants, ta, tb, batch):

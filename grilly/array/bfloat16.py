@@ -16,7 +16,7 @@ from ..backends.contract import BFLOAT16_ELEMENTWISE, BINARY_OPS
 NATIVE = frozenset({
     "astype", "asarray", "to_device", "reshape", "permute_dims", "matrix_transpose",
     "expand_dims", "squeeze", "broadcast_to", "__getitem__", "__setitem__", "__dlpack__",
-    "__dlpack_device__", "autograd.detach", "autograd.backward",
+    "__dlpack_device__", "autograd.detach", "autograd.backward", "unstack",
 })
 # ops a backend may run on bfloat16 itself (Backend.native_bfloat16: the Vulkan backend's
 # matrix products, convolutions, pooling, ReLU's gradient, attention and the dropout
@@ -28,6 +28,9 @@ DEVICE_NATIVE = frozenset({"matmul", "linalg.matmul", "dense.linear", "dense.lin
                            "conv.max_pool2d_backward", "fused.relu_backward",
                            "attention.attention", "attention.attention_backward",
                            "random_bits.philox_dropout"})
+# joins of bfloat16 arrays only (mixed ones promote, or raise, through call): storage moves on
+# every device, as NATIVE's (the q, k, v projections of attention are stacked and split)
+_JOINS = frozenset({"concat", "stack"})
 # attention's logsumexp stays float32 for bfloat16 (and float16) q on every path (the backward's
 # exp(s - lse) would see bfloat16's rounding): op -> the position of lse among its results
 # (attention) or its arguments (attention_backward), which is float32 either way
@@ -80,6 +83,9 @@ def native_on(name: str, args: tuple) -> bool:
     array arguments are all bfloat16 (integer ones where it does not promote them), or an
     ELEMENTWISE one whose other arguments are bfloat16 values, on a device whose backend says
     it runs that op natively."""
+    if name in _JOINS:   # storage only: every backend joins bfloat16 arrays as they are
+        arrs = args[0] if args and isinstance(args[0], (list, tuple)) else ()
+        return bool(arrs) and all(getattr(a, "_dtype", None) is _BF16 for a in arrs)
     ew = name in ELEMENTWISE
     if not ew and name not in DEVICE_NATIVE:
         return False

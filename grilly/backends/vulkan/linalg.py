@@ -344,11 +344,12 @@ def _bias_ok(bias: Buffer | None, dtype) -> bool:
 
 
 def _coop_bias_ok(variant: str, bias: Buffer | None, nb: int) -> bool:
-    """Whether a tensor-core product takes ``bias`` in its accumulators: one float16 product
-    (the bias has the output's dtype) with A as stored (the BIAS variants: a linear layer's)
-    and a unit-stride bias."""
+    """Whether a tensor-core product takes ``bias`` in its accumulators: one float16 or
+    bfloat16 product (the bias has the output's dtype) with A as stored (the BIAS variants: a
+    linear layer's) and a unit-stride bias."""
     return (bias is not None and nb == 1 and variant.startswith("hgemm_n")
-            and bias.dtype.name == "float16" and (bias.strides == (1,) or bias.size <= 1))
+            and "_f32out_" not in variant and bias.dtype.name == variant.rsplit("_", 1)[1]
+            and (bias.strides == (1,) or bias.size <= 1))
 
 
 _add = elementwise()["add"]   # the bias added where the epilogue cannot take it

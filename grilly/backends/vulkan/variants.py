@@ -165,7 +165,7 @@ def variants() -> dict[str, tuple[str, list[str]]]:
                                                              defs + extra)
                     out[f"hgemm_{ta}{tb}{edge}_coop_f32out_{cd}"] = (
                         "linalg/hgemm_coop.comp", defs + extra + ["-DOUT_F32"])
-                    if ta == "n" and cd == "float16":   # linear's forward: the bias added
+                    if ta == "n":   # linear's forward: the bias added
                         out[f"hgemm_{ta}{tb}{edge}_coop_bias_{cd}"] = (
                             "linalg/hgemm_coop.comp", defs + extra + ["-DBIAS"])
     for bits, (ts, tc) in WORDS.items():
