@@ -67,6 +67,17 @@ void im2col(int g, int N, int C, int H, int W, int KH) {
     int r = a * SH + i * DH - pc.st[10];
     bool rin = r >= 0 && r < H;
     int src = pc.off[1] + n * pc.st[0] + c * pc.st[1] + r * pc.st[2];
+#if defined(IN_BF16) && IN_BF16
+    // bfloat16's bits move as they are (widening and rounding them back is the identity)
+    // (held as uint: 16-bit locals need an arithmetic extension)
+    uint fill = uint(ST_IN(fill_value()));
+    [[unroll]] for (int u = 0; u < VEC; ++u) {
+        int col = (b0 + u) * SW + j * DW - pc.st[11];
+        uint v = fill;
+        if (rin && col >= 0 && col < W) v = uint(x[src + col * pc.st[3]]);
+        y[pc.off[0] + g + u] = IN_TS(v);
+    }
+#else
     TC fill = fill_value();
     [[unroll]] for (int u = 0; u < VEC; ++u) {
         int col = (b0 + u) * SW + j * DW - pc.st[11];
@@ -74,6 +85,7 @@ void im2col(int g, int N, int C, int H, int W, int KH) {
         if (rin && col >= 0 && col < W) v = LD_IN(x[src + col * pc.st[3]]);
         y[pc.off[0] + g + u] = ST_IN(v);
     }
+#endif
 }
 
 void col2im(int g, int N, int C, int H, int W, int KH) {
