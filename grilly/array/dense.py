@@ -17,6 +17,22 @@ _DTYPES = frozenset({"float32", "float64"})   # what the kernels take (the contr
 
 
 def _check(op: str, x: Array, w: Array, bias) -> None:
+    # the common case in one test (every linear layer's forward and backward come here); the
+    # loop below finds and names what is wrong otherwise
+    if not (isinstance(x, Array) and isinstance(w, Array) and w._dtype is x._dtype
+            and w._device is x._device and (bias is None or isinstance(bias, Array)
+                                            and bias._dtype is x._dtype
+                                            and bias._device is x._device)):
+        _check_args(op, x, w, bias)
+    if x.ndim != 2 or w.ndim != 2 or x.shape[1] != w.shape[1]:
+        raise ValueError(f"{op}: x (M, K) and w (N, K) must share K, got {x.shape} and {w.shape}")
+    if bias is not None and bias.shape != (w.shape[0],):
+        raise ValueError(f"{op}: bias must have shape ({w.shape[0]},), got {bias.shape}")
+
+
+def _check_args(op: str, x, w, bias) -> None:
+    """TypeError/ValueError naming the first of x, w, bias that is not an Array of x's dtype
+    on x's device."""
     for a, name in ((x, "x"), (w, "w"), (bias, "bias")):
         if a is None:
             continue
@@ -24,10 +40,6 @@ def _check(op: str, x: Array, w: Array, bias) -> None:
         if a._dtype is not x._dtype:
             raise TypeError(f"{op}: {name} has dtype {a._dtype.name}, expected x's {x._dtype.name}")
         core.common_device(op, x, a)
-    if x.ndim != 2 or w.ndim != 2 or x.shape[1] != w.shape[1]:
-        raise ValueError(f"{op}: x (M, K) and w (N, K) must share K, got {x.shape} and {w.shape}")
-    if bias is not None and bias.shape != (w.shape[0],):
-        raise ValueError(f"{op}: bias must have shape ({w.shape[0]},), got {bias.shape}")
 
 
 def linear(x: Array, w: Array, bias: Array | None = None) -> Array:
@@ -51,14 +63,14 @@ def linear_backward(g: Array, x: Array, w: Array, need: tuple = (True, True, Tru
         raise ValueError(f"linear_backward: g must be {x._dtype.name} of shape "
                          f"{(x.shape[0], w.shape[0])}, got {g._dtype.name} {g.shape}")
     gd, wide = core.grad_dtype("linear_backward", x, grad_dtype)
-    need = tuple(bool(v) for v in need)
+    need = tuple([bool(v) for v in need])
     dev = x._device
     k = dev.kernels.get("linear_backward")
     if k is not None and core.kernel_takes(k, x._dtype, _DTYPES) and (
             not wide or getattr(k, "takes_grad_dtype", False)):
         bufs = k(g._buf, x._buf, w._buf, need, gd) if wide else k(g._buf, x._buf, w._buf, need)
-        return tuple(None if b is None else core.wrap(b, d, dev)
-                     for b, d in zip(bufs, (x._dtype, gd, gd)))
+        return tuple([None if b is None else core.wrap(b, d, dev)
+                      for b, d in zip(bufs, (x._dtype, gd, gd))])
     if not wide:
         return core.composite(dev, "linear_backward")(dev, g, x, w, need)
     ns = _dispatch.ns

@@ -35,6 +35,16 @@ ARRAYS = {"sgd_step": 3, "adam_step": 5, "rmsprop_step": 5, "adagrad_step": 3, "
 def _check(op: str, p, g, **state) -> None:
     """TypeError/ValueError unless ``p`` is a real floating Array and ``g`` and every given
     state array match its shape, dtype and device."""
+    if isinstance(p, Array) and p._dtype.kind == "f":
+        # the common case in one pass (every parameter of every step comes here); the checks
+        # below find and name what is wrong otherwise
+        d, dev, shape = p._dtype, p._device, p.shape
+        for a in (g, *state.values()):
+            if a is not None and not (isinstance(a, Array) and a._dtype is d
+                                      and a._device is dev and a.shape == shape):
+                break
+        else:
+            return
     core.check_array(p, op, "p")
     if p._dtype.kind != "f":
         raise TypeError(f"{op}: p must have a real floating dtype, got {p._dtype.name}")

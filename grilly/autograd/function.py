@@ -80,7 +80,8 @@ def record(name: str, rule, args: tuple, kw: dict, out, save_out: bool = True,
             if out is a:
                 return out
         o = out if save_out else None
-        out._node = (Node(name, rule, args, kw, o, edges, 1, _saved(saves, args, o)), 0)
+        out._node = (Node(name, rule, args, kw, o, edges, 1,
+                          None if saves == "none" else _saved(saves, args, o)), 0)
         out.requires_grad = True
         return out
     outs = tuple(out)
@@ -148,10 +149,18 @@ class _Ctx:
     def saved_tensors(self) -> tuple:
         """The arrays ``save_for_backward`` kept; RuntimeError where one was written in place
         since (as torch's)."""
-        if self._saved:
-            check_saved(_Saved(self._name, [(a, v) for a, v in zip(self._saved, self._versions)
-                                            if isinstance(a, Array)]))
-        return self._saved
+        saved = self._saved
+        if saved:
+            # the versions compared first: the error's record is built only for a mismatch
+            # (every Function's backward reads these)
+            for a, v in zip(saved, self._versions):
+                if type(a) is Array or isinstance(a, Array):
+                    c = a._version
+                    if c is not None and c[0] != v:
+                        check_saved(_Saved(self._name, [
+                            (a, v) for a, v in zip(saved, self._versions)
+                            if isinstance(a, Array)]))
+        return saved
 
     @saved_tensors.setter
     def saved_tensors(self, arrays) -> None:

@@ -285,9 +285,11 @@ def _sweep(outputs, grad_outputs, retain_graph: bool, create_graph: bool, captur
                     for pos in want_nodes.get((n, idx), ()):
                         captured[pos] = g
             results = None
-            if (gs is not None and (need is None or n in need)
-                    and any(g is not None for g in gs)):
-                results = _apply(n, gs, ns)
+            if gs is not None and (need is None or n in need):
+                for g in gs:   # (a loop, not any() over a generator: once per node)
+                    if g is not None:
+                        results = _apply(n, gs, ns)
+                        break
             for slot, e, shape, dtype in n.edges:
                 if results is not None:
                     gi = results[slot] if type(slot) is int else results[slot[0]][slot[1]]

@@ -46,23 +46,27 @@ def _pair(v, n: int, name: str, op: str) -> tuple:
     if isinstance(v, int) and not isinstance(v, bool):
         return (v,) * n
     v = tuple(v)
-    if len(v) != n or not all(isinstance(i, int) for i in v):
+    if len(v) != n:
         raise ValueError(f"{op}: {name} must be an int or a tuple of {n} ints, got {v!r}")
+    for i in v:   # (a loop, not all() over a generator: every convolution and pool call)
+        if not isinstance(i, int):
+            raise ValueError(f"{op}: {name} must be an int or a tuple of {n} ints, got {v!r}")
     return v
 
 
 def _check_geometry(op: str, stride: tuple, dilation: tuple, padding: tuple = ()) -> None:
     """A ValueError naming ``op`` for a stride or dilation below 1 or a negative padding."""
     for name, v, low in (("stride", stride, 1), ("dilation", dilation, 1), ("padding", padding, 0)):
-        if any(i < low for i in v):
+        if v and min(v) < low:   # (v: ints, from _pair)
             raise ValueError(f"{op}: {name} must be {'positive' if low else 'non-negative'}, "
                              f"got {v!r}")
 
 
 def _check_float(x, op: str, arg: str = "input"):
-    if not isinstance(x, gp.Array):
+    if not isinstance(x, Array):
         raise TypeError(f"{op}: expected a grilly Array for {arg!r}, got {type(x).__name__}")
-    if not gp.isdtype(x.dtype, "real floating"):
+    # (isdtype's "real floating" is kind "f": read directly, this runs on every layer call)
+    if x._dtype.kind != "f":
         raise TypeError(f"{op}: {arg} must have a real floating dtype, got {x.dtype}")
     return x
 
@@ -119,7 +123,10 @@ def _master_casts(name: str, input: Array, weight: Array, bias, fits: bool) -> t
 def _promoted(*arrays) -> tuple:
     """``arrays`` (None kept) cast to their result type: a layer's one-dtype kernels."""
     d0 = arrays[0].dtype
-    if all(a is None or a.dtype is d0 for a in arrays):   # the common case: nothing to cast
+    for a in arrays:   # (a loop, not all() over a generator: every layer call comes here)
+        if a is not None and a.dtype is not d0:
+            break
+    else:   # the common case: nothing to cast
         return arrays
     dt = gp.result_type(*(a for a in arrays if a is not None))
     return tuple(a if a is None or a.dtype == dt else gp.astype(a, dt) for a in arrays)
@@ -129,13 +136,20 @@ def _promoted(*arrays) -> tuple:
 def linear(input: Array, weight: Array, bias: Array | None = None) -> Array:
     """``input @ weight.T + bias``."""
     _check_input(input, "linear", 1)
+    return _linear(input, weight, bias)
+
+
+def _linear(input: Array, weight: Array, bias: Array | None) -> Array:
+    """``linear`` of an ``input`` already checked (nn.Linear checks it under its own name)."""
     if _dispatch.hooks.cast is not None:   # an autocast region (in some thread)
         input, low = _master_casts("linear", input, weight, bias, (
             weight.ndim == 2 and input.ndim >= 2 and input.shape[-1] == weight.shape[1]
             and (bias is None or bias.shape == weight.shape[:1])))
         if low is not None:
             return _Linear.apply(input, weight, bias, *low)
-    input, weight, bias = _dispatch.autocast("linear", input, weight, bias)
+        # (inside the test: without an autocast region the policy returns the arrays as they
+        # are, and every Linear call comes here)
+        input, weight, bias = _dispatch.autocast("linear", input, weight, bias)
     if weight.ndim != 2 or input.shape[-1] != weight.shape[1]:
         raise ValueError(f"linear: input last dimension {input.shape[-1:]} does not match weight "
                          f"shape {weight.shape} (out_features, in_features)")

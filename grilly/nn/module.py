@@ -164,9 +164,16 @@ class Module:
 
     def __getattr__(self, name: str) -> Any:
         d = self.__dict__
-        for k in ("_parameters", "_buffers", "_modules"):
-            if k in d and name in d[k]:
-                return d[k][name]
+        # (unrolled: every layer call reads its parameters through here)
+        t = d.get("_parameters")
+        if t is not None and name in t:
+            return t[name]
+        t = d.get("_buffers")
+        if t is not None and name in t:
+            return t[name]
+        t = d.get("_modules")
+        if t is not None and name in t:
+            return t[name]
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def __delattr__(self, name: str) -> None:

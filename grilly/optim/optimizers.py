@@ -87,7 +87,8 @@ def _in_float32(update, p, g, *state) -> None:
 
 def _grad(p, g):
     """``g`` in ``p``'s dtype and shape (a gradient set by hand may differ), as the kernels take."""
-    if g.dtype != p.dtype:
+    d = g.dtype
+    if d is not p.dtype and d != p.dtype:   # (identity first: DType's == is Python code)
         g = gp.astype(g, p.dtype)
     if g.shape != p.shape:
         g = gp.broadcast_to(g, p.shape)

@@ -132,17 +132,30 @@ def _run(op: str, state: list, p: np.ndarray, g: np.ndarray, scalars: tuple,
     """Run one update over flat views of ``p``, ``g`` and ``state`` (None: an unused slot).
     A strided parameter or state buffer is updated through a contiguous copy written back
     (parameters and optimizer state are contiguous in practice; gradients may be broadcasts)."""
-    if p.dtype not in _DTYPES:
+    dt = p.dtype
+    if dt not in _DTYPES:
         raise TypeError(f"{op}: the cpu kernel takes float32 or float64 buffers, got {p.dtype}")
-    for b in (g, *state):
-        if b is not None and (b.dtype != p.dtype or b.shape != p.shape):
+    if g.dtype != dt or g.shape != p.shape:   # (g first, then the state, as before)
+        raise ValueError(f"{op}: every buffer must have the parameter's shape {p.shape} and "
+                         f"dtype {p.dtype}, got {g.shape} {g.dtype}")
+    out = [p, *state]
+    # one pass over the buffers: checked, made contiguous where strided, flattened (this runs
+    # for every parameter of every step)
+    work, flat = [], []
+    for b in out:
+        if b is None:
+            work.append(None)
+            flat.append(_UNUSED[dt])
+            continue
+        if b.dtype != dt or b.shape != p.shape:
             raise ValueError(f"{op}: every buffer must have the parameter's shape {p.shape} and "
                              f"dtype {p.dtype}, got {b.shape} {b.dtype}")
-    out = [p, *state]
-    work = [b if b is None or b.flags.c_contiguous else np.ascontiguousarray(b) for b in out]
-    flat = [_UNUSED[p.dtype] if b is None else b.reshape(-1) for b in work]
+        if not b.flags.c_contiguous:
+            b = np.ascontiguousarray(b)
+        work.append(b)
+        flat.append(b.reshape(-1))
     gf = np.ascontiguousarray(g).reshape(-1)
-    t = p.dtype.type
+    t = dt.type
     args = (flat[0], gf, *flat[1:], *[t(s) for s in scalars], *flags)
     n = p.size
     serial, parallel = _loops(op[:-5])

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..contract import BINARY_OPS as BINARY, UNARY_OPS as UNARY
 from .fusion import FUSE_MAX, FUSED
-from .memory import Buffer, contiguous_strides
+from .memory import _CONTIGUOUS, Buffer, contiguous_strides
 from .recorder import stats
 from .variants import op_codes, variants
 
@@ -213,8 +213,9 @@ def _launch(ctx, pipe, bufs, dims, sts, offs) -> None:
 def new_buffer(ctx, shape: tuple, dtype) -> Buffer:
     if type(shape) is not tuple:
         shape = tuple(int(s) for s in shape)
+    st = _CONTIGUOUS.get(shape)   # (contiguous_strides' cache, read inline: every op's output)
     return Buffer(ctx, ctx.pool.alloc(math.prod(shape) * dtype.itemsize), 0, shape,
-                  contiguous_strides(shape), dtype)
+                  contiguous_strides(shape) if st is None else st, dtype)
 
 
 def _host_fill(ctx, h: np.ndarray, dtype) -> Buffer:

@@ -6,6 +6,7 @@ always on lavapipe, resizable BAR on NVIDIA), mapped once, so uploads write stra
 """
 from __future__ import annotations
 
+import math
 import weakref
 from collections import deque
 
@@ -307,10 +308,7 @@ class Buffer:
 
     @property
     def size(self) -> int:
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
+        return math.prod(self.shape)   # (in C: asked for on most ops)
 
     def span(self) -> tuple:
         """The byte range [first, end) of the allocation this (non-empty) view's elements
@@ -323,7 +321,9 @@ class Buffer:
         return lo * item, (hi + 1) * item
 
     def is_contiguous(self) -> bool:
-        return self.strides == contiguous_strides(self.shape) or self.size <= 1
+        st = _CONTIGUOUS.get(self.shape)   # (contiguous_strides' cache, read inline: hot)
+        return (self.strides == (contiguous_strides(self.shape) if st is None else st)
+                or self.size <= 1)
 
     def host_view(self) -> np.ndarray:
         """The mapped memory as a numpy view with this buffer's layout (valid after a sync)."""

@@ -45,7 +45,7 @@ def _rule(op: str, p, g, state: list, flags: tuple) -> tuple:
                 raise ValueError(f"{op}: every buffer must have the parameter's shape {p.shape} "
                                  f"and dtype {name}, got {b.shape} {b.dtype.name}")
     _check_limits(op, p.ctx, p.size)
-    return (_RULES[op], 1, *[int(f) for f in flags])
+    return (_RULES[op], 1, *map(int, flags))
 
 
 def _vals_rows(op: str, vals, calls: list, dtype):

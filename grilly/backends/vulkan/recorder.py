@@ -156,12 +156,9 @@ class Recorder:
             self._start()
         cmd = self.cmd
         written, read = self._written, self._read
-        hazard = False
-        for a in allocs:
-            if a in written:
-                hazard = True
-                break
-        if hazard or (allocs[0] in read if writes == 1 else any(a in read for a in allocs[:writes])):
+        # (set.isdisjoint walks the list in C: every dispatch checks its hazards)
+        if not written.isdisjoint(allocs) or (allocs[0] in read if writes == 1
+                                              else not read.isdisjoint(allocs[:writes])):
             self._barrier_all()
         if writes == 1:
             written.add(allocs[0])
@@ -175,9 +172,13 @@ class Recorder:
             self._bound = pipeline
         slots = self._slots
         na = len(allocs)
-        nb = MAX_BINDINGS if na <= MAX_BINDINGS else na
-        for i in range(nb):
-            a = allocs[i] if i < na else allocs[0]
+        if na < MAX_BINDINGS:   # unused bindings repeat the first buffer
+            nb = MAX_BINDINGS
+            bound = allocs + [allocs[0]] * (MAX_BINDINGS - na)
+        else:
+            nb, bound = na, allocs
+        # (enumerate, not indexing: this loop runs for every binding of every dispatch)
+        for i, a in enumerate(bound):
             if slots[i] is not a:
                 # the cffi struct keeps its fields: write only slots whose buffer changed
                 slots[i] = a

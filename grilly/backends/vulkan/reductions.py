@@ -32,7 +32,8 @@ def dispatch(ctx, variant: str, spec: tuple, bufs: list, n: int, items: int, off
     pc = _PC.pack(n, *offs, *_ZEROS[:4 - len(offs)], *shape, *_ZEROS[:MAXD - len(shape)], *flat,
                   *_ZEROS[:4 * MAXD - len(flat)])
     pipe = ctx.pipelines.get((variant, spec)) or ctx.pipeline(variant, spec)
-    ctx.recorder.dispatch(pipe, bufs, pc, items, writes)
+    # (Recorder.dispatch's work, inlined: every product and reduction records through here)
+    ctx.recorder.dispatch_allocs(pipe, [b.alloc for b in bufs], pc, items, writes)
 
 
 _ZEROS = (0,) * (4 * MAXD)
