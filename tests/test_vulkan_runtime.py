@@ -142,12 +142,23 @@ def test_chain_stays_on_device():
 
 @needs_vk
 def test_alloc_free_loop_keeps_live_bytes():
-    VK[0].synchronize()   # no earlier work still holding (and then releasing) blocks
+    import gc
+
+    # no earlier tests' garbage (cycles a collection during the loop would free) and no earlier
+    # work still holding, then releasing, blocks: the loop's own bytes only
+    gc.collect()
+    VK[0].synchronize()
     pool = VK[0].ctx.pool
+    with VK[0].lock:
+        pool.take_deferred()
     live, held = pool.live, pool.held
-    for i in range(10_000):
-        a = pool.alloc(256 + (i % 7) * 1000)
-        del a
+    gc.disable()
+    try:
+        for i in range(10_000):
+            a = pool.alloc(256 + (i % 7) * 1000)
+            del a
+    finally:
+        gc.enable()
     assert pool.live == live
     assert pool.held <= held + 8 * (8 << 20)
 
