@@ -599,6 +599,27 @@ class _Norse(Module):
         return f"p={self.p}, dt={self.dt}"
 
 
+class _Sequence(_Norse):
+    """Shared by the multi-step modules: ``record_states``, grilly's ``fused`` option, and the
+    start of a run (the input checked as (T, ...), the parameters, the first state)."""
+
+    def __init__(self, p, dt: float, record_states: bool, fused: bool) -> None:
+        super().__init__(p, dt)
+        self.record_states, self.fused = bool(record_states), bool(fused)
+
+    def _start(self, input_tensor: Array, state, kind) -> tuple:
+        """(op, x, parameters, state tuple): a None state is v = v_leak and every other field
+        None (a current of 0, which the fused paths need not add)."""
+        op = type(self).__name__
+        x = _check_seq(input_tensor, op)
+        shape = tuple(x.shape[1:])
+        q = self._q(x, shape)
+        if state is None:
+            return op, x, q, (self._v0(q, shape, x),) + (None,) * (len(kind._fields) - 1)
+        return op, x, q, _check_state(state, kind, op, shape, x.dtype,
+                                      shapes_from=" (one step of the input)")
+
+
 class LIFCell(_Norse):
     """Norse's ``LIFCell``: one step of the feed-forward LIF, ``z, state = cell(x, state)``;
     state None starts from v = v_leak, i = 0."""
@@ -612,7 +633,7 @@ class LIFCell(_Norse):
                         "input_tensor")
 
 
-class LIF(_Norse):
+class LIF(_Sequence):
     """Norse's ``LIF``: the feed-forward LIF over the first axis of ``input_tensor`` (T, ...),
     returning (spikes (T, ...), the last step's LIFFeedForwardState, or every step's stacked
     with ``record_states=True``). Two fused kernel calls for the "super" method (grilly's
@@ -620,19 +641,11 @@ class LIF(_Norse):
 
     def __init__(self, p: LIFParameters = LIFParameters(), dt: float = 0.001,
                  record_states: bool = False, fused: bool = True) -> None:
-        super().__init__(p, dt)
-        self.record_states, self.fused = bool(record_states), bool(fused)
+        super().__init__(p, dt, record_states, fused)
 
     def forward(self, input_tensor: Array, state: LIFFeedForwardState | None = None) -> tuple:
         """(spikes (T, ...), state) over every step of ``input_tensor``."""
-        op = type(self).__name__
-        x = _check_seq(input_tensor, op)
-        shape = tuple(x.shape[1:])
-        q = self._q(x, shape)
-        # state None: i = 0, which the fused path need not add
-        st = ((self._v0(q, shape, x), None) if state is None
-              else _check_state(state, LIFFeedForwardState, op, shape, x.dtype,
-                                shapes_from=" (one step of the input)"))
+        op, x, q, st = self._start(input_tensor, state, LIFFeedForwardState)
         return _lif_sequence(x, st, q, self.dt, op, fused=self.fused, record=self.record_states)
 
 
@@ -758,7 +771,7 @@ class LICell(_Norse):
         return _li_ff_step(input_tensor, state, self.p, self.dt, type(self).__name__)
 
 
-class LI(_Norse):
+class LI(_Sequence):
     """Norse's ``LI``: the leaky integrator over the first axis: (v (T, ...), the last LIState,
     or every step's with ``record_states``); two fused scans (``fused=False``: per step)."""
 
@@ -766,18 +779,11 @@ class LI(_Norse):
 
     def __init__(self, p: LIParameters = LIParameters(), dt: float = 0.001,
                  record_states: bool = False, fused: bool = True) -> None:
-        super().__init__(p, dt)
-        self.record_states, self.fused = bool(record_states), bool(fused)
+        super().__init__(p, dt, record_states, fused)
 
     def forward(self, input_tensor: Array, state: LIState | None = None) -> tuple:
         """(v (T, ...), state) over every step of ``input_tensor``."""
-        op = type(self).__name__
-        x = _check_seq(input_tensor, op)
-        shape = tuple(x.shape[1:])
-        q = self._q(x, shape)
-        st = ((self._v0(q, shape, x), None) if state is None
-              else _check_state(state, LIState, op, shape, x.dtype,
-                                shapes_from=" (one step of the input)"))
+        _, x, q, st = self._start(input_tensor, state, LIState)
         return _li_sequence(x, st, q, self.dt, fused=self.fused, record=self.record_states)
 
 
@@ -814,7 +820,7 @@ class LIFBoxCell(_Norse):
         return _box_step(input_tensor, state, self.p, self.dt, type(self).__name__)
 
 
-class LIFBox(_Norse):
+class LIFBox(_Sequence):
     """``LIFBoxCell`` over the first axis (grilly's; Norse 1.1 has the cell only): (spikes
     (T, ...), the last LIFBoxFeedForwardState, or every step's with ``record_states``); one
     fused kernel call for "super" with ``reset_value`` or ``reset_subtract``."""
@@ -823,18 +829,11 @@ class LIFBox(_Norse):
 
     def __init__(self, p: LIFBoxParameters = LIFBoxParameters(), dt: float = 0.001,
                  record_states: bool = False, fused: bool = True) -> None:
-        super().__init__(p, dt)
-        self.record_states, self.fused = bool(record_states), bool(fused)
+        super().__init__(p, dt, record_states, fused)
 
     def forward(self, input_tensor: Array, state: LIFBoxFeedForwardState | None = None) -> tuple:
         """(spikes (T, ...), state) over every step of ``input_tensor``."""
-        op = type(self).__name__
-        x = _check_seq(input_tensor, op)
-        shape = tuple(x.shape[1:])
-        q = self._q(x, shape)
-        (v0,) = ((self._v0(q, shape, x),) if state is None
-                 else _check_state(state, LIFBoxFeedForwardState, op, shape, x.dtype,
-                                   shapes_from=" (one step of the input)"))
+        op, x, q, (v0,) = self._start(input_tensor, state, LIFBoxFeedForwardState)
         return _box_sequence(x, v0, q, self.dt, op, fused=self.fused, record=self.record_states)
 
 
