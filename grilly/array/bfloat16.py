@@ -17,24 +17,21 @@ NATIVE = frozenset({
     "astype", "asarray", "to_device", "reshape", "permute_dims", "matrix_transpose",
     "expand_dims", "squeeze", "broadcast_to", "__getitem__", "__setitem__", "__dlpack__",
     "__dlpack_device__", "autograd.detach", "autograd.backward", "unstack",
+    # ops that handle 16-bit floats themselves, as float16 (grilly/array/attention.py,
+    # random_bits.py): a kernel declaring takes_bfloat16 gets the bits, others float32 copies
+    # rounded back once, attention's lse kept float32 either way
+    "attention.attention", "attention.attention_backward", "random_bits.philox_dropout",
 })
 # ops a backend may run on bfloat16 itself (Backend.native_bfloat16: the Vulkan backend's
-# matrix products, convolutions, pooling, ReLU's gradient, attention and the dropout
-# multiplier: float32 arithmetic on the bits, each result rounded once), where every floating
-# array argument is bfloat16 (integer ones, a pool's window indices or a draw's counter, are
-# what they are; attention's lse float32)
+# matrix products, convolutions, pooling and ReLU's gradient: float32 arithmetic on the bits,
+# each result rounded once), where every floating array argument is bfloat16 (integer ones, a
+# pool's window indices, are what they are)
 DEVICE_NATIVE = frozenset({"matmul", "linalg.matmul", "dense.linear", "dense.linear_backward",
                            "conv.conv2d", "conv.conv2d_backward", "conv.max_pool2d",
-                           "conv.max_pool2d_backward", "fused.relu_backward",
-                           "attention.attention", "attention.attention_backward",
-                           "random_bits.philox_dropout"})
+                           "conv.max_pool2d_backward", "fused.relu_backward"})
 # joins of bfloat16 arrays only (mixed ones promote, or raise, through call): storage moves on
 # every device, as NATIVE's (the q, k, v projections of attention are stacked and split)
 _JOINS = frozenset({"concat", "stack"})
-# attention's logsumexp stays float32 for bfloat16 (and float16) q on every path (the backward's
-# exp(s - lse) would see bfloat16's rounding): op -> the position of lse among its results
-# (attention) or its arguments (attention_backward), which is float32 either way
-_F32_LSE = {"attention.attention": 1, "attention.attention_backward": 7}
 # elementwise ops a backend may run on bfloat16 itself (their value and gradient are then the
 # composition's bit for bit); their Python scalars must be bfloat16 values (the composition
 # would take them as float32)
@@ -90,15 +87,13 @@ def native_on(name: str, args: tuple) -> bool:
     if not ew and name not in DEVICE_NATIVE:
         return False
     dev = None
-    lse = _F32_LSE.get(name) if name == "attention.attention_backward" else None
-    for i, a in enumerate(args):
+    for a in args:
         d = getattr(a, "_dtype", None)
         if d is None:
             if ew and not _bf16_value(a):
                 return False
             continue
-        if d is not _BF16 and (ew or d.kind in "fc" or name in _PROMOTING) \
-                and not (i == lse and d is _F32):
+        if d is not _BF16 and (ew or d.kind in "fc" or name in _PROMOTING):
             return False
         dev = a._device
     if dev is None:
@@ -150,15 +145,13 @@ def call(fn, astype, args: tuple, kw: dict, name: str = ""):
     results in bfloat16; ``astype`` is the namespace's (so autograd records the casts)."""
     check_mixed(name, args)
     wider = False
-    lse = _F32_LSE.get(name)
-    keep = args[lse] if name == "attention.attention_backward" and len(args) > lse else None
 
     def widen(a):
         nonlocal wider
         d = getattr(a, "_dtype", None)
         if d is _BF16:
             return astype(a, _F32)
-        if d is not None and d.kind in "fc" and a is not keep:
+        if d is not None and d.kind in "fc":
             wider = True
         elif a is _BF16:
             return _F32
@@ -192,6 +185,4 @@ def call(fn, astype, args: tuple, kw: dict, name: str = ""):
             return [narrow(a) for a in r]
         return astype(r, _BF16) if getattr(r, "_dtype", None) is _F32 else r
 
-    if name == "attention.attention":
-        return narrow(res[0]), res[lse]   # (lse float32)
     return narrow(res)

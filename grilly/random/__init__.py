@@ -174,12 +174,8 @@ class Generator:
     def keep_scale(self, shape, p: float, scale: float, *, dtype=None, device=None):
         """Dropout's multiplier: ``scale`` where ``uniform(shape=shape, dtype=dtype)`` would give
         u >= p, else 0, from the same draw (the same counter advance), in one kernel."""
+        # (bfloat16: random_bits.philox_dropout rounds the float32 multiplier once)
         d = _float_dtype(dtype, "keep_scale")
-        if d is _ns().bfloat16 and not getattr(_device(device).kernels.get("philox_dropout"),
-                                               "takes_bfloat16", False):
-            # the float32 mask (same draw), its scale rounded once (a kernel that takes
-            # bfloat16 writes the same bits in one pass)
-            return _ns().astype(self.keep_scale(shape, p, scale, device=device), d)
         random_bits._check_real("keep_scale", "p", p)
         random_bits._check_real("keep_scale", "scale", scale)
         shape = normalize_shape(shape, "keep_scale")

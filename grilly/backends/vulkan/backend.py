@@ -128,9 +128,7 @@ def _selected(phys: list) -> int | None:
 # else sgemm.comp's bfloat16 variants; convolutions' windows and pools (conv.comp, pool.comp)
 _BF16_NATIVE = frozenset({"matmul", "linalg.matmul", "dense.linear", "dense.linear_backward",
                           "conv.conv2d", "conv.conv2d_backward", "conv.max_pool2d",
-                          "conv.max_pool2d_backward", "fused.relu_backward",
-                          "attention.attention", "attention.attention_backward",
-                          "random_bits.philox_dropout"})
+                          "conv.max_pool2d_backward", "fused.relu_backward"})
 
 
 class VulkanBackend(Backend):
