@@ -16,12 +16,16 @@ from ...array import api as gp
 
 from ...array.array import Array
 from ...autograd.function import Function
+from . import containers as _c
+from .containers import chunk_multi_step_forward, multi_step_forward, seq_to_ann_forward
 from .surrogate import (Surrogate, atan, check_surrogate, fast_sigmoid, heaviside, sigmoid,
                         straight_through, triangle)
 
 __all__ = ["lif_step", "if_step", "synaptic_step", "adaptive_lif_step", "beta_from_tau",
            "Surrogate", "atan", "fast_sigmoid", "heaviside", "sigmoid", "straight_through",
-           "triangle", "RESETS", "reset_net", "set_step_mode", "state_quant"]
+           "triangle", "RESETS", "reset_net", "set_step_mode", "state_quant", "detach_net",
+           "set_backend", "first_spike_index", "delay", "redundant_one_hot",
+           "multi_step_forward", "seq_to_ann_forward", "chunk_multi_step_forward"]
 
 RESETS = ("subtract", "zero", "none")
 _DEFAULT_SURROGATE = atan(2.0)
@@ -38,21 +42,74 @@ def reset_net(model):
 
 def set_step_mode(model, step_mode: str):
     """Set ``step_mode`` ('s' or 'm') on every module of ``model`` that has one (the spiking
-    layers, PoissonEncoder), except modules inside a ``SeqToANNContainer`` or
-    ``MultiStepContainer``, which run them their own way: SpikingJelly's
-    ``functional.set_step_mode``. Returns ``model``."""
-    from .containers import MultiStepContainer, SeqToANNContainer
-
+    layers, ``snn.layer.*``, PoissonEncoder), except modules inside a ``SeqToANNContainer``,
+    ``MultiStepContainer``, ``StepModeContainer``, ``ElementWiseRecurrentContainer`` or
+    ``LinearRecurrentContainer``, which run them their own way (the container's own step_mode
+    is set): SpikingJelly's ``functional.set_step_mode``. Returns ``model``."""
     if step_mode not in ("s", "m"):
         raise ValueError(f"set_step_mode: step_mode must be 's' (one step per call) or 'm' (a "
                          f"(T, ...) sequence per call), got {step_mode!r}")
-    # a MultiStepContainer calls its modules one step at a time: they must stay 's'
-    inside = {id(m) for c in model.modules() if isinstance(c, (MultiStepContainer, SeqToANNContainer))
+    keep = (_c.MultiStepContainer, _c.SeqToANNContainer, _c.StepModeContainer,
+            _c.ElementWiseRecurrentContainer, _c.LinearRecurrentContainer)
+    # a container calls its modules one step at a time (or on T * B at once): they stay 's'
+    inside = {id(m) for c in model.modules() if isinstance(c, keep)
               for m in c.modules() if m is not c}
     for m in model.modules():
         if id(m) not in inside and "step_mode" in vars(m):
             m.step_mode = step_mode
     return model
+
+
+def detach_net(model):
+    """SpikingJelly's ``functional.detach_net``: every kept state of ``model`` (neurons,
+    SynapseFilter, recurrent containers) detached from the graph; ``snn.detach``."""
+    for m in model.modules():
+        if hasattr(m, "detach_state"):
+            m.detach_state()
+    return model
+
+
+def set_backend(model, backend: str, instance=None):
+    """SpikingJelly's ``functional.set_backend(net, backend)``: accepted for ported code and
+    checked ('torch', 'cupy' or 'triton'); grilly picks its kernels by the Array's device, so
+    the model is returned as it is."""
+    if backend not in ("torch", "cupy", "triton"):
+        raise ValueError(f"set_backend: backend must be 'torch', 'cupy' or 'triton' "
+                         f"(SpikingJelly's), got {backend!r}")
+    return model
+
+
+def first_spike_index(spikes: Array) -> Array:
+    """SpikingJelly's ``functional.first_spike_index``: a bool Array, True where a neuron fires
+    for the first time along the last axis (the time axis last, (..., T))."""
+    spikes = _check_input(spikes, "first_spike_index", "spikes")
+    return gp.logical_and(spikes != 0, gp.cumulative_sum(spikes, axis=-1) == 1)
+
+
+def delay(x_seq: Array, delay_steps: int) -> Array:
+    """SpikingJelly's ``functional.delay``: x_seq (T, ...) delayed by ``delay_steps`` along time,
+    zeros in front."""
+    x_seq = _check_input(x_seq, "delay", "x_seq")
+    if isinstance(delay_steps, bool) or not isinstance(delay_steps, int) or delay_steps < 0:
+        raise ValueError(f"delay: delay_steps must be an int >= 0, got {delay_steps!r}")
+    if delay_steps == 0:
+        return x_seq
+    if delay_steps >= x_seq.shape[0]:
+        return gp.zeros_like(x_seq)
+    return gp.concat([gp.zeros_like(x_seq[:delay_steps]), x_seq[:-delay_steps]], axis=0)
+
+
+def redundant_one_hot(labels: Array, num_classes: int, n: int) -> Array:
+    """SpikingJelly's ``functional.redundant_one_hot``: each label one-hot over ``num_classes``
+    with every entry repeated ``n`` times, (..., num_classes * n) float32 (for VotingLayer)."""
+    if not isinstance(labels, gp.Array) or not gp.isdtype(labels.dtype, "integral"):
+        raise TypeError(f"redundant_one_hot: labels must be an integer Array, got "
+                        f"{getattr(labels, 'dtype', type(labels).__name__)}")
+    for name, v in (("num_classes", num_classes), ("n", n)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"redundant_one_hot: {name} must be an int >= 1, got {v!r}")
+    cls = gp.arange(num_classes * n, device=labels.device) // n
+    return gp.astype(gp.expand_dims(labels, axis=-1) == cls, gp.float32)
 
 
 def beta_from_tau(tau: float, dt: float = 1.0) -> float:
@@ -308,3 +365,8 @@ def state_quant(num_bits: int = 8, uniform: bool = True, thr_centered: bool = Tr
 
     quantize.levels = levels
     return quantize
+
+
+# snnTorch's snntorch.functional spellings (SF.ce_rate_loss(), SF.accuracy_rate, ...): imported
+# last, as loss.py takes _check_input from this module
+from .snntorch_functional import *  # noqa: E402,F401,F403

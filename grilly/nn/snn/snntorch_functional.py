@@ -1,0 +1,100 @@
+"""snnTorch's ``snntorch.functional`` spellings, in ``grilly.nn.snn.functional`` (``import
+grilly.nn.snn.functional as SF``): the loss factories (``SF.ce_rate_loss()`` returns the loss
+object, called as ``loss_fn(spk_rec, targets)``), ``SF.accuracy_rate`` and
+``SF.accuracy_temporal``. grilly.nn.snn's own ``snn.ce_rate_loss(spk, y)`` ... are the losses
+as functions."""
+from __future__ import annotations
+
+from . import loss as _L
+
+__all__ = ["ce_rate_loss", "ce_count_loss", "mse_count_loss", "ce_max_membrane_loss",
+           "mse_membrane_loss", "mse_temporal_loss", "ce_temporal_loss", "l1_rate_sparsity",
+           "accuracy_rate", "accuracy_temporal"]
+
+
+def _unsupported(op: str, population_code=False, num_classes=False, weight=None,
+                 reduction: str | None = None) -> None:
+    if population_code or num_classes:
+        raise NotImplementedError(f"{op}: population_code / num_classes are not supported")
+    if weight is not None:
+        raise NotImplementedError(f"{op}: weight is not supported")
+    if reduction is not None and reduction != "mean":
+        raise NotImplementedError(f"{op}: reduction={reduction!r} is not supported (only "
+                                  "'mean')")
+
+
+class _BoundLoss:
+    """A grilly loss function as snnTorch's loss object: ``loss_fn(out, targets)``."""
+
+    def __init__(self, fn) -> None:
+        self._fn = fn
+
+    def __call__(self, out, targets):
+        return self._fn(out, targets)
+
+
+def ce_rate_loss(population_code: bool = False, num_classes=False, reduction: str = "mean",
+                 weight=None) -> _L.CERateLoss:
+    """snnTorch's ``SF.ce_rate_loss()``: cross-entropy of every step's spikes, as a callable."""
+    _unsupported("ce_rate_loss", population_code, num_classes, weight, reduction)
+    return _L.CERateLoss()
+
+
+def ce_count_loss(population_code: bool = False, num_classes=False, reduction: str = "mean",
+                  weight=None) -> _L.CECountLoss:
+    """snnTorch's ``SF.ce_count_loss()``: cross-entropy of the spike counts, as a callable."""
+    _unsupported("ce_count_loss", population_code, num_classes, weight, reduction)
+    return _L.CECountLoss()
+
+
+def mse_count_loss(correct_rate: float = 1, incorrect_rate: float = 0,
+                   population_code: bool = False, num_classes=False, reduction: str = "mean",
+                   weight=None) -> _L.MSECountLoss:
+    """snnTorch's ``SF.mse_count_loss(correct_rate, incorrect_rate)``, as a callable."""
+    _unsupported("mse_count_loss", population_code, num_classes, weight, reduction)
+    return _L.MSECountLoss(correct_rate, incorrect_rate)
+
+
+def ce_max_membrane_loss(reduction: str = "mean", weight=None) -> _BoundLoss:
+    """snnTorch's ``SF.ce_max_membrane_loss()``: cross-entropy of each output's largest
+    membrane over time, called as ``loss_fn(mem_rec, targets)``."""
+    _unsupported("ce_max_membrane_loss", weight=weight, reduction=reduction)
+    return _BoundLoss(_L.ce_max_membrane_loss)
+
+
+def mse_membrane_loss(time_var_targets: bool = False, on_target: float = 1,
+                      off_target: float = 0, reduction: str = "mean",
+                      weight=None) -> _L.MSEMembraneLoss:
+    """snnTorch's ``SF.mse_membrane_loss(...)``, as a callable."""
+    _unsupported("mse_membrane_loss", weight=weight)
+    return _L.MSEMembraneLoss(time_var_targets, on_target, off_target, reduction)
+
+
+def mse_temporal_loss(target_is_time: bool = False, on_target: float = 0,
+                      off_target: float = -1, tolerance: float = 0, multi_spike: bool = False,
+                      reduction: str = "mean", weight=None) -> _L.MSETemporalLoss:
+    """snnTorch's ``SF.mse_temporal_loss(...)``, as a callable."""
+    _unsupported("mse_temporal_loss", weight=weight)
+    return _L.MSETemporalLoss(target_is_time, on_target, off_target, tolerance, multi_spike,
+                              reduction)
+
+
+def ce_temporal_loss(inverse: str = "negate", reduction: str = "mean",
+                     weight=None) -> _L.CETemporalLoss:
+    """snnTorch's ``SF.ce_temporal_loss(...)``, as a callable."""
+    _unsupported("ce_temporal_loss", weight=weight)
+    return _L.CETemporalLoss(inverse, reduction)
+
+
+def l1_rate_sparsity(Lambda: float = 1e-5) -> _L.L1RateSparsity:  # noqa: N803
+    """snnTorch's ``SF.l1_rate_sparsity(Lambda)``: the regularizer, called as ``reg(spk)``."""
+    return _L.L1RateSparsity(Lambda)
+
+
+def accuracy_rate(spk_out, targets, population_code: bool = False, num_classes=False) -> float:
+    """snnTorch's ``SF.accuracy_rate(spk_out, targets)``: the most-spiking output's accuracy."""
+    _unsupported("accuracy_rate", population_code, num_classes)
+    return _L.accuracy_rate(spk_out, targets)
+
+
+accuracy_temporal = _L.accuracy_temporal
