@@ -13,6 +13,17 @@ import grilly as gp
 VK = [d for d in gp.devices() if str(d).startswith("vulkan")]
 pytestmark = pytest.mark.skipif(not VK, reason="no Vulkan device")
 
+
+@pytest.fixture(autouse=True)
+def _fresh_plans():
+    """Products choose their variant afresh: tests here change the tuning constants and spy on
+    the choice, which linalg's plan cache (a product's choice, kept per layout) would skip."""
+    from grilly.backends.vulkan import linalg
+
+    linalg._PLANS.clear()
+    yield
+    linalg._PLANS.clear()
+
 # aligned; ragged everywhere; ragged M, N, K; small; ragged M only (the aligned shader, clamped)
 SHAPES = [(256, 256, 64), (200, 260, 52), (1000, 640, 100), (300, 132, 20), (1000, 512, 64)]
 

@@ -261,7 +261,9 @@ def _sweep(outputs, grad_outputs, retain_graph: bool, create_graph: bool, captur
             b = bufs.get(e[0])
             if b is None:
                 b = bufs[e[0]] = [None] * e[0].n_out
-            b[e[1]] = _add(b[e[1]], g)
+            i = e[1]
+            prev = b[i]   # (_add, inlined: once per edge of the sweep)
+            b[i] = g if prev is None else prev + g
         else:
             k = id(e)
             prev = leaves.get(k)
@@ -294,7 +296,9 @@ def _sweep(outputs, grad_outputs, retain_graph: bool, create_graph: bool, captur
                 if results is not None:
                     gi = results[slot] if type(slot) is int else results[slot[0]][slot[1]]
                     if gi is not None:
-                        send(e, fit(gi, shape, dtype))
+                        # (fit's common case tested inline: once per edge)
+                        send(e, gi if type(gi) is Array and gi._dtype is dtype
+                             and gi.shape == shape else fit(gi, shape, dtype))
                 if type(e) is tuple:
                     t = e[0]
                     deps[t] -= 1

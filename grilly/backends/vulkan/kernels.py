@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 import struct
 
 import numpy as np
@@ -79,8 +80,32 @@ def launch(ctx, variant: str, op: int, bufs: list, shape: tuple, name: str) -> N
                 and bufs[0].dtype is bufs[1].dtype):   # (registers hold one dtype)
             fuser.add(variant, op, bufs, flat, n)
             return
-        dispatch_flat(ctx, variant, op, [b.alloc for b in bufs], [b.offset for b in bufs], flat, n)
+        dispatch_flat(ctx, variant, op, list(map(_ALLOC, bufs)), list(map(_OFFSET, bufs)), flat, n)
         return
+    # the dispatches of a strided launch depend on the operands' layouts alone: planned once
+    # per key (collapsing the axes and packing the push constants cost microseconds)
+    key = (ctx, variant, op, shape, *map(_LAYOUT, bufs))
+    calls = _STRIDED.get(key)
+    if calls is None:
+        calls = _strided_calls(ctx, variant, op, bufs, shape, n)
+        if len(_STRIDED) >= FLAT_CALLS_MAX:
+            _STRIDED.clear()
+        _STRIDED[key] = calls
+    rec, allocs = ctx.recorder, list(map(_ALLOC, bufs))
+    for pipe, pc, items in calls:
+        rec.dispatch_allocs(pipe, allocs, pc, items)
+
+
+_ALLOC = operator.attrgetter("alloc")
+_OFFSET = operator.attrgetter("offset")
+_LAYOUT = operator.attrgetter("shape", "strides", "offset")
+# (context, variant, op, shape, each operand's (shape, strides, offset)) -> the (pipeline, push
+# constants, items) of each dispatch of a strided launch; bounded as dispatch_flat's
+_STRIDED: dict = {}
+
+
+def _strided_calls(ctx, variant: str, op: int, bufs: list, shape: tuple, n: int) -> list:
+    """The (pipeline, push constants, items) of each dispatch of launch's strided path."""
     dims, sts = collapse(tuple(shape), [bcast_strides(b, shape) for b in bufs])
     offs = [b.offset for b in bufs]
     if (variant in VEC16_VARIANTS and op != _WHERE and _rows_of_4(dims, sts, offs)
@@ -88,9 +113,10 @@ def launch(ctx, variant: str, op: int, bufs: list, shape: tuple, name: str) -> N
         # four elements of a row per step (elementwise.comp's 16-bit VEC4)
         pc = _PC.pack(n >> 2, *offs, *_PAD[len(offs)], *dims, *([0] * (MAXD - len(dims))),
                       *_strides_pc(sts))
-        ctx.recorder.dispatch(ctx.pipeline(variant, (op, len(dims), 1)), bufs, pc, n >> 2)
-        return
-    _launch(ctx, ctx.pipeline(variant, (op, min(len(dims), MAXD))), bufs, dims, sts, offs)
+        return [(ctx.pipeline(variant, (op, len(dims), 1)), pc, n >> 2)]
+    calls: list = []
+    _launch(ctx.pipeline(variant, (op, min(len(dims), MAXD))), dims, sts, offs, calls)
+    return calls
 
 
 def _rows_of_4(dims: list, sts: list, offs: list, words: bool = False) -> bool:
@@ -194,20 +220,20 @@ class _FlatStrides(dict):
 _FLAT = _FlatStrides()
 
 
-def _launch(ctx, pipe, bufs, dims, sts, offs) -> None:
+def _launch(pipe, dims, sts, offs, calls: list) -> None:
+    """Append to ``calls`` the (pipeline, push constants, items) of a strided dispatch."""
     nd = len(dims)
     if nd > MAXD:
         # layouts no merging can flatten: one dispatch per index of the leading axis
         for i in range(dims[0]):
-            _launch(ctx, pipe, bufs, dims[1:], [s[1:] for s in sts],
-                    [o + i * s[0] for o, s in zip(offs, sts)])
+            _launch(pipe, dims[1:], [s[1:] for s in sts],
+                    [o + i * s[0] for o, s in zip(offs, sts)], calls)
         return
     n = 1
     for s in dims:
         n *= s
     offs = list(offs) + [0] * (4 - len(offs))
-    pc = _PC.pack(n, *offs, *dims, *([0] * (MAXD - nd)), *_strides_pc(sts))
-    ctx.recorder.dispatch(pipe, bufs, pc, n)
+    calls.append((pipe, _PC.pack(n, *offs, *dims, *([0] * (MAXD - nd)), *_strides_pc(sts)), n))
 
 
 def new_buffer(ctx, shape: tuple, dtype) -> Buffer:
@@ -403,7 +429,9 @@ def reshape(buf: Buffer, shape, copy=None) -> Buffer:
 
 
 def permute(buf: Buffer, axes) -> Buffer:
-    return _view(buf, buf.offset, [buf.shape[a] for a in axes], [buf.strides[a] for a in axes])
+    # (map over the tuples' __getitem__: in C, where list comprehensions cost a frame each)
+    return Buffer(buf.ctx, buf.alloc, buf.offset, tuple(map(buf.shape.__getitem__, axes)),
+                  tuple(map(buf.strides.__getitem__, axes)), buf.dtype)
 
 
 def broadcast_to(buf: Buffer, shape) -> Buffer:

@@ -253,21 +253,32 @@ def _tiled_split(nb: int, tiles: int, k: int) -> int:
 
 
 def _split_run(ctx, variant: str, s: int, tiles: int, out: Buffer, a3: Buffer, b3: Buffer,
-               m: int, n: int, k: int) -> None:
+               m: int, n: int, k: int, plan: tuple | None = None) -> None:
     """``out`` = a3 @ b3 as ``s`` float32 partial products over slices of K (one batched
     dispatch of ``variant``, ``tiles`` workgroups a slice) and their float32 sum (one reduction
-    pass), rounded once to out's dtype when that is not float32."""
-    from .kernels import _cast_into
-    from .reductions import CODES, _run   # (reductions imports nothing from here)
-
+    pass), rounded once to out's dtype when that is not float32. ``plan``: (key, a, b, bias)
+    of a _matmul call, whose plan is kept where a3 and b3 read a and b in place."""
     chunk = k // s
     ws = new_buffer(ctx, (s, m, n), _dt.float32)
     # the batch axis walks K: the slices are batch entries of the same operands
     ast = (chunk * a3.strides[2], a3.strides[1], a3.strides[2])
     bst = (chunk * b3.strides[1], b3.strides[1], b3.strides[2])
-    dispatch(ctx, variant, (0, 1), [ws, a3, b3], 0, s * tiles * 256,
-             (ws.offset, a3.offset, b3.offset), (s, m, n, chunk), (ast, bst))
-    total = out if out.dtype is _dt.float32 else new_buffer(ctx, (m, n), _dt.float32)
+    offs, dims = (ws.offset, a3.offset, b3.offset), (s, m, n, chunk)
+    dispatch(ctx, variant, (0, 1), [ws, a3, b3], 0, s * tiles * 256, offs, dims, (ast, bst))
+    if plan is not None and out.offset == 0:
+        key, a, b, bias = plan
+        if a3.alloc is a.alloc and b3.alloc is b.alloc:
+            _keep_plan(key, (variant, (0, 1), 0, s * tiles * 256, offs, dims, (ast, bst), False,
+                             bias is not None, s))
+    _split_sum(ws, out, s, m, n)
+
+
+def _split_sum(ws: Buffer, out: Buffer, s: int, m: int, n: int) -> None:
+    """``out`` (M, N) = the sum of the (s, M, N) float32 partial products ``ws``."""
+    from .kernels import _cast_into
+    from .reductions import CODES, _run   # (reductions imports nothing from here)
+
+    total = out if out.dtype is _dt.float32 else new_buffer(ws.ctx, (m, n), _dt.float32)
     _run(reshape(ws, (1, s, m * n)), CODES["sum"], "red_float32", reshape(total, (m, n)))
     if total is not out:
         _cast_into(reshape(out, (m, n)), total, "matmul")
@@ -372,9 +383,59 @@ def _coop(a: Buffer) -> bool:
             or a.dtype.name == "bfloat16" and bool(phys.coop_bf16))
 
 
+# (context, output shape and dtype, each operand's shape, strides, element offset and dtype,
+# the bias's or None) -> the dispatch's arguments (variant, specialization, n, items, offsets,
+# dims, strides), whether the bias is bound, whether it is added after, and the K slices of a
+# split product (0: none), of a product that read its operands in place: the same call again
+# (every step of a training loop) skips choosing the variant. Bounded: offsets and sizes vary.
+# (The choice reads the tuning constants above: tests that change them clear it.)
+_PLANS: dict = {}
+PLANS_MAX = 4096
+
+
 def _matmul(out_shape: tuple, out_dtype, a: Buffer, b: Buffer, bias: Buffer | None) -> Buffer:
     """matmul, plus ``bias`` (N,) along the rows when given (a single product only). The
     operands have out_dtype, except float16/bfloat16 ones with a float32 result on tensor cores."""
+    ctx = a.ctx
+    key = (ctx, out_shape, out_dtype, a.shape, a.strides, a.offset, a.dtype, b.shape, b.strides,
+           b.offset, b.dtype, None if bias is None else
+           (bias.shape, bias.strides, bias.offset, bias.dtype))
+    plan = _PLANS.get(key)
+    if plan is None:
+        return _matmul_planned(out_shape, out_dtype, a, b, bias, key)
+    variant, spec, n, items, offs, dims, strides, bound, add, split = plan
+    out = new_buffer(ctx, out_shape, out_dtype)
+    # (through ``dispatch``, as the first call went: the operands' allocations are a's and b's)
+    if split:   # (s, M, N) partial products, then their sum
+        ws = new_buffer(ctx, (split, dims[1], dims[2]), _dt.float32)
+        dispatch(ctx, variant, spec, [ws, a, b], n, items, offs, dims, strides)
+        _split_sum(ws, out, split, dims[1], dims[2])
+    else:
+        dispatch(ctx, variant, spec, [out, a, b, bias] if bound else [out, a, b], n, items, offs,
+                 dims, strides)
+    return _add_bias(out, bias) if add else out
+
+
+def _keep_plan(key: tuple, plan: tuple) -> None:
+    if len(_PLANS) >= PLANS_MAX:
+        _PLANS.clear()
+    _PLANS[key] = plan
+
+
+def _product(ctx, key: tuple, a: Buffer, b: Buffer, bias: Buffer | None, add: bool, variant: str,
+             spec: tuple, ops: list, n: int, items: int, offs: tuple, dims: tuple,
+             strides: tuple) -> None:
+    """A product's one dispatch, ``add``: the bias is added after it; its plan kept under
+    ``key`` where it reads ``a``, ``b`` (and ``bias``) in place."""
+    dispatch(ctx, variant, spec, ops, n, items, offs, dims, strides)
+    if (ops[0].offset == 0 and ops[1].alloc is a.alloc and ops[2].alloc is b.alloc
+            and (len(ops) == 3 or ops[3] is bias)):
+        _keep_plan(key, (variant, spec, n, items, offs, dims, strides, len(ops) == 4, add, 0))
+
+
+def _matmul_planned(out_shape: tuple, out_dtype, a: Buffer, b: Buffer, bias: Buffer | None,
+                    key: tuple) -> Buffer:
+    """_matmul without a plan: the variant chosen, its dispatch recorded (and planned)."""
     batch, (m, n) = out_shape[:-2], out_shape[-2:]
     k = a.shape[-1]
     ctx = a.ctx
@@ -402,14 +463,16 @@ def _matmul(out_shape: tuple, out_dtype, a: Buffer, b: Buffer, bias: Buffer | No
         split = _coop_split(nb, tiles, k, "_edge_" not in variant, ctx.phys.compute_units, m, n)
         if split > 1:
             wide = variant if "_f32out_" in variant else variant.replace("_coop_", "_coop_f32out_")
-            _split_run(ctx, wide, split, tiles, out, a3, b3, m, n, k)
+            _split_run(ctx, wide, split, tiles, out, a3, b3, m, n, k, (key, a, b, bias))
         elif _coop_bias_ok(variant, bias, nb):
             # the accumulators start at the bias (hgemm_coop.comp's BIAS): one rounding
-            dispatch(ctx, variant.replace("_coop_", "_coop_bias_"), (0, 1), [out, a3, b3, bias],
-                     0, tiles * 256, args[0] + (bias.offset,), *args[1:])
+            _product(ctx, key, a, b, bias, False, variant.replace("_coop_", "_coop_bias_"),
+                     (0, 1), [out, a3, b3, bias], 0, tiles * 256, args[0] + (bias.offset,),
+                     *args[1:])
             return out
         else:
-            dispatch(ctx, variant, (0, 1), [out, a3, b3], 0, tiles * 256, *args)
+            _product(ctx, key, a, b, bias, bias is not None, variant, (0, 1), [out, a3, b3], 0,
+                     tiles * 256, *args)
         return out if bias is None else _add_bias(out, bias)
     variant = _sgemm_variant(a3, b3, m, n, k, out_dtype.name) \
         if out_dtype.name in ("float32", "float16", "bfloat16") else None
@@ -423,9 +486,10 @@ def _matmul(out_shape: tuple, out_dtype, a: Buffer, b: Buffer, bias: Buffer | No
     if variant is not None and out_dtype.name == "float32" and use_s64(nb, m, n, k):
         # 64x64 tiles (sgemm.comp's S64)
         tiles = nb * -(-m // 64) * -(-n // 64)
-        dispatch(ctx, _s64(variant, m, n, k), spec, ops, 0, tiles * 256, args[0] + boff,
-                 *args[1:])
-        return out if bias is None or fused else _add_bias(out, bias)
+        add = bias is not None and not fused
+        _product(ctx, key, a, b, bias, add, _s64(variant, m, n, k), spec, ops, 0, tiles * 256,
+                 args[0] + boff, *args[1:])
+        return _add_bias(out, bias) if add else out
     if variant is not None:
         m_al = m - m % 128
         units = ctx.phys.compute_units
@@ -438,17 +502,17 @@ def _matmul(out_shape: tuple, out_dtype, a: Buffer, b: Buffer, bias: Buffer | No
             t64 = (m // 64) * (n // 64)
             s64 = _slices(t64, k, 32, 4 * SPLITK_TILES, 4 * SPLITK_MAX,
                           fit=(units, 2, 4096, m, n))
-            _split_run(ctx, v64, s64, t64, out, a3, b3, m, n, k)
+            _split_run(ctx, v64, s64, t64, out, a3, b3, m, n, k, (key, a, b, bias))
             return out if bias is None else _add_bias(out, bias)
         if split > 1:
             wide = _wide(variant, nb, m, n, split=True)
             if wide is not None:   # as many slices as bring its (half as many) tiles to the target
                 tw = (m // 128) * (n // 256)
                 _split_run(ctx, wide, _slices(tw, k, SGEMM_BK, fit=(units, 1, 32768, m, n)),
-                           tw, out, a3, b3, m, n, k)
+                           tw, out, a3, b3, m, n, k, (key, a, b, bias))
             else:
                 _split_run(ctx, variant, split, -(-m // 128) * -(-n // 128), out, a3, b3, m, n,
-                           k)
+                           k, (key, a, b, bias))
             return out if bias is None else _add_bias(out, bias)
         if "_edge_" in variant and m_al and n % 128 == 0 and k % SGEMM_BK == 0:
             # only M is ragged: the aligned (faster) variant over every row of tiles, its
@@ -459,28 +523,32 @@ def _matmul(out_shape: tuple, out_dtype, a: Buffer, b: Buffer, bias: Buffer | No
             wide = _wide(fast, nb, m, n)
             cols = 256 if wide is not None else 128
             tiles = nb * -(-m // 128) * (n // cols)
-            dispatch(ctx, wide or fast, (spec + (0,))[:3] + (1,), ops, 0, tiles * 256,
-                     args[0] + boff, *args[1:])
+            _product(ctx, key, a, b, bias, bias is not None and not fused, wide or fast,
+                     (spec + (0,))[:3] + (1,), ops, 0, tiles * 256, args[0] + boff, *args[1:])
         else:
             wide = _wide(variant, nb, m, n)
             cols = 256 if wide is not None else 128
             tiles = nb * -(-m // 128) * -(-n // cols)
-            dispatch(ctx, wide or variant, spec, ops, 0, tiles * 256, args[0] + boff, *args[1:])
+            _product(ctx, key, a, b, bias, bias is not None and not fused, wide or variant, spec,
+                     ops, 0, tiles * 256, args[0] + boff, *args[1:])
         return out if bias is None or fused else _add_bias(out, bias)
     elif out_dtype.name == "float32":
         tiles = nb * -(-m // TILE) * -(-n // TILE)
         split = _tiled_split(nb, tiles, k)
         if split > 1:
-            _split_run(ctx, "mm_tiled_float32", split, tiles, out, a3, b3, m, n, k)
+            _split_run(ctx, "mm_tiled_float32", split, tiles, out, a3, b3, m, n, k,
+                       (key, a, b, bias))
         elif nb == 1 and _tiled_bias_ok(bias, out_dtype):
             # the bias in the epilogue (matmul_tiled.comp's BIAS = 1)
-            dispatch(ctx, "mm_tiled_float32", (0, 1, 1), [out, a3, b3, bias], 0, tiles * 256,
-                     args[0] + (bias.offset,), *args[1:])
+            _product(ctx, key, a, b, bias, False, "mm_tiled_float32", (0, 1, 1),
+                     [out, a3, b3, bias], 0, tiles * 256, args[0] + (bias.offset,), *args[1:])
             return out
         else:
-            dispatch(ctx, "mm_tiled_float32", (0, 1), [out, a3, b3], 0, tiles * 256, *args)
+            _product(ctx, key, a, b, bias, bias is not None, "mm_tiled_float32", (0, 1),
+                     [out, a3, b3], 0, tiles * 256, *args)
     else:
-        dispatch(ctx, f"mm_{out_dtype.name}", (0, 1), [out, a3, b3], out.size, out.size, *args)
+        _product(ctx, key, a, b, bias, bias is not None, f"mm_{out_dtype.name}", (0, 1),
+                 [out, a3, b3], out.size, out.size, *args)
     return out if bias is None else _add_bias(out, bias)
 
 

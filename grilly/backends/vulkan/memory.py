@@ -102,11 +102,16 @@ class Allocation:
     """A block of a chunk handed out by the pool; returns to it when no view references it
     (Pool._dead, the callback of the pool's weak reference to it)."""
 
-    __slots__ = ("pool", "chunk", "offset", "size", "const", "__weakref__")
+    __slots__ = ("pool", "chunk", "offset", "size", "const", "desc", "__weakref__")
 
     def __init__(self, pool, chunk: Chunk, offset: int, size: int):
-        self.pool, self.chunk, self.offset, self.size = pool, chunk, offset, size
+        self.pool = pool
+        self.chunk = chunk
+        self.offset = offset
+        self.size = size
         self.const = None   # bits of a shared scalar operand no kernel writes (kernels.scalar)
+        # its VkDescriptorBufferInfo (buffer, offset, range): what the recorder binds
+        self.desc = (chunk.buffer, offset, size)
 
     def host(self) -> np.ndarray:
         """The block's bytes as a mapped numpy view (zero-copy)."""

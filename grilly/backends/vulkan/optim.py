@@ -36,16 +36,23 @@ def _check_limits(op: str, ctx, n: int) -> None:
 
 def _rule(op: str, p, g, state: list, flags: tuple) -> tuple:
     """Check one update's buffers; its specialization constants."""
-    name = p.dtype.name
+    d, shape = p.dtype, p.shape
+    name = d.name
     if name not in ("float32", "float64"):
         raise TypeError(f"{op}: the Vulkan kernel takes float32 or float64 buffers, got {name}")
     if op != "amp_unscale":
         for b in (g, *state):
-            if b is not None and (b.dtype is not p.dtype or b.shape != p.shape):
-                raise ValueError(f"{op}: every buffer must have the parameter's shape {p.shape} "
+            if b is not None and (b.dtype is not d or b.shape != shape):
+                raise ValueError(f"{op}: every buffer must have the parameter's shape {shape} "
                                  f"and dtype {name}, got {b.shape} {b.dtype.name}")
     _check_limits(op, p.ctx, p.size)
-    return (_RULES[op], 1, *map(int, flags))
+    spec = _SPECS.get((op, flags))   # (every parameter of every step comes here)
+    if spec is None:
+        spec = _SPECS[op, flags] = (_RULES[op], 1, *map(int, flags))
+    return spec
+
+
+_SPECS: dict = {}   # (rule, flags) -> specialization constants; at most 5 rules x 8 flags
 
 
 def _vals_rows(op: str, vals, calls: list, dtype):

@@ -5,6 +5,7 @@ A small ring of command buffers, each with its fence and the allocations its wor
 submissions be in flight at once."""
 from __future__ import annotations
 
+import operator
 import os
 import time
 import weakref
@@ -40,6 +41,8 @@ RING = 8
 # GPU time (from the previous timestamp of its command buffer to its own: serialized work)
 PROFILE = os.environ.get("GRILLY_PROFILE", "").strip() not in ("", "0")
 
+_DESC = operator.attrgetter("desc")   # an Allocation's VkDescriptorBufferInfo fields
+_ALLOC = operator.attrgetter("alloc")   # a Buffer's Allocation
 _BIND_COMPUTE = 1   # VK_PIPELINE_BIND_POINT_COMPUTE
 _STAGE_COMPUTE = 0x20   # VK_SHADER_STAGE_COMPUTE_BIT
 
@@ -146,7 +149,7 @@ class Recorder:
 
     def dispatch(self, pipeline, bufs: list, pc: bytes, n: int, writes: int = 1) -> None:
         """Record one dispatch of ``pipeline`` over ``n`` items; ``bufs[:writes]`` are written."""
-        self.dispatch_allocs(pipeline, [b.alloc for b in bufs], pc, n, writes)
+        self.dispatch_allocs(pipeline, list(map(_ALLOC, bufs)), pc, n, writes)
 
     def dispatch_allocs(self, pipeline, allocs: list, pc: bytes, n: int, writes: int = 1) -> None:
         """``dispatch`` with the allocations bound at bindings 0, 1, ... given directly."""
@@ -170,22 +173,21 @@ class Recorder:
         if pipeline is not self._bound:
             lib.vkCmdBindPipeline(cmd, _BIND_COMPUTE, pipeline)
             self._bound = pipeline
-        slots = self._slots
         na = len(allocs)
-        if na < MAX_BINDINGS:   # unused bindings repeat the first buffer
+        if na < MAX_BINDINGS:
+            # unused bindings repeat the first buffer: every shader declares (and may reach in
+            # a branch its push constants rule out) MAX_BINDINGS buffers, and a binding a
+            # pipeline statically uses must hold a valid descriptor
             nb = MAX_BINDINGS
             bound = allocs + [allocs[0]] * (MAX_BINDINGS - na)
         else:
             nb, bound = na, allocs
-        # (enumerate, not indexing: this loop runs for every binding of every dispatch)
-        for i, a in enumerate(bound):
-            if slots[i] is not a:
-                # the cffi struct keeps its fields: write only slots whose buffer changed
-                slots[i] = a
-                info = self._infos[i]
-                info.buffer = a.chunk.buffer
-                info.offset = a.offset
-                info.range = a.size
+        slots = self._slots
+        if slots[:nb] != bound:   # (identity compares, in C: Allocation has no __eq__)
+            # the cffi structs keep their fields: written only when a buffer changed, in one
+            # C-level slice assignment of each allocation's (buffer, offset, range)
+            slots[:nb] = bound
+            self._infos[0:nb] = map(_DESC, bound)
         ctx = self.ctx
         ctx.push_descriptors(cmd, _BIND_COMPUTE, ctx.layout, 0, nb, self._writes)
         if pc != self._pc:

@@ -7,6 +7,7 @@ one workgroup per output (a shared-memory tree) or, for short rows, one invocati
 """
 from __future__ import annotations
 
+import operator
 import struct
 
 from .. import dtypes as _dt
@@ -25,18 +26,40 @@ CODES = {"sum": 0, "prod": 1, "max": 2, "min": 3, "argmax": 2, "argmin": 3,
 def dispatch(ctx, variant: str, spec: tuple, bufs: list, n: int, items: int, offs=(),
              shape=(), strides=(), writes: int = 1) -> None:
     """Record one dispatch with raw push constants: ``n``, offsets, shape, per-operand strides."""
-    flat = []
-    for row in strides:
-        flat += row
-        flat += _ZEROS[:MAXD - len(row)]
-    pc = _PC.pack(n, *offs, *_ZEROS[:4 - len(offs)], *shape, *_ZEROS[:MAXD - len(shape)], *flat,
-                  *_ZEROS[:4 * MAXD - len(flat)])
+    # (pack_pc, inlined: every product and reduction records through here)
+    key = (n, tuple(offs), tuple(shape), *map(tuple, strides))
+    pc = _PCS.get(key)
+    if pc is None:
+        pc = pack_pc(n, offs, shape, strides)
     pipe = ctx.pipelines.get((variant, spec)) or ctx.pipeline(variant, spec)
     # (Recorder.dispatch's work, inlined: every product and reduction records through here)
-    ctx.recorder.dispatch_allocs(pipe, [b.alloc for b in bufs], pc, items, writes)
+    ctx.recorder.dispatch_allocs(pipe, list(map(_ALLOC, bufs)), pc, items, writes)
+
+
+def pack_pc(n: int, offs, shape, strides) -> bytes:
+    """``dispatch``'s push constants. They depend on these values alone: packed once per key
+    (a training step repeats its shapes), the rows as tuples (callers pass lists too)."""
+    key = (n, tuple(offs), tuple(shape), *map(tuple, strides))
+    pc = _PCS.get(key)
+    if pc is None:
+        flat = []
+        for row in strides:
+            flat += row
+            flat += _ZEROS[:MAXD - len(row)]
+        pc = _PC.pack(n, *offs, *_ZEROS[:4 - len(offs)], *shape, *_ZEROS[:MAXD - len(shape)],
+                      *flat, *_ZEROS[:4 * MAXD - len(flat)])
+        if len(_PCS) >= PCS_MAX:
+            _PCS.clear()
+        _PCS[key] = pc
+    return pc
 
 
 _ZEROS = (0,) * (4 * MAXD)
+_ALLOC = operator.attrgetter("alloc")
+# (n, offsets, shape, *stride rows) -> packed push constants of ``dispatch``; bounded (offsets
+# and sizes vary), shared by every device (the bytes depend on nothing else)
+_PCS: dict = {}
+PCS_MAX = 4096
 
 
 def _prod(xs) -> int:
