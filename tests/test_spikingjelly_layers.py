@@ -1,6 +1,8 @@
 """SpikingJelly's ``activation_based.layer`` classes and ``functional`` helpers on grilly
 (``snn.layer.*``, ``snn.functional.*``) against SpikingJelly itself: the same weights copied in,
 the same inputs, outputs and gradients in float64, in step_mode 's' and 'm', on every device."""
+from importlib.metadata import version
+
 import numpy as np
 import pytest
 
@@ -13,6 +15,12 @@ pytest.importorskip("spikingjelly.activation_based")
 from spikingjelly.activation_based import functional as sjf  # noqa: E402
 from spikingjelly.activation_based import layer as sjl  # noqa: E402
 from spikingjelly.activation_based import neuron as sjn  # noqa: E402
+
+# grilly follows SpikingJelly 2.0 where it differs from 0.0.0.0.14 (BatchNorm1d on (T, B, C),
+# Upsample, MaxPool's indices in 'm', Delay, StepModeContainer(stateful, step_mode, ...)): with
+# an older SpikingJelly installed, those comparisons have no oracle
+_SJ_VERSION = tuple(int(v) for v in version("spikingjelly").split(".")[:2])
+SJ2 = pytest.mark.skipif(_SJ_VERSION < (2,), reason="SpikingJelly < 2.0 differs here")
 
 L = snn.layer
 TOL = dict(rtol=1e-10, atol=1e-12)
@@ -96,6 +104,8 @@ def test_stateless_layers_equal_spikingjelly(name, args, kw, shape, has_params, 
     """Each of SpikingJelly's stateless wrappers (missing in grilly but Conv2d, BatchNorm2d,
     MaxPool2d, Flatten, Linear): a (T, B, ...) sequence in 'm' (statistics of BatchNorm over
     T * B, running stats updated once) and one step in 's', forward and gradients."""
+    if _SJ_VERSION < (2,) and (name == "Upsample" or (name, len(shape)) == ("BatchNorm1d", 2)):
+        pytest.skip("SpikingJelly < 2.0 has no Upsample and no BatchNorm1d on (T, B, C)")
     x = np.random.default_rng(2).standard_normal((T,) + shape) * 2
     ref, mine = _pair(name, args, kw, has_params, "m")
     _compare(ref, _load(mine, ref, device), x, device)
@@ -128,6 +138,7 @@ def test_stateless_layers_positional_step_mode_and_errors(device):
     np.testing.assert_allclose(_np(lin(x)), _np(x) @ _np(lin.weight).T + _np(lin.bias), **TOL)
 
 
+@SJ2
 def test_maxpool_return_indices_multi_step(device):
     """MaxPool2d(return_indices=True) in 'm': values and indices, each (T, B, ...)."""
     x = np.random.default_rng(3).standard_normal((T, B, 1, 4, 4))
@@ -203,6 +214,7 @@ def test_synapse_filter_equals_spikingjelly(learnable, device):
         L.SynapseFilter(tau=1.0)
 
 
+@SJ2
 def test_delay_equals_spikingjelly(device):
     """layer.Delay(delay_steps): y[t] = x[t - d], multi-step and single-step with the queue
     kept across calls, the gradient reaching the delayed steps only; functional.delay."""
@@ -295,6 +307,7 @@ def test_linear_recurrent_container_equals_spikingjelly(step_mode, device):
     assert mine.y is None
 
 
+@SJ2
 @pytest.mark.parametrize("stateful", [True, False])
 def test_step_mode_container_and_set_step_mode(stateful, device):
     """StepModeContainer(stateful, step_mode, *modules): 'm' loops the steps (stateful) or

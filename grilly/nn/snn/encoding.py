@@ -16,7 +16,7 @@ from ...array import api as gp
 
 from ...array.array import Array
 from ..module import Module
-from .functional import _check_input
+from .checks import _check_input
 
 __all__ = ["rate", "PoissonEncoder", "latency", "delta", "spike_count", "spike_rate", "membrane_max",
            "membrane_last", "membrane_mean"]

@@ -17,6 +17,7 @@ from ...array import api as gp
 from ...array.array import Array
 from ...autograd.function import Function
 from . import containers as _c
+from .checks import _check_input
 from .containers import chunk_multi_step_forward, multi_step_forward, seq_to_ann_forward
 from .surrogate import (Surrogate, atan, check_surrogate, fast_sigmoid, heaviside, sigmoid,
                         straight_through, triangle)
@@ -118,14 +119,6 @@ def beta_from_tau(tau: float, dt: float = 1.0) -> float:
     if not (tau > 0 and dt > 0):
         raise ValueError(f"beta_from_tau: tau and dt must be > 0, got tau={tau}, dt={dt}")
     return math.exp(-dt / tau)
-
-
-def _check_input(x, op: str, arg: str = "input") -> Array:
-    if not isinstance(x, gp.Array):
-        raise TypeError(f"{op}: expected a grilly Array for {arg!r}, got {type(x).__name__}")
-    if not gp.isdtype(x.dtype, "real floating"):
-        raise TypeError(f"{op}: {arg} must have a real floating dtype, got {x.dtype}")
-    return x
 
 
 def _decay(v, op: str, arg: str):
@@ -367,6 +360,5 @@ def state_quant(num_bits: int = 8, uniform: bool = True, thr_centered: bool = Tr
     return quantize
 
 
-# snnTorch's snntorch.functional spellings (SF.ce_rate_loss(), SF.accuracy_rate, ...): imported
-# last, as loss.py takes _check_input from this module
+# snnTorch's snntorch.functional spellings (SF.ce_rate_loss(), SF.accuracy_rate, ...)
 from .snntorch_functional import *  # noqa: E402,F401,F403

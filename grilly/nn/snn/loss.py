@@ -10,7 +10,7 @@ from ...array.array import Array
 from ...array.dispatch import hooks as _hooks
 from ...autograd.function import Function
 from .. import functional as NF
-from .functional import _check_input
+from .checks import _check_input
 
 __all__ = ["mse_count_loss", "ce_rate_loss", "ce_count_loss", "ce_max_membrane_loss",
            "MSECountLoss", "CERateLoss", "CECountLoss", "accuracy_rate", "mse_membrane_loss",

@@ -25,7 +25,7 @@ from ...autograd import no_grad
 from ...array.array import Array
 from ...array.plasticity import plasticity_step
 from ..layers import Linear
-from .functional import _check_input
+from .checks import _check_input
 
 __all__ = ["stdp", "hebbian", "STDP", "Hebbian"]
 
