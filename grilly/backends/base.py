@@ -104,5 +104,7 @@ class Backend:
     def capture(self, device: Device):
         """An object with begin(), end() -> handle, abort() and run(handle) that records the
         kernels called between begin and end once and replays them with run (grilly.jit); None
-        where the backend cannot (the default: grilly.jit then calls the kernels again)."""
+        where the backend cannot (the default: grilly.jit then calls the kernels again). Where
+        it has ``takes_after = True``, run(handle, after) calls ``after()``, which calls the
+        kernels that follow the replay (its outputs copied out), and may submit them with it."""
         return None

@@ -958,11 +958,24 @@ class TracedGraph:
                         assign(b, vals[s])
                 for b, first in step.refill:
                     assign(b, first)
-                step.capturer.run(step.handle)
-                for s, b in step.copy_back:
-                    assign(vals[s], b)
-                for s, b in step.fixed_out:
-                    vals[s] = b
+                final = i == len(self._plan) - 1
+
+                def after(step=step, assign=assign, final=final):
+                    # what follows the run on the device: in-place writes copied back, and at
+                    # the last step the outputs copied out of the captured buffers
+                    for s, b in step.copy_back:
+                        assign(vals[s], b)
+                    for s, b in step.fixed_out:
+                        vals[s] = b
+                    if final:   # (the outputs not copied before an earlier step)
+                        self._copy_out([k for k in range(len(self.out_slots)) if k not in early],
+                                       vals, early)
+
+                if getattr(step.capturer, "takes_after", False):
+                    step.capturer.run(step.handle, after)   # (one submission, where it can)
+                else:
+                    step.capturer.run(step.handle)
+                    after()
                 for rec in step.records:
                     _rebind(rec, vals)
             elif step.capturer is not None and not step.failed:

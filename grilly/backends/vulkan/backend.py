@@ -63,9 +63,11 @@ class _Capturer:
         finally:
             self.device.lock.release()
 
-    def run(self, handle) -> None:
+    takes_after = True   # run(handle, after): the kernels after a replay go in its submission
+
+    def run(self, handle, after=None) -> None:
         with self.device.lock:
-            self.device.ctx.recorder.run_capture(handle)
+            self.device.ctx.recorder.run_capture(handle, after)
 
 
 class VulkanDevice(Device):

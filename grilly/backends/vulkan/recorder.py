@@ -116,6 +116,7 @@ class Recorder:
         self._read: set = set()
         self.max_groups = min(ctx.phys.max_groups, 65535)
         self.capturing = None         # the Capture being recorded (begin_capture), else None
+        self._hold = False            # run_capture's after-work is recording: no submission
         self._dead: list = []         # (command buffer array, fence) of dropped Captures
         # submitted Captures not yet waited for -> what to wait on: the Capture's own fence, or
         # the slot it rode with (Recorder.run_capture); the dict holds them alive meanwhile
@@ -145,6 +146,13 @@ class Recorder:
         slot.keep.clear()
         if slot.names:
             self._read_timestamps(slot)
+        first = slot.companion
+        if first is not None:   # submitted before it in the same vkQueueSubmit: done too
+            slot.companion = None
+            first.keep.clear()
+            if first.names:
+                self._read_timestamps(first)
+            self._free.append(first)
         return slot
 
     def dispatch(self, pipeline, bufs: list, pc: bytes, n: int, writes: int = 1) -> None:
@@ -207,7 +215,8 @@ class Recorder:
         self.count += 1
         self.work += n
         if (self.count >= BATCH_MAX or self.work >= SUBMIT_WORK and (
-                self.work >= SUBMIT_WORK_BUSY or self._gpu_idle())) and self.capturing is None:
+                self.work >= SUBMIT_WORK_BUSY or self._gpu_idle())) and self.capturing is None \
+                and not self._hold:
             self.submit()
 
     def dispatch_reaching(self, pipeline, allocs: list, pc: bytes, n: int, writes: int,
@@ -244,6 +253,8 @@ class Recorder:
         n = self.keep.count(a) + self._slots.count(a) + (a in self._written) + (a in self._read)
         for slot in self._inflight:
             n += slot.keep.count(a)
+            if slot.companion is not None:
+                n += slot.companion.keep.count(a)
         return n
 
     def _barrier_all(self) -> None:
@@ -286,6 +297,9 @@ class Recorder:
         if self.capturing is not None:
             raise RuntimeError("vulkan: a sync or a transfer inside a captured graph (a kernel "
                                "that reads the device on the host cannot be captured)")
+        if self._hold:
+            raise RuntimeError("vulkan: a sync or a transfer in the work after a captured graph's "
+                               "run (Recorder.run_capture's ``after``: dispatches only)")
         if self.pending is not None:
             self.pending.emit()
         if not self.recording:
@@ -436,13 +450,15 @@ class Recorder:
         lib.vkEndCommandBuffer(cap.cmd)
         self._leave_capture()   # the dropped capture's command buffer is freed by its finalizer
 
-    def run_capture(self, cap: "Capture") -> None:
+    def run_capture(self, cap: "Capture", after=None) -> None:
         """Submit a captured command buffer after what is recorded now (a replay's inputs
         copied in): both in one vkQueueSubmit, the capture riding with that batch's slot and
         fence (its first barrier orders it after them), else alone with its own fence. A
         submit costs 20-25 us of host time on the H200's host: a jitted small step's replay
-        made three."""
-        if self.capturing is not None:
+        made three. ``after()``, where given, records the dispatches that follow the capture
+        (a replay's outputs copied out of its buffers) into a batch of their own, submitted in
+        the same vkQueueSubmit behind it: one submission a replay, where it took two."""
+        if self.capturing is not None or self._hold:
             raise RuntimeError("vulkan: a captured graph cannot run inside a capture")
         if self.pending is not None:
             self.pending.emit()
@@ -450,14 +466,43 @@ class Recorder:
         prev = self._captures_inflight.pop(cap, None)
         if prev is not None:
             self._wait(prev)
-        if self.recording:
-            slot = self._close()
-            slot._cmds2[0], slot._cmds2[1] = slot.cmd, cap.cmd
-            check(lib.vkQueueSubmit(self.ctx.queue, 1, slot.submit2, slot.fence[0]),
+        first = self._close() if self.recording else None
+        if after is None:
+            self._submit_run(first, cap, None)
+            return
+        # what follows reads what the capture wrote: a barrier before it (the hazard sets)
+        self._written |= cap.written
+        self._hold = True   # (nothing submits while it records: it must go behind cap)
+        try:
+            after()
+            if self.pending is not None:
+                self.pending.emit()
+        finally:   # (submitted even where it failed part way: what was recorded, in order)
+            self._hold = False
+            self._submit_run(first, cap, self._close() if self.recording else None)
+
+    def _submit_run(self, first, cap: "Capture", last) -> None:
+        """One vkQueueSubmit of batch ``first``, Capture ``cap`` and batch ``last`` (either
+        batch may be None), with the fence of the last batch, else cap's own."""
+        if last is not None:
+            cmds, n = last._cmds3, 0
+            if first is not None:
+                cmds[0], n = first.cmd, 1
+            cmds[n], cmds[n + 1] = cap.cmd, last.cmd
+            last.submit3.commandBufferCount = n + 2
+            check(lib.vkQueueSubmit(self.ctx.queue, 1, last.submit3, last.fence[0]),
                   "vkQueueSubmit")
-            slot.rider = cap   # (its run is known done when the slot retires)
-            self._captures_inflight[cap] = slot
-            self._inflight.append(slot)
+            # (the capture's run, and the first batch, are known done when it retires)
+            last.rider, last.companion = cap, first
+            self._captures_inflight[cap] = last
+            self._inflight.append(last)
+        elif first is not None:   # the capture rides with the batch before it
+            first._cmds2[0], first._cmds2[1] = first.cmd, cap.cmd
+            check(lib.vkQueueSubmit(self.ctx.queue, 1, first.submit2, first.fence[0]),
+                  "vkQueueSubmit")
+            first.rider = cap
+            self._captures_inflight[cap] = first
+            self._inflight.append(first)
         else:
             lib.vkResetFences(self.ctx.device, 1, cap.fence)
             check(lib.vkQueueSubmit(self.ctx.queue, 1, cap.submit, cap.fence[0]),
@@ -468,7 +513,6 @@ class Recorder:
         # what follows and touches its buffers waits for it (a barrier, as for any hazard)
         self._written |= cap.written
 
-
 _QMAX = BATCH_MAX   # timed dispatches per command buffer (a submit comes at BATCH_MAX)
 _BOTTOM = 0x2000     # VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT: after everything before it
 
@@ -477,7 +521,7 @@ class _Slot:
     """A command buffer, its fence, its submit info, and the allocations its work uses."""
 
     __slots__ = ("cmd", "fence", "submit", "keep", "_cmds", "qbase", "names", "_cmds2",
-                 "submit2", "rider")
+                 "submit2", "rider", "_cmds3", "submit3", "companion")
 
     def __init__(self, dev, cmd, finfo):
         self.cmd = cmd
@@ -492,7 +536,14 @@ class _Slot:
         self.submit2 = ffi.new("VkSubmitInfo*", {
             "sType": lib.VK_STRUCTURE_TYPE_SUBMIT_INFO, "commandBufferCount": 2,
             "pCommandBuffers": self._cmds2})
+        # a batch, a Capture and this buffer (Recorder.run_capture's after-work); the count is
+        # set per submission
+        self._cmds3 = ffi.new("VkCommandBuffer[3]")
+        self.submit3 = ffi.new("VkSubmitInfo*", {
+            "sType": lib.VK_STRUCTURE_TYPE_SUBMIT_INFO, "commandBufferCount": 3,
+            "pCommandBuffers": self._cmds3})
         self.rider = None   # the Capture submitted with this buffer, until it retires
+        self.companion = None   # the batch submitted before it in the same vkQueueSubmit
         self.keep: list = []
         self.qbase = 0
         self.names: list = []   # kernel of each timestamp written (GRILLY_PROFILE)
