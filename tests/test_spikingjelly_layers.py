@@ -374,3 +374,76 @@ def test_functional_helpers(device, capsys):
         snn.functional.set_backend(net, "cuda")
     y = L.PrintShapeModule("here")(x)
     assert y is x and "here (2, 3)" in capsys.readouterr().out
+
+
+# ---- weight standardization, MaxUnpool, tdBN and TEBN (issue 12) --------------------------
+@SJ2   # (0.0.0.0.14 has no WSLinear)
+@pytest.mark.parametrize("gain", [True, False])
+@pytest.mark.parametrize("step_mode", ["s", "m"])
+def test_ws_linear_and_ws_conv2d_equal_spikingjelly(gain, step_mode, device):
+    torch.manual_seed(0)
+    ref = sjl.WSLinear(4, 3, step_mode=step_mode, gain=gain).double()
+    if gain:   # a non-trivial gain, so its gradient is checked too
+        ref.gain.data.uniform_(0.5, 1.5)
+    mine = _load(L.WSLinear(4, 3, step_mode=step_mode, gain=gain, dtype=gp.float64), ref, device)
+    shape = (T, B, 4) if step_mode == "m" else (B, 4)
+    _compare(ref, mine, np.random.default_rng(2).standard_normal(shape), device)
+    ref = sjl.WSConv2d(2, 3, 3, padding=1, step_mode=step_mode, gain=gain).double()
+    if gain:
+        ref.gain.data.uniform_(0.5, 1.5)
+    mine = _load(L.WSConv2d(2, 3, 3, padding=1, step_mode=step_mode, gain=gain,
+                            dtype=gp.float64), ref, device)
+    shape = (T, B, 2, 4, 4) if step_mode == "m" else (B, 2, 4, 4)
+    _compare(ref, mine, np.random.default_rng(3).standard_normal(shape), device)
+    with pytest.raises(ValueError, match=r"WSConv2d: expected a sequence \(T, B, C, H, W\)"):
+        L.WSConv2d(2, 3, 3, step_mode="m")(_g(np.zeros((B, 2, 4, 4)), device))
+
+
+@SJ2
+@pytest.mark.parametrize("step_mode", ["s", "m"])
+def test_max_unpool_equals_spikingjelly(step_mode, device):
+    x = np.random.default_rng(4).standard_normal((T, B, 2, 4, 4) if step_mode == "m"
+                                                 else (B, 2, 4, 4))
+    pool = sjl.MaxPool2d(2, return_indices=True, step_mode=step_mode)
+    v, idx = pool(torch.tensor(x))
+    ref = sjl.MaxUnpool2d(2, step_mode=step_mode)
+    mine = L.MaxUnpool2d(2, step_mode=step_mode)
+    vt, vg = v.clone().requires_grad_(), _g(v.numpy(), device, grad=True)
+    yt = ref(vt, idx)
+    yg = mine(vg, gp.asarray(idx.numpy(), device=device))
+    np.testing.assert_allclose(_np(yg), yt.detach().numpy(), **TOL)
+    w = np.random.default_rng(5).standard_normal(tuple(yt.shape))
+    (yt * torch.tensor(w)).sum().backward()
+    gp.sum(yg * _g(w, device)).backward()
+    np.testing.assert_allclose(_np(vg.grad), vt.grad.numpy(), **TOL)
+    x1 = np.random.default_rng(6).standard_normal((T, B, 2, 6))
+    v1, i1 = sjl.MaxPool1d(2, return_indices=True, step_mode="m")(torch.tensor(x1))
+    np.testing.assert_allclose(
+        _np(L.MaxUnpool1d(2, step_mode="m")(_g(v1.numpy(), device),
+                                           gp.asarray(i1.numpy(), device=device))),
+        sjl.MaxUnpool1d(2, step_mode="m")(v1, i1).numpy(), **TOL)
+    if step_mode == "m":
+        with pytest.raises(ValueError, match="MaxUnpool2d: indices must have the shape"):
+            mine(vg, gp.asarray(idx.numpy()[:1], device=device))
+
+
+@SJ2   # (0.0.0.0.14's TEBN raises NotImplementedError)
+@pytest.mark.parametrize("dim", [1, 2])
+def test_threshold_dependent_and_temporal_effective_bn_equal_spikingjelly(dim, device):
+    shape = (T, B, 3) if dim == 1 else (T, B, 3, 2, 2)
+    x = np.random.default_rng(7).standard_normal(shape) * 2 + 1
+    ref = getattr(sjl, f"ThresholdDependentBatchNorm{dim}d")(0.7, 1.5, 3).double()
+    mine = _load(getattr(L, f"ThresholdDependentBatchNorm{dim}d")(0.7, 1.5, 3, dtype=gp.float64),
+                 ref, device)
+    np.testing.assert_allclose(_np(mine.weight), ref.weight.detach().numpy(), **TOL)
+    _compare(ref, mine, x, device)
+    np.testing.assert_allclose(_np(mine.running_var), ref.running_var.numpy(), **TOL)
+    ref = getattr(sjl, f"TemporalEffectiveBatchNorm{dim}d")(T, 3).double()
+    ref.scale.data.uniform_(0.5, 1.5)
+    mine = _load(getattr(L, f"TemporalEffectiveBatchNorm{dim}d")(T, 3, dtype=gp.float64),
+                 ref, device)
+    _compare(ref, mine, x, device)
+    with pytest.raises(ValueError, match="step_mode must be 'm'"):
+        mine.step_mode = "s"
+    with pytest.raises(ValueError, match="made for T=3"):
+        mine(_g(x[:2], device))

@@ -3,7 +3,7 @@ layers, surrogate-gradient spike functions, encoders, readouts and losses, and S
 plasticity. See docs/snn.md for the update equations."""
 import sys as _sys
 
-from . import functional, layer, monitor, norse_compat, spikegen, surrogate, utils  # noqa: F401
+from . import backprop, base, functional, layer, monitor, norse_compat, spikegen, surrogate, utils  # noqa: F401
 from .containers import *  # noqa: F401,F403
 from .encoding import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
@@ -19,8 +19,8 @@ from . import sj_neurons as _sj, snntorch_compat as _st
 norse = norse_compat
 _sys.modules[__name__ + ".norse"] = norse_compat
 
-__all__ = ["functional", "layer", "monitor", "norse", "norse_compat", "spikegen", "surrogate",
-           "utils", *_c.__all__,
+__all__ = ["backprop", "base", "functional", "layer", "monitor", "norse", "norse_compat",
+           "spikegen", "surrogate", "utils", *_c.__all__,
            *_e.__all__, *_lo.__all__, *_n.__all__, *_p.__all__, *_sj.__all__, *_st.__all__]
 del _c, _e, _lo, _n, _p, _sj, _st
 

@@ -32,12 +32,24 @@ RESETS = ("subtract", "zero", "none")
 _DEFAULT_SURROGATE = atan(2.0)
 
 
+def _sj_style(m) -> bool:
+    # SpikingJelly-style modules: their reset()/detach() covers grilly's reset_state()
+    from .base import MemoryModule, _NodeHooks
+    return isinstance(m, (MemoryModule, _NodeHooks))
+
+
 def reset_net(model):
-    """Reset the state of every layer of ``model`` that keeps one (its ``reset_state()``): a
-    new sequence starts. ``grilly.nn.snn.reset``, and SpikingJelly's ``functional.reset_net``."""
+    """Reset the state of every layer of ``model`` that keeps one: SpikingJelly-style modules
+    (``base.MemoryModule``, the SpikingJelly neurons and their subclasses) by ``reset()``, the
+    others by ``reset_state()`` (or a ``reset()`` method where there is none): a new sequence
+    starts. ``grilly.nn.snn.reset``, and SpikingJelly's ``functional.reset_net``."""
     for m in model.modules():
-        if hasattr(m, "reset_state"):
+        if _sj_style(m):
+            m.reset()
+        elif callable(getattr(m, "reset_state", None)):
             m.reset_state()
+        elif callable(getattr(m, "reset", None)):
+            m.reset()
     return model
 
 
@@ -56,17 +68,23 @@ def set_step_mode(model, step_mode: str):
     inside = {id(m) for c in model.modules() if isinstance(c, keep)
               for m in c.modules() if m is not c}
     for m in model.modules():
-        if id(m) not in inside and "step_mode" in vars(m):
+        if id(m) not in inside and ("step_mode" in vars(m) or "_step_mode" in vars(m)):
             m.step_mode = step_mode
     return model
 
 
 def detach_net(model):
     """SpikingJelly's ``functional.detach_net``: every kept state of ``model`` (neurons,
-    SynapseFilter, recurrent containers) detached from the graph; ``snn.detach``."""
+    SynapseFilter, recurrent containers, ``base.MemoryModule`` memories) detached from the
+    graph, by ``detach()`` on SpikingJelly-style modules, else ``detach_state()``;
+    ``snn.detach``."""
     for m in model.modules():
-        if hasattr(m, "detach_state"):
+        if _sj_style(m):
+            m.detach()
+        elif callable(getattr(m, "detach_state", None)):
             m.detach_state()
+        elif callable(getattr(m, "detach", None)):
+            m.detach()
     return model
 
 

@@ -17,6 +17,8 @@ from ...array.array import Array
 from .. import conv_rnn_extra as _C, layers as _L, norm_pool as _N
 from .containers import (ElementWiseRecurrentContainer, LinearRecurrentContainer,
                          MultiStepContainer, SeqToANNContainer, StepModeContainer)
+from .layer_extra import *  # noqa: F401,F403
+from .layer_extra import __all__ as _extra
 from .layer_misc import Delay, Dropout, Dropout2d, PrintShapeModule, SynapseFilter, VotingLayer
 
 __all__ = ["Linear", "Flatten", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
@@ -25,7 +27,7 @@ __all__ = ["Linear", "Flatten", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
            "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
            "AdaptiveAvgPool3d", "Dropout", "Dropout2d", "VotingLayer", "SynapseFilter", "Delay",
            "PrintShapeModule", "SeqToANNContainer", "MultiStepContainer", "StepModeContainer",
-           "ElementWiseRecurrentContainer", "LinearRecurrentContainer"]
+           "ElementWiseRecurrentContainer", "LinearRecurrentContainer", *_extra]
 
 
 def _check_mode(step_mode, op: str) -> str:

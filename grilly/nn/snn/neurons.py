@@ -18,6 +18,7 @@ from ..module import Module
 from ..parameter import Parameter
 from . import functional as F
 from . import fused as _fused
+from .base import _NodeHooks
 from .surrogate import Surrogate
 
 __all__ = ["LIF", "IF", "Synaptic", "AdaptiveLIF", "RLeaky", "LIFNode", "IFNode", "reset",
@@ -30,13 +31,11 @@ reset = reset_net = F.reset_net
 
 
 def detach(model: Module) -> Module:
-    """Detach the kept state of every spiking layer in ``model`` from the graph: the next call
-    continues from the same values, but a backward stops there (truncated BPTT, or a new
-    minibatch carrying the state over; snnTorch's ``detach_hidden``)."""
-    for m in model.modules():
-        if isinstance(m, _Neuron):
-            m.detach_state()
-    return model
+    """Detach the kept state of every stateful layer in ``model`` from the graph (``.detach()``
+    of SpikingJelly-style modules, else ``detach_state()``): the next call continues from the
+    same values, but a backward stops there (truncated BPTT, or a new minibatch carrying the
+    state over; snnTorch's ``detach_hidden``). ``snn.functional.detach_net``."""
+    return F.detach_net(model)
 
 
 # snnTorch's options beyond the equations (its SpikingNeuron's): their defaults
@@ -448,14 +447,19 @@ class IF(LIF):
         super().__init__(1.0, threshold, **kw)
 
 
-class LIFNode(LIF):
+class LIFNode(_NodeHooks, LIF):
     """SpikingJelly's ``neuron.LIFNode`` with its defaults and semantics: the spike resets the
     membrane within its step (``reset_delay=False``), beta = 1 - 1/tau, the input scaled by
     1/tau when ``decay_input``, a hard reset to ``v_reset=0.0`` or a soft (subtract) reset with
     ``v_reset=None``, the reset not detached and a ``Sigmoid(alpha=4)`` surrogate by default.
     Single-step calls return the spikes only (the membrane is ``.v``); ``step_mode="m"`` takes
     (T, ...) sequences. grilly spikes where v > v_threshold (SpikingJelly: v >= v_threshold;
-    the two differ only at exact equality). A v_reset other than 0 or None is not supported."""
+    the two differ only at exact equality). A v_reset other than 0 or None is not supported.
+    As SpikingJelly's BaseNode, a subclass may override ``neuronal_charge(x)`` (updating
+    ``self.v``), ``neuronal_fire()``, ``neuronal_reset(spike)`` and ``register_memory``; it then
+    runs per step (docs/snn.md)."""
+
+    _builtin_hooks = True
 
     def __init__(self, tau: float = 2.0, decay_input: bool = True, v_threshold: float = 1.0,
                  v_reset: float | None = 0.0, surrogate_function: Surrogate | None = None,
@@ -489,9 +493,13 @@ class LIFNode(LIF):
         return out
 
     @property
-    def v(self):
-        """The membrane potential (SpikingJelly's ``.v``): 0.0 before the first call."""
-        return self.state[0] if self.state is not None else 0.0
+    def v_threshold(self):
+        """SpikingJelly's name for the firing threshold."""
+        return self._threshold
+
+    def neuronal_charge(self, x: Array) -> None:
+        """SpikingJelly's charge: v = v + (x - v) / tau (``decay_input``) or v - v / tau + x."""
+        self.v = self._params()["beta"] * self.v + self._scale(x)
 
     def reset(self) -> None:
         """SpikingJelly's ``node.reset()``: forget the state and ``v_seq``."""

@@ -20,11 +20,12 @@ from ...array.array import Array
 from ..functional import sigmoid as _sigmoid
 from ..module import Module
 from ..parameter import Parameter
+from .base import _NodeHooks
 from .neurons import LIFNode, _Neuron, _sj_surrogate
 from .surrogate import Surrogate
 
-__all__ = ["ParametricLIFNode", "QIFNode", "EIFNode", "IzhikevichNode", "NonSpikingLIFNode",
-           "NonSpikingIFNode"]
+__all__ = ["BaseNode", "SimpleBaseNode", "ParametricLIFNode", "QIFNode", "EIFNode",
+           "IzhikevichNode", "NonSpikingLIFNode", "NonSpikingIFNode"]
 
 
 class ParametricLIFNode(LIFNode):
@@ -61,8 +62,11 @@ class ParametricLIFNode(LIFNode):
         return {"thr": self._threshold, "beta": 1.0 - _sigmoid(self.w)}
 
 
-class _SJNode(_Neuron):
-    """SpikingJelly's BaseNode over grilly's state handling: subclasses define ``_charge``."""
+class _SJNode(_NodeHooks, _Neuron):
+    """SpikingJelly's BaseNode over grilly's state handling: subclasses define ``_step`` and
+    ``neuronal_charge``."""
+
+    _builtin_hooks = True
 
     def __init__(self, v_threshold: float, v_reset: float | None, surrogate_function,
                  detach_reset: bool, step_mode: str, store_v_seq: bool, dtype=None) -> None:
@@ -107,19 +111,62 @@ class _SJNode(_Neuron):
         super().reset_state()
         self.v_seq = None
 
-    reset = reset_state   # SpikingJelly's MemoryModule.reset
+    def reset(self) -> None:
+        """SpikingJelly's ``node.reset()``: ``reset_state()``."""
+        self.reset_state()
 
-    @property
-    def v(self):
-        """The membrane potential (SpikingJelly's ``.v``): v_reset (0.0 for a soft reset) before
-        the first call."""
+    def v_float_to_tensor(self, x: Array) -> None:
+        """SpikingJelly 0.0.0.0.14's: the state (``.v``, ...) made Arrays shaped like ``x``."""
         if self.state is None:
-            return 0.0 if self.v_reset is None else float(self.v_reset)
-        return self.state[0]
+            self.state = self.init_state(x)
 
     def extra_repr(self) -> str:
         return (f"v_threshold={self.v_threshold}, v_reset={self.v_reset}, "
                 f"detach_reset={self.detach_reset}, step_mode={self.step_mode!r}")
+
+
+class BaseNode(_SJNode):
+    """SpikingJelly's ``neuron.BaseNode(v_threshold, v_reset, surrogate_function, detach_reset,
+    step_mode, backend, store_v_seq)`` to subclass: define ``neuronal_charge(x)`` (update
+    ``self.v`` from the input); ``neuronal_fire()`` (surrogate(v - v_threshold)) and
+    ``neuronal_reset(spike)`` (hard to v_reset, soft with v_reset None) may be overridden, and
+    ``register_memory(name, value)`` adds state that ``reset()`` restores. Every step charges,
+    fires and resets (in 's' and 'm'); ``.v`` starts at v_reset (0 for a soft reset).
+    ``backend`` is accepted ('torch', 'cupy', 'triton'; grilly picks kernels by device); as
+    SpikingJelly 2's signature, a bool there is ``store_v_seq``."""
+
+    def __init__(self, v_threshold: float = 1.0, v_reset: float | None = 0.0,
+                 surrogate_function: Surrogate | None = None, detach_reset: bool = False,
+                 step_mode: str = "s", backend: str | bool = "torch", store_v_seq: bool = False,
+                 dtype=None) -> None:
+        op = type(self).__name__
+        if isinstance(backend, bool):   # SpikingJelly 2: (..., step_mode, store_v_seq)
+            backend, store_v_seq = "torch", backend
+        if backend not in ("torch", "cupy", "triton"):
+            raise ValueError(f"{op}: backend must be 'torch', 'cupy' or 'triton', got "
+                             f"{backend!r}")
+        if not isinstance(detach_reset, bool):
+            raise TypeError(f"{op}: detach_reset must be a bool, got "
+                            f"{type(detach_reset).__name__}")
+        super().__init__(v_threshold, v_reset, surrogate_function, detach_reset, step_mode,
+                         store_v_seq, dtype)
+        self.backend = backend
+
+    def neuronal_charge(self, x: Array) -> None:
+        """The charge of one step (updates ``self.v``): a subclass defines it."""
+        raise NotImplementedError(f"{type(self).__name__}: a BaseNode subclass defines "
+                                  "neuronal_charge(x), updating self.v")
+
+
+class SimpleBaseNode(BaseNode):
+    """SpikingJelly 2's ``neuron.SimpleBaseNode(v_threshold, v_reset, surrogate_function,
+    detach_reset, step_mode)``: BaseNode without ``store_v_seq``."""
+
+    def __init__(self, v_threshold: float = 1.0, v_reset: float | None = 0.0,
+                 surrogate_function: Surrogate | None = None, detach_reset: bool = False,
+                 step_mode: str = "s", dtype=None) -> None:
+        super().__init__(v_threshold, v_reset, surrogate_function, detach_reset, step_mode,
+                         dtype=dtype)
 
 
 def _tau(tau, op: str) -> float:
@@ -137,6 +184,8 @@ def _check_rest(v_threshold, v_reset, v_rest, op: str) -> None:
 class QIFNode(_SJNode):
     """SpikingJelly's ``neuron.QIFNode``: h = v + (x + a0 (v - v_rest) (v - v_c)) / tau."""
 
+    _builtin_hooks = True
+
     def __init__(self, tau: float = 2.0, v_c: float = 0.8, a0: float = 1.0,
                  v_threshold: float = 1.0, v_rest: float = 0.0, v_reset: float | None = -0.1,
                  surrogate_function: Surrogate | None = None, detach_reset: bool = False,
@@ -150,6 +199,11 @@ class QIFNode(_SJNode):
                          store_v_seq, dtype)
         self.tau, self.v_c, self.a0, self.v_rest = self_tau, float(v_c), float(a0), float(v_rest)
 
+    def neuronal_charge(self, x: Array) -> None:
+        """SpikingJelly's charge: v = v + (x + a0 (v - v_rest) (v - v_c)) / tau."""
+        v = self.v
+        self.v = v + (x + self.a0 * (v - self.v_rest) * (v - self.v_c)) / self.tau
+
     def _step(self, x, st, p):
         v = st[0]
         h = v + (x + self.a0 * (v - self.v_rest) * (v - self.v_c)) / self.tau
@@ -160,6 +214,8 @@ class QIFNode(_SJNode):
 class EIFNode(_SJNode):
     """SpikingJelly's ``neuron.EIFNode``: h = v + (x + v_rest - v + delta_T exp((v - theta_rh)
     / delta_T)) / tau."""
+
+    _builtin_hooks = True
 
     def __init__(self, tau: float = 2.0, delta_T: float = 1.0, theta_rh: float = 0.8,  # noqa: N803
                  v_threshold: float = 1.0, v_rest: float = 0.0, v_reset: float | None = -0.1,
@@ -175,6 +231,13 @@ class EIFNode(_SJNode):
         self.tau, self.delta_T = self_tau, float(delta_T)
         self.theta_rh, self.v_rest = float(theta_rh), float(v_rest)
 
+    def neuronal_charge(self, x: Array) -> None:
+        """SpikingJelly's charge: v = v + (x + v_rest - v + delta_T exp((v - theta_rh) /
+        delta_T)) / tau."""
+        v = self.v
+        self.v = v + (x + self.v_rest - v
+                      + self.delta_T * gp.exp((v - self.theta_rh) / self.delta_T)) / self.tau
+
     def _step(self, x, st, p):
         v = st[0]
         h = v + (x + self.v_rest - v
@@ -187,6 +250,8 @@ class IzhikevichNode(_SJNode):
     """SpikingJelly's ``neuron.IzhikevichNode``: h = v + (x + a0 (v - v_rest) (v - v_c) - w) /
     tau, the recovery w = w + (a (h - v_rest) - w) / tau_w + b spike (starting at ``w_rest``);
     the state is (v, w), ``.w`` the recovery."""
+
+    _builtin_hooks = True
 
     _state_names = ("v", "w")
     _starts = {"w": "w_rest"}
@@ -211,6 +276,21 @@ class IzhikevichNode(_SJNode):
     def w(self):
         """The recovery variable (SpikingJelly's ``.w``): w_rest before the first call."""
         return self.w_rest if self.state is None else self.state[1]
+
+    @w.setter
+    def w(self, value) -> None:
+        if self.state is None:
+            raise ValueError("IzhikevichNode: set .w after the first call")
+        self.__dict__["state"] = (self.state[0], value)
+
+    def neuronal_charge(self, x: Array) -> None:
+        """SpikingJelly's charge: v = v + (x + a0 (v - v_rest) (v - v_c) - w) / tau."""
+        v = self.v
+        self.v = v + (x + self.a0 * (v - self.v_rest) * (v - self.v_c) - self.w) / self.tau
+
+    def _after_fire(self, spike: Array) -> None:
+        # the recovery reads the charged membrane, before the reset (as _step)
+        self.w = self.w + (self.a * (self.v - self.v_rest) - self.w) / self.tau_w + self.b * spike
 
     def _step(self, x, st, p):
         v, w = st
