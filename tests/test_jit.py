@@ -417,6 +417,27 @@ def test_replay_whose_output_copy_fails_leaves_the_device_whole(device, monkeypa
     np.testing.assert_allclose(np.asarray(xs[0] + 1.0), np.asarray(xs[0]) + 1, rtol=0)
 
 
+def test_replay_submitting_within_its_output_copies_keeps_the_order(device, monkeypatch):
+    """A submission while a replay's outputs are being copied out (here every dispatch
+    submits: a batch limit of one) submits the input copies, the captured graph and the copies
+    recorded so far first, in that order: every output is the replay's own."""
+    w = _arr((24, 16), device)
+    jf = gp.jit(lambda x: (F.relu(F.linear(x, w)) + 1.0, F.linear(x, w) * 3.0))
+    xs = [_arr((8, 16), device) for _ in range(3)]
+    jf(xs[0])
+    jf(xs[0])
+    if device.backend.capture(device) is None:
+        pytest.skip("no captured graph on this device")
+    from grilly.backends.vulkan import recorder
+
+    monkeypatch.setattr(recorder, "BATCH_MAX", 1)
+    for x in xs:
+        a, b = jf(x)
+        p = np.asarray(x) @ np.asarray(w).T
+        np.testing.assert_allclose(np.asarray(a), np.maximum(p, 0) + 1, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(np.asarray(b), p * 3, rtol=1e-5, atol=1e-5)
+
+
 def test_cnn_training_steps_equal_eager(device):
     """Conv, BatchNorm (running statistics updated in forward), pooling and Dropout: a traced
     step leaves every parameter and buffer as the eager steps do; on Vulkan every kernel is

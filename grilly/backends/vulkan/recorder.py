@@ -116,7 +116,9 @@ class Recorder:
         self._read: set = set()
         self.max_groups = min(ctx.phys.max_groups, 65535)
         self.capturing = None         # the Capture being recorded (begin_capture), else None
-        self._hold = False            # run_capture's after-work is recording: no submission
+        # (batch before, Capture) of a run_capture whose after-work is recording: the next
+        # submission submits them with it, in that order
+        self._held = None
         self._dead: list = []         # (command buffer array, fence) of dropped Captures
         # submitted Captures not yet waited for -> what to wait on: the Capture's own fence, or
         # the slot it rode with (Recorder.run_capture); the dict holds them alive meanwhile
@@ -215,8 +217,7 @@ class Recorder:
         self.count += 1
         self.work += n
         if (self.count >= BATCH_MAX or self.work >= SUBMIT_WORK and (
-                self.work >= SUBMIT_WORK_BUSY or self._gpu_idle())) and self.capturing is None \
-                and not self._hold:
+                self.work >= SUBMIT_WORK_BUSY or self._gpu_idle())) and self.capturing is None:
             self.submit()
 
     def dispatch_reaching(self, pipeline, allocs: list, pc: bytes, n: int, writes: int,
@@ -297,11 +298,13 @@ class Recorder:
         if self.capturing is not None:
             raise RuntimeError("vulkan: a sync or a transfer inside a captured graph (a kernel "
                                "that reads the device on the host cannot be captured)")
-        if self._hold:
-            raise RuntimeError("vulkan: a sync or a transfer in the work after a captured graph's "
-                               "run (Recorder.run_capture's ``after``: dispatches only)")
         if self.pending is not None:
             self.pending.emit()
+        held = self._held
+        if held is not None:   # a captured graph's run, then what was recorded after it
+            self._held = None
+            self._submit_run(held[0], held[1], self._close() if self.recording else None)
+            return
         if not self.recording:
             return
         slot = self._close()
@@ -458,7 +461,7 @@ class Recorder:
         made three. ``after()``, where given, records the dispatches that follow the capture
         (a replay's outputs copied out of its buffers) into a batch of their own, submitted in
         the same vkQueueSubmit behind it: one submission a replay, where it took two."""
-        if self.capturing is not None or self._hold:
+        if self.capturing is not None or self._held is not None:
             raise RuntimeError("vulkan: a captured graph cannot run inside a capture")
         if self.pending is not None:
             self.pending.emit()
@@ -472,14 +475,11 @@ class Recorder:
             return
         # what follows reads what the capture wrote: a barrier before it (the hazard sets)
         self._written |= cap.written
-        self._hold = True   # (nothing submits while it records: it must go behind cap)
+        self._held = (first, cap)   # (any submission from here submits them first)
         try:
             after()
-            if self.pending is not None:
-                self.pending.emit()
-        finally:   # (submitted even where it failed part way: what was recorded, in order)
-            self._hold = False
-            self._submit_run(first, cap, self._close() if self.recording else None)
+        finally:   # what was recorded, in order, even where after() failed part way
+            self.submit()
 
     def _submit_run(self, first, cap: "Capture", last) -> None:
         """One vkQueueSubmit of batch ``first``, Capture ``cap`` and batch ``last`` (either
@@ -512,6 +512,7 @@ class Recorder:
         self.n_submits += 1
         # what follows and touches its buffers waits for it (a barrier, as for any hazard)
         self._written |= cap.written
+
 
 _QMAX = BATCH_MAX   # timed dispatches per command buffer (a submit comes at BATCH_MAX)
 _BOTTOM = 0x2000     # VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT: after everything before it
