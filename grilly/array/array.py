@@ -622,7 +622,10 @@ def view_of(x: Array, buf, op: str, args: tuple = (), kw: dict | None = None) ->
     made at]) for autograd to rebase x after a write through it, or remake it after a write
     into x."""
     out = Array._new(buf, x._dtype, x._device)
-    c = out._version = version_cell(x)
+    c = x._version   # (version_cell, inlined: every view comes here)
+    if c is None:
+        c = x._version = [0]
+    out._version = c
     out._view = [x, op, args, kw or {}, c[0]]
     return out
 

@@ -72,7 +72,7 @@ def check_array(x, op: str, arg: str = "x") -> Array:
 def common_device(op: str, *arrays: Array):
     """The one device all ``arrays`` are on; ValueError (no implicit copy) otherwise."""
     dev = arrays[0]._device
-    for a in arrays[1:]:
+    for a in arrays:   # (the first too: no slice to build)
         if a._device is not dev:
             raise ValueError(f"{op}: arrays are on different devices ({dev} and {a._device}); "
                              "move one with to_device() first")

@@ -14,16 +14,17 @@ __all__ = ["broadcast_arrays", "broadcast_shapes", "broadcast_to", "concat", "ex
            "tile", "unstack"]
 
 
+_INT = frozenset((int,))
+
+
 def _ints(seq, op: str, arg: str) -> tuple:
     """``seq`` (an int or a sequence of ints) as a tuple of Python ints, or TypeError."""
     if type(seq) is int:
         return (seq,)
-    if type(seq) is tuple:
-        for v in seq:
-            if type(v) is not int:   # (bool, numpy ints, ...: checked and converted below)
-                break
-        else:
-            return seq   # the common case: already a tuple of Python ints
+    # the common case: already a tuple of Python ints (tested in C: bool, numpy ints, ... are
+    # checked and converted below)
+    if type(seq) is tuple and _INT.issuperset(map(type, seq)):
+        return seq
     if isinstance(seq, Array) or not hasattr(seq, "__iter__"):
         seq = (seq,)
     out = []
@@ -234,10 +235,35 @@ def moveaxis(x: Array, source: int | tuple[int, ...], destination: int | tuple[i
 def reshape(x: Array, /, shape: tuple[int, ...], *, copy: bool | None = None) -> Array:
     """``x`` with a new shape (one dimension may be -1); copy=False never copies."""
     check_array(x, "reshape")
+    xs = x.shape
+    # a shape asked for before, from x's shape: resolved (-1) and checked then (keyed on exact
+    # tuples of Python ints: True or 2.0 would hash as 1 or 2 and skip their TypeError)
+    new = _RESHAPED.get((xs, shape)) if type(shape) is tuple and _INT.issuperset(
+        map(type, shape)) else None
+    if new is not None:
+        if copy not in (None, True, False):
+            raise TypeError(f"reshape: copy must be True, False or None, got {copy!r}")
+    else:
+        new = _resolve_shape(x, shape, copy)
+    if not copy and xs == new:
+        return _alias(x)
+    buf = kernel(x._device, "reshape")(x._buf, new, copy)
+    return wrap(buf, x._dtype, x._device) if copy else _maybe_view(x, buf, new)
+
+
+_RESHAPED: dict = {}   # (x's shape, the shape asked for) -> the shape, -1 resolved
+RESHAPED_MAX = 4096    # bounds _RESHAPED (cleared when full)
+
+
+def _resolve_shape(x: Array, shape, copy) -> tuple:
+    """reshape's ``shape`` checked against ``x`` (every error of a bad shape or copy), -1
+    resolved; kept in ``_RESHAPED`` (bounded)."""
+    asked = shape
     shape = _shape_arg(shape, "reshape")
+    exact = asked is shape   # (a tuple of Python ints: _ints returns it as it is)
     if copy not in (None, True, False):
         raise TypeError(f"reshape: copy must be True, False or None, got {copy!r}")
-    known, unknown = 1, None   # (one pass: this runs on every reshape)
+    known, unknown = 1, None   # (one pass)
     for i, s in enumerate(shape):
         if s >= 0:
             known *= s
@@ -254,10 +280,11 @@ def reshape(x: Array, /, shape: tuple[int, ...], *, copy: bool | None = None) ->
         shape = shape[:unknown] + (size // known,) + shape[unknown + 1:]
     elif known != size:
         raise ValueError(f"reshape: cannot reshape an array of size {size} into {shape}")
-    if not copy and tuple(x._buf.shape) == shape:
-        return _alias(x)
-    buf = kernel(x._device, "reshape")(x._buf, shape, copy)
-    return wrap(buf, x._dtype, x._device) if copy else _maybe_view(x, buf, shape)
+    if exact:
+        if len(_RESHAPED) >= RESHAPED_MAX:
+            _RESHAPED.clear()
+        _RESHAPED[x.shape, asked] = shape
+    return shape
 
 
 def roll(x: Array, /, shift: int | tuple[int, ...], *,

@@ -13,16 +13,19 @@ no_grad.
 from __future__ import annotations
 
 import contextlib
+import functools
+import itertools
 import math
+import operator
 import threading
 from typing import Callable
 
 import numpy as np
 
-from ..backends.contract import optim_scalars
+from ..backends.contract import optim_scalars_fn
 from . import core
 from . import dispatch as _dispatch
-from .array import Array, bump
+from .array import Array
 
 __all__ = ["sgd_step", "adam_step", "rmsprop_step", "adagrad_step", "amp_unscale", "batched",
            "takes_vals", "step_in_kernels"]
@@ -32,19 +35,29 @@ _KERNEL_DTYPES = frozenset({"float32", "float64"})   # what the kernels take (th
 ARRAYS = {"sgd_step": 3, "adam_step": 5, "rmsprop_step": 5, "adagrad_step": 3, "amp_unscale": 2}
 
 
+def _fits(p, arrays: tuple) -> bool:
+    """Whether ``p`` is a real floating Array and every one of ``arrays`` (those given: the
+    callers leave out a state array passed as None) an Array of its dtype, device and shape:
+    the common case, in one pass without building the shape tuples (every parameter of every
+    step comes here; same device: same backend, so the buffers' shapes compare as the arrays'
+    do; where they do not, or on False, ``_check`` decides)."""
+    if type(p) is not Array or p._dtype.kind != "f":
+        return False
+    d, dev, shape = p._dtype, p._device, p._buf.shape
+    for a in arrays:
+        if not (type(a) is Array and a._dtype is d and a._device is dev
+                and a._buf.shape == shape):
+            return False
+    return True
+
+
+_GIVEN = functools.partial(operator.is_not, None)   # (filter's test, in C)
+
+
 def _check(op: str, p, g, **state) -> None:
     """TypeError/ValueError unless ``p`` is a real floating Array and ``g`` and every given
-    state array match its shape, dtype and device."""
-    if isinstance(p, Array) and p._dtype.kind == "f":
-        # the common case in one pass (every parameter of every step comes here); the checks
-        # below find and name what is wrong otherwise
-        d, dev, shape = p._dtype, p._device, p.shape
-        for a in (g, *state.values()):
-            if a is not None and not (isinstance(a, Array) and a._dtype is d
-                                      and a._device is dev and a.shape == shape):
-                break
-        else:
-            return
+    state array match its shape, dtype and device: the one check of an update's arrays (the
+    backends' kernels take them as checked; ``_fits`` first, where they usually pass)."""
     core.check_array(p, op, "p")
     if p._dtype.kind != "f":
         raise TypeError(f"{op}: p must have a real floating dtype, got {p._dtype.name}")
@@ -93,8 +106,13 @@ def _gathering(calls: list):
 
 
 def _bufs(arrays: tuple) -> tuple:
-    """The arrays' buffers (None kept), as the kernels take them."""
-    return tuple([a._buf if a is not None else None for a in arrays])
+    """The arrays' (checked Arrays, or None) buffers (None kept), as the kernels take them."""
+    # (getattr mapped in C: None has no _buf and stays None; once per parameter of a step)
+    return tuple(map(getattr, arrays, _BUF, _NONE))
+
+
+_BUF, _NONE = itertools.repeat("_buf"), itertools.repeat(None)
+_FOURTH = operator.itemgetter(3)   # optim_scalars' scalars
 
 
 def _run_batch(calls: list) -> None:
@@ -119,9 +137,13 @@ def takes_vals(p: Array, g: Array) -> bool:
     """Whether the update of ``p`` by ``g`` runs on its device's optim_multi kernel with its
     scalars read from a buffer (the kernel's ``takes_vals``): a kernel dtype, and ``g`` of
     ``p``'s dtype, shape and device as the optimizers pass it without a conversion."""
-    k = p._device.kernels.get("optim_multi")
-    return (getattr(k, "takes_vals", False) and p._dtype.name in _KERNEL_DTYPES
-            and g._dtype is p._dtype and g.shape == p.shape and g._device is p._device)
+    dev = p._device
+    if not getattr(dev.kernels.get("optim_multi"), "takes_vals", False):
+        return False
+    d = p._dtype
+    # (the buffers' shapes first: the arrays' shapes are tuples made of them)
+    return (d.name in _KERNEL_DTYPES and g._dtype is d
+            and (g._buf.shape == p._buf.shape or g.shape == p.shape) and g._device is dev)
 
 
 def step_in_kernels(collect: Callable[[], None]) -> None:
@@ -147,10 +169,18 @@ def _collect_vals(collect: Callable[[], None]) -> tuple:
         collect()
     groups: dict = {}
     for op, dev, arrays, scalars in calls:
-        groups.setdefault((dev, op, arrays[0]._dtype), []).append(_bufs(arrays) + scalars)
+        # (by the device's id: its hash is Python code, and every device named here is alive
+        # in ``calls`` until the end of this call)
+        key = (id(dev), op, arrays[0]._dtype)
+        rows = groups.get(key)
+        if rows is None:
+            rows = groups[key] = (dev, [])
+        rows[1].append(_bufs(arrays) + scalars)
     out, plan = [], []
-    for (dev, op, dtype), rows in groups.items():
-        h = np.array([optim_scalars(op, r)[3] for r in rows], dtype.np)
+    for (_, op, dtype), (dev, rows) in groups.items():
+        # (each row's eight scalars, mapped in C)
+        h = np.array(list(map(_FOURTH, itertools.starmap(optim_scalars_fn(op), rows))),
+                     dtype.np)
         out.append(core.wrap(dev.kernels["from_host"](h, dtype), dtype, dev))
         plan.append((dev, op, rows))
     return (*out, plan)
@@ -178,7 +208,13 @@ def _now(op: str, dev, arrays: tuple, scalars: tuple) -> None:
 
 
 def _run(op: str, p: Array, arrays: tuple, scalars: tuple) -> None:
-    bump(p)   # written in place: a graph that saved p cannot backward through it after
+    # written in place: a graph that saved p cannot backward through it after (array.bump,
+    # inlined: every parameter of every step comes here)
+    c = p._version
+    if c is None:
+        p._version = [1]
+    else:
+        c[0] += 1
     calls = getattr(_batch, "calls", None)
     if calls is not None:
         calls.append((op, p._device, arrays, scalars))
@@ -190,7 +226,8 @@ def sgd_step(p: Array, g: Array, momentum_buffer: Array | None = None, *, lr: fl
              momentum: float = 0.0, dampening: float = 0.0, weight_decay: float = 0.0,
              nesterov: bool = False, maximize: bool = False, first: bool = False) -> None:
     """One SGD update of ``p`` in place; ``first``: the momentum buffer starts as the gradient."""
-    _check("sgd_step", p, g, momentum_buffer=momentum_buffer)
+    if not _fits(p, (g,) if momentum_buffer is None else (g, momentum_buffer)):
+        _check("sgd_step", p, g, momentum_buffer=momentum_buffer)
     if momentum and momentum_buffer is None:
         raise ValueError("sgd_step: momentum > 0 needs a momentum_buffer")
     _run("sgd_step", p, (p, g, momentum_buffer if momentum else None),
@@ -203,8 +240,10 @@ def adam_step(p: Array, g: Array, exp_avg: Array, exp_avg_sq: Array,
               maximize: bool = False) -> None:
     """One Adam (``decoupled``: AdamW) update of ``p`` at ``step`` (from 1), in place; amsgrad
     when ``max_exp_avg_sq`` is given."""
-    _check("adam_step", p, g, exp_avg=exp_avg, exp_avg_sq=exp_avg_sq,
-           max_exp_avg_sq=max_exp_avg_sq)
+    if not _fits(p, (g, exp_avg, exp_avg_sq) if max_exp_avg_sq is None
+                 else (g, exp_avg, exp_avg_sq, max_exp_avg_sq)):
+        _check("adam_step", p, g, exp_avg=exp_avg, exp_avg_sq=exp_avg_sq,
+               max_exp_avg_sq=max_exp_avg_sq)
     if step < 1:
         raise ValueError(f"adam_step: step counts from 1, got {step}")
     # bias corrections in float64 on the host, as torch.optim computes them
@@ -219,8 +258,9 @@ def rmsprop_step(p: Array, g: Array, square_avg: Array, grad_avg: Array | None =
                  weight_decay: float = 0.0, momentum: float = 0.0,
                  maximize: bool = False) -> None:
     """One RMSprop update of ``p`` in place; centered when ``grad_avg`` is given."""
-    _check("rmsprop_step", p, g, square_avg=square_avg, grad_avg=grad_avg,
-           momentum_buffer=momentum_buffer)
+    if not _fits(p, (g, square_avg, *filter(_GIVEN, (grad_avg, momentum_buffer)))):
+        _check("rmsprop_step", p, g, square_avg=square_avg, grad_avg=grad_avg,
+               momentum_buffer=momentum_buffer)
     if momentum > 0 and momentum_buffer is None:
         raise ValueError("rmsprop_step: momentum > 0 needs a momentum_buffer")
     _run("rmsprop_step", p, (p, g, square_avg, grad_avg, momentum_buffer if momentum > 0 else None),
@@ -231,7 +271,8 @@ def adagrad_step(p: Array, g: Array, state_sum: Array, *, lr: float, eps: float,
                  lr_decay: float = 0.0, weight_decay: float = 0.0,
                  maximize: bool = False) -> None:
     """One Adagrad update of ``p`` at ``step`` (from 1) in place."""
-    _check("adagrad_step", p, g, state_sum=state_sum)
+    if not _fits(p, (g, state_sum)):
+        _check("adagrad_step", p, g, state_sum=state_sum)
     if step < 1:
         raise ValueError(f"adagrad_step: step counts from 1, got {step}")
     clr = lr / (1.0 + (step - 1) * lr_decay)

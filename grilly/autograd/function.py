@@ -6,7 +6,7 @@ import functools
 
 from ..array.array import Array, view_of
 from . import mode
-from .tape import Node, check_saved, edge_of, refresh, version
+from .tape import Node, check_saved, edge_of, refresh
 
 __all__ = ["Function", "differentiable", "record"]
 
@@ -22,8 +22,10 @@ def _edges(args) -> list:
             if v is not None and v[4] != a._version[0]:
                 refresh(a)   # a view whose memory was written since: its history first
             if a.requires_grad and a._dtype.kind in "fc":
-                # (edge_of, inlined: this runs for every argument of every recorded op)
-                edges.append((i, a._node if a._node is not None else a, a.shape, a._dtype))
+                # (edge_of and the shape property, inlined: this runs for every argument of
+                # every recorded op)
+                edges.append((i, a._node if a._node is not None else a, tuple(a._buf.shape),
+                               a._dtype))
         elif isinstance(a, _SEQ):
             for j, b in enumerate(a):
                 if isinstance(b, Array) and b.requires_grad and b._dtype.kind in "fc":
@@ -61,7 +63,9 @@ def _saved(saves: str, args: tuple, out) -> tuple | None:
         if saves == "out" or (saves == "all" and out is not None) or (
                 saves == "pow" and _rg(args[1])):
             arrays.extend(out if isinstance(out, tuple) else (out,))
-    res = tuple([(a, version(a)) for a in arrays if isinstance(a, Array)])
+    # (tape.version, inlined: every recorded op that saves arrays comes here)
+    res = tuple([(a, 0 if (c := a._version) is None else c[0]) for a in arrays
+                 if isinstance(a, Array)])
     return res or None
 
 
@@ -135,15 +139,18 @@ def differentiable(name: str, fn, rule, save_out: bool = True, seq: bool = False
 class _Ctx:
     """What ``Function.forward`` and ``backward`` share: saved arrays and flags."""
 
+    _saved = ()   # (the class's until save_for_backward: every Function call makes a _Ctx)
+
     def __init__(self, args, name: str = "Function"):
-        self._saved = ()
         self._name = name
         self.needs_input_grad = tuple([isinstance(a, Array) and a.requires_grad for a in args])
 
     def save_for_backward(self, *arrays) -> None:
         """Keep ``arrays`` for backward (read them back as ``ctx.saved_tensors``)."""
         self._saved = arrays
-        self._versions = tuple([version(a) if isinstance(a, Array) else 0 for a in arrays])
+        # (tape.version, inlined: every Function's forward comes here)
+        self._versions = tuple([(0 if (c := a._version) is None else c[0])
+                                if isinstance(a, Array) else 0 for a in arrays])
 
     @property
     def saved_tensors(self) -> tuple:
@@ -238,7 +245,10 @@ class Function:
         # an input returned as it is becomes a new Array on its buffer (as torch's view), so
         # that the node, and this backward, are recorded on it (record skips its own inputs)
         if isinstance(out, Array):
-            out = _alias(out, args)
+            for a in args:   # (_alias, inlined: every Function call comes here)
+                if out is a:
+                    out = view_of(out, out._buf, "reshape", (out.shape,))
+                    break
         elif isinstance(out, tuple):
             out = tuple(_alias(o, args) if isinstance(o, Array) else o for o in out)
 

@@ -38,8 +38,14 @@ class Node:
                  "saved")
 
     def __init__(self, name, rule, args, kw, out, edges, n_out, saved=None):
-        self.name, self.rule, self.args, self.kw = name, rule, args, kw
-        self.out, self.edges, self.n_out = out, edges, n_out
+        # (one statement each: fewer bytecodes than tuple assignments; every op records one)
+        self.name = name
+        self.rule = rule
+        self.args = args
+        self.kw = kw
+        self.out = out
+        self.edges = edges
+        self.n_out = n_out
         # (array, its version) for each array the rule reads: a write in place into one of
         # them since is an error at backward (check_saved), not a wrong gradient
         self.saved = saved
@@ -293,17 +299,30 @@ def _sweep(outputs, grad_outputs, retain_graph: bool, create_graph: bool, captur
                         results = _apply(n, gs, ns)
                         break
             for slot, e, shape, dtype in n.edges:
+                gi = None
                 if results is not None:
                     gi = results[slot] if type(slot) is int else results[slot[0]][slot[1]]
-                    if gi is not None:
-                        # (fit's common case tested inline: once per edge)
-                        send(e, gi if type(gi) is Array and gi._dtype is dtype
-                             and gi.shape == shape else fit(gi, shape, dtype))
+                    # (fit's common case tested inline, on the buffer's shape: once per edge;
+                    # a shape that is not a tuple goes through fit, which decides)
+                    if gi is not None and not (type(gi) is Array and gi._dtype is dtype
+                                               and gi._buf.shape == shape):
+                        gi = fit(gi, shape, dtype)
                 if type(e) is tuple:
                     t = e[0]
-                    deps[t] -= 1
-                    if deps[t] == 0:
+                    if gi is not None:   # (send, inlined for a node: once per edge)
+                        b = bufs.get(t)
+                        if b is None:
+                            b = bufs[t] = [None] * t.n_out
+                        i = e[1]
+                        prev = b[i]
+                        b[i] = gi if prev is None else prev + gi
+                    c = deps[t] - 1
+                    if c:
+                        deps[t] = c
+                    else:   # (every edge into t is done: it runs next)
                         ready.append(t)
+                elif gi is not None:
+                    send(e, gi)
             if not retain_graph:
                 n.rule = n.args = n.kw = n.out = n.edges = n.saved = None
         for k, (x, g) in leaves.items():   # a leaf's hooks, on its whole gradient

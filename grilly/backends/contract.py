@@ -14,7 +14,7 @@ array layer's compositions and this table in step.
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 REQUIRED, COMPOSED, OPTIONAL = "required", "composed", "optional"
 
@@ -342,34 +342,55 @@ def float16_dropout_args(p: float, scale: float) -> tuple:
     return big, int(s16.view(np.uint16))
 
 
+def _sgd_scalars(p, g, buf, lr, momentum, dampening, weight_decay, nesterov, maximize, first):
+    return (p, g, [buf], (lr, momentum, 1.0 - dampening, weight_decay, float(bool(first)),
+                          0.0, 0.0, 0.0), (buf is not None, bool(nesterov), bool(maximize)))
+
+
+def _adam_scalars(p, g, m, v, vmax, lr, beta1, beta2, eps, weight_decay, decoupled, maximize,
+                  step_size, bc2_sqrt):
+    return (p, g, [m, v, vmax],
+            (1.0 - lr * weight_decay, 1.0 - beta1, beta2, 1.0 - beta2, eps, weight_decay,
+             step_size, bc2_sqrt), (bool(decoupled), vmax is not None, bool(maximize)))
+
+
+def _rmsprop_scalars(p, g, square_avg, grad_avg, buf, lr, alpha, eps, weight_decay, momentum,
+                     maximize):
+    return (p, g, [square_avg, grad_avg, buf],
+            (lr, alpha, 1.0 - alpha, eps, weight_decay, momentum, 0.0, 0.0),
+            (grad_avg is not None, buf is not None, bool(maximize)))
+
+
+def _adagrad_scalars(p, g, state_sum, clr, eps, weight_decay, maximize):
+    return (p, g, [state_sum], (clr, eps, weight_decay, 0.0, 0.0, 0.0, 0.0, 0.0),
+            (False, False, bool(maximize)))
+
+
+def _unscale_scalars(g, found, inv_scale):
+    return g, g, [found], (inv_scale, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0), (False, False, False)
+
+
+# (a table, and the arguments bound by the call: this runs twice for every parameter of a step)
+_SCALARS = {"sgd_step": _sgd_scalars, "adam_step": _adam_scalars,
+            "rmsprop_step": _rmsprop_scalars, "adagrad_step": _adagrad_scalars,
+            "amp_unscale": _unscale_scalars}
+
+
 def optim_scalars(op: str, args: tuple) -> tuple:
     """One update's kernel arguments (``args``: the rule kernel's, or amp_unscale's) as an
     update kernel takes them: (p, g, state slots, eight scalars, flags). The scalars are all
     that may change from step to step (learning rate, bias corrections, SGD's first step), so
     a captured step reads them from a buffer; the flags select the kernel's code."""
-    if op == "sgd_step":
-        p, g, buf, lr, momentum, dampening, weight_decay, nesterov, maximize, first = args
-        return (p, g, [buf], (lr, momentum, 1.0 - dampening, weight_decay, float(bool(first)),
-                              0.0, 0.0, 0.0), (buf is not None, bool(nesterov), bool(maximize)))
-    if op == "adam_step":
-        (p, g, m, v, vmax, lr, beta1, beta2, eps, weight_decay, decoupled, maximize, step_size,
-         bc2_sqrt) = args
-        return (p, g, [m, v, vmax],
-                (1.0 - lr * weight_decay, 1.0 - beta1, beta2, 1.0 - beta2, eps, weight_decay,
-                 step_size, bc2_sqrt), (bool(decoupled), vmax is not None, bool(maximize)))
-    if op == "rmsprop_step":
-        p, g, square_avg, grad_avg, buf, lr, alpha, eps, weight_decay, momentum, maximize = args
-        return (p, g, [square_avg, grad_avg, buf],
-                (lr, alpha, 1.0 - alpha, eps, weight_decay, momentum, 0.0, 0.0),
-                (grad_avg is not None, buf is not None, bool(maximize)))
-    if op == "adagrad_step":
-        p, g, state_sum, clr, eps, weight_decay, maximize = args
-        return (p, g, [state_sum], (clr, eps, weight_decay, 0.0, 0.0, 0.0, 0.0, 0.0),
-                (False, False, bool(maximize)))
-    if op == "amp_unscale":
-        g, found, inv_scale = args
-        return g, g, [found], (inv_scale, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0), (False, False, False)
-    raise ValueError(f"optim_scalars: no rule {op!r}")
+    return optim_scalars_fn(op)(*args)
+
+
+def optim_scalars_fn(op: str) -> Callable[..., tuple]:
+    """``optim_scalars`` of rule ``op`` as a function of the arguments themselves (a caller
+    with many updates of one rule looks it up once)."""
+    f = _SCALARS.get(op)
+    if f is None:
+        raise ValueError(f"optim_scalars: no rule {op!r}")
+    return f
 
 
 def names(tier: str | None = None, family: str | None = None) -> tuple:

@@ -274,10 +274,12 @@ class Optimizer:
         """Whether every update of this step runs on an optim_multi kernel that reads its
         scalars from a buffer (optim_steps.takes_vals)."""
         n = 0
+        takes_vals = optim_steps.takes_vals
         for group in self.param_groups:
             for p in group["params"]:
-                if p.grad is not None:
-                    if not optim_steps.takes_vals(p, p.grad):
+                g = p.grad
+                if g is not None:
+                    if not takes_vals(p, g):
                         return False
                     n += 1
         return n > 0
@@ -297,9 +299,15 @@ class Optimizer:
 
     def _step_group(self, group: dict) -> None:
         """Update every parameter of ``group`` that has a gradient (one ``_update`` each)."""
+        states, update = self._state, self._update
         for p in group["params"]:
-            if p.grad is not None:
-                self._update(p, p.grad, self.state_of(p), group)
+            g = p.grad
+            if g is not None:
+                # (state_of, inlined: once per parameter of every step)
+                s = states.get(id(p))
+                if s is None:
+                    s = states[id(p)] = {}
+                update(p, g, s, group)
 
     def _update(self, p, grad, state, group) -> None:
         raise NotImplementedError(f"{type(self).__name__}: _update is not implemented")

@@ -6,6 +6,7 @@ import numpy as np
 
 from ..array import api as gp
 from ..array import optim_steps
+from ..array.array import Array
 
 from .optimizer import Optimizer
 
@@ -87,6 +88,8 @@ def _in_float32(update, p, g, *state) -> None:
 
 def _grad(p, g):
     """``g`` in ``p``'s dtype and shape (a gradient set by hand may differ), as the kernels take."""
+    if type(g) is Array and g._dtype is p._dtype and g._buf.shape == p._buf.shape:
+        return g   # (the common case, without building the shape tuples)
     d = g.dtype
     if d is not p.dtype and d != p.dtype:   # (identity first: DType's == is Python code)
         g = gp.astype(g, p.dtype)
@@ -152,18 +155,20 @@ class Adam(Optimizer):
             state["step"] = 0
             state["exp_avg"] = gp.zeros_like(p)
             state["exp_avg_sq"] = gp.zeros_like(p)
-        if group["amsgrad"] and "max_exp_avg_sq" not in state:
-            # (also where amsgrad is switched on in param_groups, or the state was saved
-            # without it: the maximum starts from this step's exp_avg_sq, as at step 1)
-            state["max_exp_avg_sq"] = gp.zeros_like(p)
-        state["step"] += 1
+        vmax = None
+        if group["amsgrad"]:
+            if "max_exp_avg_sq" not in state:
+                # (also where amsgrad is switched on in param_groups, or the state was saved
+                # without it: the maximum starts from this step's exp_avg_sq, as at step 1)
+                state["max_exp_avg_sq"] = gp.zeros_like(p)
+            vmax = state["max_exp_avg_sq"]
+        step = state["step"] = state["step"] + 1
         b1, b2 = group["betas"]
         # AdamW is decoupled whatever its groups say (as torch's, which sets it on load)
         decoupled = self._decoupled or bool(group.get("decoupled_weight_decay", False))
-        optim_steps.adam_step(p, _grad(p, g), state["exp_avg"], state["exp_avg_sq"],
-                              state["max_exp_avg_sq"] if group["amsgrad"] else None,
+        optim_steps.adam_step(p, _grad(p, g), state["exp_avg"], state["exp_avg_sq"], vmax,
                               lr=group["lr"], beta1=b1, beta2=b2, eps=group["eps"],
-                              step=state["step"], weight_decay=group["weight_decay"],
+                              step=step, weight_decay=group["weight_decay"],
                               decoupled=decoupled, maximize=group["maximize"])
 
 

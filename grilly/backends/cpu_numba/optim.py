@@ -138,33 +138,33 @@ def _run(op: str, state: list, p: np.ndarray, g: np.ndarray, scalars: tuple,
     if g.dtype != dt or g.shape != p.shape:   # (g first, then the state, as before)
         raise ValueError(f"{op}: every buffer must have the parameter's shape {p.shape} and "
                          f"dtype {p.dtype}, got {g.shape} {g.dtype}")
-    out = [p, *state]
     # one pass over the buffers: checked, made contiguous where strided, flattened (this runs
     # for every parameter of every step)
-    work, flat = [], []
-    for b in out:
+    shape, unused = p.shape, _UNUSED[dt]
+    flat, back = [], None
+    for b in (p, *state):
         if b is None:
-            work.append(None)
-            flat.append(_UNUSED[dt])
+            flat.append(unused)
             continue
-        if b.dtype != dt or b.shape != p.shape:
+        if b.dtype != dt or b.shape != shape:
             raise ValueError(f"{op}: every buffer must have the parameter's shape {p.shape} and "
                              f"dtype {p.dtype}, got {b.shape} {b.dtype}")
         if not b.flags.c_contiguous:
-            b = np.ascontiguousarray(b)
-        work.append(b)
+            w = np.ascontiguousarray(b)
+            back = [(b, w)] if back is None else back + [(b, w)]   # written back below
+            b = w
         flat.append(b.reshape(-1))
     gf = np.ascontiguousarray(g).reshape(-1)
-    t = dt.type
-    args = (flat[0], gf, *flat[1:], *[t(s) for s in scalars], *flags)
+    # (the scalars cast by map, in C: a comprehension costs a frame)
+    args = (flat[0], gf, *flat[1:], *map(dt.type, scalars), *flags)
     n = p.size
     serial, parallel = _loops(op[:-5])
     if use_threads(n):
         par(parallel, n, n * p.itemsize * (2 + 2 * len(state)), *args)
     else:
         serial(*args)
-    for b, w in zip(out, work):
-        if w is not b:
+    if back is not None:
+        for b, w in back:
             np.copyto(b, w)
 
 

@@ -189,7 +189,23 @@ _RELU_GRAD = op_codes()["relu_grad"]
 
 def _flat_pattern(bufs: list, shape: tuple):
     """Which operands are contiguous over ``shape`` (True) or one element (False), or None when
-    some operand needs real strides."""
+    some operand needs real strides; kept per (shape, each operand's shape and strides): every
+    elementwise launch asks."""
+    key = (shape, *map(_GEOMETRY, bufs))
+    pat = _PATTERNS.get(key, key)
+    if pat is key:
+        pat = _flat_pattern_of(bufs, shape)
+        if len(_PATTERNS) >= FLAT_CALLS_MAX:
+            _PATTERNS.clear()
+        _PATTERNS[key] = pat
+    return pat
+
+
+_GEOMETRY = operator.attrgetter("shape", "strides")
+_PATTERNS: dict = {}   # (shape, each operand's (shape, strides)) -> _flat_pattern's answer
+
+
+def _flat_pattern_of(bufs: list, shape: tuple):
     cs = contiguous_strides(shape)
     pat = []
     for b in bufs:
@@ -247,8 +263,8 @@ def new_buffer(ctx, shape: tuple, dtype) -> Buffer:
 def _host_fill(ctx, h: np.ndarray, dtype) -> Buffer:
     """Upload host data into a fresh buffer: mapped memory, so one memcpy and no GPU work."""
     out = new_buffer(ctx, h.shape, dtype)
-    if out.size:
-        dst = out.alloc.host()[:out.size * dtype.itemsize].view(dtype.np).reshape(h.shape)
+    if h.size:   # (out's size, without its property)
+        dst = out.alloc.host()[:h.size * dtype.itemsize].view(dtype.np).reshape(h.shape)
         np.copyto(dst, h, casting="unsafe")
     stats["uploads"] += 1
     ctx.n_uploads += 1
@@ -391,7 +407,23 @@ def _view(buf: Buffer, offset: int, shape: tuple, strides: tuple) -> Buffer:
 
 
 def _nocopy_strides(buf: Buffer, shape: tuple):
-    """Strides that give ``buf`` the new ``shape`` without moving data, or None (NumPy's rule)."""
+    """Strides that give ``buf`` the new ``shape`` without moving data, or None (NumPy's rule);
+    kept per (shape, strides, new shape): every reshape asks."""
+    key = (buf.shape, buf.strides, shape)
+    st = _NOCOPY.get(key, key)
+    if st is key:
+        st = _nocopy_strides_of(buf, shape)
+        if len(_NOCOPY) >= FLAT_CALLS_MAX:
+            _NOCOPY.clear()
+        _NOCOPY[key] = st
+    return st
+
+
+_NOCOPY: dict = {}   # (shape, strides, new shape) -> the view's strides or None (bounded as
+# dispatch_flat's cache)
+
+
+def _nocopy_strides_of(buf: Buffer, shape: tuple):
     if buf.is_contiguous() or buf.size == 0:
         return contiguous_strides(shape)
     od = [(s, st) for s, st in zip(buf.shape, buf.strides) if s != 1]
@@ -419,9 +451,14 @@ def _nocopy_strides(buf: Buffer, shape: tuple):
 
 def reshape(buf: Buffer, shape, copy=None) -> Buffer:
     shape = tuple(shape)
-    st = None if copy else _nocopy_strides(buf, shape)
-    if st is not None:
-        return _view(buf, buf.offset, shape, st)
+    if not copy:
+        # (_nocopy_strides' cache, read inline: every reshape, view3 and flattening asks)
+        key = (buf.shape, buf.strides, shape)
+        st = _NOCOPY.get(key, key)
+        if st is key:
+            st = _nocopy_strides(buf, shape)
+        if st is not None:
+            return Buffer(buf.ctx, buf.alloc, buf.offset, shape, st, buf.dtype)
     if copy is False:
         raise ValueError("reshape: copy=False but the array's layout needs a copy")
     c = astype(buf, buf.dtype)

@@ -127,7 +127,7 @@ class _Block(weakref.ref):
     that result over the new owner's data (tests/test_threads.py). A weakref callback runs only
     once every weak reference to the allocation is cleared."""
 
-    __slots__ = ("size", "chunk", "offset")
+    __slots__ = ("block",)   # (size, chunk, offset): what release gives back
 
 
 class Pool:
@@ -141,7 +141,9 @@ class Pool:
         self.live = 0        # bytes handed out and not yet released
         self.peak = 0        # the most ``live`` has been (gp.device_stats: peak_live_bytes)
         self._staging_type = -1   # -1: not probed yet
-        self._buckets: dict = {}  # request -> bucket size, for sizes checked against the limit
+        # request -> (its bucket size, that size's free list), for sizes checked against the
+        # limit (a free list is never replaced: trim and release change it in place)
+        self._buckets: dict = {}
         # blocks released by a thread that could not take the device lock; alloc takes them back
         self._deferred: deque = deque()
         self._blocks: set = set()   # a _Block per allocation handed out (their callbacks free)
@@ -178,26 +180,26 @@ class Pool:
         """A block of at least ``nbytes`` (call with the device lock held)."""
         if self._deferred:
             self.take_deferred()
-        size = self._buckets.get(nbytes)
-        if size is None:
+        hit = self._buckets.get(nbytes)
+        if hit is None:
             limit = self.ctx.phys.max_storage
             if nbytes > limit:
                 raise MemoryError(f"vulkan: an array of {nbytes} bytes exceeds "
                                   f"{self.ctx.phys.name}'s maxStorageBufferRange of {limit} bytes")
             size = bucket(nbytes)
+            hit = (size, self.free.setdefault(size, []))
             if len(self._buckets) < 4096:
-                self._buckets[nbytes] = size
-        lst = self.free.get(size)
+                self._buckets[nbytes] = hit
+        size, lst = hit
         if not lst:
-            lst = self.free.setdefault(size, [])
             self._grow(size, lst)
         chunk, off = lst.pop()
-        self.live += size
-        if self.live > self.peak:
-            self.peak = self.live
+        live = self.live = self.live + size
+        if live > self.peak:
+            self.peak = live
         a = Allocation(self, chunk, off, size)
         r = _Block(a, self._on_dead)
-        r.size, r.chunk, r.offset = size, chunk, off
+        r.block = (size, chunk, off)   # (one attribute: every op's output comes here)
         self._blocks.add(r)
         return a
 
@@ -230,7 +232,7 @@ class Pool:
         """An allocation died (every weak reference to it is cleared): give its block back."""
         try:
             self._blocks.discard(r)
-            self.release(r.size, r.chunk, r.offset)
+            self.release(*r.block)
         except Exception:
             pass  # interpreter shutdown
 
@@ -308,8 +310,13 @@ class Buffer:
     __slots__ = ("alloc", "offset", "shape", "strides", "dtype", "ctx")
 
     def __init__(self, ctx, alloc: Allocation, offset: int, shape: tuple, strides: tuple, dtype):
-        self.ctx, self.alloc, self.offset = ctx, alloc, offset
-        self.shape, self.strides, self.dtype = shape, strides, dtype
+        # (one statement each: fewer bytecodes than tuple assignments, and every op makes one)
+        self.ctx = ctx
+        self.alloc = alloc
+        self.offset = offset
+        self.shape = shape
+        self.strides = strides
+        self.dtype = dtype
 
     @property
     def size(self) -> int:

@@ -15,9 +15,9 @@ import struct
 import numpy as np
 
 from .. import dtypes as _dt
-from ..contract import optim_scalars
-from .addresses import address
+from ..contract import optim_scalars, optim_scalars_fn
 from .kernels import _host_fill, assign, copy
+from .memory import _CONTIGUOUS
 
 _PC = struct.Struct("<I5iI")   # n, the element offsets of p, s1, s2, s3, g, and of the scalars
 _RULES = {"sgd_step": 0, "adam_step": 1, "rmsprop_step": 2, "adagrad_step": 3,
@@ -34,24 +34,24 @@ def _check_limits(op: str, ctx, n: int) -> None:
         raise ValueError(f"{op}: {n} elements exceed the Vulkan backend's 2**31 limit")
 
 
-def _rule(op: str, p, g, state: list, flags: tuple) -> tuple:
-    """Check one update's buffers; its specialization constants."""
-    d, shape = p.dtype, p.shape
-    name = d.name
-    if name not in ("float32", "float64"):
-        raise TypeError(f"{op}: the Vulkan kernel takes float32 or float64 buffers, got {name}")
-    if op != "amp_unscale":
-        for b in (g, *state):
-            if b is not None and (b.dtype is not d or b.shape != shape):
-                raise ValueError(f"{op}: every buffer must have the parameter's shape {shape} "
-                                 f"and dtype {name}, got {b.shape} {b.dtype.name}")
-    _check_limits(op, p.ctx, p.size)
-    spec = _SPECS.get((op, flags))   # (every parameter of every step comes here)
+def _check_dtype(op: str, dtype) -> None:
+    """The shaders' variants: float32 and float64 (grilly.array.optim_steps sends no other)."""
+    if dtype.name not in ("float32", "float64"):
+        raise TypeError(f"{op}: the Vulkan kernel takes float32 or float64 buffers, got "
+                        f"{dtype.name}")
+
+
+def _spec(op: str, flags: tuple) -> tuple:
+    """The specialization constants of ``op`` with ``flags``."""
+    spec = _SPECS.get((op, flags))
     if spec is None:
         spec = _SPECS[op, flags] = (_RULES[op], 1, *map(int, flags))
     return spec
 
 
+# The buffers' dtypes, shapes and devices are checked once, by the array layer every backend's
+# updates go through (grilly.array.optim_steps: its errors name the argument); here only what
+# this backend adds (its dtypes, the binding count, the 32-bit index) is.
 _SPECS: dict = {}   # (rule, flags) -> specialization constants; at most 5 rules x 8 flags
 
 
@@ -66,8 +66,10 @@ def _vals_rows(op: str, vals, calls: list, dtype):
 def _run(op: str, p, g, state: list, vals: tuple, flags: tuple, vsrc=None) -> None:
     """One update in one dispatch; its scalars ``vals`` uploaded, or read from ``vsrc`` (a
     buffer and the element offset of the row)."""
-    spec = _rule(op, p, g, state, flags)
     ctx, n = p.ctx, p.size
+    _check_dtype(op, p.dtype)
+    _check_limits(op, ctx, n)
+    spec = _spec(op, flags)
     if n == 0:
         return
     if vsrc is None:
@@ -116,26 +118,35 @@ _MPC = struct.Struct("<4I")   # tensors, the found flag's offset, the first scal
 
 
 def _multi_dispatch(ctx, dtype, spec: tuple, rows: list, vbuf, found=None) -> None:
-    """One optim_multi dispatch over ``rows``: (p, [s1, s2, s3], g, v) of contiguous buffers,
-    ``v`` the row of ``vbuf`` that holds the update's scalars, or (``vbuf`` None) the scalars,
-    uploaded after the table."""
-    # per tensor eight 64-bit words: five addresses, size | first workgroup << 32, the scalar
-    # row, 0; as uint32 (little-endian) they are the shader's sixteen words
+    """One optim_multi dispatch over ``rows``: (p, state, g, v, p's size) of contiguous buffers
+    (state: up to three slots, None where unused), ``v`` the row of ``vbuf`` that holds the
+    update's scalars, or (``vbuf`` None) the scalars, uploaded after the table."""
+    # per tensor eight 64-bit words: five addresses (p, three state slots, g; an unused slot
+    # is p's), size | first workgroup << 32, the scalar row, 0; as uint32 (little-endian) they
+    # are the shader's sixteen words
     table, written, read, first, host_vals = [], [], [], 0, []
-    for p, slots, g, v in rows:
-        s1, s2, s3 = slots
-        n = p.size
+    item = dtype.itemsize   # (every buffer's: addresses.address inlined, as this runs per tensor)
+    for p, state, g, v, n in rows:
         if vbuf is None:
             host_vals.append(v)
             v = len(host_vals) - 1
-        table.append((address(p), address(s1), address(s2), address(s3), address(g),
-                      n | first << 32, v, 0))
+        a = p.alloc
+        written.append(a)
+        ap = a.chunk.address + a.offset + p.offset * item
+        row = [ap, ap, ap, ap, ap, n | first << 32, v, 0]
+        i = 1
+        for b in state:
+            if b is not None:
+                a = b.alloc
+                row[i] = a.chunk.address + a.offset + b.offset * item
+                written.append(a)
+            i += 1
+        a = g.alloc
+        read.append(a)
+        if g is not p:
+            row[4] = a.chunk.address + a.offset + g.offset * item
+        table.append(row)
         first += -(-n // _CHUNK)
-        written.append(p.alloc)
-        for b in slots:
-            if b is not p:
-                written.append(b.alloc)
-        read.append(g.alloc)
     words = np.array(table, np.uint64).view(np.uint32).reshape(-1)
     if vbuf is None:   # the scalars after the table, in one upload (the table's 64-byte rows
         # keep them aligned for float64)
@@ -172,24 +183,38 @@ def optim_multi(op: str, calls: list, vals=None) -> None:
     if op not in ("sgd_step", "adam_step", "rmsprop_step", "adagrad_step"):
         raise ValueError(f"optim_multi: no rule {op!r}")
     groups: dict = {}
+    checked = None   # the context whose binding count was checked (the calls share one)
+    scalars = optim_scalars_fn(op)
+    if vals is not None and calls:   # (every rule's first argument is p)
+        _check_dtype(op, calls[0][0].dtype)
+        vals = _vals_rows(op, vals, calls, calls[0][0].dtype)
     for k, args in enumerate(calls):
-        p, g, state, sc, flags = optim_scalars(op, args)
-        spec = _rule(op, p, g, state, flags)
-        if vals is not None and k == 0:
-            vals = _vals_rows(op, vals, calls, p.dtype)
-        if p.size == 0:
+        p, g, state, sc, flags = scalars(*args)
+        ctx, n = p.ctx, p.size
+        if ctx is not checked or n >= 2**31:
+            _check_limits(op, ctx, n)
+            checked = ctx
+        spec = _SPECS.get((op, flags)) or _spec(op, flags)
+        if n == 0:
             continue
-        slots = [p, p, p]
-        strided = not p.is_contiguous()
-        for i, b in enumerate(state):
-            if b is not None:
-                slots[i] = b
-                strided = strided or not b.is_contiguous()
-        if strided or not p.ctx.get_buffer_address:
+        # (Buffer.is_contiguous's common case inline, from p's shape, which every buffer has:
+        # this runs for every parameter)
+        cs = _CONTIGUOUS.get(p.shape)
+        strided = p.strides != cs and not p.is_contiguous()
+        for b in state:
+            if b is not None and b.strides != cs and not b.is_contiguous():
+                strided = True
+        if strided or not ctx.get_buffer_address:
             _run(op, p, g, state, sc, flags, None if vals is None else (vals, 8 * k))
             continue
-        groups.setdefault((p.dtype.name, spec), []).append(
-            (p, slots, g if g.is_contiguous() else copy(g), sc if vals is None else k))
+        key = (p.dtype.name, spec)
+        rows = groups.get(key)
+        if rows is None:
+            _check_dtype(op, p.dtype)
+            rows = groups[key] = []
+        if g.strides != cs and not g.is_contiguous():
+            g = copy(g)
+        rows.append((p, state, g, sc if vals is None else k, n))
     for (_, spec), rows in groups.items():
         _multi(rows[0][0].ctx, rows[0][0].dtype, spec, rows, vals)
 
@@ -200,8 +225,10 @@ optim_multi.takes_vals = True
 def _unscale_multi(calls: list) -> None:
     """GradScaler's unscale of many gradients (``calls``: (g, found, inv_scale) each)."""
     groups: dict = {}
+    spec = _spec("amp_unscale", (False, False, False))
     for g, found, inv_scale in calls:
-        spec = _rule("amp_unscale", g, g, [found], (False, False, False))
+        _check_dtype("amp_unscale", g.dtype)
+        _check_limits("amp_unscale", g.ctx, g.size)
         if g.size == 0:
             continue
         if not g.ctx.get_buffer_address or not g.is_contiguous():
@@ -209,7 +236,7 @@ def _unscale_multi(calls: list) -> None:
             continue
         key = (g.dtype.name, id(found.alloc), found.offset)
         groups.setdefault(key, (found, []))[1].append(
-            (g, [g, g, g], g, (float(inv_scale), *(0.0,) * 7)))
+            (g, (), g, (float(inv_scale), *(0.0,) * 7), g.size))
     for found, rows in groups.values():
         _multi(found.ctx, rows[0][0].dtype, spec, rows, None, found)
 
