@@ -13,7 +13,10 @@ pytest.importorskip("numba")
 from grilly.backends.cpu_numba.microgemm import KC, mgemm  # noqa: E402
 
 SHAPES = [(1, 1, 1), (5, 7, 3), (32, 64, 144), (37, 130, 40), (6, 64, 1), (13, 65, KC + 17),
-          (64, 1, 9), (1, 200, 33), (0, 3, 4), (3, 4, 0)]
+          (64, 1, 9), (1, 200, 33), (0, 3, 4), (3, 4, 0),
+          # A packed where its K axis is not unit-stride (n >= two panels), B packed where large
+          # (M >= 48, K x N >= 2**20): ragged M and K blocks, a ragged last panel
+          (100, 1040, 1030), (50, 300, 2 * KC + 5)]
 
 
 def _c_view(c0: np.ndarray, kind: str) -> np.ndarray:
@@ -58,6 +61,10 @@ def test_mgemm_strided_operands():
     c = np.empty((20, 35), np.float32)
     mgemm(False, False, 1.0, a, b, 0.0, c)
     np.testing.assert_allclose(c, a.astype(np.float64) @ b, atol=1e-4)
+    wide = rng.standard_normal((30, 401)).astype(np.float32)[:, ::2]     # (30, 201)
+    cw = np.empty((20, 201), np.float32)
+    mgemm(False, False, 1.0, a, wide, 0.0, cw)   # A packed: its K axis has stride 3
+    np.testing.assert_allclose(cw, a.astype(np.float64) @ wide, atol=1e-4)
     cneg = np.empty((35, 20), np.float32)[::-1]                          # negative row stride
     mgemm(True, True, 1.0, b, a, 0.0, cneg)
     np.testing.assert_allclose(cneg, (a.astype(np.float64) @ b).T, atol=1e-4)

@@ -160,6 +160,36 @@ def _pack(b, tb, p0, kc, j0, w, wv, bp):
 
 
 @njit(**_o)
+def _pack_a(a, ta, i1, mc, p0, kc, ap):
+    """A's rows i1..i1+mc, K p0..p0+kc into ap (mc, kc) rows along K; read along A's
+    unit-stride axis."""
+    if ta:   # a is (k, m): its rows run along M
+        for q in range(kc):
+            for i in range(mc):
+                ap[i, q] = a[p0 + q, i1 + i]
+    else:
+        for i in range(mc):
+            for q in range(kc):
+                ap[i, q] = a[i1 + i, p0 + q]
+
+
+@njit(**_o)
+def _tile(mr, nv, kc, a, a_off, sai, sak, b, bp, packed, boff, nr, b_off, sbk, c, ct, direct,
+          c_off, ldc, alpha, bet):
+    """One micro-tile: from B's packed panel or B itself, into C's rows (``direct``) or the
+    scratch tile ``ct``."""
+    if direct:
+        if packed:
+            _micro(mr, nv, kc, a, a_off, sai, sak, bp, boff, nr, c, c_off, ldc, alpha, bet)
+        else:
+            _micro(mr, nv, kc, a, a_off, sai, sak, b, b_off, sbk, c, c_off, ldc, alpha, bet)
+    elif packed:
+        _micro(mr, nv, kc, a, a_off, sai, sak, bp, boff, nr, ct, 0, nr, alpha, 0.0)
+    else:
+        _micro(mr, nv, kc, a, a_off, sai, sak, b, b_off, sbk, ct, 0, nr, alpha, 0.0)
+
+
+@njit(**_o)
 def mgemm(ta, tb, alpha, a, b, beta, c):
     """c = alpha op(a) op(b) + beta c on the calling thread (op: transpose where ta/tb), for
     2-D float32/float64 views of any strides; c is not read when beta == 0."""
@@ -185,10 +215,15 @@ def mgemm(ta, tb, alpha, a, b, beta, c):
     # rows are not unit-stride, and, with vectors narrower than 512 bits, where it is large
     # (a panel's rows one cache line each, a row stride apart, thrash L1: 1024^3 with AVX2
     # runs at 0.63x unpacked); else only a ragged last panel is
-    packall = sbj != 1 or (VBYTES < 64 and m >= 48 and k * n >= 16384)
+    packall = sbj != 1 or (m >= 48 and k * n >= (16384 if VBYTES < 64 else 1 << 20))
     ragged = n % lanes != 0
     bp = np.empty((kcm * (npan if packall else 1), nr), c.dtype)
     ct = np.empty((MR, nr), c.dtype)   # C's tile where C's own rows can't take it
+    # A is packed (its (MC, kc) block, rows along K) where its K axis is not unit-stride (a
+    # transposed view: x^T @ g, a weight gradient): the micro-kernel reads a row of A per tile
+    # row, each step of K a row stride apart otherwise (4096 x 8000 x 4096 tn ran at 0.5x nt)
+    packa = sak != 1 and n >= 2 * nr
+    ap = np.empty((MC if packa else 1, kcm if packa else 1), c.dtype)
     for p0 in range(0, k, KC):
         kc = min(KC, k - p0)
         bet = beta if p0 == 0 else 1.0
@@ -199,6 +234,8 @@ def mgemm(ta, tb, alpha, a, b, beta, c):
                 wv = (w + lanes - 1) // lanes * lanes
                 _pack(b, tb, p0, kc, jp * nr, w, wv, bp[pj * kcm:pj * kcm + kc])
         for i1 in range(0, m, MC):   # A's (MC, kc) block stays in L2 across the B panels
+            if packa:
+                _pack_a(a, ta, i1, min(MC, m - i1), p0, kc, ap)
             for pj in range(npan):
                 j0 = pj * nr
                 w = min(nr, n - j0)
@@ -208,21 +245,16 @@ def mgemm(ta, tb, alpha, a, b, beta, c):
                 boff = (pj * kcm if packall else 0) * nr
                 for i0 in range(i1, min(m, i1 + MC), MR):
                     mr = min(MR, m - i0)
-                    a_off = i0 * sai + p0 * sak
-                    if scj == 1 and whole:
-                        if packed:
-                            _micro(mr, nv, kc, a, a_off, sai, sak, bp, boff, nr, c,
-                                   i0 * ldc + j0, ldc, alpha, bet)
-                        else:
-                            _micro(mr, nv, kc, a, a_off, sai, sak, b, p0 * sbk + j0, sbk, c,
-                                   i0 * ldc + j0, ldc, alpha, bet)
-                        continue
-                    if packed:
-                        _micro(mr, nv, kc, a, a_off, sai, sak, bp, boff, nr, ct, 0, nr, alpha,
-                               0.0)
+                    if packa:
+                        _tile(mr, nv, kc, ap, (i0 - i1) * kcm, kcm, 1, b, bp, packed, boff,
+                              nr, p0 * sbk + j0, sbk, c, ct, scj == 1 and whole, i0 * ldc + j0,
+                              ldc, alpha, bet)
                     else:
-                        _micro(mr, nv, kc, a, a_off, sai, sak, b, p0 * sbk + j0, sbk, ct, 0, nr,
-                               alpha, 0.0)
+                        _tile(mr, nv, kc, a, i0 * sai + p0 * sak, sai, sak, b, bp, packed, boff,
+                              nr, p0 * sbk + j0, sbk, c, ct, scj == 1 and whole, i0 * ldc + j0,
+                              ldc, alpha, bet)
+                    if scj == 1 and whole:
+                        continue
                     for i in range(mr):
                         for j in range(w):
                             v = ct[i, j]
