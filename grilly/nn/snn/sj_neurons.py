@@ -63,8 +63,9 @@ class ParametricLIFNode(LIFNode):
 
 
 class _SJNode(_NodeHooks, _Neuron):
-    """SpikingJelly's BaseNode over grilly's state handling: subclasses define ``_step`` and
-    ``neuronal_charge``."""
+    """SpikingJelly's BaseNode over grilly's state handling: subclasses define ``_charged(v,
+    x)`` (the charged membrane), which both the step and ``neuronal_charge`` use, or ``_step``
+    where their state is more than the membrane."""
 
     _builtin_hooks = True
 
@@ -114,6 +115,15 @@ class _SJNode(_NodeHooks, _Neuron):
     def reset(self) -> None:
         """SpikingJelly's ``node.reset()``: ``reset_state()``."""
         self.reset_state()
+
+    def neuronal_charge(self, x: Array) -> None:
+        """SpikingJelly's charge of one step: ``self.v`` charged by the input (``_charged``)."""
+        self.v = self._charged(self.v, x)
+
+    def _step(self, x, st, p):
+        # (the nodes whose state is the membrane alone: charge, fire, reset)
+        spk, v = self._fire_reset(self._charged(st[0], x), p["thr"])
+        return spk, (v,)
 
     def v_float_to_tensor(self, x: Array) -> None:
         """SpikingJelly 0.0.0.0.14's: the state (``.v``, ...) made Arrays shaped like ``x``."""
@@ -199,16 +209,9 @@ class QIFNode(_SJNode):
                          store_v_seq, dtype)
         self.tau, self.v_c, self.a0, self.v_rest = self_tau, float(v_c), float(a0), float(v_rest)
 
-    def neuronal_charge(self, x: Array) -> None:
-        """SpikingJelly's charge: v = v + (x + a0 (v - v_rest) (v - v_c)) / tau."""
-        v = self.v
-        self.v = v + (x + self.a0 * (v - self.v_rest) * (v - self.v_c)) / self.tau
-
-    def _step(self, x, st, p):
-        v = st[0]
-        h = v + (x + self.a0 * (v - self.v_rest) * (v - self.v_c)) / self.tau
-        spk, v = self._fire_reset(h, p["thr"])
-        return spk, (v,)
+    def _charged(self, v, x):
+        """SpikingJelly's charge: v + (x + a0 (v - v_rest) (v - v_c)) / tau."""
+        return v + (x + self.a0 * (v - self.v_rest) * (v - self.v_c)) / self.tau
 
 
 class EIFNode(_SJNode):
@@ -231,19 +234,11 @@ class EIFNode(_SJNode):
         self.tau, self.delta_T = self_tau, float(delta_T)
         self.theta_rh, self.v_rest = float(theta_rh), float(v_rest)
 
-    def neuronal_charge(self, x: Array) -> None:
-        """SpikingJelly's charge: v = v + (x + v_rest - v + delta_T exp((v - theta_rh) /
-        delta_T)) / tau."""
-        v = self.v
-        self.v = v + (x + self.v_rest - v
-                      + self.delta_T * gp.exp((v - self.theta_rh) / self.delta_T)) / self.tau
-
-    def _step(self, x, st, p):
-        v = st[0]
-        h = v + (x + self.v_rest - v
-                 + self.delta_T * gp.exp((v - self.theta_rh) / self.delta_T)) / self.tau
-        spk, v = self._fire_reset(h, p["thr"])
-        return spk, (v,)
+    def _charged(self, v, x):
+        """SpikingJelly's charge: v + (x + v_rest - v + delta_T exp((v - theta_rh) / delta_T))
+        / tau."""
+        return v + (x + self.v_rest - v
+                    + self.delta_T * gp.exp((v - self.theta_rh) / self.delta_T)) / self.tau
 
 
 class IzhikevichNode(_SJNode):
@@ -283,21 +278,24 @@ class IzhikevichNode(_SJNode):
             raise ValueError("IzhikevichNode: set .w after the first call")
         self.__dict__["state"] = (self.state[0], value)
 
-    def neuronal_charge(self, x: Array) -> None:
-        """SpikingJelly's charge: v = v + (x + a0 (v - v_rest) (v - v_c) - w) / tau."""
-        v = self.v
-        self.v = v + (x + self.a0 * (v - self.v_rest) * (v - self.v_c) - self.w) / self.tau
+    def _charged(self, v, x, w=None):
+        """SpikingJelly's charge: v + (x + a0 (v - v_rest) (v - v_c) - w) / tau (w: ``.w``)."""
+        w = self.w if w is None else w
+        return v + (x + self.a0 * (v - self.v_rest) * (v - self.v_c) - w) / self.tau
+
+    def _recovered(self, w, h, spike):
+        """The recovery after a step: w + (a (h - v_rest) - w) / tau_w + b spike, h the charged
+        membrane (before the reset)."""
+        return w + (self.a * (h - self.v_rest) - w) / self.tau_w + self.b * spike
 
     def _after_fire(self, spike: Array) -> None:
-        # the recovery reads the charged membrane, before the reset (as _step)
-        self.w = self.w + (self.a * (self.v - self.v_rest) - self.w) / self.tau_w + self.b * spike
+        self.w = self._recovered(self.w, self.v, spike)
 
     def _step(self, x, st, p):
         v, w = st
-        h = v + (x + self.a0 * (v - self.v_rest) * (v - self.v_c) - w) / self.tau
+        h = self._charged(v, x, w)
         spk, v = self._fire_reset(h, p["thr"])
-        w = w + (self.a * (h - self.v_rest) - w) / self.tau_w + self.b * spk
-        return spk, (v, w)
+        return spk, (v, self._recovered(w, h, spk))
 
     def _visible(self, st):
         return st[:1]
