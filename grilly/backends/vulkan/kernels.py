@@ -87,10 +87,8 @@ def launch(ctx, variant: str, op: int, bufs: list, shape: tuple, name: str) -> N
     key = (ctx, variant, op, shape, *map(_LAYOUT, bufs))
     calls = _STRIDED.get(key)
     if calls is None:
-        calls = _strided_calls(ctx, variant, op, bufs, shape, n)
-        if len(_STRIDED) >= FLAT_CALLS_MAX:
-            _STRIDED.clear()
-        _STRIDED[key] = calls
+        calls = keep_bounded(_STRIDED, key, _strided_calls(ctx, variant, op, bufs, shape, n),
+                             FLAT_CALLS_MAX)
     rec, allocs = ctx.recorder, list(map(_ALLOC, bufs))
     for pipe, pc, items in calls:
         rec.dispatch_allocs(pipe, allocs, pc, items)
@@ -152,15 +150,22 @@ def dispatch_flat(ctx, variant: str, op: int, allocs: list, offs: list, flat: tu
     key = (variant, op, flat, n, *offs)
     call = ctx.flat_calls.get(key)
     if call is None:
-        call = _flat_call(ctx, variant, op, offs, flat, n)
-        if len(ctx.flat_calls) >= FLAT_CALLS_MAX:
-            ctx.flat_calls.clear()
-        ctx.flat_calls[key] = call
+        call = keep_bounded(ctx.flat_calls, key, _flat_call(ctx, variant, op, offs, flat, n),
+                            FLAT_CALLS_MAX)
     pipe, pc, items = call
     ctx.recorder.dispatch_allocs(pipe, allocs, pc, items)
 
 
 FLAT_CALLS_MAX = 4096   # bounds a context's dispatch_flat cache (sizes and offsets vary)
+
+
+def keep_bounded(cache: dict, key, value, limit: int):
+    """``cache[key] = value``, the cache emptied first where it holds ``limit`` entries (the
+    backend's per-layout caches: sizes and offsets vary without end); returns ``value``."""
+    if len(cache) >= limit:
+        cache.clear()
+    cache[key] = value
+    return value
 
 
 def _flat_call(ctx, variant: str, op: int, offs: list, flat: tuple, n: int) -> tuple:
@@ -194,10 +199,7 @@ def _flat_pattern(bufs: list, shape: tuple):
     key = (shape, *map(_GEOMETRY, bufs))
     pat = _PATTERNS.get(key, key)
     if pat is key:
-        pat = _flat_pattern_of(bufs, shape)
-        if len(_PATTERNS) >= FLAT_CALLS_MAX:
-            _PATTERNS.clear()
-        _PATTERNS[key] = pat
+        pat = keep_bounded(_PATTERNS, key, _flat_pattern_of(bufs, shape), FLAT_CALLS_MAX)
     return pat
 
 
@@ -412,10 +414,7 @@ def _nocopy_strides(buf: Buffer, shape: tuple):
     key = (buf.shape, buf.strides, shape)
     st = _NOCOPY.get(key, key)
     if st is key:
-        st = _nocopy_strides_of(buf, shape)
-        if len(_NOCOPY) >= FLAT_CALLS_MAX:
-            _NOCOPY.clear()
-        _NOCOPY[key] = st
+        st = keep_bounded(_NOCOPY, key, _nocopy_strides_of(buf, shape), FLAT_CALLS_MAX)
     return st
 
 

@@ -11,8 +11,8 @@ in ``grilly.device_stats(device)["host_round_trips"]`` (docs/vulkan.md lists the
 from __future__ import annotations
 
 from .. import dtypes as _dt
-from .kernels import (_view, astype, broadcast_to, copy, elementwise, full, new_buffer, permute,
-                      reshape)
+from .kernels import (_view, astype, broadcast_to, copy, elementwise, full, keep_bounded,
+                      new_buffer, permute, reshape)
 from .memory import Buffer
 from .reductions import KERNELS as _REDUCTIONS
 from .reductions import _prod, dispatch
@@ -268,8 +268,8 @@ def _split_run(ctx, variant: str, s: int, tiles: int, out: Buffer, a3: Buffer, b
     if plan is not None and out.offset == 0:
         key, a, b, bias = plan
         if a3.alloc is a.alloc and b3.alloc is b.alloc:
-            _keep_plan(key, (variant, (0, 1), 0, s * tiles * 256, offs, dims, (ast, bst), False,
-                             bias is not None, s))
+            keep_bounded(_PLANS, key, (variant, (0, 1), 0, s * tiles * 256, offs, dims,
+                                       (ast, bst), False, bias is not None, s), PLANS_MAX)
     _split_sum(ws, out, s, m, n)
 
 
@@ -416,11 +416,6 @@ def _matmul(out_shape: tuple, out_dtype, a: Buffer, b: Buffer, bias: Buffer | No
     return _add_bias(out, bias) if add else out
 
 
-def _keep_plan(key: tuple, plan: tuple) -> None:
-    if len(_PLANS) >= PLANS_MAX:
-        _PLANS.clear()
-    _PLANS[key] = plan
-
 
 def _product(ctx, key: tuple, a: Buffer, b: Buffer, bias: Buffer | None, add: bool, variant: str,
              spec: tuple, ops: list, n: int, items: int, offs: tuple, dims: tuple,
@@ -430,7 +425,9 @@ def _product(ctx, key: tuple, a: Buffer, b: Buffer, bias: Buffer | None, add: bo
     dispatch(ctx, variant, spec, ops, n, items, offs, dims, strides)
     if (ops[0].offset == 0 and ops[1].alloc is a.alloc and ops[2].alloc is b.alloc
             and (len(ops) == 3 or ops[3] is bias)):
-        _keep_plan(key, (variant, spec, n, items, offs, dims, strides, len(ops) == 4, add, 0))
+        keep_bounded(_PLANS, key,
+                     (variant, spec, n, items, offs, dims, strides, len(ops) == 4, add, 0),
+                     PLANS_MAX)
 
 
 def _matmul_planned(out_shape: tuple, out_dtype, a: Buffer, b: Buffer, bias: Buffer | None,

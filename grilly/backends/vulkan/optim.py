@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..contract import optim_scalars, optim_scalars_fn
+from .addresses import address
 from .kernels import _host_fill, assign, copy
 from .memory import _CONTIGUOUS
 
@@ -125,26 +126,20 @@ def _multi_dispatch(ctx, dtype, spec: tuple, rows: list, vbuf, found=None) -> No
     # is p's), size | first workgroup << 32, the scalar row, 0; as uint32 (little-endian) they
     # are the shader's sixteen words
     table, written, read, first, host_vals = [], [], [], 0, []
-    item = dtype.itemsize   # (every buffer's: addresses.address inlined, as this runs per tensor)
     for p, state, g, v, n in rows:
         if vbuf is None:
             host_vals.append(v)
             v = len(host_vals) - 1
-        a = p.alloc
-        written.append(a)
-        ap = a.chunk.address + a.offset + p.offset * item
+        ap = address(p)
         row = [ap, ap, ap, ap, ap, n | first << 32, v, 0]
-        i = 1
-        for b in state:
+        written.append(p.alloc)
+        for i, b in enumerate(state, 1):
             if b is not None:
-                a = b.alloc
-                row[i] = a.chunk.address + a.offset + b.offset * item
-                written.append(a)
-            i += 1
-        a = g.alloc
-        read.append(a)
+                row[i] = address(b)
+                written.append(b.alloc)
         if g is not p:
-            row[4] = a.chunk.address + a.offset + g.offset * item
+            row[4] = address(g)
+        read.append(g.alloc)
         table.append(row)
         first += -(-n // _CHUNK)
     words = np.array(table, np.uint64).view(np.uint32).reshape(-1)

@@ -11,7 +11,7 @@ import operator
 import struct
 
 from .. import dtypes as _dt
-from .kernels import MAXD, _cast_into, astype, new_buffer, permute, reshape
+from .kernels import MAXD, _cast_into, astype, keep_bounded, new_buffer, permute, reshape
 
 _PC = struct.Struct(f"<I4i{MAXD}i{4 * MAXD}i")
 CHUNK = 16384            # elements per workgroup in the first pass of a long-row reduction
@@ -26,32 +26,25 @@ CODES = {"sum": 0, "prod": 1, "max": 2, "min": 3, "argmax": 2, "argmin": 3,
 def dispatch(ctx, variant: str, spec: tuple, bufs: list, n: int, items: int, offs=(),
              shape=(), strides=(), writes: int = 1) -> None:
     """Record one dispatch with raw push constants: ``n``, offsets, shape, per-operand strides."""
-    # (pack_pc, inlined: every product and reduction records through here)
+    # push constants depend on these values alone: packed once per key (a training step
+    # repeats its shapes), the rows as tuples (callers pass lists too)
     key = (n, tuple(offs), tuple(shape), *map(tuple, strides))
     pc = _PCS.get(key)
     if pc is None:
-        pc = pack_pc(n, offs, shape, strides)
+        pc = keep_bounded(_PCS, key, _pack_pc(n, offs, shape, strides), PCS_MAX)
     pipe = ctx.pipelines.get((variant, spec)) or ctx.pipeline(variant, spec)
     # (Recorder.dispatch's work, inlined: every product and reduction records through here)
     ctx.recorder.dispatch_allocs(pipe, list(map(_ALLOC, bufs)), pc, items, writes)
 
 
-def pack_pc(n: int, offs, shape, strides) -> bytes:
-    """``dispatch``'s push constants. They depend on these values alone: packed once per key
-    (a training step repeats its shapes), the rows as tuples (callers pass lists too)."""
-    key = (n, tuple(offs), tuple(shape), *map(tuple, strides))
-    pc = _PCS.get(key)
-    if pc is None:
-        flat = []
-        for row in strides:
-            flat += row
-            flat += _ZEROS[:MAXD - len(row)]
-        pc = _PC.pack(n, *offs, *_ZEROS[:4 - len(offs)], *shape, *_ZEROS[:MAXD - len(shape)],
-                      *flat, *_ZEROS[:4 * MAXD - len(flat)])
-        if len(_PCS) >= PCS_MAX:
-            _PCS.clear()
-        _PCS[key] = pc
-    return pc
+def _pack_pc(n: int, offs, shape, strides) -> bytes:
+    """``dispatch``'s push constants: n, offsets, shape and stride rows, zero-padded."""
+    flat = []
+    for row in strides:
+        flat += row
+        flat += _ZEROS[:MAXD - len(row)]
+    return _PC.pack(n, *offs, *_ZEROS[:4 - len(offs)], *shape, *_ZEROS[:MAXD - len(shape)],
+                    *flat, *_ZEROS[:4 * MAXD - len(flat)])
 
 
 _ZEROS = (0,) * (4 * MAXD)
