@@ -6,7 +6,7 @@ import functools
 
 from ..array.array import Array, view_of
 from . import mode
-from .tape import Node, check_saved, edge_of, refresh
+from .tape import Node, check_saved, edge_of, refresh, version
 
 __all__ = ["Function", "differentiable", "record"]
 
@@ -63,9 +63,7 @@ def _saved(saves: str, args: tuple, out) -> tuple | None:
         if saves == "out" or (saves == "all" and out is not None) or (
                 saves == "pow" and _rg(args[1])):
             arrays.extend(out if isinstance(out, tuple) else (out,))
-    # (tape.version, inlined: every recorded op that saves arrays comes here)
-    res = tuple([(a, 0 if (c := a._version) is None else c[0]) for a in arrays
-                 if isinstance(a, Array)])
+    res = tuple([(a, version(a)) for a in arrays if isinstance(a, Array)])
     return res or None
 
 
@@ -148,9 +146,7 @@ class _Ctx:
     def save_for_backward(self, *arrays) -> None:
         """Keep ``arrays`` for backward (read them back as ``ctx.saved_tensors``)."""
         self._saved = arrays
-        # (tape.version, inlined: every Function's forward comes here)
-        self._versions = tuple([(0 if (c := a._version) is None else c[0])
-                                if isinstance(a, Array) else 0 for a in arrays])
+        self._versions = tuple([version(a) if isinstance(a, Array) else 0 for a in arrays])
 
     @property
     def saved_tensors(self) -> tuple:
@@ -245,10 +241,7 @@ class Function:
         # an input returned as it is becomes a new Array on its buffer (as torch's view), so
         # that the node, and this backward, are recorded on it (record skips its own inputs)
         if isinstance(out, Array):
-            for a in args:   # (_alias, inlined: every Function call comes here)
-                if out is a:
-                    out = view_of(out, out._buf, "reshape", (out.shape,))
-                    break
+            out = _alias(out, args)
         elif isinstance(out, tuple):
             out = tuple(_alias(o, args) if isinstance(o, Array) else o for o in out)
 

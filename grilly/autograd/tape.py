@@ -215,10 +215,6 @@ def fit(g: Array, like_shape: tuple, like_dtype) -> Array:
     return g
 
 
-def _add(a, b):
-    return b if a is None else a + b
-
-
 _FREED = ("Trying to backward through the graph a second time (or to read saved values after "
           "they were freed): pass retain_graph=True to the first backward() or grad() call")
 
@@ -268,7 +264,7 @@ def _sweep(outputs, grad_outputs, retain_graph: bool, create_graph: bool, captur
             if b is None:
                 b = bufs[e[0]] = [None] * e[0].n_out
             i = e[1]
-            prev = b[i]   # (_add, inlined: once per edge of the sweep)
+            prev = b[i]   # (the first gradient, or the sum: once per edge of the sweep)
             b[i] = g if prev is None else prev + g
         else:
             k = id(e)

@@ -1,5 +1,6 @@
-"""The input check every SNN function and module shares (functional, encoders, losses,
-plasticity): its own module, so that none of them imports another for it."""
+"""The checks SNN functions and modules share (the input of functional, encoders, losses and
+plasticity; the step mode of SpikingJelly's layers): their own module, so that none of them
+imports another for them."""
 from __future__ import annotations
 
 from ...array import api as gp
@@ -13,3 +14,11 @@ def _check_input(x, op: str, arg: str = "input") -> Array:
     if not gp.isdtype(x.dtype, "real floating"):
         raise TypeError(f"{op}: {arg} must have a real floating dtype, got {x.dtype}")
     return x
+
+
+def _check_mode(step_mode, op: str) -> str:
+    """``step_mode`` where it is 's' or 'm' (SpikingJelly's); else ValueError naming ``op``."""
+    if step_mode not in ("s", "m"):
+        raise ValueError(f"{op}: step_mode must be 's' (one step per call) or 'm' (a (T, B, ...) "
+                         f"sequence per call), got {step_mode!r}")
+    return step_mode

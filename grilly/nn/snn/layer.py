@@ -15,6 +15,7 @@ from __future__ import annotations
 from ...array import api as gp
 from ...array.array import Array
 from .. import conv_rnn_extra as _C, layers as _L, norm_pool as _N
+from .checks import _check_mode
 from .containers import (ElementWiseRecurrentContainer, LinearRecurrentContainer,
                          MultiStepContainer, SeqToANNContainer, StepModeContainer)
 from .layer_extra import *  # noqa: F401,F403
@@ -28,13 +29,6 @@ __all__ = ["Linear", "Flatten", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
            "AdaptiveAvgPool3d", "Dropout", "Dropout2d", "VotingLayer", "SynapseFilter", "Delay",
            "PrintShapeModule", "SeqToANNContainer", "MultiStepContainer", "StepModeContainer",
            "ElementWiseRecurrentContainer", "LinearRecurrentContainer", *_extra]
-
-
-def _check_mode(step_mode, op: str) -> str:
-    if step_mode not in ("s", "m"):
-        raise ValueError(f"{op}: step_mode must be 's' (one step per call) or 'm' (a (T, B, ...) "
-                         f"sequence per call), got {step_mode!r}")
-    return step_mode
 
 
 class _StepMode:

@@ -10,7 +10,7 @@ from ...array import api as gp
 from ...array.array import Array
 from .. import functional as NF, layers as _L, norm_pool as _N
 from ..parameter import Parameter
-from .layer_misc import _check_mode
+from .checks import _check_mode
 
 __all__ = ["WSLinear", "WSConv2d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
            "ThresholdDependentBatchNorm1d", "ThresholdDependentBatchNorm2d",

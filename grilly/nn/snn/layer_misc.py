@@ -12,15 +12,9 @@ from ...array.array import Array
 from .. import functional as NF
 from ..module import Module
 from ..parameter import Parameter
+from .checks import _check_mode
 
 __all__ = ["Dropout", "Dropout2d", "SynapseFilter", "Delay", "VotingLayer", "PrintShapeModule"]
-
-
-def _check_mode(step_mode, op: str) -> str:
-    if step_mode not in ("s", "m"):
-        raise ValueError(f"{op}: step_mode must be 's' (one step per call) or 'm' (a (T, B, ...) "
-                         f"sequence per call), got {step_mode!r}")
-    return step_mode
 
 
 def _check_seq(x, op: str) -> Array:
