@@ -116,3 +116,73 @@ def test_im2col_geometries(device, kernel, stride, dilation, pads, size, cm):
     ref = ref.transpose(1, 2, 0, 3, 4) if cm else ref
     got = C.im2col(gp.asarray(x, device=device), kernel, stride, dilation, pads, -1.5, out, cm)
     assert_close(got, ref, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+@pytest.mark.parametrize("kernel, stride, pads, size", [
+    ((3, 3), (1, 1), (1, 1, 1, 1), (5, 16)),    # Wo 16: eight 16-bit outputs an invocation
+    ((3, 3), (2, 2), (1, 1, 1, 1), (7, 16)),    # Wo 8, strided; col2im rows even
+    ((3, 3), (1, 1), (1, 1, 1, 1), (4, 12)),    # Wo 12: four an invocation
+    ((2, 2), (1, 1), (0, 0, 0, 0), (4, 7)),     # Wo 6, W odd: one an invocation, single pixels
+])
+@pytest.mark.parametrize("cm", [False, True])
+def test_im2col_vectors_and_col2im_pairs(device, dtype, kernel, stride, pads, size, cm):
+    """im2col's vector stores (16- and 32-bit raw bits: 8 or 4 outputs an invocation) with a fill
+    that is not zero, and col2im's pixel pairs (bfloat16, float32), against numpy."""
+    import ml_dtypes
+
+    host = ml_dtypes.bfloat16 if dtype == "bfloat16" else getattr(np, dtype)
+    rng = np.random.default_rng(sum(size) + len(dtype))
+    x = rng.standard_normal((2, 3, *size)).astype(host)
+    dil = (1, 1)
+    out = _out(kernel, stride, dil, pads, size)
+    ref = _ref_im2col(x, kernel, stride, dil, pads, host(-1.5), out)
+    ref = ref.transpose(1, 2, 0, 3, 4) if cm else ref
+    got = C.im2col(gp.asarray(x, device=device), kernel, stride, dil, pads, -1.5, out, cm)
+    assert got.dtype == getattr(gp, dtype)
+    assert np.array_equal(np.asarray(got).view(np.uint16 if dtype != "float32" else np.uint32),
+                          ref.view(np.uint16 if dtype != "float32" else np.uint32))
+    g = rng.standard_normal(ref.shape).astype(host)
+    gk = g.transpose(2, 0, 1, 3, 4) if cm else g   # (n, c, k, a, b) for the reference
+    want = _ref_col2im(gk.astype(np.float64), kernel, stride, dil, pads, size)
+    back = C.col2im(gp.asarray(g, device=device), kernel, stride, dil, pads, size, cm)
+    assert back.dtype == getattr(gp, dtype)
+    # one rounding of a float32 sum of at most 9 terms
+    tol = {"float16": 2e-3, "bfloat16": 1.6e-2, "float32": 1e-6}[dtype]
+    assert_close(np.asarray(back).astype(np.float64), want, rtol=tol, atol=tol)
+    cpu = C.col2im(gp.asarray(g), kernel, stride, dil, pads, size, cm)
+    if dtype == "float32":   # the CPU kernel's order of the same float32 sum
+        assert_close(back, cpu, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+@pytest.mark.parametrize("size", [(5, 8), (4, 6), (4, 7)])   # H odd; W even; W odd
+def test_max_pool_2x2_backward_pairs(device, dtype, size):
+    """The 2x2/2 pool's gradient (Vulkan: pairs of positions per invocation, raw bits) lands
+    on each window's first maximum and nowhere else, bit for bit, as numpy routes it."""
+    import ml_dtypes
+
+    if not device.backend.supports_dtype(device, getattr(gp, dtype)):
+        pytest.skip(f"{device} has no {dtype}")
+    host = ml_dtypes.bfloat16 if dtype == "bfloat16" else getattr(np, dtype)
+    rng = np.random.default_rng(size[0] * 10 + size[1])
+    x = rng.integers(-3, 4, (2, 3, *size)).astype(host)   # ties: the first maximum wins
+    geom = ((2, 2), (2, 2), (1, 1), (0, 0, 0, 0))
+    out = (size[0] // 2, size[1] // 2)
+    xd = gp.asarray(x, device=device)
+    y, idx = C.max_pool2d(xd, *geom, out)
+    g = (rng.standard_normal((2, 3, *out)) * 10).astype(host)
+    got = np.asarray(C.max_pool2d_backward(gp.asarray(g, device=device), idx, *geom, size))
+    want = np.zeros(x.shape, host)
+    for a in range(out[0]):
+        for b in range(out[1]):
+            win = x[:, :, 2 * a:2 * a + 2, 2 * b:2 * b + 2].astype(np.float64)
+            flat = win.reshape(2, 3, 4)   # row by row: (0,0), (0,1), (1,0), (1,1)
+            first = flat.argmax(axis=2)
+            for n in range(2):
+                for c in range(3):
+                    i, j = divmod(int(first[n, c]), 2)
+                    want[n, c, 2 * a + i, 2 * b + j] = g[n, c, a, b]
+    assert np.asarray(y).astype(np.float64).max() <= 3
+    bits = {2: np.uint16, 4: np.uint32, 8: np.uint64}[np.dtype(host).itemsize]
+    assert np.array_equal(got.view(bits), want.view(bits))

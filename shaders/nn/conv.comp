@@ -11,9 +11,13 @@
 // use so that the weight is one GEMM operand as it is stored, no copy). CM=1: im2col writes
 // (C, KW*KH, N, Ho, Wo) instead of (N, C, KW*KH, Ho, Wo). col2im is a gather (one invocation
 // per image pixel summing the window entries that read it, in the CPU kernel's k order), so
-// no float atomics and a deterministic result. VEC = 4 (Wo a multiple of 4): an im2col
-// invocation writes 4 adjacent outputs of a row, so its index arithmetic (five integer
-// divisions, most of the kernel's time) serves four elements.
+// no float atomics and a deterministic result. VEC = 4 or 8 (Wo a multiple of it): an im2col
+// invocation writes VEC adjacent outputs of a row, so its index arithmetic (five integer
+// divisions, most of the kernel's time) serves them all; 16- and 32-bit elements move as raw
+// bits and leave in one vector store (8 or 16 bytes: a warp writes one contiguous run, where
+// four scalar stores each touched every other sector; the output offset is a multiple of
+// VEC). col2im with VEC = 2 (W even; bfloat16, float32): two adjacent pixels per invocation,
+// one 32- or 64-bit store. Stride 1 (SH = SW = 1) skips col2im's divisions by the stride.
 #extension GL_EXT_control_flow_attributes : enable
 #include "../common.glsl"
 #include "../io16.glsl"
@@ -26,6 +30,22 @@ layout(constant_id = 4) const int KHM = 0;   // window order: 0 kw-major, 1 kh-m
 #define TC IN_TC
 layout(set = 0, binding = 0) writeonly buffer O { IN_TS y[]; };
 layout(set = 0, binding = 1) readonly buffer A { IN_TS x[]; };
+#if IN_BITS == 16 || IN_BITS == 32
+// the same buffers as raw words (aliased bindings): im2col moves bits, VEC per store
+#define RAW 1
+#if IN_BITS == 16
+#define RAW_T uint16_t
+layout(set = 0, binding = 0) writeonly buffer OV8 { uvec4 y8[]; };
+layout(set = 0, binding = 0) writeonly buffer OV4 { uvec2 y4[]; };
+#else
+#define RAW_T uint
+layout(set = 0, binding = 0) writeonly buffer OV4 { uvec4 y4[]; };
+#endif
+layout(set = 0, binding = 0) writeonly buffer OV2 { uint y2[]; };   // (col2im pairs: 16 bits)
+layout(set = 0, binding = 0) writeonly buffer OVP { uvec2 y2w[]; }; // (col2im pairs: 32 bits)
+layout(set = 0, binding = 0) writeonly buffer OR { RAW_T yr[]; };
+layout(set = 0, binding = 1) readonly buffer AR { RAW_T xr[]; };
+#endif
 
 TC fill_value() {
 #if IN_BITS == 64
@@ -67,16 +87,31 @@ void im2col(int g, int N, int C, int H, int W, int KH) {
     int r = a * SH + i * DH - pc.st[10];
     bool rin = r >= 0 && r < H;
     int src = pc.off[1] + n * pc.st[0] + c * pc.st[1] + r * pc.st[2];
-#if defined(IN_BF16) && IN_BF16
-    // bfloat16's bits move as they are (widening and rounding them back is the identity)
-    // (held as uint: 16-bit locals need an arithmetic extension)
-    uint fill = uint(ST_IN(fill_value()));
+#ifdef RAW
+    // raw bits (a 16-bit fill arrives as its own bits in pc.st[15], float32's in pc.st[14])
+    uint fill = uint(pc.st[IN_BITS == 16 ? 15 : 14]);
+    uint w[8];
     [[unroll]] for (int u = 0; u < VEC; ++u) {
         int col = (b0 + u) * SW + j * DW - pc.st[11];
         uint v = fill;
-        if (rin && col >= 0 && col < W) v = uint(x[src + col * pc.st[3]]);
-        y[pc.off[0] + g + u] = IN_TS(v);
+        if (rin && col >= 0 && col < W) v = uint(xr[src + col * pc.st[3]]);
+        w[u] = v;
     }
+    int o = pc.off[0] + g;
+#if IN_BITS == 16
+    if (VEC == 8)
+        y8[o >> 3] = uvec4(w[0] | (w[1] << 16), w[2] | (w[3] << 16), w[4] | (w[5] << 16),
+                           w[6] | (w[7] << 16));
+    else if (VEC == 4)
+        y4[o >> 2] = uvec2(w[0] | (w[1] << 16), w[2] | (w[3] << 16));
+    else
+        yr[o] = RAW_T(w[0]);
+#else
+    if (VEC == 4)
+        y4[o >> 2] = uvec4(w[0], w[1], w[2], w[3]);
+    else
+        yr[o] = w[0];
+#endif
 #else
     TC fill = fill_value();
     [[unroll]] for (int u = 0; u < VEC; ++u) {
@@ -88,15 +123,11 @@ void im2col(int g, int N, int C, int H, int W, int KH) {
 #endif
 }
 
-void col2im(int g, int N, int C, int H, int W, int KH) {
+// the sum of the window entries that read pixel (r, col) of image plane ``base``
+TC col2im_sum(int r, int col, int base, int KH) {
     int KW = pc.st[5], SH = pc.st[6], SW = pc.st[7], DH = pc.st[8], DW = pc.st[9];
     int HO = pc.st[12], WO = pc.st[13];
-    int t = g / W;
-    int col = g - t * W;
-    int q = t / H;
-    int r = t - q * H;
-    int n = q / C, c = q - n * C;
-    int base = pc.off[1] + n * pc.st[0] + c * pc.st[1];
+    bool unit = SH == 1 && SW == 1;   // (uniform: stride 1 needs no division)
     TC s = TC(0);
     // window (i, j) at output (a, b) read pixel (a*SH + i*DH - top, b*SW + j*DW - left): the
     // pixel's windows are the offsets whose remainder is a multiple of the stride, in range;
@@ -105,12 +136,12 @@ void col2im(int g, int N, int C, int H, int W, int KH) {
         for (int i = 0; i < KH; ++i) {
             int v = r + pc.st[10] - i * DH;
             if (v < 0) break;  // v only decreases with i
-            int a = v / SH;
+            int a = unit ? v : v / SH;
             if (a * SH != v || a >= HO) continue;
             for (int j = 0; j < KW; ++j) {
                 int u = col + pc.st[11] - j * DW;
                 if (u < 0) break;
-                int b = u / SW;
+                int b = unit ? u : u / SW;
                 if (b * SW != u || b >= WO) continue;
                 s += LD_IN(x[base + (i * KW + j) * pc.st[2] + a * pc.st[3] + b * pc.st[4]]);
             }
@@ -119,17 +150,50 @@ void col2im(int g, int N, int C, int H, int W, int KH) {
         for (int j = 0; j < KW; ++j) {
             int u = col + pc.st[11] - j * DW;
             if (u < 0) break;  // u only decreases with j
-            int b = u / SW;
+            int b = unit ? u : u / SW;
             if (b * SW != u || b >= WO) continue;
             for (int i = 0; i < KH; ++i) {
                 int v = r + pc.st[10] - i * DH;
                 if (v < 0) break;
-                int a = v / SH;
+                int a = unit ? v : v / SH;
                 if (a * SH != v || a >= HO) continue;
                 s += LD_IN(x[base + (j * KH + i) * pc.st[2] + a * pc.st[3] + b * pc.st[4]]);
             }
         }
     }
+    return s;
+}
+
+// col2im's pixel pairs: bfloat16 and float32 (float16's bits would need its arithmetic
+// extension to read; it keeps one pixel per invocation)
+#if IN_BITS == 32 || (defined(IN_BF16) && IN_BF16)
+#define PAIRS 1
+const int CVEC = VEC;
+#else
+const int CVEC = 1;
+#endif
+
+void col2im(int g, int N, int C, int H, int W, int KH) {
+    g *= CVEC;   // (1 or 2: adjacent pixels of a row, W even)
+    int t = g / W;
+    int col = g - t * W;
+    int q = t / H;
+    int r = t - q * H;
+    int n = q / C, c = q - n * C;
+    int base = pc.off[1] + n * pc.st[0] + c * pc.st[1];
+    TC s = col2im_sum(r, col, base, KH);
+#ifdef PAIRS
+    if (VEC == 2) {
+        TC s1 = col2im_sum(r, col + 1, base, KH);
+        int o = pc.off[0] + g;
+#if IN_BITS == 16
+        y2[o >> 1] = uint(ST_IN(s)) | (uint(ST_IN(s1)) << 16);
+#else
+        y2w[o >> 1] = uvec2(floatBitsToUint(s), floatBitsToUint(s1));
+#endif
+        return;
+    }
+#endif
     y[pc.off[0] + g] = ST_IN(s);
 }
 

@@ -43,9 +43,12 @@ def _fill_bits(fill: float, dtype) -> tuple:
                 words = tuple(int(w) for w in np.array([fill], np.float64).view(np.int32))
             else:
                 v = np.float32(fill)
+                words = ()
                 if dtype.name in ("float16", "bfloat16"):
-                    v = np.float32(dtype.np.type(v))
-                words = (int(np.array([v]).view(np.int32)[0]),)
+                    h = np.array([v]).astype(dtype.np)   # (rounded as the CPU kernel rounds)
+                    v = np.float32(h[0])
+                    words = (int(h.view(np.uint16)[0]),)   # its own bits: im2col moves raw bits
+                words = (int(np.array([v]).view(np.int32)[0]),) + words
         if len(_FILL_BITS) >= 256:
             _FILL_BITS.clear()
         _FILL_BITS[key] = words
@@ -53,16 +56,26 @@ def _fill_bits(fill: float, dtype) -> tuple:
 
 
 _FILL_BITS: dict = {}   # (dtype name, fill's type, repr(fill)) -> words
+_SIXTEEN = {"float16", "bfloat16"}   # im2col: eight 16-bit outputs in one 16-byte store
+_PAIRS = {"bfloat16", "float32"}     # col2im: two pixels per invocation (conv.comp)
 
 
 def _run(op: int, cm: bool, out, src, image: tuple, kernel, stride, dilation, pads, hw,
          src_strides, fill_words=(), khm: bool = False) -> None:
     (kh, kw), (sh, sw), (dh, dw), (ho, wo) = kernel, stride, dilation, hw
-    # im2col: four outputs of a row per invocation where rows split into fours (conv.comp)
-    vec = 4 if op == 0 and wo % 4 == 0 else 1
+    # im2col: VEC outputs of a row per invocation, one vector store (16-bit: 8 where rows
+    # split into eights); col2im: pixel pairs (bfloat16, float32) where image rows are even
+    # (conv.comp). The output is a fresh buffer: its offset a multiple of VEC.
+    name = src.dtype.name
+    if op == 0:
+        vec = (8 if wo % 8 == 0 and name in _SIXTEEN else 4 if wo % 4 == 0 else 1)
+    else:
+        vec = 2 if image[3] % 2 == 0 and name in _PAIRS else 1
+    if out.offset % vec:
+        vec = 1
     n = out.size // vec
     spec = (op, 1, int(cm), vec) + ((1,) if khm else ())   # (KHM: kh-major windows)
-    dispatch(src.ctx, f"conv_{src.dtype.name}", spec, [out, src], n,
+    dispatch(src.ctx, f"conv_{name}", spec, [out, src], n,
              n, (out.offset, src.offset), (*image, kh),
              (src_strides, (kw, sh, sw, dh, dw), (pads[0], pads[2], ho, wo, *fill_words[:1]),
               tuple(fill_words[1:])))
@@ -148,8 +161,14 @@ def max_pool2d_backward(g, idx, kernel, stride, dilation, pads, size):
     ic = idx if idx.dtype is _dt.int32 else astype(idx, _dt.int32)
     ic = ic if ic.is_contiguous() else copy(ic)
     gx = new_buffer(g.ctx, (n, c, h, w), g.dtype)
+    # the 2x2/2 pool (no padding, no dilation) on 16- or 32-bit elements, W even: pairs of
+    # positions per invocation, one store each (pool.comp)
+    vec = 2 if (w % 2 == 0 and tuple(kernel) == (2, 2) and tuple(stride) == (2, 2)
+                and tuple(dilation) == (1, 1) and not any(pads) and g.dtype.name != "float64"
+                and gx.offset % 2 == 0) else 1
     if gx.size:
-        dispatch(g.ctx, f"pool_{g.dtype.name}", (1, 1), [gx, ic, gc], gx.size, gx.size,
+        m = gx.size // vec
+        dispatch(g.ctx, f"pool_{g.dtype.name}", (1, 1, 0, vec), [gx, ic, gc], m, m,
                  (gx.offset, ic.offset, gc.offset), (n * c, h, w, ho, wo),
                  _pool_geom(kernel, stride, dilation, pads))
     return gx
