@@ -258,3 +258,57 @@ def test_max_pool2d_autograd_matches_torch_order(device):
         y.backward(gp.asarray(gy, device=device))
         np.testing.assert_array_equal(np.asarray(y), ty.detach().numpy())
         np.testing.assert_allclose(np.asarray(gx.grad), tx.grad.numpy(), rtol=1e-6, atol=1e-6)
+
+
+# a small weight gradient over a long K (N * Ho * Wo >= 2048): Vulkan's conv_dw.comp, which reads
+# the output gradient as it is laid out and makes the bias's gradient with the weight's
+SMALL_DW_CASES = [
+    ((4, 3, 32, 32), (16, 3, 3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),    # a first layer
+    ((6, 5, 20, 23), (70, 5, 3, 5), (1, 1), (1, 1), (1, 1, 2, 2)),    # 2 x 3 tiles; P = 460
+    ((8, 2, 33, 31), (8, 2, 3, 3), (2, 2), (1, 1), (1, 1, 1, 1)),     # strided
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
+@pytest.mark.parametrize("case", range(len(SMALL_DW_CASES)))
+def test_conv2d_small_weight_gradient_long_k(device, case, dtype, monkeypatch):
+    """Weight and bias gradients of small convolutions over a long K against float64, for
+    every ``need``, in the operands' dtype and (autocast's master weights) in float32; on
+    Vulkan they come from conv_dw.comp."""
+    import ml_dtypes
+
+    xs, ws, stride, dilation, pads = SMALL_DW_CASES[case]
+    host = ml_dtypes.bfloat16 if dtype == "bfloat16" else getattr(np, dtype)
+    rng = np.random.default_rng(20 + case)
+    out = _out(xs, ws, stride, dilation, pads)
+    x, w, gy = (rng.standard_normal(s).astype(host) for s in (xs, ws, (xs[0], ws[0]) + out))
+    want = np_conv2d_grads(gy.astype(np.float64), x.astype(np.float64), w.astype(np.float64),
+                           stride, dilation, pads, 1)
+    ran = []
+    if device.backend.name == "vulkan":
+        from grilly.backends.vulkan import conv as vconv
+        real = vconv._dw_small
+        monkeypatch.setattr(vconv, "_dw_small", lambda *a: ran.append(1) or real(*a))
+    on = [gp.asarray(a, device=device) for a in (x, w, gy)]
+    for gd in (None, gp.float32):
+        if gd is not None and dtype == "float32":
+            continue
+        for need in ((True, True, True), (False, True, True), (False, True, False),
+                     (True, True, False)):
+            got = C.conv2d_backward(on[2], on[0], on[1], stride, dilation, pads, 1, need,
+                                    grad_dtype=gd)
+            for k, (g, wnt, n) in enumerate(zip(got, want, need)):
+                if not n:
+                    assert g is None
+                    continue
+                out_dt = dtype if gd is None or k == 0 else "float32"
+                assert g.dtype == getattr(gp, out_dt)
+                # (float32 master gradients may be the 16-bit ones widened: cpu's composition)
+                tol = {"float32": 2e-5, "bfloat16": 1e-2, "float16": 2e-3}[dtype]
+                scale = float(np.abs(wnt).max())
+                np.testing.assert_allclose(np.asarray(g).astype(np.float64), wnt,
+                                           rtol=tol, atol=tol * scale)
+            if k == 2 and need[1]:
+                assert tuple(got[1].shape) == ws
+    if device.backend.name == "vulkan":
+        assert ran, "conv_dw.comp did not run"

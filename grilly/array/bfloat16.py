@@ -176,6 +176,10 @@ def call(fn, astype, args: tuple, kw: dict, name: str = ""):
         raise TypeError(msg.replace("float32", "bfloat16")) from None
     if wider and not asked:
         return res
+    # grad_dtype=float32 (autocast's master weights): the weight and bias gradients stay float32,
+    # as the devices that run these ops on bfloat16 return them
+    keep = (name in _GRAD_DTYPE_OPS and isinstance(res, tuple)
+            and (kw.get("grad_dtype") is _F32 or bool(args) and args[-1] is _F32))
 
     def narrow(r):
         # nested too: histogramdd returns (counts, [edges, ...])
@@ -185,4 +189,9 @@ def call(fn, astype, args: tuple, kw: dict, name: str = ""):
             return [narrow(a) for a in r]
         return astype(r, _BF16) if getattr(r, "_dtype", None) is _F32 else r
 
+    if keep:
+        return (narrow(res[0]),) + res[1:]
     return narrow(res)
+
+
+_GRAD_DTYPE_OPS = frozenset({"conv.conv2d_backward", "dense.linear_backward"})

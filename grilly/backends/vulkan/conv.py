@@ -241,8 +241,16 @@ def conv2d_backward(g, x, w, stride, dilation, pads, groups, need, grad_dtype=No
     ho, wo = g.shape[2:]
     m, ck = n * ho * wo, cg * kh * kw
     gd = g.dtype if grad_dtype is None else grad_dtype
-    g3 = reshape(permute(g, (1, 0, 2, 3)), (groups, o // groups, m))
     gx = gw = gb = None
+    if need[1] and groups == 1 and _small_dw(g, o, ck, m, gd):
+        # (a first layer's gradient: g read as it is, no (O, N*P) copy, the bias's with it)
+        cols = _im2col(x, (kh, kw), stride, dilation, pads, 0.0, (ho, wo), True, True)
+        gw, gb = _dw_small(g, cols, (o, ck, n, ho * wo), gd, w.shape)
+        gb = gb if need[2] else None
+        if not need[0]:
+            return gx, gw, gb
+        need = (need[0], False, False)
+    g3 = reshape(permute(g, (1, 0, 2, 3)), (groups, o // groups, m))
     if need[2]:
         # the rows of g3 (laid out for the products anyway): no copy of g for the sum
         gb = reshape(_sum(g3, (2,), False, gd), (o,))
@@ -259,6 +267,46 @@ def conv2d_backward(g, x, w, stride, dilation, pads, groups, need, grad_dtype=No
         gx = _col2im(reshape(gcols, (c, kh * kw, n, ho, wo)), (kh, kw), stride, dilation, pads,
                      tuple(x.shape[2:]), True, True)
     return gx, gw, gb
+
+
+_DW = {("float32", "float32"), ("bfloat16", "float32"), ("bfloat16", "bfloat16"),
+       ("float16", "float32"), ("float16", "float16")}   # conv_dw variants (in, out)
+DW_MAX_TILES = 8    # conv_dw's 64 x 32 tiles of (O, CK + 1): a small gradient
+DW_MIN_K = 2048     # and a long K (N * Ho * Wo), else the GEMM
+DW_KS = 1024        # K per slice at most (whole 32-steps)
+DW_WORKGROUPS = 512   # slices x tiles aimed at: a few waves of workgroups on a large GPU
+
+
+def _small_dw(g, o: int, ck: int, m: int, gd) -> bool:
+    """Whether ``conv_dw.comp`` takes this weight gradient: few output tiles, a long K, g
+    contiguous, a dtype pair it has."""
+    tiles = -(-o // 64) * -(-(ck + 1) // 32)
+    return (tiles <= DW_MAX_TILES and m >= DW_MIN_K and (g.dtype.name, gd.name) in _DW
+            and g.is_contiguous() and m * max(o, ck + 1) < _LIMIT)
+
+
+def _dw_small(g, cols, dims: tuple, gd, wshape: tuple) -> tuple:
+    """(weight gradient (wshape), bias gradient (O,)) in dtype ``gd`` from g (N, O, Ho, Wo) and
+    the channel-major windows cols (CK, N*Ho*Wo): K slices summed into float32 partials,
+    then their sum in slice order (conv_dw.comp)."""
+    o, ck, n, p = dims
+    m = n * p
+    tiles_c = -(-(ck + 1) // 32)
+    tiles = -(-o // 64) * tiles_c
+    slices = max(1, min(-(-m // DW_KS), max(1, DW_WORKGROUPS // tiles)))
+    ks = -(-(-(-m // slices)) // 32) * 32
+    slices = -(-m // ks)
+    variant = f"conv_dw_{g.dtype.name}_{gd.name}"
+    shape = (o, ck, n, p, slices)
+    part = new_buffer(g.ctx, (slices, o, ck + 1), _dt.float32)
+    dispatch(g.ctx, variant, (0, 1), [part, g, cols], 0, slices * tiles * 256,
+             (part.offset, g.offset, cols.offset), shape, ((ks, tiles_c),))
+    gw = new_buffer(g.ctx, wshape, gd)
+    gb = new_buffer(g.ctx, (o,), gd)
+    items = o * (ck + 1)
+    dispatch(g.ctx, variant, (1, 1), [gw, gb, part], items, items,
+             (gw.offset, gb.offset, part.offset), shape, ((ks, tiles_c),), writes=2)
+    return gw, gb
 
 
 # autocast's float16 and bfloat16 convolutions and pools: the same windows (conv_float16,

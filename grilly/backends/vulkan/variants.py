@@ -121,6 +121,11 @@ def variants() -> dict[str, tuple[str, list[str]]]:
         out[f"conv_{d}"] = ("nn/conv.comp", _dtype_defines("IN", d))
         out[f"pool_{d}"] = ("nn/pool.comp", _dtype_defines("IN", d))
     out["mm_bfloat16"] = ("linalg/matmul.comp", _dtype_defines("IN", "bfloat16"))
+    # a small convolution weight gradient over a long K (conv_dw.comp): (operands, gradients)
+    for d_in, d_out in (("float32", "float32"), ("bfloat16", "float32"), ("bfloat16", "bfloat16"),
+                        ("float16", "float32"), ("float16", "float16")):
+        out[f"conv_dw_{d_in}_{d_out}"] = ("nn/conv_dw.comp", _dtype_defines("IN", d_in)
+                                          + _dtype_defines("OUT", d_out))
     for d in ("float32", "float64"):
         out[f"xent_{d}"] = ("nn/xent.comp", _dtype_defines("IN", d))
         out[f"bnorm_{d}"] = ("nn/bnorm.comp", _dtype_defines("IN", d))

@@ -1,0 +1,105 @@
+#version 450
+// A convolution's weight and bias gradients where the output is small (O x CK within a few
+// 64 x 32 tiles) and K = N*Ho*Wo is long (a first layer: 64 x 27 x 262144), from the output
+// gradient g read in its (N, O, P = Ho*Wo) layout (no (O, N*P) copy of it) and the
+// channel-major windows cols (CK, N*P), both contiguous (grilly/backends/vulkan/conv.py).
+//   OP 0: workgroup (tile, slice s) sums slice s's share of K for a 64 x 32 tile of (o, c)
+//         into part[s, o, c] (float32); column c == CK is the bias's (a column of ones).
+//   OP 1: one invocation per (o, c <= CK): the slices' sum, in slice order (deterministic),
+//         into gw[o, c] (c < CK) or gb[o] (c == CK), rounded once to the output dtype.
+// pc.shape = (O, CK, N, P, S); pc.st[0] = KS (K per slice, a multiple of 32), pc.st[1] =
+// tiles across c; pc.off = OP 0 (part, g, cols), OP 1 (gw, gb, part).
+#extension GL_EXT_control_flow_attributes : enable
+#include "../common.glsl"
+#include "../io16.glsl"
+
+layout(constant_id = 0) const int OP = 0;
+
+// bindings alias by OP (see above); no access qualifiers, since each is read in one OP and
+// written in the other
+layout(set = 0, binding = 0) buffer B0 { float part_w[]; };
+layout(set = 0, binding = 0) buffer B0o { OUT_TS gw[]; };
+layout(set = 0, binding = 1) buffer B1 { IN_TS g[]; };
+layout(set = 0, binding = 1) buffer B1o { OUT_TS gb[]; };
+layout(set = 0, binding = 2) buffer B2 { IN_TS cols[]; };
+layout(set = 0, binding = 2) buffer B2p { float part_r[]; };
+
+#if defined(OUT_BF16) && OUT_BF16
+#define ST_OUT(r) bf16_bits(r)
+#else
+#define ST_OUT(r) OUT_TS(r)
+#endif
+
+shared float gs[32][65];   // [k][o]: a 65-float row keeps the transposing stores conflict-free
+shared float cs[32][33];   // [k][c]
+
+void partials() {
+    int O = pc.shape[0], CK = pc.shape[1], N = pc.shape[2], P = pc.shape[3], S = pc.shape[4];
+    int KS = pc.st[0], tilesC = pc.st[1];
+    int M = N * P, OP_ = O * P;
+    int tilesO = (O + 63) / 64;
+    int ntiles = tilesO * tilesC;
+    int tid = int(gl_LocalInvocationID.x);
+    int ty = tid >> 4, tx = tid & 15;   // 4 rows (o) by 2 columns (c) each
+    int kk = tid & 31;                  // the k this thread loads, every load of a step
+    int lrow = tid >> 5;                // and its first row (o or c); rows advance by 8
+    for (int wg = int(gl_WorkGroupID.x); wg < ntiles * S; wg += int(gl_NumWorkGroups.x)) {
+        int tile = wg % ntiles, s = wg / ntiles;
+        int o0 = (tile / tilesC) * 64, c0 = (tile % tilesC) * 32;
+        int kbeg = s * KS, kend = min(kbeg + KS, M);
+        float acc[4][2];
+        [[unroll]] for (int i = 0; i < 4; ++i) { acc[i][0] = 0.0; acc[i][1] = 0.0; }
+        for (int k0 = kbeg; k0 < kend; k0 += 32) {
+            int k = k0 + kk;
+            bool kin = k < kend;
+            int n = k / P;              // (one division a step: kk is fixed per thread)
+            int gbase = pc.off[1] + n * OP_ + (k - n * P);
+            [[unroll]] for (int i = 0; i < 8; ++i) {
+                int ol = lrow + 8 * i, o = o0 + ol;
+                gs[kk][ol] = (kin && o < O) ? LD_IN(g[gbase + o * P]) : 0.0;
+            }
+            [[unroll]] for (int i = 0; i < 4; ++i) {
+                int cl = lrow + 8 * i, c = c0 + cl;
+                float v = 0.0;
+                if (kin && c < CK) v = LD_IN(cols[pc.off[2] + c * M + k]);
+                else if (kin && c == CK) v = 1.0;
+                cs[kk][cl] = v;
+            }
+            barrier();
+            [[unroll]] for (int q = 0; q < 32; ++q) {
+                float b0 = cs[q][tx * 2], b1 = cs[q][tx * 2 + 1];
+                [[unroll]] for (int i = 0; i < 4; ++i) {
+                    float a = gs[q][ty * 4 + i];
+                    acc[i][0] = fma(a, b0, acc[i][0]);
+                    acc[i][1] = fma(a, b1, acc[i][1]);
+                }
+            }
+            barrier();
+        }
+        int W1 = CK + 1;
+        [[unroll]] for (int i = 0; i < 4; ++i) {
+            int o = o0 + ty * 4 + i;
+            [[unroll]] for (int j = 0; j < 2; ++j) {
+                int c = c0 + tx * 2 + j;
+                if (o < O && c <= CK) part_w[pc.off[0] + (s * O + o) * W1 + c] = acc[i][j];
+            }
+        }
+    }
+}
+
+void reduce_slices() {
+    int O = pc.shape[0], CK = pc.shape[1], S = pc.shape[4];
+    int W1 = CK + 1;
+    for (uint e = gl_GlobalInvocationID.x; e < pc.n; e += gl_NumWorkGroups.x * WG) {
+        int o = int(e) / W1, c = int(e) - o * W1;
+        float sum = 0.0;
+        for (int s = 0; s < S; ++s) sum += part_r[pc.off[2] + (s * O + o) * W1 + c];
+        if (c < CK) gw[pc.off[0] + o * CK + c] = ST_OUT(sum);
+        else gb[pc.off[1] + o] = ST_OUT(sum);
+    }
+}
+
+void main() {
+    if (OP == 0) partials();
+    else reduce_slices();
+}
