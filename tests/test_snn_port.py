@@ -180,8 +180,8 @@ def test_errors_name_the_layer_and_argument():
         snn.LIF(0.9, inhibition=True, reset_delay=False)
     with pytest.raises(TypeError, match="LIF: unexpected keyword argument 'beta_'"):
         snn.LIF(0.9, beta_=1)
-    with pytest.raises(AttributeError, match="grilly.nn.snn has no SLSTM"):
-        snn.SLSTM
+    with pytest.raises(AttributeError, match="has no attribute 'NoSuchNeuron'"):
+        snn.NoSuchNeuron
     snn.LIF(0.9, inhibition=False, graded_spikes_factor=1.0)   # defaults are fine
 
 

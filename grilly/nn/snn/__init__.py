@@ -11,24 +11,25 @@ from .neurons import *  # noqa: F401,F403
 from .plasticity import *  # noqa: F401,F403
 from .sj_neurons import *  # noqa: F401,F403
 from .snntorch_compat import *  # noqa: F401,F403
+from .snntorch_lstm import *  # noqa: F401,F403
+from .snntorch_new import *  # noqa: F401,F403
 
 from . import containers as _c, encoding as _e, loss as _lo, neurons as _n, plasticity as _p
-from . import sj_neurons as _sj, snntorch_compat as _st
+from . import sj_neurons as _sj, snntorch_compat as _st, snntorch_lstm as _sl
+from . import snntorch_new as _stn
 
 # Norse's API under its own names (LIF, LI, ... differ from grilly's): grilly.nn.snn.norse
 norse = norse_compat
 _sys.modules[__name__ + ".norse"] = norse_compat
 
 __all__ = ["backprop", "base", "functional", "layer", "monitor", "norse", "norse_compat",
-           "spikegen", "surrogate", "utils", *_c.__all__,
-           *_e.__all__, *_lo.__all__, *_n.__all__, *_p.__all__, *_sj.__all__, *_st.__all__]
-del _c, _e, _lo, _n, _p, _sj, _st
+           "spikegen", "surrogate", "utils", *_c.__all__, *_e.__all__, *_lo.__all__,
+           *_n.__all__, *_p.__all__, *_sj.__all__, *_st.__all__, *_sl.__all__, *_stn.__all__]
+del _c, _e, _lo, _n, _p, _sj, _st, _sl, _stn
 
-# snnTorch neurons without a grilly equivalent: a clear error rather than a bare AttributeError
-_MISSING = {
-    "SLSTM": "snnTorch's SLSTM is not implemented",
-    "SConv2dLSTM": "snnTorch's SConv2dLSTM is not implemented",
-}
+# snnTorch neurons without a grilly equivalent (none at present): a clear error rather than a
+# bare AttributeError
+_MISSING: dict = {}
 
 
 def __getattr__(name):

@@ -1,5 +1,6 @@
 """snnTorch's ``backprop`` (``from grilly.nn.snn import backprop``): one epoch of training with
-backpropagation through time, whole (``BPTT``) or truncated every K steps (``TBPTT``), with
+backpropagation through time, whole (``BPTT``), truncated every K steps (``TBPTT``) or every
+step (``RTRL``, snnTorch's name for TBPTT with K = 1), with
 snnTorch's signatures, driving a grilly net (one step per call, returning ``(spk, mem)`` or
 ``(spk, ..., mem)``), a grilly.optim optimizer and a ``grilly.nn.snn.functional`` loss."""
 from __future__ import annotations
@@ -8,7 +9,7 @@ from ...array import api as gp
 from . import functional as _F
 from .snntorch_functional import _BoundLoss
 
-__all__ = ["BPTT", "TBPTT"]
+__all__ = ["BPTT", "TBPTT", "RTRL"]
 
 
 def _on_membrane(criterion) -> bool:
@@ -23,15 +24,22 @@ def TBPTT(net, dataloader, optimizer, criterion, num_steps=False, time_var: bool
     every K steps (and at the end) take the loss of the last K steps' spikes (membranes for the
     membrane losses), plus ``regularization``, backward, ``optimizer.step()`` and detach the
     state. Returns the mean over batches of the per-batch loss average (an Array)."""
+    return _truncated(net, dataloader, optimizer, criterion, num_steps, time_var, time_first,
+                      regularization, device, K, "TBPTT")
+
+
+def _truncated(net, dataloader, optimizer, criterion, num_steps, time_var, time_first,
+               regularization, device, K, op: str):
+    # TBPTT's loop, its errors naming the function called (BPTT, TBPTT, RTRL)
     if num_steps and time_var:
-        raise ValueError("TBPTT: num_steps must not be given when time_var is True (the time "
+        raise ValueError(f"{op}: num_steps must not be given when time_var is True (the time "
                          "axis of each batch sets it)")
     if num_steps is False and not time_var:
-        raise ValueError("TBPTT: num_steps must be given when time_var is False")
+        raise ValueError(f"{op}: num_steps must be given when time_var is False")
     if num_steps and K and K > num_steps:
-        raise ValueError(f"TBPTT: K must be <= num_steps, got K={K}, num_steps={num_steps}")
+        raise ValueError(f"{op}: K must be <= num_steps, got K={K}, num_steps={num_steps}")
     if not time_var and not time_first:
-        raise ValueError("TBPTT: time_first applies to time-varying data only")
+        raise ValueError(f"{op}: time_first applies to time-varying data only")
     on_mem = _on_membrane(criterion)
     tv_targets = bool(getattr(criterion, "time_var_targets", False))
     loss_avg, n_batches = 0.0, 0
@@ -62,7 +70,7 @@ def TBPTT(net, dataloader, optimizer, criterion, num_steps=False, time_var: bool
                 start += len(rec)
                 rec = []
     if n_batches == 0:
-        raise ValueError("TBPTT: the dataloader gave no batches")
+        raise ValueError(f"{op}: the dataloader gave no batches")
     return loss_avg / n_batches
 
 
@@ -70,5 +78,14 @@ def BPTT(net, dataloader, optimizer, criterion, num_steps=False, time_var: bool 
          time_first: bool = True, regularization=False, device="cpu"):
     """snnTorch's ``backprop.BPTT``: ``TBPTT`` with K = every step of the sequence (one
     backward per batch)."""
-    return TBPTT(net, dataloader, optimizer, criterion, num_steps, time_var, time_first,
-                 regularization, device, K=num_steps)
+    return _truncated(net, dataloader, optimizer, criterion, num_steps, time_var, time_first,
+                      regularization, device, num_steps, "BPTT")
+
+
+def RTRL(net, dataloader, optimizer, criterion, num_steps=False, time_var: bool = True,  # noqa: N802
+         time_first: bool = True, regularization=False, device="cpu"):
+    """snnTorch's ``backprop.RTRL``: ``TBPTT`` with K = 1 (a loss, backward and optimizer step
+    at every time step, the state detached after each); snnTorch 1.0's runs on time-static
+    data only (its time-varying branch fails), grilly's on both."""
+    return _truncated(net, dataloader, optimizer, criterion, num_steps, time_var, time_first,
+                      regularization, device, 1, "RTRL")

@@ -3,6 +3,8 @@ plasticity; the step mode of SpikingJelly's layers): their own module, so that n
 imports another for them."""
 from __future__ import annotations
 
+import numbers
+
 from ...array import api as gp
 from ...array.array import Array
 
@@ -22,3 +24,15 @@ def _check_mode(step_mode, op: str) -> str:
         raise ValueError(f"{op}: step_mode must be 's' (one step per call) or 'm' (a (T, B, ...) "
                          f"sequence per call), got {step_mode!r}")
     return step_mode
+
+
+def _check_kernel(kernel, op: str, arg: str = "kernel_size") -> tuple:
+    """A convolution's kernel size, an int or a pair of ints, as a pair of positive ints;
+    else TypeError/ValueError naming ``op`` and ``arg``."""
+    pair = tuple(kernel) if isinstance(kernel, (tuple, list)) else (kernel, kernel)
+    if len(pair) != 2 or any(isinstance(k, bool) or not isinstance(k, numbers.Integral)
+                             for k in pair):
+        raise TypeError(f"{op}: {arg} must be an int or a pair of ints, got {kernel!r}")
+    if any(k < 1 for k in pair):
+        raise ValueError(f"{op}: {arg} must be positive, got {kernel!r}")
+    return int(pair[0]), int(pair[1])

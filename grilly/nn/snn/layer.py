@@ -1,7 +1,9 @@
 """SpikingJelly's ``activation_based.layer``: grilly.nn's stateless layers with a ``step_mode``
 ("s": one step (B, ...); "m": a sequence (T, B, ...) run as one (T * B, ...) batch, as
 SpikingJelly's), its containers, and its stateful layers (Dropout and Dropout2d keeping their
-mask over a sequence, SynapseFilter, Delay) and VotingLayer, PrintShapeModule. The constructors
+mask over a sequence, SynapseFilter, Delay) and VotingLayer, PrintShapeModule (layer_extra.py and
+layer_sj_extra.py: the weight-standardized, unpooling and SNN BatchNorm layers, DropConnectLinear,
+NeuNorm, BNTT, the time-last containers and the attention layers). The constructors
 take SpikingJelly's positional order (``step_mode`` after torch's arguments; grilly's
 ``device``/``dtype`` by keyword); parameters and state_dict keys are torch's / SpikingJelly's.
 
@@ -21,6 +23,8 @@ from .containers import (ElementWiseRecurrentContainer, LinearRecurrentContainer
 from .layer_extra import *  # noqa: F401,F403
 from .layer_extra import __all__ as _extra
 from .layer_misc import Delay, Dropout, Dropout2d, PrintShapeModule, SynapseFilter, VotingLayer
+from .layer_sj_extra import *  # noqa: F401,F403
+from .layer_sj_extra import __all__ as _sj_extra
 
 __all__ = ["Linear", "Flatten", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
            "ConvTranspose2d", "ConvTranspose3d", "Upsample", "GroupNorm", "BatchNorm1d",
@@ -28,7 +32,7 @@ __all__ = ["Linear", "Flatten", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
            "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
            "AdaptiveAvgPool3d", "Dropout", "Dropout2d", "VotingLayer", "SynapseFilter", "Delay",
            "PrintShapeModule", "SeqToANNContainer", "MultiStepContainer", "StepModeContainer",
-           "ElementWiseRecurrentContainer", "LinearRecurrentContainer", *_extra]
+           "ElementWiseRecurrentContainer", "LinearRecurrentContainer", *_extra, *_sj_extra]
 
 
 class _StepMode:

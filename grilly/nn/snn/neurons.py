@@ -13,12 +13,13 @@ import numbers
 from ...array import api as gp
 
 from ...array.array import Array
-from ..layers import Linear
+from ..layers import Conv2d, Linear
 from ..module import Module
 from ..parameter import Parameter
 from . import functional as F
 from . import fused as _fused
 from .base import _NodeHooks
+from .checks import _check_kernel
 from .surrogate import Surrogate
 
 __all__ = ["LIF", "IF", "Synaptic", "AdaptiveLIF", "RLeaky", "LIFNode", "IFNode", "reset",
@@ -667,7 +668,9 @@ class AdaptiveLIF(_Neuron):
 
 class RLeaky(_Neuron):
     """Recurrent LIF (snnTorch ``RLeaky``): mem = beta mem + x + V(spk_prev) - reset thr, V a
-    Linear(n, n) over the previous spikes (``n_features``), or one-to-one weights ``V``."""
+    Linear(n, n) over the previous spikes (``n_features``), a Conv2d(C, C, k) over spikes
+    (B, C, H, W) (snnTorch's ``conv2d_channels=C``, ``kernel_size=k``), or one-to-one weights
+    ``V``."""
 
     _state_names = ("spk", "mem")
     _mem_index = 1
@@ -680,11 +683,9 @@ class RLeaky(_Neuron):
                  step_mode: str = "s", return_mem: bool = False, init_hidden: bool = False,
                  all_to_all: bool | None = None, linear_features: int | None = None,
                  dtype=None, **snntorch_kw) -> None:
-        for k in ("conv2d_channels", "kernel_size"):
-            if snntorch_kw.pop(k, None) is not None:
-                raise NotImplementedError(f"RLeaky: snnTorch's convolutional recurrence ({k}) "
-                                          "is not supported; n_features (all-to-all) or V "
-                                          "(one-to-one) only")
+        op = type(self).__name__
+        channels = snntorch_kw.pop("conv2d_channels", None)
+        kernel = snntorch_kw.pop("kernel_size", None)
         reset, surrogate, return_mem, opts = _port_kw(type(self).__name__, snntorch_kw, reset,
                                                       surrogate, return_mem)
         super().__init__(threshold=threshold, reset=reset, surrogate=surrogate,
@@ -694,6 +695,10 @@ class RLeaky(_Neuron):
                          snntorch_opts=opts)
         _check_decay(beta, "beta", "RLeaky")
         self._set_param("beta", beta, learn_beta)
+        if channels is not None or kernel is not None:
+            self._init_conv_recurrence(channels, kernel, n_features, linear_features, all_to_all,
+                                       V, learn_recurrent, op)
+            return
         # snnTorch's spelling: all_to_all=True with linear_features=n, or all_to_all=False
         # with V (its default V=1.0 is the one-to-one weight then)
         if linear_features is not None:
@@ -706,7 +711,7 @@ class RLeaky(_Neuron):
             n_features = linear_features
         if all_to_all is True and n_features is None:
             raise ValueError("RLeaky: all_to_all=True needs linear_features (or n_features), "
-                             "the number of neurons")
+                             "the number of neurons, or conv2d_channels and kernel_size")
         if all_to_all is False:
             if n_features is not None:
                 raise ValueError("RLeaky: all_to_all=False is the one-to-one recurrence V; "
@@ -721,6 +726,38 @@ class RLeaky(_Neuron):
                 self.recurrent.requires_grad_(False)
         else:
             self._set_param("V", V, learn_recurrent)
+
+    def _init_conv_recurrence(self, channels, kernel, n_features, linear_features, all_to_all,
+                              V, learn_recurrent: bool, op: str) -> None:
+        """snnTorch's convolutional recurrence: V a Conv2d(C, C, kernel_size) over the previous
+        spikes (B, C, H, W), padded to keep H and W ('same'; snnTorch's k // 2 for odd k)."""
+        if channels is None or kernel is None:
+            raise TypeError(f"{op}: conv2d_channels and kernel_size must both be given (the "
+                            "convolutional recurrence)")
+        if n_features is not None or linear_features is not None:
+            raise TypeError(f"{op}: linear_features (or n_features) cannot be given with "
+                            "conv2d_channels and kernel_size (one recurrence, linear or conv)")
+        if all_to_all is False or V is not None:
+            raise TypeError(f"{op}: the convolutional recurrence is all-to-all; all_to_all=False "
+                            "(one-to-one weights V) takes no conv2d_channels or kernel_size")
+        if isinstance(channels, bool) or not isinstance(channels, numbers.Integral):
+            raise TypeError(f"{op}: conv2d_channels must be an int, got "
+                            f"{type(channels).__name__}")
+        if channels < 1:
+            raise ValueError(f"{op}: conv2d_channels must be positive, got {channels}")
+        kernel = _check_kernel(kernel, op)
+        self.recurrent = Conv2d(int(channels), int(channels), kernel, padding="same",
+                                dtype=self._dtype)
+        if not learn_recurrent:
+            self.recurrent.requires_grad_(False)
+
+    def _check_params(self, shape: tuple) -> None:
+        rec = self._modules.get("recurrent")
+        if isinstance(rec, Conv2d) and (len(shape) != 4 or shape[1] != rec.in_channels):
+            raise ValueError(f"{type(self).__name__}: the convolutional recurrence takes inputs "
+                             f"(batch, {rec.in_channels}, H, W) (conv2d_channels), got shape "
+                             f"{tuple(shape)}")
+        super()._check_params(shape)
 
     def _params(self) -> dict:
         return {"thr": self._threshold, "beta": self._decay("beta")}

@@ -139,9 +139,10 @@ class Synaptic(_SnnTorchConventions, _own.Synaptic):
 
 class RLeaky(_SnnTorchConventions, _own.RLeaky):
     """snnTorch's ``snn.RLeaky`` exactly: mem = beta mem + x + V(spk_prev) - reset thr (zero:
-    the new membrane zeroed), V a Linear(n, n) (``all_to_all=True``, ``linear_features=n``) or
-    one-to-one weights ``V`` (``all_to_all=False``); snnTorch's argument order, state_dict keys
-    and options, ``reset_delay=False`` as snnTorch 1.0 computes it. ``grilly.nn.snn.RLeaky`` is
+    the new membrane zeroed), V a Linear(n, n) (``all_to_all=True``, ``linear_features=n``), a
+    Conv2d(C, C, k) (``conv2d_channels=C``, ``kernel_size=k``) or one-to-one weights ``V``
+    (``all_to_all=False``); snnTorch's argument order, state_dict keys and options,
+    ``reset_delay=False`` as snnTorch 1.0 computes it. ``grilly.nn.snn.RLeaky`` is
     grilly's own (its keys, its in-step reset)."""
 
     def __init__(self, beta, V=1.0, all_to_all: bool = True,  # noqa: N803
@@ -151,9 +152,9 @@ class RLeaky(_SnnTorchConventions, _own.RLeaky):
                  learn_threshold: bool = False, learn_recurrent: bool = True,
                  reset_mechanism: str = "subtract", state_quant=False, output: bool = False,
                  reset_delay: bool = True, **grilly_kw) -> None:
-        if all_to_all and not linear_features:
+        if all_to_all and not linear_features and conv2d_channels is None and kernel_size is None:
             raise TypeError("RLeaky: all_to_all=True needs linear_features (the number of "
-                            "neurons); the convolutional recurrence is not supported")
+                            "neurons), or conv2d_channels and kernel_size (a convolution)")
         kw = _snntorch_kw(spike_grad, surrogate_disable, inhibition, reset_mechanism,
                           state_quant, output, conv2d_channels=conv2d_channels,
                           kernel_size=kernel_size)
@@ -290,8 +291,9 @@ class Alpha(_SnnTorchConventions, _Neuron):
 class RSynaptic(_SnnTorchConventions, _own.RLeaky):
     """snnTorch's ``snn.RSynaptic``: syn = alpha syn + x + V(spk_prev), mem = beta mem + syn -
     reset thr (a zero reset zeroes the new membrane), V a Linear(n, n) (``all_to_all=True``,
-    ``linear_features=n``) or one-to-one weights ``V``; returns ``(spk, syn, mem)``.
-    ``reset_delay=False`` and the convolutional recurrence are not supported."""
+    ``linear_features=n``), a Conv2d(C, C, k) (``conv2d_channels=C``, ``kernel_size=k``) or
+    one-to-one weights ``V``; returns ``(spk, syn, mem)``. ``reset_delay=False`` is not
+    supported."""
 
     _state_names = ("spk", "syn", "mem")
     _mem_index = 2
@@ -307,9 +309,9 @@ class RSynaptic(_SnnTorchConventions, _own.RLeaky):
         if not reset_delay:
             raise NotImplementedError("RSynaptic: reset_delay=False is not supported (snnTorch "
                                       "1.0's branch does not change the returned state)")
-        if all_to_all and not linear_features:
+        if all_to_all and not linear_features and conv2d_channels is None and kernel_size is None:
             raise TypeError("RSynaptic: all_to_all=True needs linear_features (the number of "
-                            "neurons); the convolutional recurrence is not supported")
+                            "neurons), or conv2d_channels and kernel_size (a convolution)")
         kw = _snntorch_kw(spike_grad, surrogate_disable, inhibition, reset_mechanism,
                           state_quant, output, conv2d_channels=conv2d_channels,
                           kernel_size=kernel_size)
