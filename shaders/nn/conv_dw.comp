@@ -30,8 +30,12 @@ layout(set = 0, binding = 2) buffer B2p { float part_r[]; };
 #define ST_OUT(r) OUT_TS(r)
 #endif
 
-shared float gs[32][65];   // [k][o]: a 65-float row keeps the transposing stores conflict-free
-shared float cs[32][33];   // [k][c]
+// one 32-deep step of K in shared memory, k-major, rows padded (68, 36 floats) so that the
+// transposing stores meet at most 4-way bank conflicts; scalar elements (a store of one
+// component of a shared vec4 may be a read-modify-write of all four)
+shared float gs[32 * 68];        // [k][o]
+shared float cs[32 * 36];        // [k][c]
+shared float red[3 * 64 * 32];   // quarters 1-3's 8 x 4 blocks, summed by quarter 0
 
 void partials() {
     int O = pc.shape[0], CK = pc.shape[1], N = pc.shape[2], P = pc.shape[3], S = pc.shape[4];
@@ -40,15 +44,17 @@ void partials() {
     int tilesO = (O + 63) / 64;
     int ntiles = tilesO * tilesC;
     int tid = int(gl_LocalInvocationID.x);
-    int ty = tid >> 4, tx = tid & 15;   // 4 rows (o) by 2 columns (c) each
-    int kk = tid & 31;                  // the k this thread loads, every load of a step
-    int lrow = tid >> 5;                // and its first row (o or c); rows advance by 8
+    // compute: quarter kq of each step's 32 k, an 8 (o) x 4 (c) block of the 64 x 32 tile
+    int kq = tid >> 6, t = tid & 63, ty = t >> 3, tx = t & 7;
+    // load: the k this thread loads, every load of a step, and its first row (o or c)
+    int kk = tid & 31, lrow = tid >> 5;
     for (int wg = int(gl_WorkGroupID.x); wg < ntiles * S; wg += int(gl_NumWorkGroups.x)) {
         int tile = wg % ntiles, s = wg / ntiles;
         int o0 = (tile / tilesC) * 64, c0 = (tile % tilesC) * 32;
         int kbeg = s * KS, kend = min(kbeg + KS, M);
-        float acc[4][2];
-        [[unroll]] for (int i = 0; i < 4; ++i) { acc[i][0] = 0.0; acc[i][1] = 0.0; }
+        float acc[8][4];
+        [[unroll]] for (int i = 0; i < 8; ++i)
+            [[unroll]] for (int j = 0; j < 4; ++j) acc[i][j] = 0.0;
         for (int k0 = kbeg; k0 < kend; k0 += 32) {
             int k = k0 + kk;
             bool kin = k < kend;
@@ -56,34 +62,46 @@ void partials() {
             int gbase = pc.off[1] + n * OP_ + (k - n * P);
             [[unroll]] for (int i = 0; i < 8; ++i) {
                 int ol = lrow + 8 * i, o = o0 + ol;
-                gs[kk][ol] = (kin && o < O) ? LD_IN(g[gbase + o * P]) : 0.0;
+                gs[kk * 68 + ol] = (kin && o < O) ? LD_IN(g[gbase + o * P]) : 0.0;
             }
             [[unroll]] for (int i = 0; i < 4; ++i) {
                 int cl = lrow + 8 * i, c = c0 + cl;
                 float v = 0.0;
                 if (kin && c < CK) v = LD_IN(cols[pc.off[2] + c * M + k]);
                 else if (kin && c == CK) v = 1.0;
-                cs[kk][cl] = v;
+                cs[kk * 36 + cl] = v;
             }
             barrier();
-            [[unroll]] for (int q = 0; q < 32; ++q) {
-                float b0 = cs[q][tx * 2], b1 = cs[q][tx * 2 + 1];
-                [[unroll]] for (int i = 0; i < 4; ++i) {
-                    float a = gs[q][ty * 4 + i];
-                    acc[i][0] = fma(a, b0, acc[i][0]);
-                    acc[i][1] = fma(a, b1, acc[i][1]);
+            [[unroll]] for (int q = 0; q < 8; ++q) {
+                int r = kq * 8 + q;
+                float b[4], a[8];
+                [[unroll]] for (int j = 0; j < 4; ++j) b[j] = cs[r * 36 + tx * 4 + j];
+                [[unroll]] for (int i = 0; i < 8; ++i) a[i] = gs[r * 68 + ty * 8 + i];
+                [[unroll]] for (int i = 0; i < 8; ++i)
+                    [[unroll]] for (int j = 0; j < 4; ++j) acc[i][j] = fma(a[i], b[j], acc[i][j]);
+            }
+            barrier();
+        }
+        // the four quarters' sums, in quarter order
+        if (kq > 0) {
+            [[unroll]] for (int i = 0; i < 8; ++i)
+                [[unroll]] for (int j = 0; j < 4; ++j)
+                    red[((kq - 1) * 64 + t) * 32 + i * 4 + j] = acc[i][j];
+        }
+        barrier();
+        if (kq == 0) {
+            int W1 = CK + 1;
+            [[unroll]] for (int i = 0; i < 8; ++i) {
+                int o = o0 + ty * 8 + i;
+                [[unroll]] for (int j = 0; j < 4; ++j) {
+                    int e = t * 32 + i * 4 + j;
+                    float v = acc[i][j] + red[e] + red[64 * 32 + e] + red[128 * 32 + e];
+                    int c = c0 + tx * 4 + j;
+                    if (o < O && c <= CK) part_w[pc.off[0] + (s * O + o) * W1 + c] = v;
                 }
             }
-            barrier();
         }
-        int W1 = CK + 1;
-        [[unroll]] for (int i = 0; i < 4; ++i) {
-            int o = o0 + ty * 4 + i;
-            [[unroll]] for (int j = 0; j < 2; ++j) {
-                int c = c0 + tx * 2 + j;
-                if (o < O && c <= CK) part_w[pc.off[0] + (s * O + o) * W1 + c] = acc[i][j];
-            }
-        }
+        barrier();   // (red is rewritten by the next tile)
     }
 }
 

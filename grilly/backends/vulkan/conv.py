@@ -281,7 +281,10 @@ def _small_dw(g, o: int, ck: int, m: int, gd) -> bool:
     """Whether ``conv_dw.comp`` takes this weight gradient: few output tiles, a long K, g
     contiguous, a dtype pair it has."""
     tiles = -(-o // 64) * -(-(ck + 1) // 32)
+    # 16-bit operands on tensor cores: the product (H200, cnn32's first layer in bfloat16:
+    # 121 us on them, 180-200 here; float32 190-195 here against 160 and a 70 us copy of g)
     return (tiles <= DW_MAX_TILES and m >= DW_MIN_K and (g.dtype.name, gd.name) in _DW
+            and (g.dtype is _dt.float32 or not _coop(g))
             and g.is_contiguous() and m * max(o, ck + 1) < _LIMIT)
 
 
