@@ -297,7 +297,8 @@ def _dw_small(g, cols, dims: tuple, gd, wshape: tuple) -> tuple:
     tiles_c = -(-(ck + 1) // 32)
     tiles = -(-o // 64) * tiles_c
     slices = max(1, min(-(-m // DW_KS), max(1, DW_WORKGROUPS // tiles)))
-    ks = -(-(-(-m // slices)) // 32) * 32
+    per = -(-m // slices)
+    ks = -(-per // 32) * 32      # whole 32-deep steps; the last slice may be short
     slices = -(-m // ks)
     variant = f"conv_dw_{g.dtype.name}_{gd.name}"
     shape = (o, ck, n, p, slices)
