@@ -497,3 +497,42 @@ def test_backprop_rtrl_equals_snntorch(device):
                                        p.detach().numpy(), rtol=2e-4, atol=2e-5, err_msg=k)
     with pytest.raises(ValueError, match="RTRL: num_steps must not be given"):
         backprop.RTRL(mine, loader_g, opt_g, SF.mse_count_loss(), num_steps=3)
+
+
+@pytest.mark.parametrize("steps,first,rate", [(10, 2, 0.5), (9, 0, 1.0), (12, 3, 0.3), (6, 6, 0.5),
+                                              (8, 0, 0.0)])
+def test_target_rate_code_and_rate_interpolate_equal_snntorch(steps, first, rate, device):
+    """The public helpers under targets_convert: a regular train and its spike steps, and the
+    interpolated ramps over them, as snnTorch's."""
+    train, times = spikegen.target_rate_code(steps, first, rate, device=device)
+    ref, ref_times = tspikegen.target_rate_code(steps, first, rate)
+    assert train.dtype == gp.float32 and times.dtype == gp.int64 and train.device == device
+    np.testing.assert_array_equal(_np(train), ref.numpy())
+    np.testing.assert_array_equal(_np(times), ref_times.numpy().astype(np.int64))
+    if ref_times.numel():
+        for on, off in ((1.0, 0.0), (1.5, 0.25)):
+            mine = spikegen.rate_interpolate(times, steps, on, off)
+            want = tspikegen.rate_interpolate(ref_times, steps, on, off)
+            assert mine.device == device
+            np.testing.assert_allclose(_np(mine), want.numpy(), rtol=1e-6, atol=1e-7)
+
+
+def test_targets_rate_and_latency_are_targets_convert(device):
+    """snnTorch's targets_rate / targets_latency: targets_convert's two codes (snnTorch as the
+    oracle where its code runs: steady rates, delayed ones, latency)."""
+    gy, ty = _targets(device)
+    for kw in (dict(), dict(num_steps=5, first_spike_time=2, on_target=1.5, off_target=0.5)):
+        np.testing.assert_allclose(_np(spikegen.targets_rate(gy, 3, **kw)),
+                                   tspikegen.targets_rate(ty, 3, **kw).numpy(), rtol=1e-6)
+    kw = dict(num_steps=6, tau=2, threshold=0.05, normalize=True, linear=True)
+    np.testing.assert_allclose(_np(spikegen.targets_latency(gy, 3, **kw)),
+                               tspikegen.targets_latency(ty, 3, **kw).numpy(), rtol=1e-6)
+
+
+def test_target_rate_code_errors():
+    for args, msg in (((5, 0, 1.5), "rate must be a number in"), ((5, 6, 0.5), "first_spike_time"),
+                      ((5, 0, 0.5, "burst"), "firing_pattern must be")):
+        with pytest.raises(ValueError, match=msg):
+            spikegen.target_rate_code(*args)
+    with pytest.raises(ValueError, match="spike_time must lie in"):
+        spikegen.rate_interpolate(gp.asarray([1, 7]), 5)

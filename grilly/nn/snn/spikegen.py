@@ -16,7 +16,8 @@ from .. import functional as NF
 from . import encoding as _enc
 
 __all__ = ["rate", "latency", "delta", "rate_conv", "to_one_hot", "from_one_hot",
-           "targets_convert"]
+           "targets_convert", "targets_rate", "targets_latency", "target_rate_code",
+           "rate_interpolate"]
 
 
 def rate(data: Array, num_steps=False, gain: float = 1, offset: float = 0,
@@ -156,6 +157,70 @@ def targets_convert(targets: Array, num_classes: int, code: str = "rate", num_st
     # (snnTorch 1.0 combines these with a broadcast that only runs where num_steps equals
     # num_classes, into a 5-d tensor; this is the (T, batch, classes) its docstring describes)
     return out if interpolate else gp.maximum(out * on, off)
+
+
+def targets_rate(targets: Array, num_classes: int, num_steps=False, first_spike_time: int = 0,
+                 correct_rate: float = 1, incorrect_rate: float = 0, on_target: float = 1,
+                 off_target: float = 0, firing_pattern: str = "regular",
+                 interpolate: bool = False, epsilon: float = 1e-7) -> Array:
+    """snnTorch's ``spikegen.targets_rate``: ``targets_convert(..., code="rate")``."""
+    return targets_convert(targets, num_classes, "rate", num_steps, first_spike_time,
+                           correct_rate, incorrect_rate, on_target, off_target, firing_pattern,
+                           interpolate, epsilon)
+
+
+def targets_latency(targets: Array, num_classes: int, num_steps=False, first_spike_time: int = 0,
+                    on_target: float = 1, off_target: float = 0, interpolate: bool = False,
+                    threshold: float = 0.01, tau: float = 1, clip: bool = False,
+                    normalize: bool = False, linear: bool = False, epsilon: float = 1e-7,
+                    bypass: bool = False) -> Array:
+    """snnTorch's ``spikegen.targets_latency``: ``targets_convert(..., code="latency")`` (the
+    on/off targets and ``interpolate`` take no part there, as in snnTorch's)."""
+    return targets_convert(targets, num_classes, "latency", num_steps, first_spike_time,
+                           on_target=on_target, off_target=off_target, interpolate=interpolate,
+                           epsilon=epsilon, threshold=threshold, tau=tau, clip=clip,
+                           normalize=normalize, linear=linear, bypass=bypass)
+
+
+def target_rate_code(num_steps: int, first_spike_time: int = 0, rate: float = 1,
+                     firing_pattern: str = "regular", *, device=None) -> tuple:
+    """snnTorch's ``spikegen.target_rate_code``: (a float32 train of ``num_steps`` spikes at
+    ``rate`` from ``first_spike_time`` on, its int64 spike steps); 'regular' every 1/rate
+    steps, 'uniform' as many at random steps, 'poisson' a draw per step (gp.random's)."""
+    op = "target_rate_code"
+    steps = _enc._steps(num_steps, op)
+    if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not 0 <= rate <= 1:
+        raise ValueError(f"{op}: rate must be a number in [0, 1], got {rate!r}")
+    if (isinstance(first_spike_time, bool) or not isinstance(first_spike_time, numbers.Integral)
+            or not 0 <= first_spike_time <= steps):
+        raise ValueError(f"{op}: first_spike_time must be an int in [0, num_steps], got "
+                         f"{first_spike_time!r}")
+    pattern = firing_pattern.lower() if isinstance(firing_pattern, str) else firing_pattern
+    if pattern not in ("regular", "uniform", "poisson"):
+        raise ValueError(f"{op}: firing_pattern must be 'regular', 'uniform' or 'poisson', got "
+                         f"{firing_pattern!r}")
+    train, times = _rate_code(steps, int(first_spike_time), float(rate), pattern)
+    return (gp.asarray(train.astype(np.float32), device=device),
+            gp.asarray(np.asarray(times, dtype=np.int64), device=device))
+
+
+def rate_interpolate(spike_time, num_steps: int, on_target: float = 1, off_target: float = 0,
+                     epsilon: float = 1e-7) -> Array:
+    """snnTorch's ``spikegen.rate_interpolate``: a float32 train of ``num_steps`` ramping from
+    ``off_target`` up to ``on_target`` at each of the (sorted) spike steps ``spike_time``,
+    ``off_target`` after the last (the spike steps are read on the host)."""
+    op = "rate_interpolate"
+    steps = _enc._steps(num_steps, op)
+    device = spike_time.device if isinstance(spike_time, gp.Array) else None
+    times = np.asarray(spike_time).astype(np.int64).reshape(-1)
+    if times.size and (times.min() < 0 or times.max() >= steps):
+        raise ValueError(f"{op}: spike_time must lie in [0, num_steps), got {times.min()} .. "
+                         f"{times.max()} for num_steps={steps}")
+    if float(on_target) == float(off_target) and times.size:
+        raise ValueError(f"{op}: on_target must differ from off_target")
+    out = _rate_interpolate(np.sort(times), steps, float(on_target), float(off_target),
+                            float(epsilon))
+    return gp.asarray(out.astype(np.float32), device=device)
 
 
 def _rate_code(steps: int, first: int, rate: float, pattern: str):
