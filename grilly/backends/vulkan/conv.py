@@ -15,6 +15,7 @@ from .kernels import _view, astype, copy, new_buffer, permute, reshape
 from .linalg import TILE, _add, _coop, _matmul, _tiled_bias_ok, matmul, matmul4_into
 from .reductions import KERNELS as _REDUCTIONS
 from .reductions import dispatch
+from .variants import CONV_DW_DTYPES
 
 _DTYPES = {"float16", "bfloat16", "float32", "float64"}
 _sum = _REDUCTIONS["sum"]
@@ -269,8 +270,7 @@ def conv2d_backward(g, x, w, stride, dilation, pads, groups, need, grad_dtype=No
     return gx, gw, gb
 
 
-_DW = {("float32", "float32"), ("bfloat16", "float32"), ("bfloat16", "bfloat16"),
-       ("float16", "float32"), ("float16", "float16")}   # conv_dw variants (in, out)
+_DW = frozenset(CONV_DW_DTYPES)   # conv_dw variants (operands, gradients)
 DW_MAX_TILES = 8    # conv_dw's 64 x 32 tiles of (O, CK + 1): a small gradient
 DW_MIN_K = 2048     # and a long K (N * Ho * Wo), else the GEMM
 DW_KS = 1024        # K per slice at most (whole 32-steps)

@@ -28,6 +28,10 @@ COMPLEX = {"complex64": ("vec2", "float", 64), "complex128": ("dvec2", "double",
 WORDS = {8: ("uint8_t", "uint"), 16: ("uint16_t", "uint"), 32: ("uint", "uint"),
          64: ("uint64_t", "uint64_t"), 128: ("uvec4", "uvec4")}
 
+# conv_dw.comp's variants: (operands' dtype, gradients' dtype)
+CONV_DW_DTYPES = (("float32", "float32"), ("bfloat16", "float32"), ("bfloat16", "bfloat16"),
+                  ("float16", "float32"), ("float16", "float16"))
+
 SHADER_DIR = Path(__file__).resolve().parents[3] / "shaders"   # sources (repo checkout only)
 SPV_DIR = Path(__file__).resolve().parents[2] / "shaders"       # grilly/shaders: package data
 
@@ -121,9 +125,8 @@ def variants() -> dict[str, tuple[str, list[str]]]:
         out[f"conv_{d}"] = ("nn/conv.comp", _dtype_defines("IN", d))
         out[f"pool_{d}"] = ("nn/pool.comp", _dtype_defines("IN", d))
     out["mm_bfloat16"] = ("linalg/matmul.comp", _dtype_defines("IN", "bfloat16"))
-    # a small convolution weight gradient over a long K (conv_dw.comp): (operands, gradients)
-    for d_in, d_out in (("float32", "float32"), ("bfloat16", "float32"), ("bfloat16", "bfloat16"),
-                        ("float16", "float32"), ("float16", "float16")):
+    # a small convolution weight gradient over a long K (conv_dw.comp)
+    for d_in, d_out in CONV_DW_DTYPES:
         out[f"conv_dw_{d_in}_{d_out}"] = ("nn/conv_dw.comp", _dtype_defines("IN", d_in)
                                           + _dtype_defines("OUT", d_out))
     for d in ("float32", "float64"):

@@ -29,6 +29,23 @@ __all__ = ["Leaky", "Alpha", "Lapicque", "RSynaptic"]
 _RESET_VAL = {"subtract": 0, "zero": 1, "none": 2}
 
 
+def _register(module, name: str, value, learn: bool, dtype, device=None):
+    """snnTorch's storage of a neuron parameter: under its own name, a Parameter when
+    learnable, else a buffer (a copy of ``value`` in ``dtype``, on ``device`` if given)."""
+    op = type(module).__name__
+    value = _param_value(value, name, op)
+    if isinstance(value, float) and value != value:
+        raise ValueError(f"{op}: {name} must not be NaN")
+    arr = gp.asarray(value, dtype=dtype, copy=True)
+    if device is not None:
+        arr = arr.to_device(device)
+    if learn:
+        module.register_parameter(name, Parameter(arr))
+    else:
+        module.register_buffer(name, arr)
+    return arr
+
+
 class _SnnTorchConventions:
     """Mixin over a grilly neuron: snnTorch's state_dict keys, state attributes, its step
     (``_Neuron._snntorch_step``) and its reset of the state when the input's shape changes."""
@@ -36,16 +53,7 @@ class _SnnTorchConventions:
     _snntorch = True
 
     def _set_param(self, name: str, value, learn: bool) -> None:
-        # snnTorch stores every parameter under its own name, a buffer when fixed
-        op = type(self).__name__
-        value = _param_value(value, name, op)
-        if isinstance(value, float) and value != value:
-            raise ValueError(f"{op}: {name} must not be NaN")
-        arr = gp.asarray(value, dtype=self._dtype, copy=True)
-        if learn:
-            self.register_parameter(name, Parameter(arr))
-        else:
-            self.register_buffer(name, arr)
+        _register(self, name, value, learn, self._dtype)
 
     def _snntorch_buffers(self, reset: str) -> None:
         # (graded_spikes_factor is registered by _Neuron, a buffer or a Parameter)

@@ -19,7 +19,7 @@ from ..module import Module, _no_grad
 from ..parameter import Parameter
 from ..conv_rnn_extra import RNN
 from .checks import _check_input
-from .neurons import _param_value
+from .snntorch_compat import _register
 from .surrogate import atan, check_surrogate, heaviside
 
 __all__ = ["LeakyParallel", "StateLeaky", "LinearLeaky", "DeltaLeaky", "AssociativeLeaky",
@@ -69,18 +69,7 @@ class _SnnTorchNeuron(Module):
                                  gp.asarray(0, dtype=gp.int64, device=device))
 
     def _tensor(self, name: str, value, learn: bool) -> Array:
-        op = type(self).__name__
-        value = _param_value(value, name, op)
-        if isinstance(value, float) and value != value:
-            raise ValueError(f"{op}: {name} must not be NaN")
-        arr = gp.asarray(value, dtype=self._dtype, copy=True)
-        if self._device is not None:
-            arr = arr.to_device(self._device)
-        if learn:
-            self.register_parameter(name, Parameter(arr))
-        else:
-            self.register_buffer(name, arr)
-        return arr
+        return _register(self, name, value, learn, self._dtype, self._device)
 
     def fire(self, mem: Array) -> Array:
         """snnTorch's ``fire``: state_quant (if any), the spike of mem - threshold, times

@@ -125,10 +125,7 @@ def targets_convert(targets: Array, num_classes: int, code: str = "rate", num_st
     if incorrect_rate > correct_rate:
         raise ValueError(f"{op}: incorrect_rate must not exceed correct_rate, got "
                          f"{incorrect_rate} > {correct_rate}")
-    pattern = firing_pattern.lower() if isinstance(firing_pattern, str) else firing_pattern
-    if pattern not in ("regular", "uniform", "poisson"):
-        raise ValueError(f"{op}: firing_pattern must be 'regular', 'uniform' or 'poisson', got "
-                         f"{firing_pattern!r}")
+    pattern = _pattern(firing_pattern, op)
     on, off = float(on_target), float(off_target)
     spikes = gp.maximum(onehot * on, off)
     if steady and first_spike_time == 0:
@@ -195,10 +192,7 @@ def target_rate_code(num_steps: int, first_spike_time: int = 0, rate: float = 1,
             or not 0 <= first_spike_time <= steps):
         raise ValueError(f"{op}: first_spike_time must be an int in [0, num_steps], got "
                          f"{first_spike_time!r}")
-    pattern = firing_pattern.lower() if isinstance(firing_pattern, str) else firing_pattern
-    if pattern not in ("regular", "uniform", "poisson"):
-        raise ValueError(f"{op}: firing_pattern must be 'regular', 'uniform' or 'poisson', got "
-                         f"{firing_pattern!r}")
+    pattern = _pattern(firing_pattern, op)
     train, times = _rate_code(steps, int(first_spike_time), float(rate), pattern)
     return (gp.asarray(train.astype(np.float32), device=device),
             gp.asarray(np.asarray(times, dtype=np.int64), device=device))
@@ -221,6 +215,15 @@ def rate_interpolate(spike_time, num_steps: int, on_target: float = 1, off_targe
     out = _rate_interpolate(np.sort(times), steps, float(on_target), float(off_target),
                             float(epsilon))
     return gp.asarray(out.astype(np.float32), device=device)
+
+
+def _pattern(firing_pattern, op: str) -> str:
+    """snnTorch's firing pattern, case-insensitive: 'regular', 'uniform' or 'poisson'."""
+    pattern = firing_pattern.lower() if isinstance(firing_pattern, str) else firing_pattern
+    if pattern not in ("regular", "uniform", "poisson"):
+        raise ValueError(f"{op}: firing_pattern must be 'regular', 'uniform' or 'poisson', got "
+                         f"{firing_pattern!r}")
+    return pattern
 
 
 def _rate_code(steps: int, first: int, rate: float, pattern: str):
