@@ -254,6 +254,27 @@ def test_reductions_matmul_and_promotion(device):
     assert np.array_equal(np.asarray(gp.sort(ga[0])), np.sort(a[0]))
 
 
+def test_an_asked_dtype_is_the_result_dtype(device):
+    # sum(x_bfloat16, dtype=float32) accumulates and returns float32 (NumPy with ml_dtypes too),
+    # not a float32 sum rounded to bfloat16
+    a = (R.standard_normal((3, 400)) * 100).astype(BF)
+    ga = gp.asarray(a, device=device)
+    a32 = a.astype(np.float32)
+    for got, ref in [(gp.sum(ga, dtype=gp.float32), np.sum(a, dtype=np.float32)),
+                     (gp.sum(ga, axis=1, dtype=gp.float32), np.sum(a, axis=1, dtype=np.float32)),
+                     (gp.prod(ga[:, :4], axis=1, dtype=gp.float32),
+                      np.prod(a32[:, :4], axis=1)),
+                     (gp.cumulative_sum(ga, axis=1, dtype=gp.float32),
+                      np.cumsum(a, axis=1, dtype=np.float32)),
+                     (gp.zeros_like(ga, dtype=gp.float32), np.zeros_like(a32)),
+                     (gp.full_like(ga, 0.1, dtype=gp.float32), np.full_like(a32, 0.1))]:
+        assert got.dtype == gp.float32 and ref.dtype == np.float32
+        np.testing.assert_allclose(np.asarray(got), ref, rtol=2e-6, atol=1e-3)
+    assert gp.sum(ga, dtype=gp.float64).dtype == gp.float64
+    assert gp.sum(ga, dtype=gp.bfloat16).dtype == gp.bfloat16
+    assert gp.sum(ga).dtype == gp.bfloat16
+
+
 def test_views_indexing_and_setitem(device):
     h = np.arange(24, dtype=np.float32).reshape(4, 6).astype(BF)
     x = gp.asarray(h, device=device)

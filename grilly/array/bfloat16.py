@@ -162,6 +162,9 @@ def call(fn, astype, args: tuple, kw: dict, name: str = ""):
     asked = any(a is _BF16 for a in args)
     args = tuple([widen(b) for b in a] if isinstance(a, list) else
                  tuple(widen(b) for b in a) if isinstance(a, tuple) else widen(a) for a in args)
+    # another dtype the caller asked for (sum(x, dtype=float32), zeros_like(x, dtype=float32))
+    # is the result's, as NumPy with ml_dtypes gives: nothing to narrow
+    other = kw.get("dtype") is not None and kw.get("dtype") is not _BF16
     if kw.get("dtype") is _BF16:
         kw = {**kw, "dtype": _F32}
         asked = True
@@ -174,7 +177,7 @@ def call(fn, astype, args: tuple, kw: dict, name: str = ""):
         if wider or "float32" not in msg:
             raise
         raise TypeError(msg.replace("float32", "bfloat16")) from None
-    if wider and not asked:
+    if wider and not asked or other:
         return res
     # grad_dtype=float32 (autocast's master weights): the weight and bias gradients stay float32,
     # as the devices that run these ops on bfloat16 return them
