@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
+from ..backends import registry
 from . import dispatch
 from . import dtypes as dt
 
@@ -12,23 +13,17 @@ __all__ = ["devices", "default_device", "set_default_device", "device_scope", "s
 
 def devices() -> list:
     """Every device grilly can place arrays on."""
-    from ..backends import registry
-
     return registry.devices()
 
 
 def default_device():
     """The device arrays are created on when none is given."""
-    from ..backends import registry
-
     return registry.default_device()
 
 
 def _default_device_key():
     """This thread's default device (a Device: one object per device), on which grilly.jit keys
     a graph (a creation op without ``device=`` in a traced function made its array there)."""
-    from ..backends import registry
-
     return registry.default_device()
 
 
@@ -37,15 +32,11 @@ dispatch.mode_keys.append(_default_device_key)
 
 def set_default_device(device) -> None:
     """Set the default device (a Device or a name such as 'cpu' or 'vulkan:0'); None resets it."""
-    from ..backends import registry
-
     registry.set_default_device(device)
 
 
 def synchronize(device=None) -> None:
     """Wait until the work queued on ``device`` (default: the default device) has finished."""
-    from ..backends import registry
-
     (registry.default_device() if device is None else registry.device(device)).synchronize()
 
 
@@ -53,8 +44,6 @@ def synchronize(device=None) -> None:
 def device_scope(device):
     """Within the block, arrays this thread creates go on ``device`` by default (other threads
     keep theirs)."""
-    from ..backends import registry
-
     d = registry.push_scope(device)
     try:
         yield d

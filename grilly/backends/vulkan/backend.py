@@ -210,17 +210,17 @@ class VulkanBackend(Backend):
         return BFLOAT16_ELEMENTWISE | _BF16_NATIVE
 
     def stats(self, device: Device) -> dict:
-        """This device's submits, dispatches, transfers and pool bytes (zeros before first use)."""
+        """This device's submits, dispatches, copies, transfers and pool bytes (zeros before use)."""
         ctx = device._ctx
         if ctx is None:
-            return dict.fromkeys(("submits", "dispatches", "uploads", "downloads", "held_bytes",
-                                  "live_bytes", "peak_live_bytes"), 0)
+            return dict.fromkeys(("submits", "dispatches", "copies", "uploads", "downloads",
+                                  "held_bytes", "live_bytes", "peak_live_bytes"), 0)
         with device.lock:
             # blocks that dying arrays queued while another thread held the lock are free:
             # not live bytes (they stayed counted until the next alloc took them back)
             ctx.pool.take_deferred()
             return {"submits": ctx.recorder.n_submits, "dispatches": ctx.recorder.n_dispatches,
-                    "uploads": ctx.n_uploads, "downloads": ctx.n_downloads,
+                    "copies": ctx.recorder.n_copies, "uploads": ctx.n_uploads, "downloads": ctx.n_downloads,
                     "held_bytes": ctx.pool.held, "live_bytes": ctx.pool.live,
                     "peak_live_bytes": ctx.pool.peak}
 

@@ -48,7 +48,8 @@ _STAGE_COMPUTE = 0x20   # VK_SHADER_STAGE_COMPUTE_BIT
 
 # counts submissions and transfers; tests use these to prove data stays on the device (host
 # round trips of the array layer's host path: grilly.device_stats(device))
-stats = {"submits": 0, "dispatches": 0, "uploads": 0, "downloads": 0, "barriers": 0}
+stats = {"submits": 0, "dispatches": 0, "uploads": 0, "downloads": 0, "barriers": 0,
+         "copies": 0}
 
 
 class Recorder:
@@ -58,7 +59,8 @@ class Recorder:
     def __init__(self, ctx):
         self.ctx = ctx
         self.spin_s = SPIN_S if ctx.phys.type == 4 else SPIN_GPU_S   # 4: a CPU device
-        self.n_dispatches = self.n_submits = 0   # this device's counts (gp.device_stats)
+        # this device's counts (gp.device_stats): dispatches, submits, buffer-to-buffer copies
+        self.n_dispatches = self.n_submits = self.n_copies = 0
         dev = ctx.device
         pinfo = ffi.new("VkCommandPoolCreateInfo*", {
             "sType": lib.VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
@@ -281,6 +283,40 @@ class Recorder:
         region.srcOffset, region.dstOffset, region.size = src_offset, 0, nbytes
         lib.vkCmdCopyBuffer(self.cmd, src.chunk.buffer, dst_buffer, 1, region)
         self.count += 1
+
+    def copy_allocs(self, dst, dst_offset: int, src, src_offset: int, nbytes: int) -> None:
+        """Record a transfer of ``nbytes`` from allocation ``src`` to allocation ``dst`` (byte
+        offsets from each one's start; the ranges must not overlap): a contiguous copy as one
+        vkCmdCopyBuffer, about a third of a copy shader's host work (a replay's inputs and
+        outputs are such copies), ordered against dispatches as a dispatch writing ``dst``."""
+        if self.pending is not None:
+            self.pending.emit()
+        if not self.recording:
+            self._start()
+        written, read = self._written, self._read
+        if dst in written or src in written or dst in read:
+            self._barrier_all()
+        written.add(dst)
+        read.add(src)
+        keep = self.keep
+        keep.append(dst)
+        keep.append(src)
+        region = self._region
+        region.srcOffset = src.offset + src_offset
+        region.dstOffset = dst.offset + dst_offset
+        region.size = nbytes
+        lib.vkCmdCopyBuffer(self.cmd, src.chunk.buffer, dst.chunk.buffer, 1, region)
+        if self.profile is not None and self.capturing is None:
+            names = self._cur.names
+            if len(names) < _QMAX:
+                lib.vkCmdWriteTimestamp(self.cmd, _BOTTOM, self._qpool,
+                                        self._cur.qbase + 1 + len(names))
+                names.append("copy_buffer")
+        stats["copies"] += 1
+        self.n_copies += 1
+        self.count += 1
+        if self.count >= BATCH_MAX and self.capturing is None:
+            self.submit()
 
     def _wait(self, slot: "_Slot") -> None:
         """Wait for a slot's fence: poll first (a blocking wait sleeps in the driver and wakes
