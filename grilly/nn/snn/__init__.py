@@ -3,7 +3,9 @@ layers, surrogate-gradient spike functions, encoders, readouts and losses, and S
 plasticity. See docs/snn.md for the update equations."""
 import sys as _sys
 
-from . import backprop, base, functional, layer, monitor, norse_compat, spikegen, surrogate, utils  # noqa: F401
+from . import backprop, base, functional, layer, learning, monitor, norse_compat, spikegen  # noqa: F401
+from . import surrogate, utils  # noqa: F401
+from .layer_online import OTTTLIFNode, SLTTLIFNode  # noqa: F401
 from .containers import *  # noqa: F401,F403
 from .encoding import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
@@ -22,9 +24,10 @@ from . import snntorch_new as _stn
 norse = norse_compat
 _sys.modules[__name__ + ".norse"] = norse_compat
 
-__all__ = ["backprop", "base", "functional", "layer", "monitor", "norse", "norse_compat",
-           "spikegen", "surrogate", "utils", *_c.__all__, *_e.__all__, *_lo.__all__,
-           *_n.__all__, *_p.__all__, *_sj.__all__, *_st.__all__, *_sl.__all__, *_stn.__all__]
+__all__ = ["backprop", "base", "functional", "layer", "learning", "monitor", "norse",
+           "norse_compat", "spikegen", "surrogate", "utils", "OTTTLIFNode", "SLTTLIFNode",
+           *_c.__all__, *_e.__all__, *_lo.__all__, *_n.__all__, *_p.__all__, *_sj.__all__,
+           *_st.__all__, *_sl.__all__, *_stn.__all__]
 del _c, _e, _lo, _n, _p, _sj, _st, _sl, _stn
 
 # snnTorch neurons without a grilly equivalent (none at present): a clear error rather than a

@@ -22,6 +22,7 @@ from .containers import (ElementWiseRecurrentContainer, LinearRecurrentContainer
                          MultiStepContainer, SeqToANNContainer, StepModeContainer)
 from .layer_extra import *  # noqa: F401,F403
 from .layer_extra import __all__ as _extra
+from .layer_online import GradwithTrace, OTTTSequential, ReplaceforGrad, SpikeTraceOp
 from .layer_misc import Delay, Dropout, Dropout2d, PrintShapeModule, SynapseFilter, VotingLayer
 from .layer_sj_extra import *  # noqa: F401,F403
 from .layer_sj_extra import __all__ as _sj_extra
@@ -32,7 +33,8 @@ __all__ = ["Linear", "Flatten", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
            "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
            "AdaptiveAvgPool3d", "Dropout", "Dropout2d", "VotingLayer", "SynapseFilter", "Delay",
            "PrintShapeModule", "SeqToANNContainer", "MultiStepContainer", "StepModeContainer",
-           "ElementWiseRecurrentContainer", "LinearRecurrentContainer", *_extra, *_sj_extra]
+           "ElementWiseRecurrentContainer", "LinearRecurrentContainer", "OTTTSequential",
+           "ReplaceforGrad", "GradwithTrace", "SpikeTraceOp", *_extra, *_sj_extra]
 
 
 class _StepMode:
