@@ -8,6 +8,8 @@ from . import surrogate, utils  # noqa: F401
 from .layer_online import OTTTLIFNode, SLTTLIFNode  # noqa: F401
 from .containers import *  # noqa: F401,F403
 from .encoding import *  # noqa: F401,F403
+from . import nir_io  # noqa: F401
+from .nir_io import NIRGraphModule, export_to_nir, import_from_nir  # noqa: F401
 from .loss import *  # noqa: F401,F403
 from .neurons import *  # noqa: F401,F403
 from .plasticity import *  # noqa: F401,F403
@@ -23,11 +25,16 @@ from . import snntorch_new as _stn
 # Norse's API under its own names (LIF, LI, ... differ from grilly's): grilly.nn.snn.norse
 norse = norse_compat
 _sys.modules[__name__ + ".norse"] = norse_compat
+# snnTorch's `from snntorch.export_nir import export_to_nir` / `snntorch.import_nir`
+export_nir = import_nir = nir_io
+_sys.modules[__name__ + ".export_nir"] = nir_io
+_sys.modules[__name__ + ".import_nir"] = nir_io
 
 __all__ = ["backprop", "base", "functional", "layer", "learning", "monitor", "norse",
-           "norse_compat", "spikegen", "surrogate", "utils", "OTTTLIFNode", "SLTTLIFNode",
-           *_c.__all__, *_e.__all__, *_lo.__all__, *_n.__all__, *_p.__all__, *_sj.__all__,
-           *_st.__all__, *_sl.__all__, *_stn.__all__]
+           "norse_compat", "nir_io", "export_nir", "import_nir", "export_to_nir",
+           "import_from_nir", "NIRGraphModule", "spikegen", "surrogate", "utils", "OTTTLIFNode",
+           "SLTTLIFNode", *_c.__all__, *_e.__all__, *_lo.__all__, *_n.__all__, *_p.__all__,
+           *_sj.__all__, *_st.__all__, *_sl.__all__, *_stn.__all__]
 del _c, _e, _lo, _n, _p, _sj, _st, _sl, _stn
 
 # snnTorch neurons without a grilly equivalent (none at present): a clear error rather than a
