@@ -186,3 +186,58 @@ def test_max_pool_2x2_backward_pairs(device, dtype, size):
     assert np.asarray(y).astype(np.float64).max() <= 3
     bits = {2: np.uint16, 4: np.uint32, 8: np.uint64}[np.dtype(host).itemsize]
     assert np.array_equal(got.view(bits), want.view(bits))
+
+
+def _first_max_2x2(x: np.ndarray) -> tuple:
+    """numpy's 2x2/2 max pool as pool.comp defines it: each window scanned row by row, the first
+    maximum winning, a NaN over all; (the winners' values, their index j*2 + i)."""
+    n, c, h, w = x.shape
+    ho, wo = h // 2, w // 2
+    y = np.zeros((n, c, ho, wo), x.dtype)
+    idx = np.zeros((n, c, ho, wo), np.int32)
+    for p in np.ndindex(n, c):
+        for a in range(ho):
+            for b in range(wo):
+                win = [(i, j) for i in range(2) for j in range(2)]
+                best = None
+                for i, j in win:
+                    v = float(x[p][2 * a + i, 2 * b + j])
+                    if best is None or v > best[0] or (np.isnan(v) and not np.isnan(best[0])):
+                        best = (v, i, j)
+                _, i, j = best
+                y[p][a, b] = x[p][2 * a + i, 2 * b + j]
+                idx[p][a, b] = j * 2 + i
+    return y, idx
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+@pytest.mark.parametrize("size, offset", [((6, 8), 0), ((5, 12), 4), ((6, 8), 2), ((4, 6), 0),
+                                          ((7, 9), 0)])
+def test_max_pool_2x2_forward_pairs(device, dtype, size, offset):
+    """The 2x2/2 pool's forward (Vulkan: pairs of outputs per invocation from one load a row,
+    where W is a multiple of 4 and the input's offset too; else one output each): the first
+    maximum of each window, NaN first, its bits and index exactly, ties and signed zeros
+    included."""
+    import ml_dtypes
+
+    if not device.backend.supports_dtype(device, getattr(gp, dtype)):
+        pytest.skip(f"{device} has no {dtype}")
+    host = ml_dtypes.bfloat16 if dtype == "bfloat16" else getattr(np, dtype)
+    rng = np.random.default_rng(size[0] * 10 + size[1] + offset)
+    shape = (2, 3, *size)
+    x = rng.integers(-3, 4, shape).astype(host)   # ties: the first maximum wins
+    flat = x.reshape(-1)
+    flat[::7] = -0.0
+    flat[5::11] = np.nan
+    flat[6::13] = -np.inf
+    buf = np.concatenate([np.ones(offset, host), flat])
+    xd = gp.reshape(gp.asarray(buf, device=device)[offset:], shape)
+    geom = ((2, 2), (2, 2), (1, 1), (0, 0, 0, 0))
+    y, idx = C.max_pool2d(xd, *geom, (size[0] // 2, size[1] // 2))
+    want_y, want_idx = _first_max_2x2(x)
+    bits = {2: np.uint16, 4: np.uint32, 8: np.uint64}[np.dtype(host).itemsize]
+    got_y = np.asarray(y)
+    nan = np.isnan(want_y.astype(np.float64))
+    assert np.array_equal(np.isnan(got_y.astype(np.float64)), nan)
+    assert np.array_equal(got_y.view(bits)[~nan], want_y.view(bits)[~nan])
+    assert np.array_equal(np.asarray(idx), want_idx)

@@ -145,11 +145,23 @@ def max_pool2d(buf, kernel, stride, dilation, pads, out):
     x = buf if buf.is_contiguous() else copy(buf)
     y = new_buffer(buf.ctx, (n, c, ho, wo), buf.dtype)
     idx = new_buffer(buf.ctx, (n, c, ho, wo), _dt.int32)
+    # the 2x2/2 pool (no padding, no dilation) on 16- or 32-bit elements, W a multiple of 4:
+    # pairs of outputs per invocation, one load a row of their windows (pool.comp)
+    vec = 2 if (_pairs(kernel, stride, dilation, pads, buf.dtype) and w % 4 == 0
+                and (ho, wo) == (h // 2, w // 2) and x.offset % 4 == 0) else 1
     if y.size:
-        dispatch(x.ctx, f"pool_{buf.dtype.name}", (0, 1), [y, idx, x], y.size, y.size,
+        m = y.size // vec
+        dispatch(x.ctx, f"pool_{buf.dtype.name}", (0, 1, 0, vec), [y, idx, x], m, m,
                  (y.offset, idx.offset, x.offset), (n * c, h, w, ho, wo),
                  _pool_geom(kernel, stride, dilation, pads), writes=2)
     return y, idx
+
+
+def _pairs(kernel, stride, dilation, pads, dtype) -> bool:
+    """Whether a max pool is the 2x2/2 one without padding or dilation on 16- or 32-bit
+    elements, whose kernels take pairs (pool.comp's VEC 2)."""
+    return (tuple(kernel) == (2, 2) and tuple(stride) == (2, 2) and tuple(dilation) == (1, 1)
+            and not any(pads) and dtype.name != "float64")
 
 
 def max_pool2d_backward(g, idx, kernel, stride, dilation, pads, size):
@@ -164,8 +176,7 @@ def max_pool2d_backward(g, idx, kernel, stride, dilation, pads, size):
     gx = new_buffer(g.ctx, (n, c, h, w), g.dtype)
     # the 2x2/2 pool (no padding, no dilation) on 16- or 32-bit elements, W even: pairs of
     # positions per invocation, one store each (pool.comp)
-    vec = 2 if (w % 2 == 0 and tuple(kernel) == (2, 2) and tuple(stride) == (2, 2)
-                and tuple(dilation) == (1, 1) and not any(pads) and g.dtype.name != "float64"
+    vec = 2 if (w % 2 == 0 and _pairs(kernel, stride, dilation, pads, g.dtype)
                 and gx.offset % 2 == 0) else 1
     if gx.size:
         m = gx.size // vec
