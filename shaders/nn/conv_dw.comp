@@ -55,23 +55,34 @@ void partials() {
         float acc[8][4];
         [[unroll]] for (int i = 0; i < 8; ++i)
             [[unroll]] for (int j = 0; j < 4; ++j) acc[i][j] = 0.0;
+        // the next step's loads are issued into registers before this step's products, so
+        // their latency overlaps the arithmetic (one or two workgroups an SM: nothing else
+        // hides it)
+        float pg[8], pcv[4];
+#define LOAD_STEP(K0)                                                                   \
+        {                                                                               \
+            int k = (K0) + kk;                                                          \
+            bool kin = k < kend;                                                        \
+            int n = k / P;          /* (one division a step: kk is fixed per thread) */ \
+            int gbase = pc.off[1] + n * OP_ + (k - n * P);                              \
+            [[unroll]] for (int i = 0; i < 8; ++i) {                                    \
+                int o = o0 + lrow + 8 * i;                                              \
+                pg[i] = (kin && o < O) ? LD_IN(g[gbase + o * P]) : 0.0;                 \
+            }                                                                           \
+            [[unroll]] for (int i = 0; i < 4; ++i) {                                    \
+                int c = c0 + lrow + 8 * i;                                              \
+                float v = 0.0;                                                          \
+                if (kin && c < CK) v = LD_IN(cols[pc.off[2] + c * M + k]);              \
+                else if (kin && c == CK) v = 1.0;                                       \
+                pcv[i] = v;                                                             \
+            }                                                                           \
+        }
+        LOAD_STEP(kbeg)
         for (int k0 = kbeg; k0 < kend; k0 += 32) {
-            int k = k0 + kk;
-            bool kin = k < kend;
-            int n = k / P;              // (one division a step: kk is fixed per thread)
-            int gbase = pc.off[1] + n * OP_ + (k - n * P);
-            [[unroll]] for (int i = 0; i < 8; ++i) {
-                int ol = lrow + 8 * i, o = o0 + ol;
-                gs[kk * 68 + ol] = (kin && o < O) ? LD_IN(g[gbase + o * P]) : 0.0;
-            }
-            [[unroll]] for (int i = 0; i < 4; ++i) {
-                int cl = lrow + 8 * i, c = c0 + cl;
-                float v = 0.0;
-                if (kin && c < CK) v = LD_IN(cols[pc.off[2] + c * M + k]);
-                else if (kin && c == CK) v = 1.0;
-                cs[kk * 36 + cl] = v;
-            }
+            [[unroll]] for (int i = 0; i < 8; ++i) gs[kk * 68 + lrow + 8 * i] = pg[i];
+            [[unroll]] for (int i = 0; i < 4; ++i) cs[kk * 36 + lrow + 8 * i] = pcv[i];
             barrier();
+            if (k0 + 32 < kend) LOAD_STEP(k0 + 32)
             [[unroll]] for (int q = 0; q < 8; ++q) {
                 int r = kq * 8 + q;
                 float b[4], a[8];
