@@ -323,7 +323,8 @@ class Array:
         """Mean over ``axis`` (all when None; in ``dtype`` where given): gp.mean."""
         extra = _np_kw(kw, _W)
         axis, keepdims = _axis_kw("mean", axis, keepdims, kw)
-        return _OPS["mean"](_in_dtype(self, dtype), axis=axis, keepdims=keepdims, **extra)
+        return _OPS["mean"](_in_dtype(self, None), axis=axis, keepdims=keepdims,
+                            **_dtype_kw(extra, dtype))
 
     def any(self, axis=None, *, keepdims: bool = False, **kw) -> "Array":
         """Whether any element along ``axis`` is true: gp.any."""
@@ -373,8 +374,8 @@ class Array:
             return _torch_form("std", _in_dtype(self, dtype), axis, keepdims, kw)
         extra = _np_kw(kw, _W)
         axis, keepdims = _axis_kw("std", axis, keepdims, kw)
-        return _OPS["std"](_in_dtype(self, dtype), axis=axis, correction=ddof,
-                           keepdims=keepdims, **extra)
+        return _OPS["std"](_in_dtype(self, None), axis=axis, correction=ddof,
+                           keepdims=keepdims, **_dtype_kw(extra, dtype))
 
     def var(self, axis=None, dtype=None, *, ddof: float = 0, keepdims: bool = False,
             **kw) -> "Array":
@@ -384,8 +385,8 @@ class Array:
             return _torch_form("var", _in_dtype(self, dtype), axis, keepdims, kw)
         extra = _np_kw(kw, _W)
         axis, keepdims = _axis_kw("var", axis, keepdims, kw)
-        return _OPS["var"](_in_dtype(self, dtype), axis=axis, correction=ddof,
-                           keepdims=keepdims, **extra)
+        return _OPS["var"](_in_dtype(self, None), axis=axis, correction=ddof,
+                           keepdims=keepdims, **_dtype_kw(extra, dtype))
 
     def cumsum(self, axis=None, dtype=None, **kw) -> "Array":
         """Running sum along ``axis`` (of the flattened array when None): gp.cumulative_sum."""
@@ -672,6 +673,12 @@ def _axis_kw(op: str, axis, keepdims: bool, kw: dict) -> tuple:
         if keepdim is not None:
             keepdims = keepdim
     return (tuple(axis) if isinstance(axis, list) else axis), bool(keepdims)
+
+
+def _dtype_kw(extra: dict, dtype) -> dict:
+    """``extra`` with NumPy's ``dtype=`` of mean/std/var for the namespace function (which
+    gives an integer dtype's result in that dtype; casting x first gave float64)."""
+    return extra if dtype is None else {**extra, "dtype": dtype}
 
 
 def _in_dtype(x: Array, dtype) -> Array:

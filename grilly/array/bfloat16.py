@@ -9,6 +9,8 @@ dispatcher (dispatch.op) sends a call here only once a bfloat16 dtype has been a
 """
 from __future__ import annotations
 
+import ml_dtypes
+
 from ..backends import dtypes as _dt
 from ..backends.contract import BFLOAT16_ELEMENTWISE, BINARY_OPS
 
@@ -21,6 +23,9 @@ NATIVE = frozenset({
     # random_bits.py): a kernel declaring takes_bfloat16 gets the bits, others float32 copies
     # rounded back once, attention's lse kept float32 either way
     "attention.attention", "attention.attention_backward", "random_bits.philox_dropout",
+    # NumPy's in-place writes, composed of namespace calls that take bfloat16 (astype, where,
+    # setitem): run here they wrote into a float32 copy and left the array unchanged
+    "put", "putmask", "place", "put_along_axis", "fill_diagonal",
 })
 # ops a backend may run on bfloat16 itself (Backend.native_bfloat16: the Vulkan backend's
 # matrix products, convolutions, pooling and ReLU's gradient: float32 arithmetic on the bits,
@@ -140,11 +145,46 @@ def check_mixed(name: str, args: tuple) -> None:
                 raise TypeError(f"{name}: no type promotion between {pair[0]} and {pair[1]}")
 
 
+# ops whose result dtype is one argument's, whatever the others' (position, keyword): clip's
+# is x's, interp's fp's, insert's and ediff1d's the array's; computed in float32, the result is
+# bfloat16 exactly where that argument is
+_RESULT_OF = {"clip": (0, "x"), "interp": (2, "fp"), "insert": (0, "arr"),
+              "ediff1d": (0, "ary")}
+
+
+def _result_arg(name: str, args: tuple, kw: dict):
+    i, key = _RESULT_OF[name]
+    return args[i] if len(args) > i else kw.get(key)
+
+
+def _nextafter(fn, astype, args: tuple):
+    """nextafter with bfloat16 arrays (and bfloat16-rounded Python scalars): one bfloat16
+    step. float32's step rounds back to x, so it is scaled by 2**16 (float32 has 16 more
+    significand bits in every binade, subnormals included: x plus that is x's bfloat16
+    neighbour, exactly); x == y gives y and inf steps to the largest finite value, as NumPy's."""
+    from .dispatch import ns   # (dispatch imports this module once bfloat16 is asked for)
+
+    like = next(a for a in args if getattr(a, "_dtype", None) is _BF16)
+    x, y = (astype(a, _F32) if getattr(a, "_dtype", None) is _BF16 else
+            ns.full_like(like, float(_BF16.np.type(a)), dtype=_F32) for a in args)
+    step = ns.subtract(fn(x, y), x)
+    big = ns.multiply(ns.sign(x), float(ml_dtypes.finfo(_BF16.np).max))
+    r = ns.where(ns.isinf(x), big, ns.add(x, ns.multiply(step, 65536.0)))
+    return astype(ns.where(ns.equal(x, y), y, r), _BF16)
+
+
 def call(fn, astype, args: tuple, kw: dict, name: str = ""):
     """``fn(*args, **kw)`` (the op ``name``, past the dispatcher's checks) computed in float32,
     results in bfloat16; ``astype`` is the namespace's (so autograd records the casts)."""
     check_mixed(name, args)
+    if name == "nextafter" and len(args) == 2 and all(
+            getattr(a, "_dtype", None) is _BF16 or type(a) in (int, float) for a in args):
+        return _nextafter(fn, astype, args)
     wider = False
+    first = None
+    if name in _RESULT_OF:
+        r = _result_arg(name, args, kw)
+        first = getattr(r, "_dtype", None) is _BF16
 
     def widen(a):
         nonlocal wider
@@ -168,13 +208,19 @@ def call(fn, astype, args: tuple, kw: dict, name: str = ""):
     if kw.get("dtype") is _BF16:
         kw = {**kw, "dtype": _F32}
         asked = True
+    # array keywords promote as positional ones (average's weights, diff's prepend, clip's
+    # min): ignored, a float32 one gave a bfloat16 result
+    if any(getattr(v, "_dtype", None) is not None for v in kw.values()):
+        kw = {k: v if k == "dtype" else widen(v) for k, v in kw.items()}
+    if first is not None:   # the result is that argument's dtype
+        wider = not first
     try:
         res = fn(*args, **kw)
     except TypeError as e:
         # the op saw the widened float32: name the dtype the caller used (bfloat16 with an
         # integer array has no promotion, and the message should say so, not "float32")
         msg = str(e)
-        if wider or "float32" not in msg:
+        if wider and not asked or "float32" not in msg:
             raise
         raise TypeError(msg.replace("float32", "bfloat16")) from None
     if wider and not asked or other:

@@ -111,6 +111,25 @@ def _tracked(args) -> bool:
 
 
 _BF16_SEEN = _dtypes.BFLOAT16_SEEN
+_BF16_DT = _dtypes.bfloat16
+
+
+def _dtype_kw(kw: dict) -> dict:
+    """``kw`` with a ``dtype=`` that names bfloat16 ("bfloat16", ml_dtypes' type) as
+    gp.bfloat16, marking bfloat16 as seen: the bfloat16 path must run for sum(x,
+    dtype=gp.bfloat16) even before any bfloat16 array exists (a float32 kernel was asked for a
+    bfloat16 result and raised AttributeError)."""
+    d = kw["dtype"]
+    if d is _BF16_DT:
+        _BF16_SEEN[0] = True
+        return kw
+    if d is None or type(d) is _dtypes.DType:
+        return kw
+    try:
+        d = _dtypes.as_dtype(d)
+    except TypeError:   # the op's own error names it
+        return kw
+    return {**kw, "dtype": d} if d is _BF16_DT else kw
 
 
 @functools.cache
@@ -158,6 +177,8 @@ def op(name: str, fn: Callable) -> Callable:
                 return TORCH_FORMS[name](*args, **kw)   # composes namespace calls, which record
         if h.cast is not None:
             args = h.cast(name, args)
+        if kw and "dtype" in kw:
+            kw = _dtype_kw(kw)
         if _BF16_SEEN[0]:
             bf = _bf16()
             if name not in bf.NATIVE and bf.involved(args, kw):

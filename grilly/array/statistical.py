@@ -290,7 +290,10 @@ def _moment_np(op: str, x: Array, axis, correction, keepdims: bool, dtype, where
     divided by max(count - correction, 0), as NumPy divides."""
     ns = dispatch.ns
     check_array(x, op)
-    x = _as_dtype_np(x, dtype, op)
+    want = None if dtype is None else dt.as_dtype(dtype, op)
+    if want is not None and want.kind in "iub":   # as mean's: the moment, truncated
+        return ns.astype(_moment_np(op, x, axis, correction, keepdims, None, where), want)
+    x = _as_dtype_np(x, want, op)
     m = where_mask(where, x, op)
     if m is None:
         return (var if op == "var" else std)(x, axis=axis, correction=correction,
