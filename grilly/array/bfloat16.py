@@ -157,13 +157,11 @@ def _result_arg(name: str, args: tuple, kw: dict):
     return args[i] if len(args) > i else kw.get(key)
 
 
-def _nextafter(fn, astype, args: tuple):
+def _nextafter(fn, astype, args: tuple, ns):
     """nextafter with bfloat16 arrays (and bfloat16-rounded Python scalars): one bfloat16
     step. float32's step rounds back to x, so it is scaled by 2**16 (float32 has 16 more
     significand bits in every binade, subnormals included: x plus that is x's bfloat16
     neighbour, exactly); x == y gives y and inf steps to the largest finite value, as NumPy's."""
-    from .dispatch import ns   # (dispatch imports this module once bfloat16 is asked for)
-
     like = next(a for a in args if getattr(a, "_dtype", None) is _BF16)
     x, y = (astype(a, _F32) if getattr(a, "_dtype", None) is _BF16 else
             ns.full_like(like, float(_BF16.np.type(a)), dtype=_F32) for a in args)
@@ -173,13 +171,14 @@ def _nextafter(fn, astype, args: tuple):
     return astype(ns.where(ns.equal(x, y), y, r), _BF16)
 
 
-def call(fn, astype, args: tuple, kw: dict, name: str = ""):
+def call(fn, astype, args: tuple, kw: dict, name: str = "", ns=None):
     """``fn(*args, **kw)`` (the op ``name``, past the dispatcher's checks) computed in float32,
-    results in bfloat16; ``astype`` is the namespace's (so autograd records the casts)."""
+    results in bfloat16; ``astype`` is the namespace's (so autograd records the casts), ``ns``
+    the namespace (nextafter composes in it)."""
     check_mixed(name, args)
     if name == "nextafter" and len(args) == 2 and all(
             getattr(a, "_dtype", None) is _BF16 or type(a) in (int, float) for a in args):
-        return _nextafter(fn, astype, args)
+        return _nextafter(fn, astype, args, ns)
     wider = False
     first = None
     if name in _RESULT_OF:

@@ -184,7 +184,7 @@ def op(name: str, fn: Callable) -> Callable:
             if name not in bf.NATIVE and bf.involved(args, kw):
                 args = bf.narrow_scalars(name, args)
                 if not bf.native_on(name, args):
-                    return bf.call(run, OPS["astype"], args, kw, name)   # computed in float32
+                    return bf.call(run, OPS["astype"], args, kw, name, ns)   # in float32
         rec = h.record
         if rec is not None:
             for a in args:   # _tracked, inlined: this runs on every namespace call
