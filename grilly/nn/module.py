@@ -363,7 +363,8 @@ class Module:
 
     # ---- devices and dtypes -------------------------------------------------------------
     def to(self, device=None, dtype=None) -> "Module":
-        """Move (and cast floating) parameters and buffers in place; parameters stay parameters."""
+        """Move (and cast floating) parameters and buffers in place; parameters stay parameters.
+        A module's kept state (``_to_state``, e.g. a spiking neuron's membrane) moves too."""
         if isinstance(device, gp.DType):
             device, dtype = None, device
         if dtype is not None and not gp.isdtype(dtype, "real floating"):
@@ -392,6 +393,14 @@ class Module:
                 for name, b in m._buffers.items():
                     if b is not None:
                         m._buffers[name] = conv(b)
+        # what a module keeps between calls beyond its parameters and buffers (a spiking
+        # neuron's membrane, SpikingJelly's memories) goes along, where the module's class
+        # says how (``_to_state(conv)``): a kept state left on the old device or in the old
+        # dtype would fail the next call. Outside no_grad: a state inside a graph stays in it
+        for m in self.modules():
+            hook = getattr(type(m), "_to_state", None)
+            if hook is not None:
+                hook(m, conv)
         return self
 
     def to_device(self, device) -> "Module":

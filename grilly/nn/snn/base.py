@@ -71,7 +71,38 @@ def _fresh(value):
     return copy.deepcopy(value)
 
 
-class _Memories:
+def _moved(value, conv, skip: set):
+    """``value`` with every Array in it converted by ``conv`` (lists and dicts in place, tuples
+    and named tuples rebuilt); the Arrays whose ids are in ``skip`` stay."""
+    if isinstance(value, Array):
+        return value if id(value) in skip else conv(value)
+    if isinstance(value, list):
+        value[:] = [_moved(v, conv, skip) for v in value]
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            value[k] = _moved(v, conv, skip)
+    elif isinstance(value, tuple):
+        items = [_moved(v, conv, skip) for v in value]
+        if any(a is not b for a, b in zip(items, value)):
+            return type(value)._make(items) if hasattr(type(value), "_make") else tuple(items)
+    return value
+
+
+class KeptState:
+    """Mixin for a module that keeps Arrays between calls in its attributes (a membrane, a
+    mask, a queue, memories): ``Module.to(device, dtype)`` moves and casts them with its
+    parameters (torch leaves plain tensor attributes behind; SpikingJelly moves its memories),
+    so the next call continues the sequence on the new device."""
+
+    def _to_state(self, conv) -> None:
+        d = self.__dict__
+        skip = {id(a) for k in ("_parameters", "_buffers") for a in d.get(k, {}).values()}
+        for k, v in d.items():
+            if k not in ("_parameters", "_buffers", "_modules"):
+                d[k] = _moved(v, conv, skip)
+
+
+class _Memories(KeptState):
     """The memory dictionary of a MemoryModule, shared with grilly's SpikingJelly neurons (their
     subclasses may register memories too). Created on the first ``register_memory``."""
 
@@ -144,20 +175,6 @@ class _Memories:
 
     def __dir__(self):
         return sorted(set(super().__dir__()) | set(self.__dict__.get("_memories", {})))
-
-    def to(self, device=None, dtype=None):
-        """Module.to, the Array memories and reset values moved (cast) along."""
-        out = super().to(device, dtype)
-        if isinstance(device, gp.DType):
-            device, dtype = None, device
-        for key in ("_memories", "_memories_rv"):
-            d = self.__dict__.get(key, {})
-            for k, v in d.items():
-                if isinstance(v, Array):
-                    if dtype is not None and gp.isdtype(v.dtype, "real floating"):
-                        v = gp.astype(v, dtype)
-                    d[k] = v.to_device(device) if device is not None else v
-        return out
 
 
 def _stack(outs: list):

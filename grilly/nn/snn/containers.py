@@ -13,6 +13,7 @@ from ...array import api as gp
 from ...array.array import Array
 from ..layers import Linear
 from ..module import Module, Sequential
+from .base import KeptState
 
 __all__ = ["SeqToANNContainer", "MultiStepContainer", "StepModeContainer",
            "ElementWiseRecurrentContainer", "LinearRecurrentContainer"]
@@ -135,7 +136,7 @@ class StepModeContainer(Sequential):
         return f"stateful={self.stateful}, step_mode={self.step_mode}"
 
 
-class _Recurrent(Module):
+class _Recurrent(KeptState, Module):
     """A container feeding its last output y[t-1] back (y[-1] = 0): ``y`` is the kept output,
     ``reset_state()`` (SpikingJelly's ``reset()``) forgets it; ``snn.reset(net)`` also resets the
     wrapped module."""

@@ -54,6 +54,14 @@ def supported(x: Array, surrogate, *, detach_reset: bool, return_mem: bool,
             and x.ndim >= 2 and x.size > 0)
 
 
+def _common(*arrays):
+    """The arrays (None kept) in their common dtype: a state kept in float32 and a float64 input
+    (after ``model.double()``, or a new input dtype mid-sequence) run as the per-step path's
+    promotion does, where the kernels take one dtype."""
+    dt = gp.result_type(*[a for a in arrays if a is not None])
+    return tuple(a if a is None or a.dtype == dt else gp.astype(a, dt) for a in arrays)
+
+
 def _per_neuron(v, shape: tuple, n: int, like: Array) -> Array:
     """A float or an Array broadcastable to the neuron shape, as a contiguous (N,) array."""
     if isinstance(v, Array):
@@ -184,6 +192,7 @@ def lif_sequence(x: Array, mem0: Array, beta, threshold, *, reset: str, reset_de
     kind, slope = surrogate_kind(surrogate)
     if refractory and ref0 is None:
         ref0 = gp.zeros_like(mem0)
+    x, mem0, ref0 = _common(x, mem0, ref0)
     out = _LIFSequence.apply(x, mem0, beta, threshold, reset=reset, reset_delay=reset_delay,
                              kind=kind, slope=slope, recompute=recompute,
                              trace_out=bool(return_mem), detach_reset=bool(detach_reset),
@@ -269,6 +278,7 @@ def alif_sequence(x: Array, mem0: Array, a0: Array, beta, threshold, *, rho, gam
     (spikes (T, ...), final mem, final adaptation), and the membrane of every step with
     ``return_mem``; differentiable in x, mem0, a0, beta and threshold (rho, gamma constant)."""
     kind, slope = surrogate_kind(surrogate)
+    x, mem0, a0 = _common(x, mem0, a0)
     return _ALIFSequence.apply(x, mem0, a0, beta, threshold, rho=rho, gamma=gamma, reset=reset,
                                reset_delay=reset_delay, kind=kind, slope=slope,
                                recompute=recompute, trace_out=bool(return_mem),
@@ -315,4 +325,5 @@ class _Leaky(Function):
 def synaptic_current(x: Array, syn0: Array, alpha) -> Array:
     """The synaptic currents (T, ...) of a Synaptic layer from its inputs x (T, ...) and
     starting current syn0 (...): syn[t] = alpha syn[t-1] + x[t], as one fused kernel call."""
+    x, syn0 = _common(x, syn0)
     return _Leaky.apply(x, syn0, alpha)

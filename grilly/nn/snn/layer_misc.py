@@ -12,6 +12,7 @@ from ...array.array import Array
 from .. import functional as NF
 from ..module import Module
 from ..parameter import Parameter
+from .base import KeptState
 from .checks import _check_mode
 
 __all__ = ["Dropout", "Dropout2d", "SynapseFilter", "Delay", "VotingLayer", "PrintShapeModule"]
@@ -24,7 +25,7 @@ def _check_seq(x, op: str) -> Array:
     return x
 
 
-class Dropout(Module):
+class Dropout(KeptState, Module):
     """SpikingJelly's ``layer.Dropout(p=0.5, step_mode)``: while training, one mask (0 or
     1 / (1 - p)) drawn at the first step of a sequence multiplies every step until ``reset()``
     (or ``snn.reset(net)``); identity in eval mode."""
@@ -73,7 +74,7 @@ class Dropout2d(Dropout):
         return NF.dropout2d(gp.ones_like(one), self.p, training=True)
 
 
-class SynapseFilter(Module):
+class SynapseFilter(KeptState, Module):
     """SpikingJelly's ``layer.SynapseFilter(tau=100.0, learnable=False, step_mode)``: the
     current I = I - (1 - x) I / tau + x (starting at 0), returned each step; ``learnable``
     learns 1/tau = sigmoid(w), w starting at -log(tau - 1) (state_dict key ``w``; ``dtype`` its
@@ -123,7 +124,7 @@ class SynapseFilter(Module):
         return f"tau={tau}, learnable={self.learnable}, step_mode={self.step_mode}"
 
 
-class Delay(Module):
+class Delay(KeptState, Module):
     """SpikingJelly's ``layer.Delay(delay_steps, step_mode)``: y[t] = x[t - delay_steps], zeros
     before the first input arrives; the queue is kept across calls until ``reset()``."""
 
@@ -135,6 +136,11 @@ class Delay(Module):
         self.queue = []
 
     def _step(self, x: Array) -> Array:
+        if self.queue and tuple(self.queue[-1].shape) != tuple(x.shape):
+            # SpikingJelly would return the earlier batch's step, of the other shape
+            raise ValueError(f"Delay: the queued steps have shape {tuple(self.queue[-1].shape)}"
+                             f", this input {tuple(x.shape)}; call reset() (or snn.reset(net)) "
+                             "before changing the batch shape")
         self.queue.append(x)
         if len(self.queue) > self.delay_steps:
             return self.queue.pop(0)

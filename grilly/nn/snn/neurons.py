@@ -18,7 +18,7 @@ from ..module import Module
 from ..parameter import Parameter
 from . import functional as F
 from . import fused as _fused
-from .base import _NodeHooks
+from .base import KeptState, _NodeHooks
 from .checks import _check_kernel
 from .surrogate import Surrogate
 
@@ -88,7 +88,7 @@ def _check_snntorch_opts(op: str, opts: dict) -> dict:
     return out
 
 
-class _Neuron(Module):
+class _Neuron(KeptState, Module):
     """Shared options, parameters and the step loops; subclasses define ``_step``."""
 
     _state_names: tuple = ("mem",)

@@ -26,6 +26,7 @@ from ...array import api as gp
 from ...array.array import Array
 from ..layers import AvgPool2d, Conv1d, Conv2d, Dropout, Flatten, Identity, Linear
 from ..module import Module, Sequential
+from .base import KeptState
 from . import neurons as _own
 from . import snntorch_compat as _st
 from .neurons import _Neuron
@@ -449,7 +450,7 @@ def _key(name: str) -> str:
     return name.replace(".", "_")   # a module name may not contain '.' (state_dict keys)
 
 
-class NIRGraphModule(Module):
+class NIRGraphModule(KeptState, Module):
     """A NIR graph as a grilly module, one time step per call: every node's inputs summed
     (NIR's semantics), in a topological order; an edge that closes a cycle (a recurrent
     connection) carries its source's output of the previous step (zeros at the first step,

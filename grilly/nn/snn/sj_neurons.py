@@ -20,7 +20,7 @@ from ...array.array import Array
 from ..functional import sigmoid as _sigmoid
 from ..module import Module
 from ..parameter import Parameter
-from .base import _NodeHooks
+from .base import KeptState, _NodeHooks
 from .neurons import LIFNode, _Neuron, _sj_surrogate
 from .surrogate import Surrogate
 
@@ -301,7 +301,7 @@ class IzhikevichNode(_SJNode):
         return st[:1]
 
 
-class _NonSpiking(Module):
+class _NonSpiking(KeptState, Module):
     """SpikingJelly's NonSpikingBaseNode: integrate a whole (T, ...) sequence from v = 0 and
     return every step's membrane (a list, ``decode=None``) or a decoding of them."""
 

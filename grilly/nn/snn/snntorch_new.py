@@ -18,6 +18,7 @@ from ..layers import Linear
 from ..module import Module, _no_grad
 from ..parameter import Parameter
 from ..conv_rnn_extra import RNN
+from .base import KeptState
 from .checks import _check_input
 from .snntorch_compat import _register
 from .surrogate import atan, check_surrogate, heaviside
@@ -38,7 +39,7 @@ def _count(v, name: str, op: str) -> int:
     return int(v)
 
 
-class _SnnTorchNeuron(Module):
+class _SnnTorchNeuron(KeptState, Module):
     """snnTorch's ``SpikingNeuron`` parts these share: ``threshold`` and
     ``graded_spikes_factor`` (a Parameter when learnable, else a buffer, float32 as snnTorch
     stores them), ``reset_mechanism_val``, the spike function and ``fire``."""
