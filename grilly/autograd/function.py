@@ -6,7 +6,7 @@ import functools
 
 from ..array.array import Array, view_of
 from . import mode
-from .tape import Node, check_saved, edge_of, refresh, version
+from .tape import Node, check_saved, edge_of, refresh
 
 __all__ = ["Function", "differentiable", "record"]
 
@@ -63,7 +63,9 @@ def _saved(saves: str, args: tuple, out) -> tuple | None:
         if saves == "out" or (saves == "all" and out is not None) or (
                 saves == "pow" and _rg(args[1])):
             arrays.extend(out if isinstance(out, tuple) else (out,))
-    res = tuple([(a, version(a)) for a in arrays if isinstance(a, Array)])
+    # (version(a), inlined: every recorded op saves)
+    res = tuple([(a, 0 if a._version is None else a._version[0]) for a in arrays
+                 if isinstance(a, Array)])
     return res or None
 
 
@@ -146,7 +148,9 @@ class _Ctx:
     def save_for_backward(self, *arrays) -> None:
         """Keep ``arrays`` for backward (read them back as ``ctx.saved_tensors``)."""
         self._saved = arrays
-        self._versions = tuple([version(a) if isinstance(a, Array) else 0 for a in arrays])
+        # (version(a), inlined: every Function saves)
+        self._versions = tuple([(0 if a._version is None else a._version[0])
+                                if isinstance(a, Array) else 0 for a in arrays])
 
     @property
     def saved_tensors(self) -> tuple:

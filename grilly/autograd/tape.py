@@ -230,6 +230,7 @@ def _sweep(outputs, grad_outputs, retain_graph: bool, create_graph: bool, captur
         if o._node is not None and o._node[0] not in deps:
             deps[o._node[0]] = 0
             stack.append(o._node[0])
+    roots = stack[:]   # (the only nodes no edge may point at: the outputs')
     while stack:
         n = stack.pop()
         if n.edges is None:
@@ -273,7 +274,8 @@ def _sweep(outputs, grad_outputs, retain_graph: bool, create_graph: bool, captur
 
     for o, g in zip(outputs, grad_outputs):
         send(edge_of(o), g)
-    ready = [n for n, c in deps.items() if c == 0]
+    # the nodes no edge points at (only roots can be), in deps' order: its roots come first
+    ready = [n for n in roots if deps[n] == 0]
     with mode.set_grad_enabled(create_graph):
         while ready:
             n = ready.pop()

@@ -72,7 +72,11 @@ def launch(ctx, variant: str, op: int, bufs: list, shape: tuple, name: str) -> N
         return
     if n >= 2**31:
         raise ValueError(f"{name}: {n} elements exceed the Vulkan backend's 2**31 limit")
-    flat = _flat_pattern(bufs, shape)
+    # the flat pattern (_flat_pattern_of), kept per (shape, each operand's shape and strides)
+    key = (shape, *map(_GEOMETRY, bufs))
+    flat = _PATTERNS.get(key, key)
+    if flat is key:
+        flat = keep_bounded(_PATTERNS, key, _flat_pattern_of(bufs, shape), FLAT_CALLS_MAX)
     if flat is not None:
         # every operand contiguous over ``shape`` or a single element: one flat axis
         fuser = ctx.fuser
@@ -80,7 +84,14 @@ def launch(ctx, variant: str, op: int, bufs: list, shape: tuple, name: str) -> N
                 and bufs[0].dtype is bufs[1].dtype):   # (registers hold one dtype)
             fuser.add(variant, op, bufs, flat, n)
             return
-        dispatch_flat(ctx, variant, op, list(map(_ALLOC, bufs)), list(map(_OFFSET, bufs)), flat, n)
+        # (dispatch_flat, inlined: its key takes the offsets straight from the buffers)
+        key = (variant, op, flat, n, *map(_OFFSET, bufs))
+        call = ctx.flat_calls.get(key)
+        if call is None:
+            call = keep_bounded(ctx.flat_calls, key, _flat_call(ctx, variant, op, key[4:], flat, n),
+                                FLAT_CALLS_MAX)
+        pipe, pc, items = call
+        ctx.recorder.dispatch_allocs(pipe, list(map(_ALLOC, bufs)), pc, items)
         return
     # the dispatches of a strided launch depend on the operands' layouts alone: planned once
     # per key (collapsing the axes and packing the push constants cost microseconds)
@@ -168,8 +179,8 @@ def keep_bounded(cache: dict, key, value, limit: int):
     return value
 
 
-def _flat_call(ctx, variant: str, op: int, offs: list, flat: tuple, n: int) -> tuple:
-    """(pipeline, push constants, items) of a dispatch_flat call."""
+def _flat_call(ctx, variant: str, op: int, offs, flat: tuple, n: int) -> tuple:
+    """(pipeline, push constants, items) of a dispatch_flat call (``offs`` a list or tuple)."""
     spec = (op, 1)
     if n & 3 == 0 and (variant in VEC4_VARIANTS and op != _WHERE
                        or variant in RAW16_VARIANTS and all(flat[:len(offs)])):
@@ -192,22 +203,14 @@ _WHERE = op_codes()["where"]
 _RELU_GRAD = op_codes()["relu_grad"]
 
 
-def _flat_pattern(bufs: list, shape: tuple):
-    """Which operands are contiguous over ``shape`` (True) or one element (False), or None when
-    some operand needs real strides; kept per (shape, each operand's shape and strides): every
-    elementwise launch asks."""
-    key = (shape, *map(_GEOMETRY, bufs))
-    pat = _PATTERNS.get(key, key)
-    if pat is key:
-        pat = keep_bounded(_PATTERNS, key, _flat_pattern_of(bufs, shape), FLAT_CALLS_MAX)
-    return pat
-
-
 _GEOMETRY = operator.attrgetter("shape", "strides")
-_PATTERNS: dict = {}   # (shape, each operand's (shape, strides)) -> _flat_pattern's answer
+_PATTERNS: dict = {}   # (shape, each operand's (shape, strides)) -> _flat_pattern_of's answer
 
 
 def _flat_pattern_of(bufs: list, shape: tuple):
+    """Which operands are contiguous over ``shape`` (True) or one element (False), or None when
+    some operand needs real strides; kept per (shape, each operand's shape and strides) in
+    _PATTERNS (launch: every elementwise launch asks)."""
     cs = contiguous_strides(shape)
     pat = []
     for b in bufs:
@@ -494,18 +497,24 @@ def broadcast_to(buf: Buffer, shape) -> Buffer:
 def slice_view(buf: Buffer, key: tuple) -> Buffer:
     """The view ``buf[key]`` for a normalized key of ints and slices over leading axes."""
     off, shape, strides = buf.offset, [], []
+    bshape, bstrides = buf.shape, buf.strides
     for i, k in enumerate(key):
-        dim, st = buf.shape[i], buf.strides[i]
+        st = bstrides[i]
         if isinstance(k, slice):
-            start, stop, step = k.indices(dim)
-            shape.append(len(range(start, stop, step)))
-            strides.append(st * step)
-            if shape[-1]:
-                off += start * st
+            # (a range sliced: the indices k selects of the axis, their count, first and step
+            # in C, as k.indices(dim) and a range of them would give)
+            r = range(bshape[i])[k]
+            n = len(r)
+            shape.append(n)
+            strides.append(st * r.step)
+            if n:
+                off += r.start * st
         else:
             off += int(k) * st
     rest = len(key)
-    return _view(buf, off, shape + list(buf.shape[rest:]), strides + list(buf.strides[rest:]))
+    shape += bshape[rest:]
+    strides += bstrides[rest:]
+    return Buffer(buf.ctx, buf.alloc, off, tuple(shape), tuple(strides), buf.dtype)
 
 
 STORAGE = {"to_host": to_host, "astype": astype, "assign": assign, "reshape": reshape,

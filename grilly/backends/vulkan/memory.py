@@ -102,16 +102,14 @@ class Allocation:
     """A block of a chunk handed out by the pool; returns to it when no view references it
     (Pool._dead, the callback of the pool's weak reference to it)."""
 
-    __slots__ = ("pool", "chunk", "offset", "size", "const", "desc", "__weakref__")
+    __slots__ = ("chunk", "offset", "size", "const", "desc", "__weakref__")
 
-    def __init__(self, pool, chunk: Chunk, offset: int, size: int):
-        self.pool = pool
-        self.chunk = chunk
-        self.offset = offset
-        self.size = size
+    def __init__(self, block: tuple):
+        # the pool's record of the block, (chunk, offset, size, desc, its free list), made once
+        # per block (Pool._grow): unpacked, no tuple built per allocation (every op's output);
+        # desc is its VkDescriptorBufferInfo (buffer, offset, range): what the recorder binds
+        self.chunk, self.offset, self.size, self.desc, _ = block
         self.const = None   # bits of a shared scalar operand no kernel writes (kernels.scalar)
-        # its VkDescriptorBufferInfo (buffer, offset, range): what the recorder binds
-        self.desc = (chunk.buffer, offset, size)
 
     def host(self) -> np.ndarray:
         """The block's bytes as a mapped numpy view (zero-copy)."""
@@ -127,7 +125,7 @@ class _Block(weakref.ref):
     that result over the new owner's data (tests/test_threads.py). A weakref callback runs only
     once every weak reference to the allocation is cleared."""
 
-    __slots__ = ("block",)   # (size, chunk, offset): what release gives back
+    __slots__ = ("block",)   # the pool's record of the block (Allocation): what _dead gives back
 
 
 class Pool:
@@ -148,6 +146,7 @@ class Pool:
         self._deferred: deque = deque()
         self._blocks: set = set()   # a _Block per allocation handed out (their callbacks free)
         self._on_dead = self._dead  # (one bound method for every _Block)
+        self._lock = ctx.lock       # (the device lock, read by every release)
 
     def type_index(self, bits: int) -> int:
         i = _find_type(self.ctx.phys.mem_types, bits, (_HOST | _LOCAL, _HOST))
@@ -193,13 +192,13 @@ class Pool:
         size, lst = hit
         if not lst:
             self._grow(size, lst)
-        chunk, off = lst.pop()
+        block = lst.pop()
         live = self.live = self.live + size
         if live > self.peak:
             self.peak = live
-        a = Allocation(self, chunk, off, size)
+        a = Allocation(block)
         r = _Block(a, self._on_dead)
-        r.block = (size, chunk, off)   # (one attribute: every op's output comes here)
+        r.block = block
         self._blocks.add(r)
         return a
 
@@ -226,51 +225,56 @@ class Pool:
                     f"{self.live} in live arrays)") from None
         self.chunks.append(chunk)
         self.held += csize
-        lst.extend((chunk, off) for off in range(csize - size, -1, -size))
+        # a record per block, kept for the pool's life (what Allocation unpacks, and _dead puts
+        # back on its free list as it is)
+        buf = chunk.buffer
+        lst.extend((chunk, off, size, (buf, off, size), lst)
+                   for off in range(csize - size, -1, -size))
 
     def _dead(self, r: _Block) -> None:
         """An allocation died (every weak reference to it is cleared): give its block back."""
         try:
             self._blocks.discard(r)
-            self.release(*r.block)
+            self.release(r.block)
         except Exception:
             pass  # interpreter shutdown
 
-    def release(self, size: int, chunk: Chunk, offset: int) -> None:
-        """Return a dead allocation's block. An allocation dies in whichever thread drops its
-        last reference, maybe one holding another device's lock: never wait for this one's (a
-        deadlock); queue the block instead when another thread holds it."""
-        lock = self.ctx.lock
-        if lock.acquire(blocking=False):
+    def release(self, block: tuple) -> None:
+        """Return a dead allocation's block (its record, as Allocation takes it). An allocation
+        dies in whichever thread drops its last reference, maybe one holding another device's
+        lock: never wait for this one's (a deadlock); queue the block instead when another
+        thread holds it."""
+        lock = self._lock
+        if lock.acquire(False):   # (not blocking; positional: every release comes here)
             try:
-                self.live -= size
-                self.free[size].append((chunk, offset))
+                self.live -= block[2]
+                block[4].append(block)   # (its free list)
             finally:
                 lock.release()
         else:
-            self._deferred.append((size, chunk, offset))   # (deque.append is atomic)
+            self._deferred.append(block)   # (deque.append is atomic)
 
     def take_deferred(self) -> None:
         """Put the queued released blocks back on the free lists (device lock held)."""
         pop = self._deferred.popleft
         while True:
             try:
-                size, chunk, off = pop()
+                block = pop()
             except IndexError:
                 return
-            self.live -= size
-            self.free[size].append((chunk, off))
+            self.live -= block[2]
+            block[4].append(block)
 
     def trim(self) -> None:
         """Give back to the driver every chunk with no block in use."""
         self.take_deferred()
         used = {}
         for size, lst in self.free.items():
-            for chunk, _ in lst:
-                used[id(chunk)] = used.get(id(chunk), 0) + size
+            for block in lst:
+                used[id(block[0])] = used.get(id(block[0]), 0) + size
         idle = {id(c) for c in self.chunks if used.get(id(c), 0) == c.size}
-        for size, lst in self.free.items():
-            lst[:] = [(c, o) for c, o in lst if id(c) not in idle]
+        for lst in self.free.values():
+            lst[:] = [b for b in lst if id(b[0]) not in idle]
         for c in [c for c in self.chunks if id(c) in idle]:
             self.held -= c.size
             c.destroy(self.ctx)

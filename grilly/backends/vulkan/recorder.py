@@ -5,6 +5,7 @@ A small ring of command buffers, each with its fence and the allocations its wor
 submissions be in flight at once."""
 from __future__ import annotations
 
+import functools
 import operator
 import os
 import time
@@ -108,15 +109,28 @@ class Recorder:
         self.recording = False
         self._bound = None            # pipeline bound in the command buffer being recorded
         self._pc = None               # push constants last recorded in it
-        self._slots = [None] * ctx.bindings   # allocation each descriptor info describes
+        # the allocations the descriptor infos describe (a tuple: what the last dispatch bound),
+        # and at the bindings from MAX_BINDINGS on, the last one each held (held until a sync)
+        self._slots = ()
+        self._high = [None] * (ctx.bindings - MAX_BINDINGS)
+        # allocations -> those bound at bindings 0, 1, ...: padded to MAX_BINDINGS with the
+        # first one (dispatch_allocs); per count of allocations, (getter, bindings pushed)
+        self._pads = [(operator.itemgetter(*[i if i < k else 0
+                                             for i in range(max(k, MAX_BINDINGS))]),
+                       max(k, MAX_BINDINGS)) for k in range(ctx.bindings + 1)]
         self.pending = None           # an open fused run (fusion.Fuser), emitted before other work
         self.count = 0
         self.work = 0                 # items dispatched into the command buffer being recorded
         self.cmd = None
+        # vkCmd* functions with the command buffer being recorded, and their other fixed
+        # arguments, bound (_use): every dispatch records through them
+        self._cmd_bind = self._cmd_push = self._cmd_pc = self._cmd_dispatch = None
+        self._cmd_barrier = None
         self.keep: list = []          # allocations the command buffer being recorded uses
         self._written: set = set()    # allocations written since the last barrier
         self._read: set = set()
         self.max_groups = min(ctx.phys.max_groups, 65535)
+        self._fence_status = functools.partial(lib.vkGetFenceStatus, ctx.device)   # (_gpu_idle)
         self.capturing = None         # the Capture being recorded (begin_capture), else None
         # (batch before, Capture) of a run_capture whose after-work is recording: the next
         # submission submits them with it, in that order
@@ -132,13 +146,27 @@ class Recorder:
         # (vkBeginCommandBuffer resets the buffer itself: its pool allows per-buffer resets)
         lib.vkResetFences(self.ctx.device, 1, slot.fence)
         check(lib.vkBeginCommandBuffer(slot.cmd, self._begin), "vkBeginCommandBuffer")
-        self._cur, self.cmd, self.keep = slot, slot.cmd, slot.keep
+        self._cur, self.keep = slot, slot.keep
+        self._use(slot.cmd)
         if self.profile is not None:
             lib.vkCmdResetQueryPool(slot.cmd, self._qpool, slot.qbase, _QMAX + 1)
             lib.vkCmdWriteTimestamp(slot.cmd, _BOTTOM, self._qpool, slot.qbase)
             slot.names = []
         self._bound = self._pc = None
         self.recording = True
+
+    def _use(self, cmd) -> None:
+        """Record into command buffer ``cmd`` from here: the vkCmd* calls every dispatch makes
+        bound to it and to their other fixed arguments (functools.partial, in C: a dispatch
+        then loads a few arguments per call, not up to ten)."""
+        self.cmd = cmd
+        p, ctx = functools.partial, self.ctx
+        self._cmd_bind = p(lib.vkCmdBindPipeline, cmd, _BIND_COMPUTE)
+        self._cmd_push = p(ctx.push_descriptors, cmd, _BIND_COMPUTE, ctx.layout, 0)
+        self._cmd_pc = p(lib.vkCmdPushConstants, cmd, ctx.layout, _STAGE_COMPUTE, 0)
+        self._cmd_dispatch = p(lib.vkCmdDispatch, cmd)
+        self._cmd_barrier = p(lib.vkCmdPipelineBarrier, cmd, self._stages, self._stages, 0, 1,
+                              self._barrier, 0, ffi.NULL, 0, ffi.NULL)
 
     def _retire(self, slot: "_Slot") -> "_Slot":
         """Wait for a submitted slot, release what its work kept alive, make it reusable."""
@@ -169,12 +197,16 @@ class Recorder:
             self.pending.emit()   # an open fused run goes first: the order of work stays
         if not self.recording:
             self._start()
-        cmd = self.cmd
-        written, read = self._written, self._read
+        written = self._written
+        read = self._read
         # (set.isdisjoint walks the list in C: every dispatch checks its hazards)
         if not written.isdisjoint(allocs) or (allocs[0] in read if writes == 1
                                               else not read.isdisjoint(allocs[:writes])):
-            self._barrier_all()
+            # (_barrier_all, inlined: most dispatches of an eager step follow a hazard)
+            self._cmd_barrier()
+            stats["barriers"] += 1
+            written.clear()
+            read.clear()
         if writes == 1:
             written.add(allocs[0])
             read.update(allocs)   # (the written one too: harmless, it is in ``written`` anyway)
@@ -183,35 +215,31 @@ class Recorder:
             read.update(allocs[writes:])
         self.keep += allocs
         if pipeline is not self._bound:
-            lib.vkCmdBindPipeline(cmd, _BIND_COMPUTE, pipeline)
+            self._cmd_bind(pipeline)
             self._bound = pipeline
-        na = len(allocs)
-        if na < MAX_BINDINGS:
-            # unused bindings repeat the first buffer: every shader declares (and may reach in
-            # a branch its push constants rule out) MAX_BINDINGS buffers, and a binding a
-            # pipeline statically uses must hold a valid descriptor
-            nb = MAX_BINDINGS
-            bound = allocs + [allocs[0]] * (MAX_BINDINGS - na)
-        else:
-            nb, bound = na, allocs
-        slots = self._slots
-        if slots[:nb] != bound:   # (identity compares, in C: Allocation has no __eq__)
+        # unused bindings repeat the first buffer: every shader declares (and may reach in a
+        # branch its push constants rule out) MAX_BINDINGS buffers, and a binding a pipeline
+        # statically uses must hold a valid descriptor
+        pad, nb = self._pads[len(allocs)]
+        bound = pad(allocs)
+        if bound != self._slots:   # (identity compares, in C: Allocation has no __eq__)
             # the cffi structs keep their fields: written only when a buffer changed, in one
             # C-level slice assignment of each allocation's (buffer, offset, range)
-            slots[:nb] = bound
+            self._slots = bound
             self._infos[0:nb] = map(_DESC, bound)
-        ctx = self.ctx
-        ctx.push_descriptors(cmd, _BIND_COMPUTE, ctx.layout, 0, nb, self._writes)
+            if nb > MAX_BINDINGS:
+                self._high[:nb - MAX_BINDINGS] = bound[MAX_BINDINGS:]
+        self._cmd_push(nb, self._writes)
         if pc != self._pc:
             # push constants survive pipeline binds (one layout): same-shaped ops reuse them
-            lib.vkCmdPushConstants(cmd, ctx.layout, _STAGE_COMPUTE, 0, len(pc), pc)
+            self._cmd_pc(len(pc), pc)
             self._pc = pc
         groups = -(-n // WG)
-        lib.vkCmdDispatch(cmd, groups if groups < self.max_groups else self.max_groups, 1, 1)
+        self._cmd_dispatch(groups if groups < self.max_groups else self.max_groups, 1, 1)
         if self.profile is not None and self.capturing is None:
             names = self._cur.names
             if len(names) < _QMAX:
-                lib.vkCmdWriteTimestamp(cmd, _BOTTOM, self._qpool,
+                lib.vkCmdWriteTimestamp(self.cmd, _BOTTOM, self._qpool,
                                         self._cur.qbase + 1 + len(names))
                 names.append(self._pipeline_name(pipeline))
         stats["dispatches"] += 1
@@ -248,12 +276,13 @@ class Recorder:
         fence tells), or SUBMIT_WHEN_IDLE is off."""
         if not SUBMIT_WHEN_IDLE or not self._inflight:
             return True
-        return lib.vkGetFenceStatus(self.ctx.device, self._inflight[-1].fence[0]) == 0
+        return self._fence_status(self._inflight[-1].fence[0]) == 0
 
     def references(self, a) -> int:
         """How many references to allocation ``a`` are this recorder's own bookkeeping (no
         holder of its memory: grilly.backends.vulkan.ownership)."""
-        n = self.keep.count(a) + self._slots.count(a) + (a in self._written) + (a in self._read)
+        n = (self.keep.count(a) + self._slots.count(a) + self._high.count(a) + (a in self._written)
+             + (a in self._read))
         for slot in self._inflight:
             n += slot.keep.count(a)
             if slot.companion is not None:
@@ -262,8 +291,7 @@ class Recorder:
 
     def _barrier_all(self) -> None:
         """Order everything recorded (and submitted) so far before what follows."""
-        lib.vkCmdPipelineBarrier(self.cmd, self._stages, self._stages, 0, 1, self._barrier,
-                                 0, ffi.NULL, 0, ffi.NULL)
+        self._cmd_barrier()   # (vkCmdPipelineBarrier: shader and transfer writes before all)
         stats["barriers"] += 1
         self._written.clear()
         self._read.clear()
@@ -379,7 +407,8 @@ class Recorder:
             self._wait(w)
         self._captures_inflight.clear()
         self._free_dead()
-        self._slots = [None] * self.ctx.bindings
+        self._slots = ()
+        self._high = [None] * (self.ctx.bindings - MAX_BINDINGS)
         self._written.clear()
         self._read.clear()
 
@@ -442,7 +471,8 @@ class Recorder:
         begin = ffi.new("VkCommandBufferBeginInfo*", {
             "sType": lib.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO, "flags": 0})
         check(lib.vkBeginCommandBuffer(cap.cmd, begin), "vkBeginCommandBuffer")
-        self._cur, self.cmd, self.keep = cap, cap.cmd, cap.keep
+        self._cur, self.keep = cap, cap.keep
+        self._use(cap.cmd)
         self._bound = self._pc = None
         self.recording = True
         self.capturing = cap

@@ -88,8 +88,6 @@ def _run(x, code: int, variant: str, out) -> None:
         return
     if variant in _VEC4_OK and code < 4 and _vec4_rows(x):
         return _run_vec4(x, code, out)
-    # partials have out's dtype: a 16-bit -> float32 variant's second pass reads float32
-    again = "red_float32" if variant.endswith("16_f32") else variant
     arg = variant.startswith("arg")
     column = inner >= COLUMN_INNER and x.strides[2] == 1 and not arg
     per_thread = int(red <= PER_THREAD_MAX or n >= 1 << 15 or column)
@@ -101,20 +99,29 @@ def _run(x, code: int, variant: str, out) -> None:
         if chunks > 1:
             part = new_buffer(x.ctx, (chunks, n), out.dtype)
             dispatch(x.ctx, variant, (code, 1, 1), [part, x], n, n * chunks, (0, x.offset),
-                     (outer, red, inner, chunks), ([0] * 3, x.strides))
-            return _run(reshape(part, (1, chunks, n)), code, again, out)
+                     (outer, red, inner, chunks), (_ZERO3, x.strides))
+            return _run(reshape(part, (1, chunks, n)), code, _second_pass(variant), out)
     chunks = 1
     if not per_thread and not arg and n < 64 and red >= 2 * CHUNK:
         # few long rows: partial results per chunk first, then a second pass over them
         chunks = min(red // CHUNK, 1024)
         part = new_buffer(x.ctx, (n, chunks), out.dtype)
         dispatch(x.ctx, variant, (code, 1, 0), [part, x], n, n * chunks * 256,
-                 (0, x.offset), (outer, red, inner, chunks), ([0] * 3, x.strides))
+                 (0, x.offset), (outer, red, inner, chunks), (_ZERO3, x.strides))
         x = reshape(part, (n, chunks, 1))
         outer, red, inner = x.shape
-        variant = again
+        variant = _second_pass(variant)
     dispatch(x.ctx, variant, (code, 1, per_thread), [out, x], n, n if per_thread else n * 256,
-             (out.offset, x.offset), (outer, red, inner, 1), ([0] * 3, x.strides))
+             (out.offset, x.offset), (outer, red, inner, 1), (_ZERO3, x.strides))
+
+
+_ZERO3 = (0, 0, 0)   # the output's stride row (one tuple: no list built per dispatch)
+
+
+def _second_pass(variant: str) -> str:
+    """The variant that reduces the partials: they have out's dtype, so a 16-bit -> float32
+    variant's second pass reads float32."""
+    return "red_float32" if variant.endswith("16_f32") else variant
 
 
 # variants whose rows of quads reduce_vec4.comp takes (16-bit ones widened, in float32)
@@ -218,7 +225,7 @@ def _cumulative_kernel(op: str):
         n = outer * inner
         dispatch(x.ctx, f"red_{out_dtype.name}", (CODES[op], 1, 1), [out, x], n, n,
                  (out.offset, x.offset), (outer, red, inner, int(include_initial)),
-                 ([0] * 3, x.strides))
+                 (_ZERO3, x.strides))
         return out
     k.__name__ = op
     return k
