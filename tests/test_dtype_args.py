@@ -321,8 +321,18 @@ def test_nextafter_bfloat16_steps_one_bfloat16_ulp(device):
     y = np.array([1, 1, 1, 1, -1, 0, np.inf, 0, 0, 1, 0, -0.0], np.float32).astype(BF)
     got = gp.nextafter(gp.asarray(x, device=device), gp.asarray(y, device=device))
     assert got.dtype == gp.bfloat16
-    np.testing.assert_array_equal(np.asarray(got).view(np.uint16),
-                                  np.nextafter(x, y).view(np.uint16))
+    want = np.nextafter(x, y)
+    sub = np.zeros(x.shape, bool)
+    probe = gp.asarray(np.array([1e-20], np.float32), device=device)
+    if float(np.asarray(probe * probe)[0]) == 0.0:
+        # a device whose float32 arithmetic flushes subnormals (NVIDIA's: docs/vulkan.md): the
+        # steps to, from and between bfloat16's subnormals come out as zeros there
+        tiny = float(np.finfo(np.float32).tiny)
+        sub = (np.abs(want.astype(np.float32)) < tiny) | (np.abs(x.astype(np.float32)) < tiny)
+        sub &= ~np.isnan(x.astype(np.float32))
+        assert (np.asarray(got)[sub].astype(np.float32) == 0).all()
+    np.testing.assert_array_equal(np.asarray(got).view(np.uint16)[~sub],
+                                  want.view(np.uint16)[~sub])
     got = gp.nextafter(gp.asarray(x[:3], device=device), 5.0)
     np.testing.assert_array_equal(np.asarray(got).view(np.uint16),
                                   np.nextafter(x[:3], BF(5.0)).view(np.uint16))

@@ -5,6 +5,8 @@ a sequence; the batch size changed between calls; ``eval()``/``train()`` switche
 with non-default slopes through stacked layers; snnTorch's ``init_hidden`` nets and SpikingJelly's
 options in one run; ``grilly.amp.autocast`` and ``grilly.jit`` around an SNN training step. Each
 against snnTorch or SpikingJelly trained or run the same way, on every device."""
+from importlib.metadata import version
+
 import numpy as np
 import pytest
 
@@ -25,6 +27,13 @@ from snntorch import utils as sutils  # noqa: E402
 from spikingjelly.activation_based import functional as sjf  # noqa: E402
 from spikingjelly.activation_based import layer as sjl  # noqa: E402
 from spikingjelly.activation_based import surrogate as sjs  # noqa: E402
+
+# the GPU host has SpikingJelly 0.0.0.0.14, whose PiecewiseLeakyReLU derivative and single-step
+# BatchNorm/Dropout sequence differ from 2.0's (the oracle, not grilly: both devices fail alike
+# against it): those comparisons need 2.0
+_SJ_VERSION = tuple(int(v) for v in version("spikingjelly").split(".")[:2])
+SJ2 = pytest.mark.skipif(_SJ_VERSION < (2,), reason="SpikingJelly < 2.0 computes this "
+                                                    "differently")
 
 T, B, NI, NH, NO = 4, 2, 3, 4, 2
 R = np.random.default_rng(41)
@@ -360,6 +369,7 @@ def test_batch_change_is_a_clear_error(name, device):
 
 
 # ---- eval()/train() mid-sequence and reset_net between batches ------------------------------
+@SJ2
 def test_eval_train_switch_and_reset_between_batches(device):
     """A SpikingJelly single-step net with BatchNorm1d and Dropout: train, train, eval, train
     steps in one sequence (the Dropout mask kept over the eval step, BatchNorm's running
@@ -572,6 +582,8 @@ def test_spikingjelly_surrogates_bptt_three_layers(sg, device):
     """Every SpikingJelly surrogate with non-default slopes in a multi-step (T, B, N) run
     through three layer.Linear-LIFNode layers (hard reset not detached, soft reset detached,
     decay_input=False), float64: spikes and every gradient equal SpikingJelly's."""
+    if sg[0] == "PiecewiseLeakyReLU" and _SJ_VERSION < (2,):
+        pytest.skip("SpikingJelly < 2.0 has another PiecewiseLeakyReLU derivative")
     r = np.random.default_rng(111)   # (its own data: xdist runs tests in any order)
     x = r.standard_normal((5, B, NI)) * 1.5 + 1.0
     w = r.standard_normal((5, B, NI))
