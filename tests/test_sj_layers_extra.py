@@ -24,6 +24,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("spikingjelly.activation_based")
 from spikingjelly.activation_based import layer as sjl  # noqa: E402
 from spikingjelly.activation_based import neuron as sjn  # noqa: E402
+from test_spikingjelly_layers import _g, _np  # noqa: E402
 
 # the GPU host has SpikingJelly 0.0.0.0.14: BatchNormThroughTime, the time-last containers,
 # SpikeCountToBinary, TemporalBinSum and the Spikformer/QKFormer/Spike-driven attention are new
@@ -37,15 +38,6 @@ SJ2 = pytest.mark.skipif(_SJ_VERSION < (2,), reason="SpikingJelly < 2.0 lacks th
 L = snn.layer
 TOL = dict(rtol=1e-9, atol=1e-11)
 T, B = 3, 2
-
-
-def _np(a):
-    return np.asarray(a.to_device("cpu"))
-
-
-def _g(a, device, grad=False):
-    x = gp.asarray(np.asarray(a, dtype=np.float64), device=device)
-    return x.requires_grad_() if grad else x
 
 
 def _load(mine, ref, device):

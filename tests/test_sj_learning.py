@@ -27,6 +27,7 @@ pytest.importorskip("spikingjelly.activation_based")
 from spikingjelly.activation_based import functional as sjf  # noqa: E402
 from spikingjelly.activation_based import layer as sjl  # noqa: E402
 from spikingjelly.activation_based import neuron as sjn  # noqa: E402
+from test_sj_layers_extra import _g, _load, _np  # noqa: E402  (float64 both sides)
 
 try:
     from spikingjelly.activation_based import learning as sjlearn
@@ -58,20 +59,25 @@ TOL = dict(rtol=1e-9, atol=1e-11)
 T, B = 4, 2
 
 
-def _np(a):
-    return np.asarray(a.to_device("cpu"))
-
-
-def _g(a, device, grad=False):
-    x = gp.asarray(np.asarray(a, dtype=np.float64), device=device)
-    return x.requires_grad_() if grad else x
-
-
-def _load(mine, ref, device):
-    """ref's state_dict (float64) into mine (float64), moved to device."""
-    mine.to(gp.float64).load_state_dict({k: v.detach().numpy()
-                                         for k, v in ref.state_dict().items()})
-    return mine.to(device)
+def _learn_both(ref: tuple, mine: tuple, ref_args=(), mine_args=None,
+                check_grad: bool = False) -> None:
+    """One learner step into .grad and one optimizer step on each side ((learner, optimizer,
+    synapse) each; ``ref_args`` a tuple of step's arguments, or a dict of its keywords for
+    both): the weights (and with ``check_grad`` the gradients) equal SpikingJelly's."""
+    (rl, ropt, rs), (ml, mopt, ms) = ref, mine
+    ropt.zero_grad()
+    mopt.zero_grad()
+    if isinstance(ref_args, dict):
+        rl.step(**ref_args)
+        ml.step(**ref_args)
+    else:
+        rl.step(*ref_args)
+        ml.step(*(ref_args if mine_args is None else mine_args))
+    if check_grad:
+        _close(ms.weight.grad, rs.weight.grad, msg="grad")
+    ropt.step()
+    mopt.step()
+    _close(ms.weight, rs.weight, msg="weight")
 
 
 def _close(a, b, tol=TOL, msg=""):
@@ -154,14 +160,7 @@ def test_stdp_learner_updates_equal_spikingjelly(kind, step_mode, device):
             # adds as much LTP as LTD, so the identity's first update is 0, as SpikingJelly's)
             assert np.any(_np(dm) != 0) or not kw
             continue
-        ropt.zero_grad()
-        mopt.zero_grad()
-        rl.step(on_grad=True)
-        ml.step(on_grad=True)
-        _close(ms.weight.grad, rs.weight.grad, msg="grad")
-        ropt.step()
-        mopt.step()
-        _close(ms.weight, rs.weight, msg="weight")
+        _learn_both((rl, ropt, rs), (ml, mopt, ms), dict(on_grad=True), check_grad=True)
     _close(ml.trace_pre, rl.trace_pre, msg="trace_pre")
     _close(ml.trace_post, rl.trace_post, msg="trace_post")
     assert ml.step() is None   # nothing recorded since
@@ -230,13 +229,7 @@ def test_mstdp_learner_equals_spikingjelly(reward, device):
             _close(ml.step(rm, on_grad=False, scale=2.0), rl.step(rr, on_grad=False, scale=2.0),
                    msg="delta_w")
             continue
-        ropt.zero_grad()
-        mopt.zero_grad()
-        rl.step(rr)
-        ml.step(rm)
-        ropt.step()
-        mopt.step()
-        _close(ms.weight, rs.weight, msg="weight")
+        _learn_both((rl, ropt, rs), (ml, mopt, ms), (rr,), (rm,))
     _close(ml.eligibility, rl.eligibility, msg="eligibility")
     _run(ms, mn, _g(_spikes(shape, 1), device))
     with pytest.raises(ValueError, match="MSTDPLearner.step.*reward"):
@@ -263,13 +256,7 @@ def test_mstdpet_learner_equals_spikingjelly(device):
         if i < 2:
             _close(ml.step(r, on_grad=False), rl.step(r, on_grad=False), msg="delta_w")
             continue
-        ropt.zero_grad()
-        mopt.zero_grad()
-        rl.step(r)
-        ml.step(r)
-        ropt.step()
-        mopt.step()
-        _close(ms.weight, rs.weight, msg="weight")
+        _learn_both((rl, ropt, rs), (ml, mopt, ms), (r,), (r,))
     _close(ml.trace_e, rl.trace_e, msg="trace_e")
     assert np.any(_np(ml.trace_e) != 0)
 

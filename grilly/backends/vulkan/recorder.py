@@ -237,11 +237,7 @@ class Recorder:
         groups = -(-n // WG)
         self._cmd_dispatch(groups if groups < self.max_groups else self.max_groups, 1, 1)
         if self.profile is not None and self.capturing is None:
-            names = self._cur.names
-            if len(names) < _QMAX:
-                lib.vkCmdWriteTimestamp(self.cmd, _BOTTOM, self._qpool,
-                                        self._cur.qbase + 1 + len(names))
-                names.append(self._pipeline_name(pipeline))
+            self._timestamp(self._pipeline_name(pipeline))
         stats["dispatches"] += 1
         self.n_dispatches += 1
         self.count += 1
@@ -249,6 +245,14 @@ class Recorder:
         if (self.count >= BATCH_MAX or self.work >= SUBMIT_WORK and (
                 self.work >= SUBMIT_WORK_BUSY or self._gpu_idle())) and self.capturing is None:
             self.submit()
+
+    def _timestamp(self, name: str) -> None:
+        """GRILLY_PROFILE: a GPU timestamp after the command just recorded, named ``name``."""
+        names = self._cur.names
+        if len(names) < _QMAX:
+            lib.vkCmdWriteTimestamp(self.cmd, _BOTTOM, self._qpool,
+                                    self._cur.qbase + 1 + len(names))
+            names.append(name)
 
     def dispatch_reaching(self, pipeline, allocs: list, pc: bytes, n: int, writes: int,
                           reached_w: list, reached_r: list) -> None:
@@ -335,11 +339,7 @@ class Recorder:
         region.size = nbytes
         lib.vkCmdCopyBuffer(self.cmd, src.chunk.buffer, dst.chunk.buffer, 1, region)
         if self.profile is not None and self.capturing is None:
-            names = self._cur.names
-            if len(names) < _QMAX:
-                lib.vkCmdWriteTimestamp(self.cmd, _BOTTOM, self._qpool,
-                                        self._cur.qbase + 1 + len(names))
-                names.append("copy_buffer")
+            self._timestamp("copy_buffer")
         stats["copies"] += 1
         self.n_copies += 1
         self.count += 1

@@ -58,7 +58,10 @@ def _common(*arrays):
     """The arrays (None kept) in their common dtype: a state kept in float32 and a float64 input
     (after ``model.double()``, or a new input dtype mid-sequence) run as the per-step path's
     promotion does, where the kernels take one dtype."""
-    dt = gp.result_type(*[a for a in arrays if a is not None])
+    given = [a for a in arrays if a is not None]
+    if all(a.dtype == given[0].dtype for a in given):   # (the usual case: nothing to promote)
+        return arrays
+    dt = gp.result_type(*given)
     return tuple(a if a is None or a.dtype == dt else gp.astype(a, dt) for a in arrays)
 
 

@@ -60,26 +60,26 @@ def _spike_and_trace(module, x) -> list:
     return [spike, trace]
 
 
-class GradwithTrace(Module):
-    """SpikingJelly's ``layer.GradwithTrace(module)``: called on [spike, trace], the module's
-    output for the spikes, with its parameter gradients computed from the trace."""
+class _Wrapper(Module):
+    """A module around one ``module`` (SpikingJelly's state_dict keys: ``module.*``)."""
 
     def __init__(self, module: Module) -> None:
         super().__init__()
         self.module = module
+
+
+class GradwithTrace(_Wrapper):
+    """SpikingJelly's ``layer.GradwithTrace(module)``: called on [spike, trace], the module's
+    output for the spikes, with its parameter gradients computed from the trace."""
 
     def forward(self, x) -> Array:
         """module(spike) forward; backward through module(trace)."""
         return _grad_with_trace(self.module, x)
 
 
-class SpikeTraceOp(Module):
+class SpikeTraceOp(_Wrapper):
     """SpikingJelly's ``layer.SpikeTraceOp(module)``: a parameter-free module (pooling,
     dropout, flatten) applied to both members of [spike, trace]."""
-
-    def __init__(self, module: Module) -> None:
-        super().__init__()
-        self.module = module
 
     def forward(self, x) -> list:
         """[module(spike), module(trace)] (the trace without a graph)."""

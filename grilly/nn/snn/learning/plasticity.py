@@ -85,9 +85,14 @@ class _Learner(MemoryModule):
     bookkeeping of ``step``."""
 
     _synapses: tuple = (Linear, Conv1d, Conv2d)
+    _exponential = False   # traces decay by 1 - 1/tau (STDP) or exp(-1/tau) (the reward ones)
 
-    def __init__(self, step_mode: str, synapse, sn, f_pre: Callable, f_post: Callable) -> None:
+    def __init__(self, step_mode: str, synapse, sn, tau_pre: float, tau_post: float,
+                 f_pre: Callable, f_post: Callable, *extra_taus: tuple) -> None:
         op = type(self).__name__
+        # (checked first, as SpikingJelly checks them; ``extra_taus``: (name, value) pairs)
+        taus = [_tau(v, name, op, self._exponential)
+                for name, v in (("tau_pre", tau_pre), ("tau_post", tau_post), *extra_taus)]
         if not isinstance(synapse, Module):
             raise TypeError(f"{op}: synapse must be a grilly.nn module, got "
                             f"{type(synapse).__name__}")
@@ -105,6 +110,11 @@ class _Learner(MemoryModule):
             if not callable(f):
                 raise TypeError(f"{op}: {name} must be callable, got {type(f).__name__}")
         super().__init__()
+        self.tau_pre, self.tau_post = taus[:2]
+        for (name, _), v in zip(extra_taus, taus[2:]):
+            setattr(self, name, v)
+        self.register_memory("trace_pre", None)
+        self.register_memory("trace_post", None)
         self.step_mode = step_mode
         self.f_pre, self.f_post = f_pre, f_post
         self.synapse = synapse
@@ -178,12 +188,7 @@ class STDPLearner(_Learner):
 
     def __init__(self, step_mode: str, synapse, sn, tau_pre: float, tau_post: float,
                  f_pre: Callable = _identity, f_post: Callable = _identity) -> None:
-        op = type(self).__name__
-        taus = (_tau(tau_pre, "tau_pre", op, False), _tau(tau_post, "tau_post", op, False))
-        super().__init__(step_mode, synapse, sn, f_pre, f_post)
-        self.tau_pre, self.tau_post = taus
-        self.register_memory("trace_pre", None)
-        self.register_memory("trace_post", None)
+        super().__init__(step_mode, synapse, sn, tau_pre, tau_post, f_pre, f_post)
 
     def _check(self, pre: Array, post: Array, op: str) -> None:
         syn, w = self.synapse, self.synapse.weight
@@ -279,6 +284,7 @@ class _RewardLearner(_Learner):
     """MSTDP and MSTDPET: one Linear, single steps, one (pre, post) pair per ``step(reward)``."""
 
     _synapses = (Linear,)
+    _exponential = True
 
     def supported_step_mode(self) -> tuple:
         """('s',): the reward learners take single steps."""
@@ -326,12 +332,7 @@ class MSTDPLearner(_RewardLearner):
 
     def __init__(self, step_mode: str, synapse, sn, tau_pre: float, tau_post: float,
                  f_pre: Callable = _identity, f_post: Callable = _identity) -> None:
-        op = type(self).__name__
-        taus = (_tau(tau_pre, "tau_pre", op, True), _tau(tau_post, "tau_post", op, True))
-        super().__init__(step_mode, synapse, sn, f_pre, f_post)
-        self.tau_pre, self.tau_post = taus
-        self.register_memory("trace_pre", None)
-        self.register_memory("trace_post", None)
+        super().__init__(step_mode, synapse, sn, tau_pre, tau_post, f_pre, f_post)
         self.register_memory("eligibility", None)
 
     def step(self, reward, on_grad: bool = True, scale: float = 1.0) -> Array | None:
@@ -371,13 +372,8 @@ class MSTDPETLearner(_RewardLearner):
     def __init__(self, step_mode: str, synapse, sn, tau_pre: float, tau_post: float,
                  tau_trace: float, f_pre: Callable = _identity,
                  f_post: Callable = _identity) -> None:
-        op = type(self).__name__
-        taus = (_tau(tau_pre, "tau_pre", op, True), _tau(tau_post, "tau_post", op, True),
-                _tau(tau_trace, "tau_trace", op, True))
-        super().__init__(step_mode, synapse, sn, f_pre, f_post)
-        self.tau_pre, self.tau_post, self.tau_trace = taus
-        self.register_memory("trace_pre", None)
-        self.register_memory("trace_post", None)
+        super().__init__(step_mode, synapse, sn, tau_pre, tau_post, f_pre, f_post,
+                         ("tau_trace", tau_trace))
         self.register_memory("trace_e", None)
         self.register_memory("eligibility", None)
 
