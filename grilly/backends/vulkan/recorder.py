@@ -147,7 +147,7 @@ class Recorder:
         lib.vkResetFences(self.ctx.device, 1, slot.fence)
         check(lib.vkBeginCommandBuffer(slot.cmd, self._begin), "vkBeginCommandBuffer")
         self._cur, self.keep = slot, slot.keep
-        self._use(slot.cmd)
+        self._use(slot)
         if self.profile is not None:
             lib.vkCmdResetQueryPool(slot.cmd, self._qpool, slot.qbase, _QMAX + 1)
             lib.vkCmdWriteTimestamp(slot.cmd, _BOTTOM, self._qpool, slot.qbase)
@@ -155,18 +155,22 @@ class Recorder:
         self._bound = self._pc = None
         self.recording = True
 
-    def _use(self, cmd) -> None:
-        """Record into command buffer ``cmd`` from here: the vkCmd* calls every dispatch makes
-        bound to it and to their other fixed arguments (functools.partial, in C: a dispatch
-        then loads a few arguments per call, not up to ten)."""
-        self.cmd = cmd
-        p, ctx = functools.partial, self.ctx
-        self._cmd_bind = p(lib.vkCmdBindPipeline, cmd, _BIND_COMPUTE)
-        self._cmd_push = p(ctx.push_descriptors, cmd, _BIND_COMPUTE, ctx.layout, 0)
-        self._cmd_pc = p(lib.vkCmdPushConstants, cmd, ctx.layout, _STAGE_COMPUTE, 0)
-        self._cmd_dispatch = p(lib.vkCmdDispatch, cmd)
-        self._cmd_barrier = p(lib.vkCmdPipelineBarrier, cmd, self._stages, self._stages, 0, 1,
-                              self._barrier, 0, ffi.NULL, 0, ffi.NULL)
+    def _use(self, slot: "_Slot") -> None:
+        """Record into ``slot``'s command buffer from here: the vkCmd* calls every dispatch
+        makes bound to it and to their other fixed arguments (functools.partial, in C: a
+        dispatch then loads a few arguments per call, not up to ten), made once per slot."""
+        b = slot.binders
+        if b is None:
+            cmd, p, ctx = slot.cmd, functools.partial, self.ctx
+            b = slot.binders = (
+                p(lib.vkCmdBindPipeline, cmd, _BIND_COMPUTE),
+                p(ctx.push_descriptors, cmd, _BIND_COMPUTE, ctx.layout, 0),
+                p(lib.vkCmdPushConstants, cmd, ctx.layout, _STAGE_COMPUTE, 0),
+                p(lib.vkCmdDispatch, cmd),
+                p(lib.vkCmdPipelineBarrier, cmd, self._stages, self._stages, 0, 1,
+                  self._barrier, 0, ffi.NULL, 0, ffi.NULL))
+        self.cmd = slot.cmd
+        self._cmd_bind, self._cmd_push, self._cmd_pc, self._cmd_dispatch, self._cmd_barrier = b
 
     def _retire(self, slot: "_Slot") -> "_Slot":
         """Wait for a submitted slot, release what its work kept alive, make it reusable."""
@@ -472,7 +476,7 @@ class Recorder:
             "sType": lib.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO, "flags": 0})
         check(lib.vkBeginCommandBuffer(cap.cmd, begin), "vkBeginCommandBuffer")
         self._cur, self.keep = cap, cap.keep
-        self._use(cap.cmd)
+        self._use(cap)
         self._bound = self._pc = None
         self.recording = True
         self.capturing = cap
@@ -588,7 +592,7 @@ class _Slot:
     """A command buffer, its fence, its submit info, and the allocations its work uses."""
 
     __slots__ = ("cmd", "fence", "submit", "keep", "_cmds", "qbase", "names", "_cmds2",
-                 "submit2", "rider", "_cmds3", "submit3", "companion")
+                 "submit2", "rider", "_cmds3", "submit3", "companion", "binders")
 
     def __init__(self, dev, cmd, finfo):
         self.cmd = cmd
@@ -614,6 +618,7 @@ class _Slot:
         self.keep: list = []
         self.qbase = 0
         self.names: list = []   # kernel of each timestamp written (GRILLY_PROFILE)
+        self.binders = None   # the vkCmd* partials bound to cmd (Recorder._use)
 
 
 class Capture(_Slot):
