@@ -612,3 +612,30 @@ def test_bad_inputs_raise_errors_naming_the_layer(device):
         torch.nn.BCEWithLogitsLoss()(torch.ones(2, 3), torch.ones(2, 3, dtype=torch.int64))
     with pytest.raises(TypeError, match="binary_cross_entropy_with_logits: target"):
         F.binary_cross_entropy_with_logits(x, gp.ones((2, 3), dtype=gp.int64, device=device))
+
+
+def test_reassigned_parameters_and_modules_keep_their_place_as_in_torch():
+    """Weight tying (``o.weight = e.weight``) and reassigning a parameter, buffer or child
+    keep its position in named_parameters / state_dict / named_children, as torch's do (an
+    optimizer's groups, and state dicts matched by order, follow that order)."""
+    def build(lib):
+        class Net(lib.Module):
+            def __init__(self):
+                super().__init__()
+                self.e = lib.Embedding(5, 3)
+                self.a = lib.Linear(3, 4)
+                self.b = lib.Linear(4, 3)
+                self.register_buffer("buf", None)
+                self.register_buffer("run", None)
+                self.b.weight = self.e.weight             # tying
+                self.a.weight = lib.Parameter(self.a.weight.detach() * 1)   # a new parameter
+                self.register_parameter("b_extra", None)
+                self.a = lib.Linear(3, 4)                 # a new child in a's place
+                self.register_buffer("buf", None, persistent=False)
+        return Net()
+    import torch.nn as tnn
+    t, g = build(tnn), build(nn)
+    assert [n for n, _ in g.named_parameters()] == [n for n, _ in t.named_parameters()]
+    assert list(g.state_dict()) == list(t.state_dict())
+    assert [n for n, _ in g.named_children()] == [n for n, _ in t.named_children()]
+    assert [n for n, _ in g.named_buffers()] == [n for n, _ in t.named_buffers()]

@@ -134,10 +134,10 @@ class Module:
             h(self, name)
         params, bufs, mods = d["_parameters"], d["_buffers"], d["_modules"]
         if is_parameter(value):
-            self._drop(name)
+            self._drop(name, params)
             params[name] = value
         elif isinstance(value, Module):
-            self._drop(name)
+            self._drop(name, mods)
             mods[name] = value
         elif name in params:
             if value is not None:
@@ -156,10 +156,15 @@ class Module:
         else:
             object.__setattr__(self, name, value)
 
-    def _drop(self, name: str) -> None:
-        self.__dict__.pop(name, None)
+    def _drop(self, name: str, keep: dict | None = None) -> None:
+        """Forget ``name`` everywhere but in ``keep``, the dict it is about to be set in: a
+        parameter reassigned (weight tying) keeps its place in the order of parameters(),
+        state_dict() and an optimizer's groups, as in torch."""
+        d = self.__dict__
+        d.pop(name, None)
         for k in ("_parameters", "_buffers", "_modules"):
-            self.__dict__[k].pop(name, None)
+            if d[k] is not keep:
+                d[k].pop(name, None)
         self._non_persistent.discard(name)
 
     def __getattr__(self, name: str) -> Any:
@@ -193,7 +198,7 @@ class Module:
         if param is not None and not is_parameter(param):
             raise TypeError(f"register_parameter: {name!r} must be an nn.Parameter or None, got "
                             f"{type(param).__name__}")
-        self._drop(name)
+        self._drop(name, self._parameters)
         self._parameters[name] = param
 
     def register_buffer(self, name: str, tensor, persistent: bool = True) -> None:
@@ -203,7 +208,7 @@ class Module:
                             f"{type(tensor).__name__}")
         if "." in name or not name:
             raise KeyError(f"register_buffer: bad buffer name {name!r}")
-        self._drop(name)
+        self._drop(name, self._buffers)
         self._buffers[name] = tensor
         if not persistent:
             self._non_persistent.add(name)
@@ -213,7 +218,7 @@ class Module:
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"add_module: {name!r} must be a Module or None, got "
                             f"{type(module).__name__}")
-        self._drop(name)
+        self._drop(name, self._modules)
         self._modules[name] = module
 
     register_module = add_module
