@@ -189,26 +189,34 @@ def poisson(input: Array, generator=None) -> Array:
 
 
 def save(obj, f: str | os.PathLike) -> None:
-    """Write a state dict (a mapping of names to Arrays, or a Module's) to ``f`` as safetensors
-    (torch.save of ``model.state_dict()``; other Python objects are not pickled); a path then
-    an Array is numpy.save's order: a .npy file."""
+    """Write a state dict (a mapping of names to Arrays, or a Module's, an optimizer's) to ``f``
+    as safetensors (torch.save of ``model.state_dict()``), or a checkpoint: dicts, lists and
+    tuples of Arrays and Python values (``{"model": ..., "optimizer": ..., "epoch": e}``), its
+    structure in the file's metadata (nothing is pickled); a path then an Array is numpy.save's
+    order: a .npy file."""
     if isinstance(obj, (str, os.PathLike)) and isinstance(f, (Array, np.ndarray)):
         return _npyio.save(obj, f)   # numpy.save(file, arr): a .npy file
     if isinstance(obj, (str, os.PathLike)):
         raise TypeError("save: the object comes first, then the path (torch.save(obj, f)); "
                         "one array goes first with its path: save(path, x) writes a .npy file")
-    if not (isinstance(obj, Mapping) or hasattr(obj, "state_dict")):
-        raise TypeError(f"save: only a state dict (a mapping of names to Arrays) or a Module is "
-                        f"saved (safetensors), got {type(obj).__name__}")
-    _ser.save(obj, f)
+    if hasattr(obj, "state_dict") and callable(obj.state_dict) and not isinstance(obj, Mapping):
+        obj = obj.state_dict()
+    if isinstance(obj, Mapping) and all(isinstance(k, str) and isinstance(v, Array)
+                                        for k, v in obj.items()):
+        return _ser.save(obj, f)   # a state dict: a plain safetensors file
+    if not isinstance(obj, (Mapping, list, tuple)):
+        raise TypeError(f"save: a state dict, a Module or a checkpoint (dicts, lists and tuples "
+                        f"of Arrays and Python values) is saved (safetensors), got "
+                        f"{type(obj).__name__}")
+    _ser.save_checkpoint(obj, f)
 
 
 def load(f: str | os.PathLike, map_location=None, *, device=None, weights_only: bool = True):
-    """Read a state dict written by ``save`` (torch.load; ``map_location`` or ``device`` picks
-    the device, the default device otherwise); a .npy file gives an Array and a .npz archive
-    a mapping of Arrays (numpy.load)."""
+    """Read a state dict or checkpoint written by ``save`` (torch.load; ``map_location`` or
+    ``device`` picks the device of its Arrays, the default device otherwise); a .npy file gives
+    an Array and a .npz archive a mapping of Arrays (numpy.load)."""
     if map_location is not None and device is not None:
         raise TypeError("load: give map_location or device, not both")
     if _npyio.numpy_format(f):   # numpy.load of a .npy or .npz file
         return _npyio.load(f, device=device if device is not None else map_location)
-    return _ser.load(f, device=device if device is not None else map_location)
+    return _ser.load_checkpoint(f, device=device if device is not None else map_location)

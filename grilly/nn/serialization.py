@@ -19,7 +19,8 @@ import numpy as np
 
 from ..array import api as gp
 
-__all__ = ["save", "load", "load_metadata", "SafetensorsError"]
+__all__ = ["save", "load", "load_metadata", "SafetensorsError", "save_checkpoint",
+           "load_checkpoint"]
 
 # The upstream library refuses headers above 100 MB; so does grilly (it bounds the JSON parse).
 MAX_HEADER_BYTES = 100_000_000
@@ -161,6 +162,11 @@ def _check_layout(where: str, spans: list, data_len: int) -> None:
 
 def load(path: str | os.PathLike, device=None) -> "OrderedDict[str, gp.Array]":
     """Read a safetensors file into an OrderedDict of name -> Array on ``device``."""
+    return _load(path, device)[0]
+
+
+def _load(path, device) -> tuple:
+    """(OrderedDict of name -> Array, the ``__metadata__`` mapping)."""
     if not isinstance(path, (str, bytes, os.PathLike)):
         raise TypeError(f"load: path must be a str or os.PathLike, got {type(path).__name__}")
     where = f"load: {os.fsdecode(path)!r}"
@@ -184,7 +190,7 @@ def load(path: str | os.PathLike, device=None) -> "OrderedDict[str, gp.Array]":
         host = np.frombuffer(data, dtype=dt, count=math.prod(shape), offset=lo).reshape(shape)
         host = host.astype(dt.newbyteorder("="), copy=False)
         out[name] = gp.asarray(host, dtype=getattr(gp, dt.name), device=device)
-    return out
+    return out, dict(header.get("__metadata__") or {})
 
 
 def load_metadata(path: str | os.PathLike) -> dict:
@@ -245,3 +251,95 @@ def save(state_dict, path: str | os.PathLike, metadata: dict | None = None) -> N
         for name in order:
             f.write(hosts[name].tobytes())
     os.replace(tmp, path)
+
+
+# ---- checkpoints: torch.save of nested dicts (model and optimizer state dicts, epoch, ...) ----
+# The arrays are the file's tensors; the structure around them (dicts with any of these keys,
+# lists, tuples, None, bools, ints, floats, strings) is JSON in the metadata under this key.
+# Nothing is pickled: loading a file never runs code. Tagged JSON objects: {"$a": tensor name},
+# {"$t": [items]} (a tuple), {"$f": "nan" | "inf" | "-inf"}, {"$d": [[key, value], ...],
+# "$k": "dict" | "OrderedDict" | "Counter"} (any key type, order kept).
+_CHECKPOINT_KEY = "grilly.checkpoint"
+_MAPPINGS = {dict: "dict", OrderedDict: "OrderedDict", Counter: "Counter"}
+
+
+def _pack(obj, path: str, arrays: dict):
+    """``obj`` as tagged JSON, its Arrays put into ``arrays`` under names made from ``path``."""
+    if obj is None or isinstance(obj, (bool, str)):
+        return obj
+    if isinstance(obj, np.generic) and obj.dtype.kind in "biuf":
+        obj = obj.item()   # a NumPy scalar (a step count, a loss): its Python value
+    if isinstance(obj, int):
+        return int(obj)
+    if isinstance(obj, float):
+        return float(obj) if math.isfinite(obj) else {"$f": repr(float(obj))}
+    if isinstance(obj, gp.Array):
+        name = path or "tensor"
+        if name in arrays or name == "__metadata__":
+            name = f"{name}#{len(arrays)}"
+        arrays[name] = obj
+        return {"$a": name}
+    sub = f"{path}." if path else ""
+    if type(obj) in (list, tuple):
+        items = [_pack(v, f"{sub}{i}", arrays) for i, v in enumerate(obj)]
+        return items if type(obj) is list else {"$t": items}
+    if type(obj) in _MAPPINGS:
+        return {"$k": _MAPPINGS[type(obj)],
+                "$d": [[_pack(k, f"{path}[key]", arrays), _pack(v, f"{sub}{k}", arrays)]
+                       for k, v in obj.items()]}
+    where = f"the value at {path!r}" if path else "the object"
+    raise TypeError(f"save: {where} is a {type(obj).__name__}; a checkpoint holds "
+                    "grilly Arrays, dicts (OrderedDict, Counter), lists, tuples, None, bools, "
+                    "ints, floats and strings (nothing is pickled)")
+
+
+def _unpack(node, arrays: dict, where: str):
+    """The object ``_pack`` made ``node`` from (every tag and tensor name checked)."""
+    if node is None or isinstance(node, (bool, int, float, str)):
+        return node
+    if isinstance(node, list):
+        return [_unpack(v, arrays, where) for v in node]
+    if isinstance(node, dict):
+        if node.keys() == {"$a"} and node["$a"] in arrays:
+            return arrays[node["$a"]]
+        if node.keys() == {"$t"} and isinstance(node["$t"], list):
+            return tuple(_unpack(v, arrays, where) for v in node["$t"])
+        if node.keys() == {"$f"} and node["$f"] in ("nan", "inf", "-inf"):
+            return float(node["$f"])
+        kind = {v: k for k, v in _MAPPINGS.items()}.get(node.get("$k"))
+        if kind is not None and node.keys() == {"$k", "$d"} and isinstance(node["$d"], list) \
+                and all(isinstance(kv, list) and len(kv) == 2 for kv in node["$d"]):
+            pairs = [(_unpack(k, arrays, where), _unpack(v, arrays, where)) for k, v in node["$d"]]
+            out = kind()   # (Counter(pairs) would count the pairs)
+            try:
+                for k, v in pairs:
+                    out[k] = v
+                return out
+            except TypeError:   # an unhashable key
+                pass
+    raise SafetensorsError(f"{where}: the checkpoint structure holds an invalid entry "
+                           f"{_show(node)}")
+
+
+def save_checkpoint(obj, path: str | os.PathLike) -> None:
+    """Write nested dicts, lists and tuples of Arrays and Python values (torch.save of
+    ``{"model": model.state_dict(), "optimizer": opt.state_dict(), "epoch": e}``) as a
+    safetensors file whose metadata holds the structure."""
+    arrays: dict = {}
+    skeleton = _pack(obj, "", arrays)
+    save(arrays, path, metadata={_CHECKPOINT_KEY: json.dumps(skeleton, separators=(",", ":"))})
+
+
+def load_checkpoint(path: str | os.PathLike, device=None):
+    """Read a file ``save`` or ``save_checkpoint`` wrote: a checkpoint's structure, else the
+    OrderedDict of name -> Array."""
+    arrays, meta = _load(path, device)
+    if _CHECKPOINT_KEY not in meta:
+        return arrays
+    where = f"load: {os.fsdecode(path)!r}"
+    try:
+        skeleton = json.loads(meta[_CHECKPOINT_KEY], parse_constant=_no_constant)
+    except (ValueError, RecursionError) as e:
+        raise SafetensorsError(f"{where}: the checkpoint structure is not valid JSON ({e})") \
+            from None
+    return _unpack(skeleton, arrays, where)

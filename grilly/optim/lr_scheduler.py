@@ -39,6 +39,21 @@ def _per_group(value, n: int, what: str, name: str) -> list:
     return [value] * n
 
 
+def _set_lrs(scheduler, values: list) -> None:
+    """Write one lr per param group (as torch's strict zip: a group added after the scheduler
+    was made would otherwise keep its lr unscheduled, silently)."""
+    groups = scheduler.optimizer.param_groups
+    values = list(values)
+    if len(values) != len(groups):
+        raise ValueError(f"{type(scheduler).__name__}.step: the optimizer has {len(groups)} param "
+                         f"groups but the scheduler computed {len(values)} learning rates (a "
+                         "group added with add_param_group after the scheduler was made?); make "
+                         "the scheduler after adding the group")
+    for g, lr in zip(groups, values):
+        g["lr"] = lr
+    scheduler._last_lr = [g["lr"] for g in groups]
+
+
 class LRScheduler:
     """Base: keeps ``last_epoch`` and writes ``get_lr()`` into each param group's ``lr``.
     ``_is_initial`` is true during the step the constructor takes; ``_get_closed_form_lr`` (where
@@ -91,9 +106,7 @@ class LRScheduler:
             self.last_epoch = epoch
             closed = getattr(self, "_get_closed_form_lr", None)
             values = closed() if closed is not None else self.get_lr()
-        for g, lr in zip(self.optimizer.param_groups, values):
-            g["lr"] = lr
-        self._last_lr = [g["lr"] for g in self.optimizer.param_groups]
+        _set_lrs(self, values)
 
     def state_dict(self) -> dict:
         """Everything but the optimizer."""
@@ -135,7 +148,8 @@ class CosineAnnealingLR(LRScheduler):
 
     def get_lr(self) -> list:
         gs, e, T, m = self.optimizer.param_groups, self.last_epoch, self.T_max, self.eta_min
-        if e == 0:
+        if self._is_initial:
+            # also when resuming (last_epoch >= 0): the lr the optimizer has is kept, as torch's
             return [g["lr"] for g in gs]
         if self._step_count == 1 and e > 0:
             return [m + (b - m) * (1 + math.cos(e * math.pi / T)) / 2 for b in self.base_lrs]
@@ -361,9 +375,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
                 self.T_i = self.T_0
                 self.T_cur = epoch
         self.last_epoch = math.floor(epoch)
-        for g, lr in zip(self.optimizer.param_groups, self.get_lr()):
-            g["lr"] = lr
-        self._last_lr = [g["lr"] for g in self.optimizer.param_groups]
+        _set_lrs(self, self.get_lr())
 
 
 def _check_schedulers(schedulers, optimizer, name: str) -> None:
@@ -477,7 +489,9 @@ class OneCycleLR(LRScheduler):
             raise ValueError(f"OneCycleLR: anneal_strategy must be 'cos' or 'linear', got "
                              f"{anneal_strategy!r}")
         self.total_steps = total_steps
-        self._anneal = self._cos if anneal_strategy == "cos" else self._linear
+        # the strategy's name, not the function, is kept: a state_dict holds no functions (so
+        # gp.save writes it), and loads torch's (its key)
+        self._anneal_func_type = anneal_strategy
         p = pct_start * total_steps
         if three_phase:
             self._phases = [
@@ -524,15 +538,16 @@ class OneCycleLR(LRScheduler):
         if n > self.total_steps:
             raise ValueError(f"OneCycleLR: stepped {n} times, more than total_steps="
                              f"{self.total_steps}")
+        anneal = self._cos if self._anneal_func_type == "cos" else self._linear
         lrs = []
         for g in self.optimizer.param_groups:
             start = 0.0
             for i, (end, lr0, lr1, m0, m1) in enumerate(self._phases):
                 if n <= end or i == len(self._phases) - 1:
                     pct = (n - start) / (end - start)
-                    lr = self._anneal(g[lr0], g[lr1], pct)
+                    lr = anneal(g[lr0], g[lr1], pct)
                     if self.cycle_momentum:
-                        m = self._anneal(g[m0], g[m1], pct)
+                        m = anneal(g[m0], g[m1], pct)
                         if self._beta:
                             g["betas"] = (m, *g["betas"][1:])
                         else:
