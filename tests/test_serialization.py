@@ -192,7 +192,7 @@ def test_filesystem_errors_pass_through(tmp_path):
         nn.load(tmp_path / "missing.safetensors")
     with pytest.raises(IsADirectoryError):
         nn.load(tmp_path)
-    with pytest.raises(TypeError, match="load: path"):
+    with pytest.raises(TypeError, match="load: expected a path"):
         nn.load(3)
 
 

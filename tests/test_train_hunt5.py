@@ -320,3 +320,44 @@ def test_clip_grad_norm_of_no_gradients(device):
                  (nn_utils.get_total_norm([]), torch.nn.utils.get_total_norm([]))):
         assert g.dtype == gp.float32 and t.dtype == torch.float32
         assert float(g) == float(t)
+
+
+def test_save_and_load_through_file_objects(device, tmp_path):
+    """torch.save(obj, f) / torch.load(f) take binary file objects (io.BytesIO, open(..., 'wb'))
+    as well as paths: a state dict, a checkpoint and a .npy stream round-trip through them, and
+    a text-mode file is a TypeError naming the call (not a decoding error)."""
+    import io
+    m = nn.Linear(3, 2).to(device)
+    opt = optim.Adam(m.parameters(), lr=0.01)
+    m(gp.ones((1, 3), device=device)).sum().backward()
+    opt.step()
+    buf = io.BytesIO()
+    gp.save({"model": m.state_dict(), "opt": opt.state_dict(), "epoch": 3}, buf)
+    buf.seek(0)
+    ck = gp.load(buf, map_location=device)
+    assert ck["epoch"] == 3 and list(ck["model"]) == ["weight", "bias"]
+    _close(np.asarray(ck["opt"]["state"][0]["exp_avg"]), np.asarray(opt.state_dict()["state"][0]["exp_avg"]))
+    # torch reads the same bytes as a safetensors state dict (its own loader of the format)
+    st = pytest.importorskip("safetensors.torch")
+    buf2 = io.BytesIO()
+    gp.save(m, buf2)
+    t = st.load(buf2.getvalue())
+    _close(t["weight"].numpy(), np.asarray(m.weight))
+    path = tmp_path / "m.pt"
+    with open(path, "wb") as f:
+        f.write(b"head")   # written from the file's position: torch.save's behaviour
+        gp.save(m, f)
+    with open(path, "rb") as f:
+        assert f.read(4) == b"head"
+        back = gp.load(f, map_location=device)
+    _close(np.asarray(back["bias"]), np.asarray(m.bias))
+    npy = io.BytesIO()
+    np.save(npy, np.arange(3))
+    npy.seek(0)
+    np.testing.assert_array_equal(np.asarray(gp.load(npy)), np.arange(3))
+    with open(path, encoding="latin-1") as f, pytest.raises(TypeError, match="binary mode"):
+        gp.load(f)
+    with open(tmp_path / "t.pt", "w") as f, pytest.raises(TypeError, match="binary mode"):
+        gp.save(m, f)
+    with pytest.raises(TypeError, match="load: expected a path"):
+        gp.load(3)

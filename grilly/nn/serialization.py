@@ -7,12 +7,15 @@ the tensor. Files load in PyTorch with ``safetensors.torch.load_file`` (but for 
 which the spec lacks)."""
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import math
 import os
 import struct
 from collections import Counter, OrderedDict
 from collections.abc import Mapping
+from typing import BinaryIO
 
 import ml_dtypes  # noqa: F401  (registers numpy's "bfloat16" dtype, gp.bfloat16's host twin)
 import numpy as np
@@ -160,18 +163,42 @@ def _check_layout(where: str, spans: list, data_len: int) -> None:
                                "section; the file has trailing bytes")
 
 
-def load(path: str | os.PathLike, device=None) -> "OrderedDict[str, gp.Array]":
-    """Read a safetensors file into an OrderedDict of name -> Array on ``device``."""
+def load(path: str | os.PathLike | BinaryIO, device=None) -> "OrderedDict[str, gp.Array]":
+    """Read a safetensors file (a path or a binary file object) into an OrderedDict of
+    name -> Array on ``device``."""
     return _load(path, device)[0]
+
+
+def _where(op: str, path) -> str:
+    """``op`` and the file, for messages: its path, or the kind of file object."""
+    if isinstance(path, (str, bytes, os.PathLike)):
+        return f"{op}: {os.fsdecode(path)!r}"
+    return f"{op}: a {type(path).__name__} file object"
+
+
+@contextlib.contextmanager
+def _reading(op: str, path):
+    """(binary file, its size from here, where) for a path or a readable binary file object
+    (torch.load takes either; the object is read from its position to its end)."""
+    where = _where(op, path)
+    if isinstance(path, (str, bytes, os.PathLike)):
+        with open(path, "rb") as f:  # OSError (missing file, permissions) passes through
+            yield f, os.fstat(f.fileno()).st_size, where
+        return
+    if not hasattr(path, "read"):
+        raise TypeError(f"{op}: expected a path (str or os.PathLike) or a binary file object, "
+                        f"got {type(path).__name__}")
+    if isinstance(path, io.TextIOBase):
+        raise TypeError(f"{where} must be opened in binary mode")
+    data = path.read()
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"{where} must be opened in binary mode (it read {type(data).__name__})")
+    yield io.BytesIO(data), len(data), where
 
 
 def _load(path, device) -> tuple:
     """(OrderedDict of name -> Array, the ``__metadata__`` mapping)."""
-    if not isinstance(path, (str, bytes, os.PathLike)):
-        raise TypeError(f"load: path must be a str or os.PathLike, got {type(path).__name__}")
-    where = f"load: {os.fsdecode(path)!r}"
-    with open(path, "rb") as f:  # OSError (missing file, permissions) passes through
-        size = os.fstat(f.fileno()).st_size
+    with _reading("load", path) as (f, size, where):
         header, data_len = _read_header(f, where, size)
         entries, spans = [], []
         for name, info in header.items():
@@ -193,11 +220,10 @@ def _load(path, device) -> tuple:
     return out, dict(header.get("__metadata__") or {})
 
 
-def load_metadata(path: str | os.PathLike) -> dict:
+def load_metadata(path: str | os.PathLike | BinaryIO) -> dict:
     """The ``__metadata__`` mapping (str -> str) of a safetensors file, reading no tensor data."""
-    where = f"load_metadata: {os.fsdecode(path)!r}"
-    with open(path, "rb") as f:
-        header, _ = _read_header(f, where, os.fstat(f.fileno()).st_size)
+    with _reading("load_metadata", path) as (f, size, where):
+        header, _ = _read_header(f, where, size)
     return dict(header.get("__metadata__") or {})   # _read_header checked its types
 
 
@@ -222,8 +248,9 @@ def _check_save_args(state_dict, metadata) -> None:
         raise TypeError(f"save: metadata must be a mapping of str -> str, got {metadata!r:.200}")
 
 
-def save(state_dict, path: str | os.PathLike, metadata: dict | None = None) -> None:
-    """Write a mapping of name -> Array (or a Module's state_dict) to ``path`` (safetensors)."""
+def save(state_dict, path: str | os.PathLike | BinaryIO, metadata: dict | None = None) -> None:
+    """Write a mapping of name -> Array (or a Module's state_dict) to ``path`` (safetensors; a
+    path, or a binary file object written from its position)."""
     if hasattr(state_dict, "state_dict") and callable(state_dict.state_dict):
         state_dict = state_dict.state_dict()
     _check_save_args(state_dict, metadata)
@@ -244,12 +271,23 @@ def save(state_dict, path: str | os.PathLike, metadata: dict | None = None) -> N
                         "data_offsets": list(spans[name])}
     hb = json.dumps(header, separators=(",", ":")).encode()
     hb += b" " * (-len(hb) % 8)  # safetensors aligns the data section to 8 bytes
-    tmp = f"{os.fsdecode(path)}.tmp"
-    with open(tmp, "wb") as f:
+    def write(f) -> None:
         f.write(struct.pack("<Q", len(hb)))
         f.write(hb)
         for name in order:
             f.write(hosts[name].tobytes())
+
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        if not hasattr(path, "write"):
+            raise TypeError(f"save: expected a path (str or os.PathLike) or a binary file "
+                            f"object, got {type(path).__name__}")
+        if isinstance(path, io.TextIOBase):
+            raise TypeError(f"{_where('save', path)} must be opened in binary mode")
+        write(path)   # torch.save to a file object: written from its position
+        return
+    tmp = f"{os.fsdecode(path)}.tmp"
+    with open(tmp, "wb") as f:
+        write(f)
     os.replace(tmp, path)
 
 
@@ -321,7 +359,7 @@ def _unpack(node, arrays: dict, where: str):
                            f"{_show(node)}")
 
 
-def save_checkpoint(obj, path: str | os.PathLike) -> None:
+def save_checkpoint(obj, path: str | os.PathLike | BinaryIO) -> None:
     """Write nested dicts, lists and tuples of Arrays and Python values (torch.save of
     ``{"model": model.state_dict(), "optimizer": opt.state_dict(), "epoch": e}``) as a
     safetensors file whose metadata holds the structure."""
@@ -330,13 +368,13 @@ def save_checkpoint(obj, path: str | os.PathLike) -> None:
     save(arrays, path, metadata={_CHECKPOINT_KEY: json.dumps(skeleton, separators=(",", ":"))})
 
 
-def load_checkpoint(path: str | os.PathLike, device=None):
+def load_checkpoint(path: str | os.PathLike | BinaryIO, device=None):
     """Read a file ``save`` or ``save_checkpoint`` wrote: a checkpoint's structure, else the
     OrderedDict of name -> Array."""
     arrays, meta = _load(path, device)
     if _CHECKPOINT_KEY not in meta:
         return arrays
-    where = f"load: {os.fsdecode(path)!r}"
+    where = _where("load", path)
     try:
         skeleton = json.loads(meta[_CHECKPOINT_KEY], parse_constant=_no_constant)
     except (ValueError, RecursionError) as e:
