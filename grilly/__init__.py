@@ -29,7 +29,7 @@ from . import jit  # noqa: E402,F401  (a module, and the seed's @grilly.jit deco
 from . import func  # noqa: E402,F401  (torch.func: grad, vjp, jacrev, vmap, ...)
 from . import functional  # noqa: E402,F401  (grilly.functional is grilly.nn.functional)
 from .amp import autocast  # noqa: E402,F401
-from .learning import Learning  # noqa: E402,F401  (the seed API)
+from .learning import Learning, VulkanLearning  # noqa: E402,F401  (the seed API)
 from .torch_functions import *  # noqa: E402,F401,F403  (torch.tensor, cat, save, load, ...)
 
 

@@ -120,7 +120,8 @@ class Compute:
         self.cleanup()
 
     def __repr__(self) -> str:
-        return f"Compute(device={str(self.device)!r}{', closed' if self._closed else ''})"
+        closed = ", closed" if self._closed else ""
+        return f"{type(self).__name__}(device={str(self.device)!r}{closed})"
 
     # ---- SNN -------------------------------------------------------------------------------
     def lif_step(self, input, membrane, refractory, dt: float = 0.001, tau_mem: float = 20.0,

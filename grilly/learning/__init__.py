@@ -4,9 +4,9 @@ information), natural gradients, whitening, subspace learning (Oja, Sanger) and 
 (docs/learning.md)."""
 from .ewc import EWC, ewc_penalty, fisher_diagonal
 from .natural import natural_gradient
-from .seed import Learning
+from .seed import Learning, VulkanLearning
 from .subspace import oja_step, sanger_step
 from .whitening import Whitening, whiten
 
 __all__ = ["EWC", "Learning", "Whitening", "ewc_penalty", "fisher_diagonal", "natural_gradient",
-           "oja_step", "sanger_step", "whiten"]
+           "oja_step", "sanger_step", "VulkanLearning", "whiten"]

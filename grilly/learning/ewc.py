@@ -16,12 +16,13 @@ earlier tasks relied on move less.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from .. import random as _random
 from ..array import api as gp
 from ..array.array import Array
 from ..autograd.mode import no_grad
+from ..compute import _real
 from ..nn import functional as F
 from ..nn.module import Module
 
@@ -99,11 +100,20 @@ def ewc_penalty(params: dict, fisher: dict, anchors: dict, lam: float = 1.0) -> 
     """``lam / 2 * sum_i F_i (theta_i - theta*_i)^2`` over the names of ``fisher``
     (differentiable in ``params``)."""
     op = "ewc_penalty"
+    for arg, v in (("params", params), ("fisher", fisher), ("anchors", anchors)):
+        if not isinstance(v, Mapping):
+            raise TypeError(f"{op}: {arg} must be a dict of Arrays by parameter name (e.g. "
+                            f"dict(model.named_parameters())), got {type(v).__name__}")
+    lam = _real(op, "lam", lam)
     total = None
     for name, f in fisher.items():
         if name not in params or name not in anchors:
             raise KeyError(f"{op}: no parameter or anchor named {name!r}")
         p, a = params[name], anchors[name]
+        for arg, v in (("parameter", p), ("anchor", a), ("Fisher", f)):
+            if not isinstance(v, Array):
+                raise TypeError(f"{op}: {name!r}: the {arg} must be a grilly Array, got "
+                                f"{type(v).__name__}")
         if p.shape != f.shape or a.shape != f.shape:
             raise ValueError(f"{op}: {name!r}: parameter {p.shape}, anchor {a.shape} and Fisher "
                              f"{f.shape} must have one shape")
@@ -111,7 +121,7 @@ def ewc_penalty(params: dict, fisher: dict, anchors: dict, lam: float = 1.0) -> 
         total = term if total is None else total + term
     if total is None:
         raise ValueError(f"{op}: fisher is empty")
-    return (0.5 * float(lam)) * total
+    return (0.5 * lam) * total
 
 
 class EWC:
@@ -121,8 +131,10 @@ class EWC:
     def __init__(self, model: Module, lam: float = 100.0, *, kind: str = "empirical") -> None:
         if not isinstance(model, Module):
             raise TypeError(f"EWC: model must be a grilly.nn.Module, got {type(model).__name__}")
-        if not float(lam) >= 0:
+        if not _real("EWC", "lam", lam) >= 0:
             raise ValueError(f"EWC: lam must be >= 0, got {lam}")
+        if kind not in ("empirical", "true"):   # checked here, not at the first consolidate
+            raise ValueError(f"EWC: kind must be 'empirical' or 'true', got {kind!r}")
         self.model, self.lam, self.kind = model, float(lam), kind
         self.tasks: list[tuple[dict, dict]] = []   # (fisher, anchors) per consolidated task
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ..array import api as gp
 from ..array.array import Array
+from ..compute import _real
 
 __all__ = ["natural_gradient"]
 
@@ -26,7 +27,7 @@ def natural_gradient(gradient, fisher, damping: float = 1e-8):
     """``(F + damping I)^-1 g`` for one gradient Array (F diagonal, shaped like it, or a full
     (n, n) block) or for a list/dict of gradients with matching Fisher blocks."""
     op = "natural_gradient"
-    if not float(damping) >= 0:
+    if not _real(op, "damping", damping) >= 0:
         raise ValueError(f"{op}: damping must be >= 0, got {damping}")
     if isinstance(gradient, dict):
         if not isinstance(fisher, dict):
@@ -37,6 +38,9 @@ def natural_gradient(gradient, fisher, damping: float = 1e-8):
             raise ValueError(f"{op}: no Fisher block for the gradient(s) {missing}")
         return {k: _one(g, fisher[k], float(damping), op) for k, g in gradient.items()}
     if isinstance(gradient, (list, tuple)):
+        if not isinstance(fisher, (list, tuple)):
+            raise TypeError(f"{op}: a list of gradients needs a list of Fisher blocks, got "
+                            f"{type(fisher).__name__}")
         if len(gradient) != len(fisher):
             raise ValueError(f"{op}: {len(gradient)} gradients but {len(fisher)} Fisher blocks")
         return [_one(g, f, float(damping), op) for g, f in zip(gradient, fisher)]

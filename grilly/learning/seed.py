@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..array import api as gp
-from ..compute import Compute
+from ..compute import Compute, _real
 from .natural import natural_gradient as _natural
 from .whitening import whiten as _whiten
 
-__all__ = ["Learning"]
+__all__ = ["Learning", "VulkanLearning"]
 
 
 def _pairs(params, fisher_info, anchors, op: str) -> list:
@@ -41,6 +41,7 @@ class Learning(Compute):
     def ewc_penalty(self, params, fisher_info, weight: float = 1.0, anchors=None) -> float:
         """``weight / 2 * sum F (theta - theta*)^2``. ``params`` is a (current, consolidated)
         pair or a list of pairs, or the current parameters with ``anchors`` given."""
+        weight = _real("Learning.ewc_penalty", "weight", weight)
         total = 0.0
         for t, a, f in _pairs(params, fisher_info, anchors, "ewc_penalty"):
             t, a, f = (self._in(v, "ewc_penalty", n) for v, n in ((t, "params"), (a, "anchors"),
@@ -49,12 +50,14 @@ class Learning(Compute):
                 raise ValueError(f"Learning.ewc_penalty: parameter {t.shape}, anchor {a.shape} "
                                  f"and Fisher {f.shape} must have one shape")
             total += float(gp.sum(f * gp.square(t - a)))
-        return 0.5 * float(weight) * total
+        return 0.5 * weight * total
 
     def nlms_update(self, weights, input, error, step_size: float = 0.5,
                     eps: float = 1e-6) -> np.ndarray:
         """One NLMS step of a linear filter: ``w + mu e x / (eps + x . x)``; ``weights`` (d,)
         with a scalar error, or (k, d) with k errors."""
+        step_size = _real("Learning.nlms_update", "step_size", step_size)
+        eps = _real("Learning.nlms_update", "eps", eps)
         w = self._in(weights, "nlms_update", "weights")
         x = self._in(input, "nlms_update", "input")
         e = self._in(error, "nlms_update", "error")
@@ -70,14 +73,19 @@ class Learning(Compute):
         else:
             raise ValueError(f"Learning.nlms_update: weights {w.shape} and error {e.shape} do "
                              "not match ((d,) with a scalar, or (k, d) with k errors)")
-        return self._out(w + (float(step_size) / (float(eps) + gp.sum(x * x))) * step)
+        return self._out(w + (step_size / (eps + gp.sum(x * x))) * step)
 
     def whitening(self, data, eps: float = 1e-5) -> np.ndarray:
         """ZCA-whitened rows of ``data`` (n, d): zero mean, identity covariance."""
+        eps = _real("Learning.whitening", "eps", eps)
         return self._out(_whiten(self._in(data, "whitening", "data"), eps))
 
     def natural_gradient(self, gradient, fisher_info, damping: float = 1e-8) -> np.ndarray:
         """``(F + damping I)^-1 g``: F diagonal (shaped like g) or a full (n, n) matrix."""
+        damping = _real("Learning.natural_gradient", "damping", damping)
         return self._out(_natural(self._in(gradient, "natural_gradient", "gradient"),
                                   self._in(fisher_info, "natural_gradient", "fisher_info"),
                                   damping))
+
+
+VulkanLearning = Learning   # the seed README's name for the same object

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ..array import api as gp
 from ..array.array import Array
+from ..compute import _real
 
 __all__ = ["oja_step", "sanger_step"]
 
@@ -30,9 +31,10 @@ def oja_step(w: Array, x: Array, lr: float = 0.01) -> Array:
     if not isinstance(w, Array) or w.ndim != 1:
         raise ValueError("oja_step: w must be a 1-D grilly Array (d,)")
     x = _batch(x, w.shape[0], "oja_step")
+    lr = _real("oja_step", "lr", lr)
     y = gp.matmul(x, w)                                   # (n,)
     dw = gp.matmul(y, x) - gp.sum(y * y) * w              # sum_n y x - y^2 w
-    return w + (float(lr) / x.shape[0]) * dw
+    return w + (lr / x.shape[0]) * dw
 
 
 def sanger_step(w: Array, x: Array, lr: float = 0.01) -> Array:
@@ -40,7 +42,8 @@ def sanger_step(w: Array, x: Array, lr: float = 0.01) -> Array:
     if not isinstance(w, Array) or w.ndim != 2:
         raise ValueError("sanger_step: w must be a 2-D grilly Array (k, d)")
     x = _batch(x, w.shape[1], "sanger_step")
+    lr = _real("sanger_step", "lr", lr)
     y = gp.matmul(x, gp.matrix_transpose(w))              # (n, k)
     yt = gp.matrix_transpose(y)
     dw = gp.matmul(yt, x) - gp.matmul(gp.tril(gp.matmul(yt, y)), w)
-    return w + (float(lr) / x.shape[0]) * dw
+    return w + (lr / x.shape[0]) * dw

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ..array import api as gp
 from ..array.array import Array
+from ..compute import _real
 
 __all__ = ["Whitening", "whiten"]
 
@@ -31,7 +32,7 @@ class Whitening:
     def __init__(self, method: str = "zca", eps: float = 1e-5) -> None:
         if method not in ("zca", "pca"):
             raise ValueError(f"Whitening: method must be 'zca' or 'pca', got {method!r}")
-        if not float(eps) >= 0:
+        if not _real("Whitening", "eps", eps) >= 0:
             raise ValueError(f"Whitening: eps must be >= 0, got {eps}")
         self.method, self.eps = method, float(eps)
         self.n = 0

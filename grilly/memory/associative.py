@@ -7,26 +7,29 @@ from ..array import api as gp
 from ..array.array import Array
 from ..nn import functional as F
 from ..nn.module import Module
+from ._placed import Placed, pos_int, pos_real
 
 __all__ = ["AssociativeMemory"]
 
 
-class AssociativeMemory(Module):
+class AssociativeMemory(Placed, Module):
     """Store patterns (``store``), recall the closest one from a noisy or partial cue."""
 
-    def __init__(self, dim: int, beta: float = 8.0, steps: int = 3) -> None:
+    def __init__(self, dim: int, beta: float = 8.0, steps: int = 3, *, device=None,
+                 dtype=None) -> None:
         super().__init__()
-        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
-            raise ValueError(f"AssociativeMemory: dim must be a positive int, got {dim!r}")
-        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-            raise ValueError(f"AssociativeMemory: steps must be a positive int, got {steps!r}")
-        if not float(beta) > 0:
-            raise ValueError(f"AssociativeMemory: beta must be > 0, got {beta}")
-        self.dim, self.beta, self.steps = dim, float(beta), int(steps)
+        self.dim = pos_int(dim, "AssociativeMemory", "dim")
+        self.steps = pos_int(steps, "AssociativeMemory", "steps")
+        self.beta = pos_real(beta, "AssociativeMemory", "beta")
+        self._place_init(device, dtype, "AssociativeMemory")
         self.patterns: Array | None = None
+
+    def _ref(self):
+        return self.patterns
 
     def store(self, patterns: Array) -> None:
         """Add rows of ``patterns`` (n, dim)."""
+        patterns = self._take(patterns, "AssociativeMemory.store", "patterns", store=True)
         if patterns.ndim != 2 or patterns.shape[1] != self.dim:
             raise ValueError(f"AssociativeMemory.store: patterns must be (n, {self.dim}), got "
                              f"{patterns.shape}")
@@ -37,6 +40,7 @@ class AssociativeMemory(Module):
         """The recalled pattern(s) for ``cue`` (dim,) or (b, dim)."""
         if self.patterns is None:
             raise RuntimeError("AssociativeMemory: nothing stored yet")
+        cue = self._take(cue, "AssociativeMemory", "cue")
         if cue.ndim not in (1, 2) or cue.shape[-1] != self.dim:
             raise ValueError(f"AssociativeMemory: cue must be ({self.dim},) or (b, {self.dim}), "
                              f"got shape {cue.shape}")

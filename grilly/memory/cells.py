@@ -20,6 +20,7 @@ import numpy as np
 from ..array import api as gp
 from ..array.array import Array
 from ..nn.module import Module
+from ._placed import pos_int
 
 __all__ = ["PlaceCells", "GridCells", "TimeCells"]
 
@@ -33,6 +34,22 @@ def _positions(x, dims: int, op: str, device) -> Array:
     if x.ndim != 2 or x.shape[1] != dims:
         raise ValueError(f"{op}: positions must be (batch, {dims}), got shape {x.shape}")
     return x
+
+
+def _activity(activity, like: Array, op: str) -> Array:
+    """``activity`` (n,) or (batch, n) as a 2-D Array beside ``like`` (n rows: the cells); host
+    data (numpy) is placed on like's device in its dtype."""
+    a = activity
+    if not isinstance(a, Array):
+        a = gp.asarray(a, dtype=like.dtype, device=like.device)
+    elif a.device != like.device:
+        raise ValueError(f"{op}: activity is on {a.device}, the cells on {like.device}; move "
+                         "it with to_device() first")
+    a = a if a.ndim == 2 else gp.reshape(a, (1, -1))
+    if a.ndim != 2 or a.shape[1] != like.shape[0]:
+        raise ValueError(f"{op}: activity must be ({like.shape[0]},) or (batch, "
+                         f"{like.shape[0]}) (one value per cell), got shape {activity.shape}")
+    return a
 
 
 class PlaceCells(Module):
@@ -71,7 +88,7 @@ class PlaceCells(Module):
     def decode(self, activity: Array) -> Array:
         """Positions (batch, dims) from activities: the weighted mean of the centres whose
         activity is within exp(-2) of the row's maximum (cells within about 2 sigma)."""
-        a = activity if activity.ndim == 2 else gp.reshape(activity, (1, -1))
+        a = _activity(activity, self.centers, "PlaceCells.decode")
         near = a >= gp.max(a, axis=1, keepdims=True) * math.exp(-2.0)
         w = gp.where(near, a, 0.0)
         return gp.matmul(w, self.centers) / gp.sum(w, axis=1, keepdims=True)
@@ -88,6 +105,7 @@ class GridCells(Module):
             raise ValueError(f"GridCells: dims must be 1 or 2, got {dims}")
         if not spacings or any(not float(s) > 0 for s in spacings):
             raise ValueError("GridCells: spacings must be positive")
+        phases = pos_int(phases, "GridCells", "phases")   # 0 made a code of no cells
         self.dims, self.spacings = dims, tuple(float(s) for s in spacings)
         rows, lam = [], []
         for s in self.spacings:
@@ -132,7 +150,7 @@ class GridCells(Module):
                resolution: int = 200) -> Array:
         """Positions (batch, dims) whose code correlates best with ``activity``, searched over
         a ``resolution``-point lattice per axis of [low, high]^dims."""
-        a = activity if activity.ndim == 2 else gp.reshape(activity, (1, -1))
+        a = _activity(activity, self.phase, "GridCells.decode")
         axis = np.linspace(low, high, resolution)
         cand = (axis.reshape(-1, 1) if self.dims == 1 else
                 np.stack(np.meshgrid(axis, axis, indexing="ij"), axis=-1).reshape(-1, 2))
@@ -152,6 +170,7 @@ class TimeCells(Module):
         super().__init__()
         if not 0 < t_min < t_max:
             raise ValueError(f"TimeCells: need 0 < t_min < t_max, got {t_min}, {t_max}")
+        n = pos_int(n, "TimeCells", "n")
         if n < 2 or not k > 0:
             raise ValueError(f"TimeCells: need n >= 2 and k > 0, got n={n}, k={k}")
         tau = np.geomspace(t_min, t_max, n)
@@ -171,7 +190,7 @@ class TimeCells(Module):
     def decode(self, activity: Array) -> Array:
         """Elapsed times (batch,): the activity-weighted geometric mean of the peak times of
         the cells near the most active one."""
-        a = activity if activity.ndim == 2 else gp.reshape(activity, (1, -1))
+        a = _activity(activity, self.tau, "TimeCells.decode")
         near = a >= gp.max(a, axis=1, keepdims=True) * math.exp(-2.0)
         w = gp.where(near, a, 0.0)
         return gp.exp(gp.sum(w * gp.log(self.tau), axis=1) / gp.sum(w, axis=1))

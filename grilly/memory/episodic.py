@@ -6,6 +6,7 @@ from __future__ import annotations
 from ..array import api as gp
 from ..array.array import Array
 from ..nn.module import Module
+from ._placed import Placed, pos_int
 
 __all__ = ["EpisodicMemory"]
 
@@ -17,17 +18,21 @@ def _cos(a: Array, b: Array) -> Array:
     return gp.matmul(a, b) / (na * nb)
 
 
-class EpisodicMemory(Module):
+class EpisodicMemory(Placed, Module):
     """A store of (sequence, context) episodes with similarity-based recall."""
 
-    def __init__(self, dim: int, context_dim: int | None = None, capacity: int = 1000) -> None:
+    def __init__(self, dim: int, context_dim: int | None = None, capacity: int = 1000, *,
+                 device=None, dtype=None) -> None:
         super().__init__()
         context_dim = dim if context_dim is None else context_dim
-        for name, v in (("dim", dim), ("context_dim", context_dim), ("capacity", capacity)):
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"EpisodicMemory: {name} must be a positive int, got {v!r}")
+        dim, context_dim, capacity = (pos_int(v, "EpisodicMemory", n) for n, v in (
+            ("dim", dim), ("context_dim", context_dim), ("capacity", capacity)))
         self.dim, self.context_dim, self.capacity = dim, context_dim, capacity
+        self._place_init(device, dtype, "EpisodicMemory")
         self.episodes: list[tuple[Array, Array]] = []
+
+    def _ref(self):
+        return self.episodes[0][0] if self.episodes else None
 
     def __len__(self) -> int:
         return len(self.episodes)
@@ -35,6 +40,9 @@ class EpisodicMemory(Module):
     def store(self, sequence: Array, context: Array) -> int:
         """Add an episode (sequence (T, dim), context (context_dim,)); the oldest goes when
         full. Returns its index."""
+        sequence = self._take(sequence, "EpisodicMemory.store", "sequence", store=True)
+        context = self._take(context, "EpisodicMemory.store", "context", store=True,
+                             like=sequence)
         if sequence.ndim != 2 or sequence.shape[1] != self.dim or sequence.shape[0] == 0:
             raise ValueError(f"EpisodicMemory.store: sequence must be (T, {self.dim}) with "
                              f"T >= 1, got {sequence.shape}")
@@ -51,6 +59,10 @@ class EpisodicMemory(Module):
         (or ``cue``): {"index", "sequence", "context", "score", "step" (cue only)}."""
         if (context is None) == (cue is None):
             raise ValueError("EpisodicMemory.recall: give exactly one of context or cue")
+        if context is not None:
+            context = self._take(context, "EpisodicMemory.recall", "context")
+        else:
+            cue = self._take(cue, "EpisodicMemory.recall", "cue")
         want = (self.context_dim,) if context is not None else (self.dim,)
         got = (context if context is not None else cue).shape
         if got != want:
@@ -77,6 +89,7 @@ class EpisodicMemory(Module):
     def complete(self, partial: Array) -> Array:
         """The continuation of ``partial`` (t, dim): the rest of the episode whose state best
         matches partial's last state, after that state."""
+        partial = self._take(partial, "EpisodicMemory.complete", "partial")
         if partial.ndim != 2 or partial.shape[1] != self.dim or partial.shape[0] == 0:
             raise ValueError(f"EpisodicMemory.complete: partial must be (t, {self.dim}) with "
                              f"t >= 1, got {partial.shape}")

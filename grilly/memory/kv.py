@@ -15,6 +15,7 @@ from ..array.array import Array
 from ..nn import functional as F
 from ..nn.layers import Linear
 from ..nn.module import Module
+from ._placed import Placed, pos_int, pos_real
 
 __all__ = ["KeyValueMemory", "ContextAggregator"]
 
@@ -23,27 +24,25 @@ def _unit(x: Array) -> Array:
     return x / gp.sqrt(gp.sum(x * x, axis=-1, keepdims=True) + 1e-12)
 
 
-class KeyValueMemory(Module):
+class KeyValueMemory(Placed, Module):
     """A slot memory of ``capacity`` (key, value) pairs (see the module doc)."""
 
     def __init__(self, key_dim: int, value_dim: int, capacity: int = 1024, *,
                  temperature: float = 1.0, similarity: str = "cosine", eviction: str = "fifo",
                  project: bool = False, device=None, dtype=None) -> None:
         super().__init__()
-        for name, v in (("key_dim", key_dim), ("value_dim", value_dim), ("capacity", capacity)):
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"KeyValueMemory: {name} must be a positive int, got {v!r}")
+        key_dim, value_dim, capacity = (pos_int(v, "KeyValueMemory", n) for n, v in (
+            ("key_dim", key_dim), ("value_dim", value_dim), ("capacity", capacity)))
         if similarity not in ("cosine", "dot"):
             raise ValueError(f"KeyValueMemory: similarity must be 'cosine' or 'dot', got "
                              f"{similarity!r}")
         if eviction not in ("fifo", "lru"):
             raise ValueError(f"KeyValueMemory: eviction must be 'fifo' or 'lru', got {eviction!r}")
-        if not float(temperature) > 0:
-            raise ValueError(f"KeyValueMemory: temperature must be > 0, got {temperature}")
+        temperature = pos_real(temperature, "KeyValueMemory", "temperature")
         self.key_dim, self.value_dim, self.capacity = key_dim, value_dim, capacity
         self.temperature, self.similarity, self.eviction = float(temperature), similarity, eviction
         self.query_proj = Linear(key_dim, key_dim, device=device, dtype=dtype) if project else None
-        self._device, self._dtype = device, dtype or gp.float32
+        self._place_init(device, dtype, "KeyValueMemory")
         self.reset()
 
     def reset(self) -> None:
@@ -56,9 +55,17 @@ class KeyValueMemory(Module):
     def __len__(self) -> int:
         return len(self.keys)
 
+    def _ref(self):
+        if self.keys:
+            return self.keys[0]
+        return None if self.query_proj is None else self.query_proj.weight
+
     def write(self, keys: Array, values: Array, *, detach: bool = True) -> None:
         """Store rows of ``keys`` (n, key_dim) and ``values`` (n, value_dim), evicting the
-        oldest (FIFO) or least recently read (LRU) slots beyond capacity."""
+        oldest (FIFO) or least recently read (LRU) slots beyond capacity. Host data (numpy)
+        goes to the memory's device; rows are cast to its dtype if one was given."""
+        keys = self._take(keys, "KeyValueMemory.write", "keys", store=True)
+        values = self._take(values, "KeyValueMemory.write", "values", store=True, like=keys)
         if keys.ndim == 1:
             keys, values = gp.reshape(keys, (1, -1)), gp.reshape(values, (1, -1))
         if keys.ndim != 2 or keys.shape[1] != self.key_dim or values.ndim != 2 \
@@ -81,6 +88,7 @@ class KeyValueMemory(Module):
         """Similarity / temperature of each query row (b, key_dim) with every slot: (b, slots)."""
         if not self.keys:
             raise RuntimeError("KeyValueMemory: the memory is empty; write first")
+        query = self._take(query, "KeyValueMemory.read", "query")
         if query.ndim not in (1, 2) or query.shape[-1] != self.key_dim:
             raise ValueError(f"KeyValueMemory.read: query must be ({self.key_dim},) or (b, "
                              f"{self.key_dim}), got shape {query.shape}")
@@ -95,6 +103,8 @@ class KeyValueMemory(Module):
     def read(self, query: Array, top_k: int | None = None) -> tuple[Array, Array]:
         """(values read (b, value_dim), attention weights (b, slots)) for query rows (or one
         (key_dim,) query); ``top_k``: softmax over each row's k best slots only."""
+        if self.keys:
+            query = self._take(query, "KeyValueMemory.read", "query")
         s = self.scores(query)
         if top_k is not None:
             if isinstance(top_k, bool) or not hasattr(top_k, "__index__") or top_k < 1:
@@ -129,7 +139,11 @@ class ContextAggregator(Module):
         self.dim = dim
 
     def forward(self, items: Array) -> Array:
-        """items (n, dim) or (batch, n, dim) -> (dim,) or (batch, dim)."""
+        """items (n, dim) or (batch, n, dim) -> (dim,) or (batch, dim); host data (numpy) goes
+        to the query's device and dtype."""
+        if not isinstance(items, Array):
+            w = self.query.weight
+            items = gp.asarray(items, dtype=w.dtype, device=w.device)
         s = self.query(items)[..., 0] * (1.0 / self.dim ** 0.5)
         w = F.softmax(s, dim=-1)
         return gp.sum(gp.expand_dims(w, axis=-1) * items, axis=-2)

@@ -7,6 +7,7 @@ import os
 import numpy as np
 
 from ..array import api as gp
+from ..array.dtypes import as_dtype
 from ..nn import serialization
 from . import distances as _d
 
@@ -29,6 +30,7 @@ class IndexFlat:
         d = _d.as_int(d)
         if metric not in _KNN:
             raise ValueError(f"IndexFlat: metric must be 'l2', 'ip' or 'cosine', got {metric!r}")
+        dtype = as_dtype(dtype, "IndexFlat")   # numpy's dtypes and names too, as gp.asarray
         if dtype not in (gp.float16, gp.float32, gp.float64):
             raise TypeError(f"IndexFlat: dtype must be a real floating dtype, got {dtype!r}")
         self.d, self.metric, self.dtype = d, metric, dtype
@@ -50,7 +52,11 @@ class IndexFlat:
     def _vectors(self, x, op: str, arg: str) -> gp.Array:
         """``x`` (an Array on the index's device, or array-like) as (n, d) of the index dtype."""
         if not isinstance(x, gp.Array):
-            x = gp.asarray(np.asarray(x, dtype=np.dtype(self.dtype.name)), device=self.device)
+            h = np.asarray(x)
+            if h.dtype.kind not in "biuf":   # strings, objects, None, complex
+                raise TypeError(f"IndexFlat.{op}: {arg} must be a real numeric array, got "
+                                f"{type(x).__name__} of dtype {h.dtype}")
+            x = gp.asarray(h.astype(np.dtype(self.dtype.name)), device=self.device)
         elif x.device != self.device:
             raise ValueError(f"IndexFlat.{op}: {arg} is on {x.device}, the index on "
                              f"{self.device}; move it with to_device() first")
