@@ -42,11 +42,14 @@ def test_fisher_empirical_equals_per_sample_gradients(device):
 
 def test_fisher_true_samples_the_model(device):
     # one input repeated: the true Fisher is E_{y~p}[(p - e_y)^2] x^2, here by Monte Carlo
-    w, b = R.standard_normal((3, 2)), R.standard_normal(3)
+    # (its own generator: with the module's, the weights depended on which tests ran first in
+    # this worker, and a draw with a rare class could leave the estimate outside rtol)
+    rr = np.random.default_rng(7)
+    w, b = rr.standard_normal((3, 2)), rr.standard_normal(3)
     x = np.array([[0.7, -1.2]])
     m = _linear(device, 2, 3, w, b)
     gp.random.seed(1)
-    n = 400
+    n = 2000
     data = [(gp.asarray(np.repeat(x, n, axis=0), device=device),
              gp.asarray(np.zeros(n, np.int64), device=device))]
     fis = np.asarray(fisher_diagonal(m, data, kind="true")["bias"])
