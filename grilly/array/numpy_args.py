@@ -46,7 +46,8 @@ POSITIONAL: dict[str, tuple[str, ...]] = {
     "linalg.matrix_rank": ("tol", "hermitian"),
     "fft.fft": _FFT, "fft.ifft": _FFT, "fft.rfft": _FFT, "fft.irfft": _FFT, "fft.hfft": _FFT,
     "fft.ihfft": _FFT, "fft.fftn": _FFTN, "fft.ifftn": _FFTN, "fft.rfftn": _FFTN,
-    "fft.irfftn": _FFTN, "fft.fftfreq": ("d",), "fft.rfftfreq": ("d",), "fft.fftshift": ("axes",),
+    "fft.irfftn": _FFTN, "fft.fft2": _FFTN, "fft.ifft2": _FFTN, "fft.rfft2": _FFTN,
+    "fft.irfft2": _FFTN, "fft.fftfreq": ("d",), "fft.rfftfreq": ("d",), "fft.fftshift": ("axes",),
     "fft.ifftshift": ("axes",),
 }
 

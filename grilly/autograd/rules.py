@@ -771,7 +771,7 @@ RULES.update({
 })
 
 # ---- fft: each transform's adjoint is the opposite transform with the norm direction swapped ----
-_FFT_SWAP = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
+_FFT_SWAP = {"backward": "forward", "forward": "backward", "ortho": "ortho", None: "forward"}
 
 
 def _fft_axes(x, s, axes) -> tuple:

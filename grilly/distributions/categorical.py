@@ -110,6 +110,7 @@ class Categorical(_ProbsLogits, Distribution):
     has_enumerate_support = True
     _binary = False
     _batch_params = ("probs", "logits")
+    _integer_values = True
 
     def __init__(self, probs=None, logits=None, validate_args: bool | None = None) -> None:
         name = type(self).__name__

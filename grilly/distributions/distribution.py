@@ -1,6 +1,7 @@
 """The ``Distribution`` base class, as torch.distributions.Distribution."""
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -8,6 +9,7 @@ import numpy as np
 from ..array import api as gp
 from ..autograd import no_grad
 from . import constraints
+from .transforms import Transform
 from .utils import as_param
 
 __all__ = ["Distribution"]
@@ -22,6 +24,42 @@ def _shape_tuple(shape, where: str) -> tuple:
         raise TypeError(f"{where}: expected a shape (a tuple of ints), got {shape!r}") from None
 
 
+def _arrays(obj):
+    """The Arrays a distribution (or transform) holds, its nested ones' included."""
+    for v in obj.__dict__.values():
+        for x in (v if isinstance(v, list) else (v,)):
+            if isinstance(x, gp.Array):
+                yield x
+            elif isinstance(x, (Distribution, Transform)):
+                yield from _arrays(x)
+
+
+def _moved(obj, device):
+    """A copy of ``obj`` (a distribution, transform, list of them or Array) on ``device``."""
+    if isinstance(obj, gp.Array):
+        return obj.to_device(device)
+    if isinstance(obj, list):
+        return [_moved(v, device) for v in obj]
+    if not isinstance(obj, (Distribution, Transform)):
+        return obj
+    new = object.__new__(type(obj))
+    new.__dict__.update({k: _moved(v, device) for k, v in obj.__dict__.items()
+                         if k != "_copies"})
+    return new
+
+
+def _follows_value(fn):
+    """``fn(self, value)`` run on a copy of a placeless distribution (see ``_placed_like``) on
+    the device of an Array ``value``."""
+    @functools.wraps(fn)
+    def method(self, value, *args, **kwargs):
+        if isinstance(value, gp.Array):
+            self = self._placed_like(value)
+        return fn(self, value, *args, **kwargs)
+    method._follows_value = True
+    return method
+
+
 class Distribution:
     """The base of every distribution: shapes, sampling, log_prob and validation."""
 
@@ -30,6 +68,16 @@ class Distribution:
     _validate_args = True
     # names of the Array attributes whose leading axes are the batch axes (what expand broadcasts)
     _batch_params: tuple = ()
+    # whether log_prob takes integer values as they are (category indices) rather than in the
+    # parameters' floating dtype
+    _integer_values = False
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        for name in ("log_prob", "cdf", "icdf"):
+            fn = cls.__dict__.get(name)
+            if fn is not None and not getattr(fn, "_follows_value", False):
+                setattr(cls, name, _follows_value(fn))
 
     @staticmethod
     def set_default_validate_args(value: bool) -> None:
@@ -54,6 +102,43 @@ class Distribution:
         for k, v in params.items():
             if v is not None and not isinstance(v, gp.Array):
                 host[k] = v
+            elif isinstance(v, gp.Array):
+                self.__dict__["_placed"] = True
+
+    def _placeless(self) -> bool:
+        """Whether it was built from numbers alone: its parameters given as host data (noted
+        by _note_host), or nested distributions that were, and transforms without Arrays."""
+        if self.__dict__.get("_placed", False):
+            return False
+        # a subclass that never noted its parameters (one of a user's) is not moved
+        known = bool(self.__dict__.get("_host_params"))
+        for v in self.__dict__.values():
+            for x in (v if isinstance(v, list) else (v,)):
+                if isinstance(x, Distribution):
+                    if not x._placeless():
+                        return False
+                    known = True
+                if isinstance(x, Transform) and next(_arrays(x), None) is not None:
+                    return False
+        return known
+
+    def _placed_like(self, x) -> "Distribution":
+        """This distribution, or, where it was built from numbers alone (``Normal(0.0, 1.0)``)
+        and ``x`` is an Array on another device, a copy with its parameters on x's device: as
+        torch's CPU scalars combine with a CUDA tensor, so ``Normal(0., 1.).log_prob(z)`` and
+        ``kl_divergence(q, Normal(0., 1.))`` work for z and q on any device."""
+        if not isinstance(x, gp.Array):
+            return self
+        a = next(_arrays(self), None)
+        if a is None or a.device == x.device or not self._placeless():
+            return self
+        # one copy per device (a prior built once is used every step: one upload, not one a
+        # step)
+        copies = self.__dict__.setdefault("_copies", {})
+        c = copies.get(x.device)
+        if c is None:
+            c = copies[x.device] = _moved(self, x.device)
+        return c
 
     def _check_host_params(self) -> None:
         host = self.__dict__.get("_host_params", {})
@@ -70,9 +155,15 @@ class Distribution:
 
     def _validate_sample(self, value):
         """``value`` as an Array, its shape checked against batch_shape + event_shape (and, for
-        host data, its values against the support)."""
+        host data, its values against the support); an integer or bool Array takes the
+        parameters' dtype (torch's log_prob of an integer tensor keeps float32)."""
         name = type(self).__name__
-        if not isinstance(value, gp.Array):
+        if isinstance(value, gp.Array):
+            like = self._like()
+            if like is not None and not self._integer_values and not gp.isdtype(
+                    value.dtype, ("real floating", "complex floating")):
+                value = gp.astype(value, like.dtype)
+        else:
             host = np.asarray(value, dtype=np.float64)
             like = self._like()
             value = as_param(host, like)

@@ -7,11 +7,12 @@ from ..array import api as gp
 from ..nn import functional as F
 from ._special import digamma, lgamma
 from .categorical import Bernoulli, Categorical, OneHotCategorical
+from .distribution import _arrays
 from .gamma import Beta, Dirichlet, Gamma, Poisson
 from .independent import Independent
 from .multivariate_normal import MultivariateNormal, batch_mahalanobis
 from .normal import Exponential, Laplace, Normal
-from .transformed_distribution import LogNormal
+from .transformed_distribution import LogNormal, TransformedDistribution
 from .uniform import Uniform
 from .utils import sum_rightmost
 
@@ -57,6 +58,10 @@ def kl_divergence(p, q):
     if fn is None:
         raise NotImplementedError(f"kl_divergence: no KL(p || q) is implemented for p of type "
                                   f"{type(p).__name__} and q of type {type(q).__name__}")
+    # one built from numbers alone (a Normal(0., 1.) prior) joins the other's device
+    pa, qa = next(_arrays(p), None), next(_arrays(q), None)
+    if pa is not None and qa is not None and pa.device != qa.device:
+        q, p = q._placed_like(pa), p._placed_like(qa)
     return fn(p, q)
 
 
@@ -171,3 +176,16 @@ def _kl_independent_independent(p, q):
         raise NotImplementedError("kl_divergence(Independent, Independent): the two "
                                   "distributions reinterpret different numbers of batch axes")
     return sum_rightmost(kl_divergence(p.base_dist, q.base_dist), p.reinterpreted_batch_ndims)
+
+
+@register_kl(TransformedDistribution, TransformedDistribution)
+def _kl_transformed_transformed(p, q):
+    # KL is invariant under one bijection applied to both
+    if p.transforms != q.transforms:
+        raise NotImplementedError("kl_divergence(TransformedDistribution, "
+                                  "TransformedDistribution): the transforms differ (Array "
+                                  "parameters of AffineTransform are compared by identity)")
+    if p.event_shape != q.event_shape:
+        raise NotImplementedError("kl_divergence(TransformedDistribution, "
+                                  "TransformedDistribution): the event shapes differ")
+    return kl_divergence(p.base_dist, q.base_dist)

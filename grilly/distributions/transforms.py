@@ -38,6 +38,13 @@ class Transform:
         """log |dy/dx| (element-wise; summed over event axes by the caller)."""
         raise NotImplementedError
 
+    def __eq__(self, other) -> bool:
+        # parameterless transforms are equal by class, as torch's (kl_divergence compares them)
+        return type(other) is type(self)
+
+    def __hash__(self) -> int:
+        return hash(type(self))
+
     def __repr__(self) -> str:
         return type(self).__name__ + "()"
 
@@ -64,6 +71,12 @@ class _InverseTransform(Transform):
 
     def log_abs_det_jacobian(self, x, y):
         return -self._inv.log_abs_det_jacobian(y, x)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, _InverseTransform) and self._inv == other._inv
+
+    def __hash__(self) -> int:
+        return hash((_InverseTransform, self._inv))
 
 
 class ExpTransform(Transform):
@@ -104,6 +117,18 @@ class AffineTransform(Transform):
         ladj = gp.broadcast_to(gp.log(gp.abs(scale)), gp.broadcast_shapes(
             tuple(x.shape), tuple(scale.shape)))
         return sum_rightmost(ladj, self.event_dim)
+
+    def __eq__(self, other) -> bool:
+        # Array parameters by identity (comparing values would read them back from the device)
+        def same(a, b):
+            if isinstance(a, gp.Array) or isinstance(b, gp.Array):
+                return a is b
+            return a == b
+        return (isinstance(other, AffineTransform) and self.event_dim == other.event_dim
+                and same(self.loc, other.loc) and same(self.scale, other.scale))
+
+    def __hash__(self) -> int:
+        return hash((AffineTransform, self.event_dim))
 
     def __repr__(self) -> str:
         return "AffineTransform()"

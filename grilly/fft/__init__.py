@@ -1,5 +1,7 @@
 """The Array API fft extension: transforms are backend kernels (fft_c2c, fft_r2c, fft_c2r,
-fft_roll); hfft/ihfft and the frequency helpers are composed."""
+fft_roll); hfft/ihfft, the two-axis forms (fft2, ...), hfftn/ihfftn and the frequency helpers
+are composed. torch.fft's spellings work too: ``dim=`` for ``axis``/``axes`` (dispatch hands a
+call with ``dim`` to ``_torch_form``) and ``norm=None`` (NumPy's too) for "backward"."""
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -11,12 +13,13 @@ from ..array.array import Array
 from ..array.core import (as_compute_array, call, check_array, normalize_axis, resolve_device,
                           wrap)
 
-__all__ = ["fft", "fftfreq", "fftn", "fftshift", "hfft", "ifft", "ifftn", "ifftshift", "ihfft",
-           "irfft", "irfftn", "rfft", "rfftfreq", "rfftn"]
+__all__ = ["fft", "fft2", "fftfreq", "fftn", "fftshift", "hfft", "hfft2", "hfftn", "ifft", "ifft2",
+           "ifftn", "ifftshift", "ihfft", "ihfft2", "ihfftn", "irfft", "irfft2", "irfftn", "rfft",
+           "rfft2", "rfftfreq", "rfftn"]
 
 _NORMS = ("backward", "ortho", "forward")
 _SWAP = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
-Norm = Literal["backward", "ortho", "forward"]
+Norm = Literal["backward", "ortho", "forward"] | None
 
 
 def _complex_of(d: dt.DType) -> dt.DType:
@@ -37,6 +40,8 @@ def _input(x, op: str, real: bool) -> Array:
 
 
 def _norm(norm, op: str) -> str:
+    if norm is None:   # NumPy's and torch's default spelled out
+        return "backward"
     if norm not in _NORMS:
         raise ValueError(f"{op}: norm must be one of {_NORMS}, got {norm!r}")
     return norm
@@ -157,6 +162,62 @@ def ihfft(x: Array, /, *, n: int | None = None, axis: int = -1, norm: Norm = "ba
     return dispatch.ns.conj(rfft(x, n=n, axis=axis, norm=_SWAP[_norm(norm, "ihfft")]))
 
 
+def fft2(x: Array, /, *, s: Sequence[int] | None = None, axes: Sequence[int] = (-2, -1),
+         norm: Norm = "backward") -> Array:
+    """Two-dimensional discrete Fourier transform (fftn over the last two axes)."""
+    return dispatch.ns.fft.fftn(x, s=s, axes=axes, norm=norm)
+
+
+def ifft2(x: Array, /, *, s: Sequence[int] | None = None, axes: Sequence[int] = (-2, -1),
+          norm: Norm = "backward") -> Array:
+    """Two-dimensional inverse discrete Fourier transform."""
+    return dispatch.ns.fft.ifftn(x, s=s, axes=axes, norm=norm)
+
+
+def rfft2(x: Array, /, *, s: Sequence[int] | None = None, axes: Sequence[int] = (-2, -1),
+          norm: Norm = "backward") -> Array:
+    """Two-dimensional DFT of real input (last axis halved)."""
+    return dispatch.ns.fft.rfftn(x, s=s, axes=axes, norm=norm)
+
+
+def irfft2(x: Array, /, *, s: Sequence[int] | None = None, axes: Sequence[int] = (-2, -1),
+           norm: Norm = "backward") -> Array:
+    """Inverse of rfft2: real output of sizes s."""
+    return dispatch.ns.fft.irfftn(x, s=s, axes=axes, norm=norm)
+
+
+def hfftn(x: Array, /, *, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
+          norm: Norm = "backward") -> Array:
+    """n-dimensional DFT of a Hermitian-symmetric signal given as its half (torch.fft.hfftn):
+    the real spectrum, last axis of size s[-1] (default 2 * (m - 1))."""
+    x = _input(x, "hfftn", False)
+    ns = dispatch.ns
+    cd = _complex_of(x._dtype)
+    # the full signal's DFT is real, so it equals its conjugate: irfftn of conj(x), rescaled
+    c = x if x._dtype is cd else ns.astype(x, cd)
+    return ns.fft.irfftn(ns.conj(c), s=s, axes=axes, norm=_SWAP[_norm(norm, "hfftn")])
+
+
+def ihfftn(x: Array, /, *, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
+           norm: Norm = "backward") -> Array:
+    """Inverse of hfftn: the Hermitian half-spectrum of real input (torch.fft.ihfftn)."""
+    x = _input(x, "ihfftn", True)
+    ns = dispatch.ns
+    return ns.conj(ns.fft.rfftn(x, s=s, axes=axes, norm=_SWAP[_norm(norm, "ihfftn")]))
+
+
+def hfft2(x: Array, /, *, s: Sequence[int] | None = None, axes: Sequence[int] = (-2, -1),
+          norm: Norm = "backward") -> Array:
+    """hfftn over the last two axes (torch.fft.hfft2)."""
+    return dispatch.ns.fft.hfftn(x, s=s, axes=axes, norm=norm)
+
+
+def ihfft2(x: Array, /, *, s: Sequence[int] | None = None, axes: Sequence[int] = (-2, -1),
+           norm: Norm = "backward") -> Array:
+    """ihfftn over the last two axes (torch.fft.ihfft2)."""
+    return dispatch.ns.fft.ihfftn(x, s=s, axes=axes, norm=norm)
+
+
 def _freq_dtype(dtype, op: str) -> dt.DType:
     d = dt.float64 if dtype is None else dt.as_dtype(dtype, op)
     if d.kind != "f":
@@ -207,4 +268,28 @@ def ifftshift(x: Array, /, *, axes: int | Sequence[int] | None = None) -> Array:
     """Inverse of fftshift."""
     return _shift(x, axes, "ifftshift", -1)
 
+_ONE_AXIS = ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft")
+
+
+def _torch_form(name: str):
+    """torch.fft's call of ``name``: ``dim`` (an int, or a sequence for the n-axis forms) is
+    NumPy's ``axis``/``axes``."""
+    key = "axis" if name in _ONE_AXIS else "axes"
+
+    def form(x, *args, dim=None, **kw):
+        for k in ("keepdim", "unbiased"):   # dispatch's other torch keys: not fft's
+            if k in kw:
+                raise TypeError(f"{name}() got an unexpected keyword argument {k!r}")
+        if key in kw:
+            raise TypeError(f"{name}: got both {key} and dim (the same parameter)")
+        if dim is not None:
+            if key == "axes" and isinstance(dim, int) and not isinstance(dim, bool):
+                dim = (dim,)
+            kw[key] = dim
+        return dispatch.OPS["fft." + name](x, *args, **kw)
+    return form
+
+
+dispatch.TORCH_FORMS.update({"fft." + n: _torch_form(n) for n in __all__
+                             if n not in ("fftfreq", "rfftfreq")})
 dispatch.export(globals(), "fft.")
