@@ -201,3 +201,40 @@ def test_numpy_integer_k_d_and_chunk(device):
         ix.search(xq, np.int64(0))
     with pytest.raises(ValueError, match="knn: k must be an int"):
         knn(x, y, 2.0)
+
+
+@pytest.mark.parametrize("metric", ["l2", "ip", "cosine"])
+def test_index_faiss_names(device, metric, monkeypatch):
+    """range_search (lims, D, I in id order; l2 below the radius, ip above), reconstruct,
+    reconstruct_n, is_trained and train as faiss's IndexFlatL2 / IndexFlatIP (cosine: IP on
+    unit rows), with several score blocks."""
+    import grilly.search.flat as flat_mod
+    xb, xq = _data(60, 7, 5)
+    xq[3] = 50.0   # a query with no vector in range
+    if metric == "cosine":
+        unit = lambda a: a / np.linalg.norm(a, axis=1, keepdims=True)   # noqa: E731
+        f, fb, fq = faiss.IndexFlatIP(5), unit(xb), unit(xq)
+    else:
+        f = faiss.IndexFlatL2(5) if metric == "l2" else faiss.IndexFlatIP(5)
+        fb, fq = xb, xq
+    f.add(fb)
+    g = IndexFlat(5, metric, device=device)
+    assert g.is_trained and f.is_trained
+    g.train(xb)   # nothing to learn; checked only
+    g.add(xb)
+    monkeypatch.setattr(flat_mod, "RANGE_BLOCK_BYTES", 3 * 60 * 4)   # blocks of 3 queries
+    radius = {"l2": 4.0, "ip": 1.5, "cosine": 0.5}[metric]
+    lims, fd, fi = f.range_search(fq, radius)
+    gl, gd, gi = g.range_search(xq, radius)
+    np.testing.assert_array_equal(np.asarray(gl), lims.astype(np.int64))
+    np.testing.assert_array_equal(np.asarray(gi), fi)
+    np.testing.assert_allclose(np.asarray(gd), fd, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(g.reconstruct(4)), f.reconstruct(4), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(g.reconstruct_n(10, 5)), f.reconstruct_n(10, 5),
+                               rtol=1e-6)
+    with pytest.raises(IndexError, match="reconstruct: key 60"):
+        g.reconstruct(60)
+    with pytest.raises(IndexError, match="reconstruct_n"):
+        g.reconstruct_n(58, 3)
+    with pytest.raises(TypeError, match="radius"):
+        g.range_search(xq, "far")

@@ -15,6 +15,8 @@ __all__ = ["IndexFlat"]
 
 # index metric -> the knn metric it ranks by; cosine is inner product on unit rows
 _KNN = {"l2": "sqeuclidean", "ip": "ip", "cosine": "cosine"}
+# range_search scores this many bytes of queries x vectors at a time (each block is read back)
+RANGE_BLOCK_BYTES = 64 << 20
 
 
 class IndexFlat:
@@ -75,6 +77,29 @@ class IndexFlat:
         add = None if new.add is None else gp.concat([self._db.add, new.add])
         self._db = _d.Prepared(gp.concat([self._db.mat, new.mat]), add, new.metric)
 
+    is_trained = True   # faiss's flag: a flat index needs no training
+
+    def train(self, x) -> None:
+        """faiss's train: nothing to learn for a flat index (``x`` is only checked)."""
+        self._vectors(x, "train", "x")
+
+    def reconstruct(self, key: int) -> gp.Array:
+        """The stored vector at id ``key`` (d,); for "cosine", the unit-normalized one."""
+        i = _d.as_int(key)
+        if i is None or not 0 <= i < self.ntotal:
+            raise IndexError(f"IndexFlat.reconstruct: key {key!r} is out of range for an index "
+                             f"of {self.ntotal} vectors")
+        return self.reconstruct_n(i, 1)[0]
+
+    def reconstruct_n(self, i0: int, ni: int) -> gp.Array:
+        """The stored vectors at ids i0 .. i0 + ni - 1 (ni, d)."""
+        a, n = _d.as_int(i0), _d.as_int(ni)
+        if a is None or n is None or a < 0 or n < 0 or a + n > self.ntotal:
+            raise IndexError(f"IndexFlat.reconstruct_n: ids {i0!r} .. {i0!r} + {ni!r} - 1 are "
+                             f"out of range for an index of {self.ntotal} vectors")
+        rows = self._db.mat[a:a + n]
+        return rows * -0.5 if self.metric == "l2" else rows   # (l2 keeps -2 x: exact)
+
     def reconstruct_all(self) -> gp.Array:
         """The stored vectors (n, d); for "cosine", the unit-normalized ones it keeps."""
         if self.metric == "l2":
@@ -119,6 +144,46 @@ class IndexFlat:
             ids = gp.concat([ids, gp.full((n, k - kk), -1, dtype=gp.int64, device=self.device)],
                             axis=1)
         return dist, ids
+
+    def range_search(self, queries, radius: float) -> tuple[gp.Array, gp.Array, gp.Array]:
+        """faiss's range_search: (lims, D, I) of every stored vector within ``radius`` of each
+        query (l2: squared distance < radius; ip, cosine: score > radius), query i's results
+        at lims[i]:lims[i + 1] in id order. The result's size depends on the data: each block
+        of scores is read to the host (a counted download) to select it."""
+        q = self._vectors(queries, "range_search", "queries")
+        try:
+            r = float(radius)
+        except (TypeError, ValueError):
+            raise TypeError(f"IndexFlat.range_search: radius must be a real number, got "
+                            f"{type(radius).__name__}") from None
+        n, m = q.shape[0], self.ntotal
+        l2 = self.metric == "l2"
+        db = self._db
+        if self.metric == "cosine":
+            q = _d.unit_rows(q)
+        mt = gp.matrix_transpose(db.mat)
+        step = max(1, RANGE_BLOCK_BYTES // max(1, m * q.dtype.itemsize))
+        counts, ds, ids = [], [], []
+        for i in range(0, n, step):
+            xc = q[i:i + step]
+            s = gp.matmul(xc, mt)
+            if l2:
+                s = gp.maximum(s + gp.expand_dims(db.add, axis=0)
+                               + gp.expand_dims(_d.sq_norms(xc), axis=1), 0.0)
+            h = np.asarray(s)
+            rows, cols = np.nonzero(h < r if l2 else h > r)   # row-major: ids ascend per row
+            counts.append(np.bincount(rows, minlength=h.shape[0]))
+            ds.append(h[rows, cols])
+            ids.append(cols)
+        lims = np.zeros(n + 1, np.int64)
+        dt = np.dtype(self.dtype.name)
+        d_h, i_h = np.zeros(0, dt), np.zeros(0, np.int64)
+        if counts:   # (no query rows: none)
+            np.cumsum(np.concatenate(counts), out=lims[1:])
+            d_h, i_h = np.concatenate(ds).astype(dt), np.concatenate(ids).astype(np.int64)
+        dev = self.device
+        return (gp.asarray(lims, device=dev), gp.asarray(d_h, device=dev),
+                gp.asarray(i_h, device=dev))
 
     # ---- files ------------------------------------------------------------------------------
     def save(self, path: str | os.PathLike) -> None:
