@@ -219,3 +219,17 @@ def test_linearize_as_torch(device):
         _close(jvp_fn(_g(v, device)), tjvp_fn(_t(v)))
     with pytest.raises(ValueError, match="expected 1 tangents"):
         jvp_fn(_g(v1, device), _g(v2, device))
+
+
+def test_fft_of_integers_and_bools_as_numpy(device):
+    """An integer or bool signal transforms as its float64 values (NumPy's fft, and torch's,
+    take them; it was a TypeError): results and dtypes as NumPy's."""
+    h = np.arange(-3, 5)
+    for name in ("fft", "ifft", "rfft", "ihfft", "fftn", "rfftn", "hfft"):
+        got = getattr(gp.fft, name)(gp.asarray(h, device=device))
+        want = getattr(np.fft, name)(h)
+        assert got.dtype.name == want.dtype.name, name
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12, atol=1e-12)
+    b = np.array([True, False, True])
+    np.testing.assert_allclose(np.asarray(gp.fft.fft(gp.asarray(b, device=device))),
+                               np.fft.fft(b), rtol=1e-12, atol=1e-12)

@@ -28,6 +28,10 @@ def _complex_of(d: dt.DType) -> dt.DType:
 
 def _input(x, op: str, real: bool) -> Array:
     check_array(x, op)
+    if x._dtype.kind in "biu":
+        # integers and bools transform as the default floating dtype's values, as NumPy's and
+        # torch's fft take them (the elementwise functions' int -> float rule)
+        x = dispatch.ns.astype(x, dt.default_float(x._device))
     if real and x._dtype.kind != "f":
         raise TypeError(f"{op}: dtype {x._dtype.name} is not supported; expected a real "
                         "floating-point array")
