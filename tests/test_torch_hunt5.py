@@ -233,3 +233,25 @@ def test_fft_of_integers_and_bools_as_numpy(device):
     b = np.array([True, False, True])
     np.testing.assert_allclose(np.asarray(gp.fft.fft(gp.asarray(b, device=device))),
                                np.fft.fft(b), rtol=1e-12, atol=1e-12)
+
+
+def test_host_values_outside_the_support_raise_as_torch(device):
+    """Uniform(0., 1.).log_prob(2.0) and .cdf(2.0) are ValueErrors (torch validates the
+    support; grilly returned -inf and 1.0), values on the closed interval's ends are accepted
+    as torch's interval, and an error from cdf names cdf (it said log_prob)."""
+    from grilly.distributions import Exponential, Uniform
+    tdist = torch.distributions
+    u, tu = Uniform(0., 1.), tdist.Uniform(0., 1.)
+    for op in ("log_prob", "cdf"):
+        with pytest.raises(ValueError):
+            getattr(tu, op)(torch.tensor(2.0))
+        with pytest.raises(ValueError, match=f"Uniform.{op}: expected value to be within"):
+            getattr(u, op)(2.0)
+        for v in (0.0, 0.25, 1.0):
+            np.testing.assert_allclose(np.asarray(getattr(u, op)(v)),
+                                       getattr(tu, op)(torch.tensor(v)).numpy(), rtol=1e-6)
+    with pytest.raises(ValueError, match="Exponential.cdf: expected value to be within"):
+        Exponential(1.).cdf(-1.0)
+    # Array values are not read back for the check (as documented): torch's result there
+    z = gp.asarray(np.array([0.5], np.float32), device=device)
+    np.testing.assert_allclose(np.asarray(Uniform(0., 1.).cdf(z)), [0.5])

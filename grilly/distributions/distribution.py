@@ -153,11 +153,12 @@ class Distribution:
                     f"{value.shape}) to satisfy the constraint {constraint!r}, but found invalid "
                     f"values:\n{value}")
 
-    def _validate_sample(self, value):
+    def _validate_sample(self, value, op: str = "log_prob"):
         """``value`` as an Array, its shape checked against batch_shape + event_shape (and, for
         host data, its values against the support); an integer or bool Array takes the
-        parameters' dtype (torch's log_prob of an integer tensor keeps float32)."""
-        name = type(self).__name__
+        parameters' dtype (torch's log_prob of an integer tensor keeps float32). ``op`` names
+        the method in errors."""
+        name = f"{type(self).__name__}.{op}"
         if isinstance(value, gp.Array):
             like = self._like()
             if like is not None and not self._integer_values and not gp.isdtype(
@@ -171,7 +172,7 @@ class Distribution:
             support = getattr(type(self), "support", None)
             if self._validate_args and isinstance(support, constraints.Constraint) \
                     and not constraints.is_dependent(support) and not np.all(support.check(host)):
-                raise ValueError(f"{name}.log_prob: expected value to be within the support "
+                raise ValueError(f"{name}: expected value to be within the support "
                                  f"({support!r}) of the distribution, but found invalid "
                                  f"values:\n{host}")
         if not self._validate_args:
@@ -179,12 +180,12 @@ class Distribution:
         shape, ev = tuple(value.shape), self._event_shape
         start = len(shape) - len(ev)
         if start < 0 or shape[start:] != ev:
-            raise ValueError(f"{name}.log_prob: the right-most size of value must match "
+            raise ValueError(f"{name}: the right-most size of value must match "
                              f"event_shape: {shape} vs {ev}")
         expected = self._batch_shape + ev
         for i, j in zip(reversed(shape), reversed(expected)):
             if i != 1 and j != 1 and i != j:
-                raise ValueError(f"{name}.log_prob: value is not broadcastable with "
+                raise ValueError(f"{name}: value is not broadcastable with "
                                  f"batch_shape+event_shape: {shape} vs {expected}")
         return value
 

@@ -55,11 +55,11 @@ class Normal(Distribution):
         return -(d * d) / (2.0 * var) - gp.log(self.scale) - _LOG_SQRT_2PI
 
     def cdf(self, value):
-        value = self._validate_sample(value)
+        value = self._validate_sample(value, "cdf")
         return 0.5 * (1.0 + F.erf((value - self.loc) / (self.scale * math.sqrt(2.0))))
 
     def icdf(self, value):
-        value = self._validate_sample(value)
+        value = self._validate_sample(value, "icdf")
         return self.loc + self.scale * erfinv(2.0 * value - 1.0) * math.sqrt(2.0)
 
     def entropy(self):
@@ -106,12 +106,12 @@ class Laplace(Distribution):
         return -gp.log(2.0 * self.scale) - gp.abs(value - self.loc) / self.scale
 
     def cdf(self, value):
-        value = self._validate_sample(value)
+        value = self._validate_sample(value, "cdf")
         d = value - self.loc
         return 0.5 - 0.5 * gp.sign(d) * gp.expm1(-gp.abs(d) / self.scale)
 
     def icdf(self, value):
-        value = self._validate_sample(value)
+        value = self._validate_sample(value, "icdf")
         term = value - 0.5
         return self.loc - self.scale * gp.sign(term) * gp.log1p(-2.0 * gp.abs(term))
 
@@ -157,11 +157,11 @@ class Exponential(Distribution):
         return gp.log(self.rate) - self.rate * value
 
     def cdf(self, value):
-        value = self._validate_sample(value)
+        value = self._validate_sample(value, "cdf")
         return 1.0 - gp.exp(-self.rate * value)
 
     def icdf(self, value):
-        value = self._validate_sample(value)
+        value = self._validate_sample(value, "icdf")
         return -gp.log1p(-value) / self.rate
 
     def entropy(self):

@@ -91,7 +91,7 @@ class TransformedDistribution(Distribution):
         return sign * (value - 0.5) + 0.5
 
     def cdf(self, value):
-        value = self._validate_sample(value)
+        value = self._validate_sample(value, "cdf")
         for t in reversed(self.transforms):
             value = t.inv(value)
         return self._monotone_cdf(self.base_dist.cdf(value))

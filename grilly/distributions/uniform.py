@@ -56,18 +56,33 @@ class Uniform(Distribution):
         u = uniform_noise(self._extended_shape(sample_shape), self.low)
         return self.low + u * (self.high - self.low)
 
+    def _check_inside(self, value, op: str) -> None:
+        """Host data outside [low, high] is a ValueError where both bounds are host numbers
+        (torch validates the support; an Array value is not read back for it)."""
+        host = self._host_params
+        if self._validate_args and not isinstance(value, gp.Array) and "low" in host \
+                and "high" in host:
+            v = np.asarray(value, dtype=np.float64)
+            if not np.all((np.asarray(host["low"]) <= v) & (v <= np.asarray(host["high"]))):
+                raise ValueError(f"Uniform.{op}: expected value to be within the support "
+                                 f"(Interval(lower_bound={host['low']}, upper_bound="
+                                 f"{host['high']})) of the distribution, but found invalid "
+                                 f"values:\n{v}")
+
     def log_prob(self, value):
+        self._check_inside(value, "log_prob")
         value = self._validate_sample(value)
         inside = (self.low <= value) & (self.high > value)
         # log(0) = -inf outside, as torch
         return gp.log(gp.astype(inside, self.low.dtype)) - gp.log(self.high - self.low)
 
     def cdf(self, value):
-        value = self._validate_sample(value)
+        self._check_inside(value, "cdf")
+        value = self._validate_sample(value, "cdf")
         return gp.clip((value - self.low) / (self.high - self.low), 0.0, 1.0)
 
     def icdf(self, value):
-        value = self._validate_sample(value)
+        value = self._validate_sample(value, "icdf")
         return value * (self.high - self.low) + self.low
 
     def entropy(self):
