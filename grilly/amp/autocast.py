@@ -27,20 +27,66 @@ def _stack() -> list:
     return st
 
 
-def _cast_one(a, target, kind: str, device_type):
+def _kind(device) -> str:
+    """The device type of a Device or a name ("vulkan:0" -> "vulkan")."""
+    return str(device).split(":")[0]
+
+
+def _device_type(device_type, who: str):
+    """``device_type`` checked and reduced to its kind ("vulkan:0" -> "vulkan"); None stays.
+    A name grilly has no device type for (torch's "cuda", "mps", ...) is a ValueError: as a
+    region's filter it would cast nothing, silently."""
+    if device_type is None:
+        return None
+    if not isinstance(device_type, str):
+        raise TypeError(f"{who}: device_type must be a str such as 'cpu' or 'vulkan', got "
+                        f"{type(device_type).__name__}")
+    kind = _kind(device_type)
+    # "vulkan" is always a device type (code written for a GPU runs where none is found, its
+    # region casting nothing there, as torch's "cuda" region on a machine without CUDA)
+    known = {"cpu", "vulkan"} | {_kind(d) for d in gp.devices()}
+    if kind not in known:
+        raise ValueError(f"{who}: device_type {device_type!r} is not a grilly device type "
+                         f"({', '.join(sorted(known))}; a GPU is 'vulkan', None is every "
+                         f"device)")
+    return kind
+
+
+def _default_dtype(kind):
+    """A region's dtype where none is given or in force: bfloat16 for "cpu" (torch's CPU
+    default: no GradScaler needed), float16 elsewhere (torch's CUDA default)."""
+    return gp.bfloat16 if kind == "cpu" else gp.float16
+
+
+def _region(st: list, kind):
+    """The innermost region of ``st`` that governs arrays on device type ``kind`` (a region
+    names one device type or None, every one): regions are per device type, as torch's, so a
+    region for another device type leaves the enclosing one in force. None if there is none."""
+    for r in reversed(st):
+        if r[2] is None or r[2] == kind:
+            return r
+    return None
+
+
+def _cast_one(a, kind: str, st: list, memo: dict):
     if isinstance(a, Array):
         d = a.dtype
-        if d.kind != "f" or d is target:
+        if d.kind != "f":
             return a
         if kind == LOWER and d.name not in ("float32",) + _LOW:   # float64 stays, as torch's
             return a
         if kind == FLOAT32 and d.name not in _LOW:
             return a
-        if device_type is not None and str(a.device).split(":")[0] != device_type:
+        dev = _kind(a.device)
+        r = memo.get(dev)
+        if r is None:
+            r = memo[dev] = _region(st, dev) or (False,)
+        if not r[0]:
             return a
-        return gp.astype(a, target)
+        target = r[1] if kind == LOWER else gp.float32
+        return a if d is target else gp.astype(a, target)
     if isinstance(a, (list, tuple)):
-        return type(a)(_cast_one(x, target, kind, device_type) for x in a)
+        return type(a)(_cast_one(x, kind, st, memo) for x in a)
     return a
 
 
@@ -48,33 +94,40 @@ def _hook(name: str, args: tuple) -> tuple:
     st = getattr(_local, "stack", None)
     if not st:
         return args
-    enabled, dtype, device_type = st[-1]
-    kind = POLICY.get(name) if enabled else None
+    kind = POLICY.get(name)
     if kind is None:
         return args
-    target = dtype if kind == LOWER else gp.float32
-    return tuple(_cast_one(a, target, kind, device_type) for a in args)
+    memo: dict = {}   # device type -> its region (an op's arrays share one, mostly)
+    return tuple(_cast_one(a, kind, st, memo) for a in args)
 
 
 class autocast:
-    """``with grilly.amp.autocast(device_type=None, dtype=gp.float16, enabled=True):`` (or as a
+    """``with grilly.amp.autocast(device_type=None, dtype=None, enabled=True):`` (or as a
     decorator): ops in the policy's LOWER list run in ``dtype``, those in its FLOAT32 list in
     float32, inside the region of this thread; ``device_type`` ("cpu", "vulkan") limits the
-    casts to arrays on that kind of device (None: every device). Regions nest; an inner
-    ``enabled=False`` region turns autocast off."""
+    casts to arrays on that kind of device (None: every device). Regions nest per device type,
+    as torch's: an inner ``enabled=False`` region turns autocast off for its device type, and
+    ``dtype=None`` is the enclosing region's dtype for it (outside any: bfloat16 for "cpu", as
+    torch's CPU default, float16 otherwise)."""
 
     def __init__(self, device_type: str | None = None, dtype=None, enabled: bool = True,
-                 cache_enabled=None) -> None:
-        if device_type is not None and not isinstance(device_type, str):
-            raise TypeError(f"autocast: device_type must be a str such as 'cpu' or 'vulkan', got "
-                            f"{type(device_type).__name__}")
-        dtype = gp.float16 if dtype is None else dtype
+                 cache_enabled: bool | None = None) -> None:
+        self.device_type = _device_type(device_type, "autocast")
+        if dtype is None:   # torch's: the dtype in force for this device type, at construction
+            st = getattr(_local, "stack", None) or []
+            r = st[-1] if st and self.device_type is None else _region(st, self.device_type)
+            dtype = _default_dtype(self.device_type) if r is None else r[1]
         if getattr(dtype, "name", None) not in _LOW or getattr(gp, dtype.name, None) is not dtype:
             raise ValueError(f"autocast: dtype must be a grilly low-precision float "
                              f"({', '.join(n for n in _LOW if hasattr(gp, n))}), got {dtype!r}")
         if not isinstance(enabled, bool):
-            raise TypeError(f"autocast: enabled must be a bool, got {type(enabled).__name__}")
-        self.device_type = device_type.split(":")[0] if device_type else None
+            raise TypeError(f"autocast: enabled must be a Python bool, got "
+                            f"{type(enabled).__module__}.{type(enabled).__qualname__}")
+        # cache_enabled (torch's cache of casted weights) changes no result: grilly casts once
+        # per use; it is checked as torch checks it
+        if cache_enabled is not None and not isinstance(cache_enabled, bool):
+            raise TypeError(f"autocast: cache_enabled must be a bool or None, got "
+                            f"{type(cache_enabled).__name__}")
         self.dtype, self.enabled = dtype, enabled
 
     def __enter__(self) -> "autocast":
@@ -101,42 +154,48 @@ class autocast:
         return wrapped
 
 
-def _applies(region, device_type) -> bool:
-    """Whether ``region`` (enabled, dtype, device_type) casts arrays on ``device_type``."""
-    return region[0] and (device_type is None or region[2] is None
-                          or region[2] == device_type.split(":")[0])
+def _kinds(st: list) -> list:
+    """The device types the regions of ``st`` name, None (every other device) included."""
+    return list(dict.fromkeys(r[2] for r in st))
 
 
 def is_autocast_enabled(device_type: str | None = None) -> bool:
-    """Whether this thread is inside an enabled autocast region (torch.is_autocast_enabled);
-    with ``device_type`` ("cpu", "vulkan"), one that casts arrays on that kind of device."""
-    if device_type is not None and not isinstance(device_type, str):
-        raise TypeError(f"is_autocast_enabled: device_type must be a str such as 'cpu' or "
-                        f"'vulkan', got {type(device_type).__name__}")
+    """Whether this thread's autocast state casts arrays on ``device_type`` ("cpu", "vulkan";
+    torch.is_autocast_enabled(device_type)); None: on any device."""
+    kind = _device_type(device_type, "is_autocast_enabled")
     st = getattr(_local, "stack", None)
-    return bool(st) and _applies(st[-1], device_type)
+    if not st:
+        return False
+    if kind is not None:
+        r = _region(st, kind)
+        return r is not None and r[0]
+    return any(_region(st, k)[0] for k in _kinds(st))
 
 
 def _mode_key():
-    """This thread's innermost region as grilly.jit keys a graph on it."""
+    """This thread's autocast state as grilly.jit keys a graph on it: each device type's
+    (enabled) dtype."""
     st = getattr(_local, "stack", None)
     if not st:
         return None
-    enabled, dtype, device_type = st[-1]
-    return (enabled, getattr(dtype, "name", None), device_type) if enabled else None
+    key = tuple((k, r[1].name) for k in _kinds(st) if (r := _region(st, k))[0])
+    return key or None
 
 
 _dispatch.mode_keys.append(_mode_key)
 
 
 def get_autocast_dtype(device_type: str | None = None):
-    """The low-precision dtype of this thread's innermost region (None outside one; torch
-    returns its per-device default there). ``device_type`` is taken for torch's spelling."""
-    if device_type is not None and not isinstance(device_type, str):
-        raise TypeError(f"get_autocast_dtype: device_type must be a str such as 'cpu' or "
-                        f"'vulkan', got {type(device_type).__name__}")
-    st = getattr(_local, "stack", None)
-    return st[-1][1] if st else None
+    """The low-precision dtype in force for ``device_type`` in this thread (its innermost
+    region's, enabled or not; None: the innermost region's). Outside any region: the device
+    type's default (bfloat16 for "cpu", float16 else), as torch's; None without a device
+    type."""
+    kind = _device_type(device_type, "get_autocast_dtype")
+    st = getattr(_local, "stack", None) or []
+    r = (st[-1] if st else None) if kind is None else _region(st, kind)
+    if r is None:   # outside any region: None, or the device type's default, as torch's
+        return None if kind is None else _default_dtype(kind)
+    return r[1]
 
 
 def _cast_inputs(x, dtype, device_type):
@@ -144,7 +203,7 @@ def _cast_inputs(x, dtype, device_type):
     through lists, tuples and dict values, as torch.amp's."""
     if isinstance(x, Array):
         if (x.dtype.kind == "f" and x.dtype.name != "float64" and x.dtype is not dtype
-                and (device_type is None or str(x.device).split(":")[0] == device_type)):
+                and (device_type is None or _kind(x.device) == device_type)):
             return gp.astype(x, dtype)
         return x
     if isinstance(x, (list, tuple)):
@@ -159,12 +218,9 @@ def custom_fwd(fwd=None, *, device_type: str | None = None, cast_inputs=None):
     in the caller's autocast state, which ``custom_bwd`` restores for backward; with
     ``cast_inputs`` (a dtype) and inside an enabled region, its floating array arguments are
     cast to ``cast_inputs`` and it runs with autocast off."""
-    if device_type is not None and not isinstance(device_type, str):
-        raise TypeError(f"custom_fwd: device_type must be a str such as 'cpu' or 'vulkan', got "
-                        f"{type(device_type).__name__}")
+    dev = _device_type(device_type, "custom_fwd")
     if fwd is None:
         return functools.partial(custom_fwd, device_type=device_type, cast_inputs=cast_inputs)
-    dev = device_type.split(":")[0] if device_type else None
 
     @functools.wraps(fwd)
     def decorate_fwd(ctx, *args, **kwargs):
@@ -183,9 +239,9 @@ def custom_fwd(fwd=None, *, device_type: str | None = None, cast_inputs=None):
 def custom_bwd(bwd=None, *, device_type: str | None = None):
     """Decorator for a grilly.autograd.Function's ``backward`` (torch.amp.custom_bwd): it runs
     in the autocast state its ``custom_fwd`` forward ran in."""
+    dev = _device_type(device_type, "custom_bwd")
     if bwd is None:
         return functools.partial(custom_bwd, device_type=device_type)
-    dev = device_type.split(":")[0] if device_type else None
 
     @functools.wraps(bwd)
     def decorate_bwd(ctx, *args, **kwargs):

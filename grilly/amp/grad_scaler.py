@@ -9,6 +9,8 @@ flag, and ``step`` reads that flag once, the step's only host read.
 """
 from __future__ import annotations
 
+import math
+import struct
 from collections.abc import Iterable
 
 from ..array import api as gp
@@ -17,6 +19,15 @@ from ..array.array import Array
 from ..autograd.mode import no_grad
 
 __all__ = ["GradScaler"]
+
+
+def _f32(x: float) -> float:
+    """``x`` rounded to float32 (inf past its range): torch keeps the scale in a float32
+    tensor, so its growth, backoff and new values are float32's."""
+    try:
+        return struct.unpack("f", struct.pack("f", x))[0]
+    except OverflowError:
+        return math.copysign(math.inf, x)
 
 
 def _any_set(flags) -> bool:
@@ -30,8 +41,9 @@ class GradScaler:
     def __init__(self, device: str | None = None, init_scale: float = 2.0 ** 16,
                  growth_factor: float = 2.0, backoff_factor: float = 0.5,
                  growth_interval: int = 2000, enabled: bool = True) -> None:
-        if not init_scale > 0:
-            raise ValueError(f"GradScaler: init_scale must be > 0, got {init_scale}")
+        if not (init_scale > 0 and math.isfinite(_f32(init_scale))):
+            raise ValueError(f"GradScaler: init_scale must be > 0 and finite in float32, got "
+                             f"{init_scale}")
         if not growth_factor > 1.0:
             raise ValueError(f"GradScaler: growth_factor must be > 1, got {growth_factor}")
         if not 0.0 < backoff_factor < 1.0:
@@ -41,7 +53,7 @@ class GradScaler:
             raise ValueError(f"GradScaler: growth_interval must be an int >= 1, got "
                              f"{growth_interval!r}")
         self.device = device
-        self._scale = float(init_scale)
+        self._scale = _f32(init_scale)
         self._growth_factor, self._backoff_factor = float(growth_factor), float(backoff_factor)
         self._growth_interval = growth_interval
         self._growth_tracker = 0
@@ -82,7 +94,7 @@ class GradScaler:
         if st["unscaled"]:
             raise RuntimeError("GradScaler.unscale_: already called on this optimizer since "
                                "the last update()")
-        inv = 1.0 / self._scale
+        inv = _f32(1.0 / self._scale)   # torch's float32 reciprocal, float64 gradients too
         found: dict = {}   # device -> its 0-d uint32 flag
         with no_grad(), _steps.batched():   # one dispatch for all the gradients where it can
             for group in optimizer.param_groups:
@@ -110,6 +122,9 @@ class GradScaler:
                                "update()")
         if not st["unscaled"]:
             self.unscale_(optimizer)
+        if not st["found"]:   # torch asserts it too: a backward was forgotten, most likely
+            raise RuntimeError("GradScaler.step: none of this optimizer's parameters has a "
+                               "gradient (call scaler.scale(loss).backward() first)")
         st["skipped"] = _any_set(st["found"])   # the step's one host read (per device)
         if st["skipped"]:
             return None
@@ -122,23 +137,33 @@ class GradScaler:
             return
         if new_scale is not None:
             if isinstance(new_scale, Array):
-                new_scale = float(new_scale)
+                if new_scale.size != 1:
+                    raise ValueError(f"GradScaler.update: new_scale must be a float or a "
+                                     f"1-element array, got shape {new_scale.shape}")
+                new_scale = float(gp.reshape(new_scale, ()))
             if not new_scale > 0:
                 raise ValueError(f"GradScaler.update: new_scale must be > 0, got {new_scale}")
-            self._scale = float(new_scale)
-        elif self._per_opt:
+            self._scale = _f32(new_scale)
+        else:
+            if not any(s["found"] for s in self._per_opt.values()):
+                # optimizer.step() called instead of scaler.step(optimizer) would step on
+                # scaled gradients and never move the scale (torch asserts as well)
+                raise RuntimeError("GradScaler.update: no inf/NaN checks were recorded since the "
+                                   "last update (call scaler.step(optimizer) before update)")
             overflow = False
             for s in self._per_opt.values():
                 if "skipped" not in s:   # unscaled but not stepped: read its flag now
                     s["skipped"] = _any_set(s["found"])
                 overflow = overflow or s["skipped"]
             if overflow:
-                self._scale *= self._backoff_factor
+                self._scale = _f32(self._scale * self._backoff_factor)
                 self._growth_tracker = 0
             else:
                 self._growth_tracker += 1
                 if self._growth_tracker == self._growth_interval:
-                    self._scale *= self._growth_factor
+                    grown = _f32(self._scale * self._growth_factor)
+                    if math.isfinite(grown):   # torch's: the scale never grows to inf
+                        self._scale = grown
                     self._growth_tracker = 0
         self._per_opt = {}
 
@@ -197,7 +222,7 @@ class GradScaler:
         if not state:
             raise RuntimeError("GradScaler.load_state_dict: the state is empty (saved from a "
                                "disabled scaler)")
-        self._scale = float(state["scale"])
+        self._scale = _f32(float(state["scale"]))
         self._growth_factor = float(state["growth_factor"])
         self._backoff_factor = float(state["backoff_factor"])
         self._growth_interval = int(state["growth_interval"])
