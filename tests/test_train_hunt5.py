@@ -361,3 +361,48 @@ def test_save_and_load_through_file_objects(device, tmp_path):
         gp.save(m, f)
     with pytest.raises(TypeError, match="load: expected a path"):
         gp.load(3)
+
+
+@pytest.mark.parametrize("pattern", ["normal", "sched_first", "sequential_bad", "chained",
+                                     "steps_before", "two_scheds"])
+def test_scheduler_stepped_before_the_optimizer_warns_as_torch(pattern):
+    """torch warns once when an lr scheduler's first step() comes before any optimizer.step()
+    (the schedule's first value is skipped); grilly warned never. The same call orders warn
+    (or not) as torch's."""
+    import warnings
+
+    def run(lib):
+        o = _opt(lib, "cpu", lrs=(0.1,))
+        S = TS if lib == "t" else GS
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            if pattern == "normal":
+                s = S.StepLR(o, 2)
+                for _ in range(3):
+                    o.step()
+                    s.step()
+            elif pattern == "sched_first":
+                s = S.StepLR(o, 2)
+                for _ in range(3):
+                    s.step()
+                    o.step()
+            elif pattern == "sequential_bad":
+                s = S.SequentialLR(o, [S.ConstantLR(o, 0.5, 2), S.ExponentialLR(o, 0.9)], [2])
+                for _ in range(4):
+                    s.step()
+                    o.step()
+            elif pattern == "chained":
+                s = S.ChainedScheduler([S.ConstantLR(o, 0.5, 2), S.ExponentialLR(o, 0.9)])
+                for _ in range(3):
+                    o.step()
+                    s.step()
+            elif pattern == "steps_before":
+                o.step()
+                S.StepLR(o, 2).step()
+            else:   # two schedulers, the second made after an optimizer step
+                s1 = S.StepLR(o, 2)
+                o.step()
+                s1.step()
+                S.ExponentialLR(o, 0.9).step()
+        return sum("before `optimizer.step()`" in str(x.message) for x in w)
+    assert run("g") == run("t")

@@ -29,6 +29,13 @@ def _optimizer(optimizer, name: str):
     return optimizer
 
 
+def _warn_order() -> None:
+    warnings.warn("Detected call of `lr_scheduler.step()` before `optimizer.step()`. Call "
+                  "them in the opposite order: `optimizer.step()` before "
+                  "`lr_scheduler.step()`; otherwise the first value of the learning rate "
+                  "schedule is skipped (torch's warning).", UserWarning, stacklevel=3)
+
+
 def _per_group(value, n: int, what: str, name: str) -> list:
     """``value`` for each of ``n`` param groups: a list or tuple of ``n``, or one for all."""
     if isinstance(value, (list, tuple)):
@@ -73,6 +80,10 @@ class LRScheduler:
                                    "resume only from a scheduler that set it (last_epoch=-1)")
         self.base_lrs = [g["initial_lr"] for g in optimizer.param_groups]
         self.last_epoch = last_epoch
+        if "_opt_sched" not in optimizer.__dict__:
+            # optimizer steps count from the first scheduler made for it (torch's tracking)
+            optimizer.__dict__["_opt_sched"] = True
+            optimizer.__dict__["_opt_called"] = False
         self._initial_step()
 
     def _initial_step(self) -> None:
@@ -93,6 +104,8 @@ class LRScheduler:
     def step(self, epoch: int | None = None) -> None:
         """Advance one epoch and set the new learning rates (``epoch``: torch's deprecated form,
         jump to that epoch)."""
+        if self._step_count == 1 and not self.optimizer.__dict__.get("_opt_called", False):
+            _warn_order()
         self._step_count += 1
         if epoch is not None:
             _warn_epoch(type(self).__name__)

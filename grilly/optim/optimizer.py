@@ -75,6 +75,8 @@ def _with_step_hooks(step):
     @functools.wraps(step)
     def wrapper(*args, **kwargs):
         self = args[0]
+        # (an lr scheduler's first step warns where no optimizer step came before it, as torch)
+        self.__dict__["_opt_called"] = True
         pre = self.__dict__.get("_optimizer_step_pre_hooks") or {}
         post = self.__dict__.get("_optimizer_step_post_hooks") or {}
         if not (pre or post or _global_optimizer_pre_hooks or _global_optimizer_post_hooks) \
