@@ -168,6 +168,15 @@ def test_memories_refuse_another_devices_rows(device):
         kv = KeyValueMemory(4, 4, device=device)
         kv.write(k, k)
         kv.read(gp.asarray(k, device=other))
+    # the cells too (their forward copied such an Array over, silently)
+    pc = PlaceCells(np.linspace(0, 1, 5), 0.3).to(device)
+    with pytest.raises(ValueError, match=rf"PlaceCells: positions is on {other}"):
+        pc(gp.asarray([0.5], device=other))
+    tc = TimeCells(4, 1.0, 8.0).to(device)
+    with pytest.raises(ValueError, match=rf"TimeCells: t is on {other}"):
+        tc(gp.asarray([1.0, 2.0], device=other))
+    np.testing.assert_allclose(np.asarray(tc([1.0, 2.0])),
+                               np.asarray(tc(gp.asarray([1.0, 2.0], device=device))))
 
 
 def test_index_flat_numpy_dtype(device):

@@ -25,8 +25,17 @@ from ._placed import pos_int
 __all__ = ["PlaceCells", "GridCells", "TimeCells"]
 
 
+def _on(x, device, op: str, arg: str):
+    """``x`` where the cells are: host data is placed there; a grilly Array on another device
+    is a ValueError (grilly copies nothing between devices implicitly), as the memories'."""
+    if isinstance(x, Array) and x.device != device:
+        raise ValueError(f"{op}: {arg} is on {x.device}, the cells on {device}; move it with "
+                         "to_device() first")
+    return gp.asarray(x, device=device)
+
+
 def _positions(x, dims: int, op: str, device) -> Array:
-    x = gp.asarray(x, device=device)
+    x = _on(x, device, op, "positions")
     if x.ndim == 1 and dims == 1:
         x = gp.reshape(x, (-1, 1))
     elif x.ndim == 1:
@@ -179,7 +188,7 @@ class TimeCells(Module):
 
     def forward(self, t) -> Array:
         """Activities (batch, n) in [0, 1] for elapsed times t (batch,) (>= 0)."""
-        t = gp.asarray(t, dtype=self.tau.dtype, device=self.tau.device)
+        t = gp.astype(_on(t, self.tau.device, "TimeCells", "t"), self.tau.dtype)
         t = gp.reshape(t, (-1, 1))
         r = gp.maximum(t, 0.0) / self.tau
         # (r e^(1 - r))^k, written in logs: 0 at t = 0, 1 at the peak
