@@ -294,7 +294,7 @@ def test_multihead_attention_mask_shape_errors(device):
     (lambda: nn.Conv2d(3, 2, 3, stride=0), (1, 3, 6, 6), "conv2d: stride must be positive"),
     (lambda: nn.Conv2d(3, 2, 3, dilation=(1, 0)), (1, 3, 6, 6), "conv2d: dilation must be positive"),
     (lambda: nn.Conv2d(3, 2, 3, padding=-1), (1, 3, 6, 6), "conv2d: padding must be non-negative"),
-    (lambda: nn.Conv2d(3, 2, 3, padding="full"), (1, 3, 6, 6), "conv2d: padding must be 'same'"),
+    (lambda: nn.Conv2d(3, 2, 3, padding="full"), (1, 3, 6, 6), "Conv2d: invalid padding string"),
     (lambda: nn.Conv1d(3, 2, 3, stride=0), (1, 3, 6), "stride must be positive"),
     (lambda: nn.MaxPool2d(2, stride=0), (1, 3, 6, 6), "max_pool2d: stride must be positive"),
     (lambda: nn.AvgPool2d(2, stride=0), (1, 3, 6, 6), "avg_pool2d: stride must be positive"),

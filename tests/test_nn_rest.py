@@ -259,8 +259,9 @@ def test_grid_sample_and_affine_grid_errors(device):
     grid = gp.zeros((1, 2, 2, 2), device=device)
     with pytest.raises(ValueError, match="mode"):
         F.grid_sample(x, grid, mode="area")
-    with pytest.raises(NotImplementedError, match="bicubic"):
-        F.grid_sample(x, grid, mode="bicubic")
+    with pytest.raises(ValueError, match="bicubic"):   # 4-D only, as torch's
+        F.grid_sample(gp.ones((1, 1, 2, 2, 2), device=device),
+                      gp.zeros((1, 1, 1, 1, 3), device=device), mode="bicubic")
     with pytest.raises(ValueError, match="padding_mode"):
         F.grid_sample(x, grid, padding_mode="circular")
     with pytest.raises(ValueError, match="grid"):

@@ -46,7 +46,9 @@ class _ConvTransposeNd(_ConvNd):
         if isinstance(padding, str):
             raise ValueError(f"{name}: padding must be an int or a tuple of {n} ints, got "
                              f"{padding!r}")
-        if groups < 1 or in_channels % groups or out_channels % groups:
+        if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
+            raise ValueError(f"{name}: groups must be a positive integer, got {groups!r}")
+        if in_channels % groups or out_channels % groups:
             raise ValueError(f"{name}: in_channels and out_channels must be divisible by "
                              f"groups={groups}")
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups

@@ -423,6 +423,39 @@ def _cubic_source(n_in: int, n_out: int, scale: float | None, align: bool):
     return idx, weights
 
 
+def _antialias_matrix(n_in: int, n_out: int, scale: float | None, cubic: bool,
+                      align: bool) -> _np.ndarray:
+    """torch's antialiased resampling of one axis as an (n_out, n_in) matrix: output i is the
+    normalized sum of a triangle (bilinear) or A = -0.5 cubic filter, stretched by the
+    downscale ratio, over the inputs around its centre (upscaling: the plain filter)."""
+    if align:
+        r = (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
+    else:
+        r = (1.0 / scale) if scale else n_in / n_out
+    half = 2.0 if cubic else 1.0          # the filter's half-width in input pixels at r <= 1
+    support = half * r if r >= 1.0 else half
+    inv = 1.0 / r if r >= 1.0 else 1.0
+
+    def filt(x):
+        x = _np.abs(x)
+        if not cubic:
+            return _np.maximum(1.0 - x, 0.0)
+        a = -0.5
+        return _np.where(x < 1.0, ((a + 2) * x - (a + 3)) * x * x + 1,
+                         _np.where(x < 2.0, ((a * x - 5 * a) * x + 8 * a) * x - 4 * a, 0.0))
+
+    m = _np.zeros((n_out, n_in), dtype=_np.float64)
+    for i in range(n_out):
+        centre = r * (i + 0.5)
+        lo = max(int(centre - support + 0.5), 0)
+        hi = min(int(centre + support + 0.5), n_in)
+        j = _np.arange(lo, hi)
+        w = filt((j - centre + 0.5) * inv)
+        total = w.sum()
+        m[i, lo:hi] = w / total if total != 0 else w
+    return m
+
+
 def interpolate(input: Array, size=None, scale_factor=None, mode: str = "nearest",
                 align_corners: bool | None = None, recompute_scale_factor: bool | None = None,
                 antialias: bool = False) -> Array:
@@ -430,18 +463,20 @@ def interpolate(input: Array, size=None, scale_factor=None, mode: str = "nearest
     torch's ``F.interpolate``: modes 'nearest', 'nearest-exact', 'area' (adaptive average
     pooling), 'linear' (3-D), 'bilinear' and 'bicubic' (4-D) and 'trilinear' (5-D), to
     ``size`` or by ``scale_factor``; composed of gathers along each axis and, for the
-    interpolating modes, a weighted sum of the neighbours (differentiable, on every device)."""
+    interpolating modes, a weighted sum of the neighbours (differentiable, on every device).
+    ``antialias`` (bilinear, bicubic): torch's filtered downscaling, as a matrix per axis."""
     op = "interpolate"
     if mode not in _INTERP_MODES:
         raise NotImplementedError(f"{op}: mode {mode!r} is not supported (supported: "
                                   f"{', '.join(map(repr, _INTERP_MODES))})")
-    if antialias:
-        raise NotImplementedError(f"{op}: antialias=True is not supported")
     if not isinstance(input, Array) or input.ndim not in (3, 4, 5):
         raise ValueError(f"{op}: input must be a 3-D (N, C, L), 4-D (N, C, H, W) or 5-D "
                          f"(N, C, D, H, W) Array, got "
                          f"{getattr(input, 'shape', type(input).__name__)}")
     need = _INTERP_MODES[mode]
+    if antialias and (mode not in ("bilinear", "bicubic") or input.ndim != 4):
+        raise ValueError(f"{op}: antialias=True applies to modes 'bilinear' and 'bicubic' of a "
+                         f"4-D input only, got mode {mode!r} and a {input.ndim}-D input")
     if need is not None and input.ndim != need:
         raise ValueError(f"{op}: mode {mode!r} needs a {need}-D input, got {input.ndim}-D")
     if align_corners is not None and need is None:
@@ -455,6 +490,9 @@ def interpolate(input: Array, size=None, scale_factor=None, mode: str = "nearest
         raise ValueError(f"{op}: give exactly one of size and scale_factor")
     spatial = input.shape[2:]
     if size is not None:
+        if recompute_scale_factor:
+            raise ValueError(f"{op}: recompute_scale_factor is not meaningful with an explicit "
+                             "size")
         size = (size,) * k if isinstance(size, int) else tuple(size)
         scales = (None,) * k
         if len(size) != k or any(int(n) < 1 for n in size):
@@ -467,6 +505,9 @@ def interpolate(input: Array, size=None, scale_factor=None, mode: str = "nearest
             raise ValueError(f"{op}: scale_factor must be {k} positive numbers, got "
                              f"{scale_factor}")
         out = tuple(int(n * float(f)) for n, f in zip(spatial, sf))
+        if any(o < 1 for o in out):
+            raise ValueError(f"{op}: scale_factor {scale_factor} gives an empty output "
+                             f"{out} for the input's spatial sizes {spatial}")
         # torch uses the given factor for the source positions unless told to recompute it
         scales = (None,) * k if recompute_scale_factor else tuple(float(f) for f in sf)
     x = input
@@ -475,6 +516,11 @@ def interpolate(input: Array, size=None, scale_factor=None, mode: str = "nearest
         dev = x.device
         if mode == "area":   # torch's adaptive_avg_pool: the mean of each source window
             x = _adaptive_mean(x, axis, n_out)
+            continue
+        if antialias:   # a resampling matrix applied along the axis (H: from the left)
+            m = gp.asarray(_antialias_matrix(n_in, n_out, sc, mode == "bicubic", align),
+                           dtype=x.dtype, device=dev)
+            x = gp.matmul(m, x) if axis == x.ndim - 2 else gp.matmul(x, gp.matrix_transpose(m))
             continue
         shape = [1] * x.ndim
         shape[axis] = n_out
@@ -970,11 +1016,12 @@ def _col2im(g, kernel, stride, dilation, pads, size, channel_major=False):
 
 def _out_size(n, k, s, p, d, ceil_mode=False, op="conv"):
     span = n + 2 * p - d * (k - 1) - 1
-    if span < 0:
-        raise ValueError(f"{op}: kernel (size {k}, dilation {d}) is larger than the padded input {n + 2 * p}")
+    # ceil_mode (as torch) keeps a window that runs past the end, even the only one
     o = (span + (s - 1 if ceil_mode else 0)) // s + 1
     if ceil_mode and (o - 1) * s >= n + p:
         o -= 1  # the last window must start inside the input or the left padding
+    if o < 1:
+        raise ValueError(f"{op}: kernel (size {k}, dilation {d}) is larger than the padded input {n + 2 * p}")
     return o
 
 
@@ -1207,13 +1254,7 @@ def _adaptive_mean(x, axis: int, out: int):
 
 def adaptive_avg_pool2d(input: Array, output_size: int | None | tuple[int | None, int | None]) -> Array:
     """Mean pooling of (N, C, H, W) to ``output_size`` (None keeps that size)."""
-    _check_float(input, "adaptive_avg_pool2d")
-    if input.ndim not in (3, 4):
-        raise ValueError(f"adaptive_avg_pool2d: expected a 3-D or 4-D input, got shape {input.shape}")
-    os_ = (output_size, output_size) if isinstance(output_size, int) or output_size is None \
-        else tuple(output_size)
-    h, w = input.shape[-2:]
-    oh, ow = (h if os_[0] is None else os_[0]), (w if os_[1] is None else os_[1])
+    oh, ow = _adaptive_sizes(input, 2, output_size, "adaptive_avg_pool2d")
     return _adaptive_mean(_adaptive_mean(input, input.ndim - 2, oh), input.ndim - 1, ow)
 
 
@@ -3262,11 +3303,18 @@ def max_unpool3d(input: Array, indices: Array, kernel_size, stride=None, padding
 
 def _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, n: int, op: str):
     """torch's lp_pool: (sum over each window of x^p)^(1/p), composed as torch composes it
-    (an average pool of x^p times the window size, sign(a) * relu(|a|) before the root)."""
+    (an average pool of x^p times the window size, sign(a) * relu(|a|) before the root);
+    norm_type inf is the window's max |x|, -inf its min |x|."""
     _check_float(input, op)
     if isinstance(norm_type, bool) or not isinstance(norm_type, (int, float)) or norm_type == 0:
         raise ValueError(f"{op}: norm_type must be a non-zero number, got {norm_type!r}")
     k = _ntuple(kernel_size, n, "kernel_size", op)
+    if math.isinf(norm_type):
+        # torch's limit of the p-norm: the largest |x| of each window (-inf: the smallest)
+        mx = {1: max_pool1d, 2: max_pool2d, 3: max_pool3d}[n]
+        if norm_type > 0:
+            return mx(gp.abs(input), k, stride, 0, 1, ceil_mode)
+        return -mx(-gp.abs(input), k, stride, 0, 1, ceil_mode)
     avg = {1: avg_pool1d, 2: avg_pool2d, 3: avg_pool3d}[n]
     a = avg(gp.pow(input, float(norm_type)), k, stride, 0, ceil_mode)
     a = gp.sign(a) * relu(gp.abs(a))
@@ -3293,7 +3341,8 @@ def lp_pool3d(input: Array, norm_type: float, kernel_size, stride=None,
 
 # ---- embedding_bag, gumbel_softmax, affine_grid/grid_sample, ctc_loss, fractional pooling ------
 __all__ += ["embedding_bag", "gumbel_softmax", "affine_grid", "grid_sample", "ctc_loss",
-            "fractional_max_pool2d", "fractional_max_pool2d_with_indices"]
+            "fractional_max_pool2d", "fractional_max_pool2d_with_indices",
+            "fractional_max_pool3d", "fractional_max_pool3d_with_indices"]
 
 
 def _int_array(a, op: str, arg: str, device) -> Array:
@@ -3510,16 +3559,14 @@ def _reflect(c, twice_low: int, twice_high: int):
 def grid_sample(input: Array, grid: Array, mode: str = "bilinear", padding_mode: str = "zeros",
                 align_corners: bool | None = None) -> Array:
     """``input`` (N, C, H, W) (or (N, C, D, H, W)) sampled at the normalized positions
-    ``grid`` (N, Ho, Wo, 2) (or (..., 3)), x first: torch's ``F.grid_sample`` ('bilinear' or
-    'nearest'; padding 'zeros', 'border' or 'reflection'), differentiable in both."""
+    ``grid`` (N, Ho, Wo, 2) (or (..., 3)), x first: torch's ``F.grid_sample`` ('bilinear',
+    'nearest' or, 4-D, 'bicubic'; padding 'zeros', 'border' or 'reflection'), differentiable
+    in both."""
     op = "grid_sample"
     _check_float(input, op)
     _check_float(grid, op, "grid")
     if mode not in ("bilinear", "nearest", "bicubic"):
         raise ValueError(f"{op}: mode must be 'bilinear', 'nearest' or 'bicubic', got {mode!r}")
-    if mode == "bicubic":
-        raise NotImplementedError(f"{op}: mode='bicubic' is not supported (use 'bilinear' or "
-                                  "'nearest')")
     if padding_mode not in ("zeros", "border", "reflection"):
         raise ValueError(f"{op}: padding_mode must be 'zeros', 'border' or 'reflection', got "
                          f"{padding_mode!r}")
@@ -3527,6 +3574,8 @@ def grid_sample(input: Array, grid: Array, mode: str = "bilinear", padding_mode:
         raise ValueError(f"{op}: input must be 4-D (N, C, H, W) or 5-D (N, C, D, H, W), got "
                          f"shape {input.shape}")
     nd = input.ndim - 2
+    if mode == "bicubic" and nd != 2:
+        raise ValueError(f"{op}: mode='bicubic' needs a 4-D input, got shape {input.shape}")
     if grid.ndim != input.ndim or grid.shape[0] != input.shape[0] or grid.shape[-1] != nd:
         raise ValueError(f"{op}: for an input of shape {input.shape} grid must have shape "
                          f"(N={input.shape[0]}, {', '.join(['*'] * nd)}, {nd}), got {grid.shape}")
@@ -3536,15 +3585,21 @@ def grid_sample(input: Array, grid: Array, mode: str = "bilinear", padding_mode:
     out_sp = grid.shape[1:-1]
     q = math.prod(out_sp)
     g = gp.reshape(grid, (n, q, nd))
-    coords = []   # per spatial axis (D,) H, W: pixel coordinates (N, Q)
-    for i, size in enumerate(spatial):
-        x = g[:, :, nd - 1 - i]
-        x = (x + 1.0) * 0.5 * (size - 1) if align else ((x + 1.0) * size - 1.0) * 0.5
+    def pad(x, size):
+        """torch's compute_coordinates: x folded (reflection) and clamped (border) into the
+        input; as is for zeros."""
         if padding_mode == "reflection":
             x = _reflect(x, 0, 2 * (size - 1)) if align else _reflect(x, -1, 2 * size - 1)
         if padding_mode != "zeros":
             x = gp.clip(x, 0.0, float(size - 1))
-        coords.append(x)
+        return x
+
+    raw, coords = [], []   # per spatial axis (D,) H, W: pixel coordinates (N, Q)
+    for i, size in enumerate(spatial):
+        x = g[:, :, nd - 1 - i]
+        x = (x + 1.0) * 0.5 * (size - 1) if align else ((x + 1.0) * size - 1.0) * 0.5
+        raw.append(x)
+        coords.append(x if mode == "bicubic" else pad(x, size))
     strides = [math.prod(spatial[i + 1:]) for i in range(nd)]
     flat_in = gp.reshape(input, (n, c, math.prod(spatial)))
 
@@ -3560,7 +3615,25 @@ def grid_sample(input: Array, grid: Array, mode: str = "bilinear", padding_mode:
         vals = gp.take_along_axis(flat_in, gp.expand_dims(flat, axis=1), axis=2)
         return vals, gp.astype(gp.expand_dims(valid, axis=1), input.dtype)
 
-    if mode == "nearest":
+    if mode == "bicubic":
+        # torch's: the 4 x 4 taps around the unpadded position, each tap's position padded
+        # on its own (zero where it stays outside), cubic convolution weights (A = -0.75)
+        base = [gp.floor(_detach(x)) for x in raw]   # (not clipped: reflection folds taps)
+        a = _CUBIC_A
+        near = lambda t: ((a + 2) * t - (a + 3)) * t * t + 1   # noqa: E731  |t| <= 1
+        far = lambda t: ((a * t - 5 * a) * t + 8 * a) * t - 4 * a   # noqa: E731  1 < |t| < 2
+        wts = []
+        for x, b in zip(raw, base):
+            t = x - b
+            wts.append((far(t + 1.0), near(t), near(1.0 - t), far(2.0 - t)))
+        out = None
+        for j in range(4):
+            for i in range(4):
+                vals, valid = corner([pad(base[0] + float(j - 1), spatial[0]),
+                                      pad(base[1] + float(i - 1), spatial[1])])
+                term = vals * (gp.expand_dims(wts[0][j] * wts[1][i], axis=1) * valid)
+                out = term if out is None else out + term
+    elif mode == "nearest":
         # torch rounds half to even (nearbyint)
         vals, valid = corner([gp.round(_detach(x)) for x in coords])
         out = vals * valid
@@ -3728,59 +3801,82 @@ def _fractional_starts(u, n_in: int, n_out: int, k: int):
     return gp.concat([gp.astype(seq, gp.int64), last], axis=-1)
 
 
-def fractional_max_pool2d_with_indices(input: Array, kernel_size, output_size=None,
-                                       output_ratio=None, return_indices: bool = False,
-                                       _random_samples: Array | None = None) -> tuple:
-    """``(fractional_max_pool2d(...), indices)``: the int64 flat position in its H x W plane
-    of each maximum."""
-    op = "fractional_max_pool2d"
+def _fractional_max_pool(input, n: int, kernel_size, output_size, output_ratio,
+                         _random_samples, op: str) -> tuple:
+    """(values, indices) of torch's fractional max pooling of the last ``n`` axes of (N, C,
+    *) or (C, *): windows placed by one uniform draw per (sample, channel, axis)."""
     _check_float(input, op)
-    if input.ndim not in (3, 4):
-        raise ValueError(f"{op}: expected a 3-D (C, H, W) or 4-D (N, C, H, W) input, got shape "
+    if input.ndim not in (n + 1, n + 2):
+        raise ValueError(f"{op}: expected a {n + 1}-D or {n + 2}-D input, got shape "
                          f"{input.shape}")
-    x = input if input.ndim == 4 else gp.expand_dims(input, axis=0)
-    nb, c, h, wd = x.shape
-    k = _ntuple(kernel_size, 2, "kernel_size", op)
+    x = input if input.ndim == n + 2 else gp.expand_dims(input, axis=0)
+    nb, c, spatial = x.shape[0], x.shape[1], x.shape[2:]
+    k = _ntuple(kernel_size, n, "kernel_size", op)
     if (output_size is None) == (output_ratio is None):
         raise ValueError(f"{op}: give exactly one of output_size and output_ratio")
     if output_size is None:
-        r = (output_ratio, output_ratio) if isinstance(output_ratio, (int, float)) \
+        r = (output_ratio,) * n if isinstance(output_ratio, (int, float)) \
             else tuple(output_ratio)
-        if len(r) != 2 or not all(0 < v < 1 for v in r):
+        if len(r) != n or not all(0 < v < 1 for v in r):
             raise ValueError(f"{op}: output_ratio must be in (0, 1), got {output_ratio!r}")
-        out = (int(h * r[0]), int(wd * r[1]))
+        out = tuple(int(m * v) for m, v in zip(spatial, r))
     else:
-        out = _ntuple(output_size, 2, "output_size", op)
-    for name, o, ki, m in (("height", out[0], k[0], h), ("width", out[1], k[1], wd)):
+        out = _ntuple(output_size, n, "output_size", op)
+    names = ("depth", "height", "width")[3 - n:]
+    for name, o, ki, m in zip(names, out, k, spatial):
         if ki < 1 or o < 1 or o + ki - 1 > m:
             raise ValueError(f"{op}: kernel_size {k} and output_size {out} do not fit the input "
                              f"{name} {m} (output + kernel - 1 must be at most the input)")
     if _random_samples is None:
-        u = _grandom.uniform(shape=(nb, c, 2), dtype=x.dtype, device=x.device)
+        u = _grandom.uniform(shape=(nb, c, n), dtype=x.dtype, device=x.device)
     else:
         _check_float(_random_samples, op, "_random_samples")
-        if _random_samples.shape != (nb, c, 2):
-            raise ValueError(f"{op}: _random_samples must have shape {(nb, c, 2)}, got "
+        if _random_samples.shape != (nb, c, n):
+            raise ValueError(f"{op}: _random_samples must have shape {(nb, c, n)}, got "
                              f"{_random_samples.shape}")
         u = _random_samples
-    # as torch: the first draw places the columns, the second the rows
-    sw = _fractional_starts(u[:, :, 0], wd, out[1], k[1])
-    sh = _fractional_starts(u[:, :, 1], h, out[0], k[0])
-    rows = gp.expand_dims(sh, axis=-1) + gp.arange(k[0], dtype=gp.int64, device=x.device)
-    cols = gp.expand_dims(sw, axis=-1) + gp.arange(k[1], dtype=gp.int64, device=x.device)
-    # (N, C, OH, OW, kh, kw) flat positions, the window in row-major order
-    flat = (gp.reshape(rows, (nb, c, out[0], 1, k[0], 1)) * wd
-            + gp.reshape(cols, (nb, c, 1, out[1], 1, k[1])))
-    flat = gp.reshape(flat, (nb, c, out[0] * out[1], k[0] * k[1]))
-    vals = gp.take_along_axis(gp.reshape(x, (nb, c, h * wd)),
+    # as torch: in 2-D the first draw places the columns, the second the rows; in 3-D the
+    # draws follow the axes (depth, height, width)
+    order = (1, 0) if n == 2 else tuple(range(n))
+    strides = [math.prod(spatial[a + 1:]) for a in range(n)]
+    # (N, C, *out, *k) flat positions, each window in row-major order
+    flat = None
+    for a in range(n):
+        start = _fractional_starts(u[:, :, order[a]], spatial[a], out[a], k[a])
+        pos = gp.expand_dims(start, axis=-1) + gp.arange(k[a], dtype=gp.int64, device=x.device)
+        shape = [nb, c] + [1] * (2 * n)
+        shape[2 + a], shape[2 + n + a] = out[a], k[a]
+        term = gp.reshape(pos * strides[a], tuple(shape))
+        flat = term if flat is None else flat + term
+    nout, nk = math.prod(out), math.prod(k)
+    flat = gp.reshape(gp.broadcast_to(flat, (nb, c, *out, *k)), (nb, c, nout, nk))
+    vals = gp.take_along_axis(gp.reshape(x, (nb, c, math.prod(spatial))),
                               gp.reshape(flat, (nb, c, -1)), axis=2)
     vals = gp.reshape(vals, flat.shape)
     arg = gp.argmax(vals, axis=-1, keepdims=True)   # the first maximum, as torch
     y = gp.reshape(gp.take_along_axis(vals, arg, axis=-1), (nb, c, *out))
     idx = gp.reshape(gp.take_along_axis(flat, arg, axis=-1), (nb, c, *out))
-    if input.ndim == 3:
+    if input.ndim == n + 1:
         y, idx = gp.squeeze(y, axis=0), gp.squeeze(idx, axis=0)
     return y, idx
+
+
+def fractional_max_pool2d_with_indices(input: Array, kernel_size, output_size=None,
+                                       output_ratio=None, return_indices: bool = False,
+                                       _random_samples: Array | None = None) -> tuple:
+    """``(fractional_max_pool2d(...), indices)``: the int64 flat position in its H x W plane
+    of each maximum."""
+    return _fractional_max_pool(input, 2, kernel_size, output_size, output_ratio,
+                                _random_samples, "fractional_max_pool2d")
+
+
+def fractional_max_pool3d_with_indices(input: Array, kernel_size, output_size=None,
+                                       output_ratio=None, return_indices: bool = False,
+                                       _random_samples: Array | None = None) -> tuple:
+    """``(fractional_max_pool3d(...), indices)``: the int64 flat position in its D x H x W
+    volume of each maximum."""
+    return _fractional_max_pool(input, 3, kernel_size, output_size, output_ratio,
+                                _random_samples, "fractional_max_pool3d")
 
 
 def fractional_max_pool2d(input: Array, kernel_size, output_size=None, output_ratio=None,
@@ -3789,6 +3885,15 @@ def fractional_max_pool2d(input: Array, kernel_size, output_size=None, output_ra
     max pooling): torch's ``F.fractional_max_pool2d``; ``_random_samples`` (N, C, 2) fixes the
     placement, else it is drawn from grilly.random."""
     y, idx = fractional_max_pool2d_with_indices(input, kernel_size, output_size, output_ratio,
+                                                return_indices, _random_samples)
+    return (y, idx) if return_indices else y
+
+
+def fractional_max_pool3d(input: Array, kernel_size, output_size=None, output_ratio=None,
+                          return_indices: bool = False, _random_samples: Array | None = None):
+    """fractional_max_pool2d over (N, C, D, H, W): torch's ``F.fractional_max_pool3d``;
+    ``_random_samples`` is (N, C, 3)."""
+    y, idx = fractional_max_pool3d_with_indices(input, kernel_size, output_size, output_ratio,
                                                 return_indices, _random_samples)
     return (y, idx) if return_indices else y
 

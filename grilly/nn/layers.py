@@ -201,7 +201,12 @@ class Unflatten(Module):
 
     def forward(self, input):
         d = self.dim % input.ndim
-        return gp.reshape(input, input.shape[:d] + self.unflattened_size + input.shape[d + 1:])
+        sizes, n = self.unflattened_size, input.shape[d]
+        known = math.prod(v for v in sizes if v != -1)
+        if sizes.count(-1) > 1 or (n % known if -1 in sizes and known else n != known):
+            raise ValueError(f"Unflatten: unflattened_size {sizes} does not multiply up to the "
+                             f"size {n} of dim {self.dim} of the input of shape {input.shape}")
+        return gp.reshape(input, input.shape[:d] + sizes + input.shape[d + 1:])
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
@@ -337,6 +342,11 @@ class _ConvNd(Module):
         if padding_mode not in ("zeros", "reflect", "replicate", "circular"):
             raise ValueError(f"{name}: padding_mode must be 'zeros', 'reflect', 'replicate' or "
                              f"'circular', got {padding_mode!r}")
+        if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
+            raise ValueError(f"{name}: groups must be a positive integer, got {groups!r}")
+        if isinstance(padding, str) and padding not in ("same", "valid"):
+            raise ValueError(f"{name}: invalid padding string {padding!r}, should be 'valid' or "
+                             "'same'")
         if padding == "same" and any(s != 1 for s in F._pair(stride, n, "stride", name)):
             raise ValueError(f"{name}: padding='same' is not supported for strided convolutions")
         if in_channels % groups or out_channels % groups:

@@ -1,6 +1,6 @@
 """The remaining torch.nn modules a PyTorch user reaches for: EmbeddingBag, CTCLoss,
-AdaptiveLogSoftmaxWithLoss, FractionalMaxPool2d and the lazy LazyLinear / LazyConv1d /
-LazyConv2d (their input size taken from the first call), thin wrappers over
+AdaptiveLogSoftmaxWithLoss, FractionalMaxPool2d/3d and the lazy LazyLinear / LazyConv1d /
+LazyConv2d / LazyConv3d (their input size taken from the first call), thin wrappers over
 grilly.nn.functional written with namespace ops."""
 from __future__ import annotations
 
@@ -9,13 +9,15 @@ from collections import namedtuple
 from ..array import api as gp
 from . import functional as F
 from . import init
+from .conv_rnn_extra import Conv3d
 from .layers import Conv1d, Conv2d, Linear, _empty
 from .loss import _Loss
 from .module import Module, ModuleList, Sequential, _no_grad
 from .parameter import Parameter
 
 __all__ = ["EmbeddingBag", "CTCLoss", "AdaptiveLogSoftmaxWithLoss", "FractionalMaxPool2d",
-           "LazyLinear", "LazyConv1d", "LazyConv2d"]
+           "FractionalMaxPool3d",
+           "LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConv3d"]
 
 
 class EmbeddingBag(Module):
@@ -212,28 +214,38 @@ class FractionalMaxPool2d(Module):
     ``output_size`` or ``output_ratio``. ``_random_samples`` (N, C, 2) fixes the windows'
     placement (a buffer, as torch's), else each call draws it from grilly.random."""
 
+    _n = 2
+
     def __init__(self, kernel_size, output_size=None, output_ratio=None,
                  return_indices: bool = False, _random_samples=None) -> None:
         super().__init__()
-        self.kernel_size = F._ntuple(kernel_size, 2, "kernel_size", "FractionalMaxPool2d")
+        n, name = self._n, type(self).__name__
+        self.kernel_size = F._ntuple(kernel_size, n, "kernel_size", name)
         self.return_indices = return_indices
         self.register_buffer("_random_samples", _random_samples)
         self.output_size = None if output_size is None else F._ntuple(
-            output_size, 2, "output_size", "FractionalMaxPool2d")
+            output_size, n, "output_size", name)
         self.output_ratio = None if output_ratio is None else (
-            (output_ratio, output_ratio) if isinstance(output_ratio, (int, float))
+            (output_ratio,) * n if isinstance(output_ratio, (int, float))
             else tuple(output_ratio))
         if (self.output_size is None) == (self.output_ratio is None):
-            raise ValueError("FractionalMaxPool2d requires specifying either an output size, or "
-                             "a pooling ratio (exactly one of them)")
+            raise ValueError(f"{name} requires specifying either an output size, or a pooling "
+                             "ratio (exactly one of them)")
         if self.output_ratio is not None and not all(0 < r < 1 for r in self.output_ratio):
-            raise ValueError(f"FractionalMaxPool2d: output_ratio must be between 0 and 1, got "
+            raise ValueError(f"{name}: output_ratio must be between 0 and 1, got "
                              f"{output_ratio!r}")
 
     def forward(self, input):
-        return F.fractional_max_pool2d(input, self.kernel_size, self.output_size,
-                                       self.output_ratio, self.return_indices,
-                                       _random_samples=self._random_samples)
+        fn = F.fractional_max_pool2d if self._n == 2 else F.fractional_max_pool3d
+        return fn(input, self.kernel_size, self.output_size, self.output_ratio,
+                  self.return_indices, _random_samples=self._random_samples)
+
+
+class FractionalMaxPool3d(FractionalMaxPool2d):
+    """Fractional max pooling over (N, C, D, H, W) (F.fractional_max_pool3d);
+    ``_random_samples`` is (N, C, 3)."""
+
+    _n = 3
 
 
 class _LazyMixin:
@@ -342,6 +354,18 @@ class LazyConv2d(_LazyConvNd, Conv2d):
     """A Conv2d whose ``in_channels`` comes from its first input; it becomes a Conv2d then."""
 
     cls_to_become = Conv2d
+
+    def __init__(self, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
+                 groups: int = 1, bias: bool = True, padding_mode: str = "zeros", device=None,
+                 dtype=None) -> None:
+        self._lazy_init(out_channels, kernel_size, stride, padding, dilation, groups, bias,
+                        padding_mode, device, dtype)
+
+
+class LazyConv3d(_LazyConvNd, Conv3d):
+    """A Conv3d whose ``in_channels`` comes from its first input; it becomes a Conv3d then."""
+
+    cls_to_become = Conv3d
 
     def __init__(self, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
                  groups: int = 1, bias: bool = True, padding_mode: str = "zeros", device=None,
