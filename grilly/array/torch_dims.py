@@ -1,10 +1,10 @@
 """torch's ``dim=`` forms of the reductions and sorts NumPy also has, and torch's (values,
 indices) results: ``gp.max(x, dim=1)``, ``gp.std(x, dim=0)`` (unbiased), ``gp.sort(x, dim=1)``,
-``x.median(1)``, ``x.mode()``, ``x.kthvalue(2)``.
+``x.median(1)``, ``x.mode()``, ``x.kthvalue(2)``, ``gp.triu(x, diagonal=1)``.
 
 A namespace call that passes one of torch's keywords (``dispatch.TORCH_KEYS``: dim, keepdim,
-unbiased, which NumPy and the Array API never take) is handed by dispatch.op to ``FORMS[name]``
-here; without them the function keeps NumPy's meaning. Array's methods call the same forms.
+unbiased, diagonal, which NumPy and the Array API never take) is handed by dispatch.op to
+``FORMS[name]`` here; without them the function keeps NumPy's meaning. Array's methods call the same forms.
 Each form composes namespace functions through ``dispatch.OPS`` (autograd, grilly.jit and every
 device see them); the values of a (values, indices) result are gathered at the indices, so their
 gradient reaches the chosen elements only, as torch's does.
@@ -161,8 +161,18 @@ def mode(x, dim: int = -1, keepdim: bool = False):
     return _pick("mode", x, _OPS["moveaxis"](idx, -1, d), d, keepdim)
 
 
+def _triangle(name: str):
+    """tril/triu with torch's ``diagonal=`` (NumPy's and the Array API's ``k``)."""
+    def form(x, k=None, *, diagonal=None):
+        if k is not None and diagonal is not None:
+            raise TypeError(f"{name}: give k or diagonal, not both")
+        return _OPS[name](x, k=(diagonal if k is None else k) or 0)
+    return form
+
+
 FORMS = {n: _renamed(n) for n in ("sum", "prod", "mean", "all", "any", "argmax", "argmin",
                                   "cumsum", "cumulative_sum", "argsort")}
 FORMS.update(std=_moment("std"), var=_moment("var"), max=_extreme("max", "argmax"),
-             min=_extreme("min", "argmin"), sort=sort, median=median)
+             min=_extreme("min", "argmin"), sort=sort, median=median,
+             tril=_triangle("tril"), triu=_triangle("triu"))
 dispatch.TORCH_FORMS.update(FORMS)

@@ -174,10 +174,14 @@ class _CellBase(Module):
             if s is None:
                 out.append(gp.zeros(want, dtype=x.dtype, device=x.device))
                 continue
-            if not isinstance(s, gp.Array) or s.ndim != input.ndim:
+            if not isinstance(s, gp.Array):
+                raise TypeError(f"{name}: the hidden state must be an Array, got "
+                                f"{type(s).__name__}"
+                                + (" (a (h_0, c_0) tuple is LSTMCell's)"
+                                   if isinstance(s, (tuple, list)) else ""))
+            if s.ndim != input.ndim:
                 raise ValueError(f"{name}: expected the hidden state to be "
-                                 f"{input.ndim}-D as the input, got "
-                                 f"{getattr(s, 'ndim', type(s).__name__)}-D")
+                                 f"{input.ndim}-D as the input, got {s.ndim}-D")
             s = gp.expand_dims(s, axis=0) if unbatched else s
             if tuple(s.shape) != want:
                 raise ValueError(f"{name}: expected the hidden state of shape "
@@ -228,7 +232,7 @@ class LSTMCell(_CellBase):
 
     def forward(self, input, hx=None):
         if hx is not None and (not isinstance(hx, (tuple, list)) or len(hx) != 2):
-            raise ValueError("LSTMCell: hx must be a tuple (h_0, c_0)")
+            raise TypeError(f"LSTMCell: hx must be a tuple (h_0, c_0), got {type(hx).__name__}")
         x, (h, c), unbatched = self._batched(input, (None, None) if hx is None else hx)
         h, c = self._step(LSTM._cell, x, h, c)
         return _unbatch(h, unbatched), _unbatch(c, unbatched)

@@ -213,16 +213,21 @@ class _Linear(Function):
 
 
 def embedding(input: Array, weight: Array, padding_idx: int | None = None,
-              max_norm: float | None = None, norm_type: float = 2.0) -> Array:
+              max_norm: float | None = None, norm_type: float = 2.0,
+              scale_grad_by_freq: bool = False, sparse: bool = False) -> Array:
     """Rows of ``weight`` selected by the integer array ``input`` (shape input.shape + (dim,));
     lookups of row ``padding_idx`` add nothing to the weight's gradient. An index outside
     [0, num_embeddings) raises IndexError (negative ones too, as in PyTorch). With
     ``max_norm``, the looked-up rows whose ``norm_type``-norm exceeds it are first rescaled
     **in place** in ``weight`` to norm ``max_norm`` (outside autograd, as torch's
-    ``embedding_renorm_``)."""
+    ``embedding_renorm_``). ``scale_grad_by_freq`` divides each lookup's gradient by the
+    number of times its index occurs in ``input``, as torch's."""
     if not isinstance(input, gp.Array) or not gp.isdtype(input.dtype, "integral"):
         raise TypeError(f"embedding: input must be an integer Array, got "
                         f"{getattr(input, 'dtype', type(input).__name__)}")
+    if sparse:
+        raise NotImplementedError("embedding: sparse=True is not supported (grilly has no "
+                                  "sparse gradients)")
     n = weight.shape[0]
     idx = gp.reshape(input, (-1,))
     if idx.dtype != gp.int64:   # int64 before the shift below (no int8 wrap-around)
@@ -243,7 +248,31 @@ def embedding(input: Array, weight: Array, padding_idx: int | None = None,
             padding_idx += n
         keep = gp.expand_dims(idx != padding_idx, axis=-1)
         rows = gp.where(keep, rows, _detach(rows))
+    if scale_grad_by_freq and weight.requires_grad and is_grad_enabled():
+        rows = _ScaleGrad.apply(rows, gp.expand_dims(1.0 / _index_counts(idx, rows.dtype), -1))
     return gp.reshape(rows, (*input.shape, weight.shape[1]))
+
+
+def _index_counts(idx: Array, dtype) -> Array:
+    """For each entry of the 1-D ``idx``, how often its value occurs in ``idx`` (a sort and
+    two searches on the device: O(K log K), nothing read back)."""
+    srt = gp.sort(idx)
+    cnt = gp.searchsorted(srt, idx, side="right") - gp.searchsorted(srt, idx, side="left")
+    return gp.astype(cnt, dtype)
+
+
+class _ScaleGrad(Function):
+    """``x`` unchanged, its gradient multiplied by ``s`` (embedding's scale_grad_by_freq)."""
+
+    @staticmethod
+    def forward(ctx, x, s):
+        ctx.save_for_backward(s)
+        return x
+
+    @staticmethod
+    def backward(ctx, g):
+        (s,) = ctx.saved_tensors
+        return g * s, None
 
 
 def _embedding_index_error(e: IndexError, n: int) -> str:
@@ -1287,7 +1316,9 @@ def _causal(lq, lk, dtype, device):
 def _sdpa_composed(query, key, value, bias, dropout_p, scale):
     """Attention from differentiable namespace ops: for an additive mask that needs a gradient."""
     s = gp.matmul(query, gp.matrix_transpose(key)) * scale + bias
-    a = softmax(s, dim=-1)
+    # a row with no visible key gives 0, as torch's attention (its safe softmax), not NaN
+    live = gp.any(s != -math.inf, axis=-1, keepdims=True)
+    a = gp.where(live, softmax(gp.where(live, s, 0.0), dim=-1), 0.0)
     if dropout_p > 0.0:
         a = dropout(a, dropout_p, True)
     return gp.matmul(a, value)
@@ -1330,6 +1361,13 @@ class _Attention(Function):
     @staticmethod
     def forward(ctx, q, k, v, bias, drop, *, causal, scale, block):
         out, lse = _att.attention(q, k, v, bias, drop, causal=causal, scale=scale, block=block)
+        if bias is not None:
+            # a row with no visible key (lse -inf; only a mask makes one: a causal row sees
+            # its first key): the kernels leave NaN, torch's attention gives 0 (so a fully
+            # padded query does not turn the next layer's values into NaN); the kernels'
+            # backward already gives such a row no gradient
+            out = gp.where(gp.expand_dims(lse == -math.inf, axis=-1),
+                           gp.zeros((), dtype=out.dtype, device=out.device), out)
         ctx.save_for_backward(q, k, v, bias, drop, out, lse)
         ctx.geom = (causal, scale, block)
         return out
@@ -1357,7 +1395,7 @@ def _attention_grads(g, q, k, v, bias, drop, causal, scale, need) -> tuple:
         s = s + bias
     if causal:
         s = s + _causal(q.shape[-2], k.shape[-2], s.dtype, s.device)
-    # rows with no visible key: the kernels' output there is NaN and their gradient zero
+    # rows with no visible key: their output is 0 (no gradient reaches q, k or v from them)
     live = gp.any(s != -math.inf, axis=-1, keepdims=True)
     p = gp.where(live, softmax(gp.where(live, s, 0.0), dim=-1), 0.0)
     dp = gp.matmul(g, gp.matrix_transpose(v))

@@ -77,12 +77,10 @@ class Embedding(Module):
                  _weight=None, _freeze: bool = False, device=None, dtype=None, *,
                  vocab_size: int | None = None) -> None:
         super().__init__()
-        if scale_grad_by_freq:
-            raise NotImplementedError("Embedding: scale_grad_by_freq=True is not supported")
         if sparse:
             raise NotImplementedError("Embedding: sparse=True is not supported (grilly has no "
                                       "sparse gradients)")
-        self.scale_grad_by_freq, self.sparse = False, False
+        self.scale_grad_by_freq, self.sparse = bool(scale_grad_by_freq), False
         if vocab_size is not None:   # the seed's keyword
             if num_embeddings is not None:
                 raise TypeError("Embedding: give num_embeddings or vocab_size, not both")
@@ -132,7 +130,8 @@ class Embedding(Module):
                 self.weight[self.padding_idx] = 0.0
 
     def forward(self, input):
-        return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type)
+        return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
+                           self.scale_grad_by_freq)
 
     def extra_repr(self) -> str:
         s = f"{self.num_embeddings}, {self.embedding_dim}"

@@ -87,7 +87,15 @@ class _RNNBase(Module):
             h0 = self._init_state(n, x, real)
             c0 = self._init_state(n, x, self.hidden_size) if lstm else None
         else:
+            if lstm and (not isinstance(hx, (tuple, list)) or len(hx) != 2):
+                raise TypeError(f"{name}: hx must be a tuple (h_0, c_0), got "
+                                f"{type(hx).__name__}")
             h0, c0 = hx if lstm else (hx, None)
+            for state, what in ((h0, "h_0"), (c0, "c_0")):
+                if state is not None and not isinstance(state, gp.Array):
+                    raise TypeError(f"{name}: hx's {what} must be an Array, got "
+                                    f"{type(state).__name__}"
+                                    + ("" if lstm else " (a (h_0, c_0) tuple is LSTM's)"))
             if unbatched:
                 h0 = gp.expand_dims(h0, axis=1)
                 c0 = None if c0 is None else gp.expand_dims(c0, axis=1)

@@ -27,13 +27,32 @@ class PackedSequence(NamedTuple):
     sorted_indices: Array | None = None
     unsorted_indices: Array | None = None
 
-    def to(self, device) -> "PackedSequence":
-        """The same packing with ``data`` (and the index arrays) on ``device``."""
-        def move(a):
-            return None if a is None else a.to_device(device)
+    def to(self, *args, **kwargs) -> "PackedSequence":
+        """The same packing with ``data`` moved and/or cast as ``Array.to`` does (a device, a
+        dtype or both); the index arrays follow the device only, as torch's."""
+        data = self.data.to(*args, **kwargs)
+        if data.device == self.data.device:
+            idx = (self.sorted_indices, self.unsorted_indices)
+        else:
+            idx = tuple(None if a is None else a.to_device(data.device)
+                        for a in (self.sorted_indices, self.unsorted_indices))
+        return PackedSequence(data, self.batch_sizes, *idx)
 
-        return PackedSequence(move(self.data), self.batch_sizes, move(self.sorted_indices),
-                              move(self.unsorted_indices))
+    def cpu(self) -> "PackedSequence":
+        """The packing on the cpu device."""
+        return self.to("cpu")
+
+    def double(self) -> "PackedSequence":
+        """``data`` as float64."""
+        return self.to(gp.float64)
+
+    def float(self) -> "PackedSequence":
+        """``data`` as float32."""
+        return self.to(gp.float32)
+
+    def half(self) -> "PackedSequence":
+        """``data`` as float16."""
+        return self.to(gp.float16)
 
     @property
     def is_cuda(self) -> bool:
