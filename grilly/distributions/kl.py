@@ -5,7 +5,7 @@ import math
 
 from ..array import api as gp
 from ..nn import functional as F
-from ._special import digamma, lgamma
+from ._special import digamma, lgamma, xlogy
 from .categorical import Bernoulli, Categorical, OneHotCategorical
 from .distribution import _arrays
 from .gamma import Beta, Dirichlet, Gamma, Poisson
@@ -17,6 +17,9 @@ from .uniform import Uniform
 from .utils import sum_rightmost
 
 __all__ = ["kl_divergence", "register_kl"]
+
+_EULER = 0.57721566490153286061
+_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
 _KL_REGISTRY: dict = {}
 _KL_MEMOIZE: dict = {}
@@ -189,3 +192,148 @@ def _kl_transformed_transformed(p, q):
         raise NotImplementedError("kl_divergence(TransformedDistribution, "
                                   "TransformedDistribution): the event shapes differ")
     return kl_divergence(p.base_dist, q.base_dist)
+
+
+# ---- pairs of different families ------------------------------------------------------------
+# KL(p || q) = -H(p) - E_p[log q(x)]: each pair below writes the cross-entropy term from p's
+# moments (mean, variance, E[log x], E[log(1 - x)]). Where p has mass outside q's support the
+# divergence is inf, elementwise where the support depends on the parameters (as torch).
+
+def _infinite(p, q):
+    """inf for every batch element of the pair (p's support is never inside q's)."""
+    x, y = next(_arrays(p)), next(_arrays(q))
+    shape = gp.broadcast_shapes(tuple(p.batch_shape), tuple(q.batch_shape))
+    return gp.full(shape, math.inf, dtype=gp.result_type(x, y), device=x.device)
+
+
+for _p, _q in ((Poisson, Bernoulli), (Exponential, Beta), (Exponential, Uniform),
+               (Gamma, Beta), (Gamma, Uniform), (Laplace, Beta), (Laplace, Exponential),
+               (Laplace, Gamma), (Laplace, Uniform), (Normal, Beta), (Normal, Exponential),
+               (Normal, Gamma), (Normal, Uniform)):
+    register_kl(_p, _q)(_infinite)
+del _p, _q
+
+
+def _to_normal(p, q):
+    """KL(p || Normal) from p's entropy, mean and variance."""
+    d = p.mean - q.loc
+    return (gp.log(q.scale) + _HALF_LOG_2PI - p.entropy()
+            + (p.variance + d * d) / (2.0 * q.scale * q.scale))
+
+
+def _to_exponential(p, q):
+    """KL(p || Exponential) for p on [0, inf)."""
+    return q.rate * p.mean - gp.log(q.rate) - p.entropy()
+
+
+def _to_gamma(q, mean, mean_log, entropy):
+    """KL(p || Gamma) for p on [0, inf) of this mean, E_p[log x] and entropy."""
+    a, b = q.concentration, q.rate
+    return lgamma(a) - a * gp.log(b) - (a - 1.0) * mean_log + b * mean - entropy
+
+
+def _beta_mean_log(p):
+    return digamma(p.concentration1) - digamma(p.concentration1 + p.concentration0)
+
+
+def _uniform_mean_log(low, high):
+    """E[log x] under Uniform(low, high) with 0 <= low: (h log h - l log l) / (h - l) - 1."""
+    return (xlogy(high, high) - xlogy(low, low)) / (high - low) - 1.0
+
+
+@register_kl(Bernoulli, Poisson)
+def _kl_bernoulli_poisson(p, q):
+    # q(0) = exp(-rate), q(1) = rate exp(-rate); xlogy: p never 1 puts no mass on log q(1)
+    return q.rate - xlogy(p.probs, q.rate) - p.entropy()
+
+
+@register_kl(Beta, Exponential)
+def _kl_beta_exponential(p, q):
+    return _to_exponential(p, q)
+
+
+@register_kl(Beta, Gamma)
+def _kl_beta_gamma(p, q):
+    return _to_gamma(q, p.mean, _beta_mean_log(p), p.entropy())
+
+
+@register_kl(Beta, Normal)
+def _kl_beta_normal(p, q):
+    return _to_normal(p, q)
+
+
+@register_kl(Beta, Uniform)
+def _kl_beta_uniform(p, q):
+    outside = (q.low > 0.0) | (q.high < 1.0)   # [0, 1] not inside [q.low, q.high]
+    return _inf_where(outside, gp.log(q.high - q.low) - p.entropy())
+
+
+@register_kl(Exponential, Gamma)
+def _kl_exponential_gamma(p, q):
+    return _to_gamma(q, p.mean, -_EULER - gp.log(p.rate), p.entropy())
+
+
+@register_kl(Exponential, Normal)
+def _kl_exponential_normal(p, q):
+    return _to_normal(p, q)
+
+
+@register_kl(Gamma, Exponential)
+def _kl_gamma_exponential(p, q):
+    return _to_exponential(p, q)
+
+
+@register_kl(Gamma, Normal)
+def _kl_gamma_normal(p, q):
+    return _to_normal(p, q)
+
+
+@register_kl(Laplace, Normal)
+def _kl_laplace_normal(p, q):
+    return _to_normal(p, q)
+
+
+@register_kl(Normal, Laplace)
+def _kl_normal_laplace(p, q):
+    # E|x - q.loc| under N(loc, scale^2): the folded normal's mean
+    d = p.loc - q.loc
+    z = d / p.scale
+    mean_abs = (p.scale * math.sqrt(2.0 / math.pi) * gp.exp(-0.5 * z * z)
+                + d * F.erf(z * math.sqrt(0.5)))
+    return gp.log(2.0 * q.scale) + mean_abs / q.scale - p.entropy()
+
+
+@register_kl(Uniform, Normal)
+def _kl_uniform_normal(p, q):
+    return _to_normal(p, q)
+
+
+def _inside(p, outside, low, high):
+    """p's bounds, replaced by (low, high) where ``outside``: the masked elements' KL is inf
+    anyway, and in-range stand-ins keep log's NaN out of the gradient."""
+    return gp.where(outside, low, p.low), gp.where(outside, high, p.high)
+
+
+@register_kl(Uniform, Exponential)
+def _kl_uniform_exponential(p, q):
+    return _inf_where(p.low < 0.0, _to_exponential(p, q))
+
+
+@register_kl(Uniform, Gamma)
+def _kl_uniform_gamma(p, q):
+    outside = p.low < 0.0
+    low, high = _inside(p, outside, 0.0, 1.0)
+    kl = _to_gamma(q, 0.5 * (low + high), _uniform_mean_log(low, high), gp.log(high - low))
+    return _inf_where(outside, kl)
+
+
+@register_kl(Uniform, Beta)
+def _kl_uniform_beta(p, q):
+    outside = (p.low < 0.0) | (p.high > 1.0)
+    low, high = _inside(p, outside, 0.0, 1.0)
+    a, b = q.concentration1, q.concentration0
+    # E[log(1 - x)]: 1 - x is uniform on (1 - high, 1 - low)
+    kl = (lgamma(a) + lgamma(b) - lgamma(a + b) - gp.log(high - low)
+          - (a - 1.0) * _uniform_mean_log(low, high)
+          - (b - 1.0) * _uniform_mean_log(1.0 - high, 1.0 - low))
+    return _inf_where(outside, kl)
