@@ -1,23 +1,40 @@
-"""A HuggingFace bridge: BERT-family encoders (transformers' BertModel and its config) as grilly
-models whose outputs match the torch model's. The module names mirror transformers', so a
-state dict (from the model object or a safetensors file) loads by name. transformers and torch
-are needed only to read a model object, never to run the grilly one."""
+"""A HuggingFace bridge: transformers' BERT-family encoders (BertModel, RobertaModel and their
+configs) and GPT-2 (grilly.utils.hf_gpt2) as grilly models whose outputs match the torch
+model's. The module names mirror transformers', so a state dict (from the model object or a
+safetensors file) loads by name. transformers and torch are needed only to read a model object,
+never to run the grilly one."""
 from __future__ import annotations
 
+import json
 import math
+import os
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..array import api as gp
 from ..array.array import Array
-from ..nn import functional as F
 from ..nn.layers import Dropout, Embedding, LayerNorm, Linear
 from ..nn.module import Module, ModuleList
+from .hf_common import ModelOutput, activation, as_ids, attention, heads, keep_mask, merge_heads
+from .hf_gpt2 import gpt2_from_state
 
-__all__ = ["BertConfig", "GrillyBert", "HuggingFaceBridge", "get_huggingface_bridge"]
+__all__ = ["BertConfig", "GrillyBert", "HuggingFaceBridge", "ModelOutput",
+           "get_huggingface_bridge"]
 
-_MODEL_TYPES = ("bert", "roberta")
+# RoBERTa's architecture under other names (the same weights and position numbering)
+_ROBERTA_TYPES = ("roberta", "xlm-roberta", "camembert")
+_MODEL_TYPES = ("bert",) + _ROBERTA_TYPES
+
+
+@dataclass
+class EncoderOutput(ModelOutput):
+    """What the grilly BERT returns (transformers' names)."""
+
+    last_hidden_state: Array
+    pooler_output: Array | None = None
+    hidden_states: tuple | None = None
+    attentions: tuple | None = None
 
 
 @dataclass
@@ -37,6 +54,8 @@ class BertConfig:
     # create_position_ids_from_input_ids); BERT numbers them 0, 1, ...
     model_type: str = "bert"
     pad_token_id: int = 0
+    is_decoder: bool = False            # BertLMHeadModel's causal self-attention
+    add_cross_attention: bool = False
 
     @classmethod
     def from_any(cls, cfg) -> "BertConfig":
@@ -45,31 +64,34 @@ class BertConfig:
             return cfg
         get = cfg.get if isinstance(cfg, dict) else (lambda k, d=None: getattr(cfg, k, d))
         kw = {f: get(f) for f in cls.__dataclass_fields__ if get(f) is not None}
-        act = kw.get("hidden_act", "gelu")
-        if act not in ("gelu", "gelu_new", "relu", "gelu_pytorch_tanh"):
-            raise ValueError(f"BertConfig: hidden_act {act!r} is not supported")
         if kw.get("model_type", "bert") not in _MODEL_TYPES:
-            raise ValueError(f"BertConfig: model_type {kw['model_type']!r} is not supported "
-                             f"(supported: {', '.join(_MODEL_TYPES)})")
+            raise NotImplementedError(f"BertConfig: model_type {kw['model_type']!r} is not "
+                                      f"supported (supported: {', '.join(_MODEL_TYPES)})")
+        if not isinstance(kw.get("hidden_act", "gelu"), str):
+            raise NotImplementedError("BertConfig: hidden_act must be an activation's name")
+        activation(kw.get("hidden_act", "gelu"), "BertConfig")
+        if kw.get("add_cross_attention"):
+            raise NotImplementedError("BertConfig: add_cross_attention (an encoder-decoder's "
+                                      "cross-attention) is not supported")
         return cls(**kw)
 
 
 class _Embeddings(Module):
     def __init__(self, c: BertConfig) -> None:
         super().__init__()
-        self.roberta, self.pad = c.model_type == "roberta", c.pad_token_id
+        self.roberta, self.pad = c.model_type in _ROBERTA_TYPES, c.pad_token_id
         self.word_embeddings = Embedding(c.vocab_size, c.hidden_size)
         self.position_embeddings = Embedding(c.max_position_embeddings, c.hidden_size)
         self.token_type_embeddings = Embedding(c.type_vocab_size, c.hidden_size)
         self.LayerNorm = LayerNorm(c.hidden_size, eps=c.layer_norm_eps)
         self.dropout = Dropout(0.0)
 
-    def forward(self, ids: Array, token_type_ids: Array) -> Array:
-        if self.roberta:
+    def forward(self, ids: Array, token_type_ids: Array, pos: Array | None) -> Array:
+        if pos is None and self.roberta:
             # pad + 1, pad + 2, ... over the tokens that are not padding; padding gets pad
             keep = gp.astype(ids != self.pad, gp.int64)
             pos = gp.cumulative_sum(keep, axis=1) * keep + self.pad
-        else:
+        elif pos is None:
             pos = gp.arange(ids.shape[1], device=ids.device)
         x = (self.word_embeddings(ids) + self.position_embeddings(pos)
              + self.token_type_embeddings(token_type_ids))
@@ -79,23 +101,16 @@ class _Embeddings(Module):
 class _SelfAttention(Module):
     def __init__(self, c: BertConfig) -> None:
         super().__init__()
-        self.heads, self.dh = c.num_attention_heads, c.hidden_size // c.num_attention_heads
+        self.heads, self.causal = c.num_attention_heads, c.is_decoder
         self.query = Linear(c.hidden_size, c.hidden_size)
         self.key = Linear(c.hidden_size, c.hidden_size)
         self.value = Linear(c.hidden_size, c.hidden_size)
 
-    def _split(self, x: Array) -> Array:
-        b, n, _ = x.shape
-        return gp.permute_dims(gp.reshape(x, (b, n, self.heads, self.dh)), (0, 2, 1, 3))
-
-    def forward(self, h: Array, mask_add: Array | None) -> Array:
-        q, k, v = (self._split(m(h)) for m in (self.query, self.key, self.value))
-        s = gp.matmul(q, gp.matrix_transpose(k)) * (1.0 / math.sqrt(self.dh))
-        if mask_add is not None:
-            s = s + mask_add
-        ctx = gp.matmul(F.softmax(s, dim=-1), v)
-        b, _, n, _ = ctx.shape
-        return gp.reshape(gp.permute_dims(ctx, (0, 2, 1, 3)), (b, n, self.heads * self.dh))
+    def forward(self, h: Array, keep: Array | None, with_probs: bool):
+        q, k, v = (heads(m(h), self.heads) for m in (self.query, self.key, self.value))
+        ctx, probs = attention(q, k, v, keep, 1.0 / math.sqrt(q.shape[-1]), self.causal,
+                               with_probs)
+        return merge_heads(ctx), probs
 
 
 class _DenseNorm(Module):
@@ -116,22 +131,19 @@ class _Attention(Module):
         self.self = _SelfAttention(c)
         self.output = _DenseNorm(c.hidden_size, c.hidden_size, c.layer_norm_eps)
 
-    def forward(self, h, mask_add):
-        return self.output(self.self(h, mask_add), h)
+    def forward(self, h, keep, with_probs):
+        ctx, probs = self.self(h, keep, with_probs)
+        return self.output(ctx, h), probs
 
 
 class _Intermediate(Module):
     def __init__(self, c: BertConfig) -> None:
         super().__init__()
         self.dense = Linear(c.hidden_size, c.intermediate_size)
-        self.act = c.hidden_act
+        self.act = activation(c.hidden_act, "BertConfig")
 
     def forward(self, x):
-        y = self.dense(x)
-        if self.act == "relu":
-            return F.relu(y)
-        return F.gelu(y, approximate="tanh" if self.act in ("gelu_new", "gelu_pytorch_tanh")
-                      else "none")
+        return self.act(self.dense(x))
 
 
 class _Layer(Module):
@@ -141,9 +153,9 @@ class _Layer(Module):
         self.intermediate = _Intermediate(c)
         self.output = _DenseNorm(c.intermediate_size, c.hidden_size, c.layer_norm_eps)
 
-    def forward(self, h, mask_add):
-        a = self.attention(h, mask_add)
-        return self.output(self.intermediate(a), a)
+    def forward(self, h, keep, with_probs):
+        a, probs = self.attention(h, keep, with_probs)
+        return self.output(self.intermediate(a), a), probs
 
 
 class _Encoder(Module):
@@ -161,14 +173,6 @@ class _Pooler(Module):
         return gp.tanh(self.dense(h[:, 0]))
 
 
-@dataclass
-class EncoderOutput:
-    """What the grilly encoder returns (transformers' names)."""
-
-    last_hidden_state: Array
-    pooler_output: Array | None
-
-
 class GrillyBert(Module):
     """A BERT encoder in grilly.nn (transformers' BertModel, eval mode, no dropout)."""
 
@@ -179,26 +183,30 @@ class GrillyBert(Module):
         self.encoder = _Encoder(self.config)
         self.pooler = _Pooler(self.config) if add_pooling_layer else None
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None) -> EncoderOutput:
-        """``input_ids`` (batch, seq) ints (an Array, numpy array or list); optional
-        ``attention_mask`` (1 keep, 0 pad) and ``token_type_ids`` of the same shape."""
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
+                output_attentions: bool = False,
+                output_hidden_states: bool = False) -> EncoderOutput:
+        """``input_ids`` (batch, seq) ints (an Array, numpy array, torch tensor or list);
+        optional ``attention_mask`` (1 keep, 0 pad), ``token_type_ids`` and ``position_ids``
+        of that shape (position_ids also (seq,) or (1, seq)), as BertModel's."""
+        who = type(self).__name__
         dev = self.embeddings.word_embeddings.weight.device
-        ids = gp.asarray(input_ids, device=dev)
-        if ids.ndim != 2:
-            raise ValueError(f"GrillyBert: input_ids must be (batch, seq), got shape {ids.shape}")
-        tt = gp.zeros_like(ids) if token_type_ids is None else gp.asarray(token_type_ids,
-                                                                          device=dev)
-        h = self.embeddings(ids, tt)
-        mask_add = None
-        if attention_mask is not None:
-            m = gp.astype(gp.asarray(attention_mask, device=dev), h.dtype)
-            # transformers' extended mask: 0 where kept, the dtype's lowest value where padded
-            lowest = -float(gp.finfo(h.dtype).max)
-            mask_add = gp.reshape((1.0 - m) * lowest, (m.shape[0], 1, 1, m.shape[1]))
+        ids = as_ids(input_ids, dev, who, "input_ids")
+        shape = tuple(ids.shape)
+        tt = (gp.zeros_like(ids) if token_type_ids is None
+              else as_ids(token_type_ids, dev, who, "token_type_ids", shape))
+        pos = None if position_ids is None else as_ids(position_ids, dev, who, "position_ids",
+                                                       shape)
+        h = self.embeddings(ids, tt, pos)
+        keep = keep_mask(attention_mask, shape, self.config.is_decoder, dev, who)
+        states, probs = [h], []
         for layer in self.encoder.layer:
-            h = layer(h, mask_add)
+            h, p = layer(h, keep, bool(output_attentions))
+            states.append(h)
+            probs.append(p)
         pooled = self.pooler(h) if self.pooler is not None else None
-        return EncoderOutput(h, pooled)
+        return EncoderOutput(h, pooled, tuple(states) if output_hidden_states else None,
+                             tuple(probs) if output_attentions else None)
 
 
 def _numpy_state(sd: dict) -> dict:
@@ -210,42 +218,83 @@ def _numpy_state(sd: dict) -> dict:
     return out
 
 
+def _model_type(config) -> str:
+    get = config.get if isinstance(config, dict) else (lambda k, d=None: getattr(config, k, d))
+    return get("model_type", None) or "bert"
+
+
+def _read_safetensors(path: str) -> dict:
+    """A safetensors file, or a directory saved by transformers' save_pretrained (one
+    model.safetensors, or the shards its index names)."""
+    from safetensors.numpy import load_file
+
+    if not os.path.isdir(path):
+        return load_file(path)
+    index = os.path.join(path, "model.safetensors.index.json")
+    if os.path.exists(index):
+        with open(index) as f:
+            shards = sorted(set(json.load(f)["weight_map"].values()))
+    else:
+        shards = ["model.safetensors"]
+    state = {}
+    for s in shards:
+        if not os.path.exists(os.path.join(path, s)):
+            raise FileNotFoundError(f"load_safetensors: {path} has no {s}")
+        state.update(load_file(os.path.join(path, s)))
+    return state
+
+
 class HuggingFaceBridge:
-    """Turns transformers BERT-family encoders into grilly models."""
+    """Turns transformers models (BERT family, GPT-2) into grilly models."""
 
-    def convert_transformer(self, hf_model, device=None) -> GrillyBert:
-        """A GrillyBert with ``hf_model``'s config and weights (on ``device``)."""
+    def convert_transformer(self, hf_model, device=None) -> Module:
+        """A grilly model with ``hf_model``'s config and weights (on ``device``): a GrillyBert
+        for BERT/RoBERTa encoders, a GrillyGPT2Model or GrillyGPT2LMHeadModel for GPT-2. A
+        local directory saved by ``save_pretrained`` is read as ``load_safetensors`` does."""
+        if isinstance(hf_model, (str, os.PathLike)) and os.path.isdir(hf_model):
+            return self.load_safetensors(hf_model, None, device)
         cfg = getattr(hf_model, "config", None)
-        if cfg is None or getattr(cfg, "model_type", "bert") not in _MODEL_TYPES:
-            raise ValueError("convert_transformer: expected a transformers BERT-family encoder "
-                             f"(config.model_type one of {_MODEL_TYPES}), got {type(hf_model).__name__}")
-        sd = hf_model.state_dict()
-        prefix = next((p for p in ("bert.", "roberta.") if any(k.startswith(p) for k in sd)), "")
-        sd = {k[len(prefix):]: v for k, v in sd.items() if k.startswith(prefix)}
-        return self.from_state_dict(cfg, sd, device)
+        if cfg is None or not hasattr(hf_model, "state_dict"):
+            raise ValueError("convert_transformer: expected a transformers model (with a config "
+                             "and a state_dict) or a directory saved by save_pretrained, got "
+                             f"{hf_model!r:.80}")
+        return self.from_state_dict(cfg, hf_model.state_dict(), device)
 
-    def from_state_dict(self, config, state: dict, device=None) -> GrillyBert:
-        """A GrillyBert from a config and a state dict of transformers' names (torch tensors or
-        numpy arrays)."""
+    def from_state_dict(self, config, state: dict, device=None) -> Module:
+        """A grilly model from a config (transformers', a dict or a grilly config) and a state
+        dict of transformers' names (torch tensors or numpy arrays)."""
+        mt = _model_type(config)
         state = _numpy_state(state)
-        model = GrillyBert(config, add_pooling_layer="pooler.dense.weight" in state)
-        own = model.state_dict()
-        missing = [k for k in own if k not in state]
-        if missing:
-            raise KeyError(f"convert_transformer: the checkpoint lacks {missing[:5]}")
-        model.load_state_dict({k: state[k] for k in own})
+        if mt == "gpt2":
+            model = gpt2_from_state(config, state)
+        elif mt in _MODEL_TYPES:
+            prefix = next((p for p in ("bert.", "roberta.") if any(k.startswith(p) for k in state)),
+                          "")
+            state = {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
+            model = GrillyBert(config, add_pooling_layer="pooler.dense.weight" in state)
+            own = model.state_dict()
+            missing = [k for k in own if k not in state]
+            if missing:
+                raise KeyError(f"convert_transformer: the checkpoint lacks {missing[:5]}")
+            model.load_state_dict({k: state[k] for k in own})
+        else:
+            raise NotImplementedError(f"convert_transformer: model_type {mt!r} is not supported "
+                                      f"(supported: {', '.join(_MODEL_TYPES + ('gpt2',))})")
         model.eval()
         return model.to(device) if device is not None else model
 
-    def load_safetensors(self, path: str, config, device=None) -> GrillyBert:
-        """A GrillyBert from a safetensors file of BertModel weights and its config."""
-        from safetensors.numpy import load_file
-
-        state = load_file(path)
-        prefix = next((p for p in ("bert.", "roberta.") if any(k.startswith(p) for k in state)),
-                      "")
-        return self.from_state_dict(config, {k[len(prefix):]: v for k, v in state.items()
-                                             if k.startswith(prefix)}, device)
+    def load_safetensors(self, path: str, config=None, device=None) -> Module:
+        """A grilly model from a safetensors file, or from a directory saved by transformers'
+        ``save_pretrained`` (its config.json read when ``config`` is None)."""
+        path = os.fspath(path)
+        if config is None:
+            cfg_path = os.path.join(path if os.path.isdir(path) else os.path.dirname(path),
+                                    "config.json")
+            if not os.path.exists(cfg_path):
+                raise ValueError(f"load_safetensors: config is None and there is no {cfg_path}")
+            with open(cfg_path) as f:
+                config = json.load(f)
+        return self.from_state_dict(config, _read_safetensors(path), device)
 
 
 def get_huggingface_bridge() -> HuggingFaceBridge:
