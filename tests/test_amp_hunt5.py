@@ -134,9 +134,22 @@ def test_enabled_and_cache_enabled_are_checked():
     """torch refuses a non-bool enabled / cache_enabled (TypeError); grilly's message for a
     numpy bool read "must be a bool, got bool", and cache_enabled took anything."""
     for kw in ({"enabled": np.bool_(True)}, {"cache_enabled": "yes"}):
-        with pytest.raises(TypeError):
-            with torch.autocast("cpu", **kw):
-                pass
+        # torch's __enter__ turns its CPU autocast on before it refuses cache_enabled, and no
+        # __exit__ follows: its state is put back here, or every later torch op in this
+        # process would run in bfloat16
+        state = (torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu"),
+                 torch.is_autocast_cache_enabled())
+        try:
+            with pytest.raises(TypeError):
+                with torch.autocast("cpu", **kw):
+                    pass
+        finally:
+            if torch.is_autocast_enabled("cpu") != state[0]:
+                torch.autocast_decrement_nesting()
+            torch.set_autocast_enabled("cpu", state[0])
+            torch.set_autocast_dtype("cpu", state[1])
+            torch.set_autocast_cache_enabled(state[2])
+    assert not torch.is_autocast_enabled("cpu")
     with pytest.raises(TypeError, match="autocast: enabled must be a Python bool, got numpy"):
         amp.autocast(enabled=np.bool_(True))
     with pytest.raises(TypeError, match="autocast: cache_enabled"):

@@ -45,6 +45,8 @@ def test_lp_pool_infinite_norm(device, p):
     """LPPool2d(float('inf'), ...) is torch's max pool of |x| (-inf: the min of |x|); it gave
     x^inf averaged to the power 0 (ones)."""
     t, g = torch.nn.LPPool2d(p, 2, ceil_mode=True), nn.LPPool2d(p, 2, ceil_mode=True)
+    if np.allclose(t(torch.tensor(_x(2, 3, 5, 5))).detach().numpy(), 1.0):
+        pytest.skip("this torch gives ones for an infinite norm (torch 2.11 did; 2.13 does not)")
     _check(device, t, g, _x(2, 3, 5, 5))
     _check(device, lambda x: TF.lp_pool1d(x, p, 3, 2), lambda x: F.lp_pool1d(x, p, 3, 2),
            _x(2, 3, 7))
