@@ -30,6 +30,9 @@ def _f32(x: float) -> float:
         return math.copysign(math.inf, x)
 
 
+_F32_TINY = 2.0 ** -126   # float32's smallest normal number
+
+
 def _any_set(flags) -> bool:
     """Whether any device's inf/NaN flag is set (one host read each)."""
     return any(bool(f) for f in flags or ())
@@ -95,17 +98,24 @@ class GradScaler:
             raise RuntimeError("GradScaler.unscale_: already called on this optimizer since "
                                "the last update()")
         inv = _f32(1.0 / self._scale)   # torch's float32 reciprocal, float64 gradients too
+        # a scale above 2**126 has a subnormal float32 reciprocal, which a device that flushes
+        # subnormals (NVIDIA's Vulkan driver) reads as 0: it is applied as two normal factors,
+        # inv * 2**64 then 2**-64 (exact powers of two: the same product where it is normal)
+        split = 0.0 < inv < _F32_TINY
         found: dict = {}   # device -> its 0-d uint32 flag
+        grads = [p.grad for group in optimizer.param_groups for p in group["params"]
+                 if p.grad is not None]
         with no_grad(), _steps.batched():   # one dispatch for all the gradients where it can
-            for group in optimizer.param_groups:
-                for p in group["params"]:
-                    g = p.grad
-                    if g is None:
-                        continue
-                    flag = found.get(g.device)
-                    if flag is None:
-                        flag = found[g.device] = gp.zeros((), dtype=gp.uint32, device=g.device)
-                    _steps.amp_unscale(g, flag, inv)   # one pass: the check and the unscale
+            for g in grads:
+                flag = found.get(g.device)
+                if flag is None:
+                    flag = found[g.device] = gp.zeros((), dtype=gp.uint32, device=g.device)
+                # one pass: the check and the unscale
+                _steps.amp_unscale(g, flag, inv * 2.0 ** 64 if split else inv)
+        if split:   # (a batch of its own: a batch must not update a gradient twice)
+            with no_grad(), _steps.batched():
+                for g in grads:
+                    _steps.amp_unscale(g, found[g.device], 2.0 ** -64)
         st["unscaled"], st["found"] = True, list(found.values())
 
     def step(self, optimizer, *args, **kwargs):
