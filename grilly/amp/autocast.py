@@ -27,9 +27,17 @@ def _stack() -> list:
     return st
 
 
+_KIND_OF: dict = {}   # Device -> its type name (every autocast op asks, for each array)
+
+
 def _kind(device) -> str:
     """The device type of a Device or a name ("vulkan:0" -> "vulkan")."""
-    return str(device).split(":")[0]
+    k = _KIND_OF.get(device)
+    if k is None:
+        k = str(device).split(":")[0]
+        if not isinstance(device, str):
+            _KIND_OF[device] = k
+    return k
 
 
 def _device_type(device_type, who: str):
@@ -77,7 +85,7 @@ def _cast_one(a, kind: str, st: list, memo: dict):
             return a
         if kind == FLOAT32 and d.name not in _LOW:
             return a
-        dev = _kind(a.device)
+        dev = _kind(a._device)
         r = memo.get(dev)
         if r is None:
             r = memo[dev] = _region(st, dev) or (False,)
