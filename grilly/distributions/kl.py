@@ -232,6 +232,14 @@ def _to_gamma(q, mean, mean_log, entropy):
     return lgamma(a) - a * gp.log(b) - (a - 1.0) * mean_log + b * mean - entropy
 
 
+# p on [0, inf) against Exponential, any p against Normal: from p's moments and entropy alone
+for _p in (Beta, Gamma):
+    register_kl(_p, Exponential)(_to_exponential)
+for _p in (Beta, Exponential, Gamma, Laplace, Uniform):
+    register_kl(_p, Normal)(_to_normal)
+del _p
+
+
 def _beta_mean_log(p):
     return digamma(p.concentration1) - digamma(p.concentration1 + p.concentration0)
 
@@ -247,19 +255,9 @@ def _kl_bernoulli_poisson(p, q):
     return q.rate - xlogy(p.probs, q.rate) - p.entropy()
 
 
-@register_kl(Beta, Exponential)
-def _kl_beta_exponential(p, q):
-    return _to_exponential(p, q)
-
-
 @register_kl(Beta, Gamma)
 def _kl_beta_gamma(p, q):
     return _to_gamma(q, p.mean, _beta_mean_log(p), p.entropy())
-
-
-@register_kl(Beta, Normal)
-def _kl_beta_normal(p, q):
-    return _to_normal(p, q)
 
 
 @register_kl(Beta, Uniform)
@@ -273,26 +271,6 @@ def _kl_exponential_gamma(p, q):
     return _to_gamma(q, p.mean, -_EULER - gp.log(p.rate), p.entropy())
 
 
-@register_kl(Exponential, Normal)
-def _kl_exponential_normal(p, q):
-    return _to_normal(p, q)
-
-
-@register_kl(Gamma, Exponential)
-def _kl_gamma_exponential(p, q):
-    return _to_exponential(p, q)
-
-
-@register_kl(Gamma, Normal)
-def _kl_gamma_normal(p, q):
-    return _to_normal(p, q)
-
-
-@register_kl(Laplace, Normal)
-def _kl_laplace_normal(p, q):
-    return _to_normal(p, q)
-
-
 @register_kl(Normal, Laplace)
 def _kl_normal_laplace(p, q):
     # E|x - q.loc| under N(loc, scale^2): the folded normal's mean
@@ -301,11 +279,6 @@ def _kl_normal_laplace(p, q):
     mean_abs = (p.scale * math.sqrt(2.0 / math.pi) * gp.exp(-0.5 * z * z)
                 + d * F.erf(z * math.sqrt(0.5)))
     return gp.log(2.0 * q.scale) + mean_abs / q.scale - p.entropy()
-
-
-@register_kl(Uniform, Normal)
-def _kl_uniform_normal(p, q):
-    return _to_normal(p, q)
 
 
 def _inside(p, outside, low, high):

@@ -299,6 +299,7 @@ def save(state_dict, path: str | os.PathLike | BinaryIO, metadata: dict | None =
 # "$k": "dict" | "OrderedDict" | "Counter"} (any key type, order kept).
 _CHECKPOINT_KEY = "grilly.checkpoint"
 _MAPPINGS = {dict: "dict", OrderedDict: "OrderedDict", Counter: "Counter"}
+_MAPPING_OF = {v: k for k, v in _MAPPINGS.items()}   # tag -> type
 
 
 def _pack(obj, path: str, arrays: dict):
@@ -344,7 +345,7 @@ def _unpack(node, arrays: dict, where: str):
             return tuple(_unpack(v, arrays, where) for v in node["$t"])
         if node.keys() == {"$f"} and node["$f"] in ("nan", "inf", "-inf"):
             return float(node["$f"])
-        kind = {v: k for k, v in _MAPPINGS.items()}.get(node.get("$k"))
+        kind = _MAPPING_OF.get(node.get("$k"))
         if kind is not None and node.keys() == {"$k", "$d"} and isinstance(node["$d"], list) \
                 and all(isinstance(kv, list) and len(kv) == 2 for kv in node["$d"]):
             pairs = [(_unpack(k, arrays, where), _unpack(v, arrays, where)) for k, v in node["$d"]]

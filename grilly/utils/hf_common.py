@@ -9,8 +9,8 @@ from ..array import api as gp
 from ..array.array import Array
 from ..nn import functional as F
 
-__all__ = ["ModelOutput", "activation", "as_ids", "attention", "heads", "keep_mask",
-           "merge_heads"]
+__all__ = ["ModelOutput", "activation", "as_ids", "attention", "config_fields", "heads",
+           "keep_mask", "merge_heads"]
 
 
 def _gelu_tanh(x):
@@ -29,6 +29,13 @@ _ACTS = {
     "relu2": lambda x: gp.square(F.relu(x)),
     "linear": lambda x: x,
 }
+
+
+def config_fields(cls, cfg) -> dict:
+    """The fields of dataclass ``cls`` that ``cfg`` (a transformers config object or a dict,
+    config.json's) sets, by transformers' names."""
+    get = cfg.get if isinstance(cfg, dict) else (lambda k, d=None: getattr(cfg, k, d))
+    return {f: get(f) for f in cls.__dataclass_fields__ if get(f) is not None}
 
 
 def activation(name: str, who: str):
@@ -103,28 +110,25 @@ def attention(q: Array, k: Array, v: Array, keep: Array | None, scale: float, ca
     """softmax(q k^T scale) v over the keys ``keep`` lets each query see (``causal`` with no
     ``keep``: the causal mask); (output, probabilities or None). A query that sees no key (a left
     pad of a decoder) gets 0, as torch's scaled_dot_product_attention that transformers uses by
-    default (grilly's does too; the probabilities' softmax would give NaN there)."""
+    default (grilly's does too; the probabilities' softmax is given a stand-in row)."""
+    if not with_probs:   # (a row that sees no key gives 0 there, as torch's)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=keep, scale=scale,
+                                             is_causal=causal and keep is None)
+        return out, None
     empty = None
     if keep is not None:
         empty = gp.logical_not(gp.any(keep, axis=-1, keepdims=True))
         keep = gp.logical_or(keep, empty)      # any finite row; zeroed below
-    elif causal and with_probs:
+    elif causal:
         r = gp.arange(q.shape[-2], device=q.device)
         keep = gp.reshape(r, (1, -1)) <= gp.reshape(r, (-1, 1))
-    probs = None
-    if with_probs:
-        s = gp.matmul(q, gp.matrix_transpose(k)) * scale
-        if keep is not None:
-            s = gp.where(keep, s, gp.asarray(-math.inf, dtype=s.dtype, device=s.device))
-        probs = F.softmax(s, dim=-1)
-        if empty is not None:
-            probs = gp.where(empty, gp.zeros_like(probs), probs)
-        return gp.matmul(probs, v), probs
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=keep, scale=scale,
-                                         is_causal=causal and keep is None)
+    s = gp.matmul(q, gp.matrix_transpose(k)) * scale
+    if keep is not None:
+        s = gp.where(keep, s, gp.asarray(-math.inf, dtype=s.dtype, device=s.device))
+    probs = F.softmax(s, dim=-1)
     if empty is not None:
-        out = gp.where(empty, gp.zeros_like(out), out)
-    return out, None
+        probs = gp.where(empty, gp.zeros_like(probs), probs)
+    return gp.matmul(probs, v), probs
 
 
 def heads(x: Array, n_heads: int) -> Array:

@@ -12,7 +12,8 @@ from ..nn import init
 from ..nn.layers import Dropout, Embedding, LayerNorm, Linear
 from ..nn.module import Module, ModuleList
 from ..nn.parameter import Parameter
-from .hf_common import ModelOutput, activation, as_ids, attention, heads, keep_mask, merge_heads
+from .hf_common import (ModelOutput, activation, as_ids, attention, config_fields, heads,
+                        keep_mask, merge_heads)
 
 __all__ = ["GPT2Config", "GrillyGPT2LMHeadModel", "GrillyGPT2Model"]
 
@@ -43,8 +44,7 @@ class GPT2Config:
         """From a transformers GPT2Config, a dict (config.json), or a GPT2Config."""
         if isinstance(cfg, cls):
             return cfg
-        get = cfg.get if isinstance(cfg, dict) else (lambda k, d=None: getattr(cfg, k, d))
-        kw = {f: get(f) for f in cls.__dataclass_fields__ if get(f) is not None}
+        kw = config_fields(cls, cfg)
         if kw.get("model_type", "gpt2") != "gpt2":
             raise NotImplementedError(f"GPT2Config: model_type {kw['model_type']!r} is not gpt2")
         if kw.get("add_cross_attention"):

@@ -16,7 +16,8 @@ from ..array import api as gp
 from ..array.array import Array
 from ..nn.layers import Dropout, Embedding, LayerNorm, Linear
 from ..nn.module import Module, ModuleList
-from .hf_common import ModelOutput, activation, as_ids, attention, heads, keep_mask, merge_heads
+from .hf_common import (ModelOutput, activation, as_ids, attention, config_fields, heads,
+                        keep_mask, merge_heads)
 from .hf_gpt2 import gpt2_from_state
 
 __all__ = ["BertConfig", "GrillyBert", "HuggingFaceBridge", "ModelOutput",
@@ -62,8 +63,7 @@ class BertConfig:
         """From a transformers config object, a dict, or a BertConfig."""
         if isinstance(cfg, cls):
             return cfg
-        get = cfg.get if isinstance(cfg, dict) else (lambda k, d=None: getattr(cfg, k, d))
-        kw = {f: get(f) for f in cls.__dataclass_fields__ if get(f) is not None}
+        kw = config_fields(cls, cfg)
         if kw.get("model_type", "bert") not in _MODEL_TYPES:
             raise NotImplementedError(f"BertConfig: model_type {kw['model_type']!r} is not "
                                       f"supported (supported: {', '.join(_MODEL_TYPES)})")
