@@ -106,5 +106,9 @@ class Backend:
         kernels called between begin and end once and replays them with run (grilly.jit); None
         where the backend cannot (the default: grilly.jit then calls the kernels again). Where
         it has ``takes_after = True``, run(handle, after) calls ``after()``, which calls the
-        kernels that follow the replay (its outputs copied out), and may submit them with it."""
+        kernels that follow the replay (its outputs copied out), and may submit them with it.
+        Where it has ``run_io(handle, before, after, outs) -> list``, a replay calls that
+        instead: copy each ``(dst, src)`` of ``before``, run, copy each of ``after``, and copy
+        each buffer of ``outs`` into a new one (returned in order), buffers of one shape and
+        dtype each (a replay's inputs in, in-place writes back, its outputs out)."""
         return None

@@ -71,6 +71,7 @@ class Registry:
         # (backend, op) -> (plugin that replaced the kernel, plugin whose kernel it replaced)
         self.overridden: dict[tuple, tuple] = {}
         self.checked = os.environ.get("GRILLY_CHECK", "").strip() not in ("", "0")
+        self._named: dict = {}   # a device name asked for -> its Device (until a rebuild)
 
     def load(self) -> None:
         """Discover entry-point plugins once (the built-in backends come this way)."""
@@ -254,6 +255,7 @@ class Registry:
                     for op, fn in list(d.kernels.items()):
                         d.kernels[op] = checked.wrap(b, d, op, fn)
         self.backends, self._origin = backends, origin
+        self._named = {}
         if self._default is not None and self._default.backend.name not in backends:
             self._default = None
 
@@ -315,6 +317,14 @@ class Registry:
         self.load()
         if isinstance(spec, Device):
             return spec
+        d = self._named.get(spec) if type(spec) is str else None
+        if d is not None:   # (gp.synchronize("vulkan") and device= arguments ask on every call)
+            return d
+        d = self._device(spec)
+        self._named[spec] = d
+        return d
+
+    def _device(self, spec) -> Device:
         if not isinstance(spec, str):
             raise ValueError(f"device: expected a Device or a name such as 'cpu', got {spec!r}")
         name, _, idx = spec.partition(":")

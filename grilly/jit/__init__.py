@@ -105,10 +105,14 @@ class TracedFunction:
             # eagerly so that the enclosing trace records its kernels (a replay here would
             # run kernels the outer tracer cannot see and bake their results in as constants)
             return self.fn(*args, **kwargs)
-        arrays, key = _split(args, kwargs)
+        if len(args) == 1 and not kwargs and type(args[0]) is Array:   # (the common call)
+            x = args[0]
+            arrays, key = [x], (("A", x.shape, x._dtype.name, str(x._device), 0),)
+        else:
+            arrays, key = _split(args, kwargs)
         # grad mode and autocast change which kernels run, and so do the train/eval modes of
         # the modules the trace called (a replay must not apply Dropout after model.eval())
-        key += (tuple(f() for f in _dispatch.mode_keys),)
+        key += (tuple([f() for f in _dispatch.mode_keys]),)
         hit = self._lookup(key)
         if hit is not None:
             return self._replay(hit, arrays)

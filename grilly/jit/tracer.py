@@ -19,10 +19,13 @@ data (boolean masks, ``nonzero``) raises JitError naming the op: a replay could 
 """
 from __future__ import annotations
 
+import functools
+import operator
 import sys
 import threading
 import warnings
 import weakref
+from itertools import chain
 from typing import Any, Callable
 
 from ..array import array as _array_mod
@@ -555,9 +558,8 @@ class Tracer:
         # the kernels hold each parameter's buffer and the backward the trace ran: a parameter
         # replaced (model.weight = Parameter(...)) or frozen (requires_grad_(False)) since is
         # another graph
-        graph.param_guards = [(ref, [(weakref.ref(p), g) for p, g in _params_of(m)])
-                              for ref, _ in graph.guards for m in (ref(),)
-                              if m is not None and _params_of(m)]
+        graph.param_guards = [(ref, *pg) for ref, _ in graph.guards for m in (ref(),)
+                              if m is not None for pg in (_param_guard(m),) if pg is not None]
         graph.final_grads = final
         graph.grad_guards = grad_guards
         graph.grad_inputs = grad_inputs
@@ -633,6 +635,23 @@ def _params_of(m) -> list:
     grad."""
     return [(p, p.requires_grad) for p in m.__dict__.get("_parameters", {}).values()
             if p is not None]
+
+
+def _param_guard(m) -> tuple | None:
+    """(the module's parameter entries, None included, and each parameter's requires_grad),
+    as TracedGraph.guards_hold compares them; None for a module without parameters. The graph
+    holds the parameters (its kernels hold their buffers already): a replaced one is not
+    mistaken for a new one at the same address."""
+    ps = tuple(m.__dict__.get("_parameters", {}).values())
+    flags = tuple(map(_REQUIRES_GRAD, filter(_NOT_NONE, ps)))
+    return (ps, flags) if flags else None
+
+
+_REQUIRES_GRAD = operator.attrgetter("requires_grad")
+_TRAINING = operator.attrgetter("training")
+_DEREF = weakref.ref.__call__
+_NOT_NONE = functools.partial(operator.is_not, None)   # (a filter predicate, all in C)
+_PARAMETERS = operator.attrgetter("_parameters")
 
 
 def _attr_mismatch(v, structure, read: list) -> bool:
@@ -728,6 +747,9 @@ class TracedGraph:
         self._fixed = [None if s is not None else y for s, y in zip(out_slots, outputs)]
         self.single = single
         self._plan = None
+        # a graph of one captured segment, after its first replay: its work as flat lists
+        # (_make_fast), or False where the general replay is needed
+        self._fast = None
         self._fixed_slots: set = set()   # slots held by captured buffers
         # captured buffers made with no GPU work (a host fill): memory -> (segment, buffer);
         # those some segment writes in place are restored by their segment before each run
@@ -735,6 +757,8 @@ class TracedGraph:
         self._refilled: set = set()
         self._final_at: dict = {}        # plan step -> outputs no step from it on references
         self.guards: list = []           # (weakref to a Module, its training flag) at the trace
+        self._modes = None               # the guards as (weakrefs, flags): guards_hold
+        self._pflat = None               # param_guards as three flat tuples: _params_hold
         self.final_grads: list = []      # (slot or None, weakref to a leaf, dtype, device)
         # (weakref to a leaf, None or the (shape, dtype, device) of its .grad): what the leaf's
         # .grad was at the trace where backward added to it (an Array) or set it (None)
@@ -750,7 +774,7 @@ class TracedGraph:
         self.attr_outs: list = []
         self.n_visible = len(outputs)   # the outputs after them are the attributes' values
         self.host_guards: list = []     # (guard, its args, what it returned at the trace)
-        # (weakref to a Module, [(weakref to a parameter, requires_grad)] at the trace)
+        # (weakref to a Module, its parameter entries, their requires_grad) at the trace
         self.param_guards: list = []
         self.made_params: str | None = None   # a module whose parameters the trace made
         # captured segments' buffers are fixed: replays from several threads take turns
@@ -760,10 +784,18 @@ class TracedGraph:
         """Whether every module the trace called is in the train/eval mode it was then, and
         every leaf whose gradient the trace accumulated into holds a gradient (of the same
         shape, dtype and device) or None as it did then."""
-        for ref, training in self.guards:
-            m = ref()
-            if m is not None and bool(getattr(m, "training", False)) != training:
-                return False
+        modes = self._modes
+        if modes is None:
+            modes = self._modes = (tuple(r for r, _ in self.guards),
+                                   tuple(t for _, t in self.guards))
+        mods = tuple(map(_DEREF, modes[0]))   # (map with C functions: this runs every call)
+        try:
+            now = tuple(map(_TRAINING, mods))
+        except AttributeError:   # a module gone (None), or one without the flag
+            now = tuple(t if m is None else bool(getattr(m, "training", False))
+                        for m, t in zip(mods, modes[1]))
+        if now != modes[1]:
+            return False
         for ref, spec in self.grad_guards:
             leaf = ref()
             if leaf is None:
@@ -774,19 +806,40 @@ class TracedGraph:
                     return False
             elif spec is None or (g.shape, g._dtype, g._device) != spec:
                 return False
-        for ref, params in self.param_guards:
-            m = ref()
-            if m is None:
-                continue
-            now = _params_of(m)
-            if len(now) != len(params) or any(p is not r() or g != h
-                                              for (p, g), (r, h) in zip(now, params)):
-                return False
+        if self.param_guards and not self._params_hold():
+            return False
         for ref, name, structure, read in self.attr_guards:
             m = ref()
             if m is not None and _attr_mismatch(_attr(m, name), structure, read):
                 return False
-        return self._host_guards_hold()
+        return self._host_guards_hold() if self.host_guards else True
+
+    def _params_hold(self) -> bool:
+        """Whether each module of param_guards holds the same parameters, each as it did then
+        requiring grad or not (a module gone holds nothing)."""
+        flat = self._pflat
+        if flat is None:
+            flat = self._pflat = (tuple(g[0] for g in self.param_guards),
+                                  tuple(p for g in self.param_guards for p in g[1]),
+                                  tuple(f for g in self.param_guards for f in g[2]))
+        refs, params, flags = flat
+        # every module's parameters in one tuple, made and compared by C functions (map,
+        # chain, operator): this runs on every call of a jitted function
+        try:
+            now = tuple(chain.from_iterable(map(dict.values, map(_PARAMETERS,
+                                                                  map(_DEREF, refs)))))
+        except (AttributeError, TypeError):   # a module gone (None)
+            for ref, ps, fs in self.param_guards:
+                m = ref()
+                if m is None:
+                    continue
+                now = tuple(m.__dict__.get("_parameters", {}).values())
+                if len(now) != len(ps) or not all(map(operator.is_, now, ps)) \
+                        or tuple(map(_REQUIRES_GRAD, filter(_NOT_NONE, now))) != fs:
+                    return False
+            return True
+        return len(now) == len(params) and all(map(operator.is_, now, params)) \
+            and tuple(map(_REQUIRES_GRAD, filter(_NOT_NONE, now))) == flags
 
     def _host_guards_hold(self) -> bool:
         for guard, args, then in self.host_guards:
@@ -910,7 +963,119 @@ class TracedGraph:
         with self._lock:
             return self._replay(inputs)
 
+    def _make_fast(self):
+        """The work of a graph that is one captured segment (a forward, or a training step
+        without host ops), as flat lists a replay walks without the general loop's slot
+        bookkeeping: its buffers are fixed, so each value is known here; False for others."""
+        plan = self._plan
+        if len(plan) != 1 or not isinstance(plan[0], _Segment) or plan[0].handle is None \
+                or self.grad_inputs or self.attr_inputs or self.attr_outs or self._final_at \
+                or any(read for *_, read in self.attr_guards):
+            return False
+        seg = plan[0]
+        pos = {s: k for k, s in enumerate(self.input_slots)}
+        fixed = dict(seg.fixed_out)
+        if len(pos) != len(self.input_slots) or any(s not in pos for s, _ in seg.copy_in) \
+                or any(s not in pos for s, _ in seg.copy_back):
+            return False
+        outs = []   # per output: (None, the Array) or (input index, None) or (None, buffer)
+        for s, (d, dev), y in zip(self.out_slots, self.out_specs, self._fixed):
+            if s is None:
+                outs.append((None, y, None, None))
+            elif s in fixed:
+                outs.append((None, fixed[s], d, dev))
+            elif s in pos:
+                outs.append((pos[s], None, d, dev))
+            else:
+                return False
+        rebind, grads = [], []
+        sets = [g for rec in seg.records for g in rec.grad_sets] + list(self.final_grads)
+        for s, ref in (r for rec in seg.records for r in rec.rebind):
+            if s not in fixed:
+                return False
+            rebind.append((ref, fixed[s]))
+        for s, ref, dtype, device in sets:
+            if s is not None and s not in fixed:
+                return False
+            grads.append((ref, None if s is None else fixed[s], dtype, device))
+        return (seg, [(pos[s], b) for s, b in seg.copy_in],
+                [(pos[s], b) for s, b in seg.copy_back], outs, rebind, grads)
+
+    def _replay_fast(self, inputs: tuple, fast):
+        seg, copy_in, copy_back, outs, rebind, grads = fast
+        specs = self.input_specs
+        bufs = []
+        if len(inputs) == len(specs):
+            for x, spec in zip(inputs, specs):
+                if not isinstance(x, Array) or (x.shape, x._dtype, x._device) != spec:
+                    break
+                bufs.append(x._buf)
+        if len(bufs) != len(specs):
+            self._fast = None   # (the general replay names what is wrong)
+            try:
+                return self._replay(inputs)
+            finally:
+                self._fast = fast
+        run_io = getattr(seg.capturer, "run_io", None)
+        if run_io is not None:
+            got = iter(run_io(seg.handle,
+                              [(b, bufs[k]) for k, b in copy_in if bufs[k] is not b]
+                              + seg.refill,
+                              [(bufs[k], b) for k, b in copy_back],
+                              [y for k, y, d, _ in outs if k is None and d is not None]))
+            res = [Array._new(bufs[k], d, dev) if k is not None else
+                   y if d is None else Array._new(next(got), d, dev) for k, y, d, dev in outs]
+        else:
+            res = self._run_fast_general(seg, bufs, copy_in, copy_back, outs)
+        for ref, b in rebind:
+            a = ref()
+            if a is not None:
+                a._buf = b
+        for ref, b, dtype, device in grads:
+            leaf = ref()
+            if leaf is None:
+                continue
+            if b is None:
+                leaf.grad = None
+            elif leaf.grad is None or leaf.grad._buf is not b:
+                leaf.grad = Array._new(b, dtype, device)
+        if len(res) > self.n_visible:
+            res = res[:self.n_visible]
+        return res[0] if self.single else tuple(res)
+
+    def _run_fast_general(self, seg, bufs, copy_in, copy_back, outs) -> list:
+        """_replay_fast's run through the kernel table (a backend without run_io)."""
+        kernels = seg.device.kernels
+        assign, copy = kernels["assign"], kernels["copy"]
+        for k, b in copy_in:
+            if bufs[k] is not b:
+                assign(b, bufs[k])
+        for b, first in seg.refill:
+            assign(b, first)
+        res: list = []
+
+        def after():
+            for k, b in copy_back:
+                assign(bufs[k], b)
+            for k, y, d, dev in outs:
+                if k is not None:
+                    res.append(Array._new(bufs[k], d, dev))
+                elif d is None:
+                    res.append(y)
+                else:   # a captured buffer is rewritten by the next run: the caller gets a copy
+                    res.append(Array._new(copy(y), d, dev))
+
+        if getattr(seg.capturer, "takes_after", False):
+            seg.capturer.run(seg.handle, after)   # (one submission, where it can)
+        else:
+            seg.capturer.run(seg.handle)
+            after()
+        return res
+
     def _replay(self, inputs: tuple):
+        fast = self._fast
+        if fast:
+            return self._replay_fast(inputs, fast)
         if len(inputs) != len(self.input_slots):
             raise TypeError(f"TracedGraph: expected {len(self.input_slots)} inputs, got "
                             f"{len(inputs)}")
@@ -1005,6 +1170,9 @@ class TracedGraph:
                 new = [typ([None if z else next(it) for z in nones])]
             setattr(m, name, None if kind is None else new[0])
         outs = outs[:self.n_visible]
+        if fast is None and all(isinstance(st, _Segment) and st.handle is not None
+                                for st in self._plan):
+            self._fast = self._make_fast()
         return outs[0] if self.single else tuple(outs)
 
     def _copy_out(self, ks: list, vals: list, early: dict) -> None:

@@ -39,7 +39,10 @@ class _Capturer:
     """Backend.capture for one device: its recorder's begin/end/abort/run_capture, locked."""
 
     def __init__(self, device):
+        from . import kernels
+
         self.device = device
+        self._kernels = kernels   # (run_io's: imported once, not on every replay)
 
     # the device lock is held from begin to end (or abort): no other thread's work may land
     # in the captured command buffer
@@ -68,6 +71,31 @@ class _Capturer:
     def run(self, handle, after=None) -> None:
         with self.device.lock:
             self.device.ctx.recorder.run_capture(handle, after)
+
+    def run_io(self, handle, before: list, after: list, outs: list) -> list:
+        """run(handle) with a replay's copies (Backend.capture) in its submission: a plain copy
+        (contiguous, as a replay's inputs and outputs mostly are) records one vkCmdCopyBuffer
+        here, without the assign kernel's general checks, which cost a small replay a third of
+        its host time; others go through that kernel."""
+        k = self._kernels
+        assign, copy_plain, new_buffer = k.assign, k.copy_plain, k.new_buffer
+        res: list = []
+        with self.device.lock:
+            rec = self.device.ctx.recorder
+            for dst, src in before:
+                copy_plain(rec, dst, src) or assign(dst, src)
+
+            def later():
+                for dst, src in after:
+                    copy_plain(rec, dst, src) or assign(dst, src)
+                for src in outs:
+                    out = new_buffer(src.ctx, src.shape, src.dtype)
+                    copy_plain(rec, out, src) or assign(out, src)
+                    res.append(out)
+
+            rec.run_capture(handle, later)
+        return res
+
 
 
 class VulkanDevice(Device):

@@ -400,6 +400,22 @@ def _cast_into(dst: Buffer, src: Buffer, name: str) -> None:
 _CASTS: dict = {}   # (source dtype, destination dtype) -> cast shader variant
 
 
+def copy_plain(rec, dst: Buffer, src: Buffer) -> bool:
+    """Record ``src`` copied into ``dst`` as bytes where both are contiguous views of one shape
+    and dtype that do not overlap; False (nothing recorded) otherwise."""
+    shape, dtype = src.shape, src.dtype
+    if dst.dtype is not dtype or dst.shape != shape or dst.strides != src.strides \
+            or src.strides != _CONTIGUOUS.get(shape) or dst.alloc is src.alloc:
+        return False
+    item = dtype.itemsize
+    n = math.prod(shape) * item
+    if n > TRANSFER_MAX:
+        return False
+    if n:
+        rec.copy_allocs(dst.alloc, dst.offset * item, src.alloc, src.offset * item, n)
+    return True
+
+
 def astype(buf: Buffer, dtype) -> Buffer:
     out = new_buffer(buf.ctx, buf.shape, dtype)
     _cast_into(out, buf, "astype")
