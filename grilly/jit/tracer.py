@@ -710,6 +710,7 @@ class _Segment:
         # (captured buffer, its first contents): made by this segment with no GPU work (a host
         # fill: zeros, arange, constants) and written in place by a segment, so restored first
         self.refill: list = []
+        self.rebinds = None   # (its records' rebind lists, their grad_sets), joined on replay
 
     def produced(self) -> list[int]:
         return [s for r in self.records for s in r.outs if s is not None]
@@ -1116,7 +1117,19 @@ class TracedGraph:
             if isinstance(step, _Record):
                 _run_record(step, vals)
                 continue
-            if step.handle is not None:
+            if step.handle is not None and getattr(step.capturer, "run_io", None) is not None:
+                for s, b in step.fixed_out:   # (fixed: known before the run)
+                    vals[s] = b
+                # at the last step the outputs not copied before an earlier step
+                ks = [k for k, s in enumerate(self.out_slots) if k not in early
+                      and s in self._fixed_slots] if i == len(self._plan) - 1 else []
+                early.update(zip(ks, step.capturer.run_io(
+                    step.handle,
+                    [(b, vals[s]) for s, b in step.copy_in if vals[s] is not b] + step.refill,
+                    [(vals[s], b) for s, b in step.copy_back],
+                    [vals[self.out_slots[k]] for k in ks])))
+                self._rebind_segment(step, vals)
+            elif step.handle is not None:
                 assign = step.device.kernels["assign"]
                 for s, b in step.copy_in:
                     if vals[s] is not b:
@@ -1141,8 +1154,7 @@ class TracedGraph:
                 else:
                     step.capturer.run(step.handle)
                     after()
-                for rec in step.records:
-                    _rebind(rec, vals)
+                self._rebind_segment(step, vals)
             elif step.capturer is not None and not step.failed:
                 self._capture(step, vals)
             else:
@@ -1174,6 +1186,20 @@ class TracedGraph:
                                 for st in self._plan):
             self._fast = self._make_fast()
         return outs[0] if self.single else tuple(outs)
+
+    @staticmethod
+    def _rebind_segment(step: "_Segment", vals: list) -> None:
+        """_rebind for each record of a captured segment after its run."""
+        rebinds = step.rebinds
+        if rebinds is None:   # (its records' lists, flat: most records have none)
+            rebinds = step.rebinds = ([r for rec in step.records for r in rec.rebind],
+                                      [g for rec in step.records for g in rec.grad_sets])
+        for s, ref in rebinds[0]:
+            a = ref()
+            if a is not None:
+                a._buf = vals[s]
+        if rebinds[1]:
+            _set_grads(rebinds[1], vals)
 
     def _copy_out(self, ks: list, vals: list, early: dict) -> None:
         """Copy the outputs ``ks``, final before the plan step about to run, out of their
