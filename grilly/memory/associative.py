@@ -3,6 +3,8 @@
 the stored pattern it is closest to (one step suffices when the patterns are well separated)."""
 from __future__ import annotations
 
+import threading
+
 from ..array import api as gp
 from ..array.array import Array
 from ..nn import functional as F
@@ -10,6 +12,8 @@ from ..nn.module import Module
 from ._placed import Placed, pos_int, pos_real
 
 __all__ = ["AssociativeMemory"]
+
+_LOCK = threading.Lock()   # (one for every memory: a lock attribute would stop deepcopy)
 
 
 class AssociativeMemory(Placed, Module):
@@ -34,11 +38,18 @@ class AssociativeMemory(Placed, Module):
             raise ValueError(f"AssociativeMemory.store: patterns must be (n, {self.dim}), got "
                              f"{patterns.shape}")
         p = gp.asarray(patterns, copy=True)
-        self.patterns = p if self.patterns is None else gp.concat([self.patterns, p], axis=0)
+        with _LOCK:   # read-modify-write: two threads storing at once keep both
+            old = self.patterns
+            self.patterns = p if old is None else gp.concat([old, p], axis=0)
+
+    def reset(self) -> None:
+        """Forget every pattern."""
+        self.patterns = None
 
     def forward(self, cue: Array) -> Array:
         """The recalled pattern(s) for ``cue`` (dim,) or (b, dim)."""
-        if self.patterns is None:
+        X = self.patterns   # once: another thread may store meanwhile
+        if X is None:
             raise RuntimeError("AssociativeMemory: nothing stored yet")
         cue = self._take(cue, "AssociativeMemory", "cue")
         if cue.ndim not in (1, 2) or cue.shape[-1] != self.dim:
@@ -46,8 +57,8 @@ class AssociativeMemory(Placed, Module):
                              f"got shape {cue.shape}")
         x = cue if cue.ndim == 2 else gp.reshape(cue, (1, -1))
         for _ in range(self.steps):
-            w = F.softmax(gp.matmul(x, gp.matrix_transpose(self.patterns)) * self.beta, dim=-1)
-            x = gp.matmul(w, self.patterns)
+            w = F.softmax(gp.matmul(x, gp.matrix_transpose(X)) * self.beta, dim=-1)
+            x = gp.matmul(w, X)
         return x if cue.ndim == 2 else x[0]
 
     recall = forward

@@ -3,12 +3,16 @@
 cue falls), ``complete`` continues a partial sequence from the matching episode."""
 from __future__ import annotations
 
+import threading
+
 from ..array import api as gp
 from ..array.array import Array
 from ..nn.module import Module
 from ._placed import Placed, pos_int
 
 __all__ = ["EpisodicMemory"]
+
+_LOCK = threading.Lock()   # (one for every memory: a lock attribute would stop deepcopy)
 
 
 def _cos(a: Array, b: Array) -> Array:
@@ -49,10 +53,15 @@ class EpisodicMemory(Placed, Module):
         if context.shape != (self.context_dim,):
             raise ValueError(f"EpisodicMemory.store: context must be ({self.context_dim},), got "
                              f"{context.shape}")
-        if len(self.episodes) >= self.capacity:
-            self.episodes.pop(0)
-        self.episodes.append((gp.asarray(sequence, copy=True), gp.asarray(context, copy=True)))
-        return len(self.episodes) - 1
+        ep = (gp.asarray(sequence, copy=True), gp.asarray(context, copy=True))
+        with _LOCK:   # a new list, assigned at once: a recall in another thread reads a whole state
+            eps = self.episodes
+            self.episodes = eps[max(0, len(eps) - self.capacity + 1):] + [ep]
+            return len(self.episodes) - 1
+
+    def reset(self) -> None:
+        """Forget every episode."""
+        self.episodes = []
 
     def recall(self, *, context: Array | None = None, cue: Array | None = None) -> dict:
         """The episode whose context (or one of whose states) is most similar to ``context``
@@ -68,22 +77,23 @@ class EpisodicMemory(Placed, Module):
         if got != want:
             raise ValueError(f"EpisodicMemory.recall: {'context' if context is not None else 'cue'}"
                              f" must be {want}, got {got}")
-        if not self.episodes:
+        eps = list(self.episodes)   # one snapshot: another thread may store meanwhile
+        if not eps:
             raise RuntimeError("EpisodicMemory.recall: no episodes stored")
         if context is not None:
-            sims = _cos(gp.stack([c for _, c in self.episodes], axis=0), context)
+            sims = _cos(gp.stack([c for _, c in eps], axis=0), context)
             i = int(gp.argmax(sims))
-            return {"index": i, "sequence": self.episodes[i][0], "context": self.episodes[i][1],
+            return {"index": i, "sequence": eps[i][0], "context": eps[i][1],
                     "score": float(sims[i])}
         best = None
-        for i, (seq, _) in enumerate(self.episodes):
+        for i, (seq, _) in enumerate(eps):
             s = _cos(seq, cue)
             t = int(gp.argmax(s))
             v = float(s[t])
             if best is None or v > best[0]:
                 best = (v, i, t)
         v, i, t = best
-        return {"index": i, "sequence": self.episodes[i][0], "context": self.episodes[i][1],
+        return {"index": i, "sequence": eps[i][0], "context": eps[i][1],
                 "score": v, "step": t}
 
     def complete(self, partial: Array) -> Array:

@@ -10,6 +10,8 @@ Optional learnable projections make the module trainable end to end.
 """
 from __future__ import annotations
 
+import threading
+
 from ..array import api as gp
 from ..array.array import Array
 from ..nn import functional as F
@@ -18,6 +20,11 @@ from ..nn.module import Module
 from ._placed import Placed, pos_int, pos_real
 
 __all__ = ["KeyValueMemory", "ContextAggregator"]
+
+# a write changes keys, values and stamps together and a read takes them as one snapshot, so
+# threads sharing a memory never see them out of step; one lock for every memory (a lock
+# attribute would stop copy.deepcopy and pickle of the module)
+_LOCK = threading.Lock()
 
 
 def _unit(x: Array) -> Array:
@@ -47,10 +54,11 @@ class KeyValueMemory(Placed, Module):
 
     def reset(self) -> None:
         """Forget every slot."""
-        self.keys: list = []
-        self.values: list = []
-        self._stamp: list = []   # insertion or last-use time, for eviction
-        self._clock = 0
+        with _LOCK:
+            self.keys: list = []
+            self.values: list = []
+            self._stamp: list = []   # insertion or last-use time, for eviction
+            self._clock = 0
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -72,21 +80,33 @@ class KeyValueMemory(Placed, Module):
                 or values.shape != (keys.shape[0], self.value_dim):
             raise ValueError(f"KeyValueMemory.write: keys must be (n, {self.key_dim}) and values "
                              f"(n, {self.value_dim}), got {keys.shape} and {values.shape}")
+        rows = []
         for i in range(keys.shape[0]):
             k, v = keys[i], values[i]
             if detach:
                 k, v = gp.asarray(k, copy=True), gp.asarray(v, copy=True)
-            if len(self.keys) >= self.capacity:
-                j = min(range(len(self._stamp)), key=self._stamp.__getitem__)
-                del self.keys[j], self.values[j], self._stamp[j]
-            self._clock += 1
-            self.keys.append(k)
-            self.values.append(v)
-            self._stamp.append(self._clock)
+            rows.append((k, v))
+        with _LOCK:
+            for k, v in rows:
+                if len(self.keys) >= self.capacity:
+                    j = min(range(len(self._stamp)), key=self._stamp.__getitem__)
+                    del self.keys[j], self.values[j], self._stamp[j]
+                self._clock += 1
+                self.keys.append(k)
+                self.values.append(v)
+                self._stamp.append(self._clock)
+
+    def _slots(self) -> tuple[list, list]:
+        """(keys, values): copies of the slot lists taken together."""
+        with _LOCK:
+            return list(self.keys), list(self.values)
 
     def scores(self, query: Array) -> Array:
         """Similarity / temperature of each query row (b, key_dim) with every slot: (b, slots)."""
-        if not self.keys:
+        return self._scores(query, self._slots()[0])
+
+    def _scores(self, query: Array, keys: list) -> Array:
+        if not keys:
             raise RuntimeError("KeyValueMemory: the memory is empty; write first")
         query = self._take(query, "KeyValueMemory.read", "query")
         if query.ndim not in (1, 2) or query.shape[-1] != self.key_dim:
@@ -95,7 +115,7 @@ class KeyValueMemory(Placed, Module):
         q = query if query.ndim == 2 else gp.reshape(query, (1, -1))
         if self.query_proj is not None:
             q = self.query_proj(q)
-        k = gp.stack(self.keys, axis=0)
+        k = gp.stack(keys, axis=0)
         if self.similarity == "cosine":
             q, k = _unit(q), _unit(k)
         return gp.matmul(q, gp.matrix_transpose(k)) * (1.0 / self.temperature)
@@ -103,9 +123,10 @@ class KeyValueMemory(Placed, Module):
     def read(self, query: Array, top_k: int | None = None) -> tuple[Array, Array]:
         """(values read (b, value_dim), attention weights (b, slots)) for query rows (or one
         (key_dim,) query); ``top_k``: softmax over each row's k best slots only."""
-        if self.keys:
+        keys, values = self._slots()
+        if keys:
             query = self._take(query, "KeyValueMemory.read", "query")
-        s = self.scores(query)
+        s = self._scores(query, keys)
         if top_k is not None:
             if isinstance(top_k, bool) or not hasattr(top_k, "__index__") or top_k < 1:
                 raise ValueError(f"KeyValueMemory.read: top_k must be a positive int, got "
@@ -114,12 +135,17 @@ class KeyValueMemory(Placed, Module):
             kth = gp.topk(s, k, axis=1)[0][:, k - 1:k]
             s = gp.where(s >= kth, s, -float(gp.finfo(s.dtype).max))
         w = F.softmax(s, dim=-1)
-        out = gp.matmul(w, gp.stack(self.values, axis=0))
+        out = gp.matmul(w, gp.stack(values, axis=0))
         if self.eviction == "lru":   # the slots a read mostly used count as used now
             best = gp.argmax(w, axis=1).tolist()
-            self._clock += 1
-            for j in set(best):
-                self._stamp[j] = self._clock
+            with _LOCK:
+                self._clock += 1
+                for j in set(best):
+                    # by identity: a write since the snapshot may have moved or evicted it
+                    at = j if j < len(self.keys) and self.keys[j] is keys[j] else next(
+                        (i for i, kk in enumerate(self.keys) if kk is keys[j]), None)
+                    if at is not None:
+                        self._stamp[at] = self._clock
         if query.ndim == 1:
             return out[0], w[0]
         return out, w

@@ -2,6 +2,8 @@
 written against the array namespace, so every device runs them."""
 from ..array.api import topk
 from .distances import METRICS, knn, pairwise_distances
-from .flat import IndexFlat
+from .flat import METRIC_INNER_PRODUCT, METRIC_L2, IndexFlat
+from .idmap import IndexIDMap
 
-__all__ = ["METRICS", "IndexFlat", "knn", "pairwise_distances", "topk"]
+__all__ = ["METRICS", "METRIC_INNER_PRODUCT", "METRIC_L2", "IndexFlat", "IndexIDMap", "knn",
+           "pairwise_distances", "topk"]

@@ -138,7 +138,10 @@ def knn_prepared(x: gp.Array, db: Prepared, k: int, chunk: int | None,
     """(D, I) of the k best rows of a prepared database for each row of x; k <= its rows.
 
     The scores come from the array layer's ``matmul_topk`` (a fused kernel where the device
-    has one, else blocks of matmul and topk); ``chunk`` query rows go to it at a time."""
+    has one, else blocks of matmul and topk); ``chunk`` query rows go to it at a time. A NaN
+    score ranks last for every metric: the similarities are found as the smallest of
+    ``(-x) @ mat.T`` (negation is exact), since topk's NaN is the largest value and a NaN
+    vector would otherwise be every query's best match."""
     n = x.shape[0]
     l2 = db.metric in ("sqeuclidean", "euclidean")
     chunk = n if chunk is None else _check_chunk(chunk, n, 1, op)
@@ -147,11 +150,14 @@ def knn_prepared(x: gp.Array, db: Prepared, k: int, chunk: int | None,
     best_d, best_i = [], []
     for i, j in _rows(n, max(chunk, 1)):
         xc = x[i:j]
-        vals, ids = neighbors.matmul_topk(xc, db.mat, k, add=db.add, largest=not l2)
+        vals, ids = neighbors.matmul_topk(xc if l2 else -xc, db.mat, k, add=db.add,
+                                          largest=False)
         if l2:
             vals = gp.maximum(vals + gp.expand_dims(sq_norms(xc), axis=1), 0.0)
             if db.metric == "euclidean":
                 vals = gp.sqrt(vals)
+        else:
+            vals = 0.0 - vals   # (not -vals: a zero score stays +0.0)
         best_d.append(vals)
         best_i.append(ids)
     if not best_d:

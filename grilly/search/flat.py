@@ -3,6 +3,7 @@ IndexFlatIP (ids are positions: remove_ids renumbers the vectors after the remov
 from __future__ import annotations
 
 import os
+import threading
 
 import numpy as np
 
@@ -15,8 +16,14 @@ __all__ = ["IndexFlat"]
 
 # index metric -> the knn metric it ranks by; cosine is inner product on unit rows
 _KNN = {"l2": "sqeuclidean", "ip": "ip", "cosine": "cosine"}
+# faiss's metric_type values
+METRIC_INNER_PRODUCT, METRIC_L2 = 0, 1
 # range_search scores this many bytes of queries x vectors at a time (each block is read back)
 RANGE_BLOCK_BYTES = 64 << 20
+# add/remove_ids/reset replace an index's prepared vectors from the old ones (read-modify-write)
+# and search reads them once, so threads sharing an index see whole states; one lock for every
+# index (a lock attribute would stop copy.deepcopy and pickle)
+_LOCK = threading.Lock()
 
 
 class IndexFlat:
@@ -48,8 +55,10 @@ class IndexFlat:
 
     def reset(self) -> None:
         """Remove every vector."""
-        self._db = _d.prepare(gp.zeros((0, self.d), dtype=self.dtype, device=self.device),
-                              _KNN[self.metric])
+        empty = _d.prepare(gp.zeros((0, self.d), dtype=self.dtype, device=self.device),
+                           _KNN[self.metric])
+        with _LOCK:
+            self._db = empty
 
     def _vectors(self, x, op: str, arg: str) -> gp.Array:
         """``x`` (an Array on the index's device, or array-like) as (n, d) of the index dtype."""
@@ -71,13 +80,25 @@ class IndexFlat:
     def add(self, x) -> None:
         """Append the rows of x (n, d); they get the next ids ntotal, ntotal + 1, ..."""
         new = _d.prepare(self._vectors(x, "add", "x"), _KNN[self.metric])
-        if self.ntotal == 0:
+        with _LOCK:
+            db = self._db
+            if db.mat.shape[0]:
+                add = None if new.add is None else gp.concat([db.add, new.add])
+                new = _d.Prepared(gp.concat([db.mat, new.mat]), add, new.metric)
             self._db = new
-            return
-        add = None if new.add is None else gp.concat([self._db.add, new.add])
-        self._db = _d.Prepared(gp.concat([self._db.mat, new.mat]), add, new.metric)
+
+    def add_with_ids(self, x, ids) -> None:
+        """Not supported, as faiss's IndexFlat: wrap the index in an IndexIDMap."""
+        raise NotImplementedError("IndexFlat.add_with_ids: ids are positions in a flat index; "
+                                  "use grilly.search.IndexIDMap(index).add_with_ids(x, ids)")
 
     is_trained = True   # faiss's flag: a flat index needs no training
+
+    @property
+    def metric_type(self) -> int:
+        """faiss's metric constant: 1 (METRIC_L2) for "l2", 0 (METRIC_INNER_PRODUCT) for "ip"
+        and "cosine"."""
+        return METRIC_L2 if self.metric == "l2" else METRIC_INNER_PRODUCT
 
     def train(self, x) -> None:
         """faiss's train: nothing to learn for a flat index (``x`` is only checked)."""
@@ -94,17 +115,17 @@ class IndexFlat:
     def reconstruct_n(self, i0: int, ni: int) -> gp.Array:
         """The stored vectors at ids i0 .. i0 + ni - 1 (ni, d)."""
         a, n = _d.as_int(i0), _d.as_int(ni)
-        if a is None or n is None or a < 0 or n < 0 or a + n > self.ntotal:
+        db = self._db   # once: another thread may replace it
+        if a is None or n is None or a < 0 or n < 0 or a + n > db.mat.shape[0]:
             raise IndexError(f"IndexFlat.reconstruct_n: ids {i0!r} .. {i0!r} + {ni!r} - 1 are "
-                             f"out of range for an index of {self.ntotal} vectors")
-        rows = self._db.mat[a:a + n]
+                             f"out of range for an index of {db.mat.shape[0]} vectors")
+        rows = db.mat[a:a + n]
         return rows * -0.5 if self.metric == "l2" else rows   # (l2 keeps -2 x: exact)
 
     def reconstruct_all(self) -> gp.Array:
         """The stored vectors (n, d); for "cosine", the unit-normalized ones it keeps."""
-        if self.metric == "l2":
-            return self._db.mat * -0.5   # stored as -2 x: exact in binary floating point
-        return self._db.mat
+        mat = self._db.mat
+        return mat * -0.5 if self.metric == "l2" else mat   # (l2 keeps -2 x: exact)
 
     def remove_ids(self, ids) -> int:
         """Remove the vectors at positions ``ids`` (others move down, as faiss); the count removed."""
@@ -112,14 +133,17 @@ class IndexFlat:
         if h.size and h.dtype.kind not in "iu":
             raise TypeError(f"IndexFlat.remove_ids: ids must be integers, got dtype {h.dtype}")
         h = h.reshape(-1).astype(np.int64)
-        drop = np.zeros(self.ntotal, bool)
-        drop[h[(h >= 0) & (h < self.ntotal)]] = True   # ids not held are ignored, as faiss
-        n = int(drop.sum())
-        if n:
-            keep = gp.asarray(np.flatnonzero(~drop), device=self.device)
+        with _LOCK:
             db = self._db
-            self._db = _d.Prepared(gp.take(db.mat, keep, axis=0),
-                                   None if db.add is None else gp.take(db.add, keep), db.metric)
+            m = db.mat.shape[0]
+            drop = np.zeros(m, bool)
+            drop[h[(h >= 0) & (h < m)]] = True   # ids not held are ignored, as faiss
+            n = int(drop.sum())
+            if n:
+                keep = gp.asarray(np.flatnonzero(~drop), device=self.device)
+                self._db = _d.Prepared(gp.take(db.mat, keep, axis=0),
+                                       None if db.add is None else gp.take(db.add, keep),
+                                       db.metric)
         return n
 
     # ---- search -----------------------------------------------------------------------------
@@ -129,16 +153,22 @@ class IndexFlat:
         if _d.as_int(k) is None or k < 1:
             raise ValueError(f"IndexFlat.search: k must be a positive int, got {k!r}")
         k = _d.as_int(k)
-        kk = min(k, self.ntotal)
+        db = self._db   # once: another thread may replace it
+        kk = min(k, db.mat.shape[0])
         n = q.shape[0]
+        big = float(np.finfo(np.dtype(self.dtype.name)).max)
+        pad = big if self.metric == "l2" else -big
         if kk:
-            dist, ids = _d.knn_prepared(q, self._db, kk, chunk, "IndexFlat.search")
+            dist, ids = _d.knn_prepared(q, db, kk, chunk, "IndexFlat.search")
+            # a hit no better than the pad (an overflowed distance, a NaN score from a NaN
+            # vector or query) is no hit, as faiss; knn_prepared ranks them last
+            miss = ~(dist < big) if self.metric == "l2" else ~(dist > pad)
+            dist = gp.where(miss, pad, dist)
+            ids = gp.where(miss, -1, ids)
         else:
             dist = gp.zeros((n, 0), dtype=self.dtype, device=self.device)
             ids = gp.zeros((n, 0), dtype=gp.int64, device=self.device)
         if kk < k:
-            big = float(np.finfo(np.dtype(self.dtype.name)).max)
-            pad = big if self.metric == "l2" else -big
             dist = gp.concat([dist, gp.full((n, k - kk), pad, dtype=self.dtype,
                                             device=self.device)], axis=1)
             ids = gp.concat([ids, gp.full((n, k - kk), -1, dtype=gp.int64, device=self.device)],
@@ -156,9 +186,9 @@ class IndexFlat:
         except (TypeError, ValueError):
             raise TypeError(f"IndexFlat.range_search: radius must be a real number, got "
                             f"{type(radius).__name__}") from None
-        n, m = q.shape[0], self.ntotal
+        db = self._db   # once: another thread may replace it
+        n, m = q.shape[0], db.mat.shape[0]
         l2 = self.metric == "l2"
-        db = self._db
         if self.metric == "cosine":
             q = _d.unit_rows(q)
         mt = gp.matrix_transpose(db.mat)
