@@ -14,6 +14,9 @@ from . import backends  # noqa: F401,E402
 from .array import composites  # noqa: F401,E402  (fills the array layer's composite registry)
 
 from . import autograd, random, nn, optim, search  # noqa: E402,F401
+# (torch.optim.swa_utils's place; grilly.optim cannot import it: it needs grilly.nn, which
+# imports grilly.optim)
+from .optim import swa_utils as _swa_utils  # noqa: E402,F401
 from . import distributions  # noqa: E402,F401
 
 autograd.install(globals())

@@ -5,7 +5,7 @@ from __future__ import annotations
 from .. import random as _random
 from ..array import api as gp
 
-__all__ = ["manual_seed", "uniform", "normal"]
+__all__ = ["check_generator", "manual_seed", "uniform", "normal"]
 
 
 def manual_seed(seed: int) -> None:
@@ -13,11 +13,28 @@ def manual_seed(seed: int) -> None:
     _random.seed(int(seed))
 
 
-def uniform(shape, low: float = 0.0, high: float = 1.0, *, dtype=None, device=None):
-    """An Array of ``shape`` with values uniform in [low, high)."""
-    return _random.uniform(low, high, tuple(shape), dtype=dtype or gp.float32, device=device)
+def check_generator(generator, op: str) -> None:
+    """TypeError naming ``op`` unless ``generator`` is None or a grilly.random.Generator."""
+    if generator is not None and not isinstance(generator, _random.Generator):
+        raise TypeError(f"{op}: generator must be a grilly.random.Generator, got "
+                        f"{type(generator).__name__}")
 
 
-def normal(shape, mean: float = 0.0, std: float = 1.0, *, dtype=None, device=None):
-    """An Array of ``shape`` with normal values."""
-    return _random.normal(mean, std, tuple(shape), dtype=dtype or gp.float32, device=device)
+def _source(generator, op: str):
+    """``generator`` (a grilly.random.Generator), or the module's default stream for None."""
+    check_generator(generator, op)
+    return _random if generator is None else generator
+
+
+def uniform(shape, low: float = 0.0, high: float = 1.0, *, dtype=None, device=None,
+            generator=None, op: str = "uniform"):
+    """An Array of ``shape`` with values uniform in [low, high) (from ``generator`` if given)."""
+    return _source(generator, op).uniform(low, high, tuple(shape), dtype=dtype or gp.float32,
+                                          device=device)
+
+
+def normal(shape, mean: float = 0.0, std: float = 1.0, *, dtype=None, device=None,
+           generator=None, op: str = "normal"):
+    """An Array of ``shape`` with normal values (from ``generator`` if given)."""
+    return _source(generator, op).normal(mean, std, tuple(shape), dtype=dtype or gp.float32,
+                                         device=device)

@@ -66,28 +66,44 @@ def _fill(t, values):
     return t
 
 
-def uniform_(tensor, a: float = 0.0, b: float = 1.0):
-    """Fill with values uniform in [a, b)."""
-    return _fill(tensor, _random.uniform(tensor.shape, a, b, dtype=tensor.dtype, device=tensor.device))
+def _empty_noop(tensor) -> bool:
+    """Whether ``tensor`` has no elements (torch's warning: initializing it is a no-op)."""
+    if tensor.size == 0:
+        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=3)
+        return True
+    return False
 
 
-def normal_(tensor, mean: float = 0.0, std: float = 1.0):
-    """Fill with normal values."""
-    return _fill(tensor, _random.normal(tensor.shape, mean, std, dtype=tensor.dtype, device=tensor.device))
+def uniform_(tensor, a: float = 0.0, b: float = 1.0, generator=None):
+    """Fill with values uniform in [a, b) (drawn from ``generator``, a grilly.random.Generator,
+    if given)."""
+    return _fill(tensor, _random.uniform(tensor.shape, a, b, dtype=tensor.dtype,
+                                         device=tensor.device, generator=generator,
+                                         op="uniform_"))
 
 
-def trunc_normal_(tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0):
+def normal_(tensor, mean: float = 0.0, std: float = 1.0, generator=None):
+    """Fill with normal values (drawn from ``generator`` if given)."""
+    return _fill(tensor, _random.normal(tensor.shape, mean, std, dtype=tensor.dtype,
+                                        device=tensor.device, generator=generator, op="normal_"))
+
+
+def trunc_normal_(tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0,
+                  generator=None):
     """Fill with normal values truncated to [a, b]: values outside are drawn again (as torch's
     distribution; clipping them would pile their mass up on a and b)."""
     if not a < b:
         raise ValueError(f"trunc_normal_: needs a < b, got a={a}, b={b}")
-    v = _random.normal(tensor.shape, mean, std, dtype=tensor.dtype, device=tensor.device)
+
+    def draw():
+        return _random.normal(tensor.shape, mean, std, dtype=tensor.dtype, device=tensor.device,
+                              generator=generator, op="trunc_normal_")
+    v = draw()
     for _ in range(1000):
         out = gp.logical_or(v < a, v > b)
         if not bool(gp.any(out)):
             return _fill(tensor, v)
-        v = gp.where(out, _random.normal(tensor.shape, mean, std, dtype=tensor.dtype,
-                                         device=tensor.device), v)
+        v = gp.where(out, draw(), v)
     raise ValueError(f"trunc_normal_: [a, b] = [{a}, {b}] holds too little of N({mean}, {std}^2)")
 
 
@@ -113,47 +129,58 @@ def eye_(tensor):
     return _fill(tensor, gp.eye(*tensor.shape, dtype=tensor.dtype, device=tensor.device))
 
 
-def xavier_uniform_(tensor, gain: float = 1.0):
+def xavier_uniform_(tensor, gain: float = 1.0, generator=None):
     """Glorot uniform: U(-a, a), a = gain * sqrt(6 / (fan_in + fan_out))."""
+    _random.check_generator(generator, "xavier_uniform_")
     fi, fo = _calculate_fan_in_and_fan_out(tensor)
     a = gain * math.sqrt(6.0 / (fi + fo))
-    return uniform_(tensor, -a, a)
+    return uniform_(tensor, -a, a, generator)
 
 
-def xavier_normal_(tensor, gain: float = 1.0):
+def xavier_normal_(tensor, gain: float = 1.0, generator=None):
     """Glorot normal: N(0, gain^2 * 2 / (fan_in + fan_out))."""
+    _random.check_generator(generator, "xavier_normal_")
     fi, fo = _calculate_fan_in_and_fan_out(tensor)
-    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / (fi + fo)))
+    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / (fi + fo)), generator)
 
 
 def _kaiming_std(tensor, a, mode, nonlinearity):
-    if mode not in ("fan_in", "fan_out"):
-        raise ValueError(f"kaiming init: mode must be 'fan_in' or 'fan_out', got {mode!r}")
-    fi, fo = _calculate_fan_in_and_fan_out(tensor)
-    fan = fi if mode == "fan_in" else fo
+    # (mode is case-insensitive, as torch's _calculate_correct_fan)
+    fan = _calculate_correct_fan(tensor, mode)
     if fan == 0:
         raise ValueError(f"kaiming init: fan is 0 for shape {tensor.shape}")
     return calculate_gain(nonlinearity, a) / math.sqrt(fan)
 
 
-def kaiming_uniform_(tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu"):
+def kaiming_uniform_(tensor, a: float = 0.0, mode: str = "fan_in",
+                     nonlinearity: str = "leaky_relu", generator=None):
     """He uniform: U(-b, b), b = gain * sqrt(3 / fan)."""
+    _random.check_generator(generator, "kaiming_uniform_")
+    if _empty_noop(tensor):
+        return tensor
     b = math.sqrt(3.0) * _kaiming_std(tensor, a, mode, nonlinearity)
-    return uniform_(tensor, -b, b)
+    return uniform_(tensor, -b, b, generator)
 
 
-def kaiming_normal_(tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu"):
+def kaiming_normal_(tensor, a: float = 0.0, mode: str = "fan_in",
+                    nonlinearity: str = "leaky_relu", generator=None):
     """He normal: N(0, (gain / sqrt(fan))^2)."""
-    return normal_(tensor, 0.0, _kaiming_std(tensor, a, mode, nonlinearity))
+    _random.check_generator(generator, "kaiming_normal_")
+    if _empty_noop(tensor):
+        return tensor
+    return normal_(tensor, 0.0, _kaiming_std(tensor, a, mode, nonlinearity), generator)
 
 
-def orthogonal_(tensor, gain: float = 1.0):
+def orthogonal_(tensor, gain: float = 1.0, generator=None):
     """Fill with a (semi-)orthogonal matrix from the QR of a normal matrix, times ``gain``."""
     if tensor.ndim < 2:
         raise ValueError(f"orthogonal_: needs at least 2 dimensions, got shape {tensor.shape}")
+    if tensor.size == 0:
+        return tensor   # (torch's: nothing to fill, no warning)
     rows = tensor.shape[0]
     cols = tensor.size // rows
-    flat = _random.normal((rows, cols), dtype=tensor.dtype, device=tensor.device)
+    flat = _random.normal((rows, cols), dtype=tensor.dtype, device=tensor.device,
+                          generator=generator, op="orthogonal_")
     if rows < cols:
         flat = gp.permute_dims(flat, (1, 0))
     q, r = gp.linalg.qr(flat)
@@ -183,7 +210,7 @@ def dirac_(tensor, groups: int = 1):
     return _fill(tensor, gp.asarray(d, dtype=tensor.dtype, device=tensor.device))
 
 
-def sparse_(tensor, sparsity: float, std: float = 0.01):
+def sparse_(tensor, sparsity: float, std: float = 0.01, generator=None):
     """Fill a 2-D array with N(0, std^2) values, ``ceil(sparsity * rows)`` of each column's
     (at random rows) set to zero."""
     if tensor.ndim != 2:
@@ -191,10 +218,12 @@ def sparse_(tensor, sparsity: float, std: float = 0.01):
                          f"{tensor.shape}")
     rows, cols = tensor.shape
     num_zeros = math.ceil(sparsity * rows)
-    v = _random.normal(tensor.shape, 0.0, std, dtype=tensor.dtype, device=tensor.device)
+    v = _random.normal(tensor.shape, 0.0, std, dtype=tensor.dtype, device=tensor.device,
+                       generator=generator, op="sparse_")
     if num_zeros > 0:
         # each column's num_zeros smallest uniform draws pick its zero rows (a random subset)
-        u = _random.uniform((rows, cols), device=tensor.device)
+        u = _random.uniform((rows, cols), device=tensor.device, generator=generator,
+                            op="sparse_")
         thr = gp.sort(u, axis=0)[min(num_zeros, rows) - 1:min(num_zeros, rows)]
         v = gp.where(u <= thr, gp.zeros((), dtype=v.dtype, device=v.device), v)
     return _fill(tensor, v)

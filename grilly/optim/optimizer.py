@@ -6,6 +6,7 @@ import functools
 import itertools
 import weakref
 from collections import OrderedDict
+from collections.abc import MutableMapping
 
 from ..array import api as gp
 from ..array import optim_steps
@@ -116,6 +117,59 @@ def _restore(v, p: Array):
     return gp.astype(a, p.dtype) if a.dtype.kind in "fc" and a.dtype != p.dtype else a
 
 
+class _ParamState(MutableMapping):
+    """An optimizer's per-parameter state keyed by the parameters themselves (torch's
+    ``optimizer.state[p]``), over its ``id(param)``-keyed dict."""
+
+    def __init__(self, opt: "Optimizer") -> None:
+        self._opt = opt
+
+    @staticmethod
+    def _key(k) -> int:
+        if isinstance(k, Array):
+            return id(k)
+        if isinstance(k, int) and not isinstance(k, bool):
+            return k
+        raise TypeError(f"Optimizer.state: keys are parameters (grilly Arrays), got "
+                        f"{type(k).__name__}")
+
+    def _params(self) -> dict:
+        return {id(p): p for g in self._opt.param_groups for p in g["params"]}
+
+    def __getitem__(self, k) -> dict:
+        states, i = self._opt._state, self._key(k)
+        s = states.get(i)
+        if s is None:
+            if isinstance(k, Array) and i in self._params():
+                s = states[i] = {}   # torch's defaultdict(dict)
+            else:
+                raise KeyError("Optimizer.state: this Array is not in the optimizer's "
+                               "param_groups" if isinstance(k, Array) else
+                               f"Optimizer.state: no state for the parameter of id {k}")
+        return s
+
+    def __setitem__(self, k, v: dict) -> None:
+        self._opt._state[self._key(k)] = v
+
+    def __delitem__(self, k) -> None:
+        del self._opt._state[self._key(k)]
+
+    def __contains__(self, k) -> bool:
+        ok = isinstance(k, Array) or (isinstance(k, int) and not isinstance(k, bool))
+        return ok and self._key(k) in self._opt._state
+
+    def __iter__(self):
+        params = self._params()
+        # the parameters, in param_groups order (a state whose parameter left is skipped)
+        return iter([params[i] for i in params if i in self._opt._state])
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __repr__(self) -> str:
+        return f"{{{', '.join(f'<Array {tuple(p.shape)}>: {s!r}' for p, s in self.items())}}}"
+
+
 class Optimizer:
     """Base of grilly's optimizers (the torch.optim interface). Subclasses implement
     ``_update(p, grad, state, group)``, called under no_grad for each parameter with a grad;
@@ -147,9 +201,12 @@ class Optimizer:
             self.add_param_group(g)
 
     @property
-    def state(self) -> dict:
-        """Per-parameter state, keyed by ``id(param)`` (Arrays are not hashable)."""
-        return self._state
+    def state(self) -> "_ParamState":
+        """Per-parameter state, as torch's ``optimizer.state``: ``state[p]`` is parameter
+        ``p``'s dict (made empty on first use, as torch's defaultdict), iteration gives the
+        parameters that have state. Kept by ``id(param)`` underneath (Arrays are not
+        hashable); an int key is taken as such an id."""
+        return _ParamState(self)
 
     def state_of(self, p: Array) -> dict:
         """The state dict of parameter ``p`` (created empty on first use)."""
