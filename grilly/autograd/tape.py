@@ -358,7 +358,9 @@ def _apply(n: Node, gs: list, ns) -> list:
     """Run node ``n``'s rule on output gradients ``gs`` (missing ones as zeros)."""
     if n.saved is not None:
         check_saved(n)
-    if n.n_out == 1:
+    # a sequence output of one (unstack of a length-1 axis, broadcast_arrays or meshgrid of
+    # one array) still gets its gradients as a tuple: the rules index them
+    if n.n_out == 1 and type(n.out) is not tuple:
         g = gs[0]
         out = n.out
     else:

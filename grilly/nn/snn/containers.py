@@ -20,11 +20,15 @@ __all__ = ["SeqToANNContainer", "MultiStepContainer", "StepModeContainer",
 
 
 def _apply(x, modules):
+    # a tuple x (values and indices, say) is the first module's positional arguments, as
+    # SpikingJelly's; each later module gets the one output of the module before it
+    args = x if isinstance(x, tuple) else (x,)
     if isinstance(modules, (list, tuple)):
         for m in modules:
-            x = m(x)
+            x = m(*args)
+            args = (x,)
         return x
-    return modules(x)
+    return modules(*args)
 
 
 def _check_seq(x, op: str, min_ndim: int = 1) -> Array:
@@ -35,13 +39,30 @@ def _check_seq(x, op: str, min_ndim: int = 1) -> Array:
     return x
 
 
-def seq_to_ann_forward(x_seq: Array, stateless_module) -> Array:
+def seq_to_ann_forward(x_seq: Array | tuple, stateless_module) -> Array | tuple:
     """SpikingJelly's ``functional.seq_to_ann_forward``: ``stateless_module`` (a module, a
     callable or a list of them) on x_seq (T, B, ...) reshaped to (T * B, ...), the result
-    reshaped to (T, B, ...)."""
-    _check_seq(x_seq, "seq_to_ann_forward", 2)
-    t, b = x_seq.shape[:2]
-    y = _apply(gp.reshape(x_seq, (t * b,) + tuple(x_seq.shape[2:])), stateless_module)
+    reshaped to (T, B, ...). A tuple x_seq (e.g. MaxPool's values and indices, each (T, B,
+    ...)) is passed as the first module's arguments; a tuple result is reshaped item by
+    item."""
+    op = "seq_to_ann_forward"
+    if isinstance(x_seq, tuple):
+        if not x_seq:
+            raise ValueError(f"{op}: x_seq is an empty tuple")
+        for item in x_seq:
+            _check_seq(item, op, 2)
+        t, b = x_seq[0].shape[:2]
+        if any(tuple(item.shape[:2]) != (t, b) for item in x_seq[1:]):
+            raise ValueError(f"{op}: every Array of x_seq must share its (T, B) leading axes, "
+                             f"got shapes {[tuple(item.shape) for item in x_seq]}")
+        x = tuple(gp.reshape(item, (t * b,) + tuple(item.shape[2:])) for item in x_seq)
+    else:
+        _check_seq(x_seq, op, 2)
+        t, b = x_seq.shape[:2]
+        x = gp.reshape(x_seq, (t * b,) + tuple(x_seq.shape[2:]))
+    y = _apply(x, stateless_module)
+    if isinstance(y, tuple):
+        return tuple(gp.reshape(item, (t, b) + tuple(item.shape[1:])) for item in y)
     return gp.reshape(y, (t, b) + tuple(y.shape[1:]))
 
 

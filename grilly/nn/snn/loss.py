@@ -19,7 +19,7 @@ __all__ = ["mse_count_loss", "ce_rate_loss", "ce_count_loss", "ce_max_membrane_l
            "L1RateSparsity"]
 
 
-def _check(spk, targets, op: str):
+def _check(spk, targets, op: str, classes: int | None = None):
     spk = _check_input(spk, op, "spk_out")
     if spk.ndim != 3:
         raise ValueError(f"{op}: spk_out must be (T, batch, classes), got shape {spk.shape}")
@@ -31,7 +31,7 @@ def _check(spk, targets, op: str):
                          f"{spk.shape[1]}")
     if targets.size and _hooks.host_op is None:   # (a grilly.jit trace cannot read them)
         # one host read where the labels are good (a sync: snnTorch raises on a bad label too)
-        c = spk.shape[2]
+        c = spk.shape[2] if classes is None else classes
         if bool(gp.any(gp.logical_or(targets < 0, targets >= c))):
             lo, hi = int(gp.min(targets)), int(gp.max(targets))
             raise ValueError(f"{op}: targets must be class indices in [0, {c}), got values in "
@@ -39,48 +39,99 @@ def _check(spk, targets, op: str):
     return spk
 
 
+def _classes(spk_out, population_code, num_classes, op: str) -> int | None:
+    """The class count of a population code (None without one): ``num_classes`` must divide
+    the outputs, each class owning a consecutive group of them (snnTorch's)."""
+    if not population_code:
+        return None
+    if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1:
+        raise ValueError(f"{op}: population_code=True needs num_classes, an int >= 1, got "
+                         f"{num_classes!r}")
+    n = getattr(spk_out, "shape", (0,))[-1]
+    if n % num_classes:
+        raise ValueError(f"{op}: num_classes ({num_classes}) must divide the number of "
+                         f"outputs ({n}) for a population code")
+    return num_classes
+
+
+def _counts(spk: Array, classes: int | None) -> Array:
+    """(batch, classes) spike counts over time; with a population code each class's group of
+    outputs summed."""
+    counts = gp.sum(spk, axis=0)
+    if classes is None:
+        return counts
+    b, n = counts.shape
+    return gp.sum(gp.reshape(counts, (b, classes, n // classes)), axis=2)
+
+
 def mse_count_loss(spk_out: Array, targets: Array, correct_rate: float = 1.0,
-                   incorrect_rate: float = 0.0, reduction: str = "mean") -> Array:
-    """MSE between spike counts and int(T * rate) targets, divided by T (as snnTorch does)."""
+                   incorrect_rate: float = 0.0, reduction: str = "mean",
+                   population_code: bool = False, num_classes=False) -> Array:
+    """MSE between spike counts and int(T * rate) targets, divided by T (as snnTorch does);
+    ``population_code``: counts per class group of the outputs, targets int(T * rate *
+    outputs / num_classes)."""
     op = "mse_count_loss"
-    spk = _check(spk_out, targets, op)
+    classes = _classes(spk_out, population_code, num_classes, op)
+    spk = _check(spk_out, targets, op, classes)
+    _reduction(reduction, op)
     if not (0.0 <= incorrect_rate <= 1.0 and 0.0 <= correct_rate <= 1.0):
         raise ValueError(f"{op}: correct_rate and incorrect_rate must be in [0, 1]")
-    steps, classes = spk.shape[0], spk.shape[2]
-    on, off = int(steps * correct_rate), int(steps * incorrect_rate)
+    steps, outputs = spk.shape[0], spk.shape[2]
+    if classes is None:
+        classes = outputs
+        on, off = int(steps * correct_rate), int(steps * incorrect_rate)
+    else:   # (snnTorch's order of the products, so int() rounds the same way)
+        on = int(steps * correct_rate * (outputs / classes))
+        off = int(steps * incorrect_rate * (outputs / classes))
+    counts = _counts(spk, None if classes == outputs else classes)
     hot = NF.one_hot(targets, classes, dtype=spk.dtype)
     want = hot * float(on - off) + float(off)
-    return NF.mse_loss(gp.sum(spk, axis=0), want, reduction=reduction) / float(steps)
+    return NF.mse_loss(counts, want, reduction=reduction) / float(steps)
 
 
-def ce_rate_loss(spk_out: Array, targets: Array) -> Array:
-    """Cross-entropy of every step's output (spikes as logits), averaged over steps."""
-    spk = _check(spk_out, targets, "ce_rate_loss")
-    steps = spk.shape[0]
-    flat = gp.reshape(spk, (steps * spk.shape[1], spk.shape[2]))
-    tgt = gp.reshape(gp.broadcast_to(gp.expand_dims(targets, axis=0), (steps, spk.shape[1])), (-1,))
-    return NF.cross_entropy(flat, tgt)
+def ce_rate_loss(spk_out: Array, targets: Array, reduction: str = "mean") -> Array:
+    """Cross-entropy of every step's output (spikes as logits), averaged over steps
+    (``reduction="none"``: per sample, "sum": summed over the batch)."""
+    op = "ce_rate_loss"
+    spk = _check(spk_out, targets, op)
+    _reduction(reduction, op)
+    steps, batch = spk.shape[0], spk.shape[1]
+    flat = gp.reshape(spk, (steps * batch, spk.shape[2]))
+    tgt = gp.reshape(gp.broadcast_to(gp.expand_dims(targets, axis=0), (steps, batch)), (-1,))
+    if reduction == "mean":
+        return NF.cross_entropy(flat, tgt)
+    loss = NF.cross_entropy(flat, tgt, reduction=reduction) / float(steps)
+    return gp.sum(gp.reshape(loss, (steps, batch)), axis=0) if reduction == "none" else loss
 
 
-def ce_count_loss(spk_out: Array, targets: Array) -> Array:
-    """Cross-entropy with the spike counts over time as logits."""
-    spk = _check(spk_out, targets, "ce_count_loss")
-    return NF.cross_entropy(gp.sum(spk, axis=0), targets)
+def ce_count_loss(spk_out: Array, targets: Array, reduction: str = "mean",
+                  population_code: bool = False, num_classes=False) -> Array:
+    """Cross-entropy with the spike counts over time as logits (``population_code``: the
+    counts of each class's group of outputs)."""
+    op = "ce_count_loss"
+    classes = _classes(spk_out, population_code, num_classes, op)
+    spk = _check(spk_out, targets, op, classes)
+    return NF.cross_entropy(_counts(spk, classes), targets, reduction=_reduction(reduction, op))
 
 
-def ce_max_membrane_loss(mem_out: Array, targets: Array) -> Array:
+def ce_max_membrane_loss(mem_out: Array, targets: Array, reduction: str = "mean") -> Array:
     """Cross-entropy with each output's largest membrane potential over time as logits."""
-    mem = _check(mem_out, targets, "ce_max_membrane_loss")
-    return NF.cross_entropy(gp.max(mem, axis=0), targets)
+    op = "ce_max_membrane_loss"
+    mem = _check(mem_out, targets, op)
+    return NF.cross_entropy(gp.max(mem, axis=0), targets, reduction=_reduction(reduction, op))
 
 
-def accuracy_rate(spk_out: Array, targets: Array) -> float:
+def accuracy_rate(spk_out: Array, targets: Array, population_code: bool = False,
+                  num_classes=False) -> float:
     """The fraction of samples whose most-spiking output (spike count over time, the first
-    class on a tie) is the target: snnTorch's ``SF.accuracy_rate``, a Python float."""
-    spk = _check(spk_out, targets, "accuracy_rate")
+    class on a tie; ``population_code``: the most-spiking class group) is the target:
+    snnTorch's ``SF.accuracy_rate``, a Python float."""
+    op = "accuracy_rate"
+    classes = _classes(spk_out, population_code, num_classes, op)
+    spk = _check(spk_out, targets, op, classes)
     if spk.shape[1] == 0:
         raise ValueError("accuracy_rate: the batch is empty")
-    pred = gp.argmax(gp.sum(spk, axis=0), axis=1)
+    pred = gp.argmax(_counts(spk, classes), axis=1)
     return float(gp.mean(gp.astype(pred == targets, gp.float64)))
 
 
@@ -98,18 +149,29 @@ class MSECountLoss(_Loss):
     """``mse_count_loss`` as a callable object (snnTorch's ``SF.mse_count_loss(...)``)."""
     fn = staticmethod(mse_count_loss)
 
-    def __init__(self, correct_rate: float = 1.0, incorrect_rate: float = 0.0):
-        super().__init__(correct_rate=correct_rate, incorrect_rate=incorrect_rate)
+    def __init__(self, correct_rate: float = 1.0, incorrect_rate: float = 0.0,
+                 population_code: bool = False, num_classes=False, reduction: str = "mean"):
+        super().__init__(correct_rate=correct_rate, incorrect_rate=incorrect_rate,
+                         population_code=population_code, num_classes=num_classes,
+                         reduction=_reduction(reduction, "MSECountLoss"))
 
 
 class CERateLoss(_Loss):
     """``ce_rate_loss`` as a callable object."""
     fn = staticmethod(ce_rate_loss)
 
+    def __init__(self, reduction: str = "mean"):
+        super().__init__(reduction=_reduction(reduction, "CERateLoss"))
+
 
 class CECountLoss(_Loss):
     """``ce_count_loss`` as a callable object."""
     fn = staticmethod(ce_count_loss)
+
+    def __init__(self, population_code: bool = False, num_classes=False,
+                 reduction: str = "mean"):
+        super().__init__(population_code=population_code, num_classes=num_classes,
+                         reduction=_reduction(reduction, "CECountLoss"))
 
 
 _REDUCTIONS = ("mean", "sum", "none")

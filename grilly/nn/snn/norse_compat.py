@@ -42,7 +42,12 @@ __all__ = ["LIFParameters", "LIFState", "LIFFeedForwardState", "LIParameters", "
            "LIFBox", "SequentialState", "lif_feed_forward_step", "lif_feed_forward_integral",
            "lif_step", "li_feed_forward_step", "li_step", "lif_box_feed_forward_step",
            "threshold", "heaviside", "reset_value", "reset_subtract", "default_bio_parameters",
-           "METHODS"]
+           "METHODS", "lif_current_encoder", "constant_current_lif_encode",
+           "spike_latency_lif_encode", "spike_latency_encode", "poisson_encode",
+           "poisson_encode_step", "signed_poisson_encode", "signed_poisson_encode_step",
+           "ConstantCurrentLIFEncoder", "SpikeLatencyLIFEncoder", "SpikeLatencyEncoder",
+           "PoissonEncoder", "PoissonEncoderStep", "SignedPoissonEncoder",
+           "SignedPoissonEncoderStep"]
 
 METHODS = ("super", "heaviside", "triangle", "tanh", "circ", "heavi_erfc")
 
@@ -281,9 +286,10 @@ def _is_torch_fn(fn) -> bool:
     return mod in ("torch", "norse")
 
 
-def _check_state(state, kind, op: str, shape: tuple, dtype=None, *, shapes_from=None) -> tuple:
+def _check_state(state, kind, op: str, shape: tuple, like: Array, *,
+                 shapes_from=None) -> tuple:
     """The state's fields as Arrays broadcasting to ``shape`` (a ValueError names the field),
-    in ``dtype`` (the input's)."""
+    on the input ``like``'s device and in its dtype."""
     if not isinstance(state, tuple) or not all(hasattr(state, f) for f in kind._fields):
         raise TypeError(f"{op}: state must be a {kind.__name__} {kind._fields} or None, got "
                         f"{type(state).__name__}")
@@ -292,11 +298,15 @@ def _check_state(state, kind, op: str, shape: tuple, dtype=None, *, shapes_from=
         s = getattr(state, f)
         if not isinstance(s, Array):
             raise TypeError(f"{op}: state.{f} must be a grilly Array, got {type(s).__name__}")
+        if s.device != like.device:
+            # (a state carried over from before a model.to(device): say which one)
+            raise ValueError(f"{op}: state.{f} is on {s.device}, the input on {like.device}; "
+                             "move the state with to_device() (or start a new one: None)")
         if not _broadcasts_to(s.shape, shape):
             raise ValueError(f"{op}: state.{f} has shape {tuple(s.shape)}, which does not "
                              f"broadcast to the layer's shape {tuple(shape)}"
                              f"{shapes_from or ''}")
-        out.append(s if s.dtype == dtype or dtype is None else gp.astype(s, dtype))
+        out.append(s if s.dtype == like.dtype else gp.astype(s, like.dtype))
     return tuple(out)
 
 
@@ -345,8 +355,8 @@ def _ff_step(x, state, p, dt, op: str, arg: str = "input_spikes") -> tuple:
     x = F._check_input(x, op, arg)
     q = _params(p, LIFParameters, op, x, x.shape)
     if state is None:
-        state = LIFFeedForwardState(_full(q["v_leak"], x.shape, x), _zeros(x.shape, x))
-    v, i = _check_state(state, LIFFeedForwardState, op, x.shape, x.dtype)
+        state = LIFFeedForwardState(_rest(q, x.shape, x), _zeros(x.shape, x))
+    v, i = _check_state(state, LIFFeedForwardState, op, x.shape, x)
     z, v, i = _lif_update(i + x, v, q, _dt(dt, op), _spike_fn(q["method"], q["alpha"], op),
                           False)
     return z, LIFFeedForwardState(v, i)
@@ -362,7 +372,7 @@ def lif_step(input_spikes: Array, state: LIFState, input_weights: Array,
     hidden = _check_weights(x, input_weights, recurrent_weights, op)
     shape = (*x.shape[:-1], hidden)
     q = _params(p, LIFParameters, op, x, shape)
-    z0, v, i = _check_state(state, LIFState, op, shape, x.dtype)
+    z0, v, i = _check_state(state, LIFState, op, shape, x)
     return _rec_step(NF.linear(x, input_weights), z0, v, i, recurrent_weights, q, _dt(dt, op),
                      _spike_fn(q["method"], q["alpha"], op))
 
@@ -379,7 +389,7 @@ def lif_feed_forward_integral(input_tensor: Array, state: LIFFeedForwardState,
     op = "lif_feed_forward_integral"
     x = _check_seq(input_tensor, op, "input_tensor")
     q = _params(p, LIFParameters, op, x, x.shape[1:])
-    st = _check_state(state, LIFFeedForwardState, op, x.shape[1:], x.dtype)
+    st = _check_state(state, LIFFeedForwardState, op, x.shape[1:], x)
     return _lif_sequence(x, st, q, _dt(dt, op), op, fused=True, record=False)
 
 
@@ -393,8 +403,8 @@ def _li_ff_step(x, state, p, dt, op: str) -> tuple:
     x = F._check_input(x, op, "input_tensor")
     q = _params(p, LIParameters, op, x, x.shape)
     if state is None:
-        state = LIState(_full(q["v_leak"], x.shape, x), _zeros(x.shape, x))
-    v, i = _check_state(state, LIState, op, x.shape, x.dtype)
+        state = LIState(_rest(q, x.shape, x), _zeros(x.shape, x))
+    v, i = _check_state(state, LIState, op, x.shape, x)
     return _li_update(i + x, v, q, _dt(dt, op))
 
 
@@ -410,8 +420,8 @@ def _li_lin_step(x, state, input_weights, p, dt, op: str) -> tuple:
     shape = (*x.shape[:-1], hidden)
     q = _params(p, LIParameters, op, x, shape)
     if state is None:
-        state = LIState(_full(q["v_leak"], shape, x), _zeros(shape, x))
-    v, i = _check_state(state, LIState, op, shape, x.dtype)
+        state = LIState(_rest(q, shape, x), _zeros(shape, x))
+    v, i = _check_state(state, LIState, op, shape, x)
     return _li_update(i + NF.linear(x, input_weights), v, q, _dt(dt, op))
 
 
@@ -432,8 +442,8 @@ def _box_step(x, state, p, dt, op: str) -> tuple:
     x = F._check_input(x, op, "input_tensor")
     q = _params(p, LIFBoxParameters, op, x, x.shape)
     if state is None:
-        state = LIFBoxFeedForwardState(_full(q["v_leak"], x.shape, x))
-    (v,) = _check_state(state, LIFBoxFeedForwardState, op, x.shape, x.dtype)
+        state = LIFBoxFeedForwardState(_rest(q, x.shape, x))
+    (v,) = _check_state(state, LIFBoxFeedForwardState, op, x.shape, x)
     return _box_update(x, v, q, _dt(dt, op), _spike_fn(q["method"], q["alpha"], op))
 
 
@@ -485,6 +495,14 @@ def _full(v, shape: tuple, like: Array) -> Array:
 
 def _zeros(shape: tuple, like: Array) -> Array:
     return gp.zeros(shape, dtype=like.dtype, device=like.device)
+
+
+def _rest(q: dict, shape: tuple, like: Array) -> Array:
+    """The initial membrane v = v_leak (shape ``shape``), detached from a learnable v_leak:
+    Norse starts from a detached copy (``clone_tensor(p.v_leak)``), so v_leak's gradient
+    comes only through the equations."""
+    v = q["v_leak"]
+    return _full(v.detach() if isinstance(v, Array) else v, shape, like)
 
 
 def _lif_sequence(x, st, q, dt, op, *, fused: bool, record: bool) -> tuple:
@@ -590,7 +608,7 @@ class _Norse(Module):
         return _params(self.p, self._kind, type(self).__name__, x, shape)
 
     def _v0(self, q: dict, shape: tuple, x: Array) -> Array:
-        return _full(q["v_leak"], shape, x)
+        return _rest(q, shape, x)
 
     def _zeros(self, shape: tuple, x: Array) -> Array:
         return _zeros(shape, x)
@@ -616,7 +634,7 @@ class _Sequence(_Norse):
         q = self._q(x, shape)
         if state is None:
             return op, x, q, (self._v0(q, shape, x),) + (None,) * (len(kind._fields) - 1)
-        return op, x, q, _check_state(state, kind, op, shape, x.dtype,
+        return op, x, q, _check_state(state, kind, op, shape, x,
                                       shapes_from=" (one step of the input)")
 
 
@@ -717,7 +735,7 @@ class LIFRecurrentCell(_Recurrent):
         shape = (*x.shape[:-1], self.hidden_size)
         q = self._q(x, shape)
         z0, v, i = (self._state0(q, shape, x) if state is None
-                    else _check_state(state, LIFState, op, shape, x.dtype))
+                    else _check_state(state, LIFState, op, shape, x))
         return _rec_step(NF.linear(x, self.input_weights), z0, v, i, self._w_rec(), q, self.dt,
                          _spike_fn(q["method"], q["alpha"], op))
 
@@ -741,7 +759,7 @@ class LIFRecurrent(_Recurrent):
         shape = (*x.shape[1:-1], self.hidden_size)
         q = self._q(x, shape)
         z, v, i = (self._state0(q, shape, x) if state is None
-                   else _check_state(state, LIFState, op, shape, x.dtype))
+                   else _check_state(state, LIFState, op, shape, x))
         spike = _spike_fn(q["method"], q["alpha"], op)
         w_rec = self._w_rec()
         x_in = NF.linear(x, self.input_weights)   # every step's input current in one product
@@ -835,6 +853,215 @@ class LIFBox(_Sequence):
         """(spikes (T, ...), state) over every step of ``input_tensor``."""
         op, x, q, (v0,) = self._start(input_tensor, state, LIFBoxFeedForwardState)
         return _box_sequence(x, v0, q, self.dt, op, fused=self.fused, record=self.record_states)
+
+
+# ---- encoders (norse.torch.functional.encode and its modules) --------------------------------
+
+def _seq_length(n, op: str) -> int:
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
+        raise ValueError(f"{op}: seq_length must be an int >= 1, got {n!r}")
+    return int(n)
+
+
+def _generator(generator, op: str):
+    if generator is None:
+        return _random.default_generator
+    if not callable(getattr(generator, "bernoulli", None)):
+        raise TypeError(f"{op}: generator must be a grilly.random Generator or None, got "
+                        f"{type(generator).__name__}")
+    return generator
+
+
+def lif_current_encoder(input_current: Array, voltage: Array,
+                        p: LIFParameters = LIFParameters(), dt: float = 0.001) -> tuple:
+    """Norse's ``lif_current_encoder``: one Euler step of a current-free LIF driven by
+    ``input_current``: (spikes, voltage), the reset v - z (v - v_reset) keeping its gradient."""
+    op = "lif_current_encoder"
+    x = F._check_input(input_current, op, "input_current")
+    (v,) = _check_state(LIFBoxFeedForwardState(voltage), LIFBoxFeedForwardState, op, x.shape, x)
+    q = _params(p, LIFParameters, op, x, x.shape)
+    return _current_step(x, v, q, _dt(dt, op), _spike_fn(q["method"], q["alpha"], op))
+
+
+def _current_step(x, v, q, dt, spike) -> tuple:
+    v = v + (dt * q["tau_mem_inv"]) * ((q["v_leak"] - v) + x)
+    z = spike(v - q["v_th"])
+    return z, v - z * (v - q["v_reset"])
+
+
+def _current_spikes(x, seq_length, p, dt, op: str, first_only: bool) -> Array:
+    """The encoder LIF from v = 0 driven by the constant ``x`` for ``seq_length`` steps; with
+    ``first_only`` every spike after a neuron's first is dropped (no gradient there)."""
+    x = F._check_input(x, op, "input_current")
+    n, d = _seq_length(seq_length, op), _dt(dt, op)
+    q = _params(p, LIFParameters, op, x, x.shape)
+    spike = _spike_fn(q["method"], q["alpha"], op)
+    v, fired, out = _zeros(x.shape, x), None, []
+    for _ in range(n):
+        z, v = _current_step(x, v, q, d, spike)
+        if first_only:
+            # the mask of earlier spikes is detached (Norse compares it, never differentiates)
+            if fired is not None:
+                z = z * gp.astype(fired <= 0, z.dtype)
+            fired = z.detach() if fired is None else fired + z.detach()
+        out.append(z)
+    return gp.stack(out, axis=0)
+
+
+def constant_current_lif_encode(input_current: Array, seq_length: int,
+                                p: LIFParameters = LIFParameters(), dt: float = 0.001) -> Array:
+    """Norse's ``constant_current_lif_encode``: the spikes (seq_length, ...) of a LIF neuron
+    per value (from v = 0, see ``lif_current_encoder``) driven by it as a constant current."""
+    return _current_spikes(input_current, seq_length, p, dt, "constant_current_lif_encode",
+                           False)
+
+
+def spike_latency_lif_encode(input_current: Array, seq_length: int,
+                             p: LIFParameters = LIFParameters(), dt: float = 0.001) -> Array:
+    """Norse's ``spike_latency_lif_encode``: ``constant_current_lif_encode`` keeping only each
+    neuron's first spike (larger currents spike earlier)."""
+    return _current_spikes(input_current, seq_length, p, dt, "spike_latency_lif_encode", True)
+
+
+def spike_latency_encode(input_spikes: Array) -> Array:
+    """Norse's ``spike_latency_encode``: input_spikes (T, ...) with every spike after each
+    neuron's first set to 0."""
+    x = _check_seq(input_spikes, "spike_latency_encode", "input_spikes")
+    fired, out = None, []
+    for xt in gp.unstack(x, axis=0):
+        y = xt if fired is None else xt * gp.astype(fired <= 0, xt.dtype)
+        fired = y.detach() if fired is None else fired + y.detach()
+        out.append(y)
+    return gp.stack(out, axis=0)
+
+
+def _poisson(x, seq_length, f_max, dt, generator, op: str, signed: bool) -> Array:
+    x = F._check_input(x, op, "input_values")
+    rate = _dt(dt, op) * _float(f_max, "f_max", op)
+    p = gp.clip((gp.abs(x) if signed else x) * rate, 0.0, 1.0)
+    if seq_length is not None:
+        p = gp.broadcast_to(gp.expand_dims(p, axis=0), (_seq_length(seq_length, op), *x.shape))
+    spk = _generator(generator, op).bernoulli(p.detach(), dtype=x.dtype)
+    return gp.sign(x).detach() * spk if signed else spk
+
+
+def poisson_encode(input_values: Array, seq_length: int, f_max: float = 100,
+                   dt: float = 0.001, generator=None) -> Array:
+    """Norse's ``poisson_encode``: (seq_length, ...) spikes, 1 with probability dt f_max x per
+    step (clipped to [0, 1]), drawn from gp.random (or ``generator``); no gradient."""
+    return _poisson(input_values, seq_length, f_max, dt, generator, "poisson_encode", False)
+
+
+def poisson_encode_step(input_values: Array, f_max: float = 1000, dt: float = 0.001,
+                        generator=None) -> Array:
+    """Norse's ``poisson_encode_step``: one step of ``poisson_encode``, shaped like the input."""
+    return _poisson(input_values, None, f_max, dt, generator, "poisson_encode_step", False)
+
+
+def signed_poisson_encode(input_values: Array, seq_length: int, f_max: float = 100,
+                          dt: float = 0.001, generator=None) -> Array:
+    """Norse's ``signed_poisson_encode``: sign(x) times spikes drawn with probability
+    dt f_max |x| per step."""
+    return _poisson(input_values, seq_length, f_max, dt, generator, "signed_poisson_encode",
+                    True)
+
+
+def signed_poisson_encode_step(input_values: Array, f_max: float = 1000, dt: float = 0.001,
+                               generator=None) -> Array:
+    """Norse's ``signed_poisson_encode_step``: one step of ``signed_poisson_encode``."""
+    return _poisson(input_values, None, f_max, dt, generator, "signed_poisson_encode_step",
+                    True)
+
+
+class _Encoder(Module):
+    """Norse's encoder modules: the arguments kept, the functional encoder called."""
+
+    def extra_repr(self) -> str:
+        return ", ".join(f"{k}={v}" for k, v in vars(self).items() if not k.startswith("_")
+                         and k != "training")
+
+
+class ConstantCurrentLIFEncoder(_Encoder):
+    """Norse's ``ConstantCurrentLIFEncoder(seq_length, p, dt)``: ``constant_current_lif_encode``."""
+
+    def __init__(self, seq_length: int, p: LIFParameters = LIFParameters(),
+                 dt: float = 0.001) -> None:
+        super().__init__()
+        self.seq_length, self.p, self.dt = seq_length, p, dt
+
+    def forward(self, input_currents: Array) -> Array:
+        """(seq_length, ...) spikes."""
+        return constant_current_lif_encode(input_currents, self.seq_length, self.p, self.dt)
+
+
+class SpikeLatencyLIFEncoder(_Encoder):
+    """Norse's ``SpikeLatencyLIFEncoder(seq_length, p, dt)``: ``spike_latency_lif_encode``."""
+
+    def __init__(self, seq_length: int, p: LIFParameters = LIFParameters(),
+                 dt: float = 0.001) -> None:
+        super().__init__()
+        self.seq_length, self.p, self.dt = seq_length, p, dt
+
+    def forward(self, input_current: Array) -> Array:
+        """(seq_length, ...) spikes, at most one per neuron."""
+        return spike_latency_lif_encode(input_current, self.seq_length, self.p, self.dt)
+
+
+class SpikeLatencyEncoder(_Encoder):
+    """Norse's ``SpikeLatencyEncoder()``: ``spike_latency_encode``."""
+
+    def forward(self, input_spikes: Array) -> Array:
+        """input_spikes (T, ...) with each neuron's first spike only."""
+        return spike_latency_encode(input_spikes)
+
+
+class PoissonEncoder(_Encoder):
+    """Norse's ``PoissonEncoder(seq_length, f_max, dt)``: ``poisson_encode`` (SpikingJelly's
+    ``PoissonEncoder`` is ``grilly.nn.snn.PoissonEncoder``)."""
+
+    def __init__(self, seq_length: int, f_max: float = 100, dt: float = 0.001) -> None:
+        super().__init__()
+        self.seq_length, self.f_max, self.dt = seq_length, f_max, dt
+
+    def forward(self, x: Array) -> Array:
+        """(seq_length, ...) spikes."""
+        return poisson_encode(x, self.seq_length, self.f_max, self.dt)
+
+
+class PoissonEncoderStep(_Encoder):
+    """Norse's ``PoissonEncoderStep(f_max, dt)``: ``poisson_encode_step``."""
+
+    def __init__(self, f_max: float = 1000, dt: float = 0.001) -> None:
+        super().__init__()
+        self.f_max, self.dt = f_max, dt
+
+    def forward(self, x: Array) -> Array:
+        """One step of spikes, shaped like x."""
+        return poisson_encode_step(x, self.f_max, self.dt)
+
+
+class SignedPoissonEncoder(_Encoder):
+    """Norse's ``SignedPoissonEncoder(seq_length, f_max, dt)``: ``signed_poisson_encode``."""
+
+    def __init__(self, seq_length: int, f_max: float = 100, dt: float = 0.001) -> None:
+        super().__init__()
+        self.seq_length, self.f_max, self.dt = seq_length, f_max, dt
+
+    def forward(self, x: Array) -> Array:
+        """(seq_length, ...) signed spikes."""
+        return signed_poisson_encode(x, self.seq_length, self.f_max, self.dt)
+
+
+class SignedPoissonEncoderStep(_Encoder):
+    """Norse's ``SignedPoissonEncoderStep(f_max, dt)``: ``signed_poisson_encode_step``."""
+
+    def __init__(self, f_max: float = 1000, dt: float = 0.001) -> None:
+        super().__init__()
+        self.f_max, self.dt = f_max, dt
+
+    def forward(self, x: Array) -> Array:
+        """One step of signed spikes, shaped like x."""
+        return signed_poisson_encode_step(x, self.f_max, self.dt)
 
 
 # ---- SequentialState -------------------------------------------------------------------------

@@ -12,15 +12,11 @@ __all__ = ["ce_rate_loss", "ce_count_loss", "mse_count_loss", "ce_max_membrane_l
            "accuracy_rate", "accuracy_temporal"]
 
 
-def _unsupported(op: str, population_code=False, num_classes=False, weight=None,
-                 reduction: str | None = None) -> None:
+def _unsupported(op: str, population_code=False, num_classes=False, weight=None) -> None:
     if population_code or num_classes:
         raise NotImplementedError(f"{op}: population_code / num_classes are not supported")
     if weight is not None:
         raise NotImplementedError(f"{op}: weight is not supported")
-    if reduction is not None and reduction != "mean":
-        raise NotImplementedError(f"{op}: reduction={reduction!r} is not supported (only "
-                                  "'mean')")
 
 
 class _BoundLoss:
@@ -36,30 +32,32 @@ class _BoundLoss:
 def ce_rate_loss(population_code: bool = False, num_classes=False, reduction: str = "mean",
                  weight=None) -> _L.CERateLoss:
     """snnTorch's ``SF.ce_rate_loss()``: cross-entropy of every step's spikes, as a callable."""
-    _unsupported("ce_rate_loss", population_code, num_classes, weight, reduction)
-    return _L.CERateLoss()
+    # (snnTorch 1.0's own population code here needs a weight, and then weighs the outputs)
+    _unsupported("ce_rate_loss", population_code, num_classes, weight)
+    return _L.CERateLoss(reduction)
 
 
 def ce_count_loss(population_code: bool = False, num_classes=False, reduction: str = "mean",
                   weight=None) -> _L.CECountLoss:
     """snnTorch's ``SF.ce_count_loss()``: cross-entropy of the spike counts, as a callable."""
-    _unsupported("ce_count_loss", population_code, num_classes, weight, reduction)
-    return _L.CECountLoss()
+    _unsupported("ce_count_loss", weight=weight)
+    return _L.CECountLoss(population_code, num_classes, reduction)
 
 
 def mse_count_loss(correct_rate: float = 1, incorrect_rate: float = 0,
                    population_code: bool = False, num_classes=False, reduction: str = "mean",
                    weight=None) -> _L.MSECountLoss:
     """snnTorch's ``SF.mse_count_loss(correct_rate, incorrect_rate)``, as a callable."""
-    _unsupported("mse_count_loss", population_code, num_classes, weight, reduction)
-    return _L.MSECountLoss(correct_rate, incorrect_rate)
+    _unsupported("mse_count_loss", weight=weight)
+    return _L.MSECountLoss(correct_rate, incorrect_rate, population_code, num_classes, reduction)
 
 
 def ce_max_membrane_loss(reduction: str = "mean", weight=None) -> _BoundLoss:
     """snnTorch's ``SF.ce_max_membrane_loss()``: cross-entropy of each output's largest
     membrane over time, called as ``loss_fn(mem_rec, targets)``."""
-    _unsupported("ce_max_membrane_loss", weight=weight, reduction=reduction)
-    return _BoundLoss(_L.ce_max_membrane_loss)
+    _unsupported("ce_max_membrane_loss", weight=weight)
+    _L._reduction(reduction, "ce_max_membrane_loss")
+    return _BoundLoss(lambda mem, y: _L.ce_max_membrane_loss(mem, y, reduction))
 
 
 def mse_membrane_loss(time_var_targets: bool = False, on_target: float = 1,
@@ -93,8 +91,7 @@ def l1_rate_sparsity(Lambda: float = 1e-5) -> _L.L1RateSparsity:  # noqa: N803
 
 def accuracy_rate(spk_out, targets, population_code: bool = False, num_classes=False) -> float:
     """snnTorch's ``SF.accuracy_rate(spk_out, targets)``: the most-spiking output's accuracy."""
-    _unsupported("accuracy_rate", population_code, num_classes)
-    return _L.accuracy_rate(spk_out, targets)
+    return _L.accuracy_rate(spk_out, targets, population_code, num_classes)
 
 
 accuracy_temporal = _L.accuracy_temporal

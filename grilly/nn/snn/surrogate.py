@@ -19,7 +19,9 @@ snnTorch's and SpikingJelly's names for the same functions are aliases:
 ``straight_through_estimator`` (snnTorch), ``ATan(alpha=2)`` and ``Sigmoid(alpha=4)``
 (SpikingJelly's classes, with SpikingJelly's defaults). SpikingJelly's ``PiecewiseQuadratic``,
 ``SoftSign``, ``Erf`` and ``PiecewiseLeakyReLU`` have the derivatives its backward computes
-(these run per step, not in the fused kernels).
+(these run per step, not in the fused kernels). snnTorch's ``heaviside()`` (derivative: the
+spike), ``spike_rate_escape(beta, slope)``, ``SFS(slope, B)`` and ``custom_surrogate(fn)``
+(backward ``fn(input_, grad_input, spikes)``) run per step too.
 """
 from __future__ import annotations
 
@@ -32,11 +34,16 @@ from ...autograd.function import Function
 
 __all__ = ["Surrogate", "fast_sigmoid", "atan", "sigmoid", "triangle", "straight_through",
            "heaviside", "triangular", "straight_through_estimator", "ATan", "Sigmoid",
-           "PiecewiseQuadratic", "SoftSign", "Erf", "PiecewiseLeakyReLU"]
+           "PiecewiseQuadratic", "SoftSign", "Erf", "PiecewiseLeakyReLU", "custom_surrogate",
+           "spike_rate_escape", "SFS"]
 
 
-def heaviside(x: Array) -> Array:
-    """The step without a gradient: 1 where x > 0 else 0, in x's dtype."""
+def heaviside(x: Array | None = None):
+    """The step without a gradient: 1 where x > 0 else 0, in x's dtype. Called without ``x``,
+    snnTorch's ``surrogate.heaviside()``: a Surrogate whose derivative is the spike itself
+    (1 where x > 0, else 0)."""
+    if x is None:
+        return _Heaviside()
     return gp.astype(x > 0, x.dtype)
 
 
@@ -187,6 +194,89 @@ class _PiecewiseLeakyReLU(Surrogate):
         return self.c + (1.0 / (2.0 * self.w) - self.c) * inside
 
 
+class _Heaviside(Surrogate):
+    name = "heaviside"
+
+    def grad(self, x):
+        return gp.astype(x > 0, x.dtype)
+
+
+class _SpikeRateEscape(Surrogate):
+    name = "spike_rate_escape"
+
+    def __init__(self, beta: float, slope: float):
+        self.beta, self.slope = float(beta), float(slope)
+
+    def grad(self, x):
+        return self.slope * gp.exp(-self.beta * gp.abs(x - 1.0))
+
+
+class _SparseFastSigmoid(Surrogate):
+    name = "SFS"
+
+    def __init__(self, slope: float, B: float):  # noqa: N803  (snnTorch's name)
+        self.slope = _positive(slope, "slope", self.name)
+        self.B = float(B)
+
+    def grad(self, x):
+        return gp.astype(x > self.B, x.dtype) / gp.square(self.slope * gp.abs(x) + 1.0)
+
+
+class _CustomSpike(Function):
+    """Heaviside forward; backward ``fn(x, g, spikes)`` (snnTorch's CustomSurrogate)."""
+
+    @staticmethod
+    def forward(ctx, x, *, fn):
+        out = heaviside(x)
+        ctx.save_for_backward(x, out)
+        ctx.fn = fn
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, out = ctx.saved_tensors
+        return ctx.fn(x, g, out)
+
+
+class _Custom(Surrogate):
+    name = "custom_surrogate"
+
+    def __init__(self, fn):
+        if not callable(fn):
+            raise TypeError(f"custom_surrogate: custom_surrogate_function must be callable "
+                            f"(input_, grad_input, spikes) -> grad, got {type(fn).__name__}")
+        self.fn = fn
+
+    def __call__(self, x: Array) -> Array:
+        """Spikes (1 where x > 0) whose gradient is ``fn(x, grad_output, spikes)``."""
+        if not isinstance(x, gp.Array) or not gp.isdtype(x.dtype, "real floating"):
+            raise TypeError(f"{self.name}: expected a real floating grilly Array, got "
+                            f"{getattr(x, 'dtype', type(x).__name__)}")
+        return _CustomSpike.apply(x, fn=self.fn)
+
+    def grad(self, x):
+        # the user's function needs the incoming gradient and the spikes: see __call__
+        raise NotImplementedError("custom_surrogate: the derivative is fn(x, grad, spikes), "
+                                  "applied by calling the surrogate")
+
+
+def custom_surrogate(custom_surrogate_function) -> Surrogate:
+    """snnTorch's ``surrogate.custom_surrogate(fn)``: Heaviside spikes whose backward returns
+    ``fn(input_, grad_input, spikes)`` (grilly Arrays; fn computes the input's gradient)."""
+    return _Custom(custom_surrogate_function)
+
+
+def spike_rate_escape(beta: float = 1.0, slope: float = 25.0) -> Surrogate:
+    """snnTorch's ``surrogate.spike_rate_escape``: derivative slope exp(-beta |x - 1|)."""
+    return _SpikeRateEscape(beta, slope)
+
+
+def SFS(slope: float = 25.0, B: float = 1.0) -> Surrogate:  # noqa: N802, N803  (snnTorch's)
+    """snnTorch's ``surrogate.SFS`` (sparse fast sigmoid): derivative 1 / (slope |x| + 1)^2
+    where x > B, else 0."""
+    return _SparseFastSigmoid(slope, B)
+
+
 def fast_sigmoid(slope: float = 25.0) -> Surrogate:
     """Heaviside spike with derivative 1 / (slope |x| + 1)^2 (snnTorch's fast_sigmoid)."""
     return _FastSigmoid(slope)
@@ -256,7 +346,7 @@ def PiecewiseLeakyReLU(w: float = 1.0, c: float = 0.01) -> Surrogate:  # noqa: N
 
 _FACTORIES = (fast_sigmoid, atan, sigmoid, triangle, straight_through, triangular,
               straight_through_estimator, ATan, Sigmoid, PiecewiseQuadratic, SoftSign, Erf,
-              PiecewiseLeakyReLU)
+              PiecewiseLeakyReLU, custom_surrogate, spike_rate_escape, SFS)
 
 
 def check_surrogate(surrogate, op: str):
