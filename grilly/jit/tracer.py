@@ -845,7 +845,7 @@ class TracedGraph:
     def _host_guards_hold(self) -> bool:
         for guard, args, then in self.host_guards:
             now = guard(*args)
-            if len(now) != len(then) or any(a is not b for a, b in zip(now, then)):
+            if len(now) != len(then) or not all(map(operator.is_, now, then)):
                 return False
         return True
 

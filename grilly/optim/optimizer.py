@@ -4,6 +4,7 @@ from __future__ import annotations
 import copy
 import functools
 import itertools
+import operator
 import weakref
 from collections import OrderedDict
 from collections.abc import MutableMapping
@@ -115,6 +116,10 @@ def _restore(v, p: Array):
         return int(x) if isinstance(x, float) and x.is_integer() else x
     a = gp.asarray(v, device=p.device, copy=True)
     return gp.astype(a, p.dtype) if a.dtype.kind in "fc" and a.dtype != p.dtype else a
+
+
+_PARAMS = operator.itemgetter("params")
+_IS_ARRAY = functools.partial(type.__instancecheck__, Array)   # isinstance(v, Array), in C
 
 
 class _ParamState(MutableMapping):
@@ -374,8 +379,10 @@ class Optimizer:
     def jit_guard(self) -> tuple:
         """The objects a traced step's update kernels hold (grilly.jit retraces when one is
         replaced, as load_state_dict replaces the state): state dict, parameters, state arrays."""
-        return (self._state, *(p for g in self.param_groups for p in g["params"]),
-                *(v for s in self._state.values() for v in s.values() if isinstance(v, Array)))
+        # (chain, map and filter with C functions: a jitted step asks on every call)
+        return (self._state, *itertools.chain.from_iterable(map(_PARAMS, self.param_groups)),
+                *filter(_IS_ARRAY, itertools.chain.from_iterable(
+                    map(dict.values, self._state.values()))))
 
     # ---- serialization -------------------------------------------------------------------------
     def state_dict(self) -> dict:
