@@ -9,7 +9,7 @@ from ..array import api as gp
 from ..array.array import Array
 from ..nn import functional as F
 from ..nn.module import Module
-from ._placed import Placed, pos_int, pos_real
+from ._placed import Placed, pos_int, pos_real, state_fields
 
 __all__ = ["AssociativeMemory"]
 
@@ -30,6 +30,22 @@ class AssociativeMemory(Placed, Module):
 
     def _ref(self):
         return self.patterns
+
+    def get_extra_state(self) -> dict:
+        """The stored patterns for ``state_dict``: {"patterns" (n, dim)}."""
+        X = self.patterns
+        if X is None:
+            dev, dt = self._home(None)
+            X = gp.zeros((0, self.dim), dtype=dt, device=dev)
+        return {"patterns": X.detach()}
+
+    def set_extra_state(self, state: dict) -> None:
+        """Restore the patterns ``get_extra_state`` gave (placed on the memory's device and
+        dtype)."""
+        op = "AssociativeMemory.set_extra_state"
+        (X,) = state_fields(state, op, ("patterns",))
+        X = self._state_rows(X, op, "patterns", self.dim)
+        self.patterns = X if X.shape[0] else None
 
     def store(self, patterns: Array) -> None:
         """Add rows of ``patterns`` (n, dim)."""

@@ -8,7 +8,7 @@ import threading
 from ..array import api as gp
 from ..array.array import Array
 from ..nn.module import Module
-from ._placed import Placed, pos_int
+from ._placed import Placed, count_list, pos_int, state_fields
 
 __all__ = ["EpisodicMemory"]
 
@@ -40,6 +40,39 @@ class EpisodicMemory(Placed, Module):
 
     def __len__(self) -> int:
         return len(self.episodes)
+
+    def get_extra_state(self) -> dict:
+        """The episodes for ``state_dict``: {"sequences" (their states one after another,
+        (sum T, dim)), "lengths" (each T), "contexts" (n, context_dim)}."""
+        eps = list(self.episodes)
+        dev, dt = self._home(self._ref())
+        if not eps:
+            return {"sequences": gp.zeros((0, self.dim), dtype=dt, device=dev), "lengths": [],
+                    "contexts": gp.zeros((0, self.context_dim), dtype=dt, device=dev)}
+        return {"sequences": gp.concat([s for s, _ in eps], axis=0).detach(),
+                "lengths": [s.shape[0] for s, _ in eps],
+                "contexts": gp.stack([c for _, c in eps], axis=0).detach()}
+
+    def set_extra_state(self, state: dict) -> None:
+        """Restore the episodes ``get_extra_state`` gave (placed on the memory's device and
+        dtype)."""
+        op = "EpisodicMemory.set_extra_state"
+        seqs, lengths, ctxs = state_fields(state, op, ("sequences", "lengths", "contexts"))
+        seqs = self._state_rows(seqs, op, "sequences", self.dim)
+        ctxs = self._state_rows(ctxs, op, "contexts", self.context_dim)
+        n = ctxs.shape[0]
+        lengths = count_list(lengths, op, "lengths", n)
+        if sum(lengths) != seqs.shape[0] or 0 in lengths:
+            raise ValueError(f"{op}: lengths must be positive and add up to the {seqs.shape[0]} "
+                             f"rows of sequences, got {lengths}")
+        if n > self.capacity:
+            raise ValueError(f"{op}: {n} episodes do not fit the memory's capacity "
+                             f"{self.capacity}")
+        eps, at = [], 0
+        for i, t in enumerate(lengths):
+            eps.append((seqs[at:at + t], ctxs[i]))
+            at += t
+        self.episodes = eps
 
     def store(self, sequence: Array, context: Array) -> int:
         """Add an episode (sequence (T, dim), context (context_dim,)); the oldest goes when

@@ -17,7 +17,7 @@ from ..array.array import Array
 from ..nn import functional as F
 from ..nn.layers import Linear
 from ..nn.module import Module
-from ._placed import Placed, pos_int, pos_real
+from ._placed import Placed, count_list, pos_int, pos_real, state_fields
 
 __all__ = ["KeyValueMemory", "ContextAggregator"]
 
@@ -62,6 +62,44 @@ class KeyValueMemory(Placed, Module):
 
     def __len__(self) -> int:
         return len(self.keys)
+
+    def get_extra_state(self) -> dict:
+        """The slots for ``state_dict``: {"keys" (n, key_dim), "values" (n, value_dim),
+        "stamps" (each slot's insertion or last-use time, for eviction), "clock"}."""
+        with _LOCK:
+            keys, values, stamps, clock = list(self.keys), list(self.values), list(self._stamp), \
+                self._clock
+        dev, dt = self._home(self._ref())
+
+        def rows(xs: list, width: int) -> Array:
+            if not xs:
+                return gp.zeros((0, width), dtype=dt, device=dev)
+            return gp.stack(xs, axis=0).detach()
+        return {"keys": rows(keys, self.key_dim), "values": rows(values, self.value_dim),
+                "stamps": stamps, "clock": clock}
+
+    def set_extra_state(self, state: dict) -> None:
+        """Restore the slots ``get_extra_state`` gave (rows placed on the memory's device and
+        dtype)."""
+        op = "KeyValueMemory.set_extra_state"
+        keys, values, stamps, clock = state_fields(state, op, ("keys", "values", "stamps",
+                                                               "clock"))
+        keys = self._state_rows(keys, op, "keys", self.key_dim)
+        values = self._state_rows(values, op, "values", self.value_dim)
+        n = keys.shape[0]
+        if values.shape[0] != n:
+            raise ValueError(f"{op}: keys and values must have as many rows, got {n} and "
+                             f"{values.shape[0]}")
+        if n > self.capacity:
+            raise ValueError(f"{op}: {n} slots do not fit the memory's capacity {self.capacity}")
+        stamps = count_list(stamps, op, "stamps", n)
+        (clock,) = count_list([clock], op, "clock", 1)
+        if clock < max(stamps, default=0):   # later writes and reads must stamp newer
+            raise ValueError(f"{op}: clock {clock} is below a stamp ({max(stamps)})")
+        with _LOCK:
+            self.keys = [keys[i] for i in range(n)]
+            self.values = [values[i] for i in range(n)]
+            self._stamp, self._clock = stamps, clock
 
     def _ref(self):
         if self.keys:

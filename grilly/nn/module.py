@@ -91,9 +91,37 @@ def _add_state_hook(module: "Module", attr: str, value) -> _nn_hooks.RemovableHa
     return handle
 
 
+_EXTRA = "_extra_state"   # torch's key suffix for get_extra_state's value
+
+
+def _overrides(module: "Module", name: str) -> bool:
+    """Whether ``module``'s class overrides Module's ``name`` (torch decides by this whether a
+    module has extra state)."""
+    return getattr(type(module), name) is not getattr(Module, name)
+
+
 def _no_grad():
     """A no_grad() block: state copies must not be recorded."""
     return no_grad()
+
+
+def _set_extra(extra: list) -> None:
+    """Call set_extra_state for each (module, key, state); if one raises, the modules set before
+    it get their earlier state back (where they can give it), so a failed load leaves the model
+    as it was, and the error (its type kept, as torch raises it) names the key."""
+    done: list = []
+    for module, key, state in extra:
+        try:
+            old = module.get_extra_state() if _overrides(module, "get_extra_state") else None
+            module.set_extra_state(state)
+        except Exception as e:
+            for m, o in reversed(done):
+                m.set_extra_state(o)
+            if hasattr(e, "add_note"):   # (Python 3.11+)
+                e.add_note(f"load_state_dict: while loading {key!r}")
+            raise
+        if _overrides(module, "get_extra_state"):
+            done.append((module, old))
 
 
 def _addindent(s: str, n: int) -> str:
@@ -452,6 +480,8 @@ class Module:
         for name, b in self._buffers.items():
             if b is not None and name not in self._non_persistent:
                 destination[prefix + name] = b if keep_vars else b.detach()
+        if _overrides(self, "get_extra_state"):
+            destination[prefix + _EXTRA] = self.get_extra_state()
         for name, m in self._modules.items():
             if m is not None:
                 m.state_dict(destination, prefix + name + ".", keep_vars)
@@ -482,6 +512,7 @@ class Module:
         unexpected: list = [k for k in state_dict if not isinstance(k, str)]
         errors: list = []     # torch's error_msgs: the pre-hooks may add to it
         staged: list = []
+        extra: list = []      # (module, key, value) for set_extra_state
         with_post: list = []
 
         def plan(module: Module, local: dict, prefix: str) -> None:
@@ -508,8 +539,18 @@ class Module:
                         staged.append((module, name, key, dst, src))
                 elif name not in optional:
                     missing.append(key)
+            # torch's extra state: given to set_extra_state where the class overrides it (missing
+            # if absent, unless the class lists it in _optional_state), else an unexpected key
+            key = prefix + _EXTRA
+            if _overrides(module, "set_extra_state"):
+                if key in local:
+                    extra.append((module, key, local[key]))
+                elif _EXTRA not in optional:
+                    missing.append(key)
+            elif key in local:
+                unexpected.append(key)
             for key in local:
-                if isinstance(key, str) and key.startswith(prefix):
+                if isinstance(key, str) and key.startswith(prefix) and key != prefix + _EXTRA:
                     head = key[len(prefix):].split(".", 1)
                     if (head[0] not in module._modules) if len(head) > 1 else (head[0] not in own):
                         unexpected.append(key)
@@ -543,6 +584,7 @@ class Module:
                             f"load_state_dict: {type(self).__name__}: {key!r} cannot be copied "
                             f"into a {dst.dtype.name} array ({e})") from None
                 converted.append((module, name, dst, src))
+            _set_extra(extra)
             for module, name, dst, src in converted:
                 if assign:
                     val = Parameter(src, dst.requires_grad) if is_parameter(dst) else src
@@ -557,6 +599,21 @@ class Module:
                                          "None (edit incompatible_keys in place)")
         fail([])
         return _IncompatibleKeys(missing, unexpected)
+
+    def get_extra_state(self) -> Any:
+        """State beyond parameters and buffers, saved by ``state_dict`` under ``prefix +
+        '_extra_state'`` for a class that overrides this (as torch's): Arrays, numbers, strings,
+        None, and dicts, lists and tuples of them keep ``gp.save`` free of pickle."""
+        raise RuntimeError(f"{type(self).__name__}.get_extra_state: Module's own is never "
+                           "called; a module with extra state overrides get_extra_state and "
+                           "set_extra_state")
+
+    def set_extra_state(self, state: Any) -> None:
+        """Restore what ``get_extra_state`` returned; ``load_state_dict`` calls it with the
+        ``_extra_state`` value where the class overrides it (as torch's)."""
+        raise RuntimeError(f"{type(self).__name__}.set_extra_state: Module's own is never "
+                           "called; a module with extra state overrides get_extra_state and "
+                           "set_extra_state")
 
     # ---- state-dict hooks (torch's names; kept out of __call__'s _hooked path) ----------
     def register_state_dict_pre_hook(self, hook) -> _nn_hooks.RemovableHandle:

@@ -165,8 +165,23 @@ def _check_layout(where: str, spans: list, data_len: int) -> None:
 
 def load(path: str | os.PathLike | BinaryIO, device=None) -> "OrderedDict[str, gp.Array]":
     """Read a safetensors file (a path or a binary file object) into an OrderedDict of
-    name -> Array on ``device``."""
-    return _load(path, device)[0]
+    name -> Array on ``device`` (a state dict ``save`` wrote with modules' extra state gets
+    its ``_extra_state`` values back)."""
+    arrays, meta = _load(path, device)
+    if _CHECKPOINT_KEY in meta:
+        obj = _rebuild(meta, arrays, _where("load", path))
+        # a state dict with extra state: its structure; any other checkpoint stays flat here
+        # (gp.load rebuilds it)
+        if isinstance(obj, Mapping) and all(
+                isinstance(k, str) and (isinstance(v, gp.Array) or _is_extra_key(k))
+                for k, v in obj.items()):
+            return OrderedDict(obj)
+    return arrays
+
+
+def _is_extra_key(name: str) -> bool:
+    """Whether a state-dict key holds a module's extra state (Module.get_extra_state)."""
+    return name == "_extra_state" or name.endswith("._extra_state")
 
 
 def _where(op: str, path) -> str:
@@ -227,7 +242,7 @@ def load_metadata(path: str | os.PathLike | BinaryIO) -> dict:
     return dict(header.get("__metadata__") or {})   # _read_header checked its types
 
 
-def _check_save_args(state_dict, metadata) -> None:
+def _check_save_args(state_dict, metadata, extra_ok: bool = False) -> None:
     if not isinstance(state_dict, Mapping):
         raise TypeError(f"save: state_dict must be a mapping of str -> Array or a Module, got "
                         f"{type(state_dict).__name__}")
@@ -236,6 +251,8 @@ def _check_save_args(state_dict, metadata) -> None:
             raise TypeError(f"save: state_dict keys must be str, got {type(name).__name__} {_show(name)}")
         if name == "__metadata__":
             raise ValueError("save: state_dict key '__metadata__' is reserved by the format")
+        if extra_ok and _is_extra_key(name):
+            continue   # packed with the checkpoint structure (its Arrays checked there)
         if not isinstance(value, gp.Array):
             raise TypeError(f"save: state_dict[{name!r}] is a {type(value).__name__}, "
                             "expected a grilly Array")
@@ -253,7 +270,11 @@ def save(state_dict, path: str | os.PathLike | BinaryIO, metadata: dict | None =
     path, or a binary file object written from its position)."""
     if hasattr(state_dict, "state_dict") and callable(state_dict.state_dict):
         state_dict = state_dict.state_dict()
-    _check_save_args(state_dict, metadata)
+    _check_save_args(state_dict, metadata, extra_ok=True)
+    if not all(isinstance(v, gp.Array) for v in state_dict.values()):
+        # modules' extra state (Module.get_extra_state): written as a checkpoint, the
+        # structure in the metadata, so ``load`` gives the state dict back
+        return save_checkpoint(state_dict, path, metadata)
     # tobytes() writes C order whatever the strides; ascontiguousarray would make 0-d 1-d
     hosts = {name: np.asarray(v).astype(np.dtype(v.dtype.name).newbyteorder("<"), copy=False)
              for name, v in state_dict.items()}
@@ -360,13 +381,15 @@ def _unpack(node, arrays: dict, where: str):
                            f"{_show(node)}")
 
 
-def save_checkpoint(obj, path: str | os.PathLike | BinaryIO) -> None:
+def save_checkpoint(obj, path: str | os.PathLike | BinaryIO, metadata: dict | None = None) -> None:
     """Write nested dicts, lists and tuples of Arrays and Python values (torch.save of
     ``{"model": model.state_dict(), "optimizer": opt.state_dict(), "epoch": e}``) as a
-    safetensors file whose metadata holds the structure."""
+    safetensors file whose metadata holds the structure (beside ``metadata``, str -> str)."""
+    _check_save_args({}, metadata)
     arrays: dict = {}
     skeleton = _pack(obj, "", arrays)
-    save(arrays, path, metadata={_CHECKPOINT_KEY: json.dumps(skeleton, separators=(",", ":"))})
+    save(arrays, path, metadata={**(metadata or {}),
+                                 _CHECKPOINT_KEY: json.dumps(skeleton, separators=(",", ":"))})
 
 
 def load_checkpoint(path: str | os.PathLike | BinaryIO, device=None):
@@ -375,7 +398,11 @@ def load_checkpoint(path: str | os.PathLike | BinaryIO, device=None):
     arrays, meta = _load(path, device)
     if _CHECKPOINT_KEY not in meta:
         return arrays
-    where = _where("load", path)
+    return _rebuild(meta, arrays, _where("load", path))
+
+
+def _rebuild(meta: dict, arrays: dict, where: str):
+    """The object whose structure a checkpoint's metadata holds, its Arrays from ``arrays``."""
     try:
         skeleton = json.loads(meta[_CHECKPOINT_KEY], parse_constant=_no_constant)
     except (ValueError, RecursionError) as e:
