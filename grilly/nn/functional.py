@@ -120,13 +120,19 @@ def _master_casts(name: str, input: Array, weight: Array, bias, fits: bool) -> t
     return input, None
 
 
-def _promoted(*arrays) -> tuple:
-    """``arrays`` (None kept) cast to their result type: a layer's one-dtype kernels."""
-    d0 = arrays[0].dtype
+def _promoted(*arrays, op: str = "") -> tuple:
+    """``arrays`` (None kept) cast to their result type: a layer's one-dtype kernels. They
+    must share a device (``op`` names the layer in the error): the kernels read their
+    buffers directly, with no check of their own."""
+    d0, dev = arrays[0].dtype, arrays[0].device
+    same = True
     for a in arrays:   # (a loop, not all() over a generator: every layer call comes here)
-        if a is not None and a.dtype is not d0:
-            break
-    else:   # the common case: nothing to cast
+        if a is not None:
+            if a.device is not dev and a.device != dev:
+                raise ValueError(f"{op or 'layer'}: arrays are on different devices ({dev} and "
+                                 f"{a.device}); move the module or the input with .to() first")
+            same = same and a.dtype is d0
+    if same:   # the common case: nothing to cast
         return arrays
     dt = gp.result_type(*(a for a in arrays if a is not None))
     return tuple(a if a is None or a.dtype == dt else gp.astype(a, dt) for a in arrays)
@@ -164,7 +170,7 @@ def _linear(input: Array, weight: Array, bias: Array | None) -> Array:
                              f"shape {y.shape} (expected ({weight.shape[0]},), out_features)"
                              ) from None
         return y + bias
-    input, weight, bias = _promoted(input, weight, bias)
+    input, weight, bias = _promoted(input, weight, bias, op="linear")
     return _Linear.apply(input, weight, bias)
 
 
@@ -341,7 +347,9 @@ _PAD_MODES = ("constant", "reflect", "replicate", "circular")
 
 
 def _pad_index(n: int, lo: int, hi: int, mode: str):
-    """The source positions of an axis of length ``n`` padded by (lo, hi) in ``mode``."""
+    """The source positions of an axis of length ``n`` padded by (lo, hi) in ``mode`` (a
+    negative amount crops that side: the other side still mirrors or repeats about the
+    input's own edge, as torch's reflect and replicate kernels)."""
     i = _np.arange(-lo, n + hi)
     if mode == "reflect":
         i = _np.abs(i)
@@ -358,7 +366,7 @@ def pad(input: Array, pad: tuple[int, ...], mode: str = "constant", value: float
     """Pad (or, with negative amounts, crop) the trailing axes: ``pad`` lists (before, after)
     pairs from the last axis backwards. Modes as torch's: 'constant' (``value``, default 0),
     'reflect' (mirrored without repeating the edge), 'replicate' (the edge repeated) and
-    'circular' (wrapped around)."""
+    'circular' (wrapped around: of the axis left after cropping, as torch's)."""
     if mode not in _PAD_MODES:
         raise ValueError(f"pad: mode must be one of {', '.join(map(repr, _PAD_MODES))}, got "
                          f"{mode!r}")
@@ -374,29 +382,41 @@ def pad(input: Array, pad: tuple[int, ...], mode: str = "constant", value: float
         ax = input.ndim - 1 - i
         lo, hi = pad[2 * i], pad[2 * i + 1]
         n = x.shape[ax]
-        if mode != "constant":
-            if lo < 0 or hi < 0:
-                raise ValueError(f"pad: mode={mode!r} needs non-negative padding, got {pad!r}")
-            # replicate repeats the edge any number of times (as torch); the others read
-            # at most the axis (less its edge, for reflect)
-            limit = {"reflect": n - 1, "circular": n}.get(mode, max(lo, hi))
-            if n == 0 or lo > limit or hi > limit:
-                raise ValueError(f"pad: mode={mode!r} padding ({lo}, {hi}) of axis {ax} must be at "
-                                 f"most {'the size - 1' if mode == 'reflect' else 'the size'} "
-                                 f"({limit}) of that axis" if n else
-                                 f"pad: mode={mode!r} cannot pad axis {ax}, which is empty")
+        if mode in ("reflect", "replicate"):
+            # replicate repeats the edge any number of times (as torch); reflect reads at most
+            # the axis less its edge; a negative amount crops (the pad mirrors the input's
+            # edge all the same)
+            if n == 0:
+                raise ValueError(f"pad: mode={mode!r} cannot pad axis {ax}, which is empty")
+            if mode == "reflect" and max(lo, hi) > n - 1:
+                raise ValueError(f"pad: mode='reflect' padding ({lo}, {hi}) of axis {ax} must "
+                                 f"be at most the size - 1 ({n - 1}) of that axis")
+            if n + lo + hi < 1:
+                raise ValueError(f"pad: padding ({lo}, {hi}) leaves nothing of axis {ax} "
+                                 f"(size {n})")
             if lo or hi:
                 idx = gp.asarray(_pad_index(n, lo, hi, mode), dtype=gp.int64, device=x.device)
                 x = gp.take(x, idx, axis=ax)
             continue
-        if lo < 0 or hi < 0:   # negative amounts crop, as torch's
+        if lo < 0 or hi < 0:   # negative amounts crop, as torch's (circular: before wrapping)
             if -min(lo, 0) - min(hi, 0) > n:
                 raise ValueError(f"pad: cropping {pad!r} removes more than axis {ax}'s {n} "
                                  "elements")
             key = [slice(None)] * x.ndim
             key[ax] = slice(-min(lo, 0), n + min(hi, 0))
             x = x[tuple(key)]
-            lo, hi = max(lo, 0), max(hi, 0)
+            lo, hi, n = max(lo, 0), max(hi, 0), x.shape[ax]
+            if n == 0 and mode == "circular":
+                raise ValueError(f"pad: cropping {pad!r} leaves nothing of axis {ax} to wrap")
+        if mode == "circular":
+            if lo or hi:
+                if n == 0 or max(lo, hi) > n:
+                    raise ValueError(f"pad: mode='circular' padding ({lo}, {hi}) of axis {ax} "
+                                     f"must be at most the size ({n}) of that axis" if n else
+                                     f"pad: mode='circular' cannot pad axis {ax}, which is empty")
+                idx = gp.asarray(_pad_index(n, lo, hi, mode), dtype=gp.int64, device=x.device)
+                x = gp.take(x, idx, axis=ax)
+            continue
         parts = []
         for m in (lo, hi):
             shp = list(x.shape)
@@ -411,14 +431,23 @@ _INTERP_MODES = {"nearest": None, "nearest-exact": None, "area": None, "linear":
 _CUBIC_A = -0.75   # torch's cubic convolution coefficient
 
 
-def _interp_source(n_in: int, n_out: int, scale: float | None, mode: str, align: bool):
+def _interp_source(n_in: int, n_out: int, scale: float | None, mode: str, align: bool,
+                   k: int = 2, wide: bool = False):
     """(low index, high index, weight of high) of each output position along one axis, as
-    torch's kernels compute them (``scale``: a given scale_factor, used as torch uses it)."""
+    torch's kernels compute them (``scale``: a given scale_factor, used as torch uses it;
+    ``k`` spatial axes; ``wide``: a float64 input)."""
     dst = _np.arange(n_out, dtype=_np.float64)
     if mode in ("nearest", "nearest-exact"):
-        r = (1.0 / scale) if scale else n_in / n_out
-        src = _np.floor((dst + (0.5 if mode == "nearest-exact" else 0.0)) * _np.float32(r))
-        i = _np.minimum(src.astype(_np.int64), n_in - 1)
+        if k == 2 and mode == "nearest" and n_out in (n_in, 2 * n_in):
+            # torch's 2-D nearest kernel copies a same-size axis and halves the index of a
+            # doubled one, whatever the scale_factor
+            return _np.arange(n_out) // (n_out // n_in), None, None
+        # the source position in the kernel's arithmetic: float32, or float64 for a float64
+        # input outside the 2-D kernel, rounded to float32 before the floor (as torch's)
+        ft = _np.float64 if wide and k != 2 else _np.float32
+        r = ft(1.0 / scale) if scale else ft(n_in) / ft(n_out)
+        src = (dst.astype(ft) + ft(0.5 if mode == "nearest-exact" else 0.0)) * r
+        i = _np.minimum(_np.floor(src.astype(_np.float32)).astype(_np.int64), n_in - 1)
         return i, None, None
     if align:
         r = (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
@@ -560,7 +589,7 @@ def interpolate(input: Array, size=None, scale_factor=None, mode: str = "nearest
                      for i, w in zip(idx, wts)]
             x = (terms[0] + terms[1]) + (terms[2] + terms[3])
             continue
-        lo, hi, w = _interp_source(n_in, n_out, sc, mode, align)
+        lo, hi, w = _interp_source(n_in, n_out, sc, mode, align, k, x.dtype == gp.float64)
         xl = gp.take(x, gp.asarray(lo, device=dev), axis=axis)
         if hi is None:
             x = xl
@@ -569,6 +598,26 @@ def interpolate(input: Array, size=None, scale_factor=None, mode: str = "nearest
         xh = gp.take(x, gp.asarray(hi, device=dev), axis=axis)
         x = xl + (xh - xl) * wt
     return x
+
+
+def upsample(input: Array, size=None, scale_factor=None, mode: str = "nearest",
+             align_corners: bool | None = None) -> Array:
+    """torch's deprecated ``F.upsample``: ``interpolate`` with the same arguments."""
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input: Array, size=None, scale_factor=None) -> Array:
+    """torch's deprecated ``F.upsample_nearest``: ``interpolate(mode='nearest')``."""
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input: Array, size=None, scale_factor=None) -> Array:
+    """torch's deprecated ``F.upsample_bilinear``: ``interpolate(mode='bilinear',
+    align_corners=True)`` (as UpsamplingBilinear2d)."""
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+__all__ += ["upsample", "upsample_nearest", "upsample_bilinear"]
 
 
 def _inplace(input, fn, op: str):
@@ -900,7 +949,7 @@ def layer_norm(input: Array, normalized_shape: int | tuple[int, ...], weight: Ar
                              f"normalized_shape {shp}")
     if input.dtype.kind != "f":
         raise TypeError(f"layer_norm: input must be real floating, got {input.dtype}")
-    x, weight, bias = _promoted(input, weight, bias)
+    x, weight, bias = _promoted(input, weight, bias, op="layer_norm")
     d = math.prod(shp)
     # (a reshape to the shape it has is still an op with a gradient node: skipped)
     x2 = x if x.ndim == 2 and x.shape[1] == d else gp.reshape(x, (-1, d))
@@ -963,7 +1012,7 @@ def batch_norm(input: Array, running_mean: Array | None, running_var: Array | No
         stats: dict = {}
         low = _all_float16(input, weight, bias)   # statistics in float32 (see layer_norm)
         x3, weight, bias = (_f32(input), _f32(weight), _f32(bias)) if low else \
-            _promoted(input, weight, bias)
+            _promoted(input, weight, bias, op="batch_norm")
         x3 = gp.reshape(x3, (input.shape[0], input.shape[1], -1))
         y = gp.reshape(_BatchNormTrain.apply(x3, weight, bias, eps=eps, stats=stats), input.shape)
         if low:
@@ -1094,7 +1143,7 @@ def conv2d(input: Array, weight: Array, bias: Array | None = None, stride: int |
         if low is not None:
             return _Conv2d.apply(input, weight, bias, *low, geom=geom)
     input, weight, bias = _dispatch.autocast("conv2d", input, weight, bias)
-    input, weight, bias = _promoted(input, weight, bias)
+    input, weight, bias = _promoted(input, weight, bias, op="conv2d")
     return _Conv2d.apply(input, weight, bias, geom=geom)
 
 
@@ -1214,10 +1263,19 @@ class _MaxPool2d(Function):
         return (_conv.max_pool2d_backward(g, ctx.idx, *ctx.geom, ctx.size),)
 
 
+def _check_divisor(divisor_override, op: str) -> None:
+    """torch refuses a zero divisor_override (0 would otherwise read as 'not given')."""
+    if divisor_override is not None and (isinstance(divisor_override, bool)
+                                         or int(divisor_override) == 0):
+        raise ValueError(f"{op}: divisor_override must be a non-zero int, got "
+                         f"{divisor_override!r}")
+
+
 def avg_pool2d(input: Array, kernel_size: int | tuple[int, int], stride: int | tuple[int, int] | None = None,
                padding: int | tuple[int, int] = 0, ceil_mode: bool = False, count_include_pad: bool = True,
                divisor_override: int | None = None) -> Array:
     """Mean over each window of (N, C, H, W)."""
+    _check_divisor(divisor_override, "avg_pool2d")
     x, k, s, d, out, p, extra = _pool_setup(input, kernel_size, stride, padding, 1, ceil_mode,
                                             "avg_pool2d")
     total = gp.sum(_pool_windows(x, k, s, d, out, p, extra, 0.0), axis=2)
@@ -1791,7 +1849,7 @@ def conv_transpose2d(input: Array, weight: Array, bias: Array | None = None,
         raise ValueError(f"{op}: bias must have shape ({weight.shape[1] * groups},), got "
                          f"{bias.shape}")
     input, weight, bias = _dispatch.autocast("conv2d", input, weight, bias)
-    input, weight, bias = _promoted(input, weight, bias)
+    input, weight, bias = _promoted(input, weight, bias, op="conv_transpose2d")
     return _ConvTranspose2d.apply(input, weight, bias,
                                   geom=(s, d, (p[0], p[0], p[1], p[1]), groups, out))
 
@@ -1903,7 +1961,7 @@ def conv3d(input: Array, weight: Array, bias: Array | None = None,
     out = tuple(_out_size(i + lo + hi, k, si, 0, di, op=op) for i, k, si, di, (lo, hi) in
                 zip((dd, h, w), (kd, kh, kw), s, d, pads))
     input, weight, bias = _dispatch.autocast("conv2d", input, weight, bias)
-    input, weight, bias = _promoted(input, weight, bias)
+    input, weight, bias = _promoted(input, weight, bias, op="conv3d")
     # the depth windows as one im2col over a (depth, 1) image whose channels are (C, H, W)
     x = gp.reshape(gp.permute_dims(input, (0, 1, 3, 4, 2)), (n, c * h * w, dd, 1))
     cols = _im2col(x, (kd, 1), (s[0], 1), (d[0], 1), (pads[0][0], pads[0][1], 0, 0), 0.0,
@@ -1939,7 +1997,7 @@ def conv_transpose3d(input: Array, weight: Array, bias: Array | None = None,
     if bias is not None and tuple(bias.shape) != (co,):
         raise ValueError(f"{op}: bias must have shape ({co},), got {bias.shape}")
     input, weight, bias = _dispatch.autocast("conv2d", input, weight, bias)
-    input, weight, bias = _promoted(input, weight, bias)
+    input, weight, bias = _promoted(input, weight, bias, op="conv_transpose3d")
     x2 = gp.reshape(gp.permute_dims(input, (0, 2, 1, 3, 4)), (n * dd, ci, h, w))
     # output channels (C_out, KD) in group order, as the weight's (C_out/g, KD) reshape gives
     w2 = gp.reshape(weight, (ci, cog * kd, kh, kw))
@@ -2678,7 +2736,8 @@ def cosine_similarity(x1: Array, x2: Array, dim: int = 1, eps: float = 1e-8) -> 
                          "broadcast") from None
     if not -len(shape) <= dim < max(len(shape), 1):
         raise ValueError(f"cosine_similarity: dim {dim} is out of range for shape {shape}")
-    x1, x2 = (gp.broadcast_to(a, shape) if a.shape != shape else a for a in _promoted(x1, x2))
+    x1, x2 = (gp.broadcast_to(a, shape) if a.shape != shape else a
+              for a in _promoted(x1, x2, op="cosine_similarity"))
     return gp.sum((x1 / _norm_clamped(x1, dim, eps)) * (x2 / _norm_clamped(x2, dim, eps)),
                   axis=dim)
 
@@ -2732,7 +2791,7 @@ def bilinear(input1: Array, input2: Array, weight: Array, bias: Array | None = N
                          f"match weight shape {weight.shape} (out, in1, in2)")
     if bias is not None and bias.shape != (o,):
         raise ValueError(f"{op}: bias shape {bias.shape} must be ({o},) (out_features)")
-    input1, input2, weight, bias = _promoted(input1, input2, weight, bias)
+    input1, input2, weight, bias = _promoted(input1, input2, weight, bias, op="bilinear")
     lead = input1.shape[:-1]
     # one GEMM: x1 (B, in1) times the weight as (in1, out * in2), then a product with x2
     w = gp.reshape(gp.permute_dims(weight, (1, 0, 2)), (i1, o * i2))
@@ -3124,10 +3183,7 @@ def avg_pool3d(input: Array, kernel_size, stride=None, padding=0, ceil_mode: boo
     op = "avg_pool3d"
     x, k, s, p, d, out, extra = _pool_nd(input, 3, kernel_size, stride, padding, 1, ceil_mode,
                                          op)
-    if divisor_override is not None and (isinstance(divisor_override, bool)
-                                         or int(divisor_override) == 0):
-        raise ValueError(f"{op}: divisor_override must be a non-zero int, got "
-                         f"{divisor_override!r}")
+    _check_divisor(divisor_override, op)
     total = x
     for i in reversed(range(3)):
         ax = 2 + i
@@ -3617,7 +3673,7 @@ def grid_sample(input: Array, grid: Array, mode: str = "bilinear", padding_mode:
     if grid.ndim != input.ndim or grid.shape[0] != input.shape[0] or grid.shape[-1] != nd:
         raise ValueError(f"{op}: for an input of shape {input.shape} grid must have shape "
                          f"(N={input.shape[0]}, {', '.join(['*'] * nd)}, {nd}), got {grid.shape}")
-    input, grid = _promoted(input, grid)
+    input, grid = _promoted(input, grid, op="grid_sample")
     align = bool(align_corners)
     n, c, spatial = input.shape[0], input.shape[1], input.shape[2:]
     out_sp = grid.shape[1:-1]

@@ -1,6 +1,7 @@
 """The remaining torch.nn modules a PyTorch user reaches for: EmbeddingBag, CTCLoss,
-AdaptiveLogSoftmaxWithLoss, FractionalMaxPool2d/3d and the lazy LazyLinear / LazyConv1d /
-LazyConv2d / LazyConv3d (their input size taken from the first call), thin wrappers over
+AdaptiveLogSoftmaxWithLoss, FractionalMaxPool2d/3d and the lazy LazyLinear, LazyConv1d/2d/3d,
+LazyConvTranspose1d/2d/3d, LazyBatchNorm1d/2d/3d and LazyInstanceNorm1d/2d/3d (their input
+size taken from the first call or a loaded state dict), thin wrappers over
 grilly.nn.functional written with namespace ops."""
 from __future__ import annotations
 
@@ -9,15 +10,18 @@ from collections import namedtuple
 from ..array import api as gp
 from . import functional as F
 from . import init
-from .conv_rnn_extra import Conv3d
-from .layers import Conv1d, Conv2d, Linear, _empty
+from .conv_rnn_extra import Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
+from .layers import BatchNorm1d, BatchNorm2d, Conv1d, Conv2d, Linear, _empty
 from .loss import _Loss
 from .module import Module, ModuleList, Sequential, _no_grad
+from .norm_pool import BatchNorm3d, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 from .parameter import Parameter
 
 __all__ = ["EmbeddingBag", "CTCLoss", "AdaptiveLogSoftmaxWithLoss", "FractionalMaxPool2d",
            "FractionalMaxPool3d",
-           "LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConv3d"]
+           "LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d",
+           "LazyConvTranspose2d", "LazyConvTranspose3d", "LazyBatchNorm1d", "LazyBatchNorm2d",
+           "LazyBatchNorm3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d"]
 
 
 class EmbeddingBag(Module):
@@ -251,8 +255,9 @@ class FractionalMaxPool3d(FractionalMaxPool2d):
 class _LazyMixin:
     """torch's LazyModuleMixin in short: the parameters are None until the first call (or
     ``initialize_parameters``), which makes them from the input's size and turns the module
-    into ``cls_to_become``. torch's UninitializedParameter is not modelled: before that call
-    the module has no parameters and its state_dict lacks them."""
+    into ``cls_to_become``; loading a state dict that holds them (a materialized module's)
+    makes them with the loaded shapes first. torch's UninitializedParameter is not modelled:
+    before either the module has no parameters and its state_dict lacks them."""
 
     cls_to_become: type = Module
 
@@ -260,14 +265,42 @@ class _LazyMixin:
         """Whether the parameters still wait for the first input."""
         return self.weight is None
 
+    def _lazy_setup(self, device, dtype) -> None:
+        self._lazy_device, self._lazy_dtype = device, dtype
+        self._register_load_state_dict_pre_hook(_lazy_load_hook, with_module=True)
+
     def _device_for(self, input):
         return self._lazy_device if self._lazy_device is not None else input.device
+
+    def initialize_parameters(self, input, *args, **kwargs) -> None:
+        """Make the parameters from the first input's size and initialize them."""
+        self._materialize(self._size_of_input(input), self._device_for(input))
+
+    def _materialize(self, n: int, device) -> None:
+        self._make(n, device)
+        self.__class__ = self.cls_to_become
 
     def __call__(self, *args, **kwargs):
         if self.has_uninitialized_params():
             self.initialize_parameters(*args, **kwargs)
         # the class has become cls_to_become: super() of the lazy class no longer applies
         return Module.__call__(self, *args, **kwargs)
+
+
+def _lazy_load_hook(module, state_dict, prefix, *args) -> None:
+    """torch's lazy load hook: a state dict holding a lazy module's weight (a materialized
+    module's) materializes it with the loaded shape, so that the values then load."""
+    if isinstance(module, _LazyMixin) and module.has_uninitialized_params():
+        n = module._size_of_state(state_dict, prefix)
+        if n is not None:
+            module._materialize(n, module._lazy_device)
+
+
+def _loaded_shape(state_dict, key: str, ndim: int) -> tuple | None:
+    """The shape of ``state_dict[key]`` (an Array, numpy array or tensor) if it has ``ndim``
+    axes, else None (the load then reports the key as it would any other)."""
+    shape = tuple(getattr(state_dict.get(key), "shape", ()) or ())
+    return shape if len(shape) == ndim else None
 
 
 class LazyLinear(_LazyMixin, Linear):
@@ -279,22 +312,28 @@ class LazyLinear(_LazyMixin, Linear):
     def __init__(self, out_features: int, bias: bool = True, device=None, dtype=None) -> None:
         Module.__init__(self)
         self.in_features, self.out_features = 0, out_features
-        self._lazy_bias, self._lazy_device, self._lazy_dtype = bias, device, dtype
+        self._lazy_bias = bias
+        self._lazy_setup(device, dtype)
         self.register_parameter("weight", None)
         self.register_parameter("bias", None)
 
-    def initialize_parameters(self, input, *args, **kwargs) -> None:
-        """Make weight (out_features, input.shape[-1]) and bias and initialize them."""
+    def _size_of_input(self, input) -> int:
         if not isinstance(input, gp.Array) or input.ndim < 1:
             raise ValueError("LazyLinear: the first input must be an Array of at least one "
                              "dimension (its last one sets in_features)")
-        dev = self._device_for(input)
-        self.in_features = input.shape[-1]
-        self.weight = _empty((self.out_features, self.in_features), self._lazy_dtype, dev)
+        return input.shape[-1]
+
+    def _size_of_state(self, state_dict, prefix: str) -> int | None:
+        shape = _loaded_shape(state_dict, prefix + "weight", 2)
+        return None if shape is None else shape[1]
+
+    def _make(self, n: int, device) -> None:
+        """Make weight (out_features, n) and bias and initialize them."""
+        self.in_features = n
+        self.weight = _empty((self.out_features, n), self._lazy_dtype, device)
         if self._lazy_bias:
-            self.bias = _empty((self.out_features,), self._lazy_dtype, dev)
+            self.bias = _empty((self.out_features,), self._lazy_dtype, device)
         self.reset_parameters()
-        self.__class__ = self.cls_to_become
 
     def extra_repr(self) -> str:
         return f"in_features=0, out_features={self.out_features}, bias={self._lazy_bias}"
@@ -307,13 +346,16 @@ class _LazyConvNd(_LazyMixin):
         # placeholder in_channels), its parameters dropped until the first input
         self.cls_to_become.__init__(self, groups, out_channels, kernel_size, stride, padding,
                                     dilation, groups, bias, padding_mode, device, dtype)
+        self._lazy_drop(bias, device, dtype)
+
+    def _lazy_drop(self, bias, device, dtype) -> None:
         self.in_channels = 0
-        self._lazy_bias, self._lazy_device, self._lazy_dtype = bias, device, dtype
+        self._lazy_bias = bias
+        self._lazy_setup(device, dtype)
         self.register_parameter("weight", None)
         self.register_parameter("bias", None)
 
-    def initialize_parameters(self, input, *args, **kwargs) -> None:
-        """Make weight and bias from the input's channels and initialize them."""
+    def _size_of_input(self, input) -> int:
         n, name = self._n, type(self).__name__
         if not isinstance(input, gp.Array) or input.ndim not in (n + 1, n + 2):
             raise ValueError(f"{name}: the first input must be a {n + 1}-D or {n + 2}-D Array "
@@ -323,14 +365,23 @@ class _LazyConvNd(_LazyMixin):
         if c % self.groups:
             raise ValueError(f"{name}: in_channels {c} of the input must be divisible by "
                              f"groups={self.groups}")
-        dev = self._device_for(input)
+        return c
+
+    def _size_of_state(self, state_dict, prefix: str) -> int | None:
+        # weight (out_channels, in_channels/groups, *kernel)
+        shape = _loaded_shape(state_dict, prefix + "weight", self._n + 2)
+        return None if shape is None else shape[1] * self.groups
+
+    def _weight_shape(self, c: int) -> tuple:
+        return (self.out_channels, c // self.groups, *self.kernel_size)
+
+    def _make(self, c: int, device) -> None:
+        """Make weight and bias for ``c`` input channels and initialize them."""
         self.in_channels = c
-        self.weight = _empty((self.out_channels, c // self.groups, *self.kernel_size),
-                             self._lazy_dtype, dev)
+        self.weight = _empty(self._weight_shape(c), self._lazy_dtype, device)
         if self._lazy_bias:
-            self.bias = _empty((self.out_channels,), self._lazy_dtype, dev)
+            self.bias = _empty((self.out_channels,), self._lazy_dtype, device)
         self.reset_parameters()
-        self.__class__ = self.cls_to_become
 
     def extra_repr(self) -> str:
         # the convolution's, but bias from the constructor (the parameter is still None)
@@ -372,3 +423,143 @@ class LazyConv3d(_LazyConvNd, Conv3d):
                  dtype=None) -> None:
         self._lazy_init(out_channels, kernel_size, stride, padding, dilation, groups, bias,
                         padding_mode, device, dtype)
+
+
+class _LazyConvTransposeNd(_LazyConvNd):
+    def __init__(self, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,
+                 groups: int = 1, bias: bool = True, dilation=1, padding_mode: str = "zeros",
+                 device=None, dtype=None) -> None:
+        self.cls_to_become.__init__(self, groups, out_channels, kernel_size, stride, padding,
+                                    output_padding, groups, bias, dilation, padding_mode,
+                                    device, dtype)
+        self._lazy_drop(bias, device, dtype)
+
+    def _size_of_state(self, state_dict, prefix: str) -> int | None:
+        # weight (in_channels, out_channels/groups, *kernel)
+        shape = _loaded_shape(state_dict, prefix + "weight", self._n + 2)
+        return None if shape is None else shape[0]
+
+    def _weight_shape(self, c: int) -> tuple:
+        return (c, self.out_channels // self.groups, *self.kernel_size)
+
+
+class LazyConvTranspose1d(_LazyConvTransposeNd, ConvTranspose1d):
+    """A ConvTranspose1d whose ``in_channels`` comes from its first input; it becomes a
+    ConvTranspose1d then."""
+
+    cls_to_become = ConvTranspose1d
+
+
+class LazyConvTranspose2d(_LazyConvTransposeNd, ConvTranspose2d):
+    """A ConvTranspose2d whose ``in_channels`` comes from its first input; it becomes a
+    ConvTranspose2d then."""
+
+    cls_to_become = ConvTranspose2d
+
+
+class LazyConvTranspose3d(_LazyConvTransposeNd, ConvTranspose3d):
+    """A ConvTranspose3d whose ``in_channels`` comes from its first input; it becomes a
+    ConvTranspose3d then."""
+
+    cls_to_become = ConvTranspose3d
+
+
+class _LazyNormBase(_LazyMixin):
+    """torch's _LazyNormBase: ``num_features`` from the first input's channels; weight,
+    bias and running statistics (as ``affine`` and ``track_running_stats`` ask) made then.
+    The count num_batches_tracked exists from the start, as torch's."""
+
+    def __init__(self, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
+                 track_running_stats: bool = True, device=None, dtype=None) -> None:
+        self.cls_to_become.__init__(self, 0, eps, momentum, affine, track_running_stats,
+                                    device, dtype)
+        self._lazy_setup(device, dtype)
+        for name in ("weight", "bias"):
+            self.register_parameter(name, None)
+        for name in ("running_mean", "running_var"):
+            self.register_buffer(name, None)
+
+    def has_uninitialized_params(self) -> bool:
+        """Whether the statistics' size still waits for the first input."""
+        return self.num_features == 0
+
+    def _size_of_input(self, input) -> int:
+        name = type(self).__name__
+        nb = getattr(self, "_dim", None)
+        ok = isinstance(input, gp.Array) and (input.ndim in self._ndims if nb is None
+                                              else input.ndim in (nb + 1, nb + 2))
+        if not ok:
+            want = (" or ".join(map(str, self._ndims)) if nb is None
+                    else f"{nb + 1} or {nb + 2}")
+            raise ValueError(f"{name}: the first input must be a {want}-D Array (its channel "
+                             f"dimension sets num_features), got shape "
+                             f"{getattr(input, 'shape', None)}")
+        # an instance norm's unbatched (C, *spatial) input has its channels first
+        return input.shape[0] if nb is not None and input.ndim == nb + 1 else input.shape[1]
+
+    def _size_of_state(self, state_dict, prefix: str) -> int | None:
+        for key in ("weight", "running_mean"):
+            shape = _loaded_shape(state_dict, prefix + key, 1)
+            if shape is not None:
+                return shape[0]
+        return None
+
+    def _make(self, n: int, device) -> None:
+        """Make weight (ones), bias and running mean (zeros) and running variance (ones)."""
+        self.num_features = n
+        dt = self._lazy_dtype or gp.float32
+        if self.affine:
+            self.weight = Parameter(gp.ones((n,), dtype=dt, device=device))
+            self.bias = _empty((n,), dt, device)
+        if self.track_running_stats:
+            self.running_mean = gp.zeros((n,), dtype=dt, device=device)
+            self.running_var = gp.ones((n,), dtype=dt, device=device)
+            if device is not None:   # the count made at construction joins them
+                self.num_batches_tracked = self.num_batches_tracked.to(device)
+
+    def extra_repr(self) -> str:
+        # the norm's, but bias from affine (the parameter is still None)
+        return self.cls_to_become.extra_repr(self).replace(
+            "bias=False", f"bias={self.affine}")
+
+
+class LazyBatchNorm1d(_LazyNormBase, BatchNorm1d):
+    """A BatchNorm1d whose ``num_features`` comes from its first input; it becomes a
+    BatchNorm1d then."""
+
+    cls_to_become = BatchNorm1d
+
+
+class LazyBatchNorm2d(_LazyNormBase, BatchNorm2d):
+    """A BatchNorm2d whose ``num_features`` comes from its first input; it becomes a
+    BatchNorm2d then."""
+
+    cls_to_become = BatchNorm2d
+
+
+class LazyBatchNorm3d(_LazyNormBase, BatchNorm3d):
+    """A BatchNorm3d whose ``num_features`` comes from its first input; it becomes a
+    BatchNorm3d then."""
+
+    cls_to_become = BatchNorm3d
+
+
+class LazyInstanceNorm1d(_LazyNormBase, InstanceNorm1d):
+    """An InstanceNorm1d whose ``num_features`` comes from its first input (torch's lazy
+    defaults: affine and track_running_stats True); it becomes an InstanceNorm1d then."""
+
+    cls_to_become = InstanceNorm1d
+
+
+class LazyInstanceNorm2d(_LazyNormBase, InstanceNorm2d):
+    """An InstanceNorm2d whose ``num_features`` comes from its first input (torch's lazy
+    defaults: affine and track_running_stats True); it becomes an InstanceNorm2d then."""
+
+    cls_to_become = InstanceNorm2d
+
+
+class LazyInstanceNorm3d(_LazyNormBase, InstanceNorm3d):
+    """An InstanceNorm3d whose ``num_features`` comes from its first input (torch's lazy
+    defaults: affine and track_running_stats True); it becomes an InstanceNorm3d then."""
+
+    cls_to_become = InstanceNorm3d
