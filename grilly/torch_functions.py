@@ -23,12 +23,16 @@ from .nn import serialization as _ser
 from .nn._random import manual_seed
 from .utils.helpers import _shape, randn, tensor
 
-__all__ = ["Tensor", "addmm", "baddbmm", "bmm", "cat", "clamp", "flatten", "from_numpy", "gather",
-           "is_tensor", "load", "logsumexp", "manual_seed", "norm", "numel", "poisson", "rand",
-           "rand_like", "randint", "randn", "randn_like", "save", "scatter", "scatter_add",
+__all__ = ["Generator", "Tensor", "addmm", "baddbmm", "bernoulli", "bmm", "cat", "clamp",
+           "default_generator", "flatten", "from_numpy", "gather", "get_rng_state", "initial_seed",
+           "is_tensor", "load", "logsumexp", "manual_seed", "multinomial", "norm", "normal",
+           "numel", "poisson", "rand", "rand_like", "randint", "randint_like", "randn",
+           "randn_like", "randperm", "save", "scatter", "scatter_add", "seed", "set_rng_state",
            "sigmoid", "tensor"]
 
 Tensor = Array   # torch.Tensor for isinstance and type hints (make arrays with gp.tensor)
+Generator = _random.Generator   # torch.Generator: gp.Generator().manual_seed(0), generator=g
+default_generator = _random.default_generator   # torch.default_generator
 
 
 def cat(tensors: Sequence[Array], dim: int = 0, *, axis: int | None = None) -> Array:
@@ -156,28 +160,133 @@ def _like(x: Array, dtype, op: str):
     return d
 
 
-def randn_like(input: Array, *, dtype=None, device=None, requires_grad: bool = False) -> Array:
+def _gen(generator, op: str):
+    """``generator`` (a grilly.random.Generator), or the default one for None."""
+    if generator is None:
+        return _random.default_generator
+    if not isinstance(generator, _random.Generator):
+        raise TypeError(f"{op}: generator must be a grilly.random.Generator (gp.Generator), got "
+                        f"{type(generator).__name__}")
+    return generator
+
+
+def randn_like(input: Array, *, generator=None, dtype=None, device=None,
+               requires_grad: bool = False) -> Array:
     """Standard normal draws shaped like ``input`` (its dtype and device unless given)."""
     d = _like(input, dtype, "randn_like")
-    x = _random.default_generator.normal(0.0, 1.0, input.shape, dtype=d,
-                                         device=input.device if device is None else device)
+    x = _gen(generator, "randn_like").normal(0.0, 1.0, input.shape, dtype=d,
+                                              device=input.device if device is None else device)
     return x.requires_grad_() if requires_grad else x
 
 
 def rand(*size, dtype=None, device=None, requires_grad: bool = False, generator=None) -> Array:
     """Uniform draws in [0, 1) of ``size`` (``rand(2, 3)`` or ``rand((2, 3))``), float32."""
-    z = randn(*size, dtype=dtype, device=device)   # checks the sizes as torch does
-    gen = generator if generator is not None else _random.default_generator
-    x = gen.uniform(0.0, 1.0, z.shape, dtype=z.dtype, device=z.device)
+    d = gp.float32 if dtype is None else dtype
+    if not gp.isdtype(d, "real floating"):
+        raise TypeError(f"rand: needs a real floating dtype, got {d}")
+    x = _gen(generator, "rand").uniform(0.0, 1.0, _shape(size, "rand"), dtype=d, device=device)
     return x.requires_grad_() if requires_grad else x
 
 
-def rand_like(input: Array, *, dtype=None, device=None, requires_grad: bool = False) -> Array:
+def rand_like(input: Array, *, generator=None, dtype=None, device=None,
+              requires_grad: bool = False) -> Array:
     """Uniform draws in [0, 1) shaped like ``input`` (its dtype and device unless given)."""
     d = _like(input, dtype, "rand_like")
-    x = _random.default_generator.uniform(0.0, 1.0, input.shape, dtype=d,
-                                          device=input.device if device is None else device)
+    x = _gen(generator, "rand_like").uniform(0.0, 1.0, input.shape, dtype=d,
+                                             device=input.device if device is None else device)
     return x.requires_grad_() if requires_grad else x
+
+
+def randint_like(input: Array, low: int = 0, high: int | None = None, *, generator=None,
+                 dtype=None, device=None, requires_grad: bool = False) -> Array:
+    """Integers in [low, high) shaped like ``input`` (``randint_like(x, high)`` or
+    ``randint_like(x, low, high)``), in input's dtype and device unless given (torch's)."""
+    _array("randint_like", input)
+    if high is None:
+        low, high = 0, low
+    d = input.dtype if dtype is None else dtype
+    x = _gen(generator, "randint_like").integers(
+        low, high, input.shape, device=input.device if device is None else device)
+    x = x if x.dtype == d else gp.astype(x, d)
+    return x.requires_grad_() if requires_grad else x
+
+
+def randperm(n: int, *, generator=None, dtype=None, device=None,
+             requires_grad: bool = False) -> Array:
+    """A random permutation of 0 .. n - 1, int64 unless ``dtype`` says otherwise
+    (torch.randperm; grilly.random.Generator.permutation)."""
+    if isinstance(n, bool) or not hasattr(n, "__index__"):
+        raise TypeError(f"randperm: n must be an int, got {type(n).__name__}")
+    if int(n) < 0:
+        raise ValueError(f"randperm: n must be non-negative, got {int(n)}")
+    x = _gen(generator, "randperm").permutation(int(n), device=device)
+    x = x if dtype is None or x.dtype == dtype else gp.astype(x, dtype)
+    return x.requires_grad_() if requires_grad else x
+
+
+def bernoulli(input: Array, p: float | None = None, *, generator=None) -> Array:
+    """1 with probability ``input`` (per element), else 0, in input's dtype (torch.bernoulli;
+    ``bernoulli(input, p)``: probability p for every element); a probability outside [0, 1]
+    or nan gives nan (not read back), where torch raises."""
+    d = _like(input, None, "bernoulli")
+    gen = _gen(generator, "bernoulli")
+    if p is not None:
+        return gen.bernoulli(p, input.shape, dtype=d, device=input.device)
+    return gen.bernoulli(input, dtype=d)
+
+
+def multinomial(input: Array, num_samples: int, replacement: bool = False, *,
+                generator=None) -> Array:
+    """``num_samples`` category indices (int64) drawn per row of ``input`` (1-D or 2-D
+    non-negative weights; torch.multinomial), checked as torch checks them (ValueError where
+    torch raises RuntimeError)."""
+    return _gen(generator, "multinomial").categorical(input, num_samples, replacement)
+
+
+def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None,
+           requires_grad: bool = False) -> Array:
+    """Normal draws (torch.normal): ``normal(mean, std)`` with an Array mean and/or std (their
+    broadcast shape, dtype and device; an Array's negative std gives nan), or
+    ``normal(mean, std, size)`` with numbers (float32 unless ``dtype``)."""
+    gen = _gen(generator, "normal")
+    arrays = [v for v in (mean, std) if isinstance(v, Array)]
+    if not arrays:
+        if size is None:
+            raise TypeError("normal: with a number mean and std, give size "
+                            "(normal(mean, std, size))")
+        x = gen.normal(mean, std, _shape((size,), "normal"), dtype=gp.float32 if dtype is None
+                       else dtype, device=device)
+        return x.requires_grad_() if requires_grad else x
+    if size is not None:
+        raise TypeError("normal: size is for a number mean and std; an Array's shape is the "
+                        "draws' shape")
+    for v in arrays:
+        _like(v, None, "normal")
+    d = gp.result_type(*arrays) if dtype is None else dtype
+    x = gen.normal(mean, std, dtype=d, device=device)
+    return x.requires_grad_() if requires_grad else x
+
+
+def initial_seed() -> int:
+    """The default generator's seed (torch.initial_seed)."""
+    return _random.default_generator.initial_seed()
+
+
+def seed() -> int:
+    """Reseed the default generator from OS entropy and return the seed (torch.seed)."""
+    s = int.from_bytes(os.urandom(8), "little") >> 1   # below 2**63, as torch's
+    _random.seed(s)
+    return s
+
+
+def get_rng_state() -> tuple:
+    """The default generator's state (torch.get_rng_state; a (seed, counter) tuple)."""
+    return _random.get_state()
+
+
+def set_rng_state(new_state) -> None:
+    """Restore the default generator's state from ``get_rng_state`` (torch.set_rng_state)."""
+    _random.set_state(new_state)
 
 
 def poisson(input: Array, generator=None) -> Array:

@@ -1006,6 +1006,92 @@ def normal_(self: Array, mean: float = 0.0, std: float = 1.0, *, generator=None)
                                                      device=self.device))
 
 
+def _float_self(self: Array, op: str) -> None:
+    if self.dtype.kind != "f":
+        raise TypeError(f"Array.{op}: needs a real floating array, got {self.dtype.name}")
+
+
+def _draw_into(self: Array, x: Array) -> Array:
+    """``x`` (drawn on self's device) written into self, cast to its dtype."""
+    return _write(self, x if x.dtype is self.dtype else _OPS["astype"](x, self.dtype))
+
+
+def bernoulli_(self: Array, p=0.5, *, generator=None) -> Array:
+    """1 with probability ``p`` (a number or an Array broadcast to self), else 0; returns self."""
+    d = self.dtype if self.dtype.kind == "f" else None
+    if isinstance(p, Array):
+        p = _OPS["broadcast_to"](p, self.shape)
+    return _draw_into(self, _generator(generator).bernoulli(p, self.shape, dtype=d,
+                                                            device=self.device))
+
+
+def exponential_(self: Array, lambd: float = 1.0, *, generator=None) -> Array:
+    """Exponential draws of rate ``lambd`` (> 0); returns self."""
+    _float_self(self, "exponential_")
+    if not lambd > 0:
+        raise ValueError(f"Array.exponential_: lambd must be > 0, got {lambd}")
+    return _draw_into(self, _generator(generator).exponential(
+        1.0 / lambd, self.shape, dtype=self.dtype, device=self.device))
+
+
+def geometric_(self: Array, p: float, *, generator=None) -> Array:
+    """The number of Bernoulli(p) trials up to the first success (>= 1); returns self."""
+    return _draw_into(self, _generator(generator).geometric(p, self.shape, device=self.device))
+
+
+def cauchy_(self: Array, median: float = 0.0, sigma: float = 1.0, *, generator=None) -> Array:
+    """Cauchy draws of ``median`` and scale ``sigma``; returns self."""
+    _float_self(self, "cauchy_")
+    if not sigma > 0:
+        raise ValueError(f"Array.cauchy_: sigma must be > 0, got {sigma}")
+    c = _generator(generator).standard_cauchy(self.shape, dtype=self.dtype, device=self.device)
+    return _draw_into(self, c * sigma + median)
+
+
+def log_normal_(self: Array, mean: float = 1.0, std: float = 2.0, *, generator=None) -> Array:
+    """exp of Normal(mean, std) draws; returns self."""
+    _float_self(self, "log_normal_")
+    if not std > 0:
+        raise ValueError(f"Array.log_normal_: std must be > 0, got {std}")
+    return _draw_into(self, _generator(generator).lognormal(mean, std, self.shape,
+                                                            dtype=self.dtype, device=self.device))
+
+
+# the top of random_'s default range, to=None: every integer the dtype holds exactly
+_RANDOM_TOP = {"float16": 2 ** 11, "bfloat16": 2 ** 8, "float32": 2 ** 24, "float64": 2 ** 53,
+               "int8": 2 ** 7 - 1, "uint8": 2 ** 8 - 1, "int16": 2 ** 15 - 1,
+               "uint16": 2 ** 16 - 1, "int32": 2 ** 31 - 1, "uint32": 2 ** 32 - 1,
+               "int64": 2 ** 63 - 1, "uint64": 2 ** 64 - 1, "bool": 1}
+
+
+def random_(self: Array, from_=None, to=None, *, generator=None) -> Array:
+    """Integers in [from_, to) (``random_(to)``: [0, to); ``random_()``: [0, the largest
+    integer the dtype holds exactly]); returns self. Ranges must fit in 32 bits."""
+    if from_ is None and to is None:
+        low, high = 0, _RANDOM_TOP.get(self.dtype.name, 0) + 1
+        if high - low > 2 ** 32:
+            raise NotImplementedError(f"Array.random_: the default range of {self.dtype.name} "
+                                      f"exceeds 2**32 values; give to= (grilly draws ranges "
+                                      f"of at most 2**32)")
+    elif to is None:
+        low, high = 0, from_
+    else:
+        low, high = 0 if from_ is None else from_, to
+    return _draw_into(self, _generator(generator).integers(low, high, self.shape,
+                                                           device=self.device))
+
+
+def bernoulli(self: Array, p=None, *, generator=None) -> Array:
+    """Draws of 1 with probability self (or ``p``), else 0, in self's dtype (torch's)."""
+    return _ns().bernoulli(self, p, generator=generator)
+
+
+def multinomial(self: Array, num_samples: int, replacement: bool = False, *,
+                generator=None) -> Array:
+    """Category indices drawn per row of self's weights (torch.multinomial)."""
+    return _ns().multinomial(self, num_samples, replacement, generator=generator)
+
+
 for _fn in (view, view_as, reshape_as, expand, expand_as, unsqueeze, permute, t, movedim, narrow,
             flip, roll, chunk, split, unbind, tile, repeat, dim, numel, element_size,
             is_floating_point, stride, is_contiguous, contiguous, clone, type_as, to, cpu,
@@ -1014,7 +1100,9 @@ for _fn in (view, view_as, reshape_as, expand, expand_as, unsqueeze, permute, t,
             clamp, where, masked_fill, masked_select, softmax, log_softmax, logsumexp, amax,
             amin, norm, nansum, topk, argsort, sort, take, gather, scatter, scatter_add,
             index_select, index_add, index_fill, tril, triu, diag, allclose, equal, unique,
-            nonzero, median, mode, kthvalue, bincount, zero_, fill_, copy_, uniform_, normal_):
+            nonzero, median, mode, kthvalue, bincount, zero_, fill_, copy_, uniform_, normal_,
+            bernoulli_, exponential_, geometric_, cauchy_, log_normal_, random_, bernoulli,
+            multinomial):
     setattr(Array, _fn.__name__, _fn)
 _method("type", type_)
 Array.is_cuda = property(lambda self: False, doc="torch's x.is_cuda: always False (grilly has "

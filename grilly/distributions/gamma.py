@@ -15,6 +15,7 @@ from __future__ import annotations
 
 
 from .. import random as _random
+from ..random import _gamma as _random_gamma
 from ..array import api as gp
 from ..autograd import no_grad
 from . import constraints
@@ -24,7 +25,7 @@ from .utils import broadcast_all, normal_noise, uniform_noise
 
 __all__ = ["Beta", "Dirichlet", "Gamma", "Poisson", "standard_gamma"]
 
-_ROUNDS = 10
+_ROUNDS = _random_gamma.ROUNDS
 
 
 def standard_gamma(concentration, shape):
@@ -36,19 +37,10 @@ def standard_gamma(concentration, shape):
     c = 1.0 / gp.sqrt(9.0 * d)
     with no_grad():
         dd, cc = d.detach() if d.requires_grad else d, c.detach() if c.requires_grad else c
-        z_acc = gp.zeros_like(dd)
-        done = gp.zeros(tuple(shape), dtype=gp.bool, device=a.device)
-        for _ in range(_ROUNDS):
-            z = normal_noise(shape, a)
-            u = uniform_noise(shape, a)
-            v = 1.0 + cc * z
-            v3 = v * v * v
-            ok = (v > 0) & (gp.log(u) < 0.5 * z * z + dd - dd * v3
-                            + dd * gp.log(gp.maximum(v3, 1e-30)))
-            take = ok & ~done
-            z_acc = gp.where(take, z, z_acc)
-            done = done | ok
-        z_acc = gp.where(done, z_acc, 0.0)
+        # grilly.random's Marsaglia-Tsang rounds (the one implementation), drawing from the
+        # default generator; the transform below is differentiated with z held fixed
+        z_acc = _random_gamma.accepted_normal(dd, cc, lambda: normal_noise(shape, a),
+                                              lambda: uniform_noise(shape, a), _ROUNDS)
         u_boost = uniform_noise(shape, a)
     v = 1.0 + c * z_acc
     x = d * (v * v * v)

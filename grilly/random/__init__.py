@@ -9,17 +9,22 @@ so they match across devices up to each device's rounding of those functions.
 
 NumPy's names are here too: ``default_rng(seed)`` (a ``Generator``) with ``random``,
 ``standard_normal``, ``exponential``, ``choice`` and ``shuffle``, ``size=`` for ``shape=``, and
-the legacy module functions ``rand``, ``randn``, ``randint``, ``random_sample``, ... The numbers
-are grilly's Philox streams, not NumPy's bit streams.
+the legacy module functions ``rand``, ``randn``, ``randint``, ``random_sample``, ..., and its
+laws (``gamma``, ``beta``, ``binomial``, ``multinomial``, ``dirichlet``, ``multivariate_normal``,
+...) with parameters that may be arrays, broadcast as NumPy's. The numbers are grilly's Philox
+streams, not NumPy's bit streams.
 """
 from __future__ import annotations
 
 import math
 import os
 import threading
+import warnings
+
+import numpy as np
 
 from ..array.array import Array
-from . import _poisson
+from . import _binomial, _gamma, _poisson
 from .philox import philox4x32
 from ..array.core import normalize_axis, normalize_shape
 from ..array import dispatch as _dispatch
@@ -85,11 +90,139 @@ def _check_seed(seed) -> None:
         raise ValueError(f"Generator.manual_seed: seed must be in [0, 2**64), got {seed}")
 
 
+_NONNEG = (lambda v: v >= 0.0, ">= 0")
+_POS = (lambda v: v > 0.0, "> 0")
+_PROB = (lambda v: (v >= 0.0) & (v <= 1.0), "in [0, 1]")
+
+
+def _numbers(*values) -> bool:
+    """Whether every value is a Python (or NumPy scalar) real number."""
+    return all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+               for v in values)
+
+
+class _Law:
+    """A draw's parameters (Python floats or Arrays of the computation's dtype on the draw's
+    device), its shape, output dtype, computation dtype and device, and ``bad``: where an
+    Array parameter is invalid (those draws become nan, or -1 in an integer dtype)."""
+
+    def __init__(self, values, shape, dtype, cd, device, bad, arrays) -> None:
+        self.values, self.shape, self.dtype, self.cd = values, shape, dtype, cd
+        self.device, self.bad, self.arrays = device, bad, arrays
+
+    def flag(self, mask) -> None:
+        """Mark more invalid elements (an Array of booleans)."""
+        self.bad = mask if self.bad is None else self.bad | mask
+
+    def full(self, v):
+        """``v`` (a float or an Array) as an Array of the draw's shape and computation dtype."""
+        ns = _ns()
+        if isinstance(v, Array):
+            return ns.broadcast_to(v, self.shape)
+        return ns.full(self.shape, v, dtype=self.cd, device=self.device)
+
+    def finish(self, x):
+        """``x`` in the output dtype (integer dtypes: rounded down from float64), nan (-1) where
+        a parameter is invalid."""
+        ns = _ns()
+        if self.bad is not None:
+            x = ns.where(ns.broadcast_to(self.bad, self.shape), math.nan, x)
+        if self.dtype.kind != "f":
+            return ns.astype(ns.where(ns.isnan(x), -1.0, x), self.dtype)
+        return x if x.dtype is self.dtype else ns.astype(x, self.dtype)
+
+
+def _law(op: str, shape, dtype, device, /, *, kind: str = "f", follow: bool = True,
+         **params) -> _Law:
+    """A draw's parameters, NumPy's way: each ``name=(value, check)`` is a number, a sequence
+    or NumPy array, or an Array, broadcast together; ``check`` = (predicate, text) or None. A
+    number or a host array that fails its check is a ValueError naming ``op`` and the parameter
+    (NumPy's); an Array is not read back: its invalid elements give nan. The draws' shape is
+    ``shape`` (NumPy's size; the parameters must broadcast to it) or the parameters' broadcast
+    shape. ``kind`` "f": a real floating output, float32 unless ``dtype`` says otherwise or
+    (``follow``) an Array parameter is float64, computed in float32 or float64; "i": an integer
+    output, int64 unless ``dtype`` says otherwise, computed in float64."""
+    ns = _ns()
+    if kind == "f":
+        d = None if dtype is None else _float_dtype(dtype, op)
+    else:
+        d = ns.int64 if dtype is None else _dtypes.as_dtype(dtype, op)
+        if d.kind not in "iu":
+            raise TypeError(f"{op}: dtype must be an integer dtype, got {d.name}")
+    arrays = [v for v, _ in params.values() if isinstance(v, Array)]
+    if d is None:
+        d = ns.float64 if follow and any(a.dtype is ns.float64 for a in arrays) else ns.float32
+    cd = ns.float64 if (kind != "f" or d is ns.float64) else ns.float32
+    dev = _device(device if device is not None or not arrays else arrays[0].device)
+    values, shapes, bad, any_array = [], [], None, False
+    for name, (v, check) in params.items():
+        if isinstance(v, Array):
+            if v.dtype.kind not in "iuf":
+                raise TypeError(f"{op}: {name} must have a real dtype, got {v.dtype.name}")
+            v = v.detach() if v.requires_grad else v
+            v = v if v.device is dev else v.to_device(dev)
+            v = v if v.dtype is cd else ns.astype(v, cd)
+            if check is not None:
+                b = ~check[0](v)
+                bad = b if bad is None else bad | b
+            values.append(v)
+            shapes.append(v.shape)
+            any_array = True
+        elif _numbers(v):
+            v = float(v)
+            if check is not None and not check[0](v):
+                raise ValueError(f"{op}: {name} must be {check[1]}, got {v}")
+            values.append(v)
+            shapes.append(())
+        elif isinstance(v, (list, tuple, np.ndarray)):
+            try:
+                h = np.asarray(v, dtype=np.float64)
+            except (TypeError, ValueError):
+                raise TypeError(f"{op}: {name} must be real numbers, got {v!r}") from None
+            if check is not None and not np.all(check[0](h)):
+                raise ValueError(f"{op}: {name} must be {check[1]} (every element)")
+            values.append(ns.asarray(h, dtype=cd, device=dev))
+            shapes.append(h.shape)
+            any_array = True
+        else:
+            raise TypeError(f"{op}: {name} must be a real number or an array, got "
+                            f"{type(v).__name__}")
+    try:
+        pshape = ns.broadcast_shapes(*shapes) if shapes else ()
+    except ValueError:
+        raise ValueError(f"{op}: the parameters' shapes {tuple(shapes)} do not broadcast "
+                         f"together") from None
+    if shape is None:
+        shape = tuple(pshape)
+    else:
+        shape = normalize_shape(shape, op)
+        try:
+            ok = tuple(ns.broadcast_shapes(tuple(pshape), shape)) == shape
+        except ValueError:
+            ok = False
+        if not ok:
+            raise ValueError(f"{op}: the parameters' shape {tuple(pshape)} does not broadcast "
+                             f"to size {shape}")
+    return _Law(values, shape, d, cd, dev, bad, any_array)
+
+
 class Generator:
     """A Philox4x32-10 stream: ``seed`` is the key, the counter advances with every draw."""
 
-    def __init__(self, seed: int = 0) -> None:
+    def __init__(self, seed: int = 0, *, device=None) -> None:
+        # device: torch.Generator(device=...)'s; a grilly stream serves every device (the same
+        # numbers on each), so it only names where torch's would live
+        self._device_arg = device
         self.manual_seed(seed)
+
+    @property
+    def device(self):
+        """The device given at construction (the default device if none): torch's g.device."""
+        return _device(self._device_arg)
+
+    def initial_seed(self) -> int:
+        """The seed (key) of the stream (torch's Generator.initial_seed)."""
+        return self._key
 
     def manual_seed(self, seed: int) -> "Generator":
         """Restart the stream with key ``seed`` (an int in [0, 2**64))."""
@@ -194,43 +327,46 @@ class Generator:
         return random_bits.philox_dropout(n, start, key, p, scale, dtype, _device(device))
 
     # ---- distributions -----------------------------------------------------------------------
-    def uniform(self, low: float = 0.0, high: float = 1.0, shape=(), *, size=None, dtype=None,
-                device=None):
-        """Uniform floats in [low, high) (``size`` is NumPy's name for ``shape``)."""
-        shape = _alias(shape, (), size, "uniform", "shape", "size")
-        d = _float_dtype(dtype, "uniform")
-        if d is _ns().bfloat16:
+    def uniform(self, low=0.0, high=1.0, shape=None, *, size=None, dtype=None, device=None):
+        """Uniform floats in [low, high) (``size`` is NumPy's name for ``shape``); ``low`` and
+        ``high`` may be arrays: the draws take their broadcast shape (see ``_law``)."""
+        shape = _alias(shape, None, size, "uniform", "shape", "size")
+        if dtype is not None and _float_dtype(dtype, "uniform") is _ns().bfloat16:
             raise TypeError("uniform: bfloat16 would round values up to high; draw float32 "
                             "and astype")
-        if not high >= low:
+        if _numbers(low, high) and not high >= low:
             raise ValueError(f"uniform: high ({high}) must be >= low ({low})")
-        u = self._unit(shape, d, device, "uniform")
-        if low == 0.0 and high == 1.0:
+        law = _law("uniform", shape, dtype, device, low=(low, None), high=(high, None))
+        low, high = law.values
+        if law.arrays and not _numbers(low, high):
+            law.flag(~(high >= low))   # an array's bounds in the wrong order give nan
+        u = self._unit(law.shape, law.dtype, law.device, "uniform")
+        if _numbers(low, high) and low == 0.0 and high == 1.0:
             return u
-        return u * (high - low) + low
+        return law.finish(u * (high - low) + low)
 
-    def normal(self, mean: float = 0.0, std: float = 1.0, shape=(), *, loc=None, scale=None,
-               size=None, dtype=None, device=None):
+    def normal(self, mean=0.0, std=1.0, shape=None, *, loc=None, scale=None, size=None,
+               dtype=None, device=None):
         """Normal floats (Box-Muller over pairs of uniforms, computed in float64 for float64
-        and in float32 otherwise); ``loc``, ``scale``, ``size`` are NumPy's names."""
+        and in float32 otherwise); ``loc``, ``scale``, ``size`` are NumPy's names; ``mean`` and
+        ``std`` may be arrays: the draws take their broadcast shape (see ``_law``)."""
         ns = _ns()
         mean = _alias(mean, 0.0, loc, "normal", "mean", "loc")
         std = _alias(std, 1.0, scale, "normal", "std", "scale")
-        shape = _alias(shape, (), size, "normal", "shape", "size")
-        d = _float_dtype(dtype, "normal")
-        if std < 0:
-            raise ValueError(f"normal: std must be >= 0, got {std}")
-        shape = normalize_shape(shape, "normal")
-        n = _size(shape)
-        dev = _device(device)
-        cd = ns.float64 if d is ns.float64 else ns.float32
+        shape = _alias(shape, None, size, "normal", "shape", "size")
+        law = _law("normal", shape, dtype, device, mean=(mean, None), std=(std, _NONNEG))
+        mean, std = law.values
+        n = _size(law.shape)
+        cd = ns.float64 if law.dtype is ns.float64 else ns.float32
         m = -(-n // 2)
-        u = self._unit((2, m), cd, dev, "normal")
+        u = self._unit((2, m), cd, law.device, "normal")
         r = ns.sqrt(-2.0 * ns.log1p(-u[0]))  # 1 - u in (0, 1]: log never sees 0
         t = (2.0 * math.pi) * u[1]
         z = ns.reshape(ns.stack([r * ns.cos(t), r * ns.sin(t)], axis=1), (-1,))[:n]
-        z = ns.reshape(z, shape) * std + mean
-        return z if cd is d else ns.astype(z, d)
+        z = ns.reshape(z, law.shape)
+        if not (_numbers(mean, std) and mean == 0.0 and std == 1.0):
+            z = z * std + mean
+        return law.finish(z)
 
     def integers(self, low: int, high: int | None = None, shape=(), *, size=None, dtype=None,
                  endpoint: bool = False, device=None):
@@ -260,17 +396,13 @@ class Generator:
         return ns.reshape(out if d is ns.int64 else ns.astype(out, d), shape)
 
     def bernoulli(self, p=0.5, shape=None, *, dtype=None, device=None):
-        """1 with probability ``p`` (a float or an Array of probabilities), else 0."""
+        """1 with probability ``p`` (a number in [0, 1], or an array of probabilities: its
+        shape, broadcast to ``shape`` if given, and its device; an Array's probabilities
+        outside [0, 1] or nan give nan), else 0; float32 unless ``dtype`` says otherwise."""
         ns = _ns()
-        d = _float_dtype(dtype, "bernoulli")
-        if isinstance(p, Array):
-            shape = p.shape if shape is None else shape
-            device = p.device if device is None else device
-        elif not 0.0 <= p <= 1.0:
-            raise ValueError(f"bernoulli: p must be in [0, 1], got {p}")
-        u = self._unit(() if shape is None else shape, ns.float64 if d is ns.float64
-                       else ns.float32, device, "bernoulli")
-        return ns.astype(u < p, d)
+        law = _law("bernoulli", shape, dtype, device, follow=False, p=(p, _PROB))
+        u = self._unit(law.shape, law.cd, law.device, "bernoulli")
+        return law.finish(ns.astype(u < law.values[0], law.cd))
 
     def poisson(self, lam=1.0, shape=None, *, size=None, dtype=None, device=None):
         """Poisson draws of mean ``lam`` (a number in [0, 2**52] or an Array of rates: its shape,
@@ -337,17 +469,286 @@ class Generator:
         return self.normal(0.0, 1.0, () if size is None else size,
                            dtype=_float_dtype(dtype, "standard_normal"), device=device)
 
-    def exponential(self, scale: float = 1.0, size=None, *, dtype=None, device=None):
-        """Exponential floats of mean ``scale``: -log(1 - u) scale, computed in the output's
-        precision (float64 for float64, float32 otherwise)."""
+    def exponential(self, scale=1.0, size=None, *, dtype=None, device=None):
+        """Exponential floats of mean ``scale`` (a number or an array): -log(1 - u) scale,
+        computed in the output's precision (float64 for float64, float32 otherwise)."""
+        law = _law("exponential", size, dtype, device, scale=(scale, _NONNEG))
+        return law.finish(self._exp1(law) * law.values[0])
+
+    # ---- the laws NumPy's Generator adds (parameters as _law takes them) --------------------
+    def _open_unit(self, law: _Law, shape=None):
+        """Uniforms in (0, 1): the draw's 0 (one value of the grid's 2**24 or 2**53) taken as
+        half a step, so logs and logits stay finite."""
         ns = _ns()
-        d = _float_dtype(dtype, "exponential")
-        if not scale >= 0:
-            raise ValueError(f"exponential: scale must be >= 0, got {scale}")
-        cd = ns.float64 if d is ns.float64 else ns.float32
-        u = self._unit(() if size is None else size, cd, device, "exponential")
-        e = -ns.log1p(-u) * scale   # 1 - u in (0, 1]: the log is finite
-        return e if cd is d else ns.astype(e, d)
+        u = self._unit(law.shape if shape is None else shape, law.cd, law.device, "random")
+        return ns.where(u == 0.0, 2.0 ** -25 if law.cd is ns.float32 else 2.0 ** -54, u)
+
+    def _exp1(self, law: _Law):
+        """Exp(1) draws of the law's shape in its computation dtype."""
+        u = self._unit(law.shape, law.cd, law.device, "exponential")
+        return -_ns().log1p(-u)   # 1 - u in (0, 1]: the log is finite
+
+    def _normal1(self, law: _Law):
+        """N(0, 1) draws of the law's shape in its computation dtype."""
+        return self.normal(0.0, 1.0, law.shape, dtype=law.cd, device=law.device)
+
+    def _log_gamma(self, law: _Law, a):
+        """log Gamma(a, 1) draws of the law's shape (grilly.random._gamma: Marsaglia-Tsang)."""
+        a = law.full(a)
+        return _gamma.log_standard_gamma(
+            a, lambda: self._normal1(law),
+            lambda: self._unit(law.shape, law.cd, law.device, "gamma"),
+            lambda: self._open_unit(law))
+
+    def standard_exponential(self, size=None, dtype=None, method: str = "zig", out=None, *,
+                             device=None):
+        """Exp(1) floats (NumPy's; ``method`` 'zig' or 'inv' both draw by inversion)."""
+        _no_out("standard_exponential", out)
+        if method not in ("zig", "inv"):
+            raise ValueError(f"standard_exponential: method must be 'zig' or 'inv', got "
+                             f"{method!r}")
+        return self.exponential(1.0, size, dtype=dtype, device=device)
+
+    def standard_gamma(self, shape, size=None, dtype=None, out=None, *, device=None):
+        """Gamma(shape, 1) floats (``shape`` is the law's shape parameter, as NumPy's; the draws'
+        shape is ``size``): Marsaglia and Tsang's method (grilly.random._gamma)."""
+        _no_out("standard_gamma", out)
+        law = _law("standard_gamma", size, dtype, device, shape=(shape, _NONNEG))
+        return law.finish(_ns().exp(self._log_gamma(law, law.values[0])))
+
+    def gamma(self, shape, scale=1.0, size=None, *, dtype=None, device=None):
+        """Gamma floats of shape ``shape`` and scale ``scale`` (mean shape * scale)."""
+        law = _law("gamma", size, dtype, device, shape=(shape, _NONNEG), scale=(scale, _NONNEG))
+        a, scale = law.values
+        return law.finish(_ns().exp(self._log_gamma(law, a)) * scale)
+
+    def beta(self, a, b, size=None, *, dtype=None, device=None):
+        """Beta(a, b) floats: X / (X + Y) of two gamma draws, from their logs (so tiny a and b
+        give 0 or 1, not nan)."""
+        law = _law("beta", size, dtype, device, a=(a, _POS), b=(b, _POS))
+        lx = self._log_gamma(law, law.values[0])
+        ly = self._log_gamma(law, law.values[1])
+        return law.finish(1.0 / (1.0 + _ns().exp(ly - lx)))
+
+    def dirichlet(self, alpha, size=None, *, dtype=None, device=None):
+        """Dirichlet(alpha) floats of shape ``size + (k,)`` (``alpha`` 1-D of length k, each
+        >= 0; an alpha of 0 gives 0): normalized gamma draws, from their logs."""
+        ns = _ns()
+        if _numbers(alpha) or getattr(alpha, "ndim", np.ndim(alpha)) != 1:
+            raise ValueError(f"dirichlet: alpha must be 1-dimensional, got shape "
+                             f"{tuple(getattr(alpha, 'shape', np.shape(alpha)))}")
+        k = alpha.shape[0] if isinstance(alpha, Array) else len(alpha)
+        batch = () if size is None else normalize_shape(size, "dirichlet")
+        law = _law("dirichlet", batch + (k,), dtype, device, alpha=(alpha, _NONNEG))
+        if k == 0:
+            return law.finish(ns.zeros(law.shape, dtype=law.cd, device=law.device))
+        lg = self._log_gamma(law, law.values[0])
+        top = ns.max(lg, axis=-1, keepdims=True)
+        g = ns.exp(lg - ns.where(ns.isfinite(top), top, 0.0))
+        return law.finish(g / ns.sum(g, axis=-1, keepdims=True))
+
+    def chisquare(self, df, size=None, *, dtype=None, device=None):
+        """Chi-square floats with ``df`` degrees of freedom (2 Gamma(df / 2))."""
+        law = _law("chisquare", size, dtype, device, df=(df, _POS))
+        return law.finish(2.0 * _ns().exp(self._log_gamma(law, 0.5 * law.values[0])))
+
+    def standard_t(self, df, size=None, *, dtype=None, device=None):
+        """Student's t floats with ``df`` degrees of freedom: N / sqrt(chi2(df) / df)."""
+        ns = _ns()
+        law = _law("standard_t", size, dtype, device, df=(df, _POS))
+        df = law.values[0]
+        z = self._normal1(law)
+        lg = self._log_gamma(law, 0.5 * df)
+        return law.finish(z * ns.exp(-0.5 * lg) * ns.sqrt(0.5 * law.full(df)))
+
+    def binomial(self, n, p, size=None, *, dtype=None, device=None):
+        """Binomial(n, p) counts, int64 unless ``dtype`` says otherwise (grilly.random.
+        _binomial: inversion for n min(p, 1-p) < 10, Hoermann's BTRS above, in float64; n is
+        rounded down to an integer, as NumPy's)."""
+        ns = _ns()
+        law = _law("binomial", size, dtype, device, kind="i", n=(n, _NONNEG), p=(p, _PROB))
+        n, p = law.values
+        kw = {}
+        if _numbers(n, p):   # the method is known: the other one is neither drawn nor run
+            small = math.floor(n) * min(p, 1.0 - p) < _binomial.SMALL
+            kw = {"small": small, "large": not small}
+        x = _binomial.sample(ns.floor(law.full(n)), law.full(p),
+                             lambda s: self._unit(s, ns.float64, law.device, "binomial"), **kw)
+        return law.finish(x)
+
+    def multinomial(self, n, pvals, size=None, *, dtype=None, device=None):
+        """Multinomial counts of ``n`` trials over the categories of ``pvals``' last axis
+        (NumPy's: the last probability is what the others leave), shape ``size + (k,)`` (or
+        the broadcast of n's and pvals' batch shapes): one binomial per category, each of
+        the trials left with its probability among the categories left."""
+        ns = _ns()
+        if _numbers(pvals) or getattr(pvals, "ndim", np.ndim(pvals)) < 1:
+            raise ValueError("multinomial: pvals must have at least one dimension")
+        k = (pvals.shape if hasattr(pvals, "shape") else np.shape(pvals))[-1]
+        if k == 0:
+            raise ValueError("multinomial: pvals must have at least one category")
+        if not isinstance(pvals, Array):
+            h = np.asarray(pvals, dtype=np.float64)
+            if float(np.max(np.sum(h[..., :-1], axis=-1))) > 1.0 + 1e-12:
+                raise ValueError("multinomial: sum(pvals[:-1]) must be <= 1")
+        shape = None if size is None else normalize_shape(size, "multinomial") + (k,)
+        # n's batch axes line up with pvals' (its last axis is the categories')
+        nv = (n if _numbers(n) else n[..., None] if isinstance(n, Array)
+              else np.asarray(n, dtype=np.float64)[..., None])
+        law = _law("multinomial", shape, dtype, device, kind="i", n=(nv, _NONNEG),
+                   pvals=(pvals, _PROB))
+        left = ns.floor(law.full(law.values[0])[..., :1])
+        pv = law.full(law.values[1])
+        mass = ns.ones(left.shape, dtype=ns.float64, device=law.device)
+        counts = []
+        for i in range(k - 1):
+            pi = pv[..., i:i + 1]
+            # the category's share of the mass left (clipped: rounding may take it past 1)
+            q = ns.where(mass > 0.0, ns.clip(pi / ns.where(mass > 0.0, mass, 1.0), 0.0, 1.0),
+                         0.0)
+            x = _binomial.sample(left, q, lambda s: self._unit(s, ns.float64, law.device,
+                                                               "multinomial"))
+            counts.append(x)
+            left = left - x
+            mass = mass - pi
+        counts.append(left)
+        if law.bad is not None:   # an invalid probability spoils its whole row
+            law.bad = ns.any(ns.broadcast_to(law.bad, law.shape), axis=-1, keepdims=True)
+        return law.finish(ns.concat(counts, axis=-1))
+
+    def geometric(self, p, size=None, *, dtype=None, device=None):
+        """The number of Bernoulli(p) trials up to the first success (>= 1), int64 unless
+        ``dtype`` says otherwise: 1 + floor(log(1 - u) / log(1 - p))."""
+        ns = _ns()
+        law = _law("geometric", size, dtype, device, kind="i",
+                   p=(p, (lambda v: (v > 0.0) & (v <= 1.0), "in (0, 1]")))
+        u = self._unit(law.shape, ns.float64, law.device, "geometric")
+        return law.finish(1.0 + ns.floor(ns.log1p(-u) / ns.log1p(-law.full(law.values[0]))))
+
+    def laplace(self, loc=0.0, scale=1.0, size=None, *, dtype=None, device=None):
+        """Laplace floats (double exponential): loc +- scale Exp(1), the sign from a second
+        uniform."""
+        ns = _ns()
+        law = _law("laplace", size, dtype, device, loc=(loc, None), scale=(scale, _NONNEG))
+        loc, scale = law.values
+        e = self._exp1(law)
+        s = self._unit(law.shape, law.cd, law.device, "laplace")
+        return law.finish(ns.where(s < 0.5, e, -e) * scale + loc)
+
+    def logistic(self, loc=0.0, scale=1.0, size=None, *, dtype=None, device=None):
+        """Logistic floats: loc + scale log(u / (1 - u)), u in (0, 1)."""
+        ns = _ns()
+        law = _law("logistic", size, dtype, device, loc=(loc, None), scale=(scale, _NONNEG))
+        loc, scale = law.values
+        u = self._open_unit(law)
+        return law.finish((ns.log(u) - ns.log1p(-u)) * scale + loc)
+
+    def lognormal(self, mean=0.0, sigma=1.0, size=None, *, dtype=None, device=None):
+        """exp of Normal(mean, sigma) floats."""
+        law = _law("lognormal", size, dtype, device, mean=(mean, None), sigma=(sigma, _NONNEG))
+        mean, sigma = law.values
+        return law.finish(_ns().exp(self._normal1(law) * sigma + mean))
+
+    def gumbel(self, loc=0.0, scale=1.0, size=None, *, dtype=None, device=None):
+        """Gumbel floats: loc - scale log(Exp(1))."""
+        law = _law("gumbel", size, dtype, device, loc=(loc, None), scale=(scale, _NONNEG))
+        loc, scale = law.values
+        e = -_ns().log(self._open_unit(law))   # Exp(1) > 0, so its log is finite
+        return law.finish(loc - scale * _ns().log(e))
+
+    def weibull(self, a, size=None, *, dtype=None, device=None):
+        """Weibull floats of shape ``a`` (scale 1): Exp(1) ** (1 / a); a = 0 gives 0."""
+        ns = _ns()
+        law = _law("weibull", size, dtype, device, a=(a, _NONNEG))
+        a = law.full(law.values[0])
+        e = -ns.log(self._open_unit(law))
+        x = ns.exp(ns.log(e) / ns.where(a == 0.0, 1.0, a))
+        return law.finish(ns.where(a == 0.0, 0.0, x))
+
+    def pareto(self, a, size=None, *, dtype=None, device=None):
+        """Pareto II (Lomax) floats of shape ``a``, as NumPy's: exp(Exp(1) / a) - 1."""
+        law = _law("pareto", size, dtype, device, a=(a, _POS))
+        return law.finish(_ns().expm1(self._exp1(law) / law.values[0]))
+
+    def rayleigh(self, scale=1.0, size=None, *, dtype=None, device=None):
+        """Rayleigh floats: scale sqrt(2 Exp(1))."""
+        law = _law("rayleigh", size, dtype, device, scale=(scale, _NONNEG))
+        return law.finish(_ns().sqrt(2.0 * self._exp1(law)) * law.values[0])
+
+    def standard_cauchy(self, size=None, *, dtype=None, device=None):
+        """Cauchy floats (median 0, scale 1): tan(pi (u - 1/2)), u in (0, 1)."""
+        law = _law("standard_cauchy", size, dtype, device)
+        return law.finish(_ns().tan(math.pi * (self._open_unit(law) - 0.5)))
+
+    def triangular(self, left, mode, right, size=None, *, dtype=None, device=None):
+        """Triangular floats on [left, right] peaking at ``mode``, by inverting the CDF."""
+        ns = _ns()
+        if _numbers(left, mode, right):
+            if left > mode:
+                raise ValueError(f"triangular: left ({left}) must be <= mode ({mode})")
+            if mode > right:
+                raise ValueError(f"triangular: mode ({mode}) must be <= right ({right})")
+            if left == right:
+                raise ValueError(f"triangular: left and right must differ, got {left}")
+        law = _law("triangular", size, dtype, device, left=(left, None), mode=(mode, None),
+                   right=(right, None))
+        lo, c, hi = law.values
+        if law.arrays:
+            law.flag(ns.broadcast_to(~((lo <= c) & (c <= hi) & (lo < hi)), law.shape))
+        u = self._unit(law.shape, law.cd, law.device, "triangular")
+        width = hi - lo
+        cut = (c - lo) / width
+        below = lo + ns.sqrt(u * width * (c - lo))
+        above = hi - ns.sqrt((1.0 - u) * width * (hi - c))
+        return law.finish(ns.where(u <= cut, below, above))
+
+    def multivariate_normal(self, mean, cov, size=None, check_valid: str = "warn",
+                            tol: float = 1e-8, *, method: str = "svd", dtype=None, device=None):
+        """Multivariate normal floats of shape ``size + (k,)``: mean + z A^T, with A A^T = cov
+        from cov's eigendecomposition ('svd' and 'eigh': a positive semi-definite cov,
+        singular too) or its Cholesky factor ('cholesky'). ``check_valid`` ('warn', 'raise',
+        'ignore') and ``tol`` as NumPy's, with one host read of the eigenvalues."""
+        ns = _ns()
+        if check_valid not in ("warn", "raise", "ignore"):
+            raise ValueError(f"multivariate_normal: check_valid must be 'warn', 'raise' or "
+                             f"'ignore', got {check_valid!r}")
+        if method not in ("svd", "eigh", "cholesky"):
+            raise ValueError(f"multivariate_normal: method must be 'svd', 'eigh' or "
+                             f"'cholesky', got {method!r}")
+        if getattr(mean, "ndim", np.ndim(mean)) != 1:
+            raise ValueError("multivariate_normal: mean must be 1-dimensional")
+        cshape = tuple(getattr(cov, "shape", np.shape(cov)))
+        if len(cshape) != 2 or cshape[0] != cshape[1]:
+            raise ValueError(f"multivariate_normal: cov must be 2-dimensional and square, got "
+                             f"shape {cshape}")
+        k = mean.shape[0] if isinstance(mean, Array) else len(mean)
+        if cshape[0] != k:
+            raise ValueError("multivariate_normal: mean and cov must have the same length")
+        batch = () if size is None else normalize_shape(size, "multivariate_normal")
+        law = _law("multivariate_normal", batch + (k,), dtype, device, mean=(mean, None))
+        mu = law.values[0]
+        c = cov if isinstance(cov, Array) else ns.asarray(np.asarray(cov, dtype=np.float64),
+                                                          device=law.device)
+        c = ns.astype(c.detach() if c.requires_grad else c, law.cd)
+        c = c if c.device is law.device else c.to_device(law.device)
+        if method == "cholesky":
+            a = ns.linalg.cholesky(c)
+        else:
+            w, v = ns.linalg.eigh(c)
+            if check_valid != "ignore":
+                wh = np.asarray(ns.astype(w, ns.float64).tolist())
+                asym = float(ns.max(ns.abs(c - ns.matrix_transpose(c)))) if k else 0.0
+                # NumPy's test: the factor reproduces cov within tol (a negative eigenvalue
+                # or an asymmetric cov does not)
+                if k and (asym > tol or float(wh.min()) < -tol * max(1.0, float(wh.max()))):
+                    msg = ("multivariate_normal: covariance is not symmetric "
+                           "positive-semidefinite.")
+                    if check_valid == "raise":
+                        raise ValueError(msg)
+                    warnings.warn(msg, RuntimeWarning, stacklevel=2)
+            a = v * ns.sqrt(ns.maximum(w, 0.0))
+        z = self.normal(0.0, 1.0, law.shape, dtype=law.cd, device=law.device)
+        return law.finish(z @ ns.matrix_transpose(a) + mu)
 
     def choice(self, a, size=None, replace: bool = True, p=None, axis: int = 0,
                shuffle: bool = True, *, device=None):
@@ -429,6 +830,71 @@ class Generator:
         keys = ns.where(pos, e / ns.where(pos, p64, 1.0), math.inf)   # p = 0: never drawn
         return ns.argsort(keys)[:k]
 
+    def categorical(self, probs, num_samples: int, replacement: bool = False, *,
+                    op: str = "multinomial"):
+        """torch.multinomial: ``num_samples`` category indices (int64) per row of ``probs``
+        (1-D, or 2-D: one row per distribution; non-negative weights, not necessarily
+        normalized), checked as torch checks them with one host read. With replacement:
+        inverse CDF (a float64 uniform per draw found in the row's normalized cumulative sum,
+        every row searched at once with the row's index added); without: the exponential race
+        (the smallest E_i / p_i, E_i ~ Exp(1)), whose order has the law of successive draws;
+        more draws than a row's non-zero weights give its zero-weight categories last, in
+        index order (torch 2.13 returns them too, where its docs say it raises)."""
+        ns = _ns()
+        if not isinstance(probs, Array):
+            raise TypeError(f"{op}: input must be a grilly Array, got {type(probs).__name__}")
+        if probs.dtype.kind != "f":
+            raise TypeError(f"{op}: input must have a real floating dtype, got "
+                            f"{probs.dtype.name}")
+        if probs.ndim not in (1, 2):
+            raise ValueError(f"{op}: input must be 1-D or 2-D, got {probs.ndim}-D")
+        if isinstance(num_samples, bool) or not hasattr(num_samples, "__index__"):
+            raise TypeError(f"{op}: num_samples must be an int, got {type(num_samples).__name__}")
+        m = int(num_samples.__index__())
+        if m <= 0:
+            raise ValueError(f"{op}: num_samples must be positive, got {m}")
+        k, dev = probs.shape[-1], probs.device
+        if k == 0:
+            raise ValueError(f"{op}: input has no categories (its last dimension is 0)")
+        if not replacement and m > k:
+            raise ValueError(f"{op}: cannot draw num_samples={m} > {k} categories without "
+                             f"replacement")
+        p = ns.astype(probs.detach() if probs.requires_grad else probs, ns.float64)
+        p = ns.reshape(p, (-1, k))
+        rows = p.shape[0]
+        if rows == 0:
+            return ns.zeros(probs.shape[:-1] + (m,), dtype=ns.int64, device=dev)
+        pos = p > 0
+        cols = ns.arange(k, dtype=ns.int64, device=dev)
+        stats = ns.stack([ns.astype(ns.any(~ns.isfinite(p) | (p < 0)), ns.float64),
+                          ns.min(ns.sum(p, axis=1))]).tolist()   # one read for both checks
+        bad, least = stats
+        if bad:
+            raise ValueError(f"{op}: probability tensor contains either inf, nan or element < 0")
+        if not least > 0 or not math.isfinite(least):
+            raise ValueError(f"{op}: invalid multinomial distribution (sum of probabilities "
+                             f"<= 0 or inf in a row)")
+        if replacement:
+            cdf = ns.cumulative_sum(p, axis=1)
+            cdf = cdf / cdf[:, -1:]   # each row's last entry exactly 1
+            r = ns.astype(ns.arange(rows, dtype=ns.int64, device=dev), ns.float64)[:, None]
+            u = self._unit((rows, m), ns.float64, dev, op)
+            # rows laid end to end: row i's cdf lies in [i, i + 1], so one sorted search finds
+            # every row's draws; side right: a zero-probability (flat) step is never found
+            at = ns.searchsorted(ns.reshape(cdf + r, (-1,)), ns.reshape(u + r, (-1,)),
+                                 side="right")
+            idx = ns.reshape(at, (rows, m)) - ns.astype(r, ns.int64) * k
+            # a u + i that rounds up to i + 1 would find the next row: the last positive
+            # entry bounds it
+            last = ns.max(ns.where(pos, cols, -1), axis=1, keepdims=True)
+            idx = ns.minimum(ns.astype(idx, ns.int64), last)
+        else:
+            e = self.exponential(1.0, (rows, k), dtype=ns.float64, device=dev)
+            # p = 0: after every positive weight (argsort is stable: in index order)
+            keys = ns.where(pos, e / ns.where(pos, p, 1.0), math.inf)
+            idx = ns.astype(ns.argsort(keys, axis=1)[:, :m], ns.int64)
+        return ns.reshape(idx, probs.shape[:-1] + (m,))
+
     def shuffle(self, x, axis: int = 0) -> None:
         """Permute ``x`` along ``axis`` in place (NumPy's shuffle)."""
         ns = _ns()
@@ -465,8 +931,7 @@ def random_raw(n: int, *, device=None):
     return default_generator.random_raw(n, device=device)
 
 
-def uniform(low: float = 0.0, high: float = 1.0, shape=(), *, size=None, dtype=None,
-            device=None):
+def uniform(low=0.0, high=1.0, shape=None, *, size=None, dtype=None, device=None):
     """Uniform floats in [low, high) from the default generator."""
     return default_generator.uniform(low, high, shape, size=size, dtype=dtype, device=device)
 
@@ -477,8 +942,8 @@ def keep_scale(shape, p: float, scale: float, *, dtype=None, device=None):
     return default_generator.keep_scale(shape, p, scale, dtype=dtype, device=device)
 
 
-def normal(mean: float = 0.0, std: float = 1.0, shape=(), *, loc=None, scale=None, size=None,
-           dtype=None, device=None):
+def normal(mean=0.0, std=1.0, shape=None, *, loc=None, scale=None, size=None, dtype=None,
+           device=None):
     """Normal floats from the default generator."""
     return default_generator.normal(mean, std, shape, loc=loc, scale=scale, size=size,
                                     dtype=dtype, device=device)
@@ -552,7 +1017,7 @@ def standard_normal(size=None, *, dtype=None, device=None):
     return default_generator.standard_normal(size, dtype, device=device)
 
 
-def exponential(scale: float = 1.0, size=None, *, dtype=None, device=None):
+def exponential(scale=1.0, size=None, *, dtype=None, device=None):
     """Exponential floats of mean ``scale`` from the default generator."""
     return default_generator.exponential(scale, size, dtype=dtype, device=device)
 
@@ -565,3 +1030,25 @@ def choice(a, size=None, replace: bool = True, p=None, *, device=None):
 def shuffle(x) -> None:
     """Permute ``x`` along its first axis in place, from the default generator."""
     default_generator.shuffle(x)
+
+
+def _module_law(name: str):
+    """numpy.random's legacy module function ``name``: the default generator's method."""
+    method = getattr(Generator, name)
+
+    def f(*args, **kwargs):
+        return method(default_generator, *args, **kwargs)
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"numpy.random.{name}: Generator.{name} drawing from the default generator."
+    return f
+
+
+# numpy.random.gamma(...), beta(...), ...: the default generator's laws
+_LAWS = ("beta", "binomial", "chisquare", "dirichlet", "gamma", "geometric", "gumbel",
+         "laplace", "logistic", "lognormal", "multinomial", "multivariate_normal", "pareto",
+         "rayleigh", "standard_cauchy", "standard_exponential", "standard_gamma", "standard_t",
+         "triangular", "weibull")
+for _name in _LAWS:
+    globals()[_name] = _module_law(_name)
+__all__ += list(_LAWS)
+del _name
