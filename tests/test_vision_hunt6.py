@@ -188,3 +188,21 @@ def test_lazy_module_loads_a_state_dict(device):
     gm = nn.LazyInstanceNorm2d()
     gm(gp.asarray(_x(3, 4, 5), device=device))
     assert gm.num_features == 3 and gm.weight.shape == (3,)
+
+
+def test_batch_norm_of_float64_input_with_float32_buffers(device):
+    """gp.ones(...) is float64 (the namespace's default float): a float32 BatchNorm promotes it
+    as Linear does, and stores the batch's statistics in its float32 running buffers (the
+    update failed in __setitem__ before)."""
+    rng = np.random.default_rng(5)
+    h = rng.normal(2.0, 3.0, (6, 3, 4))
+    bn = nn.BatchNorm1d(3).to(device)
+    y = bn(gp.asarray(h, device=device))
+    assert y.dtype == gp.float64
+    mean, var = h.mean(axis=(0, 2)), h.var(axis=(0, 2))
+    ref = (h - mean[None, :, None]) / np.sqrt(var[None, :, None] + 1e-5)
+    np.testing.assert_allclose(np.asarray(y), ref, rtol=1e-10, atol=1e-10)
+    assert bn.running_mean.dtype == gp.float32
+    np.testing.assert_allclose(np.asarray(bn.running_mean), 0.1 * mean, rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(bn.running_var), 0.9 + 0.1 * var * 24 / 23,
+                               rtol=1e-5)

@@ -1020,6 +1020,11 @@ def batch_norm(input: Array, running_mean: Array | None, running_var: Array | No
         if running_mean is not None:
             with _no_grad():
                 rm, rv = running_mean, running_var
+                if stats["mean"].dtype != rm.dtype and not low:
+                    # float64 input into float32 buffers (promoted as Linear promotes): the
+                    # batch's statistics stored in the buffers' dtype, as an assignment would
+                    stats["mean"] = gp.astype(stats["mean"], rm.dtype)
+                    stats["invstd"] = gp.astype(stats["invstd"], rm.dtype)
                 if low and rm.dtype == gp.float16:
                     # float32 statistics into float16 buffers: updated in float32 (the batch
                     # variance may pass 65504 where the running one does not), rounded once
