@@ -1542,6 +1542,184 @@ def flash_attention2(query: Array, key: Array, value: Array, attn_mask: Array | 
 
 
 # ---- losses -------------------------------------------------------------------------------
+__all__ += ["multi_head_attention_forward"]
+
+
+def _mha_mask(mask, dtype, who: str, name: str):
+    """A bool mask (True = blocked) or a float mask as an additive float array."""
+    if mask is None:
+        return None
+    if not isinstance(mask, Array) or not gp.isdtype(mask.dtype, ("bool", "real floating")):
+        raise TypeError(f"{who}: {name} must be a bool or floating mask, got "
+                        f"{getattr(mask, 'dtype', type(mask).__name__)}")
+    if mask.dtype == gp.bool:
+        return gp.where(mask, gp.asarray(-math.inf, dtype=dtype, device=mask.device),
+                        gp.asarray(0.0, dtype=dtype, device=mask.device))
+    return gp.astype(mask, dtype) if mask.dtype != dtype else mask
+
+
+def _mha_heads(x: Array, n: int, h: int) -> Array:
+    """(n, len, h * d) projections as (n, h, len, d)."""
+    return gp.permute_dims(gp.reshape(x, (n, x.shape[1], h, x.shape[2] // h)), (0, 2, 1, 3))
+
+
+def _mha_static(t: Array, name: str, n: int, h: int, d: int, who: str) -> Array:
+    """A static_k / static_v of shape (n * h, S, d) as (n, h, S, d)."""
+    if t.ndim != 3 or t.shape[0] != n * h or t.shape[2] != d:
+        raise ValueError(f"{who}: {name} must have shape ({n * h}, S, {d}) (batch * heads, "
+                         f"source length, head_dim), got {t.shape}")
+    return gp.reshape(t, (n, h, t.shape[1], d))
+
+
+def multi_head_attention_forward(
+        query: Array, key: Array, value: Array, embed_dim_to_check: int, num_heads: int,
+        in_proj_weight: Array | None, in_proj_bias: Array | None, bias_k: Array | None,
+        bias_v: Array | None, add_zero_attn: bool, dropout_p: float, out_proj_weight: Array,
+        out_proj_bias: Array | None, training: bool = True, key_padding_mask: Array | None = None,
+        need_weights: bool = True, attn_mask: Array | None = None,
+        use_separate_proj_weight: bool = False, q_proj_weight: Array | None = None,
+        k_proj_weight: Array | None = None, v_proj_weight: Array | None = None,
+        static_k: Array | None = None, static_v: Array | None = None,
+        average_attn_weights: bool = True, is_causal: bool = False,
+        ) -> tuple[Array, Array | None]:
+    """torch's ``F.multi_head_attention_forward``: (attn_output, attn_weights or None) for
+    sequence-first (L, N, E) queries and (S, N, kdim|vdim) keys and values (or unbatched
+    (L, E), (S, *)), the in-projection packed (in_proj_weight) or separate."""
+    return _multi_head_attention(
+        "multi_head_attention_forward", query, key, value, embed_dim_to_check, num_heads,
+        in_proj_weight, in_proj_bias, bias_k, bias_v, add_zero_attn, dropout_p, out_proj_weight,
+        out_proj_bias, training, key_padding_mask, need_weights, attn_mask,
+        use_separate_proj_weight, q_proj_weight, k_proj_weight, v_proj_weight, static_k,
+        static_v, average_attn_weights, is_causal, False)
+
+
+def _multi_head_attention(who, query, key, value, e_check, h, in_w, in_b, bias_k, bias_v,
+                          add_zero_attn, dropout_p, out_w, out_b, training, key_padding_mask,
+                          need_weights, attn_mask, separate, q_w, k_w, v_w, static_k, static_v,
+                          average_attn_weights, is_causal, batch_first: bool):
+    """multi_head_attention_forward and nn.MultiheadAttention: the inputs batch-first or not."""
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        _check_float(t, who, name)
+    if query.ndim not in (2, 3) or key.ndim != query.ndim or value.ndim != query.ndim:
+        raise ValueError(f"{who}: query, key and value must all be 3-D (batched) or 2-D "
+                         f"(unbatched), got shapes {query.shape}, {key.shape} and {value.shape}")
+    # self-attention (one array as query, key and value): one GEMM against the packed weight
+    same = query is key and key is value
+    unbatched = query.ndim == 2
+    if unbatched:
+        query, key, value = (gp.expand_dims(t, axis=0 if batch_first else 1)
+                             for t in (query, key, value))
+        if key_padding_mask is not None:
+            key_padding_mask = gp.expand_dims(key_padding_mask, axis=0)
+    if not batch_first:
+        query, key, value = (gp.permute_dims(t, (1, 0, 2)) for t in (query, key, value))
+    n, lq, e = query.shape
+    if e != e_check:
+        raise ValueError(f"{who}: query has embedding size {e}, expected {e_check}")
+    if e % h:
+        raise ValueError(f"{who}: embed_dim {e} is not divisible by num_heads {h}")
+    d = e // h
+    if key.shape[:-1] != value.shape[:-1]:
+        raise ValueError(f"{who}: key and value must have the same batch and source length, "
+                         f"got {key.shape} and {value.shape}")
+    if key.shape[0] != n:
+        raise ValueError(f"{who}: query, key and value must have the same batch size, got "
+                         f"{n} and {key.shape[0]}")
+    if separate:
+        if q_w is None or k_w is None or v_w is None:
+            raise ValueError(f"{who}: use_separate_proj_weight=True needs q_proj_weight, "
+                             "k_proj_weight and v_proj_weight")
+        ws = (q_w, k_w, v_w)
+    else:
+        if in_w is None:
+            raise ValueError(f"{who}: in_proj_weight is None (pass use_separate_proj_weight="
+                             "True with q/k/v_proj_weight)")
+        ws = (in_w[:e], in_w[e:2 * e], in_w[2 * e:])
+    for t, w, name in ((key, ws[1], "key"), (value, ws[2], "value")):
+        if t.shape[-1] != w.shape[-1]:
+            raise ValueError(f"{who}: {name} has feature size {t.shape[-1]}, expected "
+                             f"{w.shape[-1]} ({name[0]}dim)")
+    bs = (None,) * 3 if in_b is None else (in_b[:e], in_b[e:2 * e], in_b[2 * e:])
+    if same and not separate and static_k is None and static_v is None:
+        # the split's backward is one stack, where slices of the weight each took a zeroed
+        # gradient, a copy into it and an add
+        p = gp.reshape(linear(query, in_w, in_b), (n, lq, 3, h, d))
+        q, k, v = (gp.permute_dims(t, (0, 2, 1, 3)) for t in gp.unstack(p, axis=2))
+    else:
+        q = _mha_heads(linear(query, ws[0], bs[0]), n, h)
+        k = (_mha_static(static_k, "static_k", n, h, d, who) if static_k is not None
+             else _mha_heads(linear(key, ws[1], bs[1]), n, h))
+        v = (_mha_static(static_v, "static_v", n, h, d, who) if static_v is not None
+             else _mha_heads(linear(value, ws[2], bs[2]), n, h))
+        if k.shape[2] != v.shape[2]:
+            raise ValueError(f"{who}: static_k and the values (or static_v and the keys) "
+                             f"differ in source length: {k.shape[2]} and {v.shape[2]}")
+    s_len = k.shape[2]
+
+    # bias_k / bias_v and add_zero_attn: extra key/value rows after the source, which every
+    # query may attend (torch pads the masks with unmasked columns for them)
+    extra = []
+    if (bias_k is None) != (bias_v is None):
+        raise ValueError(f"{who}: bias_k and bias_v must be given together")
+    if bias_k is not None:
+        if static_k is not None or static_v is not None:
+            raise ValueError(f"{who}: bias_k / bias_v cannot be added to static_k / static_v")
+        extra.append(tuple(gp.broadcast_to(gp.permute_dims(gp.reshape(b, (1, 1, h, d)),
+                                                           (0, 2, 1, 3)), (n, h, 1, d))
+                           for b in (bias_k, bias_v)))
+    if add_zero_attn:
+        z = gp.zeros((n, h, 1, d), dtype=k.dtype, device=k.device)
+        extra.append((z, z))
+    if extra:
+        k = gp.concat([k, *(ek for ek, _ in extra)], axis=2)
+        v = gp.concat([v, *(ev for _, ev in extra)], axis=2)
+
+    # a causal mask alone goes to the attention kernels as a flag (no (L, S) bias is made)
+    causal = (is_causal and attn_mask is None and key_padding_mask is None and not need_weights
+              and not extra)
+    if key_padding_mask is not None and tuple(key_padding_mask.shape) != (n, s_len):
+        raise ValueError(f"{who}: key_padding_mask must have shape {(n, s_len)} (batch, source "
+                         f"length), got {key_padding_mask.shape}")
+    # (an unbatched query's (heads, L, S) mask is the batched (1 * heads, L, S) one)
+    if attn_mask is not None and tuple(attn_mask.shape) not in ((lq, s_len), (n * h, lq, s_len)):
+        raise ValueError(f"{who}: attn_mask must have shape {(lq, s_len)} or "
+                         f"{(n * h, lq, s_len)}, got {attn_mask.shape}")
+    bias = None
+    if attn_mask is not None:
+        am = _mha_mask(attn_mask, q.dtype, who, "attn_mask")
+        bias = gp.reshape(am, (n, h, lq, s_len)) if am.ndim == 3 else am
+    elif is_causal and not causal:
+        bias = _causal(lq, s_len, q.dtype, q.device)
+    if key_padding_mask is not None:
+        kp = _mha_mask(key_padding_mask, q.dtype, who, "key_padding_mask")
+        kp = gp.reshape(kp, (n, 1, 1, s_len))
+        bias = kp if bias is None else bias + kp
+    if extra and bias is not None:
+        pad = gp.zeros(bias.shape[:-1] + (len(extra),), dtype=bias.dtype, device=bias.device)
+        bias = gp.concat([bias, pad], axis=-1)
+
+    p_drop = dropout_p if training else 0.0
+    weights = None
+    if need_weights:
+        sc = gp.matmul(q, gp.matrix_transpose(k)) * (1.0 / math.sqrt(d))
+        a = softmax(sc if bias is None else sc + bias, dim=-1)
+        if p_drop > 0:
+            a = dropout(a, p_drop, True)
+        out = gp.matmul(a, v)
+        weights = gp.mean(a, axis=1) if average_attn_weights else a
+    elif p_drop > 0:
+        out = scaled_dot_product_attention(q, k, v, bias, p_drop, is_causal=causal)
+    else:
+        out = flash_attention2(q, k, v, bias, is_causal=causal)
+    out = linear(gp.reshape(gp.permute_dims(out, (0, 2, 1, 3)), (n, lq, e)), out_w, out_b)
+    if not batch_first:
+        out = gp.permute_dims(out, (1, 0, 2))
+    if unbatched:
+        out = gp.squeeze(out, axis=0 if batch_first else 1)
+        weights = None if weights is None else gp.squeeze(weights, axis=0)
+    return out, weights
+
+
 def _check_same_shape(input, target, op):
     if tuple(input.shape) != tuple(target.shape):
         raise ValueError(f"{op}: input shape {input.shape} and target shape {target.shape} differ")
@@ -1632,12 +1810,24 @@ def nll_loss(input: Array, target: Array, weight: Array | None = None, ignore_in
     if ignore_index is not None and 0 <= ignore_index < input.shape[cax]:
         keep = gp.astype(gp.expand_dims(target != ignore_index, axis=cax), input.dtype)
         oh = oh * keep
+    counted = oh
     if weight is not None:
         oh = oh * gp.reshape(weight, _class_bshape(input, weight))
-    loss = -gp.sum(input * oh, axis=cax)
+    # the targets' entries only: another class's -inf (a masked vocabulary) times 0 is NaN
+    input = gp.where(counted != 0, input, gp.zeros((), dtype=input.dtype, device=input.device))
     if reduction == "mean":
-        return gp.sum(loss) / gp.sum(oh)
-    return _reduce(loss, reduction, "nll_loss")
+        return -_weighted_mean(input, counted, oh, gp.sum(oh))
+    return _reduce(-gp.sum(input * oh, axis=cax), reduction, "nll_loss")
+
+
+def _weighted_mean(x: Array, counted: Array, w: Array, total: Array) -> Array:
+    """sum(x * w) / total over the entries ``counted``, as torch's weighted means: a batch
+    whose every target is ignored (total == 0) gives NaN but a zero gradient, where
+    sum / total would give its gradient 0 * inf = NaN."""
+    zero = gp.zeros((), dtype=w.dtype, device=w.device)
+    share = gp.where(counted != 0, w / total, zero)       # torch's gradient factors
+    nan = gp.where(total == 0, gp.asarray(math.nan, dtype=w.dtype, device=w.device), zero)
+    return gp.sum(x * share) + nan
 
 
 class _CrossEntropy(Function):
@@ -1706,12 +1896,14 @@ def cross_entropy(input: Array, target: Array, weight: Array | None = None,
         return nll
     oh, _ = _onehot_targets(input, target, "cross_entropy")
     valid = gp.astype(target != ignore_index, input.dtype)
-    smooth = -gp.sum(logp if wb is None else logp * wb, axis=cax) * valid
+    smooth = -gp.sum(logp if wb is None else logp * wb, axis=cax)
     if reduction == "mean":
         denom = gp.sum(valid) if wb is None else gp.sum(oh * wb * gp.expand_dims(valid, axis=cax))
-        smooth = gp.sum(smooth) / denom
-    elif reduction == "sum":
-        smooth = gp.sum(smooth)
+        smooth = _weighted_mean(smooth, valid, valid, denom)
+    else:
+        smooth = smooth * valid
+        if reduction == "sum":
+            smooth = gp.sum(smooth)
     return (1 - label_smoothing) * nll + smooth * (label_smoothing / c)
 
 
@@ -3466,7 +3658,8 @@ def embedding_bag(input: Array, weight: Array, offsets: Array | None = None,
                   include_last_offset: bool = False, padding_idx: int | None = None) -> Array:
     """Sums, means or maxima of bags of ``weight`` rows: torch's ``F.embedding_bag``. A 2-D
     input holds one bag per row; a 1-D input is cut into bags starting at ``offsets``. Empty
-    bags (and bags of ``padding_idx`` only) give zeros. A 1-D input's bags are reduced as
+    bags (and bags of ``padding_idx`` only) give zeros; ``scale_grad_by_freq`` divides each
+    lookup's gradient by its index's count in ``input``. A 1-D input's bags are reduced as
     runs of rows (grilly.array.segments: O(indices + bags) memory; offsets are never read
     back to the host)."""
     op = "embedding_bag"
@@ -3479,8 +3672,8 @@ def embedding_bag(input: Array, weight: Array, offsets: Array | None = None,
                          f"{weight.shape}")
     if mode not in ("sum", "mean", "max"):
         raise ValueError(f"{op}: mode must be 'sum', 'mean' or 'max', got {mode!r}")
-    if scale_grad_by_freq:
-        raise NotImplementedError(f"{op}: scale_grad_by_freq=True is not supported")
+    if scale_grad_by_freq and mode == "max":
+        raise ValueError(f"{op}: mode='max' does not support scale_grad_by_freq=True (as torch)")
     if sparse:
         raise NotImplementedError(f"{op}: sparse=True is not supported (grilly has no sparse "
                                   "gradients)")
@@ -3525,6 +3718,9 @@ def embedding_bag(input: Array, weight: Array, offsets: Array | None = None,
         rows = gp.take(weight, idx, axis=0)   # (K, D)
     except IndexError as e:
         raise IndexError(_embedding_index_error(e, n).replace("embedding:", f"{op}:")) from None
+    if scale_grad_by_freq and weight.requires_grad and is_grad_enabled():
+        # each lookup's gradient divided by how often its index occurs in the whole input
+        rows = _ScaleGrad.apply(rows, gp.expand_dims(1.0 / _index_counts(idx, rows.dtype), -1))
     if input.ndim == 2:
         return _fixed_bags(input, idx, rows, weight.shape[1], mode, per_sample_weights,
                            padding_idx)

@@ -27,15 +27,16 @@ __all__ = ["EmbeddingBag", "CTCLoss", "AdaptiveLogSoftmaxWithLoss", "FractionalM
 class EmbeddingBag(Module):
     """Sums, means or maxima of bags of embeddings without building the per-index rows'
     array first in user code: torch's ``nn.EmbeddingBag`` (weight N(0, 1), the padding row
-    zeroed). ``scale_grad_by_freq`` and ``sparse`` are not supported."""
+    zeroed). ``sparse`` is not supported."""
 
     def __init__(self, num_embeddings: int, embedding_dim: int, max_norm: float | None = None,
                  norm_type: float = 2.0, scale_grad_by_freq: bool = False, mode: str = "mean",
                  sparse: bool = False, _weight=None, include_last_offset: bool = False,
                  padding_idx: int | None = None, device=None, dtype=None) -> None:
         super().__init__()
-        if scale_grad_by_freq:
-            raise NotImplementedError("EmbeddingBag: scale_grad_by_freq=True is not supported")
+        if scale_grad_by_freq and mode == "max":
+            raise ValueError("EmbeddingBag: mode='max' does not support scale_grad_by_freq=True "
+                             "(as torch)")
         if sparse:
             raise NotImplementedError("EmbeddingBag: sparse=True is not supported (grilly has "
                                       "no sparse gradients)")
@@ -43,7 +44,7 @@ class EmbeddingBag(Module):
             raise ValueError(f"EmbeddingBag: mode must be 'sum', 'mean' or 'max', got {mode!r}")
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         self.max_norm, self.norm_type = max_norm, norm_type
-        self.scale_grad_by_freq, self.sparse = False, False
+        self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, False
         self.mode, self.include_last_offset = mode, include_last_offset
         if padding_idx is not None:
             if not -num_embeddings <= padding_idx < num_embeddings:
@@ -97,6 +98,8 @@ class EmbeddingBag(Module):
             s += f", max_norm={self.max_norm}"
         if self.norm_type != 2:
             s += f", norm_type={self.norm_type}"
+        if self.scale_grad_by_freq:
+            s += ", scale_grad_by_freq=True"
         s += f", mode={self.mode!r}"
         if self.include_last_offset:
             s += ", include_last_offset=True"

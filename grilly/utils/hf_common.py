@@ -88,19 +88,22 @@ def as_ids(x, dev, who: str, name: str, shape=None) -> Array:
     return a
 
 
-def keep_mask(attention_mask, shape, causal: bool, dev, who: str) -> Array | None:
-    """Which keys each query sees, bool (batch, 1, seq|1, seq): the padding mask (1 keep, 0 pad)
-    and, for a decoder, the causal one; None when that is every key (no mask, not causal)."""
+def keep_mask(attention_mask, shape, causal: bool, dev, who: str, past: int = 0) -> Array | None:
+    """Which keys each query sees, bool (batch, 1, seq|1, past + seq): the padding mask (1 keep,
+    0 pad; over the ``past`` cached positions and the new ones) and, for a decoder, the causal
+    one (query i is position past + i); None when that is every key (no mask, not causal)."""
     keep = None
+    n_keys = past + shape[1]
     if attention_mask is not None:
         m = as_ids(attention_mask, dev, who, "attention_mask")
-        if tuple(m.shape) != shape:
+        if tuple(m.shape) != (shape[0], n_keys):
             raise ValueError(f"{who}: attention_mask of shape {tuple(m.shape)} does not match "
-                             f"input_ids {shape}")
-        keep = gp.reshape(m != 0, (shape[0], 1, 1, shape[1]))
+                             f"input_ids {shape}" + (f" after {past} cached positions (expected "
+                                                     f"{(shape[0], n_keys)})" if past else ""))
+        keep = gp.reshape(m != 0, (shape[0], 1, 1, n_keys))
     if causal:
-        r = gp.arange(shape[1], device=dev)
-        tri = gp.reshape(r, (1, -1)) <= gp.reshape(r, (-1, 1))
+        rows = gp.reshape(gp.arange(past, n_keys, device=dev), (-1, 1))
+        tri = gp.reshape(gp.arange(n_keys, device=dev), (1, -1)) <= rows
         keep = tri if keep is None else gp.logical_and(keep, tri)
     return keep
 
