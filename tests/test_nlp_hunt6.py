@@ -256,22 +256,39 @@ def _prompts():
     return ids, left
 
 
+def _tf_cache(out):
+    """A transformers output's cache: transformers 5 names it ``cache``, 4 ``past_key_values``."""
+    c = getattr(out, "cache", None)
+    return out.past_key_values if c is None else c
+
+
+def _tf_layers(cache) -> list:
+    """(keys, values) per layer of a transformers cache (5's layers, 4's DynamicCache lists or
+    legacy tuples)."""
+    if hasattr(cache, "layers"):
+        return [(layer.keys, layer.values) for layer in cache.layers]
+    if hasattr(cache, "key_cache"):
+        return list(zip(cache.key_cache, cache.value_cache))
+    return [tuple(kv[:2]) for kv in cache]
+
+
 def test_gpt2_kv_cache_matches_transformers(device, gpt2):
     from grilly.utils import get_huggingface_bridge
     g = get_huggingface_bridge().convert_transformer(gpt2, device=device)
     ids, left = _prompts()
     with torch.no_grad():
         r1 = gpt2(ids[:, :4], attention_mask=left[:, :4], use_cache=True)
-        r2 = gpt2(ids[:, 4:], attention_mask=left, cache=r1.cache, use_cache=True)
+        r2 = gpt2(ids[:, 4:], attention_mask=left, past_key_values=_tf_cache(r1),
+                  use_cache=True)
         r3 = gpt2(ids[:, :5])
     # a left-padded prefix, then the rest attending to the cache (the mask covers both)
     o1 = g(ids[:, :4], attention_mask=left[:, :4], use_cache=True)
     o2 = g(ids[:, 4:], attention_mask=left, past_key_values=o1.past_key_values)
     _close(o1.logits, r1.logits, 1e-4)
     _close(o2.logits, r2.logits, 1e-4)
-    for (k, v), layer in zip(o2.past_key_values, r2.cache.layers, strict=True):
-        _close(k, layer.keys, 1e-4)
-        _close(v, layer.values, 1e-4)
+    for (k, v), (tk, tv) in zip(o2.past_key_values, _tf_layers(_tf_cache(r2)), strict=True):
+        _close(k, tk, 1e-4)
+        _close(v, tv, 1e-4)
     # no mask: one token at a time, transformers 5's `cache` name; use_cache=False returns none
     o3 = g(ids[:, :4])
     o3 = g(ids[:, 4:5], cache=o3.cache)
@@ -279,7 +296,7 @@ def test_gpt2_kv_cache_matches_transformers(device, gpt2):
     assert g(ids).keys() == ["logits", "past_key_values"]
     assert g(ids, use_cache=False).past_key_values is None
     with pytest.raises(TypeError, match="past_key_values must be a previous output's"):
-        g(ids, past_key_values=r1.cache)
+        g(ids, past_key_values=_tf_cache(r1))
     with pytest.raises(ValueError, match="after 4 cached positions"):
         g(ids[:, 4:], attention_mask=left[:, 4:], past_key_values=o1.past_key_values)
 
