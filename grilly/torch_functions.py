@@ -179,12 +179,22 @@ def randn_like(input: Array, *, generator=None, dtype=None, device=None,
     return x.requires_grad_() if requires_grad else x
 
 
+def _unit(gen, shape, dtype, device) -> Array:
+    """Uniforms in [0, 1) of ``dtype``; bfloat16 (which grilly.random's uniform refuses: the
+    rounding could reach 1) as torch draws it: k / 256 for k uniform in 0..255, here the float32
+    draw floored to that grid (exact in bfloat16's 8 significant bits, so never 1)."""
+    if dtype != gp.bfloat16:
+        return gen.uniform(0.0, 1.0, shape, dtype=dtype, device=device)
+    u = gen.uniform(0.0, 1.0, shape, dtype=gp.float32, device=device)
+    return gp.astype(gp.floor(u * 256.0) / 256.0, gp.bfloat16)
+
+
 def rand(*size, dtype=None, device=None, requires_grad: bool = False, generator=None) -> Array:
     """Uniform draws in [0, 1) of ``size`` (``rand(2, 3)`` or ``rand((2, 3))``), float32."""
     d = gp.float32 if dtype is None else dtype
     if not gp.isdtype(d, "real floating"):
         raise TypeError(f"rand: needs a real floating dtype, got {d}")
-    x = _gen(generator, "rand").uniform(0.0, 1.0, _shape(size, "rand"), dtype=d, device=device)
+    x = _unit(_gen(generator, "rand"), _shape(size, "rand"), d, device)
     return x.requires_grad_() if requires_grad else x
 
 
@@ -192,8 +202,8 @@ def rand_like(input: Array, *, generator=None, dtype=None, device=None,
               requires_grad: bool = False) -> Array:
     """Uniform draws in [0, 1) shaped like ``input`` (its dtype and device unless given)."""
     d = _like(input, dtype, "rand_like")
-    x = _gen(generator, "rand_like").uniform(0.0, 1.0, input.shape, dtype=d,
-                                             device=input.device if device is None else device)
+    x = _unit(_gen(generator, "rand_like"), input.shape, d,
+              input.device if device is None else device)
     return x.requires_grad_() if requires_grad else x
 
 

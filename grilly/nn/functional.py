@@ -329,6 +329,12 @@ def dropout(input: Array, p: float = 0.5, training: bool = True, inplace: bool =
     return input * _keep_scale(input.shape, p, 1.0 / (1.0 - p), input.dtype, input.device)
 
 
+def _draw_dtype(dtype):
+    """The dtype to draw uniforms of ``dtype`` in: float32 for bfloat16 (grilly.random refuses
+    bfloat16 uniforms, whose rounding could reach ``high``), else ``dtype`` itself."""
+    return gp.float32 if dtype == gp.bfloat16 else dtype
+
+
 def _keep_scale(shape: tuple, p, scale, dtype, device) -> Array:
     """``scale`` where a uniform draw of ``shape`` is >= p, else 0, in ``dtype``: one kernel
     (philox_dropout) where the draw, the comparison and a where took three passes; the same
@@ -336,7 +342,7 @@ def _keep_scale(shape: tuple, p, scale, dtype, device) -> Array:
     if isinstance(p, Array):
         # an Array p takes part in type promotion (a float64 p compares float32 uniforms in
         # float64): the draw, comparison and where as before
-        keep = _grandom.uniform(shape=shape, dtype=dtype, device=device) >= p
+        keep = _grandom.uniform(shape=shape, dtype=_draw_dtype(dtype), device=device) >= p
         return gp.where(keep, gp.asarray(scale, dtype=dtype, device=device),
                         gp.asarray(0.0, dtype=dtype, device=device))
     # float(): a bool or int p compares as the number it is, as it did against the uniforms
@@ -2716,7 +2722,10 @@ def rrelu(input: Array, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training
     _check_float(input, "rrelu")
     if not training:
         return leaky_relu(input, (lower + upper) / 2.0)
-    slope = _grandom.uniform(lower, upper, input.shape, dtype=input.dtype, device=input.device)
+    slope = _grandom.uniform(lower, upper, input.shape, dtype=_draw_dtype(input.dtype),
+                             device=input.device)
+    # (a bfloat16 input: the float32 slope rounded once, which may reach ``upper``, as torch's)
+    slope = gp.astype(slope, input.dtype)
     return gp.where(input > 0, input, input * slope)
 
 
@@ -3789,12 +3798,13 @@ def gumbel_softmax(logits: Array, tau: float = 1.0, hard: bool = False, eps: flo
     dim = dim + logits.ndim if dim < 0 else dim
     if not 0 <= dim < logits.ndim:
         raise ValueError(f"gumbel_softmax: dim {dim} is out of range for a {logits.ndim}-D input")
-    u = _grandom.uniform(shape=logits.shape, dtype=logits.dtype, device=logits.device)
+    u = _grandom.uniform(shape=logits.shape, dtype=_draw_dtype(logits.dtype),
+                         device=logits.device)
     # -log(E), E ~ Exp(1) drawn as -log(1 - u); a draw of u = 0 (E = 0) is moved to the
     # smallest normal number, as torch's exponential_ never returns 0 (else inf and NaN)
     e = gp.maximum(-gp.log1p(-u), gp.asarray(gp.finfo(u.dtype).smallest_normal, dtype=u.dtype,
                                              device=u.device))
-    gumbels = -gp.log(e)
+    gumbels = gp.astype(-gp.log(e), logits.dtype)   # (bfloat16: computed in float32)
     y_soft = softmax((logits + gumbels) / tau, dim=dim)
     if not hard:
         return y_soft
@@ -4123,7 +4133,7 @@ def _fractional_max_pool(input, n: int, kernel_size, output_size, output_ratio,
             raise ValueError(f"{op}: kernel_size {k} and output_size {out} do not fit the input "
                              f"{name} {m} (output + kernel - 1 must be at most the input)")
     if _random_samples is None:
-        u = _grandom.uniform(shape=(nb, c, n), dtype=x.dtype, device=x.device)
+        u = _grandom.uniform(shape=(nb, c, n), dtype=_draw_dtype(x.dtype), device=x.device)
     else:
         _check_float(_random_samples, op, "_random_samples")
         if _random_samples.shape != (nb, c, n):
