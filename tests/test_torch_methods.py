@@ -362,7 +362,7 @@ def test_errors(device):
         (ValueError, "expand", lambda: x.expand(3, 4)),
         (ValueError, "leading", lambda: x.expand(-1, 2, 3, 4)),
         (NotImplementedError, "reduce", lambda: x.scatter(1, gp.asarray(IDX, device=device),
-                                                          x, reduce="add")),
+                                                          x, reduce="multiply")),
         (TypeError, "exactly one", lambda: x.scatter(1, gp.asarray(IDX, device=device))),
         (ValueError, "dimensions", lambda: x.gather(1, gp.asarray(SEL, device=device))),
         (NotImplementedError, "dim=", lambda: x.unique(dim=0)),

@@ -353,6 +353,8 @@ class Array:
         torch's (values, indices): gp.max."""
         if _TORCH_KEYS.intersection(kw):
             return _torch_form("max", self, axis, keepdims, kw)
+        if isinstance(axis, Array):   # torch's elementwise x.max(other)
+            return _OPS["maximum"](self, axis)
         extra = _np_kw(kw, _IW)
         axis, keepdims = _axis_kw("max", axis, keepdims, kw)
         return _OPS["max"](self, axis=axis, keepdims=keepdims, **extra)
@@ -362,6 +364,8 @@ class Array:
         torch's (values, indices): gp.min."""
         if _TORCH_KEYS.intersection(kw):
             return _torch_form("min", self, axis, keepdims, kw)
+        if isinstance(axis, Array):   # torch's elementwise x.min(other)
+            return _OPS["minimum"](self, axis)
         extra = _np_kw(kw, _IW)
         axis, keepdims = _axis_kw("min", axis, keepdims, kw)
         return _OPS["min"](self, axis=axis, keepdims=keepdims, **extra)
@@ -461,8 +465,18 @@ class Array:
         axes[axis1], axes[axis2] = axes[axis2], axes[axis1]
         return _OPS["permute_dims"](self, tuple(axes))
 
-    def squeeze(self, axis=None) -> "Array":
-        """The axes of length one removed (``axis``: only those): gp.squeeze."""
+    def squeeze(self, axis=None, *, dim=None) -> "Array":
+        """The axes of length one removed (``axis``: only those, each of which must have
+        length one, as NumPy's; torch's ``dim=``: those of them that have length one)."""
+        if dim is not None:
+            if axis is not None:
+                raise TypeError("Array.squeeze: got both axis and dim")
+            dims = dim if isinstance(dim, (tuple, list)) else (dim,)
+            nd = max(self.ndim, 1)
+            if any(not -nd <= int(d) < nd for d in dims):
+                raise IndexError(f"Array.squeeze: dim {dim} out of range for {self.ndim} "
+                                 f"dimensions")
+            axis = tuple(int(d) % nd for d in dims if self.ndim and self.shape[int(d)] == 1)
         if axis is None:
             axis = tuple(i for i, n in enumerate(self.shape) if n == 1)
         return _OPS["squeeze"](self, axis=axis)

@@ -218,6 +218,11 @@ def repeat(self: Array, repeats, *args, axis=None) -> Array:
         raise TypeError("Array.repeat: this is NumPy's repeat(repeats, axis=...), which "
                         "repeats each element; torch's repeat(*sizes), which tiles the whole "
                         "array, is x.tile(*sizes) here (pass NumPy's axis by keyword)")
+    if (axis is None and isinstance(repeats, (tuple, list)) and len(repeats) > 1
+            and len(repeats) != self.size):
+        raise TypeError(f"Array.repeat: this is NumPy's repeat, whose list of repeats gives "
+                        f"one count per element ({self.size} here, got {len(repeats)}); "
+                        f"torch's repeat(sizes), which tiles the whole array, is x.tile(sizes)")
     return _OPS["repeat"](self, repeats, axis=axis)
 
 
@@ -714,10 +719,15 @@ def _scatter_key(self: Array, d: int, index: Array) -> tuple:
 
 def scatter(self: Array, dim: int, index: Array, src=None, *, value=None, reduce=None) -> Array:
     """A copy of self with ``src`` (or the scalar ``value``) written at ``index`` along ``dim``."""
-    if reduce is not None:
-        raise NotImplementedError("Array.scatter: reduce= is not supported; use scatter_add")
     if (src is None) == (value is None):
         raise TypeError("Array.scatter: give exactly one of src and value")
+    if reduce is not None:
+        if reduce != "add":
+            raise NotImplementedError(f"Array.scatter: reduce={reduce!r} is not supported "
+                                      f"(only 'add')")
+        v = src if value is None else _OPS["full"](index.shape, value, dtype=self.dtype,
+                                                   device=self.device)
+        return scatter_add(self, dim, index, v)
     d = _dim(self, dim, "scatter")
     _trimmed(self, index, d, "scatter")
     v = value if src is None else src
@@ -728,13 +738,10 @@ def scatter(self: Array, dim: int, index: Array, src=None, *, value=None, reduce
     return out
 
 
-def scatter_add(self: Array, dim: int, index: Array, src: Array) -> Array:
-    """self plus ``src`` added at ``index`` along ``dim`` (repeated indices accumulate, in index
-    order; an index outside [0, n) adds nothing): a scatter-add of each element at its flat
-    position (segments.scatter_add_rows: O(index + self) memory), differentiable in self and
-    src on every device."""
-    d = _dim(self, dim, "scatter_add")
-    _trimmed(self, index, d, "scatter_add")
+def _scatter_positions(self: Array, d: int, index: Array, src: Array) -> tuple:
+    """(flat positions in self, src's values) of a scatter along ``d``, both 1-D; an index
+    outside [0, n) goes to position -1 (no run: it adds nothing) with value 0."""
+    _trimmed(self, index, d, "scatter")
     src = src[tuple(slice(0, n) for n in index.shape)]
     n = self.shape[d]
     idx = _OPS["astype"](index, _dt.int64)
@@ -753,10 +760,62 @@ def scatter_add(self: Array, dim: int, index: Array, src: Array) -> Array:
         lin = term if lin is None else lin + term
         stride *= self.shape[j]
     vals = _OPS["where"](valid, src, _OPS["zeros"]((), dtype=src.dtype, device=src.device))
-    lin = _OPS["broadcast_to"](lin, index.shape)
-    part = _segments.scatter_add_rows(int(self.size), _OPS["reshape"](lin, (-1,)),
-                                      _OPS["reshape"](vals, (-1,)))
+    lin = _OPS["where"](valid, _OPS["broadcast_to"](lin, index.shape), -1)
+    return _OPS["reshape"](lin, (-1,)), _OPS["reshape"](vals, (-1,))
+
+
+def scatter_add(self: Array, dim: int, index: Array, src: Array) -> Array:
+    """self plus ``src`` added at ``index`` along ``dim`` (repeated indices accumulate, in index
+    order; an index outside [0, n) adds nothing): a scatter-add of each element at its flat
+    position (segments.scatter_add_rows: O(index + self) memory), differentiable in self and
+    src on every device."""
+    d = _dim(self, dim, "scatter_add")
+    lin, vals = _scatter_positions(self, d, index, src)
+    part = _segments.scatter_add_rows(int(self.size), lin, vals)
     return _OPS["add"](self, _OPS["reshape"](part, self.shape))
+
+
+_SCATTER_REDUCE = ("sum", "mean", "amax", "amin")
+
+
+def scatter_reduce(self: Array, dim: int, index: Array, src: Array, reduce: str, *,
+                   include_self: bool = True) -> Array:
+    """self with ``src`` reduced into the positions ``index`` along ``dim`` ("sum", "mean",
+    "amax", "amin"; ``include_self``: self's value takes part), as torch's scatter_reduce."""
+    if reduce == "prod":
+        raise NotImplementedError("Array.scatter_reduce: reduce='prod' is not supported")
+    if reduce not in _SCATTER_REDUCE:
+        raise ValueError(f"Array.scatter_reduce: reduce must be one of {_SCATTER_REDUCE} or "
+                         f"'prod', got {reduce!r}")
+    if not isinstance(src, Array):
+        raise TypeError(f"Array.scatter_reduce: src must be an array, got {type(src).__name__}")
+    d = _dim(self, dim, "scatter_reduce")
+    lin, vals = _scatter_positions(self, d, index, src)
+    size = int(self.size)
+    count = _OPS["reshape"](_segments.scatter_add_rows(
+        size, lin, _OPS["ones"](lin.shape, dtype=_dt.int64, device=self.device)), self.shape)
+    hit = count > 0
+    zero = _OPS["zeros"]((), dtype=self.dtype, device=self.device)
+    if reduce in ("sum", "mean"):
+        base = self if include_self else _OPS["where"](hit, zero, self)
+        part = _segments.scatter_add_rows(size, lin, _OPS["astype"](vals, self.dtype))
+        total = _OPS["add"](base, _OPS["reshape"](part, self.shape))
+        if reduce == "sum":
+            return total
+        denom = _OPS["maximum"](count + (1 if include_self else 0), 1)
+        if self.dtype.kind in "iub":   # torch's integer mean rounds down
+            mean = _OPS["floor_divide"](total, _OPS["astype"](denom, self.dtype))
+        else:
+            mean = total / _OPS["astype"](denom, self.dtype)
+        return _OPS["where"](hit, mean, self)
+    sign = 1 if reduce == "amax" else -1   # amin as the negated amax of the negated values
+    order, starts, ends = _segments.sorted_runs(lin, size)
+    best, _ = _segments.segment_max(_OPS["take"](_OPS["astype"](vals, self.dtype) * sign,
+                                                 order, axis=0), starts, ends)
+    best = _OPS["reshape"](best, self.shape) * sign
+    if include_self:
+        best = _OPS["maximum" if sign > 0 else "minimum"](self, best)
+    return _OPS["where"](hit, best, self)
 
 
 def index_select(self: Array, dim: int, index: Array) -> Array:
@@ -987,7 +1046,7 @@ _INPLACE = ("abs", "neg", "negative", "exp", "expm1", "log", "log1p", "log2", "l
             "rsqrt", "sin", "cos", "tan", "tanh", "sinh", "cosh", "asin", "acos", "atan",
             "floor", "ceil", "trunc", "round", "sign", "reciprocal", "square", "sigmoid", "relu",
             "clamp", "clip", "fmod", "remainder", "lerp", "addcmul", "addcdiv", "masked_fill",
-            "scatter", "scatter_add", "index_add", "index_fill")
+            "scatter", "scatter_add", "scatter_reduce", "index_add", "index_fill")
 
 
 def _generator(generator):
@@ -1108,6 +1167,317 @@ _method("type", type_)
 Array.is_cuda = property(lambda self: False, doc="torch's x.is_cuda: always False (grilly has "
                          "no CUDA device; a Vulkan array is not a CUDA one).")
 for _name in _INPLACE:
+    _inplace_of(_name)
+
+
+
+# ---- more of torch's methods (a hunt's finds: each a composition of namespace ops) ------------
+def clamp_min(self: Array, min) -> Array:   # noqa: A002 (torch's name)
+    """Each element at least ``min`` (a scalar or an array): clamp(min=min)."""
+    return clamp(self, min=min)
+
+
+def clamp_max(self: Array, max) -> Array:   # noqa: A002 (torch's name)
+    """Each element at most ``max`` (a scalar or an array): clamp(max=max)."""
+    return clamp(self, max=max)
+
+
+def ndimension(self: Array) -> int:
+    """The number of dimensions (torch's alias of dim())."""
+    return self.ndim
+
+
+def nelement(self: Array) -> int:
+    """The number of elements (torch's alias of numel())."""
+    return int(self.size)
+
+
+def argwhere(self: Array) -> Array:
+    """The (N, ndim) indices of the non-zero elements: gp.argwhere."""
+    return _OPS["argwhere"](self)
+
+
+def diff(self: Array, n: int = 1, dim: int = -1, prepend=None, append=None) -> Array:
+    """The n-th forward difference along ``dim`` (prepend/append joined first): gp.diff."""
+    d = _dim(self, dim, "diff")
+    # an array prepend/append is joined here, so that its gradient flows as torch's does
+    # (gp.diff's rule differentiates x only)
+    parts = [self]
+    if isinstance(prepend, Array) and prepend.ndim == self.ndim:
+        parts.insert(0, prepend)
+        prepend = None
+    if isinstance(append, Array) and append.ndim == self.ndim:
+        parts.append(append)
+        append = None
+    x = _OPS["concat"](parts, axis=d) if len(parts) > 1 and n else self
+    return _OPS["diff"](x, n=n, axis=d, prepend=prepend, append=append)
+
+
+def _cumulative(self: Array, dim: int, op: str, take_right) -> tuple:
+    """(values, indices) of a running max/min along ``dim``: a log-step scan of (value, index)
+    pairs without the graph, then the values gathered at the indices (the gradient goes to the
+    element each running extreme came from, as torch's)."""
+    d = _dim(self, dim, op)
+    x = self.detach() if self.ndim else _OPS["reshape"](self.detach(), (1,))
+    n = x.shape[d]
+    at = [1] * x.ndim
+    at[d] = n
+    idx = _OPS["broadcast_to"](_OPS["reshape"](_OPS["arange"](n, dtype=_dt.int64,
+                                                              device=x.device), tuple(at)),
+                               x.shape)
+    val, shift = x, 1
+    while shift < n:   # pair i takes pair i - shift's when that one wins (ties: the later)
+        lo = (slice(None),) * d + (slice(0, n - shift),)
+        hi = (slice(None),) * d + (slice(shift, n),)
+        keep = take_right(val[hi], val[lo])
+        pad = _OPS["ones"](x.shape[:d] + (shift,) + x.shape[d + 1:], dtype=_dt.bool,
+                           device=x.device)
+        keep = _OPS["concat"]((pad, keep), axis=d)
+        head = (slice(None),) * d + (slice(0, shift),)
+        val = _OPS["where"](keep, val, _OPS["concat"]((val[head], val[lo]), axis=d))
+        idx = _OPS["where"](keep, idx, _OPS["concat"]((idx[head], idx[lo]), axis=d))
+        shift *= 2
+    if not self.ndim:
+        idx = _OPS["reshape"](idx, ())
+        return self, idx
+    return _OPS["take_along_axis"](self, idx, axis=d), idx
+
+
+def cummax(self: Array, dim: int) -> tuple:
+    """(values, indices): the running maximum along ``dim`` and where it was (the last of
+    equal ones; NaN propagates), as torch's cummax."""
+    return _cumulative(self, dim, "cummax",
+                       lambda new, old: _OPS["logical_or"](new >= old, _OPS["isnan"](new)))
+
+
+def cummin(self: Array, dim: int) -> tuple:
+    """(values, indices): the running minimum along ``dim`` and where it was (the last of
+    equal ones; NaN propagates), as torch's cummin."""
+    return _cumulative(self, dim, "cummin",
+                       lambda new, old: _OPS["logical_or"](new <= old, _OPS["isnan"](new)))
+
+
+def logcumsumexp(self: Array, dim: int) -> Array:
+    """log(cumsum(exp(x))) along ``dim``: a log-step scan of logaddexp (no shift by the
+    maximum, which underflowed the early terms far below it)."""
+    d = _dim(self, dim, "logcumsumexp")
+    if not self.ndim:
+        return self
+    n = self.shape[d]
+    val, shift = self, 1
+    while shift < n:   # element i adds the partial sum ending shift before it
+        lo = (slice(None),) * d + (slice(0, n - shift),)
+        low = _OPS["full"](self.shape[:d] + (shift,) + self.shape[d + 1:], -math.inf,
+                           dtype=self.dtype, device=self.device)
+        val = _OPS["logaddexp"](val, _OPS["concat"]((low, val[lo]), axis=d))
+        shift *= 2
+    return val
+
+
+def select(self: Array, dim: int, index: int) -> Array:
+    """The slice at ``index`` along ``dim``, that axis removed (a view, as torch's)."""
+    d = _dim(self, dim, "select")
+    n = self.shape[d]
+    i = int(index)
+    if not -n <= i < n:
+        raise IndexError(f"Array.select: index {i} out of range for dimension {d} of size {n}")
+    return self[(slice(None),) * d + (i,)]
+
+
+def cumprod(self: Array, axis=None, dtype=None, **kw) -> Array:
+    """Running product along ``axis`` (torch's ``dim=``; the flattened array when None)."""
+    if kw.pop("out", None) is not None:
+        raise TypeError("Array.cumprod: out= is not supported; use the result")
+    if "dim" in kw:
+        axis = kw.pop("dim")
+    if kw:
+        raise TypeError(f"Array.cumprod: unexpected keyword argument {next(iter(kw))!r}")
+    x = self if axis is not None else _OPS["reshape"](self, (-1,))
+    return _OPS["cumulative_prod"](x, axis=0 if axis is None else axis, dtype=dtype)
+
+
+def addmv(self: Array, mat: Array, vec: Array, *, beta=1, alpha=1) -> Array:
+    """beta * self + alpha * (mat @ vec)."""
+    _check_nd("addmv", mat, 2, "mat")
+    _check_nd("addmv", vec, 1, "vec")
+    return _plus_product(self, _OPS["matmul"](mat, vec), beta, alpha)
+
+
+def addr(self: Array, vec1: Array, vec2: Array, *, beta=1, alpha=1) -> Array:
+    """beta * self + alpha * outer(vec1, vec2)."""
+    _check_nd("addr", vec1, 1, "vec1")
+    _check_nd("addr", vec2, 1, "vec2")
+    return _plus_product(self, _OPS["linalg.outer"](vec1, vec2), beta, alpha)
+
+
+def addbmm(self: Array, batch1: Array, batch2: Array, *, beta=1, alpha=1) -> Array:
+    """beta * self + alpha * (the sum over the batch of batch1[b] @ batch2[b])."""
+    _check_nd("addbmm", batch1, 3, "batch1")
+    _check_nd("addbmm", batch2, 3, "batch2")
+    return _plus_product(self, _OPS["sum"](_OPS["matmul"](batch1, batch2), axis=0), beta, alpha)
+
+
+def diag_embed(self: Array, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Array:
+    """Each vector along the last axis as the ``offset`` diagonal of a square matrix in the
+    plane (dim1, dim2) of the result (differentiable: the vector times 0/1 placement
+    matrices)."""
+    nd = self.ndim + 1
+    d1 = _dim(self, dim1, "diag_embed", 1)
+    d2 = _dim(self, dim2, "diag_embed", 1)
+    if d1 == d2:
+        raise ValueError(f"Array.diag_embed: dim1 and dim2 must differ, both are {d1}")
+    v = self if self.ndim else _OPS["reshape"](self, (1,))
+    n = v.shape[-1]
+    m = n + abs(int(offset))
+    i = _OPS["arange"](n, dtype=_dt.int64, device=self.device)
+    rows = _OPS["arange"](m, dtype=_dt.int64, device=self.device)[:, None]
+    put_r = _OPS["astype"](rows == i + max(-int(offset), 0), v.dtype)   # (m, n)
+    put_c = _OPS["astype"](rows == i + max(int(offset), 0), v.dtype)    # (m, n)
+    out = _OPS["matmul"](v[..., None, :] * put_r, _OPS["matrix_transpose"](put_c))
+    return _OPS["moveaxis"](out, (nd - 2, nd - 1), (d1, d2))
+
+
+def fill_diagonal_(self: Array, fill_value, wrap: bool = False) -> Array:
+    """The main diagonal set to ``fill_value`` in place (every axis the same size beyond 2-D;
+    ``wrap``: a tall matrix's diagonal restarts below, as NumPy's); returns self."""
+    if self.ndim < 2 or (self.ndim > 2 and len(set(self.shape)) != 1):
+        raise ValueError(f"Array.fill_diagonal_: needs a 2-D array or one whose dimensions "
+                         f"are all equal, got shape {self.shape}")
+    step = sum(int(np.prod(self.shape[i + 1:])) for i in range(self.ndim))
+    if self.ndim == 2 and not wrap:
+        end = min(self.shape) * step   # torch fills min(rows, cols) elements
+    else:
+        end = int(self.size) if self.ndim == 2 else self.shape[0] * step
+    hit = np.zeros(int(self.size), dtype=bool)
+    hit[0:end:step] = True
+    mask = _OPS["asarray"](hit.reshape(self.shape), device=self.device)
+    dispatch.check_writable(self._buf, "fill_diagonal_ (in place)")
+    return _write(self, masked_fill(_old(self), mask, fill_value))
+
+
+def unfold(self: Array, dimension: int, size: int, step: int) -> Array:
+    """Every window of ``size`` elements along ``dimension``, ``step`` apart, on a new last
+    axis (torch's Tensor.unfold; a copy here, gathered with gp.take)."""
+    d = _dim(self, dimension, "unfold")
+    n = self.shape[d] if self.ndim else 1
+    if size < 0 or size > n:
+        raise ValueError(f"Array.unfold: size {size} must be in [0, {n}], the size of "
+                         f"dimension {d}")
+    if step <= 0:
+        raise ValueError(f"Array.unfold: step must be positive, got {step}")
+    x = self if self.ndim else _OPS["reshape"](self, (1,))
+    count = (n - size) // step + 1
+    at = np.arange(count)[:, None] * step + np.arange(size)[None, :]
+    idx = _OPS["asarray"](at.reshape(-1).astype(np.int64), device=self.device)
+    out = _OPS["take"](x, idx, axis=d)
+    out = _OPS["reshape"](out, x.shape[:d] + (count, size) + x.shape[d + 1:])
+    out = _OPS["moveaxis"](out, d + 1, -1)
+    return out if self.ndim else _OPS["reshape"](out, (size,))   # torch: 0-d gives (size,)
+
+
+def repeat_interleave(self: Array, repeats, dim: int | None = None, *,
+                      output_size: int | None = None) -> Array:
+    """Each element (each slice along ``dim``; of the flattened array when None) repeated
+    ``repeats`` times (an int, or an integer array of one count per slice): gp.repeat."""
+    if isinstance(repeats, Array):
+        if repeats.dtype.kind not in "iu" or repeats.ndim > 1:
+            raise TypeError(f"Array.repeat_interleave: repeats must be an int or a 0-D/1-D "
+                            f"integer array, got {repeats.dtype.name} {repeats.ndim}-D")
+        if repeats.ndim == 0:
+            repeats = int(repeats.item())
+    elif isinstance(repeats, bool) or not hasattr(repeats, "__index__"):
+        raise TypeError(f"Array.repeat_interleave: repeats must be an int or an integer "
+                        f"array, got {type(repeats).__name__}")
+    x = _OPS["reshape"](self, (-1,)) if dim is None else self
+    d = 0 if dim is None else _dim(self, dim, "repeat_interleave")
+    out = _OPS["repeat"](x, repeats, axis=d)
+    if output_size is not None and out.shape[d] != output_size:
+        raise ValueError(f"Array.repeat_interleave: output_size={output_size} but the "
+                         f"repeats give {out.shape[d]}")
+    return out
+
+
+def tensor_split(self: Array, indices_or_sections, dim: int = 0) -> tuple:
+    """Views along ``dim``: ``n`` pieces as equal as can be (the first ones one longer), or
+    split before each of the given indices (clamped as slices are)."""
+    d = _dim(self, dim, "tensor_split")
+    n = self.shape[d]
+    ios = indices_or_sections
+    if isinstance(ios, Array):
+        if ios.dtype.kind not in "iu" or ios.ndim > 1:
+            raise TypeError("Array.tensor_split: indices_or_sections must be an int, a "
+                            "sequence of ints or a 0-D/1-D integer array")
+        ios = int(ios.item()) if ios.ndim == 0 else [int(i) for i in ios.tolist()]
+    if isinstance(ios, (list, tuple)):
+        cuts = [max(min(i + n if i < 0 else i, n), 0) for i in _sizes("tensor_split", (ios,))]
+        bounds = [0] + cuts + [n]
+        return tuple(self[(slice(None),) * d + (slice(a, max(a, b)),)]
+                     for a, b in zip(bounds[:-1], bounds[1:]))
+    k = int(ios)
+    if k <= 0:
+        raise ValueError(f"Array.tensor_split: sections must be positive, got {k}")
+    return _pieces(self, d, [n // k + (1 if i < n % k else 0) for i in range(k)])
+
+
+def index_copy(self: Array, dim: int, index: Array, source: Array) -> Array:
+    """A copy of self with ``source[..., i, ...]`` written at ``index[i]`` along ``dim``."""
+    d = _dim(self, dim, "index_copy")
+    index = _index_1d("index_copy", index, self.shape[d] if self.ndim else 1)
+    want = self.shape[:d] + index.shape + self.shape[d + 1:]
+    if not isinstance(source, Array) or source.shape != want:
+        got = source.shape if isinstance(source, Array) else type(source).__name__
+        raise ValueError(f"Array.index_copy: source must have shape {want} (self's, with "
+                         f"len(index) along dim {d}), got {got}")
+    out = self.copy()
+    out[(slice(None),) * d + (index,)] = source
+    return out
+
+
+def index_put(self: Array, indices, values, accumulate: bool = False) -> Array:
+    """A copy of self with ``values`` at ``self[indices]`` (``indices``: a tuple of integer or
+    bool arrays); ``accumulate`` adds them instead, repeated positions adding up."""
+    if not isinstance(indices, (tuple, list)):
+        raise TypeError(f"Array.index_put: indices must be a tuple of arrays, got "
+                        f"{type(indices).__name__}")
+    key = tuple(indices)
+    if not accumulate:
+        out = self.copy()
+        out[key] = values
+        return out
+    # accumulate: each selected element's flat position, its values added there
+    pos = _OPS["reshape"](_OPS["arange"](int(self.size), dtype=_dt.int64, device=self.device),
+                          self.shape)[key]
+    vals = _OPS["broadcast_to"](_OPS["asarray"](values, dtype=self.dtype, device=self.device)
+                                if not isinstance(values, Array) else
+                                _OPS["astype"](values, self.dtype), pos.shape)
+    part = _segments.scatter_add_rows(int(self.size), _OPS["reshape"](pos, (-1,)),
+                                      _OPS["reshape"](vals, (-1,)))
+    return _OPS["add"](self, _OPS["reshape"](part, self.shape))
+
+
+def masked_scatter(self: Array, mask: Array, source: Array) -> Array:
+    """self with its elements where ``mask`` (broadcast) is true replaced, in row-major order,
+    by the first elements of ``source``."""
+    _check_mask("masked_scatter", mask)
+    m = _OPS["broadcast_to"](mask, self.shape)
+    flat = _OPS["reshape"](m, (-1,))
+    count = int(_OPS["sum"](flat))
+    src = _OPS["reshape"](source, (-1,))
+    if src.shape[0] < count:
+        raise ValueError(f"Array.masked_scatter: source has {src.shape[0]} elements, the "
+                         f"mask selects {count}")
+    at = _OPS["cumulative_sum"](_OPS["astype"](flat, _dt.int64), axis=0) - 1
+    taken = _OPS["take"](src, _OPS["where"](flat, at, 0), axis=0)
+    out = _OPS["where"](m, _OPS["reshape"](taken, self.shape), self)
+    return out if out.dtype is self.dtype else _OPS["astype"](out, self.dtype)
+
+
+for _fn in (scatter_reduce, select, clamp_min, clamp_max, ndimension, nelement, argwhere, diff,
+            cummax, cummin, logcumsumexp, cumprod, addmv, addr, addbmm, diag_embed, fill_diagonal_, unfold,
+            repeat_interleave, tensor_split, index_copy, index_put, masked_scatter):
+    setattr(Array, _fn.__name__, _fn)
+for _name in ("clamp_min", "clamp_max", "addmm", "addmv", "addr", "addbmm", "baddbmm", "tril",
+              "triu", "index_copy", "index_put", "masked_scatter", "cumprod"):
     _inplace_of(_name)
 
 
