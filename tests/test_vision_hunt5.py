@@ -28,7 +28,7 @@ def _check(device, tfn, gfn, *arrays, tol=1e-4):
     ty, gy = tfn(*ts), gfn(*gs)
     assert gy.device == gs[0].device
     assert_close(gy, ty.detach().numpy(), rtol=tol, atol=tol)
-    w = rs.randn(*ty.shape).astype(np.float32)
+    w = rs.randn(*ty.shape).astype(arrays[0].dtype)
     (ty * torch.tensor(w)).sum().backward()
     gp.sum(gy * gp.asarray(w, device=device)).backward()
     for g, t in zip(gs, ts):

@@ -22,21 +22,7 @@ from grilly.testing import assert_close
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
 
-
-def _check(device, tfn, gfn, *arrays, tol=1e-4):
-    """gfn(*grilly arrays) equals tfn(*torch tensors), and so do the gradients of a weighted
-    sum of the output with respect to every input."""
-    rs = np.random.RandomState(0)
-    ts = [torch.tensor(a, requires_grad=True) for a in arrays]
-    gs = [gp.asarray(a, device=device).requires_grad_() for a in arrays]
-    ty, gy = tfn(*ts), gfn(*gs)
-    assert gy.device == gs[0].device
-    assert_close(gy, ty.detach().numpy(), rtol=tol, atol=tol)
-    w = rs.randn(*ty.shape).astype(arrays[0].dtype)
-    (ty * torch.tensor(w)).sum().backward()
-    gp.sum(gy * gp.asarray(w, device=device)).backward()
-    for g, t in zip(gs, ts):
-        assert_close(g.grad, t.grad.numpy(), rtol=10 * tol, atol=10 * tol)
+from test_vision_hunt5 import _check  # noqa: E402  (outputs and gradients against torch)
 
 
 def _x(*shape, seed=1):

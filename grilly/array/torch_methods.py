@@ -838,16 +838,23 @@ def _index_1d(op: str, index, n: int) -> Array:
     return _OPS["where"](index < 0, index + n, index)
 
 
-def index_add(self: Array, dim: int, index: Array, source: Array, *, alpha=1) -> Array:
-    """self with ``alpha * source[..., i, ...]`` added at ``index[i]`` along ``dim`` (repeated
-    indices accumulate): scatter_add with ``index`` spread over source's shape."""
-    d = _dim(self, dim, "index_add")
-    index = _index_1d("index_add", index, self.shape[d] if self.ndim else 1)
+def _index_source(op: str, self: Array, dim: int, index: Array, source) -> tuple:
+    """(dim, index checked and made non-negative) of index_add/index_copy, whose ``source``
+    must have self's shape with len(index) along dim (a ValueError naming ``op`` otherwise)."""
+    d = _dim(self, dim, op)
+    index = _index_1d(op, index, self.shape[d] if self.ndim else 1)
     want = self.shape[:d] + index.shape + self.shape[d + 1:]
     if not isinstance(source, Array) or source.shape != want:
         got = source.shape if isinstance(source, Array) else type(source).__name__
-        raise ValueError(f"Array.index_add: source must have shape {want} (self's, with "
+        raise ValueError(f"Array.{op}: source must have shape {want} (self's, with "
                          f"len(index) along dim {d}), got {got}")
+    return d, index
+
+
+def index_add(self: Array, dim: int, index: Array, source: Array, *, alpha=1) -> Array:
+    """self with ``alpha * source[..., i, ...]`` added at ``index[i]`` along ``dim`` (repeated
+    indices accumulate): scatter_add with ``index`` spread over source's shape."""
+    d, index = _index_source("index_add", self, dim, index, source)
     at = [1] * source.ndim
     at[d] = index.shape[0]
     spread = _OPS["broadcast_to"](_OPS["reshape"](index, tuple(at)), source.shape)
@@ -1421,13 +1428,7 @@ def tensor_split(self: Array, indices_or_sections, dim: int = 0) -> tuple:
 
 def index_copy(self: Array, dim: int, index: Array, source: Array) -> Array:
     """A copy of self with ``source[..., i, ...]`` written at ``index[i]`` along ``dim``."""
-    d = _dim(self, dim, "index_copy")
-    index = _index_1d("index_copy", index, self.shape[d] if self.ndim else 1)
-    want = self.shape[:d] + index.shape + self.shape[d + 1:]
-    if not isinstance(source, Array) or source.shape != want:
-        got = source.shape if isinstance(source, Array) else type(source).__name__
-        raise ValueError(f"Array.index_copy: source must have shape {want} (self's, with "
-                         f"len(index) along dim {d}), got {got}")
+    d, index = _index_source("index_copy", self, dim, index, source)
     out = self.copy()
     out[(slice(None),) * d + (index,)] = source
     return out

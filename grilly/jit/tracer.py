@@ -607,11 +607,16 @@ def _run_record(rec: _Record, vals: list) -> None:
 
 def _rebind(rec: _Record, vals: list) -> None:
     """Point the live Arrays made from ``rec``'s results at this replay's buffers."""
-    for s, ref in rec.rebind:
+    _rebind_pairs(rec.rebind, vals)
+    _set_grads(rec.grad_sets, vals)
+
+
+def _rebind_pairs(pairs: list, vals) -> None:
+    """Point each live Array of (slot, weakref) ``pairs`` at its slot's buffer in ``vals``."""
+    for s, ref in pairs:
         a = ref()
         if a is not None:
             a._buf = vals[s]
-    _set_grads(rec.grad_sets, vals)
 
 
 def _set_grads(sets: list, vals: list) -> None:
@@ -989,21 +994,17 @@ class TracedGraph:
                 outs.append((pos[s], None, d, dev))
             else:
                 return False
-        rebind, grads = [], []
+        rebind = [r for rec in seg.records for r in rec.rebind]
         sets = [g for rec in seg.records for g in rec.grad_sets] + list(self.final_grads)
-        for s, ref in (r for rec in seg.records for r in rec.rebind):
-            if s not in fixed:
-                return False
-            rebind.append((ref, fixed[s]))
-        for s, ref, dtype, device in sets:
-            if s is not None and s not in fixed:
-                return False
-            grads.append((ref, None if s is None else fixed[s], dtype, device))
+        if any(s not in fixed for s, _ in rebind) \
+                or any(g[0] is not None and g[0] not in fixed for g in sets):
+            return False
+        # (the slots' buffers are fixed: ``fixed`` serves as the replay's vals)
         return (seg, [(pos[s], b) for s, b in seg.copy_in],
-                [(pos[s], b) for s, b in seg.copy_back], outs, rebind, grads)
+                [(pos[s], b) for s, b in seg.copy_back], outs, rebind, sets, fixed)
 
     def _replay_fast(self, inputs: tuple, fast):
-        seg, copy_in, copy_back, outs, rebind, grads = fast
+        seg, copy_in, copy_back, outs, rebind, sets, fixed = fast
         specs = self.input_specs
         bufs = []
         if len(inputs) == len(specs):
@@ -1028,18 +1029,8 @@ class TracedGraph:
                    y if d is None else Array._new(next(got), d, dev) for k, y, d, dev in outs]
         else:
             res = self._run_fast_general(seg, bufs, copy_in, copy_back, outs)
-        for ref, b in rebind:
-            a = ref()
-            if a is not None:
-                a._buf = b
-        for ref, b, dtype, device in grads:
-            leaf = ref()
-            if leaf is None:
-                continue
-            if b is None:
-                leaf.grad = None
-            elif leaf.grad is None or leaf.grad._buf is not b:
-                leaf.grad = Array._new(b, dtype, device)
+        _rebind_pairs(rebind, fixed)
+        _set_grads(sets, fixed)
         if len(res) > self.n_visible:
             res = res[:self.n_visible]
         return res[0] if self.single else tuple(res)
@@ -1194,10 +1185,7 @@ class TracedGraph:
         if rebinds is None:   # (its records' lists, flat: most records have none)
             rebinds = step.rebinds = ([r for rec in step.records for r in rec.rebind],
                                       [g for rec in step.records for g in rec.grad_sets])
-        for s, ref in rebinds[0]:
-            a = ref()
-            if a is not None:
-                a._buf = vals[s]
+        _rebind_pairs(rebinds[0], vals)
         if rebinds[1]:
             _set_grads(rebinds[1], vals)
 

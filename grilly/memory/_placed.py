@@ -61,6 +61,17 @@ def count_list(v, op: str, name: str, n: int) -> list:
     return [int(i) for i in v]
 
 
+def _host(x, op: str, arg: str) -> np.ndarray:
+    """Host data (a torch tensor, a list, a NumPy array) as a NumPy array, ragged lists a
+    ValueError naming ``op`` and ``arg``."""
+    if type(x).__module__.split(".")[0] == "torch":
+        x = x.detach().cpu().numpy()
+    try:
+        return np.asarray(x)
+    except ValueError as e:   # ragged lists
+        raise ValueError(f"{op}: {arg} must be a rectangular numeric array: {e}") from e
+
+
 class Placed(KeptState):
     """Mixin: ``_device``/``_dtype`` (given to the constructor, or None: the first stored rows'
     device, host data on the default device; their dtype, host data float32), ``_take`` to
@@ -111,12 +122,7 @@ class Placed(KeptState):
             if store and self._dtype is not None and x.dtype != self._dtype:
                 x = gp.astype(x, self._dtype)
             return x
-        if type(x).__module__.split(".")[0] == "torch":
-            x = x.detach().cpu().numpy()
-        try:
-            h = np.asarray(x)
-        except ValueError as e:   # ragged lists
-            raise ValueError(f"{op}: {arg} must be a rectangular numeric array: {e}") from e
+        h = _host(x, op, arg)
         if h.dtype.kind not in "biuf":
             raise TypeError(f"{op}: {arg} must be a real numeric array, got "
                             f"{type(x).__name__} of dtype {h.dtype}")
@@ -129,12 +135,7 @@ class Placed(KeptState):
         constructor's dtype, else the stored rows', else ``x``'s (host data: float32)), as
         load_state_dict copies a parameter into the module's device and dtype."""
         if not isinstance(x, Array):
-            if type(x).__module__.split(".")[0] == "torch":
-                x = x.detach().cpu().numpy()
-            try:
-                x = np.asarray(x)
-            except ValueError as e:   # ragged lists
-                raise ValueError(f"{op}: {arg} must be a rectangular numeric array: {e}") from e
+            x = _host(x, op, arg)
         if x.dtype.kind not in "biuf" if isinstance(x, np.ndarray) else \
                 not gp.isdtype(x.dtype, ("real floating", "integral")):
             raise TypeError(f"{op}: {arg} must be real numeric data, got dtype {x.dtype}")
