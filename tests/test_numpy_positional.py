@@ -33,6 +33,16 @@ def _svd(ns, c):
     return s, (u * s) @ vh, u.shape, vh.shape
 
 
+def _torch_norm(ns, c, name):
+    """gp.linalg.vector_norm/matrix_norm in torch's positional order (x, ord, dim, keepdim)
+    against numpy's keyword forms (NumPy's take keywords only)."""
+    if ns is gp:
+        return getattr(ns.linalg, name)(c(C3), 3 if name == "vector_norm" else "nuc", (2, 0), True)
+    if name == "vector_norm":
+        return np.linalg.vector_norm(C3, ord=3, axis=(2, 0), keepdims=True)
+    return np.linalg.norm(C3, "nuc", axis=(2, 0), keepdims=True)
+
+
 def _qr(ns, c):
     q, r = ns.linalg.qr(c(A.T), "complete")
     return q @ r, q.shape, r.shape
@@ -106,6 +116,8 @@ CASES = {
     "linalg.eigh:UPLO": lambda ns, c, d: ns.linalg.eigh(c(SQ), "U")[0],
     "linalg.eigvalsh:UPLO": lambda ns, c, d: ns.linalg.eigvalsh(c(SQ), "U"),
     "linalg.matrix_rank:tol": lambda ns, c, d: ns.linalg.matrix_rank(c(A), 0.5),
+    "linalg.vector_norm:ord": lambda ns, c, d: _torch_norm(ns, c, "vector_norm"),
+    "linalg.matrix_norm:ord": lambda ns, c, d: _torch_norm(ns, c, "matrix_norm"),
     "clip:out": lambda ns, c, d: ns.clip(c(A), -0.5, 0.5, None),
     "sort:kind": lambda ns, c, d: ns.sort(c(IM), 0, "stable"),
     "argsort:kind": lambda ns, c, d: ns.argsort(c(IM), 1, "stable"),

@@ -216,3 +216,34 @@ def test_memories_reset_and_capacity(device):
         am(np.ones(4, np.float32))
     am.store(np.eye(4, dtype=np.float32)[:2])
     assert am.patterns.shape == (2, 4)
+
+
+@pytest.mark.parametrize("metric", ["l2", "ip"])
+def test_index_id_map_write_and_read_as_faiss(tmp_path, device, metric):
+    # IndexIDMap had no save/load: faiss.write_index/read_index keep the ids with the vectors
+    from grilly.search import read_index, write_index
+    d = 5
+    xb, xq = R.standard_normal((7, d)).astype(np.float32), R.standard_normal((3, d)).astype(
+        np.float32)
+    ids = np.array([40, 7, 7, 900, 3, 12, 5], np.int64)
+    f = faiss.IndexIDMap(FAISS[metric](d))
+    f.add_with_ids(xb, ids)
+    f.remove_ids(np.array([12], np.int64))
+    faiss.write_index(f, str(tmp_path / "f.index"))
+    want = faiss.read_index(str(tmp_path / "f.index")).search(xq, 4)
+    g = IndexIDMap(IndexFlat(d, metric, device=device))
+    g.add_with_ids(gp.asarray(xb, device=device), ids)
+    g.remove_ids([12])
+    write_index(g, tmp_path / "g.safetensors")
+    back = read_index(tmp_path / "g.safetensors", device=device)
+    assert isinstance(back, IndexIDMap) and back.ntotal == 6 and back.metric_type == f.metric_type
+    np.testing.assert_array_equal(back.id_map, faiss.vector_to_array(f.id_map))
+    _same(back.search(gp.asarray(xq, device=device), 4), want)
+    flat = IndexFlat(d, metric, device=device)   # read_index gives back an IndexFlat too
+    flat.add(gp.asarray(xb, device=device))
+    write_index(flat, tmp_path / "flat.safetensors")
+    assert isinstance(read_index(tmp_path / "flat.safetensors"), IndexFlat)
+    with pytest.raises(ValueError, match="IndexIDMap.load: .* is not a saved IndexIDMap"):
+        IndexIDMap.load(tmp_path / "flat.safetensors")
+    with pytest.raises(TypeError, match="write_index: index must be"):
+        write_index(f, tmp_path / "x.safetensors")

@@ -134,4 +134,14 @@ def vecdot(x1: Array, x2: Array, /, *, axis: int = -1) -> Array:
     out = kernel(dev, "matmul")(rest + (1, 1), d, abuf, bbuf)
     return wrap(rs(out, rest), d, dev)
 
+def _vecdot_dim(x1: Array, x2: Array, /, *, axis: int | None = None,
+                dim: int | None = None) -> Array:
+    """torch.linalg.vecdot's ``dim=`` (gp.linalg.vecdot is this op), NumPy's ``axis``."""
+    if dim is not None and axis is not None:
+        raise TypeError("vecdot: give axis or dim, not both (the same parameter)")
+    return vecdot(x1, x2, axis=-1 if dim is None and axis is None else
+                  (dim if dim is not None else axis))
+
+
+dispatch.NUMPY_FORMS["vecdot"] = (frozenset({"dim"}), _vecdot_dim)
 dispatch.export(globals())

@@ -44,6 +44,9 @@ POSITIONAL: dict[str, tuple[str, ...]] = {
     "linalg.qr": ("mode",), "linalg.svd": ("full_matrices", "compute_uv", "hermitian"),
     "linalg.pinv": ("rtol", "hermitian"), "linalg.eigh": ("UPLO",), "linalg.eigvalsh": ("UPLO",),
     "linalg.matrix_rank": ("tol", "hermitian"),
+    # torch's order (NumPy's vector_norm/matrix_norm take keywords only): (x, ord, dim, keepdim)
+    "linalg.vector_norm": ("ord", "axis", "keepdims"),
+    "linalg.matrix_norm": ("ord", "dim", "keepdims"),
     "fft.fft": _FFT, "fft.ifft": _FFT, "fft.rfft": _FFT, "fft.irfft": _FFT, "fft.hfft": _FFT,
     "fft.ihfft": _FFT, "fft.fftn": _FFTN, "fft.ifftn": _FFTN, "fft.rfftn": _FFTN,
     "fft.irfftn": _FFTN, "fft.fft2": _FFTN, "fft.ifft2": _FFTN, "fft.rfft2": _FFTN,

@@ -775,18 +775,17 @@ def scatter_add(self: Array, dim: int, index: Array, src: Array) -> Array:
     return _OPS["add"](self, _OPS["reshape"](part, self.shape))
 
 
-_SCATTER_REDUCE = ("sum", "mean", "amax", "amin")
+_SCATTER_REDUCE = ("sum", "prod", "mean", "amax", "amin")
 
 
 def scatter_reduce(self: Array, dim: int, index: Array, src: Array, reduce: str, *,
                    include_self: bool = True) -> Array:
-    """self with ``src`` reduced into the positions ``index`` along ``dim`` ("sum", "mean",
-    "amax", "amin"; ``include_self``: self's value takes part), as torch's scatter_reduce."""
-    if reduce == "prod":
-        raise NotImplementedError("Array.scatter_reduce: reduce='prod' is not supported")
+    """self with ``src`` reduced into the positions ``index`` along ``dim`` ("sum", "prod",
+    "mean", "amax", "amin"; ``include_self``: self's value takes part), as torch's
+    scatter_reduce."""
     if reduce not in _SCATTER_REDUCE:
-        raise ValueError(f"Array.scatter_reduce: reduce must be one of {_SCATTER_REDUCE} or "
-                         f"'prod', got {reduce!r}")
+        raise ValueError(f"Array.scatter_reduce: reduce must be one of {_SCATTER_REDUCE}, got "
+                         f"{reduce!r}")
     if not isinstance(src, Array):
         raise TypeError(f"Array.scatter_reduce: src must be an array, got {type(src).__name__}")
     d = _dim(self, dim, "scatter_reduce")
@@ -808,6 +807,8 @@ def scatter_reduce(self: Array, dim: int, index: Array, src: Array, reduce: str,
         else:
             mean = total / _OPS["astype"](denom, self.dtype)
         return _OPS["where"](hit, mean, self)
+    if reduce == "prod":
+        return _scatter_prod(self, lin, vals, hit, count, include_self)
     sign = 1 if reduce == "amax" else -1   # amin as the negated amax of the negated values
     order, starts, ends = _segments.sorted_runs(lin, size)
     best, _ = _segments.segment_max(_OPS["take"](_OPS["astype"](vals, self.dtype) * sign,
@@ -816,6 +817,29 @@ def scatter_reduce(self: Array, dim: int, index: Array, src: Array, reduce: str,
     if include_self:
         best = _OPS["maximum" if sign > 0 else "minimum"](self, best)
     return _OPS["where"](hit, best, self)
+
+
+def _scatter_prod(self: Array, lin: Array, vals: Array, hit: Array, count: Array,
+                  include_self: bool) -> Array:
+    """scatter_reduce's "prod": each position's values as one row of a (self.size, longest
+    run) array padded with ones, multiplied by gp.prod (whose rule gives each value the product
+    of the others, zeros included, as torch's)."""
+    size = int(self.size)
+    order, starts, _ = _segments.sorted_runs(lin, size)
+    keys = _OPS["take"](lin, order)
+    inside = keys >= 0
+    rank = _OPS["arange"](keys.shape[0], dtype=_dt.int64, device=self.device) - _OPS["take"](
+        starts, _OPS["where"](inside, keys, 0))
+    width = max(1, int(_OPS["max"](count))) if size else 1   # (one host read: the row length)
+    slot = _OPS["where"](inside, keys * width + rank, -1)
+    placed = _segments.scatter_add_rows(size * width, slot,
+                                        _OPS["take"](_OPS["astype"](vals, self.dtype), order))
+    taken = _segments.scatter_add_rows(size * width, slot, _OPS["ones"](
+        slot.shape, dtype=_dt.int64, device=self.device)) > 0
+    one = _OPS["ones"]((), dtype=self.dtype, device=self.device)
+    rows = _OPS["reshape"](_OPS["where"](taken, placed, one), (size, width))
+    part = _OPS["reshape"](_OPS["prod"](rows, axis=1, dtype=self.dtype), self.shape)
+    return _OPS["where"](hit, self * part if include_self else part, self)
 
 
 def index_select(self: Array, dim: int, index: Array) -> Array:
@@ -1324,6 +1348,14 @@ def addbmm(self: Array, batch1: Array, batch2: Array, *, beta=1, alpha=1) -> Arr
     return _plus_product(self, _OPS["sum"](_OPS["matmul"](batch1, batch2), axis=0), beta, alpha)
 
 
+def diagonal(self: Array, offset: int = 0, axis1: int = 0, axis2: int = 1, *, dim1=None,
+             dim2=None) -> Array:
+    """The ``offset`` diagonal of the planes (axis1, axis2) as the last axis (torch's dim1/dim2
+    too): a view, as torch's (written through, it changes self)."""
+    return _OPS["diagonal"](self, offset, axis1 if dim1 is None else dim1,
+                            axis2 if dim2 is None else dim2)
+
+
 def diag_embed(self: Array, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Array:
     """Each vector along the last axis as the ``offset`` diagonal of a square matrix in the
     plane (dim1, dim2) of the result (differentiable: the vector times 0/1 placement
@@ -1474,7 +1506,8 @@ def masked_scatter(self: Array, mask: Array, source: Array) -> Array:
 
 
 for _fn in (scatter_reduce, select, clamp_min, clamp_max, ndimension, nelement, argwhere, diff,
-            cummax, cummin, logcumsumexp, cumprod, addmv, addr, addbmm, diag_embed, fill_diagonal_, unfold,
+            cummax, cummin, logcumsumexp, cumprod, addmv, addr, addbmm, diag_embed, diagonal,
+            fill_diagonal_, unfold,
             repeat_interleave, tensor_split, index_copy, index_put, masked_scatter):
     setattr(Array, _fn.__name__, _fn)
 for _name in ("clamp_min", "clamp_max", "addmm", "addmv", "addr", "addbmm", "baddbmm", "tril",

@@ -123,4 +123,29 @@ def diff(x: Array, /, *, axis: int = -1, n: int = 1, prepend=None, append=None) 
         x = op(_along(x, ax, 1, m), _along(x, ax, 0, m - 1))
     return x
 
+def _diff_joined(x: Array, /, *, axis: int = -1, n: int = 1, prepend=None, append=None) -> Array:
+    """diff with a prepend/append that requires grad: joined to x by a (recorded) concat
+    first, so that their gradients flow as torch.diff's (diff's rule differentiates x only)."""
+    ns = dispatch.ns
+    check_array(x, "diff")
+    if x.ndim == 0:
+        raise ValueError("diff: needs an array of at least one dimension, got a 0-d array")
+    ax = normalize_axis(axis, x.ndim, "diff")
+    if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
+        return diff(x, axis=ax, n=n)   # (n == 0: x as it is, as numpy)
+    parts = [x]
+    if prepend is not None:
+        parts.insert(0, _edge(prepend, x, ax, "prepend"))
+    if append is not None:
+        parts.append(_edge(append, x, ax, "append"))
+    return diff(ns.concat(parts, axis=ax), axis=ax, n=n)
+
+
+def _diff_edge_grad(args: tuple, kw: dict) -> bool:
+    return builtins.any(getattr(kw.get(k), "requires_grad", False) for k in ("prepend", "append"))
+
+
+dispatch.NUMPY_FORMS["diff"] = (frozenset(), _diff_joined)
+dispatch.NUMPY_CALLS["diff"] = _diff_edge_grad
+
 dispatch.export(globals())

@@ -106,8 +106,10 @@ def _rebase(x: Array) -> None:
         v[4] = n
     child = x
     for base, op, args, kw, _ in chain:
-        if op == "__getitem__":
-            nargs = (base, args[0], child)
+        if op in ("__getitem__", "linalg.diagonal"):
+            # (a diagonal is the advanced index (..., rows, cols) of its base)
+            key = args[0] if op == "__getitem__" else _diagonal_key(base, kw["offset"])
+            nargs = (base, key, child)
             node = Node("__setitem__", RULES["__setitem__"][0], nargs, {}, None, _edges(nargs), 1)
         else:   # a reshape, permutation or flip of the whole base
             node = Node(f"{op} (in place)", _unview(op, args, kw), (child,), {}, None,
@@ -115,6 +117,15 @@ def _rebase(x: Array) -> None:
         if node.edges and base._dtype.kind in "fc":
             base._node, base.requires_grad = (node, 0), True
         child = base
+
+
+def _diagonal_key(base: Array, offset: int) -> tuple:
+    """The index (..., rows, cols) of ``base``'s ``offset`` diagonal (its last two axes)."""
+    r, c = base.shape[-2:]
+    k = max(0, min(r - max(-offset, 0), c - max(offset, 0)))
+    ns = dispatch.OPS
+    i = ns["arange"](k, dtype=dispatch.ns.int64, device=base.device)
+    return (Ellipsis, i + max(-offset, 0), i + max(offset, 0))
 
 
 def _setitem(x: Array, key, value) -> None:

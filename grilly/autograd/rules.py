@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 
+from numpy.linalg import LinAlgError   # grilly.linalg's error (NumPy's class)
+
 from ..array import dispatch
 from ..array import segments as _segments
 from ..array.array import Array
@@ -94,6 +96,17 @@ def _imag(g, out, x):
 
 def _zero_unary(g, out, x, *a, **k):   # (round's decimals)
     return (N.zeros_like(g),)
+
+
+def _sign(g, out, x):
+    # piecewise constant for real x; for complex x, sgn(x) = x/|x| is differentiable (abs's
+    # second derivative goes through it): PyTorch's sgn_backward, (g - sgn Re(g conj(sgn)))/|x|,
+    # 0 where x == 0
+    if x._dtype.kind != "c":
+        return (N.zeros_like(g),)
+    a = N.abs(x)
+    gx = (g - out * N.real(g * N.conj(out))) / _nonzero_or_one(a)
+    return (N.where(N.equal(a, 0), N.zeros((), dtype=gx.dtype, device=gx.device), gx),)
 
 
 # binary: (d/dx1, d/dx2) each computed only when that argument requires grad
@@ -355,8 +368,26 @@ def _inv(g, out, x):
 
 
 def _det(g, out, x):
-    ginv = _cj(_mT(N.linalg.inv(x)))
-    return (N.expand_dims(N.expand_dims(g * _cj(out), axis=-1), axis=-1) * ginv,)
+    ge = N.expand_dims(N.expand_dims(g, axis=-1), axis=-1)
+    try:
+        ginv = _cj(_mT(N.linalg.inv(x)))
+    except LinAlgError:
+        # a singular matrix still has a derivative, its cofactor matrix (PyTorch's too): the SVD
+        # form below, taken only here as its own derivative is undefined at equal singular values
+        return (ge * _det_cofactors(x),)
+    return (ge * _cj(N.expand_dims(N.expand_dims(out, axis=-1), axis=-1)) * ginv,)
+
+
+def _det_cofactors(x):
+    """conj(cofactor matrix of x) = conj(det(U) det(Vh)) U diag(prod_{j != i} s_j) Vh, from the
+    SVD, defined for singular x (no division by a singular value)."""
+    u, s, vh = N.linalg.svd(x, full_matrices=False)
+    before = N.cumulative_prod(s, axis=-1, include_initial=True)[..., :-1]
+    after = N.flip(N.cumulative_prod(N.flip(s, axis=-1), axis=-1, include_initial=True)[..., :-1],
+                   axis=-1)
+    phase = _cj(N.linalg.det(u) * N.linalg.det(vh))
+    return N.expand_dims(N.expand_dims(phase, axis=-1), axis=-1) * N.matmul(
+        u * N.expand_dims(before * after, axis=-2), vh)
 
 
 def _slogdet(g, out, x):
@@ -568,9 +599,10 @@ def _to_device(g, out, x, device, /, *, stream=None):
 RULES: dict = {}
 for _n, _d in _UNARY.items():
     RULES[_n] = (_unary_rule(_d), True)
-for _n in ("ceil", "floor", "trunc", "round", "sign"):
+for _n in ("ceil", "floor", "trunc", "round"):
     RULES[_n] = (_zero_unary, False)
 RULES.update({
+    "sign": (_sign, True),
     "abs": (_abs, False),
     "negative": (_negative, False), "positive": (_positive, False), "conj": (_conj, False),
     "real": (_real, False), "imag": (_imag, False),
@@ -1053,7 +1085,7 @@ RULES.update({"segments.segment_sum": (_segment_sum, False),
 # RuntimeError, not a wrong gradient); every rule not named reads its array arguments, and its
 # output where it saves it
 _READS = {
-    "none": ("ceil", "floor", "trunc", "round", "sign", "floor_divide", "negative", "positive",
+    "none": ("ceil", "floor", "trunc", "round", "floor_divide", "negative", "positive",
              "conj", "real", "imag", "add", "subtract", "astype", "sum", "mean",
              "cumulative_sum", "reshape", "expand_dims", "squeeze", "broadcast_to",
              "permute_dims", "flip", "roll", "moveaxis", "concat", "stack", "unstack",

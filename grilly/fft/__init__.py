@@ -4,6 +4,7 @@ are composed. torch.fft's spellings work too: ``dim=`` for ``axis``/``axes`` (di
 call with ``dim`` to ``_torch_form``) and ``norm=None`` (NumPy's too) for "backward"."""
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from typing import Literal
 
@@ -51,9 +52,26 @@ def _norm(norm, op: str) -> str:
     return norm
 
 
+def _index(v, op: str, arg: str) -> int:
+    """``v`` as a Python int: an int, a NumPy integer or a 0-d integer Array (``__index__``), as
+    NumPy's and torch's fft take them; not a bool."""
+    try:
+        if isinstance(v, bool):
+            raise TypeError
+        return operator.index(v)
+    except TypeError:
+        raise TypeError(f"{op}: {arg} must be an int, got {v!r}") from None
+
+
+def _ints(seq, op: str, arg: str) -> tuple:
+    """A sequence of ints (a tuple, list, shape or 1-d integer array) as a tuple."""
+    if isinstance(seq, (str, bytes)) or not hasattr(seq, "__iter__"):
+        raise TypeError(f"{op}: {arg} must be a sequence of ints, got {seq!r}")
+    return tuple(_index(v, op, arg) for v in seq)
+
+
 def _size(n, op: str, arg: str) -> int:
-    if isinstance(n, bool) or not isinstance(n, int):
-        raise TypeError(f"{op}: {arg} must be an int, got {n!r}")
+    n = _index(n, op, arg)
     if n < 1:
         raise ValueError(f"{op}: {arg} must be at least 1, got {n}")
     return n
@@ -61,11 +79,13 @@ def _size(n, op: str, arg: str) -> int:
 
 def _plan(x: Array, s, axes, op: str, last=None) -> tuple[tuple, tuple]:
     """Normalized (s, axes); ``last(m)`` gives the default size of the last axis (c2r)."""
+    if s is not None:
+        s = _ints(s, op, "s")
     if axes is None:
+        if s is not None and len(s) > x.ndim:
+            raise ValueError(f"{op}: s has {len(s)} sizes but x has only {x.ndim} dimensions")
         axes = tuple(range(x.ndim)) if s is None else tuple(range(x.ndim - len(s), x.ndim))
-    if not isinstance(axes, Sequence):
-        raise TypeError(f"{op}: axes must be a sequence of ints, got {axes!r}")
-    axes = tuple(normalize_axis(a, x.ndim, op, "axes") for a in axes)
+    axes = tuple(normalize_axis(a, x.ndim, op, "axes") for a in _ints(axes, op, "axes"))
     if len(set(axes)) != len(axes):
         raise ValueError(f"{op}: repeated axis in axes={axes}")
     if s is None:
@@ -73,7 +93,7 @@ def _plan(x: Array, s, axes, op: str, last=None) -> tuple[tuple, tuple]:
         if last is not None and axes:
             s[-1] = last(x.shape[axes[-1]])
     else:
-        if not isinstance(s, Sequence) or len(s) != len(axes):
+        if len(s) != len(axes):
             raise ValueError(f"{op}: s must be a sequence with one size per axis in {axes}")
         s = [x.shape[a] if v == -1 else _size(v, op, "s") for v, a in zip(s, axes)]
     for v in s:
@@ -254,11 +274,12 @@ def _shift(x, axes, op: str, sign: int) -> Array:
     check_array(x, op)
     if axes is None:
         axes = tuple(range(x.ndim))
-    elif isinstance(axes, int) and not isinstance(axes, bool):
-        axes = (axes,)
-    elif not isinstance(axes, Sequence):
+    elif isinstance(axes, (str, bytes)) or not (hasattr(axes, "__iter__")
+                                               or hasattr(type(axes), "__index__")):
         raise TypeError(f"{op}: axes must be an int, a sequence of ints or None, got {axes!r}")
-    axes = tuple(normalize_axis(a, x.ndim, op, "axes") for a in axes)
+    elif getattr(axes, "ndim", None) == 0 or not hasattr(axes, "__iter__"):
+        axes = (_index(axes, op, "axes"),)   # one axis: an int, NumPy integer, 0-d array
+    axes = tuple(normalize_axis(a, x.ndim, op, "axes") for a in _ints(axes, op, "axes"))
     shifts = tuple(sign * (x.shape[a] // 2) for a in axes)
     return wrap(call(x._device, "fft_roll", x, shifts, axes), x._dtype, x._device)
 

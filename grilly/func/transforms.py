@@ -58,12 +58,16 @@ def _cut(tree, keep: bool):
     return unflatten([a.detach() if isinstance(a, Array) else a for a in leaves], spec)
 
 
+def _floating(x: Array) -> bool:
+    return gp.isdtype(x.dtype, ("real floating", "complex floating"))
+
+
 def _alias(x, name: str) -> Array:
     """A new Array of ``x``'s values that requires grad, attached to x's graph where x has one."""
     if not isinstance(x, Array):
         raise TypeError(f"{name}: the differentiated arguments must be Arrays (or tuples, lists "
                         f"and dicts of them), got {type(x).__name__}")
-    if not gp.isdtype(x.dtype, ("real floating", "complex floating")):
+    if not _floating(x):
         raise TypeError(f"{name}: only floating-point Arrays can be differentiated, got "
                         f"{x.dtype.name}")
     with enable_grad():
@@ -96,6 +100,15 @@ class _Pullback:
             if not isinstance(o, Array):
                 raise TypeError(f"{name}: func must return Arrays (or tuples, lists and dicts "
                                 f"of them), got {type(o).__name__}")
+            if name in ("vjp", "jacrev", "jacfwd") and not _floating(o):
+                # an integer or bool output has no cotangent: zeros would hide the mistake
+                raise TypeError(f"{name}: all outputs of func must be floating-point or complex "
+                                f"Arrays, got one of dtype {o.dtype.name}")
+            if name in ("jacrev", "jacfwd") and o.dtype.kind == "c":
+                # one real sweep per output element gives only the real part's row
+                raise TypeError(f"{name}: expected all outputs of func to be real, got one of "
+                                f"dtype {o.dtype.name}; use vjp, or return the real and "
+                                "imaginary parts as separate outputs")
         self.output = _cut(out, keep)
 
     def pull(self, cotangents: list, retain_graph: bool = True,
@@ -160,6 +173,11 @@ def _grad_and_value(name: str, func: Callable, argnums, has_aux: bool) -> Callab
             shape = "a tuple, list or dict" if pb.out_spec is not None else f"shape {out.shape}"
             raise ValueError(f"{name}(f)(*args): expected f(*args) to return a 0-d Array, got "
                              f"{shape}; vjp or jacrev handle other outputs")
+        if out.dtype.kind == "c":
+            # a complex "loss" has no gradient of its own (torch's and JAX's grad refuse it)
+            raise TypeError(f"{name}(f)(*args): expected f(*args) to return a real 0-d Array, "
+                            f"got {out.dtype.name}; differentiate its real part or abs, or use "
+                            "vjp")
         g = _per_argnums(unflatten(pb.pull([gp.ones_like(out)]), pb.in_spec), argnums)
         return g, ((pb.output, pb.aux) if has_aux else pb.output)
     return wrapper
@@ -203,6 +221,10 @@ def vjp(func: Callable, *primals, has_aux: bool = False):
             raise ValueError("vjp_fn: expected the cotangents to have the structure of the "
                              "function's output (the same tuples, lists and dicts)")
         _check_like(flat, pb.outputs, "vjp_fn", "cotangents")
+        for i, (c, o) in enumerate(zip(flat, pb.outputs)):
+            if c.dtype.kind == "c" and o.dtype.kind != "c":
+                raise TypeError(f"vjp_fn: cotangents leaf {i} is {c.dtype.name} but the output "
+                                f"is real ({o.dtype.name})")
         return unflatten(pb.pull(flat, retain_graph, create_graph), pb.in_spec)
     return (pb.output, vjp_fn, pb.aux) if has_aux else (pb.output, vjp_fn)
 
@@ -221,13 +243,25 @@ def jvp(func: Callable, primals: tuple, tangents, *, strict: bool = False,
                          "same structure (the same tuples, lists and dicts)")
     _check_like(flat_t, flat_p, "jvp", "tangents")
     keep = _keeps_graph([*flat_p, *flat_t])
-    res = vjp(func, *primals, has_aux=has_aux)
-    out, vjp_fn = res[0], res[1]
-    # vjp_fn(u) = J^T u is linear in u; its own vjp with the tangents is J v
-    leaves, ospec = flatten(out)
-    u = unflatten([gp.zeros_like(o) for o in leaves], ospec)
-    (jv,) = vjp(vjp_fn, u)[1](tangents, create_graph=keep)
-    return (out, jv, res[2]) if has_aux else (out, jv)
+    pb = _Pullback("jvp", func, primals, has_aux)
+    # an integer or bool output has a zero tangent of its dtype, as torch's
+    diff = [k for k, o in enumerate(pb.outputs) if _floating(o)]
+
+    def pullback(*us):
+        """J^T u for the floating outputs' cotangents ``us``: linear in them."""
+        cot: list[Any] = [None] * len(pb.outputs)
+        for k, u in zip(diff, us):
+            cot[k] = u
+        return unflatten(pb.pull(cot), pb.in_spec)
+
+    jv = [gp.zeros_like(o) for o in pb.outputs]
+    if diff:
+        # the vjp of that linear map with the tangents is J v
+        us = [gp.zeros_like(pb.outputs[k]) for k in diff]
+        for k, t in zip(diff, vjp(pullback, *us)[1](tangents, create_graph=keep)):
+            jv[k] = t
+    jv = unflatten(jv, pb.out_spec)
+    return (pb.output, jv, pb.aux) if has_aux else (pb.output, jv)
 
 
 def _jacobian(name: str, func: Callable, argnums, has_aux: bool) -> Callable:

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..array import dispatch
 from ..array import dtypes as dt
-from ..array.array import Array
+from ..array.array import Array, view_of
 from ..array.core import (as_compute_array, broadcast_shapes, call, check_array, common_device,
                           kernel, normalize_axes, normalize_axis, wrap)
 from ..array.linear_algebra import matmul, matrix_transpose, numeric_pair, tensordot, vecdot
@@ -21,6 +21,7 @@ __all__ = [
     "matrix_norm", "multi_dot", "norm",
     "matrix_power", "matrix_rank", "matrix_transpose", "outer", "pinv", "qr", "slogdet", "solve",
     "svd", "svdvals", "tensordot", "tensorinv", "tensorsolve", "trace", "vecdot", "vector_norm",
+    "solve_triangular", "matrix_exp",
 ]
 
 
@@ -144,7 +145,8 @@ def diagonal(x: Array, /, *, offset: int = 0) -> Array:
         raise ValueError(f"diagonal: x must have at least 2 dimensions, got shape {x.shape}")
     if isinstance(offset, bool) or not isinstance(offset, int):
         raise TypeError(f"diagonal: offset must be an int, got {offset!r}")
-    return wrap(_call(x, "diagonal", offset), x._dtype, x._device)
+    # a view (written through, it changes x, as torch's; autograd rebases x after such a write)
+    return view_of(x, _call(x, "diagonal", offset), "linalg.diagonal", (), {"offset": offset})
 
 
 def eig(x: Array, /) -> EigResult:
@@ -228,7 +230,11 @@ def matrix_norm(x: Array, /, *, keepdims: bool = False,
         return vector_norm(x, axis=(n - 2, n - 1), keepdims=keepdims)
     if ord in ("nuc", 2, -2):
         s = svdvals(x)
-        r = ns.sum(s, axis=-1) if ord == "nuc" else _max_min(s, -1, False, ord == 2)
+        if ord == "nuc" or (ord == 2 and s.shape[-1] == 0):
+            # an empty matrix's largest singular value is 0, as NumPy's norm(x, 2)
+            r = ns.sum(s, axis=-1)
+        else:
+            r = _max_min(s, -1, False, ord == 2)
     elif ord in (1, -1, math.inf, -math.inf) and not isinstance(ord, bool):
         # 1-norms take column sums (axis -2), inf-norms row sums (axis -1)
         sums = ns.sum(ns.abs(x), axis=n - 2 if ord in (1, -1) else n - 1)
@@ -252,8 +258,9 @@ def matrix_power(x: Array, n: int, /) -> Array:
     check_array(x, "matrix_power")
     if isinstance(n, bool) or not isinstance(n, int):
         raise TypeError(f"matrix_power: n must be an int, got {n!r}")
-    if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
-        raise ValueError(f"matrix_power: x must be a stack of square matrices, got shape {x.shape}")
+    if x.ndim < 2 or x.shape[-1] != x.shape[-2]:   # NumPy's LinAlgError (a ValueError)
+        raise LinAlgError(f"matrix_power: x must be a stack of square matrices, got shape "
+                          f"{x.shape}")
     if x._dtype.kind == "b":
         raise TypeError("matrix_power: dtype bool is not supported; expected a numeric array")
     if n < 0:
@@ -351,8 +358,8 @@ def solve(x1: Array, x2: Array, /) -> Array:
     x1 = _float(x1, "solve")
     x2 = _float(x2, "solve")
     a, b, d, dev = numeric_pair("solve", x1, x2)
-    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
-        raise ValueError(f"solve: x1 must be a stack of square matrices, got shape {a.shape}")
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:   # NumPy's LinAlgError (a ValueError)
+        raise LinAlgError(f"solve: x1 must be a stack of square matrices, got shape {a.shape}")
     m = a.shape[-1]
     vec = b.ndim == 1
     if vec and b.shape[0] == m:
@@ -401,6 +408,11 @@ def lstsq(a: Array, b: Array, /, rcond: float | None = None, *,
         raise NotImplementedError(f"lstsq: driver {driver!r} is not supported (the SVD-based "
                                   "'gelsd'/'gelss' solution is always used)")
     m, n = a.shape[-2:]
+    if b.ndim == 0:
+        raise LinAlgError("lstsq: b must have 1 or more dimensions, (M,) or (..., M, K); got a "
+                          "0-d array")
+    if rcond is not None and (isinstance(rcond, bool) or not isinstance(rcond, (int, float))):
+        raise TypeError(f"lstsq: rcond must be a float or None, got {rcond!r}")
     vec = b.ndim == 1
     if (vec and b.shape[0] != m) or (not vec and b.shape[-2] != m):
         raise ValueError(f"lstsq: b of shape {b.shape} does not match a of shape {a.shape} "
@@ -434,8 +446,8 @@ def norm(x: Array, /, ord: int | float | str | None = None,
         axis = dim
     if keepdim is not None:
         keepdims = keepdim
-    if dtype is not None:
-        x = as_compute_array(x, dt.as_dtype(dtype, "norm"), x._device, "norm")
+    if dtype is not None:   # astype records, so the gradient reaches x (torch's dtype=)
+        x = _ns().astype(_float(x, "norm"), dt.as_dtype(dtype, "norm"))
     elif x._dtype.kind in "biu":   # NumPy computes the norm of integers in float64
         x = as_compute_array(x, dt.default_float(x._device), x._device, "norm")
     if axis is None:
@@ -445,6 +457,8 @@ def norm(x: Array, /, ord: int | float | str | None = None,
             raise ValueError(f"norm: ord={ord!r} without axis needs a 1-D or 2-D array, got "
                              f"shape {x.shape}")
         axis = tuple(range(x.ndim))
+    if not isinstance(axis, (int, tuple, list)) or isinstance(axis, bool):
+        raise TypeError(f"norm: axis must be an int or a pair of ints, got {axis!r}")
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
     if len(axes) == 1:
         if isinstance(ord, str):
@@ -466,9 +480,9 @@ def norm(x: Array, /, ord: int | float | str | None = None,
 # ---- NumPy's keywords (dispatch.NUMPY_FORMS): composed of the canonical calls above -----------
 def _uplo(x: Array, UPLO: str, op: str) -> Array:
     """x whose lower triangle is the Hermitian matrix NumPy's ``UPLO`` names."""
-    if UPLO not in ("L", "U"):
-        raise ValueError(f"{op}: UPLO must be 'L' or 'U', got {UPLO!r}")
-    if UPLO == "L":
+    if not isinstance(UPLO, str) or UPLO.upper() not in ("L", "U"):   # NumPy's and torch's
+        raise ValueError(f"{op}: UPLO must be 'L' or 'U', got {UPLO!r}")  # take either case
+    if UPLO.upper() == "L":
         return x
     x = _matrices(x, op, square=True)
     # the upper triangle of x is the lower triangle of its conjugate transpose
@@ -485,23 +499,156 @@ def _eigvalsh_np(x: Array, /, *, UPLO: str = "L") -> Array:
 
 
 def _svd_np(x: Array, /, *, full_matrices: bool = True, compute_uv: bool = True,
-            hermitian: bool = False):
+            hermitian: bool = False, driver: str | None = None):
+    _no_driver("svd", driver)
     # hermitian=True is NumPy's faster path to the same decomposition: the general one serves
     return svd(x, full_matrices=full_matrices) if compute_uv else svdvals(x)
 
 
-def _pinv_np(x: Array, /, *, rtol=None, hermitian: bool = False, rcond=None) -> Array:
+def _svdvals_t(x: Array, /, *, driver: str | None = None) -> Array:
+    _no_driver("svdvals", driver)
+    return svdvals(x)
+
+
+def _no_driver(op: str, driver) -> None:
+    """torch's ``driver=`` picks a cuSOLVER routine (CUDA only; torch's CPU refuses it too)."""
+    if driver is not None:
+        raise NotImplementedError(f"{op}: driver={driver!r} is not supported (only None: "
+                                  "grilly has one SVD algorithm)")
+
+
+def _pinv_np(x: Array, /, *, rtol=None, hermitian: bool = False, rcond=None,
+             atol=None) -> Array:
     if rcond is not None and rtol is not None:
         raise ValueError("pinv: give rcond or rtol, not both (the same parameter)")
-    return pinv(x, rtol=rcond if rcond is not None else rtol)
+    rtol = rcond if rcond is not None else rtol
+    if atol is None:
+        return pinv(x, rtol=rtol)
+    # torch's atol: singular values up to max(atol, rtol * largest) count as zero
+    x = _matrices(x, "pinv")
+    ns = _ns()
+    u, s, vh = svd(x, full_matrices=False)
+    keep = ns.greater(s, _cutoff(x, s, atol, rtol, "pinv"))
+    # 1 / s only where kept: a zero singular value must not reach the division (nor its gradient)
+    inv_s = ns.where(keep, ns.divide(1.0, ns.where(keep, s, 1.0)), 0.0)
+    vs = ns.multiply(ns.conj(matrix_transpose(vh)), ns.expand_dims(inv_s, axis=-2))
+    return matmul(vs, ns.conj(matrix_transpose(u)))
+
+
+def _cutoff(x: Array, s: Array, atol, rtol, op: str) -> Array:
+    """torch's max(atol, rtol * s_max) per matrix, shape (..., 1); rtol is 0 where atol > 0 and
+    rtol is not given, else max(M, N) * eps by default."""
+    ns = _ns()
+    rd = s._dtype
+
+    def tol(v, name):
+        if isinstance(v, Array):
+            common_device(op, x, v)
+            if v._dtype.kind not in "iuf":
+                raise TypeError(f"{op}: {name} must be a real array, got dtype {v._dtype.name}")
+            return ns.expand_dims(as_compute_array(v, rd, x._device, op), axis=-1)
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise TypeError(f"{op}: {name} must be a float, an array or None, got {v!r}")
+        return as_compute_array(float(v), rd, x._device, op)
+
+    a = tol(atol, "atol")
+    if rtol is None:
+        r = ns.where(ns.greater(a, 0), 0.0, max(x.shape[-2:]) * dt.finfo(rd).eps)
+    else:
+        r = tol(rtol, "rtol")
+    top = s[..., :1] if s.shape[-1] else ns.zeros(s.shape[:-1] + (1,), dtype=rd, device=s.device)
+    return ns.maximum(a, ns.multiply(r, top))
+
+
+def _matrix_rank_t(x: Array, /, *, rtol=None, tol=None, hermitian: bool = False,
+                   atol=None) -> Array:
+    if tol is not None:
+        raise TypeError("matrix_rank: give tol or atol, not both (the same parameter)")
+    x = _matrices(x, "matrix_rank")
+    ns = _ns()
+    s = svdvals(x)
+    return ns.sum(ns.astype(ns.greater(s, _cutoff(x, s, atol, rtol, "matrix_rank")), dt.int64),
+                  axis=-1)
+
+
+def _qr_np(x: Array, /, *, mode: str = "reduced") -> Array:
+    if mode == "raw":
+        raise NotImplementedError("qr: mode='raw' (LAPACK's Householder reflectors) is not "
+                                  "supported; use mode='reduced', 'complete' or 'r'")
+    # NumPy's mode='r': R alone, the reduced one (torch returns an empty Q beside it)
+    return qr(x, mode="reduced").R
+
+
+def _either(op: str, name: str, value, tname: str, tvalue):
+    """The value given as NumPy's ``name`` or torch's ``tname`` (None when neither)."""
+    if tvalue is None:
+        return value
+    if value is not None:
+        raise TypeError(f"{op}: give {name} or {tname}, not both (the same parameter)")
+    return tuple(tvalue) if isinstance(tvalue, list) else tvalue
+
+
+def _vector_norm_t(x: Array, /, *, ord: int | float = 2, axis=None, keepdims=None, dim=None,
+                   keepdim=None, dtype=None) -> Array:
+    axis = _either("vector_norm", "axis", axis, "dim", dim)
+    keep = _either("vector_norm", "keepdims", keepdims, "keepdim", keepdim)
+    if dtype is not None:   # torch's: x cast to dtype first
+        x = _ns().astype(_float(x, "vector_norm"), dt.as_dtype(dtype, "vector_norm"))
+    return vector_norm(x, axis=axis, keepdims=bool(keep), ord=ord)
+
+
+def _matrix_norm_t(x: Array, /, *, ord="fro", keepdims=None, dim=None, keepdim=None,
+                   dtype=None) -> Array:
+    keep = bool(_either("matrix_norm", "keepdims", keepdims, "keepdim", keepdim))
+    dim = (-2, -1) if dim is None else dim
+    if isinstance(dim, int) or len(dim) != 2:
+        raise ValueError(f"matrix_norm: dim must be a pair of ints, got {dim!r}")
+    x = _matrices(x, "matrix_norm")
+    return norm(x, ord, axis=tuple(dim), keepdims=keep, dtype=dtype)
+
+
+def _cross_t(x1: Array, x2: Array, /, *, axis=None, dim=None) -> Array:
+    axis = _either("cross", "axis", axis, "dim", dim)
+    return cross(x1, x2, axis=-1 if axis is None else axis)
+
+
+def _diagonal_t(x: Array, /, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Array:
+    check_array(x, "diagonal")
+    d1, d2 = (normalize_axis(d, x.ndim, "diagonal") for d in (dim1, dim2))
+    if d1 == d2:
+        raise ValueError(f"diagonal: dim1 and dim2 must differ, got {dim1} and {dim2}")
+    # torch's: the diagonal of the (dim1, dim2) planes, appended as the last axis
+    return diagonal(_ns().moveaxis(x, (d1, d2), (-2, -1)), offset=offset)
+
+
+def _solve_t(x1: Array, x2: Array, /, *, left: bool = True) -> Array:
+    if left:
+        return solve(x1, x2)
+    # torch's left=False: X @ x1 = x2, i.e. x1^T X^T = x2^T (x2 of shape (M,) one row)
+    a = _matrices(x1, "solve", square=True)
+    b = _float(x2, "solve")
+    if b.ndim == 1:
+        return solve(matrix_transpose(a), b)
+    return matrix_transpose(solve(matrix_transpose(a), matrix_transpose(b)))
 
 
 dispatch.NUMPY_FORMS.update({
     "linalg.eigh": (frozenset({"UPLO"}), _eigh_np),
     "linalg.eigvalsh": (frozenset({"UPLO"}), _eigvalsh_np),
-    "linalg.svd": (frozenset({"compute_uv", "hermitian"}), _svd_np),
-    "linalg.pinv": (frozenset({"rcond", "hermitian"}), _pinv_np),
+    "linalg.svd": (frozenset({"compute_uv", "hermitian", "driver"}), _svd_np),
+    "linalg.pinv": (frozenset({"rcond", "hermitian", "atol"}), _pinv_np),
+    "linalg.qr": (frozenset(), _qr_np),
+    # torch.linalg's keywords, composed of the canonical calls in the same way
+    "linalg.svdvals": (frozenset({"driver"}), _svdvals_t),
+    "linalg.matrix_rank": (frozenset({"atol"}), _matrix_rank_t),
+    "linalg.vector_norm": (frozenset({"dim", "keepdim", "dtype"}), _vector_norm_t),
+    "linalg.matrix_norm": (frozenset({"dim", "keepdim", "dtype"}), _matrix_norm_t),
+    "linalg.cross": (frozenset({"dim"}), _cross_t),
+    "linalg.diagonal": (frozenset({"dim1", "dim2"}), _diagonal_t),
+    "linalg.solve": (frozenset({"left"}), _solve_t),
 })
+# NumPy's qr(mode='r') returns R alone and 'raw' is refused: told by the value, not a keyword
+dispatch.NUMPY_CALLS["linalg.qr"] = lambda args, kw: kw.get("mode") in ("r", "raw")
 
 
 # ---- NumPy's other linalg functions, composed ------------------------------------------------
@@ -599,12 +746,67 @@ def tensorsolve(a: Array, b: Array, axes: tuple[int, ...] | None = None) -> Arra
     return ns.reshape(x, xshape)
 
 
+# ---- torch.linalg's functions NumPy lacks, composed --------------------------------------------
+def solve_triangular(x1: Array, x2: Array, /, *, upper: bool, left: bool = True,
+                     unitriangular: bool = False) -> Array:
+    """Solution X of x1 @ X = x2 (X @ x1 = x2 when left=False) reading only x1's upper or lower
+    triangle (its diagonal taken as ones when unitriangular), as torch.linalg.solve_triangular."""
+    if not isinstance(upper, bool):
+        raise TypeError(f"solve_triangular: upper must be a bool, got {upper!r}")
+    a = _matrices(x1, "solve_triangular", square=True)
+    ns = _ns()
+    # the other triangle is never read, so its entries get no gradient either (torch's rule)
+    if unitriangular:
+        t = ns.triu(a, k=1) if upper else ns.tril(a, k=-1)
+        t = ns.add(t, ns.eye(a.shape[-1], dtype=a.dtype, device=a.device))
+    else:
+        t = ns.triu(a) if upper else ns.tril(a)
+    return _solve_t(t, x2, left=left)
+
+
+# Higham (2005)'s [13/13] Pade approximant of exp and the 1-norm up to which it is accurate to
+# float64's precision without scaling
+_PADE13 = (64764752532480000.0, 32382376266240000.0, 7771770303897600.0, 1187353796428800.0,
+           129060195264000.0, 10559470521600.0, 670442572800.0, 33522128640.0, 1323241920.0,
+           40840800.0, 960960.0, 16380.0, 182.0, 1.0)
+_THETA13 = 5.371920351148152
+
+
+def matrix_exp(x: Array, /) -> Array:
+    """Matrix exponential of each square matrix (scaling and squaring with the [13/13] Pade
+    approximant), as torch.linalg.matrix_exp; gradients flow through its matmuls and solve."""
+    x = _matrices(x, "matrix_exp", square=True)
+    ns = _ns()
+    n = x.shape[-1]
+    if x.size == 0:
+        return ns.zeros(x.shape, dtype=x.dtype, device=x.device)
+    # one power of two for the whole batch, read on the host: a shape of the computation
+    norm1 = float(ns.max(matrix_norm(x.detach(), ord=1)))
+    sq = 0
+    if math.isfinite(norm1) and norm1 > _THETA13:
+        sq = math.ceil(math.log2(norm1 / _THETA13))
+    a = ns.divide(x, 2.0 ** sq) if sq else x
+    b = _PADE13
+    eye = ns.eye(n, dtype=x.dtype, device=x.device)
+    a2 = matmul(a, a)
+    a4 = matmul(a2, a2)
+    a6 = matmul(a4, a2)
+    u = matmul(a, ns.add(matmul(a6, b[13] * a6 + b[11] * a4 + b[9] * a2),
+                         b[7] * a6 + b[5] * a4 + b[3] * a2 + b[1] * eye))
+    v = ns.add(matmul(a6, b[12] * a6 + b[10] * a4 + b[8] * a2),
+               b[6] * a6 + b[4] * a4 + b[2] * a2 + b[0] * eye)
+    r = solve(ns.subtract(v, u), ns.add(v, u))
+    for _ in range(sq):
+        r = matmul(r, r)
+    return r
+
+
 # ---- float16 and bfloat16: NumPy's linalg refuses float16 ("array type float16 is unsupported
 # in linalg") and torch's both 16-bit floats, for the decompositions and what is made of them;
 # so does grilly, on every device, before the bfloat16 dispatch would widen the arguments
 _DECOMPOSITIONS = ("cholesky", "det", "eig", "eigh", "eigvals", "eigvalsh", "inv", "lstsq",
                    "matrix_rank", "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "cond",
-                   "tensorinv", "tensorsolve")
+                   "tensorinv", "tensorsolve", "solve_triangular", "matrix_exp")
 _SVD_ORDS = ("nuc", 2, -2)
 
 
@@ -638,7 +840,7 @@ def _refuse_norm(args, kw) -> None:
     axis = args[2] if len(args) > 2 else kw.get("axis", kw.get("dim"))
     x = args[0] if args else None
     two = (axis is None and getattr(x, "ndim", 0) == 2) or (
-        axis is not None and not isinstance(axis, int) and len(axis) == 2)
+        isinstance(axis, (tuple, list)) and len(axis) == 2)
     if _svd_ord(ord) and two and kw.get("dtype") is None:
         _refuse_16bit("norm", x)
 

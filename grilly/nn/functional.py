@@ -1126,9 +1126,14 @@ def conv2d(input: Array, weight: Array, bias: Array | None = None, stride: int |
         raise ValueError(f"conv2d: expected a 4-D input and weight, got {input.shape} and {weight.shape}")
     n, c, h, w = input.shape
     o, cg, kh, kw = weight.shape
+    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
+        raise ValueError(f"conv2d: groups must be a positive int, got {groups!r}")
     if c != cg * groups or o % groups:
         raise ValueError(f"conv2d: input has {c} channels but weight {weight.shape} with groups={groups} "
                          f"expects {cg * groups} (and out_channels divisible by groups)")
+    if bias is not None and tuple(bias.shape) != (o,):
+        # (the kernels read bias[o] unchecked: a short one read past its end)
+        raise ValueError(f"conv2d: bias must have shape ({o},), got {bias.shape}")
     stride, dilation = _pair(stride, 2, "stride", "conv2d"), _pair(dilation, 2, "dilation", "conv2d")
     _check_geometry("conv2d", stride, dilation)
     if padding == "valid":
@@ -1200,13 +1205,39 @@ def _conv2d_grads(g, x, w, stride, dilation, pads, groups, need) -> tuple:
 def conv1d(input: Array, weight: Array, bias: Array | None = None, stride: int | tuple[int] = 1,
            padding: str | int | tuple[int] = 0, dilation: int | tuple[int] = 1, groups: int = 1) -> Array:
     """1-D cross-correlation over (N, C, L) (or (C, L)), through conv2d with a height of 1."""
-    _check_float(input, "conv1d")
+    op = "conv1d"
+    _check_float(input, op)
     if input.ndim not in (2, 3) or weight.ndim != 3:
-        raise ValueError(f"conv1d: expected a 3-D input and weight, got {input.shape} and {weight.shape}")
-    pad_ = padding if isinstance(padding, str) else (0, _pair(padding, 1, "padding", "conv1d")[0])
+        raise ValueError(f"{op}: expected a 2-D or 3-D input and a 3-D weight, got {input.shape} "
+                         f"and {weight.shape}")
+    # checked here in 1-D terms, so that a bad argument's message names conv1d and its values
+    # (not the height-1 conv2d it runs as)
+    c, length = input.shape[-2:]
+    o, cg, k = weight.shape
+    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
+        raise ValueError(f"{op}: groups must be a positive int, got {groups!r}")
+    if c != cg * groups or o % groups:
+        raise ValueError(f"{op}: input has {c} channels but weight {weight.shape} with "
+                         f"groups={groups} expects {cg * groups} (and out_channels divisible by "
+                         "groups)")
+    if bias is not None and tuple(bias.shape) != (o,):
+        raise ValueError(f"{op}: bias must have shape ({o},), got {bias.shape}")
+    s, d = _pair(stride, 1, "stride", op), _pair(dilation, 1, "dilation", op)
+    _check_geometry(op, s, d)
+    if padding == "same":
+        if s != (1,):
+            raise ValueError(f"{op}: padding='same' needs stride 1")
+        pad_ = padding
+    elif isinstance(padding, str) and padding != "valid":
+        raise ValueError(f"{op}: padding must be 'same', 'valid', an int or a tuple of 1 int, "
+                         f"got {padding!r}")
+    else:
+        p = (0,) if padding == "valid" else _pair(padding, 1, "padding", op)
+        _check_geometry(op, s, d, p)
+        _out_size(length, k, s[0], p[0], d[0], op=op)
+        pad_ = (0, p[0])
     y = conv2d(gp.expand_dims(input, axis=-2), gp.expand_dims(weight, axis=-2), bias,
-               (1, _pair(stride, 1, "stride", "conv1d")[0]), pad_,
-               (1, _pair(dilation, 1, "dilation", "conv1d")[0]), groups)
+               (1, s[0]), pad_, (1, d[0]), groups)
     return gp.squeeze(y, axis=-2)
 
 
@@ -2109,9 +2140,13 @@ def conv_transpose1d(input: Array, weight: Array, bias: Array | None = None,
     if input.ndim not in (2, 3) or weight.ndim != 3:
         raise ValueError(f"{op}: expected a 2-D or 3-D input and a 3-D weight, got "
                          f"{input.shape} and {weight.shape}")
+    # the geometry checked in 1-D terms first (a message naming conv_transpose1d's values)
+    _transposed_geometry(op, 1, input if input.ndim == 3 else gp.expand_dims(input, axis=0),
+                         weight, stride, padding, output_padding, groups, dilation)
+    cout = weight.shape[1] * groups
+    if bias is not None and tuple(bias.shape) != (cout,):
+        raise ValueError(f"{op}: bias must have shape ({cout},), got {bias.shape}")
     one = lambda v, name, lo: (lo, _pair(v, 1, name, op)[0])  # noqa: E731
-    if isinstance(padding, str):
-        raise ValueError(f"{op}: padding must be an int or a tuple of 1 int, got {padding!r}")
     y = conv_transpose2d(gp.expand_dims(input, axis=-2), gp.expand_dims(weight, axis=-2), bias,
                          one(stride, "stride", 1), one(padding, "padding", 0),
                          one(output_padding, "output_padding", 0), groups,
@@ -3942,6 +3977,8 @@ def grid_sample(input: Array, grid: Array, mode: str = "bilinear", padding_mode:
         # torch rounds half to even (nearbyint)
         vals, valid = corner([gp.round(_detach(x)) for x in coords])
         out = vals * valid
+        if grid.requires_grad:   # torch's grid gradient here is zeros (locally constant), not None
+            out = _ZeroGradTo.apply(out, grid)
     else:
         # far outside coordinates are clipped before the integer cast (they read zeros anyway)
         base = [gp.floor(gp.clip(_detach(x), -2.0, float(size + 1)))
@@ -3958,6 +3995,21 @@ def grid_sample(input: Array, grid: Array, mode: str = "bilinear", padding_mode:
             term = vals * (gp.expand_dims(w, axis=1) * valid)
             out = term if out is None else out + term
     return gp.reshape(out, (n, c, *out_sp))
+
+
+class _ZeroGradTo(Function):
+    """``out`` as it is, with a zero gradient for ``to``: a piecewise-constant dependence
+    (nearest grid_sample's grid), whose gradient torch gives as zeros rather than None."""
+
+    @staticmethod
+    def forward(ctx, out, to):
+        ctx.like = (to.shape, to.dtype, to.device)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        shape, dtype, device = ctx.like
+        return g, gp.zeros(shape, dtype=dtype, device=device)
 
 
 _CTC_NEG = -1e30   # log(0) stand-in: -inf would put NaN into the gradients of unreachable paths

@@ -6,6 +6,7 @@ from __future__ import annotations
 import warnings
 
 from ..array import api as gp
+from ..autograd.function import Function
 
 from . import functional as F
 from . import init
@@ -14,7 +15,7 @@ from .module import Module
 from .parameter import Parameter
 
 __all__ = ["GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d",
-           "LocalResponseNorm", "BatchNorm3d",
+           "LocalResponseNorm", "CrossMapLRN2d", "BatchNorm3d",
            "MaxPool3d", "AvgPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
            "AdaptiveAvgPool1d", "AdaptiveAvgPool3d",
            "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d",
@@ -133,6 +134,84 @@ class LocalResponseNorm(Module):
 
     def forward(self, input):
         return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+def _channel_window(a, before: int, width: int):
+    """sum over i < width of ``a`` (N, C, ...) shifted ``before - i`` channels (zeros shifted
+    in): each channel c gets a[c - before] + ... + a[c - before + width - 1]."""
+    n, c = a.shape[:2]
+    after = max(0, width - 1 - before)
+    parts = [a]
+    if before:
+        parts.insert(0, gp.zeros((n, before) + a.shape[2:], dtype=a.dtype, device=a.device))
+    if after:
+        parts.append(gp.zeros((n, after) + a.shape[2:], dtype=a.dtype, device=a.device))
+    padded = gp.concat(parts, axis=1) if len(parts) > 1 else a
+    total = padded[:, 0:c]
+    for i in range(1, width):
+        total = total + padded[:, i:i + c]
+    return total
+
+
+class _CrossMapLRN2dFn(Function):
+    """torch's legacy cross-map LRN (a Lua Torch port): its forward sums the squares over
+    channels [c - p + 1, c + p - 1] (p = (size - 1) // 2 + 1) plus, once c >= p, channel 0
+    (the running sum never drops it); its backward is its own formula (the LRN gradient over
+    the window [c - q, c + size - 1 - q], q = (size + 1) // 2, without the channel-0
+    term). Both reproduced as they are, so that a ported model trains as it did in torch."""
+
+    once_differentiable = True
+
+    @staticmethod
+    def forward(ctx, x, *, size, alpha, beta, k):
+        c = x.shape[1]
+        p = (size - 1) // 2 + 1
+        sq = x * x
+        s = _channel_window(sq, p - 1, 2 * p - 1)
+        if c > p:
+            late = gp.reshape(gp.arange(c, device=x.device) >= p, (1, c, 1, 1))
+            s = s + gp.where(late, sq[:, 0:1], gp.zeros((), dtype=x.dtype, device=x.device))
+        scale = s * (alpha / size) + k
+        y = x * gp.pow(scale, -beta)
+        ctx.save_for_backward(x, y, scale)
+        ctx.args = (size, alpha, beta)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y, scale = ctx.saved_tensors
+        size, alpha, beta = ctx.args
+        q = (size + 1) // 2
+        acc = _channel_window(g * y / scale, q, size)
+        return (gp.pow(scale, -beta) * g - (2.0 * alpha * beta / size) * x * acc,)
+
+
+class CrossMapLRN2d(Module):
+    """torch.nn.CrossMapLRN2d: torch's legacy local response normalization of a 4-D
+    (N, C, H, W) input across channels, forward and backward as torch computes them (which
+    differ slightly from LocalResponseNorm; see _CrossMapLRN2dFn)."""
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1) -> None:
+        super().__init__()
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise ValueError(f"CrossMapLRN2d: size must be a positive int, got {size!r}")
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input):
+        if not isinstance(input, gp.Array):
+            raise TypeError(f"CrossMapLRN2d: expected a grilly Array, got "
+                            f"{type(input).__name__}")
+        if input.ndim != 4:
+            raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.ndim}D "
+                             "instead.")
+        if input.dtype.kind != "f":
+            raise TypeError(f"CrossMapLRN2d: input must have a real floating dtype, got "
+                            f"{input.dtype}")
+        return _CrossMapLRN2dFn.apply(input, size=self.size, alpha=float(self.alpha),
+                                      beta=float(self.beta), k=float(self.k))
 
     def extra_repr(self) -> str:
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

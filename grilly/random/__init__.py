@@ -24,7 +24,7 @@ import warnings
 import numpy as np
 
 from ..array.array import Array
-from . import _binomial, _gamma, _poisson
+from . import _binomial, _gamma, _hypergeometric, _poisson
 from .philox import philox4x32
 from ..array.core import normalize_axis, normalize_shape
 from ..array import dispatch as _dispatch
@@ -616,6 +616,159 @@ class Generator:
             law.bad = ns.any(ns.broadcast_to(law.bad, law.shape), axis=-1, keepdims=True)
         return law.finish(ns.concat(counts, axis=-1))
 
+    def f(self, dfnum, dfden, size=None, *, dtype=None, device=None):
+        """F (Fisher-Snedecor) floats: (chi2(dfnum) / dfnum) / (chi2(dfden) / dfden), from the
+        two gammas' logs."""
+        law = _law("f", size, dtype, device, dfnum=(dfnum, _POS), dfden=(dfden, _POS))
+        d1, d2 = law.values
+        lx = self._log_gamma(law, 0.5 * d1)
+        ly = self._log_gamma(law, 0.5 * d2)
+        return law.finish(_ns().exp(lx - ly) * (d2 / d1))
+
+    def _poisson_of(self, law: _Law, rate, known=None):
+        """Poisson draws (float64) of float64 rates of the law's shape; ``known``: the rate as a
+        number where it is one (then only its method is drawn and run)."""
+        ns = _ns()
+        kw = {} if known is None else {"small": known < _poisson.SMALL,
+                                       "large": known >= _poisson.SMALL}
+        return _poisson.sample(rate, lambda s: self._unit(s, ns.float64, law.device, "poisson"),
+                               **kw)
+
+    def _log_noncentral_half_chi2(self, law: _Law, df, nonc):
+        """log of Gamma(df / 2 + K) draws, K ~ Poisson(nonc / 2): half a noncentral chi-square
+        (df, nonc), the Poisson mixture of central ones."""
+        ns = _ns()
+        rate = ns.astype(law.full(nonc), ns.float64) * 0.5
+        k = ns.astype(self._poisson_of(law, rate, 0.5 * nonc if _numbers(nonc) else None),
+                      law.cd)
+        return self._log_gamma(law, 0.5 * law.full(df) + k)
+
+    def noncentral_chisquare(self, df, nonc, size=None, *, dtype=None, device=None):
+        """Noncentral chi-square floats (``df`` > 0 degrees of freedom, noncentrality ``nonc``
+        >= 0): 2 Gamma(df / 2 + K), K ~ Poisson(nonc / 2)."""
+        law = _law("noncentral_chisquare", size, dtype, device, df=(df, _POS),
+                   nonc=(nonc, _NONNEG))
+        df, nonc = law.values
+        return law.finish(2.0 * _ns().exp(self._log_noncentral_half_chi2(law, df, nonc)))
+
+    def noncentral_f(self, dfnum, dfden, nonc, size=None, *, dtype=None, device=None):
+        """Noncentral F floats: (noncentral_chisquare(dfnum, nonc) / dfnum) /
+        (chi2(dfden) / dfden)."""
+        law = _law("noncentral_f", size, dtype, device, dfnum=(dfnum, _POS),
+                   dfden=(dfden, _POS), nonc=(nonc, _NONNEG))
+        d1, d2, nonc = law.values
+        lx = self._log_noncentral_half_chi2(law, d1, nonc)
+        ly = self._log_gamma(law, 0.5 * d2)
+        return law.finish(_ns().exp(lx - ly) * (d2 / d1))
+
+    def negative_binomial(self, n, p, size=None, *, dtype=None, device=None):
+        """The number of failures before the ``n``-th success of Bernoulli(p) trials (``n`` > 0,
+        real, as NumPy's), int64 unless ``dtype`` says otherwise: Poisson(Gamma(n, (1-p)/p)).
+        A Poisson rate above 2**52 (n too large or p too small) gives -1 for an Array's
+        parameters; for numbers it is NumPy's ValueError."""
+        ns = _ns()
+        law = _law("negative_binomial", size, dtype, device, kind="i", n=(n, _POS),
+                   p=(p, (lambda v: (v > 0.0) & (v <= 1.0), "in (0, 1]")))
+        n, p = law.values
+        if _numbers(n, p):
+            scale = (1.0 - p) / p
+            # NumPy's guard: the gamma's mean plus 10 standard deviations must stay in range
+            if (n + 10.0 * math.sqrt(n)) * scale > _poisson.LAM_MAX:
+                raise ValueError("negative_binomial: n too large or p too small (the Poisson "
+                                 "rate would exceed 2**52)")
+        pf = law.full(p)
+        rate = ns.exp(self._log_gamma(law, n)) * ((1.0 - pf) / pf)
+        return law.finish(self._poisson_of(law, rate))
+
+    def hypergeometric(self, ngood, nbad, nsample, size=None, *, dtype=None, device=None):
+        """The number of good items in ``nsample`` drawn without replacement from ``ngood``
+        good and ``nbad`` bad ones (each rounded down to an integer, as NumPy's; good and bad
+        below 1e9), int64 unless ``dtype`` says otherwise (grilly.random._hypergeometric:
+        inversion for a mean below 10, Stadlober's HRUA above, in float64)."""
+        ns = _ns()
+        big = (lambda v: (v >= 0.0) & (v < _hypergeometric.MAX), ">= 0 and < 1e9")
+        if _numbers(ngood, nbad, nsample):   # NumPy's order and messages
+            if ngood < 0:
+                raise ValueError("hypergeometric: ngood < 0")
+            if nbad < 0:
+                raise ValueError("hypergeometric: nbad < 0")
+            if nsample < 0:
+                raise ValueError("hypergeometric: nsample < 0")
+        law = _law("hypergeometric", size, dtype, device, kind="i", ngood=(ngood, big),
+                   nbad=(nbad, big), nsample=(nsample, _NONNEG))
+        g, b, n = (ns.floor(law.full(v)) for v in law.values)
+        host = [v for v in (ngood, nbad, nsample) if not isinstance(v, Array)]
+        if len(host) == 3:   # numbers or host sequences: checked here, as NumPy checks them
+            hg, hb, hn = (np.floor(np.asarray(v, dtype=np.float64)) for v in host)
+            if np.any(hn > hg + hb):
+                raise ValueError("hypergeometric: ngood + nbad < nsample")
+        kw = {}
+        if _numbers(ngood, nbad, nsample):   # the method is known: the other is neither run
+            gv, bv, nv = (math.floor(v) for v in (ngood, nbad, nsample))
+            m = min(nv, gv + bv - nv)
+            small = m * min(gv, bv) < _hypergeometric.SMALL * max(gv + bv, 1)
+            kw = {"small": small, "large": not small}
+        x = _hypergeometric.sample(g, b, n, lambda s: self._unit(s, ns.float64, law.device,
+                                                                 "hypergeometric"), **kw)
+        return law.finish(x)
+
+    def multivariate_hypergeometric(self, colors, nsample, size=None, method: str = "marginals",
+                                    *, dtype=None, device=None):
+        """Counts of each colour in ``nsample`` items drawn without replacement from ``colors``
+        (a 1-D sequence of non-negative integers), shape ``size + (len(colors),)``: one
+        hypergeometric per colour against the colours after it (``method`` 'count' and
+        'marginals' give the same law)."""
+        ns = _ns()
+        if method not in ("count", "marginals"):
+            raise ValueError(f"multivariate_hypergeometric: method must be 'count' or "
+                             f"'marginals', got {method!r}")
+        msg = ("multivariate_hypergeometric: colors must be a one-dimensional sequence of "
+               "non-negative integers")
+        if isinstance(colors, Array):
+            colors = colors.tolist()
+        try:
+            h = np.asarray(colors)
+        except (TypeError, ValueError):
+            raise ValueError(msg) from None
+        if h.ndim != 1 or (h.size and (h.dtype.kind not in "iu" or h.min() < 0)):
+            raise ValueError(msg)
+        if isinstance(nsample, bool) or not hasattr(nsample, "__index__"):
+            raise TypeError(f"multivariate_hypergeometric: nsample must be an int, got "
+                            f"{type(nsample).__name__}")
+        nsample = int(nsample.__index__())
+        if nsample < 0:
+            raise ValueError("multivariate_hypergeometric: nsample must be non-negative")
+        cs = [int(c) for c in h]
+        if nsample > sum(cs):
+            raise ValueError(f"multivariate_hypergeometric: nsample ({nsample}) > sum(colors) "
+                             f"({sum(cs)})")
+        d = ns.int64 if dtype is None else _dtypes.as_dtype(dtype, "multivariate_hypergeometric")
+        if d.kind not in "iu":
+            raise TypeError(f"multivariate_hypergeometric: dtype must be an integer dtype, got "
+                            f"{d.name}")
+        batch = () if size is None else normalize_shape(size, "multivariate_hypergeometric")
+        dev = _device(device)
+        left = ns.full(batch, float(nsample), dtype=ns.float64, device=dev)
+        counts, rest = [], sum(cs)
+        for c in cs[:-1]:
+            rest -= c
+            # the colour's count among the items left, against the colours after it
+            # the sample left is at most nsample: a mean below 10 there needs no HRUA
+            small = (min(nsample, (c + rest) / 2) * min(c, rest)
+                     < _hypergeometric.SMALL * max(c + rest, 1))
+            x = _hypergeometric.sample(
+                ns.full(batch, float(c), dtype=ns.float64, device=dev),
+                ns.full(batch, float(rest), dtype=ns.float64, device=dev), left,
+                lambda s: self._unit(s, ns.float64, dev, "multivariate_hypergeometric"),
+                large=not small)
+            counts.append(x)
+            left = left - x
+        if cs:
+            counts.append(left)
+        out = (ns.stack(counts, axis=-1) if counts
+               else ns.zeros(batch + (0,), dtype=ns.float64, device=dev))
+        return ns.astype(out, d)
+
     def geometric(self, p, size=None, *, dtype=None, device=None):
         """The number of Bernoulli(p) trials up to the first success (>= 1), int64 unless
         ``dtype`` says otherwise: 1 + floor(log(1 - u) / log(1 - p))."""
@@ -1044,10 +1197,11 @@ def _module_law(name: str):
 
 
 # numpy.random.gamma(...), beta(...), ...: the default generator's laws
-_LAWS = ("beta", "binomial", "chisquare", "dirichlet", "gamma", "geometric", "gumbel",
-         "laplace", "logistic", "lognormal", "multinomial", "multivariate_normal", "pareto",
-         "rayleigh", "standard_cauchy", "standard_exponential", "standard_gamma", "standard_t",
-         "triangular", "weibull")
+_LAWS = ("beta", "binomial", "chisquare", "dirichlet", "f", "gamma", "geometric", "gumbel",
+         "hypergeometric", "laplace", "logistic", "lognormal", "multinomial",
+         "multivariate_normal", "negative_binomial", "noncentral_chisquare", "noncentral_f",
+         "pareto", "rayleigh", "standard_cauchy", "standard_exponential", "standard_gamma",
+         "standard_t", "triangular", "weibull")
 for _name in _LAWS:
     globals()[_name] = _module_law(_name)
 __all__ += list(_LAWS)

@@ -228,7 +228,11 @@ class IndexFlat:
         meta = serialization.load_metadata(path)
         if meta.get("grilly_index") != "IndexFlat":
             raise ValueError(f"IndexFlat.load: {os.fsdecode(path)!r} is not a saved IndexFlat")
-        x = serialization.load(path, device=device)["vectors"]
+        return cls._from_saved(meta, serialization.load(path, device=device)["vectors"])
+
+    @classmethod
+    def _from_saved(cls, meta: dict, x: gp.Array) -> "IndexFlat":
+        """The index of saved vectors ``x`` and the file's metadata (d, metric)."""
         index = cls(int(meta["d"]), meta["metric"], dtype=x.dtype, device=x.device)
         if meta["metric"] == "cosine":   # already unit rows: normalizing again would round them
             index._db = _d.Prepared(x, None, "cosine")

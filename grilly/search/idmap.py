@@ -2,14 +2,16 @@
 (``add_with_ids``); search returns those ids and ``remove_ids`` removes by them."""
 from __future__ import annotations
 
+import os
 import threading
 
 import numpy as np
 
 from ..array import api as gp
+from ..nn import serialization
 from .flat import IndexFlat
 
-__all__ = ["IndexIDMap"]
+__all__ = ["IndexIDMap", "read_index", "write_index"]
 
 # add/remove change the index and the id map together, and a search reads both; one lock for
 # every IndexIDMap (a lock attribute would stop copy.deepcopy and pickle)
@@ -102,3 +104,41 @@ class IndexIDMap:
             lims, dist, pos = self.index.range_search(queries, radius)
             m = self._map
         return lims, dist, self._to_ids(pos, m)
+
+    # ---- files ------------------------------------------------------------------------------
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the index and its ids to ``path`` (safetensors, as IndexFlat.save)."""
+        with _LOCK:   # the vectors and the ids of one moment
+            x, m = self.index.reconstruct_all(), self._map
+        state = {"vectors": x, "ids": gp.asarray(m, device=x.device)}
+        serialization.save(state, path, metadata={
+            "grilly_index": "IndexIDMap", "d": str(self.d), "metric": self.index.metric})
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, *, device=None) -> "IndexIDMap":
+        """An index read from a file written by save()."""
+        meta = serialization.load_metadata(path)
+        if meta.get("grilly_index") != "IndexIDMap":
+            raise ValueError(f"IndexIDMap.load: {os.fsdecode(path)!r} is not a saved IndexIDMap")
+        state = serialization.load(path, device=device)
+        out = cls(IndexFlat(int(meta["d"]), meta["metric"], dtype=state["vectors"].dtype,
+                            device=state["vectors"].device))
+        out.index = IndexFlat._from_saved(meta, state["vectors"])
+        out._map = np.asarray(state["ids"].to_device("cpu"), dtype=np.int64).reshape(-1)
+        return out
+
+
+def write_index(index: IndexFlat | IndexIDMap, path: str | os.PathLike) -> None:
+    """faiss.write_index: ``index.save(path)`` for an IndexFlat or IndexIDMap."""
+    if not isinstance(index, (IndexFlat, IndexIDMap)):
+        raise TypeError(f"write_index: index must be a grilly.search.IndexFlat or IndexIDMap, "
+                        f"got {type(index).__name__}")
+    index.save(path)
+
+
+def read_index(path: str | os.PathLike, *, device=None) -> IndexFlat | IndexIDMap:
+    """faiss.read_index: the IndexFlat or IndexIDMap a save() wrote to ``path``."""
+    kind = serialization.load_metadata(path).get("grilly_index")
+    if kind not in ("IndexFlat", "IndexIDMap"):
+        raise ValueError(f"read_index: {os.fsdecode(path)!r} is not a saved grilly index")
+    return (IndexFlat if kind == "IndexFlat" else IndexIDMap).load(path, device=device)

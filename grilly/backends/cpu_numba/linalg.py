@@ -118,8 +118,13 @@ def matmul(out_shape, out_dtype, a, b):
 
 
 def diagonal(buf, offset: int):
-    """The view of the ``offset`` diagonal of the last two axes, shape (..., K)."""
-    return np.diagonal(buf, offset, -2, -1)
+    """The view of the ``offset`` diagonal of the last two axes, shape (..., K): writable
+    where ``buf`` is (as the Vulkan backend's; NumPy's own diagonal view is read-only)."""
+    d = np.diagonal(buf, offset, -2, -1)
+    r, c = buf.shape[-2:]
+    start = buf[..., max(-offset, 0):, max(offset, 0):] if d.shape[-1] else d
+    return np.lib.stride_tricks.as_strided(start, d.shape, d.strides,
+                                           writeable=buf.flags.writeable)
 
 
 @njit(**_opts)

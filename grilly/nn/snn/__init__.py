@@ -22,7 +22,14 @@ from . import containers as _c, encoding as _e, loss as _lo, neurons as _n, plas
 from . import sj_neurons as _sj, snntorch_compat as _st, snntorch_lstm as _sl
 from . import snntorch_new as _stn
 
-# Norse's API under its own names (LIF, LI, ... differ from grilly's): grilly.nn.snn.norse
+# Norse's API under its own names (LIF, LI, ... differ from grilly's): grilly.nn.snn.norse;
+# its AdEx neurons and population encoding (norse_adex, which builds on norse_compat's helpers)
+# join norse_compat's names here, so neither module imports the other both ways
+from . import norse_adex as _na  # noqa: E402
+for _name in _na.__all__:
+    setattr(norse_compat, _name, getattr(_na, _name))
+norse_compat.__all__ = [*norse_compat.__all__, *_na.__all__]
+del _name
 norse = norse_compat
 _sys.modules[__name__ + ".norse"] = norse_compat
 # snnTorch's `from snntorch.export_nir import export_to_nir` / `snntorch.import_nir`

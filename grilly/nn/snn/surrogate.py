@@ -20,13 +20,14 @@ snnTorch's and SpikingJelly's names for the same functions are aliases:
 (SpikingJelly's classes, with SpikingJelly's defaults). SpikingJelly's ``PiecewiseQuadratic``,
 ``SoftSign``, ``Erf`` and ``PiecewiseLeakyReLU`` have the derivatives its backward computes
 (these run per step, not in the fused kernels). snnTorch's ``heaviside()`` (derivative: the
-spike), ``spike_rate_escape(beta, slope)``, ``SFS(slope, B)`` and ``custom_surrogate(fn)``
-(backward ``fn(input_, grad_input, spikes)``) run per step too.
+spike), ``spike_rate_escape(beta, slope)``, ``SFS(slope, B)``, ``LSO(slope)``, ``SSO(mean, variance)``
+and ``custom_surrogate(fn)`` (backward ``fn(input_, grad_input, spikes)``) run per step too.
 """
 from __future__ import annotations
 
 import math
 
+from ... import random as _random
 from ...array import api as gp
 
 from ...array.array import Array
@@ -35,7 +36,7 @@ from ...autograd.function import Function
 __all__ = ["Surrogate", "fast_sigmoid", "atan", "sigmoid", "triangle", "straight_through",
            "heaviside", "triangular", "straight_through_estimator", "ATan", "Sigmoid",
            "PiecewiseQuadratic", "SoftSign", "Erf", "PiecewiseLeakyReLU", "custom_surrogate",
-           "spike_rate_escape", "SFS"]
+           "spike_rate_escape", "SFS", "LSO", "SSO"]
 
 
 def heaviside(x: Array | None = None):
@@ -222,6 +223,32 @@ class _SparseFastSigmoid(Surrogate):
         return gp.astype(x > self.B, x.dtype) / gp.square(self.slope * gp.abs(x) + 1.0)
 
 
+class _LeakySpike(Surrogate):
+    name = "LSO"
+
+    def __init__(self, slope: float):
+        self.slope = float(slope)
+
+    def grad(self, x):
+        return gp.where(x > 0, 1.0, self.slope)
+
+
+class _StochasticSpike(Surrogate):
+    name = "SSO"
+
+    def __init__(self, mean: float, variance: float):
+        self.mean, self.variance = float(mean), float(variance)
+
+    def grad(self, x):
+        # below threshold: fresh uniform noise per element and backward, from gp.random's
+        # default generator (snnTorch draws torch.rand_like)
+        # (float32 draws for the half dtypes, which gp.random does not draw in)
+        d = gp.float64 if x.dtype == gp.float64 else gp.float32
+        u = _random.default_generator.random(x.shape, dtype=d, device=x.device)
+        noise = gp.astype((u - 0.5 + self.mean) * self.variance, x.dtype)
+        return gp.where(x > 0, gp.ones_like(x), noise)
+
+
 class _CustomSpike(Function):
     """Heaviside forward; backward ``fn(x, g, spikes)`` (snnTorch's CustomSurrogate)."""
 
@@ -275,6 +302,18 @@ def SFS(slope: float = 25.0, B: float = 1.0) -> Surrogate:  # noqa: N802, N803  
     """snnTorch's ``surrogate.SFS`` (sparse fast sigmoid): derivative 1 / (slope |x| + 1)^2
     where x > B, else 0."""
     return _SparseFastSigmoid(slope, B)
+
+
+def LSO(slope: float = 0.1) -> Surrogate:  # noqa: N802  (snnTorch's)
+    """snnTorch's ``surrogate.LSO`` (leaky spike operator): derivative 1 where x > 0, else
+    ``slope`` (snnTorch 1.0's factory fails when called; this is its LeakySpikeOperator)."""
+    return _LeakySpike(slope)
+
+
+def SSO(mean: float = 0.0, variance: float = 0.2) -> Surrogate:  # noqa: N802  (snnTorch's)
+    """snnTorch's ``surrogate.SSO`` (stochastic spike operator): derivative 1 where x > 0,
+    else (U - 1/2 + mean) variance with U ~ Uniform[0, 1) drawn anew on every backward."""
+    return _StochasticSpike(mean, variance)
 
 
 def fast_sigmoid(slope: float = 25.0) -> Surrogate:
@@ -346,7 +385,7 @@ def PiecewiseLeakyReLU(w: float = 1.0, c: float = 0.01) -> Surrogate:  # noqa: N
 
 _FACTORIES = (fast_sigmoid, atan, sigmoid, triangle, straight_through, triangular,
               straight_through_estimator, ATan, Sigmoid, PiecewiseQuadratic, SoftSign, Erf,
-              PiecewiseLeakyReLU, custom_surrogate, spike_rate_escape, SFS)
+              PiecewiseLeakyReLU, custom_surrogate, spike_rate_escape, SFS, LSO, SSO)
 
 
 def check_surrogate(surrogate, op: str):

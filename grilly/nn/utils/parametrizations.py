@@ -1,16 +1,18 @@
-"""``torch.nn.utils.parametrizations``: ``weight_norm`` and ``spectral_norm`` as
-parametrizations (grilly.nn.utils.parametrize), with torch's state_dict keys
+"""``torch.nn.utils.parametrizations``: ``weight_norm``, ``spectral_norm`` and ``orthogonal``
+as parametrizations (grilly.nn.utils.parametrize), with torch's state_dict keys
 (``parametrizations.weight.original0/1``; ``parametrizations.weight.original`` and
-``parametrizations.weight.0._u/_v``)."""
+``parametrizations.weight.0._u/_v``, ``parametrizations.weight.0.base``)."""
 from __future__ import annotations
 
+
+from ...array import api as gp
 from ...array.array import Array
 from ...autograd.mode import no_grad
 from .. import _random
 from ..module import Module
 from . import _norms, parametrize
 
-__all__ = ["spectral_norm", "weight_norm"]
+__all__ = ["orthogonal", "spectral_norm", "weight_norm"]
 
 
 class _WeightNorm(Module):
@@ -97,4 +99,174 @@ def spectral_norm(module: Module, name: str = "weight", n_power_iterations: int 
         dim = 1 if _norms.is_conv_transpose(module) else 0
     parametrize.register_parametrization(module, name,
                                          _SpectralNorm(weight, n_power_iterations, dim, eps))
+    return module
+
+
+# ---- orthogonal ---------------------------------------------------------------------------
+_ORTH_MAPS = ("matrix_exp", "cayley", "householder")
+
+
+def _eye_like(a: Array, n: int) -> Array:
+    return gp.eye(n, dtype=a.dtype, device=a.device)
+
+
+def _householder_product(a: Array, tau: Array) -> Array:
+    """The first k columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^T with v_i column i of
+    ``a`` (..., n, k) below the diagonal and 1 on it (torch.linalg.householder_product)."""
+    n, k = a.shape[-2:]
+    eye = _eye_like(a, n)
+    q = gp.broadcast_to(eye, a.shape[:-2] + (n, n))
+    for i in range(k):
+        v = a[..., :, i] + eye[:, i]   # (a's column i is zero on and above the diagonal)
+        qv = gp.sum(q * v[..., None, :], axis=-1)   # q @ v
+        q = q - (tau[..., i, None] * qv)[..., :, None] * v[..., None, :]
+    return q[..., :, :k]
+
+
+def _geqrf(m: Array) -> tuple:
+    """LAPACK's geqrf of the tall matrices ``m`` (..., n, k): (R on and above the diagonal, the
+    Householder vectors below it, tau), by the unblocked algorithm (dgeqr2/dlarfg)."""
+    r = gp.asarray(m, copy=True)
+    n, k = m.shape[-2:]
+    taus = []
+    zero = gp.zeros((), dtype=m.dtype, device=m.device)
+    for j in range(k):
+        alpha = r[..., j, j]
+        xn = gp.linalg.vector_norm(r[..., j + 1:, j], axis=-1) if j + 1 < n else \
+            gp.zeros(alpha.shape, dtype=m.dtype, device=m.device)
+        flat = xn == 0
+        nrm = gp.sqrt(alpha * alpha + xn * xn)
+        beta = gp.where(flat, alpha, gp.where(alpha >= 0, -nrm, nrm))
+        denom = gp.where(flat, gp.ones((), dtype=m.dtype, device=m.device), alpha - beta)
+        tau = gp.where(flat, zero, (beta - alpha) / gp.where(flat, 1.0, beta))
+        v = gp.where(flat[..., None], zero, r[..., j + 1:, j] / denom[..., None])
+        if j + 1 < k:   # H applied to the columns on the right
+            full = gp.concat([gp.ones(alpha.shape + (1,), dtype=m.dtype, device=m.device), v],
+                             axis=-1)
+            rest = r[..., j:, j + 1:]
+            w = gp.sum(full[..., :, None] * rest, axis=-2)
+            r[..., j:, j + 1:] = rest - tau[..., None, None] * full[..., :, None] * w[..., None, :]
+        r[..., j, j] = beta
+        r[..., j + 1:, j] = v
+        taus.append(tau)
+    return r, gp.stack(taus, axis=-1)
+
+
+def _make_orthogonal(a: Array) -> Array:
+    """The Q of a = QR with R's diagonal made non-negative (the columns' signs flipped)."""
+    q, r = gp.linalg.qr(a)
+    return q * gp.sign(gp.linalg.diagonal(r))[..., None, :]
+
+
+def _is_orthogonal(q: Array) -> bool:
+    n, k = q.shape[-2:]
+    eps = 10.0 * n * float(gp.finfo(q.dtype).eps)
+    return bool(gp.all(gp.abs(q.mT @ q - _eye_like(q, k)) <= eps))
+
+
+class _Orthogonal(Module):
+    """The map of torch's orthogonal parametrization: the original X (..., n, k) to an
+    orthogonal Q by 'matrix_exp' / 'cayley' of the skew-symmetric part of X's lower triangle,
+    or 'householder' reflectors; times the buffer ``base`` where ``use_trivialization``."""
+
+    def __init__(self, weight: Array, orthogonal_map: str, *,
+                 use_trivialization: bool = True) -> None:
+        super().__init__()
+        self.shape = tuple(weight.shape)
+        self.orthogonal_map = orthogonal_map
+        if use_trivialization:
+            self.register_buffer("base", None)
+
+    def forward(self, x: Array) -> Array:
+        n, k = x.shape[-2:]
+        transposed = n < k
+        if transposed:
+            x = x.mT
+            n, k = k, n
+        if self.orthogonal_map in ("matrix_exp", "cayley"):
+            x = gp.tril(x)
+            if n != k:   # embedded into a square matrix
+                x = gp.concat([x, gp.zeros(x.shape[:-2] + (n, n - k), dtype=x.dtype,
+                                           device=x.device)], axis=-1)
+            a = x - x.mT
+            if self.orthogonal_map == "matrix_exp":
+                q = gp.linalg.matrix_exp(a)
+            else:   # (I - A/2)^-1 (I + A/2)
+                eye = _eye_like(a, n)
+                q = gp.linalg.solve(eye - a * 0.5, eye + a * 0.5)
+            if n != k:
+                q = q[..., :k]
+        else:
+            a = gp.tril(x, k=-1)
+            tau = 2.0 / (1.0 + gp.sum(a * a, axis=-2))
+            q = _householder_product(a, tau)
+            # X's diagonal holds the signs (+-1), taken without a gradient, as torch's
+            q = q * gp.trunc(gp.linalg.diagonal(x.detach()))[..., None, :]
+        if "base" in self._buffers:
+            q = self.base @ q
+        return q.mT if transposed else q
+
+    def right_inverse(self, q: Array) -> Array:
+        """An original X whose image is ``q`` (made orthogonal first): with a base, the base
+        becomes (the completion of) q and X is -I; else the Householder reflectors of q."""
+        if tuple(q.shape) != self.shape:
+            raise ValueError(f"orthogonal: expected a matrix or batch of matrices of shape "
+                             f"{self.shape}. Got a tensor of shape {tuple(q.shape)}.")
+        with no_grad():
+            q_init = q.detach()
+            q = q_init
+            n, k = q.shape[-2:]
+            transpose = n < k
+            if transpose:
+                q = q.mT
+                n, k = k, n
+            if "base" not in self._buffers:
+                if self.orthogonal_map != "householder":
+                    raise NotImplementedError(
+                        "It is not possible to assign to the matrix exponential or the Cayley "
+                        "parametrizations when use_trivialization=False.")
+                a, tau = _geqrf(q)
+                d = gp.sign(gp.linalg.diagonal(a))
+                # a reflector LAPACK skipped (tau 0) flips the sign the forward's tau 2 adds
+                d = gp.where(tau == 0, -d, d)
+                # the diagonal (R's) replaced by those signs, exactly (the forward truncates it)
+                on = gp.eye(n, k, dtype=gp.bool, device=a.device)
+                a = gp.where(on, gp.broadcast_to(d[..., None, :], a.shape), a)
+                return a.mT if transpose else a
+            if n == k:
+                q = gp.asarray(q, copy=True) if _is_orthogonal(q) else _make_orthogonal(q)
+            else:   # completed to an n x n orthogonal matrix by random columns
+                extra = _random.normal(q.shape[:-2] + (n, n - k), dtype=q.dtype,
+                                       device=q.device)
+                q = _make_orthogonal(gp.concat([q, extra], axis=-1))
+            self.base = q
+            # -I: the image of every map at -I is the identity (householder: its diagonal
+            # gives the signs)
+            neg = gp.zeros(q_init.shape, dtype=q_init.dtype, device=q_init.device)
+            return neg - gp.eye(*q_init.shape[-2:], dtype=q_init.dtype, device=q_init.device)
+
+
+def orthogonal(module: Module, name: str = "weight", orthogonal_map: str | None = None, *,
+               use_trivialization: bool = True) -> Module:
+    """Parametrize ``module.<name>`` (a matrix or a batch of them) as orthogonal, as torch's
+    (map 'matrix_exp' for square, else 'householder', by default; ``base`` buffer with
+    ``use_trivialization``); the initial value is the weight made orthogonal by QR."""
+    weight = getattr(module, name, None)
+    if not isinstance(weight, Array):
+        raise ValueError(f"orthogonal: module '{type(module).__name__}' has no parameter or "
+                         f"buffer with name '{name}'")
+    if weight.ndim < 2:
+        raise ValueError(f"orthogonal: expected a matrix or batch of matrices. Got a tensor of "
+                         f"{weight.ndim} dimensions.")
+    if weight.dtype.kind == "c":
+        raise NotImplementedError("orthogonal: complex (unitary) weights are not supported")
+    if weight.dtype.kind != "f":
+        raise TypeError(f"orthogonal: the weight must be floating point, got {weight.dtype}")
+    if orthogonal_map is None:
+        orthogonal_map = "matrix_exp" if weight.shape[-2] == weight.shape[-1] else "householder"
+    if orthogonal_map not in _ORTH_MAPS:
+        raise ValueError('orthogonal: orthogonal_map has to be one of "matrix_exp", "cayley", '
+                         f'"householder". Got: {orthogonal_map}')
+    orth = _Orthogonal(weight, orthogonal_map, use_trivialization=use_trivialization)
+    parametrize.register_parametrization(module, name, orth, unsafe=True)
     return module
