@@ -191,3 +191,19 @@ def test_scatter_reduce_prod(device, include_self):
     ti = torch.arange(1, 7).reshape(2, 3).scatter_reduce(
         1, torch.tensor([[0, 0], [1, 1]]), torch.tensor([[2, 3], [4, 5]]), "prod")
     np.testing.assert_array_equal(np.asarray(gi), ti.numpy())
+
+
+def test_clip_bounds_given_by_keyword_get_gradients(device):
+    # gp.clip(x, min=t): the recorder differentiated positional Arrays only, so a bound given
+    # by keyword (torch's clamp(x, min=t)) got no gradient
+    torch = pytest.importorskip("torch")
+    x, m, mx = np.array([-2.0, 0.5, 3.0, 1.0]), np.array([0.0, 1.0, 0.0, 1.0]), np.array(
+        [2.0, 2.0, 2.0, 0.5])
+    w = np.array([1.0, 2.0, 3.0, 4.0])
+    gx, gm, gmx = (gp.asarray(v, device=device) for v in (x, m, mx))
+    gx.requires_grad = gm.requires_grad = gmx.requires_grad = True
+    (gx.clip(min=gm, max=gmx) * gp.asarray(w, device=device)).sum().backward()
+    tx, tm, tmx = (torch.tensor(v, requires_grad=True) for v in (x, m, mx))
+    (torch.clamp(tx, min=tm, max=tmx) * torch.tensor(w)).sum().backward()
+    for g, t in ((gx, tx), (gm, tm), (gmx, tmx)):
+        np.testing.assert_array_equal(np.asarray(g.grad), t.grad.numpy())

@@ -315,6 +315,19 @@ def clip(x: Array, /, min=None, max=None) -> Array:
     return out
 
 
+def _clip_positional(x: Array, /, min=None, max=None) -> Array:  # noqa: A002
+    """clip with its bounds passed on positionally: the recorder differentiates positional
+    Arrays, so ``clip(x, min=t)`` gives t its gradient too (torch's ``clamp(x, min=t)``)."""
+    return dispatch.OPS["clip"](x, min, max)
+
+
+def _clip_bound_grad(args: tuple, kw: dict) -> bool:
+    return any(getattr(kw.get(k), "requires_grad", False) for k in ("min", "max"))
+
+
+dispatch.NUMPY_FORMS["clip"] = (frozenset(), _clip_positional)
+dispatch.NUMPY_CALLS["clip"] = _clip_bound_grad
+
 __all__ = sorted([*UNARY, *BINARY, "clip"])
 
 dispatch.export(globals())

@@ -1,15 +1,21 @@
-"""Bernoulli, Categorical and OneHotCategorical (each from probs or logits)."""
+"""Bernoulli, Categorical, OneHotCategorical(StraightThrough), Geometric, Binomial and
+Multinomial (each from probs or logits)."""
 from __future__ import annotations
 
 import math
 
+import numpy as np
+
+from .. import random as _random
 from ..array import api as gp
 from ..nn import functional as F
 from . import constraints
+from ._special import lgamma
 from .distribution import Distribution
-from .utils import (broadcast_all, logits_to_probs, probs_to_logits, uniform_noise)
+from .utils import broadcast_all, logits_to_probs, probs_to_logits, uniform_noise
 
-__all__ = ["Bernoulli", "Categorical", "OneHotCategorical"]
+__all__ = ["Bernoulli", "Binomial", "Categorical", "Geometric", "Multinomial",
+           "OneHotCategorical", "OneHotCategoricalStraightThrough"]
 
 
 def _one_of(name: str, probs, logits) -> None:
@@ -130,8 +136,6 @@ class Categorical(_ProbsLogits, Distribution):
     def _check_host_params(self) -> None:
         host = self.__dict__.get("_host_params", {})
         if "probs" in host:   # torch normalizes probs: non-negative and finite is what counts
-            import numpy as np
-
             p = np.asarray(host["probs"], dtype=np.float64)
             if not (np.all(p >= 0) and np.all(np.isfinite(p))):
                 raise ValueError(f"{type(self).__name__}: expected parameter probs to be "
@@ -200,7 +204,7 @@ class OneHotCategorical(Distribution):
                          validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None) -> "OneHotCategorical":
-        new = object.__new__(OneHotCategorical)
+        new = object.__new__(type(self))   # a StraightThrough one stays one
         new.__dict__.update(self.__dict__)
         new._categorical = self._categorical.expand(batch_shape)
         new._batch_shape = tuple(batch_shape)
@@ -254,3 +258,236 @@ class OneHotCategorical(Distribution):
 
     def __repr__(self) -> str:
         return repr(self._categorical).replace("Categorical", "OneHotCategorical", 1)
+
+
+class OneHotCategoricalStraightThrough(OneHotCategorical):
+    """OneHotCategorical whose ``rsample`` is the one-hot draw with the straight-through
+    gradient of ``probs`` (Bengio et al., 2013): forward the draw, backward d probs."""
+
+    has_rsample = True
+
+    def rsample(self, sample_shape=()):
+        s = self.sample(sample_shape)
+        p = self.probs
+        return s + (p - _detach(p))
+
+
+class Geometric(_ProbsLogits, Distribution):
+    """The number of failures before the first success of Bernoulli(``probs``) trials."""
+
+    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
+    support = constraints.nonnegative_integer
+    _binary = True
+    _batch_params = ("probs", "logits")
+
+    def __init__(self, probs=None, logits=None, validate_args: bool | None = None) -> None:
+        _one_of("Geometric", probs, logits)
+        self._note_host(probs=probs, logits=logits)
+        if probs is not None:
+            self.__dict__["probs"] = broadcast_all(probs)
+        else:
+            self.__dict__["logits"] = broadcast_all(logits)
+        super().__init__(self.param_shape, validate_args=validate_args)
+
+    def _check_host_params(self) -> None:
+        super()._check_host_params()
+        host = self.__dict__.get("_host_params", {})
+        if "probs" in host and not np.all(np.asarray(host["probs"], dtype=np.float64) > 0):
+            raise ValueError("Geometric: expected parameter probs to be positive, but found "
+                             f"invalid values:\n{np.asarray(host['probs'])}")
+
+    @property
+    def mean(self):
+        return 1.0 / self.probs - 1.0
+
+    @property
+    def mode(self):
+        return gp.zeros_like(self.probs)
+
+    @property
+    def variance(self):
+        return (1.0 / self.probs - 1.0) / self.probs
+
+    def sample(self, sample_shape=()):
+        shape = self._extended_shape(sample_shape)
+        p = gp.broadcast_to(_detach(self.probs), shape)
+        # u in [tiny, 1): log(u) finite; floor(log u / log(1 - p)) counts the failures
+        u = gp.maximum(uniform_noise(shape, p), float(gp.finfo(p.dtype).smallest_normal))
+        return gp.floor(gp.log(u) / gp.log1p(-p))
+
+    def log_prob(self, value):
+        value = self._validate_sample(value)
+        value, p = gp.broadcast_arrays(value, self.probs)
+        # p = 1 and no failure: probability 1 (log1p(-1) = -inf times 0 would be nan)
+        certain = (p == 1.0) & (value == 0)
+        return value * gp.log1p(-gp.where(certain, 0.0, p)) + gp.log(p)
+
+    def entropy(self):
+        return _bce_logits(self.logits, self.probs) / self.probs
+
+
+class Binomial(_ProbsLogits, Distribution):
+    """The number of successes in ``total_count`` Bernoulli(``probs``) trials."""
+
+    arg_constraints = {"total_count": constraints.nonnegative_integer,
+                       "probs": constraints.unit_interval, "logits": constraints.real}
+    has_enumerate_support = True
+    _binary = True
+    _batch_params = ("total_count", "probs", "logits")
+
+    def __init__(self, total_count=1, probs=None, logits=None,
+                 validate_args: bool | None = None) -> None:
+        _one_of("Binomial", probs, logits)
+        self._note_host(total_count=total_count, probs=probs, logits=logits)
+        param = probs if probs is not None else logits
+        n, param = broadcast_all(total_count, param)
+        self.total_count = n
+        self.__dict__["probs" if probs is not None else "logits"] = param
+        super().__init__(self.param_shape, validate_args=validate_args)
+
+    def _count(self):
+        """total_count as one host number where it was given as host data with one value,
+        else None (an Array's value is not read back)."""
+        n = self.__dict__.get("_host_params", {}).get("total_count")
+        if n is None:
+            return None
+        n = np.asarray(n, dtype=np.float64)
+        # one count for the whole batch (a list of equal counts too), as torch's entropy needs
+        return int(n.flat[0]) if n.size and np.all(n == n.flat[0]) else None
+
+    @constraints.dependent_property(is_discrete=True, event_dim=0)
+    def support(self):
+        n = self._count()
+        return constraints.integer_interval(0, n if n is not None else self.total_count)
+
+    @property
+    def mean(self):
+        return self.total_count * self.probs
+
+    @property
+    def mode(self):
+        n = self.total_count
+        return gp.minimum(gp.floor((n + 1.0) * self.probs), n)
+
+    @property
+    def variance(self):
+        return self.total_count * self.probs * (1.0 - self.probs)
+
+    def sample(self, sample_shape=()):
+        shape = self._extended_shape(sample_shape)
+        p = _detach(self.probs)
+        # grilly.random's binomial (inversion / BTRS in float64), counts in probs' dtype
+        k = _random.binomial(gp.broadcast_to(_detach(self.total_count), shape),
+                             gp.broadcast_to(p, shape))
+        return gp.astype(k, p.dtype)
+
+    def log_prob(self, value):
+        value = self._validate_sample(value)
+        n, lg = self.total_count, self.logits
+        # k logit - n log(1 + e^logit), written without overflow for either sign of logit
+        norm = n * (gp.maximum(lg, 0.0) + gp.log1p(gp.exp(-gp.abs(lg))))
+        return (value * lg - norm + lgamma(n + 1.0) - lgamma(value + 1.0)
+                - lgamma(n - value + 1.0))
+
+    def enumerate_support(self, expand: bool = True):
+        n = self._count()
+        if n is None:
+            raise NotImplementedError("Binomial.enumerate_support: total_count must be one "
+                                      "number (an Array total_count would have to be read "
+                                      "back from the device)")
+        p = self.__dict__.get("probs", self.__dict__.get("logits"))
+        values = gp.reshape(gp.arange(n + 1, dtype=p.dtype, device=p.device),
+                            (-1,) + (1,) * len(self._batch_shape))
+        return gp.broadcast_to(values, (n + 1,) + self._batch_shape) if expand else values
+
+    def entropy(self):
+        if self._count() is None:
+            raise NotImplementedError("Binomial.entropy: total_count must be one number (an "
+                                      "Array total_count would have to be read back)")
+        support = self.enumerate_support(expand=False)
+        lp = self.log_prob(support)
+        return -gp.sum(gp.exp(lp) * lp, axis=0)
+
+
+class Multinomial(Distribution):
+    """Counts of ``total_count`` draws over the categories of ``probs``/``logits``' last axis
+    (event shape (K,))."""
+
+    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
+
+    def __init__(self, total_count: int = 1, probs=None, logits=None,
+                 validate_args: bool | None = None) -> None:
+        if isinstance(total_count, bool) or not isinstance(total_count, int):
+            raise NotImplementedError("Multinomial: total_count must be an int (an "
+                                      "inhomogeneous total_count is not supported, as torch)")
+        if total_count < 0:
+            raise ValueError(f"Multinomial: total_count must be >= 0, got {total_count}")
+        _one_of("Multinomial", probs, logits)
+        self.total_count = total_count
+        self._categorical = Categorical(probs, logits, validate_args=validate_args)
+        super().__init__(self._categorical.batch_shape, self._categorical.param_shape[-1:],
+                         validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None) -> "Multinomial":
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new._categorical = self._categorical.expand(batch_shape)
+        new._batch_shape = tuple(batch_shape)
+        return new
+
+    def _like(self):
+        return self._categorical.probs
+
+    @constraints.dependent_property(is_discrete=True, event_dim=1)
+    def support(self):
+        return constraints.multinomial(self.total_count)
+
+    @property
+    def probs(self):
+        return self._categorical.probs
+
+    @property
+    def logits(self):
+        return self._categorical.logits
+
+    @property
+    def param_shape(self) -> tuple:
+        return self._categorical.param_shape
+
+    @property
+    def mean(self):
+        return self.probs * float(self.total_count)
+
+    @property
+    def variance(self):
+        return float(self.total_count) * self.probs * (1.0 - self.probs)
+
+    def sample(self, sample_shape=()):
+        shape = self._extended_shape(sample_shape)
+        p = gp.broadcast_to(_detach(self.probs), shape)
+        # grilly.random's multinomial: one binomial per category over the trials left
+        return gp.astype(_random.multinomial(self.total_count, p), p.dtype)
+
+    def log_prob(self, value):
+        value = self._validate_sample(value)
+        value, logits = gp.broadcast_arrays(value, self.logits)
+        # a zero count of an impossible category adds 0, not 0 * -inf
+        powers = gp.where(value == 0, 0.0, logits * value)
+        return (lgamma(gp.sum(value, axis=-1) + 1.0) - gp.sum(lgamma(value + 1.0), axis=-1)
+                + gp.sum(powers, axis=-1))
+
+    def entropy(self):
+        n = float(self.total_count)
+        p = self.probs
+        # n H(categorical) - log n! + sum_i E[log X_i!], X_i ~ Binomial(n, p_i)
+        term1 = n * self._categorical.entropy() - math.lgamma(n + 1.0)
+        if self.total_count == 0:
+            return term1
+        k = gp.reshape(gp.arange(1, self.total_count + 1, dtype=p.dtype, device=p.device),
+                       (-1,) + (1,) * p.ndim)
+        pmf = gp.exp(Binomial(n, probs=p, validate_args=False).log_prob(k))
+        weights = lgamma(k + 1.0)
+        return term1 + gp.sum(pmf * weights, axis=(0, -1))
+
+    def __repr__(self) -> str:
+        return repr(self._categorical).replace("Categorical", "Multinomial", 1)

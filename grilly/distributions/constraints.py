@@ -11,11 +11,11 @@ import numpy as np
 from ..array import api as gp
 
 __all__ = ["Constraint", "boolean", "dependent", "dependent_property", "greater_than",
-           "greater_than_eq", "half_open_interval", "independent", "integer_interval",
-           "interval", "is_dependent", "less_than", "lower_cholesky", "lower_triangular",
-           "nonnegative", "nonnegative_integer", "one_hot", "positive", "positive_definite",
-           "positive_integer", "positive_semidefinite", "real", "real_vector", "simplex",
-           "square", "symmetric", "unit_interval"]
+           "greater_than_eq", "half_open_interval", "host_checkable", "independent",
+           "integer_interval", "interval", "is_dependent", "less_than", "lower_cholesky",
+           "lower_triangular", "multinomial", "nonnegative", "nonnegative_integer", "one_hot",
+           "positive", "positive_definite", "positive_integer", "positive_semidefinite", "real",
+           "real_vector", "simplex", "square", "symmetric", "unit_interval"]
 
 
 def _xp(value):
@@ -30,6 +30,15 @@ def _host(value):
 def _all_last(xp, c, n: int):
     """``c`` reduced with ``all`` over its last ``n`` axes."""
     return xp.all(c, axis=tuple(range(-n, 0))) if n else c
+
+
+def host_checkable(constraint) -> bool:
+    """Whether ``constraint``'s bounds are host numbers (no Array), so that checking host data
+    against it reads nothing back from a device."""
+    inner = getattr(constraint, "base_constraint", None)
+    if inner is not None and not host_checkable(inner):
+        return False
+    return not any(isinstance(v, gp.Array) for v in vars(constraint).values())
 
 
 class Constraint:
@@ -145,6 +154,24 @@ class _IntegerGreaterThan(Constraint):
 
     def __repr__(self) -> str:
         return f"IntegerGreaterThan(lower_bound={self.lower_bound})"
+
+
+class _Multinomial(Constraint):
+    """Non-negative counts (the last axis) summing to at most ``upper_bound``."""
+
+    is_discrete = True
+    event_dim = 1
+
+    def __init__(self, upper_bound) -> None:
+        self.upper_bound = upper_bound
+
+    def check(self, value):
+        value = _host(value)
+        xp = _xp(value)
+        return xp.all(value >= 0, axis=-1) & (xp.sum(value, axis=-1) <= self.upper_bound)
+
+    def __repr__(self) -> str:
+        return f"Multinomial(upper_bound={self.upper_bound})"
 
 
 class _Real(Constraint):
@@ -278,6 +305,7 @@ one_hot = _OneHot()
 nonnegative_integer = _IntegerGreaterThan(0)
 positive_integer = _IntegerGreaterThan(1)
 integer_interval = _IntegerInterval
+multinomial = _Multinomial
 real = _Real()
 real_vector = independent(real, 1)
 positive = _GreaterThan(0.0)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 
 import numpy as np
 
@@ -16,10 +17,12 @@ __all__ = ["Distribution"]
 
 
 def _shape_tuple(shape, where: str) -> tuple:
-    if isinstance(shape, int):
-        return (shape,)
+    # operator.index, not int(): a float size (2.5) is a TypeError, as torch.Size, never
+    # truncated
     try:
-        return tuple(int(s) for s in shape)
+        if isinstance(shape, int) or hasattr(shape, "__index__"):
+            return (operator.index(shape),)
+        return tuple(operator.index(s) for s in shape)
     except TypeError:
         raise TypeError(f"{where}: expected a shape (a tuple of ints), got {shape!r}") from None
 
@@ -45,6 +48,8 @@ def _moved(obj, device):
     new = object.__new__(type(obj))
     new.__dict__.update({k: _moved(v, device) for k, v in obj.__dict__.items()
                          if k != "_copies"})
+    if "_cached_x_y" in new.__dict__:   # a transform's cache holds the old device's Arrays
+        new._cached_x_y = (None, None)
     return new
 
 
@@ -168,10 +173,8 @@ class Distribution:
             host = np.asarray(value, dtype=np.float64)
             like = self._like()
             value = as_param(host, like)
-            # the class's support: a dependent one (bounds from the parameters) is not checked
-            support = getattr(type(self), "support", None)
-            if self._validate_args and isinstance(support, constraints.Constraint) \
-                    and not constraints.is_dependent(support) and not np.all(support.check(host)):
+            support = self._host_support() if self._validate_args else None
+            if support is not None and not np.all(support.check(host)):
                 raise ValueError(f"{name}: expected value to be within the support "
                                  f"({support!r}) of the distribution, but found invalid "
                                  f"values:\n{host}")
@@ -188,6 +191,17 @@ class Distribution:
                 raise ValueError(f"{name}: value is not broadcastable with "
                                  f"batch_shape+event_shape: {shape} vs {expected}")
         return value
+
+    def _host_support(self):
+        """The support, where host data can be checked against it without a device read: the
+        class's, or a dependent one's value (a Categorical's integer_interval(0, K - 1), a
+        TransformedDistribution's codomain) whose bounds are numbers, not Arrays."""
+        support = getattr(type(self), "support", None)
+        if constraints.is_dependent(support):
+            support = self.support
+        if not isinstance(support, constraints.Constraint) or constraints.is_dependent(support):
+            return None
+        return support if constraints.host_checkable(support) else None
 
     def _like(self):
         """An Array parameter (its dtype and device are those of values and draws)."""

@@ -13,6 +13,7 @@ the acceptance step's dependence on a): close to, not exactly, torch's implicit 
 """
 from __future__ import annotations
 
+import math
 
 from .. import random as _random
 from ..random import _gamma as _random_gamma
@@ -23,7 +24,7 @@ from ._special import digamma, lgamma, xlogy
 from .distribution import Distribution
 from .utils import broadcast_all, normal_noise, uniform_noise
 
-__all__ = ["Beta", "Dirichlet", "Gamma", "Poisson", "standard_gamma"]
+__all__ = ["Beta", "Chi2", "Dirichlet", "Gamma", "Poisson", "StudentT", "standard_gamma"]
 
 _ROUNDS = _random_gamma.ROUNDS
 
@@ -48,6 +49,16 @@ def standard_gamma(concentration, shape):
     x = gp.where(boost, x * gp.exp(gp.log(u_boost) / gp.where(boost, a, 1.0)), x)
     tiny = float(gp.finfo(x.dtype).smallest_normal)
     return gp.maximum(x, tiny)
+
+
+def _dirichlet_mode(c):
+    """The Dirichlet mode over the last axis of ``c`` (torch's rule at the boundary)."""
+    cm1 = gp.maximum(c - 1.0, 0.0)
+    mode = cm1 / gp.sum(cm1, axis=-1, keepdims=True)
+    # every concentration below 1: the mode is the corner of the largest one (as torch)
+    corner = gp.astype(gp.argmax(mode, axis=-1)[..., None] == gp.arange(
+        c.shape[-1], device=c.device), c.dtype)
+    return gp.where(gp.all(c < 1.0, axis=-1)[..., None], corner, mode)
 
 
 class Gamma(Distribution):
@@ -114,13 +125,7 @@ class Dirichlet(Distribution):
 
     @property
     def mode(self):
-        c = self.concentration
-        cm1 = gp.maximum(c - 1.0, 0.0)
-        mode = cm1 / gp.sum(cm1, axis=-1, keepdims=True)
-        # every concentration below 1: the mode is the corner of the largest one (as torch)
-        corner = gp.astype(gp.argmax(mode, axis=-1)[..., None] == gp.arange(
-            c.shape[-1], device=c.device), c.dtype)
-        return gp.where(gp.all(c < 1.0, axis=-1)[..., None], corner, mode)
+        return _dirichlet_mode(self.concentration)
 
     @property
     def variance(self):
@@ -166,7 +171,10 @@ class Beta(Distribution):
 
     @property
     def mode(self):
-        return (self.concentration1 - 1.0) / (self.concentration1 + self.concentration0 - 2.0)
+        # the two-category Dirichlet's mode: a concentration below 1 puts it at 0 or 1, where
+        # (a - 1) / (a + b - 2) would leave [0, 1] (as torch)
+        return _dirichlet_mode(gp.stack([self.concentration1, self.concentration0],
+                                        axis=-1))[..., 0]
 
     @property
     def variance(self):
@@ -228,3 +236,72 @@ class Poisson(Distribution):
         return xlogy(value, self.rate) - self.rate - lgamma(value + 1.0)
 
 
+
+
+class Chi2(Gamma):
+    """The chi-square distribution with ``df`` degrees of freedom: Gamma(df / 2, 1 / 2)."""
+
+    arg_constraints = {"df": constraints.positive}
+    _batch_params = ("concentration", "rate", "df")
+
+    def __init__(self, df, validate_args: bool | None = None) -> None:
+        self._note_host(df=df)
+        self.df = broadcast_all(df)
+        self.concentration = 0.5 * self.df
+        self.rate = gp.full_like(self.df, 0.5)
+        Distribution.__init__(self, self.df.shape, validate_args=validate_args)
+
+
+class StudentT(Distribution):
+    """Student's t distribution with ``df`` degrees of freedom, location ``loc`` and scale
+    ``scale``."""
+
+    arg_constraints = {"df": constraints.positive, "loc": constraints.real,
+                       "scale": constraints.positive}
+    support = constraints.real
+    has_rsample = True
+    _batch_params = ("df", "loc", "scale")
+
+    def __init__(self, df, loc=0.0, scale=1.0, validate_args: bool | None = None) -> None:
+        self._note_host(df=df, loc=loc, scale=scale)
+        self.df, self.loc, self.scale = broadcast_all(df, loc, scale)
+        super().__init__(self.df.shape, validate_args=validate_args)
+
+    @property
+    def mean(self):
+        # undefined (nan) for df <= 1, as torch
+        return gp.where(self.df > 1.0, self.loc, math.nan)
+
+    @property
+    def mode(self):
+        return self.loc
+
+    @property
+    def variance(self):
+        df = self.df
+        # df > 2: scale^2 df / (df - 2); 1 < df <= 2: inf; df <= 1: nan (as torch)
+        finite = self.scale * self.scale * df / gp.where(df > 2.0, df - 2.0, 1.0)
+        undefined = gp.where(df > 1.0, gp.full_like(finite, math.inf), math.nan)
+        return gp.where(df > 2.0, finite, undefined)
+
+    def rsample(self, sample_shape=()):
+        # X / sqrt(V / df), V ~ Chi2(df) = 2 Gamma(df / 2): pathwise through both draws
+        shape = self._extended_shape(sample_shape)
+        x = normal_noise(shape, self.df)
+        v = 2.0 * standard_gamma(0.5 * self.df, shape)
+        return self.loc + self.scale * x * gp.sqrt(self.df / v)
+
+    def log_prob(self, value):
+        value = self._validate_sample(value)
+        df = self.df
+        y = (value - self.loc) / self.scale
+        z = (gp.log(self.scale) + 0.5 * gp.log(df) + 0.5 * math.log(math.pi)
+             + lgamma(0.5 * df) - lgamma(0.5 * (df + 1.0)))
+        return -0.5 * (df + 1.0) * gp.log1p(y * y / df) - z
+
+    def entropy(self):
+        df = self.df
+        lbeta = lgamma(0.5 * df) + math.lgamma(0.5) - lgamma(0.5 * (df + 1.0))
+        return (gp.log(self.scale) + 0.5 * (df + 1.0) * (digamma(0.5 * (df + 1.0))
+                                                         - digamma(0.5 * df))
+                + 0.5 * gp.log(df) + lbeta)

@@ -6,12 +6,12 @@ import math
 from ..array import api as gp
 from ..nn import functional as F
 from ._special import digamma, lgamma, xlogy
-from .categorical import Bernoulli, Categorical, OneHotCategorical
+from .categorical import Bernoulli, Binomial, Categorical, Geometric, OneHotCategorical
 from .distribution import _arrays
 from .gamma import Beta, Dirichlet, Gamma, Poisson
 from .independent import Independent
 from .multivariate_normal import MultivariateNormal, batch_mahalanobis
-from .normal import Exponential, Laplace, Normal
+from .normal import Cauchy, Exponential, Gumbel, HalfNormal, Laplace, Normal
 from .transformed_distribution import LogNormal, TransformedDistribution
 from .uniform import Uniform
 from .utils import sum_rightmost
@@ -78,6 +78,45 @@ def _kl_normal_normal(p, q):
     var_ratio = r * r
     t = (p.loc - q.loc) / q.scale
     return 0.5 * (var_ratio + t * t - 1.0 - gp.log(var_ratio))
+
+
+@register_kl(HalfNormal, HalfNormal)
+def _kl_halfnormal_halfnormal(p, q):
+    # both are |N(0, scale^2)|: the folding changes neither density ratio nor mass
+    r = p.scale / q.scale
+    var_ratio = r * r
+    return 0.5 * (var_ratio - 1.0 - gp.log(var_ratio))
+
+
+@register_kl(Cauchy, Cauchy)
+def _kl_cauchy_cauchy(p, q):
+    # closed form of Chyzak and Nielsen (2019)
+    s, d = p.scale + q.scale, p.loc - q.loc
+    return gp.log(s * s + d * d) - gp.log(4.0 * p.scale * q.scale)
+
+
+@register_kl(Gumbel, Gumbel)
+def _kl_gumbel_gumbel(p, q):
+    ct1, ct2, ct3 = p.scale / q.scale, q.loc / q.scale, p.loc / q.scale
+    t3 = gp.exp(ct2 + lgamma(1.0 + ct1) - ct3)
+    return -gp.log(ct1) - ct2 + ct3 + ct1 * _EULER + t3 - (1.0 + _EULER)
+
+
+@register_kl(Geometric, Geometric)
+def _kl_geometric_geometric(p, q):
+    return -p.entropy() - gp.log1p(-q.probs) / p.probs - q.logits
+
+
+@register_kl(Binomial, Binomial)
+def _kl_binomial_binomial(p, q):
+    np_, nq = p._count(), q._count()
+    if np_ is not None and nq is not None and np_ < nq:
+        raise NotImplementedError("kl_divergence(Binomial, Binomial): q.total_count > "
+                                  "p.total_count is not implemented (as torch)")
+    kl = p.total_count * (p.probs * (p.logits - q.logits) + gp.log1p(-p.probs)
+                          - gp.log1p(-q.probs))
+    # p has mass on counts q cannot reach where its total_count is larger: inf
+    return _inf_where(p.total_count > q.total_count, kl)
 
 
 @register_kl(LogNormal, LogNormal)

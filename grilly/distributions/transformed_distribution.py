@@ -4,7 +4,7 @@ from __future__ import annotations
 from ..array import api as gp
 from ..autograd import no_grad
 from . import constraints
-from .distribution import Distribution
+from .distribution import Distribution, _arrays
 from .normal import Normal
 from .transforms import ExpTransform, Transform
 from .utils import sum_rightmost
@@ -30,9 +30,25 @@ class TransformedDistribution(Distribution):
             if t.event_dim > len(base_distribution.event_shape + base_distribution.batch_shape):
                 raise ValueError(f"TransformedDistribution: {t!r} has event_dim {t.event_dim}, "
                                  "more than the base distribution's dimensions")
+        # a base built from numbers alone joins the device of the transforms' Arrays (as
+        # torch's CPU scalars join a CUDA tensor)
+        arr = next((a for t in transforms for a in _arrays(t)), None)
+        if arr is not None:
+            base_distribution = base_distribution._placed_like(arr)
+        base_shape = base_distribution.batch_shape + base_distribution.event_shape
+        # the transforms' parameters broadcast with the base's shape (an AffineTransform with a
+        # (2,) scale on Normal(0., 1.) makes a batch of 2): the base is expanded to it, as torch
+        shape = base_shape
+        for t in transforms:
+            shape = t.forward_shape(shape)
+        expanded = shape
+        for t in reversed(transforms):
+            expanded = t.inverse_shape(expanded)
+        if expanded != base_shape:
+            ev = len(base_distribution.event_shape)
+            base_distribution = base_distribution.expand(expanded[:len(expanded) - ev])
         self.base_dist = base_distribution
         self.transforms = transforms
-        shape = base_distribution.batch_shape + base_distribution.event_shape
         event_dim = max([len(base_distribution.event_shape)] + [t.event_dim for t in transforms])
         cut = len(shape) - event_dim
         super().__init__(shape[:cut], shape[cut:], validate_args=validate_args)
