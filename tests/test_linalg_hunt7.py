@@ -52,7 +52,7 @@ def test_det_gradient_of_a_batch_with_one_singular_complex_matrix():
     a[1, 2] = a[1, 0] + 2 * a[1, 1]
     w = R.standard_normal(2) + 1j * R.standard_normal(2)
     x = _g(a, "cpu", grad=True)
-    gp.sum(gp.real(gp.linalg.det(x) * gp.asarray(w))).backward()
+    gp.sum(gp.real(gp.linalg.det(x) * gp.asarray(w, device="cpu"))).backward()
     t = _t(a, grad=True)
     (tg,) = torch.autograd.grad((torch.linalg.det(t) * torch.tensor(w)).real.sum(), [t],
                                 create_graph=True)
@@ -131,7 +131,7 @@ def test_pinv_atol_gradient_matches_torch():
     a = R.standard_normal((4, 3))
     x, t = _g(a, "cpu", grad=True), _t(a, grad=True)
     w = R.standard_normal((3, 4))
-    gp.sum(LA.pinv(x, atol=0.1) * gp.asarray(w)).backward()
+    gp.sum(LA.pinv(x, atol=0.1) * gp.asarray(w, device="cpu")).backward()
     (torch.linalg.pinv(t, atol=0.1) * torch.tensor(w)).sum().backward()
     assert_close(np.asarray(x.grad), t.grad.numpy(), rtol=1e-9, atol=1e-9)
 
@@ -167,7 +167,7 @@ def test_solve_triangular_gradient_matches_torch(upper, unit):
     a, b = R.standard_normal((3, 3)) + 2 * np.eye(3), R.standard_normal((3, 2))
     xa, xb, ta, tb = _g(a, "cpu", True), _g(b, "cpu", True), _t(a, True), _t(b, True)
     w = R.standard_normal((3, 2))
-    gp.sum(LA.solve_triangular(xa, xb, upper=upper, unitriangular=unit) * gp.asarray(w)).backward()
+    gp.sum(LA.solve_triangular(xa, xb, upper=upper, unitriangular=unit) * gp.asarray(w, device="cpu")).backward()
     (torch.linalg.solve_triangular(ta, tb, upper=upper, unitriangular=unit)
      * torch.tensor(w)).sum().backward()
     assert_close(np.asarray(xa.grad), ta.grad.numpy(), rtol=1e-9, atol=1e-9)
@@ -190,7 +190,7 @@ def test_matrix_exp_gradient_matches_torch():
     w = R.standard_normal((2, 3, 3))
     assert_close(LA.matrix_exp(x), torch.linalg.matrix_exp(t).detach().numpy(), rtol=1e-12,
                  atol=1e-12 * float(np.abs(a).max()) ** 2)
-    gp.sum(LA.matrix_exp(x) * gp.asarray(w)).backward()
+    gp.sum(LA.matrix_exp(x) * gp.asarray(w, device="cpu")).backward()
     (torch.linalg.matrix_exp(t) * torch.tensor(w)).sum().backward()
     assert_close(np.asarray(x.grad), t.grad.numpy(), rtol=1e-9, atol=1e-9 * float(t.grad.abs().max()))
 
