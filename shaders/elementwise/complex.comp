@@ -16,7 +16,14 @@
 #define RS float
 #endif
 
+#ifdef OP_FIXED
+// one op's variant (grilly/backends/vulkan/variants.py): the switches fold and the other ops'
+// code is gone, so a driver compiles a small module (the specialized one is 1.5 MB of SPIR-V:
+// seconds to compile per op on lavapipe)
+const int OP = OP_FIXED;
+#else
 layout(constant_id = 0) const int OP = 0;
+#endif
 
 #if OUT_KIND == 0
 #define OUT_TS CS

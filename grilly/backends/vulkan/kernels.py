@@ -549,11 +549,12 @@ def _built_variants() -> frozenset:
 
 
 def _complex_variant(op: str, dtype, ctx) -> str:
-    v = ("ewcb_" if op in PREDICATES else "ewcr_" if op in _C_REAL else "ewc_") + dtype.name
+    """The shader variant of complex ``op`` (variants.COMPLEX_OPS: one per op and dtype)."""
+    tag = "ewcb" if op in PREDICATES else "ewcr" if op in _C_REAL else "ewc"
+    v = f"{tag}_{dtype.name}_{op}"
     if v not in _built_variants():
-        raise NotImplementedError(
-            f"{op}: dtype {dtype.name} is not supported on Vulkan device {ctx.phys.name!r} "
-            "(its shader needs shaders/math_f64.glsl); use complex64 or the cpu device")
+        raise NotImplementedError(f"{op}: dtype {dtype.name} is not supported on Vulkan device "
+                                  f"{ctx.phys.name!r}; use the cpu device")
     return v
 
 

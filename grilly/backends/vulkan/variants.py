@@ -32,6 +32,18 @@ WORDS = {8: ("uint8_t", "uint"), 16: ("uint16_t", "uint"), 32: ("uint", "uint"),
 CONV_DW_DTYPES = (("float32", "float32"), ("bfloat16", "float32"), ("bfloat16", "bfloat16"),
                   ("float16", "float32"), ("float16", "float16"))
 
+# shaders/elementwise/complex.comp's ops by result kind (complex, real, bool), each its own
+# variant (OP_FIXED): the one shader specialized per op is 1.5 MB of SPIR-V, which a driver
+# parses and prunes on every op's first use (about 2 s each on lavapipe); one op's is 10-160 KB
+COMPLEX_OPS = {
+    "ewc": ("negative", "positive", "conj", "square", "round", "sqrt", "reciprocal", "sign",
+            "exp", "expm1", "log", "log1p", "log2", "log10", "sinh", "cosh", "tanh", "sin",
+            "cos", "tan", "asinh", "acosh", "atanh", "asin", "acos", "atan", "add", "subtract",
+            "multiply", "divide", "pow", "where"),
+    "ewcr": ("abs", "real", "imag"),
+    "ewcb": ("isfinite", "isinf", "isnan", "equal", "not_equal"),
+}
+
 SHADER_DIR = Path(__file__).resolve().parents[3] / "shaders"   # sources (repo checkout only)
 SPV_DIR = Path(__file__).resolve().parents[2] / "shaders"       # grilly/shaders: package data
 
@@ -111,10 +123,13 @@ def variants() -> dict[str, tuple[str, list[str]]]:
                 "elementwise/cast.comp", _dtype_defines("IN", d) + _dtype_defines("OUT", c))
         out[f"red_{c}"] = ("reduce/reduce.comp", _dtype_defines("IN", c) + ["-DARG=0"])
         out[f"mm_{c}"] = ("linalg/matmul.comp", _dtype_defines("IN", c))
-    for c in COMPLEX:  # complex elementwise ops: complex, real (abs, real, imag), bool results
-        for k, tag in enumerate(("ewc", "ewcr", "ewcb")):
-            out[f"{tag}_{c}"] = ("elementwise/complex.comp",
-                                 [f"-DIS_F64={int(c == 'complex128')}", f"-DOUT_KIND={k}"])
+    codes = op_codes()
+    for c in COMPLEX:  # complex elementwise ops, one variant each (COMPLEX_OPS)
+        for k, (tag, ops) in enumerate(COMPLEX_OPS.items()):
+            for op in ops:
+                out[f"{tag}_{c}_{op}"] = ("elementwise/complex.comp", [
+                    f"-DIS_F64={int(c == 'complex128')}", f"-DOUT_KIND={k}",
+                    f"-DOP_FIXED={codes[op]}"])
     # benchmark only: exp/log/tanh from the driver's built-ins, to price the float32 library
     out["ew_float32_builtin"] = (out["ew_float32"][0], out["ew_float32"][1] + ["-DGRILLY_BUILTIN_MATH=1"])
     out["mm_tiled_float32"] = ("linalg/matmul_tiled.comp", [])
