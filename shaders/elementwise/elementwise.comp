@@ -6,7 +6,13 @@
 #include "../common.glsl"
 #include "ops.glsl"
 
+#ifdef OP_FIXED
+// one op's variant (variants.PER_OP): the other ops' code is gone, so a driver parses a small
+// module instead of pruning every op's (the float variants' 230-520 KB) on each pipeline
+const int OP = OP_FIXED;
+#else
 layout(constant_id = 0) const int OP = 0;
+#endif
 
 #define TC IN_TC
 #if OUT_BOOL

@@ -14,7 +14,7 @@ from ..contract import BINARY_OPS as BINARY, UNARY_OPS as UNARY
 from .fusion import FUSE_MAX, FUSED
 from .memory import _CONTIGUOUS, Buffer, contiguous_strides
 from .recorder import stats
-from .variants import op_codes, variants
+from .variants import COMPLEX_OPS, op_codes, variants
 
 MAXD = 5
 # downloads from uncached memory (resizable BAR) at least this big go through staging: the
@@ -549,13 +549,12 @@ def _built_variants() -> frozenset:
 
 
 def _complex_variant(op: str, dtype, ctx) -> str:
-    """The shader variant of complex ``op`` (variants.COMPLEX_OPS: one per op and dtype)."""
+    """The shader variant of complex ``op`` (built per op only: variants.COMPLEX_OPS)."""
     tag = "ewcb" if op in PREDICATES else "ewcr" if op in _C_REAL else "ewc"
-    v = f"{tag}_{dtype.name}_{op}"
-    if v not in _built_variants():
+    if op not in COMPLEX_OPS[tag] or f"{tag}_{dtype.name}_{op}" not in _built_variants():
         raise NotImplementedError(f"{op}: dtype {dtype.name} is not supported on Vulkan device "
                                   f"{ctx.phys.name!r}; use the cpu device")
-    return v
+    return f"{tag}_{dtype.name}"
 
 
 def _ew_kernel(op: str, code: int):

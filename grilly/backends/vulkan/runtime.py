@@ -17,7 +17,7 @@ except Exception as e:  # no loader (libvulkan.so) or no vulkan package
     IMPORT_ERROR = f"the Vulkan loader could not be loaded ({type(e).__name__}: {e})"
 
 from . import addresses, coop, spirv
-from .variants import SPV_DIR
+from .variants import SPV_DIR, per_op_variants
 
 API_1_1 = (1 << 22) | (1 << 12)
 MAX_BINDINGS = 4     # buffers of a kernel
@@ -396,7 +396,11 @@ class Context:
         key = (variant, spec)
         p = self.pipelines.get(key)
         if p is None:
-            p = self.pipelines[key] = self.create_pipeline(variant, self.load_spirv(variant), spec)
+            # an elementwise op's own module where one is built (variants.PER_OP; its OP is
+            # fixed there, so the specialization's first constant no longer matters)
+            ops = per_op_variants().get(variant)
+            name = ops.get(spec[0], variant) if ops and spec else variant
+            p = self.pipelines[key] = self.create_pipeline(name, self.load_spirv(name), spec)
         return p
 
     def create_pipeline(self, name: str, code: bytes, spec: tuple = ()):

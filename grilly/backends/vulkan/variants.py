@@ -32,9 +32,7 @@ WORDS = {8: ("uint8_t", "uint"), 16: ("uint16_t", "uint"), 32: ("uint", "uint"),
 CONV_DW_DTYPES = (("float32", "float32"), ("bfloat16", "float32"), ("bfloat16", "bfloat16"),
                   ("float16", "float32"), ("float16", "float16"))
 
-# shaders/elementwise/complex.comp's ops by result kind (complex, real, bool), each its own
-# variant (OP_FIXED): the one shader specialized per op is 1.5 MB of SPIR-V, which a driver
-# parses and prunes on every op's first use (about 2 s each on lavapipe); one op's is 10-160 KB
+# shaders/elementwise/complex.comp's ops by result kind (complex, real, bool)
 COMPLEX_OPS = {
     "ewc": ("negative", "positive", "conj", "square", "round", "sqrt", "reciprocal", "sign",
             "exp", "expm1", "log", "log1p", "log2", "log10", "sinh", "cosh", "tanh", "sin",
@@ -43,6 +41,22 @@ COMPLEX_OPS = {
     "ewcr": ("abs", "real", "imag"),
     "ewcb": ("isfinite", "isinf", "isnan", "equal", "not_equal"),
 }
+# the ops of elementwise.comp's float variants with a float result
+EW_FLOAT_OPS = ("abs", "acos", "acosh", "asin", "asinh", "atan", "atanh", "ceil", "floor",
+                "trunc", "round", "cos", "cosh", "sin", "sinh", "tan", "tanh", "exp", "expm1",
+                "log", "log1p", "log2", "log10", "sqrt", "reciprocal", "negative", "positive",
+                "sign", "square", "add", "subtract", "multiply", "divide", "floor_divide",
+                "remainder", "pow", "atan2", "copysign", "hypot", "logaddexp", "nextafter",
+                "maximum", "minimum", "relu_grad", "where")
+# Variants built once per op as well (OP_FIXED; named "<variant>_<op>"): runtime.pipeline takes
+# the op's own module for (variant, (op code, ...)). These shaders are big (the float math
+# library inlined in every op: 230-520 KB; complex.comp 1.5 MB), and a driver parses and prunes
+# the whole module for each op's pipeline (0.1-0.45 s an op on lavapipe, 2 s for complex); one
+# op's module is 3-160 KB. complex.comp has no all-ops variant: an op outside COMPLEX_OPS is
+# refused (vulkan/kernels.py).
+PER_OP = {**{f"ew_{d}": EW_FLOAT_OPS for d in ("float16", "bfloat16", "float32", "float64")},
+          **{f"{tag}_{c}": ops for c in ("complex64", "complex128")
+             for tag, ops in COMPLEX_OPS.items()}}
 
 SHADER_DIR = Path(__file__).resolve().parents[3] / "shaders"   # sources (repo checkout only)
 SPV_DIR = Path(__file__).resolve().parents[2] / "shaders"       # grilly/shaders: package data
@@ -123,13 +137,11 @@ def variants() -> dict[str, tuple[str, list[str]]]:
                 "elementwise/cast.comp", _dtype_defines("IN", d) + _dtype_defines("OUT", c))
         out[f"red_{c}"] = ("reduce/reduce.comp", _dtype_defines("IN", c) + ["-DARG=0"])
         out[f"mm_{c}"] = ("linalg/matmul.comp", _dtype_defines("IN", c))
-    codes = op_codes()
-    for c in COMPLEX:  # complex elementwise ops, one variant each (COMPLEX_OPS)
-        for k, (tag, ops) in enumerate(COMPLEX_OPS.items()):
-            for op in ops:
-                out[f"{tag}_{c}_{op}"] = ("elementwise/complex.comp", [
-                    f"-DIS_F64={int(c == 'complex128')}", f"-DOUT_KIND={k}",
-                    f"-DOP_FIXED={codes[op]}"])
+    whole = {}   # complex.comp's all-ops variants: only their per-op ones are built
+    for c in COMPLEX:  # complex elementwise ops: complex, real (abs, real, imag), bool results
+        for k, tag in enumerate(COMPLEX_OPS):
+            whole[f"{tag}_{c}"] = ("elementwise/complex.comp",
+                                   [f"-DIS_F64={int(c == 'complex128')}", f"-DOUT_KIND={k}"])
     # benchmark only: exp/log/tanh from the driver's built-ins, to price the float32 library
     out["ew_float32_builtin"] = (out["ew_float32"][0], out["ew_float32"][1] + ["-DGRILLY_BUILTIN_MATH=1"])
     out["mm_tiled_float32"] = ("linalg/matmul_tiled.comp", [])
@@ -196,7 +208,19 @@ def variants() -> dict[str, tuple[str, list[str]]]:
         if bits in (16, 32, 64):
             out[f"transpose_u{bits}"] = ("elementwise/transpose.comp",
                                              [f"-DW_TS={ts}", f"-DW_TC={tc}"])
+    codes = op_codes()
+    for v, ops in PER_OP.items():
+        src, flags = out.get(v) or whole[v]
+        for op in ops:
+            out[f"{v}_{op}"] = (src, flags + [f"-DOP_FIXED={codes[op]}"])
     return out
+
+
+@functools.cache
+def per_op_variants() -> dict[str, dict[int, str]]:
+    """variant -> {op code: the variant of that op alone} (PER_OP; runtime.pipeline)."""
+    codes = op_codes()
+    return {v: {codes[op]: f"{v}_{op}" for op in ops} for v, ops in PER_OP.items()}
 
 
 @functools.cache
