@@ -24,7 +24,7 @@ import warnings
 import numpy as np
 
 from ..array.array import Array
-from . import _binomial, _gamma, _hypergeometric, _poisson
+from . import _binomial, _gamma, _hypergeometric, _poisson, _rejection
 from .philox import philox4x32
 from ..array.core import normalize_axis, normalize_shape
 from ..array import dispatch as _dispatch
@@ -778,6 +778,58 @@ class Generator:
         u = self._unit(law.shape, ns.float64, law.device, "geometric")
         return law.finish(1.0 + ns.floor(ns.log1p(-u) / ns.log1p(-law.full(law.values[0]))))
 
+    def power(self, a, size=None, *, dtype=None, device=None):
+        """Floats in [0, 1] of density a x**(a - 1) (``a`` > 0): u ** (1 / a), u in (0, 1)."""
+        law = _law("power", size, dtype, device, a=(a, _POS))
+        return law.finish(_ns().exp(_ns().log(self._open_unit(law)) / law.values[0]))
+
+    def wald(self, mean, scale, size=None, *, dtype=None, device=None):
+        """Wald (inverse Gaussian) floats of ``mean`` > 0 and ``scale`` > 0 (Michael, Schucany
+        and Haas' transformation of a chi-square(1), as NumPy's)."""
+        ns = _ns()
+        law = _law("wald", size, dtype, device, mean=(mean, _POS), scale=(scale, _POS))
+        mu, lam = (law.full(v) for v in law.values)
+        y = mu * ns.square(self._normal1(law))
+        x = mu + (mu / (2.0 * lam)) * (y - ns.sqrt(4.0 * lam * y + y * y))
+        u = self._unit(law.shape, law.cd, law.device, "wald")
+        return law.finish(ns.where(u <= mu / (mu + x), x, mu * mu / x))
+
+    def vonmises(self, mu, kappa, size=None, *, dtype=None, device=None):
+        """von Mises floats on [-pi, pi] of mode ``mu`` and concentration ``kappa`` >= 0
+        (grilly.random._rejection: Best and Fisher's method)."""
+        law = _law("vonmises", size, dtype, device, mu=(mu, None), kappa=(kappa, _NONNEG))
+        mu, kappa = (law.full(v) for v in law.values)
+        x = _rejection.vonmises(
+            mu, kappa, lambda s: self._unit(s, law.cd, law.device, "vonmises"),
+            lambda: self._normal1(law))
+        return law.finish(x)
+
+    def zipf(self, a, size=None, *, dtype=None, device=None):
+        """Zipf integers >= 1 of exponent ``a`` > 1, int64 unless ``dtype`` says otherwise
+        (grilly.random._rejection: Devroye's rejection, NumPy's method; -1 where no candidate
+        was accepted, in practice only for a below about 1.05)."""
+        law = _law("zipf", size, dtype, device, kind="i", a=(a, (lambda v: v > 1.0, "> 1")))
+        x, found = _rejection.zipf(law.full(law.values[0]),
+                                   lambda s: self._unit(s, _ns().float64, law.device, "zipf"))
+        law.flag(~found)
+        return law.finish(x)
+
+    def logseries(self, p, size=None, *, dtype=None, device=None):
+        """Logarithmic-series integers >= 1 of ``p`` in [0, 1), int64 unless ``dtype`` says
+        otherwise (Kemp's second accelerated generator, LK, as NumPy's)."""
+        ns = _ns()
+        law = _law("logseries", size, dtype, device, kind="i",
+                   p=(p, (lambda v: (v >= 0.0) & (v < 1.0), "in [0, 1)")))
+        p = law.full(law.values[0])
+        v = self._unit(law.shape, ns.float64, law.device, "logseries")
+        u = self._unit(law.shape, ns.float64, law.device, "logseries")
+        q = -ns.expm1(ns.log1p(-p) * u)
+        # (v = 0: the smallest draw; log(v) stays finite)
+        many = ns.floor(1.0 + ns.log(ns.where(v == 0.0, 2.0 ** -54, v))
+                        / ns.log(ns.where(q > 0.0, q, 0.5)))
+        x = ns.where(v >= p, 1.0, ns.where(v <= q * q, many, ns.where(v >= q, 1.0, 2.0)))
+        return law.finish(x)
+
     def laplace(self, loc=0.0, scale=1.0, size=None, *, dtype=None, device=None):
         """Laplace floats (double exponential): loc +- scale Exp(1), the sign from a second
         uniform."""
@@ -1048,6 +1100,36 @@ class Generator:
             idx = ns.astype(ns.argsort(keys, axis=1)[:, :m], ns.int64)
         return ns.reshape(idx, probs.shape[:-1] + (m,))
 
+    def permuted(self, x, *, axis: int | None = None, out=None):
+        """``x`` with each slice along ``axis`` permuted independently (the flattened array
+        when axis is None), as NumPy's Generator.permuted; ``out``: an Array written in place
+        (it may be x)."""
+        ns = _ns()
+        if not isinstance(x, Array):
+            raise TypeError(f"permuted: x must be a grilly Array, got {type(x).__name__}")
+        if out is not None and (not isinstance(out, Array) or out.shape != x.shape):
+            raise ValueError(f"permuted: out must be an Array of x's shape {x.shape}")
+        flat = axis is None
+        y = ns.reshape(x, (-1,)) if flat else x
+        ax = 0 if flat else normalize_axis(axis, x.ndim, "permuted")
+        if y.ndim == 0:
+            raise ValueError("permuted: needs an array of at least one dimension")
+        keys = self._unit(y.shape, ns.float64, x.device, "permuted")
+        r = ns.take_along_axis(y, ns.argsort(keys, axis=ax), axis=ax)
+        r = ns.reshape(r, x.shape) if flat else r
+        if out is None:
+            return r
+        out[...] = r
+        return out
+
+    def bytes(self, length: int) -> bytes:
+        """``length`` random bytes (NumPy's Generator.bytes), from the stream's words."""
+        if isinstance(length, bool) or not hasattr(length, "__index__") or length < 0:
+            raise ValueError(f"bytes: length must be a non-negative int, got {length!r}")
+        n = int(length)
+        words = np.asarray(self.random_raw(-(-n // 4)), dtype=np.uint32)
+        return words.astype("<u4").tobytes()[:n]
+
     def shuffle(self, x, axis: int = 0) -> None:
         """Permute ``x`` along ``axis`` in place (NumPy's shuffle)."""
         ns = _ns()
@@ -1198,10 +1280,11 @@ def _module_law(name: str):
 
 # numpy.random.gamma(...), beta(...), ...: the default generator's laws
 _LAWS = ("beta", "binomial", "chisquare", "dirichlet", "f", "gamma", "geometric", "gumbel",
-         "hypergeometric", "laplace", "logistic", "lognormal", "multinomial",
+         "hypergeometric", "laplace", "logistic", "logseries", "lognormal", "multinomial",
          "multivariate_normal", "negative_binomial", "noncentral_chisquare", "noncentral_f",
-         "pareto", "rayleigh", "standard_cauchy", "standard_exponential", "standard_gamma",
-         "standard_t", "triangular", "weibull")
+         "pareto", "power", "rayleigh", "standard_cauchy", "standard_exponential",
+         "standard_gamma", "standard_t", "triangular", "vonmises", "wald", "weibull", "zipf",
+         "bytes")
 for _name in _LAWS:
     globals()[_name] = _module_law(_name)
 __all__ += list(_LAWS)
