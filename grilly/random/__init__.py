@@ -807,7 +807,7 @@ class Generator:
     def zipf(self, a, size=None, *, dtype=None, device=None):
         """Zipf integers >= 1 of exponent ``a`` > 1, int64 unless ``dtype`` says otherwise
         (grilly.random._rejection: Devroye's rejection, NumPy's method; -1 where no candidate
-        was accepted, in practice only for a below about 1.05)."""
+        was accepted: only for a very close to 1)."""
         law = _law("zipf", size, dtype, device, kind="i", a=(a, (lambda v: v > 1.0, "> 1")))
         x, found = _rejection.zipf(law.full(law.values[0]),
                                    lambda s: self._unit(s, _ns().float64, law.device, "zipf"))
