@@ -207,3 +207,25 @@ def test_clip_bounds_given_by_keyword_get_gradients(device):
     (torch.clamp(tx, min=tm, max=tmx) * torch.tensor(w)).sum().backward()
     for g, t in ((gx, tx), (gm, tm), (gmx, tmx)):
         np.testing.assert_array_equal(np.asarray(g.grad), t.grad.numpy())
+
+
+def test_factories_take_torchs_requires_grad(device):
+    # torch.zeros(3, requires_grad=True) and friends: grilly's factories refused the keyword
+    torch = pytest.importorskip("torch")
+    cases = [("zeros", (3,)), ("ones", ((2, 2),)), ("full", ((3,), 1.5)), ("arange", (0.0, 3.0)),
+             ("linspace", (0.0, 1.0, 4)), ("eye", (2,))]
+    for name, args in cases:
+        targs = ((3,), 1.5) if name == "full" else args
+        t = getattr(torch, name)(*targs, requires_grad=True, dtype=torch.float64)
+        g = getattr(gp, name)(*args, requires_grad=True, dtype=gp.float64, device=device)
+        assert g.requires_grad and t.requires_grad
+        (g * g).sum().backward()
+        (t * t).sum().backward()
+        # (linspace: NumPy's values, which may differ from torch's in the last bit)
+        np.testing.assert_allclose(np.asarray(g.grad), t.grad.numpy(), rtol=1e-15)
+    base = gp.ones((2,), device=device)
+    for name in ("zeros_like", "ones_like", "empty_like"):
+        assert getattr(gp, name)(base, requires_grad=True).requires_grad
+    assert gp.full_like(base, 2.0, requires_grad=True).requires_grad
+    with pytest.raises(RuntimeError, match="floating"):   # torch's error for an integer one
+        gp.arange(3, requires_grad=True, device=device)

@@ -256,4 +256,23 @@ def from_dlpack(x, /, *, device=None, copy=None) -> Array:
 
     return _fd(x, device=device, copy=copy)
 
+
+# torch's requires_grad= on its factory functions (torch.zeros(3, requires_grad=True)), which
+# NumPy and the Array API never take: the array is made as usual, then made a leaf requiring grad
+_FACTORIES = ("empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like",
+              "full_like", "arange", "linspace", "eye", "asarray")
+
+
+def _requiring_grad(name: str):
+    """``name``'s form with torch's ``requires_grad`` keyword."""
+    def form(*args, requires_grad: bool = False, **kw) -> Array:
+        out = dispatch.OPS[name](*args, **kw)
+        if requires_grad:   # (an integer array raises there, as torch's)
+            out.requires_grad_(True)
+        return out
+    return form
+
+
+dispatch.NUMPY_FORMS.update({n: (frozenset({"requires_grad"}), _requiring_grad(n))
+                             for n in _FACTORIES})
 dispatch.export(globals())
