@@ -28,7 +28,7 @@ __all__ = ["Generator", "Tensor", "addmm", "baddbmm", "bernoulli", "bmm", "cat",
            "is_tensor", "load", "logsumexp", "manual_seed", "multinomial", "norm", "normal",
            "numel", "poisson", "rand", "rand_like", "randint", "randint_like", "randn",
            "randn_like", "randperm", "save", "scatter", "scatter_add", "seed", "set_rng_state",
-           "sigmoid", "tensor"]
+           "sigmoid", "tensor", "relu", "softmax", "log_softmax", "mm", "as_tensor"]
 
 Tensor = Array   # torch.Tensor for isinstance and type hints (make arrays with gp.tensor)
 Generator = _random.Generator   # torch.Generator: gp.Generator().manual_seed(0), generator=g
@@ -148,6 +148,32 @@ def from_numpy(ndarray: np.ndarray) -> Array:
 def sigmoid(input: Array) -> Array:
     """1 / (1 + exp(-x)) (torch.sigmoid): grilly.nn.functional.sigmoid."""
     return _F.sigmoid(input)
+
+
+def relu(input: Array) -> Array:
+    """max(x, 0) (torch.relu): grilly.nn.functional.relu."""
+    return _F.relu(input)
+
+
+def softmax(input: Array, dim: int, dtype=None) -> Array:
+    """Softmax along ``dim`` (torch.softmax): grilly.nn.functional.softmax."""
+    return _F.softmax(input, dim=dim, dtype=dtype)
+
+
+def log_softmax(input: Array, dim: int, dtype=None) -> Array:
+    """Log-softmax along ``dim`` (torch.log_softmax): grilly.nn.functional.log_softmax."""
+    return _F.log_softmax(input, dim=dim, dtype=dtype)
+
+
+def mm(input: Array, mat2: Array) -> Array:
+    """The matrix product of two 2-D arrays (torch.mm)."""
+    return _array("mm", input).mm(mat2)
+
+
+def as_tensor(data, dtype=None, device=None) -> Array:
+    """``data`` as an Array, without a copy where it already is one of that dtype and device
+    (torch.as_tensor: gp.asarray)."""
+    return gp.asarray(data, dtype=dtype, device=device)
 
 
 def _like(x: Array, dtype, op: str):

@@ -229,3 +229,33 @@ def test_factories_take_torchs_requires_grad(device):
     assert gp.full_like(base, 2.0, requires_grad=True).requires_grad
     with pytest.raises(RuntimeError, match="floating"):   # torch's error for an integer one
         gp.arange(3, requires_grad=True, device=device)
+
+
+def test_torch_top_level_spellings(device):
+    # torch.zeros(2, 3), torch.squeeze(x, dim=), torch.topk(x, k, dim=), torch.softmax,
+    # torch.relu, torch.mm, torch.as_tensor: TypeErrors or AttributeErrors before
+    torch = pytest.importorskip("torch")
+    a = np.array([[3.0, -1.0, 2.0], [0.5, 4.0, -2.0]])
+    x, t = gp.asarray(a, device=device), torch.tensor(a)
+    for name in ("zeros", "ones"):
+        assert getattr(gp, name)(2, 3, device=device).shape == getattr(torch, name)(2, 3).shape
+        np.testing.assert_array_equal(np.asarray(getattr(gp, name)(2, 3, dtype=gp.float32)),
+                                      getattr(torch, name)(2, 3).numpy())
+    assert gp.empty(4, 1, 2).shape == (4, 1, 2)
+    assert gp.zeros(2, gp.float32).dtype == gp.float32   # NumPy's positional dtype still
+    np.testing.assert_array_equal(np.asarray(gp.squeeze(gp.reshape(x, (2, 1, 3)), dim=1)),
+                                  torch.squeeze(t.reshape(2, 1, 3), dim=1).numpy())
+    assert gp.squeeze(x, dim=0).shape == (2, 3)   # torch's: a dim not of length one stays
+    v, i = gp.topk(x, 2, dim=0, largest=False)
+    tv, ti = torch.topk(t, 2, dim=0, largest=False)
+    np.testing.assert_array_equal(np.asarray(v), tv.numpy())
+    np.testing.assert_array_equal(np.asarray(i), ti.numpy())
+    for name in ("softmax", "log_softmax"):
+        np.testing.assert_allclose(np.asarray(getattr(gp, name)(x, 1)),
+                                   getattr(torch, name)(t, 1).numpy(), rtol=1e-12)
+    np.testing.assert_array_equal(np.asarray(gp.relu(x)), torch.relu(t).numpy())
+    np.testing.assert_allclose(np.asarray(gp.mm(x, gp.matrix_transpose(x))),
+                               torch.mm(t, t.T).numpy(), rtol=1e-12)
+    with pytest.raises(ValueError, match="mm"):
+        gp.mm(x, gp.ones(3, device=device))
+    assert gp.as_tensor(x) is x and gp.as_tensor([1.0, 2.0], device=device).shape == (2,)

@@ -26,7 +26,7 @@ _SEQ_TYPES = frozenset(_SEQ)
 TORCH_KEYS = frozenset({"dim", "keepdim", "unbiased", "diagonal"})
 TORCH_NAMES = frozenset({"sum", "prod", "mean", "std", "var", "max", "min", "all", "any",
                          "argmax", "argmin", "cumsum", "cumulative_sum", "sort", "argsort",
-                         "median", "tril", "triu"}) | frozenset(
+                         "median", "tril", "triu", "squeeze", "topk"}) | frozenset(
     "fft." + n for n in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fftn", "ifftn",
                          "rfftn", "irfftn", "hfftn", "ihfftn", "fft2", "ifft2", "rfft2",
                          "irfft2", "hfft2", "ihfft2", "fftshift", "ifftshift"))

@@ -170,9 +170,20 @@ def _triangle(name: str):
     return form
 
 
+def _squeeze(x, axis=None, *, dim=None):
+    """torch.squeeze(x, dim): the dims among ``dim`` that have length one (Array.squeeze)."""
+    return x.squeeze(axis, dim=dim)
+
+
+def _topk(x, k, axis=None, *, dim=None, largest: bool = True, sorted: bool = True):  # noqa: A002
+    """torch.topk(x, k, dim=-1, largest, sorted): (values, indices) along ``dim``."""
+    d = _axis("topk", axis, dim)
+    return _OPS["topk"](x, k, axis=-1 if d is None else d, largest=largest, sorted=sorted)
+
+
 FORMS = {n: _renamed(n) for n in ("sum", "prod", "mean", "all", "any", "argmax", "argmin",
                                   "cumsum", "cumulative_sum", "argsort")}
 FORMS.update(std=_moment("std"), var=_moment("var"), max=_extreme("max", "argmax"),
              min=_extreme("min", "argmin"), sort=sort, median=median,
-             tril=_triangle("tril"), triu=_triangle("triu"))
+             tril=_triangle("tril"), triu=_triangle("triu"), squeeze=_squeeze, topk=_topk)
 dispatch.TORCH_FORMS.update(FORMS)
