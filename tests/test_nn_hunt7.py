@@ -259,3 +259,14 @@ def test_torch_top_level_spellings(device):
     with pytest.raises(ValueError, match="mm"):
         gp.mm(x, gp.ones(3, device=device))
     assert gp.as_tensor(x) is x and gp.as_tensor([1.0, 2.0], device=device).shape == (2,)
+
+
+def test_dtype_names_numpy_and_torch_share():
+    # dtype=torch.long / np.double: grilly had only the Array API's names
+    torch = pytest.importorskip("torch")
+    for name in ("long", "double", "half", "short", "cdouble"):
+        want = np.dtype(str(getattr(torch, name)).split(".")[1])
+        assert np.dtype(getattr(gp, name).name) == want == np.dtype(getattr(np, name))
+    for name in ("longlong", "int_", "single", "intc", "ubyte", "ushort", "bool_"):
+        assert np.dtype(getattr(gp, name).name) == np.dtype(getattr(np, name))
+    assert not hasattr(gp, "byte")   # NumPy's int8, torch's uint8: neither meaning is taken

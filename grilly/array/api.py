@@ -36,6 +36,12 @@ from . import torch_methods as _torch_methods  # noqa: F401,E402  (torch.Tensor 
 from . import torch_dims as _torch_dims  # noqa: F401,E402  (torch's dim= forms: gp.max(x, dim=1))
 from .utility import *  # noqa: F401,F403
 
+# dtype names NumPy and torch agree on (dtype=torch.long, np.double): not byte (NumPy's int8,
+# torch's uint8) nor float/int/cfloat (NumPy's were Python's float64/int64/complex128 aliases)
+long = longlong = int_ = int64
+double, half, single, short, intc, cdouble = float64, float16, float32, int16, int32, complex128
+ubyte, ushort, bool_ = uint8, uint16, bool
+
 e = _b.float("2.718281828459045")
 pi = _b.float("3.141592653589793")
 inf = _b.float("inf")
