@@ -97,10 +97,10 @@ def slots(name: str, fn) -> tuple:
 def bind(op: str, npos: int, names: tuple, absent: frozenset, args: tuple, kw: dict):
     """``(args, kw)`` with the arguments past ``npos`` moved into ``kw`` under ``names``, and
     the ``absent`` ones (which must be None) dropped; TypeError as Python's for a bad call."""
-    if op in SIZES and all(type(a) is int for a in args):
+    if op in SIZES and len(args) > 1 and all(type(a) is int for a in args):
         # torch's sizes as separate ints (torch.zeros(2, 3)): NumPy's second argument is a
         # dtype, which is never an int
-        return (args,), dict(kw)
+        args = (args,)
     extra = args[npos:]
     if len(extra) > len(names):
         raise TypeError(f"{op}() takes from {npos} to {npos + len(names)} positional arguments "
