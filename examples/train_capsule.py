@@ -39,6 +39,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--steps", type=int, default=40, help="batches per epoch")
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--vocab", type=int, default=12)
+    ap.add_argument("--test", type=int, default=256, help="test sequences")
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args(argv)
     nn.manual_seed(a.seed)
@@ -48,9 +49,9 @@ def main(argv=None) -> dict:
                            memory_capacity=128)
     model = gp.CapsuleTransformer(cfg).to(a.device)
     opt = optim.Adam(model.parameters(), lr=2e-3)
-    test = batch(np.random.default_rng(a.seed + 1), 256, a.vocab)
+    test = batch(np.random.default_rng(a.seed + 1), a.test, a.vocab)
     t0 = time.perf_counter()
-    acc0 = copy_accuracy(model, test, a.device)
+    acc = acc0 = copy_accuracy(model, test, a.device)
     print(f"untrained copy accuracy {acc0:.3f}; {a.epochs} epochs of {a.steps} batches on "
           f"{a.device} (the first batches compile kernels: slower, once)", flush=True)
     for epoch in range(1, a.epochs + 1):
@@ -72,10 +73,10 @@ def main(argv=None) -> dict:
                 sys.stdout.write(f"\repoch {epoch:2d}/{a.epochs}  batch {step + 1}/{a.steps}  "
                                  f"loss {float(loss):.3f}  ({time.perf_counter() - t0:.0f} s)")
                 sys.stdout.flush()
+        acc = copy_accuracy(model, test, a.device)
         print(f"\repoch {epoch:2d}/{a.epochs}  loss {total / a.steps:.3f}  copy accuracy "
-              f"{copy_accuracy(model, test, a.device):.3f}  memory {len(model.memory)} capsules "
+              f"{acc:.3f}  memory {len(model.memory)} capsules "
               f"({time.perf_counter() - t0:.0f} s)", flush=True)
-    acc = copy_accuracy(model, test, a.device)
     print(f"copy accuracy: {acc:.3f} (untrained {acc0:.3f}, chance {1 / (a.vocab - 1):.3f})")
     return {"accuracy": acc, "initial": acc0}
 

@@ -249,11 +249,11 @@ _COLD = textwrap.dedent("""
     import numpy as np
     import grilly as gp   # the registry loads on first use: by the threads below, all at once
 
-    name, n, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    barrier = threading.Barrier(n)
+    names, n, size = sys.argv[1].split(","), int(sys.argv[2]), int(sys.argv[3])
+    barrier = threading.Barrier(n * len(names))   # n threads per device, all at once
     errors = []
 
-    def body(k):
+    def body(name, k):
         try:
             barrier.wait()
             a = (np.arange(size) % 97).astype(np.float32) + k
@@ -267,9 +267,9 @@ _COLD = textwrap.dedent("""
             for g, w in zip(got, want):
                 np.testing.assert_allclose(g, w, rtol=1e-4)
         except BaseException:
-            errors.append(traceback.format_exc())
+            errors.append(f"on {name}: " + traceback.format_exc())
 
-    ts = [threading.Thread(target=body, args=(k,)) for k in range(n)]
+    ts = [threading.Thread(target=body, args=(name, k)) for k in range(n) for name in names]
     for t in ts:
         t.start()
     for t in ts:
@@ -277,7 +277,7 @@ _COLD = textwrap.dedent("""
     if errors:
         print(errors[0])
         sys.exit(1)
-    print("ok", n)
+    print("ok", n, "threads on each of", ",".join(names))
 """)
 
 
@@ -289,28 +289,33 @@ def _env(**extra) -> dict:
     return env
 
 
-def _cold(device, envs: list, size: int) -> None:
+def _cold(devices: list, envs: list, size: int) -> None:
     """Run the cold-start script once per environment, all at once; each must succeed."""
-    procs = [subprocess.Popen([sys.executable, "-c", _COLD, str(device), str(THREADS), str(size)],
+    names = ",".join(map(str, devices))
+    procs = [subprocess.Popen([sys.executable, "-c", _COLD, names, str(THREADS), str(size)],
                               env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
              for e in envs]
     for run, p in enumerate(procs):
         out, _ = p.communicate(timeout=120)
-        assert p.returncode == 0, f"cold start run {run} on {device} failed:\n{out}"
-        assert f"ok {THREADS}" in out
+        assert p.returncode == 0, f"cold start run {run} on {names} failed:\n{out}"
+        assert f"ok {THREADS} threads on each of {names}" in out
 
 
-def test_cold_start_threads(device):
-    """Fresh processes in which 8 threads make their first grilly calls at the same moment; the
-    first process also starts with an empty kernel cache, so the threads compile together."""
+def test_cold_start_threads():
+    """Fresh processes in which 8 threads per device (every device the other tests run on, all
+    in each process: a process's start-up, most of these seconds, is paid once for all) make
+    their first grilly calls at the same moment; the first process also starts with an empty
+    kernel cache, so the threads compile together."""
+    from conftest import _device_names   # the devices the ``device`` fixture runs tests on
+
     with tempfile.TemporaryDirectory() as fresh:
-        _cold(device, [_env(GRILLY_CACHE_DIR=fresh)] + [_env()] * (COLD_RUNS - 1), 12)
+        _cold(_device_names(), [_env(GRILLY_CACHE_DIR=fresh)] + [_env()] * (COLD_RUNS - 1), 12)
 
 
 def test_cold_start_threads_numba_workqueue():
     """With Numba's workqueue threading layer (no TBB or OpenMP), 8 threads running parallel
     kernels at once (2**18 elements) do not abort the process."""
-    _cold("cpu", [_env(NUMBA_THREADING_LAYER="workqueue")], 1 << 18)
+    _cold(["cpu"], [_env(NUMBA_THREADING_LAYER="workqueue")], 1 << 18)
 
 
 def test_cpu_host_pool_never_hands_one_block_to_two_threads():
