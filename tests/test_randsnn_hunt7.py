@@ -148,6 +148,10 @@ ERRS = [
     ("multivariate_hypergeometric", ([1, 2], 4)), ("multivariate_hypergeometric", ([1, -2], 1)),
     ("multivariate_hypergeometric", ([1, 2], -1)), ("multivariate_hypergeometric", ([[1, 2]], 1)),
     ("multivariate_hypergeometric", ([1.5, 2], 1)),
+    # (test_random_hunt7's laws)
+    ("power", (0,)), ("power", (-1.0,)), ("wald", (0, 1)), ("wald", (1, 0)),
+    ("vonmises", (0, -1)), ("zipf", (1.0,)), ("zipf", (0.5,)), ("logseries", (1.0,)),
+    ("logseries", (-0.1,)), ("power", ([1.0, -1.0],)),
 ]
 
 

@@ -322,7 +322,9 @@ def _clip_positional(x: Array, /, min=None, max=None) -> Array:  # noqa: A002
 
 
 def _clip_bound_grad(args: tuple, kw: dict) -> bool:
-    return any(getattr(kw.get(k), "requires_grad", False) for k in ("min", "max"))
+    # (asked on every clip call: no generator, and nothing to look at without keywords)
+    return bool(kw) and (getattr(kw.get("min"), "requires_grad", False)
+                         or getattr(kw.get("max"), "requires_grad", False))
 
 
 dispatch.NUMPY_FORMS["clip"] = (frozenset(), _clip_positional)

@@ -189,22 +189,19 @@ class Categorical(_ProbsLogits, Distribution):
             else values
 
 
-class OneHotCategorical(Distribution):
-    """Categorical draws as one-hot vectors (event shape (K,))."""
+class _OverCategories(Distribution):
+    """A distribution over the K categories of a Categorical it holds (OneHotCategorical,
+    Multinomial, relaxed.ExpRelaxedCategorical): its parameters, event shape (K,)."""
 
-    arg_constraints = {"probs": constraints.simplex,
-                       "logits": constraints.independent(constraints.real, 1)}
-    support = constraints.one_hot
-    has_enumerate_support = True
-
-    def __init__(self, probs=None, logits=None, validate_args: bool | None = None) -> None:
-        _one_of("OneHotCategorical", probs, logits)
+    def _hold(self, name: str, probs, logits, validate_args) -> None:
+        """Hold Categorical(probs, logits) and take its batch shape (``name``: for errors)."""
+        _one_of(name, probs, logits)
         self._categorical = Categorical(probs, logits, validate_args=validate_args)
-        super().__init__(self._categorical.batch_shape, self._categorical.param_shape[-1:],
-                         validate_args=validate_args)
+        Distribution.__init__(self, self._categorical.batch_shape,
+                              self._categorical.param_shape[-1:], validate_args=validate_args)
 
-    def expand(self, batch_shape, _instance=None) -> "OneHotCategorical":
-        new = object.__new__(type(self))   # a StraightThrough one stays one
+    def expand(self, batch_shape, _instance=None) -> "_OverCategories":
+        new = object.__new__(type(self))   # a subclass (StraightThrough) stays one
         new.__dict__.update(self.__dict__)
         new._categorical = self._categorical.expand(batch_shape)
         new._batch_shape = tuple(batch_shape)
@@ -224,6 +221,18 @@ class OneHotCategorical(Distribution):
     @property
     def param_shape(self) -> tuple:
         return self._categorical.param_shape
+
+
+class OneHotCategorical(_OverCategories):
+    """Categorical draws as one-hot vectors (event shape (K,))."""
+
+    arg_constraints = {"probs": constraints.simplex,
+                       "logits": constraints.independent(constraints.real, 1)}
+    support = constraints.one_hot
+    has_enumerate_support = True
+
+    def __init__(self, probs=None, logits=None, validate_args: bool | None = None) -> None:
+        self._hold("OneHotCategorical", probs, logits, validate_args)
 
     @property
     def mean(self):
@@ -409,7 +418,7 @@ class Binomial(_ProbsLogits, Distribution):
         return -gp.sum(gp.exp(lp) * lp, axis=0)
 
 
-class Multinomial(Distribution):
+class Multinomial(_OverCategories):
     """Counts of ``total_count`` draws over the categories of ``probs``/``logits``' last axis
     (event shape (K,))."""
 
@@ -422,37 +431,12 @@ class Multinomial(Distribution):
                                       "inhomogeneous total_count is not supported, as torch)")
         if total_count < 0:
             raise ValueError(f"Multinomial: total_count must be >= 0, got {total_count}")
-        _one_of("Multinomial", probs, logits)
         self.total_count = total_count
-        self._categorical = Categorical(probs, logits, validate_args=validate_args)
-        super().__init__(self._categorical.batch_shape, self._categorical.param_shape[-1:],
-                         validate_args=validate_args)
-
-    def expand(self, batch_shape, _instance=None) -> "Multinomial":
-        new = object.__new__(type(self))
-        new.__dict__.update(self.__dict__)
-        new._categorical = self._categorical.expand(batch_shape)
-        new._batch_shape = tuple(batch_shape)
-        return new
-
-    def _like(self):
-        return self._categorical.probs
+        self._hold("Multinomial", probs, logits, validate_args)
 
     @constraints.dependent_property(is_discrete=True, event_dim=1)
     def support(self):
         return constraints.multinomial(self.total_count)
-
-    @property
-    def probs(self):
-        return self._categorical.probs
-
-    @property
-    def logits(self):
-        return self._categorical.logits
-
-    @property
-    def param_shape(self) -> tuple:
-        return self._categorical.param_shape
 
     @property
     def mean(self):

@@ -9,7 +9,7 @@ from ..nn import functional as F
 from . import constraints
 from ._special import erfinv
 from .distribution import Distribution
-from .utils import _draw_dtype, broadcast_all, normal_noise, uniform_noise
+from .utils import broadcast_all, noise, normal_noise, uniform_noise
 
 __all__ = ["Cauchy", "Exponential", "Gumbel", "HalfNormal", "Laplace", "Normal"]
 
@@ -170,10 +170,6 @@ class Exponential(Distribution):
         return 1.0 - gp.log(self.rate)
 
 
-def _cast(x, like):
-    return x if x.dtype == like.dtype else gp.astype(x, like.dtype)
-
-
 class Cauchy(Distribution):
     """The Cauchy distribution with median ``loc`` and half width at half maximum ``scale``."""
 
@@ -201,9 +197,7 @@ class Cauchy(Distribution):
 
     def rsample(self, sample_shape=()):
         # tan(pi (u - 1/2)) with u in the open interval (0, 1): grilly.random's draw
-        eps = _cast(_random.standard_cauchy(self._extended_shape(sample_shape),
-                                            dtype=_draw_dtype(self.loc),
-                                            device=self.loc.device), self.loc)
+        eps = noise(_random.standard_cauchy, self._extended_shape(sample_shape), self.loc)
         return self.loc + eps * self.scale
 
     def log_prob(self, value):
@@ -254,8 +248,8 @@ class Gumbel(Distribution):
 
     def rsample(self, sample_shape=()):
         # -log(Exp(1)) from grilly.random (its uniform kept off 0, so the draw is finite)
-        g = _cast(_random.gumbel(0.0, 1.0, self._extended_shape(sample_shape),
-                                 dtype=_draw_dtype(self.loc), device=self.loc.device), self.loc)
+        g = noise(lambda s, **kw: _random.gumbel(0.0, 1.0, s, **kw),
+                  self._extended_shape(sample_shape), self.loc)
         return self.loc + self.scale * g
 
     def log_prob(self, value):

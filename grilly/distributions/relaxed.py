@@ -8,7 +8,7 @@ from ..array import api as gp
 from ..nn import functional as F
 from . import constraints
 from ._special import lgamma
-from .categorical import Categorical, _detach, _one_of, _ProbsLogits
+from .categorical import _detach, _one_of, _OverCategories, _ProbsLogits
 from .distribution import Distribution
 from .transformed_distribution import TransformedDistribution
 from .transforms import ExpTransform, SigmoidTransform
@@ -54,18 +54,9 @@ class LogitRelaxedBernoulli(_ProbsLogits, Distribution):
         return _log(self.temperature) + diff - 2.0 * F.softplus(diff)
 
 
-class RelaxedBernoulli(TransformedDistribution):
-    """A draw in (0, 1) that approaches Bernoulli(probs) as ``temperature`` goes to 0:
-    sigmoid of a LogitRelaxedBernoulli."""
-
-    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
-    support = constraints.unit_interval
-    has_rsample = True
-
-    def __init__(self, temperature, probs=None, logits=None,
-                 validate_args: bool | None = None) -> None:
-        base = LogitRelaxedBernoulli(temperature, probs, logits, validate_args=validate_args)
-        super().__init__(base, SigmoidTransform(), validate_args=validate_args)
+class _Relaxed(TransformedDistribution):
+    """A relaxed distribution as a transform of its base (LogitRelaxedBernoulli,
+    ExpRelaxedCategorical), whose temperature and parameters it shows."""
 
     @property
     def temperature(self):
@@ -79,11 +70,25 @@ class RelaxedBernoulli(TransformedDistribution):
     def logits(self):
         return self.base_dist.logits
 
+
+class RelaxedBernoulli(_Relaxed):
+    """A draw in (0, 1) that approaches Bernoulli(probs) as ``temperature`` goes to 0:
+    sigmoid of a LogitRelaxedBernoulli."""
+
+    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
+    support = constraints.unit_interval
+    has_rsample = True
+
+    def __init__(self, temperature, probs=None, logits=None,
+                 validate_args: bool | None = None) -> None:
+        base = LogitRelaxedBernoulli(temperature, probs, logits, validate_args=validate_args)
+        super().__init__(base, SigmoidTransform(), validate_args=validate_args)
+
     def __repr__(self) -> str:
         return repr(self.base_dist).replace("LogitRelaxedBernoulli", "RelaxedBernoulli", 1)
 
 
-class ExpRelaxedCategorical(Distribution):
+class ExpRelaxedCategorical(_OverCategories):
     """The log of a RelaxedOneHotCategorical draw: log_softmax((logits + Gumbel noise) /
     temperature) over the last axis."""
 
@@ -93,33 +98,11 @@ class ExpRelaxedCategorical(Distribution):
 
     def __init__(self, temperature, probs=None, logits=None,
                  validate_args: bool | None = None) -> None:
-        _one_of(type(self).__name__, probs, logits)
-        self._categorical = Categorical(probs, logits, validate_args=validate_args)
         self.temperature = temperature
-        super().__init__(self._categorical.batch_shape, self._categorical.param_shape[-1:],
-                         validate_args=validate_args)
-
-    def expand(self, batch_shape, _instance=None) -> "ExpRelaxedCategorical":
-        new = object.__new__(type(self))
-        new.__dict__.update(self.__dict__)
-        new._categorical = self._categorical.expand(batch_shape)
-        new._batch_shape = tuple(batch_shape)
-        return new
+        self._hold(type(self).__name__, probs, logits, validate_args)
 
     def _like(self):
         return self._categorical.logits
-
-    @property
-    def probs(self):
-        return self._categorical.probs
-
-    @property
-    def logits(self):
-        return self._categorical.logits
-
-    @property
-    def param_shape(self) -> tuple:
-        return self._categorical.param_shape
 
     def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
@@ -139,7 +122,7 @@ class ExpRelaxedCategorical(Distribution):
         return score + log_scale
 
 
-class RelaxedOneHotCategorical(TransformedDistribution):
+class RelaxedOneHotCategorical(_Relaxed):
     """A point of the simplex that approaches a one-hot Categorical(probs) draw as
     ``temperature`` goes to 0 (the Gumbel-softmax): exp of an ExpRelaxedCategorical."""
 
@@ -151,18 +134,6 @@ class RelaxedOneHotCategorical(TransformedDistribution):
                  validate_args: bool | None = None) -> None:
         base = ExpRelaxedCategorical(temperature, probs, logits, validate_args=validate_args)
         super().__init__(base, ExpTransform(), validate_args=validate_args)
-
-    @property
-    def temperature(self):
-        return self.base_dist.temperature
-
-    @property
-    def probs(self):
-        return self.base_dist.probs
-
-    @property
-    def logits(self):
-        return self.base_dist.logits
 
     def __repr__(self) -> str:
         return "RelaxedOneHotCategorical()"

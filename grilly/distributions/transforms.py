@@ -44,24 +44,22 @@ class Transform:
         return new
 
     def __call__(self, x):
-        if not self._cache_size:
-            return self._call(x)
-        x_old, y_old = self._cached_x_y
-        if x is x_old:
-            return y_old
-        y = self._call(x)
-        self._cached_x_y = (x, y)
-        return y
+        return self._through_cache(x, 0, self._call)
 
     def _inv_call(self, y):
+        return self._through_cache(y, 1, self._inverse)
+
+    def _through_cache(self, v, side: int, fn):
+        """fn(v), or the other half of the cached (x, y) pair when ``v`` is its ``side``
+        (0: x, 1: y); with a cache, the pair becomes v's."""
         if not self._cache_size:
-            return self._inverse(y)
-        x_old, y_old = self._cached_x_y
-        if y is y_old:
-            return x_old
-        x = self._inverse(y)
-        self._cached_x_y = (x, y)
-        return x
+            return fn(v)
+        pair = self._cached_x_y
+        if v is pair[side]:
+            return pair[1 - side]
+        out = fn(v)
+        self._cached_x_y = (v, out) if side == 0 else (out, v)
+        return out
 
     def forward_shape(self, shape) -> tuple:
         """The shape of the output for an input of ``shape``."""

@@ -76,17 +76,19 @@ def logits_to_probs(logits, is_binary: bool = False):
     return F.sigmoid(logits) if is_binary else F.softmax(logits, dim=-1)
 
 
+def noise(draw, shape, like):
+    """``draw(shape, dtype=, device=)`` (a grilly.random law) with ``like``'s dtype and device
+    (drawn in float32 or float64, the dtypes grilly.random draws)."""
+    d = gp.float64 if like.dtype == gp.float64 else gp.float32
+    z = draw(tuple(shape), dtype=d, device=like.device)
+    return z if z.dtype == like.dtype else gp.astype(z, like.dtype)
+
+
 def uniform_noise(shape, like):
     """Uniform [0, 1) draws of ``shape`` with ``like``'s dtype and device."""
-    u = _random.uniform(0.0, 1.0, tuple(shape), dtype=_draw_dtype(like), device=like.device)
-    return u if u.dtype == like.dtype else gp.astype(u, like.dtype)
+    return noise(lambda s, **kw: _random.uniform(0.0, 1.0, s, **kw), shape, like)
 
 
 def normal_noise(shape, like):
     """Standard normal draws of ``shape`` with ``like``'s dtype and device."""
-    z = _random.normal(0.0, 1.0, tuple(shape), dtype=_draw_dtype(like), device=like.device)
-    return z if z.dtype == like.dtype else gp.astype(z, like.dtype)
-
-
-def _draw_dtype(like):
-    return gp.float64 if like.dtype == gp.float64 else gp.float32
+    return noise(lambda s, **kw: _random.normal(0.0, 1.0, s, **kw), shape, like)

@@ -1114,6 +1114,20 @@ def _out_size(n, k, s, p, d, ceil_mode=False, op="conv"):
     return o
 
 
+def _check_conv_channels(op: str, c: int, wshape: tuple, groups, bias) -> None:
+    """A convolution's groups, channel counts (input ``c``, weight ``wshape`` (O, C/groups,
+    ...)) and bias shape (the kernels read bias[o] unchecked: a short one read past its end)."""
+    o, cg = wshape[:2]
+    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
+        raise ValueError(f"{op}: groups must be a positive int, got {groups!r}")
+    if c != cg * groups or o % groups:
+        raise ValueError(f"{op}: input has {c} channels but weight {wshape} with "
+                         f"groups={groups} expects {cg * groups} (and out_channels divisible by "
+                         "groups)")
+    if bias is not None and tuple(bias.shape) != (o,):
+        raise ValueError(f"{op}: bias must have shape ({o},), got {bias.shape}")
+
+
 def conv2d(input: Array, weight: Array, bias: Array | None = None, stride: int | tuple[int, int] = 1,
            padding: str | int | tuple[int, int] = 0, dilation: int | tuple[int, int] = 1,
            groups: int = 1) -> Array:
@@ -1125,15 +1139,8 @@ def conv2d(input: Array, weight: Array, bias: Array | None = None, stride: int |
     if input.ndim != 4 or weight.ndim != 4:
         raise ValueError(f"conv2d: expected a 4-D input and weight, got {input.shape} and {weight.shape}")
     n, c, h, w = input.shape
-    o, cg, kh, kw = weight.shape
-    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
-        raise ValueError(f"conv2d: groups must be a positive int, got {groups!r}")
-    if c != cg * groups or o % groups:
-        raise ValueError(f"conv2d: input has {c} channels but weight {weight.shape} with groups={groups} "
-                         f"expects {cg * groups} (and out_channels divisible by groups)")
-    if bias is not None and tuple(bias.shape) != (o,):
-        # (the kernels read bias[o] unchecked: a short one read past its end)
-        raise ValueError(f"conv2d: bias must have shape ({o},), got {bias.shape}")
+    kh, kw = weight.shape[2:]
+    _check_conv_channels("conv2d", c, weight.shape, groups, bias)
     stride, dilation = _pair(stride, 2, "stride", "conv2d"), _pair(dilation, 2, "dilation", "conv2d")
     _check_geometry("conv2d", stride, dilation)
     if padding == "valid":
@@ -1154,8 +1161,8 @@ def conv2d(input: Array, weight: Array, bias: Array | None = None, stride: int |
     wo = _out_size(w + pads[2] + pads[3], kw, stride[1], 0, dilation[1], op="conv2d")
     geom = (stride, dilation, pads, groups, (ho, wo))
     if _dispatch.hooks.cast is not None:   # an autocast region (in some thread)
-        input, low = _master_casts("conv2d", input, weight, bias,
-                                   bias is None or bias.shape == (o,))
+        # (its shapes, the bias's too, are checked above)
+        input, low = _master_casts("conv2d", input, weight, bias, True)
         if low is not None:
             return _Conv2d.apply(input, weight, bias, *low, geom=geom)
     input, weight, bias = _dispatch.autocast("conv2d", input, weight, bias)
@@ -1213,15 +1220,8 @@ def conv1d(input: Array, weight: Array, bias: Array | None = None, stride: int |
     # checked here in 1-D terms, so that a bad argument's message names conv1d and its values
     # (not the height-1 conv2d it runs as)
     c, length = input.shape[-2:]
-    o, cg, k = weight.shape
-    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
-        raise ValueError(f"{op}: groups must be a positive int, got {groups!r}")
-    if c != cg * groups or o % groups:
-        raise ValueError(f"{op}: input has {c} channels but weight {weight.shape} with "
-                         f"groups={groups} expects {cg * groups} (and out_channels divisible by "
-                         "groups)")
-    if bias is not None and tuple(bias.shape) != (o,):
-        raise ValueError(f"{op}: bias must have shape ({o},), got {bias.shape}")
+    k = weight.shape[2]
+    _check_conv_channels(op, c, weight.shape, groups, bias)
     s, d = _pair(stride, 1, "stride", op), _pair(dilation, 1, "dilation", op)
     _check_geometry(op, s, d)
     if padding == "same":

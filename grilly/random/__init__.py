@@ -430,10 +430,7 @@ class Generator:
         dev = _device(device)
         rates = ns.broadcast_to(ns.astype(ns.asarray(lam, device=dev), ns.float64), shape)
         # a number's method is known here: the other one is not drawn or run
-        known = not isinstance(lam, Array)
-        x = _poisson.sample(rates, lambda s: self._unit(s, ns.float64, dev, "poisson"),
-                            small=not known or lam < _poisson.SMALL,
-                            large=not known or lam >= _poisson.SMALL)
+        x = self._poisson_of(rates, dev, None if isinstance(lam, Array) else lam)
         if d.kind == "f":
             return x if d is ns.float64 else ns.astype(x, d)
         return ns.astype(ns.where(ns.isnan(x), -1.0, x), d)
@@ -625,21 +622,20 @@ class Generator:
         ly = self._log_gamma(law, 0.5 * d2)
         return law.finish(_ns().exp(lx - ly) * (d2 / d1))
 
-    def _poisson_of(self, law: _Law, rate, known=None):
-        """Poisson draws (float64) of float64 rates of the law's shape; ``known``: the rate as a
-        number where it is one (then only its method is drawn and run)."""
+    def _poisson_of(self, rate, device, known=None):
+        """Poisson draws (float64) of float64 rates ``rate`` on ``device``; ``known``: the rate
+        as a number where it is one (then only its method is drawn and run)."""
         ns = _ns()
         kw = {} if known is None else {"small": known < _poisson.SMALL,
                                        "large": known >= _poisson.SMALL}
-        return _poisson.sample(rate, lambda s: self._unit(s, ns.float64, law.device, "poisson"),
-                               **kw)
+        return _poisson.sample(rate, lambda s: self._unit(s, ns.float64, device, "poisson"), **kw)
 
     def _log_noncentral_half_chi2(self, law: _Law, df, nonc):
         """log of Gamma(df / 2 + K) draws, K ~ Poisson(nonc / 2): half a noncentral chi-square
         (df, nonc), the Poisson mixture of central ones."""
         ns = _ns()
         rate = ns.astype(law.full(nonc), ns.float64) * 0.5
-        k = ns.astype(self._poisson_of(law, rate, 0.5 * nonc if _numbers(nonc) else None),
+        k = ns.astype(self._poisson_of(rate, law.device, 0.5 * nonc if _numbers(nonc) else None),
                       law.cd)
         return self._log_gamma(law, 0.5 * law.full(df) + k)
 
@@ -678,7 +674,7 @@ class Generator:
                                  "rate would exceed 2**52)")
         pf = law.full(p)
         rate = ns.exp(self._log_gamma(law, n)) * ((1.0 - pf) / pf)
-        return law.finish(self._poisson_of(law, rate))
+        return law.finish(self._poisson_of(rate, law.device))
 
     def hypergeometric(self, ngood, nbad, nsample, size=None, *, dtype=None, device=None):
         """The number of good items in ``nsample`` drawn without replacement from ``ngood``
