@@ -17,6 +17,7 @@ from . import autograd, random, nn, optim, search  # noqa: E402,F401
 # (torch.optim.swa_utils's place; grilly.optim cannot import it: it needs grilly.nn, which
 # imports grilly.optim)
 from .optim import swa_utils as _swa_utils  # noqa: E402,F401
+from . import special  # noqa: E402,F401  (torch.special, scipy.special)
 from . import distributions  # noqa: E402,F401
 
 autograd.install(globals())

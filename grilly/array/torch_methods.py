@@ -1533,3 +1533,34 @@ def _data_set(self: Array, value) -> None:
 
 
 Array.data = property(_data_get, _data_set, doc="torch's x.data: x.detach(); assignable.")
+
+
+# ---- torch.special's functions as methods (grilly.special, reached through the namespace) ------
+def _special_method(name: str, attr: str, doc: str) -> None:
+    def f(self: Array, *args, **kw) -> Array:
+        return getattr(_ns().special, attr)(self, *args, **kw)
+    f.__doc__ = doc
+    _method(name, f)
+
+
+for _name, _attr, _doc in (
+        ("erf", "erf", "The error function (grilly.special.erf)."),
+        ("erfc", "erfc", "1 - erf(x) (grilly.special.erfc)."),
+        ("erfinv", "erfinv", "The inverse error function (grilly.special.erfinv)."),
+        ("lgamma", "gammaln", "log |Gamma(x)| (grilly.special.gammaln)."),
+        ("digamma", "digamma", "d/dx log Gamma(x) (grilly.special.digamma)."),
+        ("logit", "logit", "log(x / (1 - x)), optionally clamped by eps (grilly.special.logit)."),
+        ("xlogy", "xlogy", "x * log(other), 0 where x == 0 (grilly.special.xlogy)."),
+        ("mvlgamma", "mvlgamma", "The log multivariate gamma of dimension p (torch.mvlgamma).")):
+    _special_method(_name, _attr, _doc)
+
+
+def polygamma(self: Array, n: int) -> Array:
+    """The n-th derivative of digamma at self (torch's ``x.polygamma(n)``)."""
+    return _ns().special.polygamma(n, self)
+
+
+_method("polygamma", polygamma)
+for _name in ("erf", "erfc", "erfinv", "lgamma", "digamma", "logit", "xlogy", "mvlgamma",
+              "polygamma"):
+    _inplace_of(_name)

@@ -1,0 +1,230 @@
+"""grilly.special against mpmath (values, float32 and float64, in ulp of the correctly rounded
+result) and torch.special / torch on float64 (special values, gradients), on every device:
+gammaln, digamma, polygamma, multigammaln, erfinv, ndtr, log_ndtr, ndtri, xlogy, xlog1py,
+logit, entr and the aliases; the top-level names (gp.lgamma, gp.erf, ...) and the methods
+(x.lgamma(), x.polygamma(n), x.erfinv_())."""
+import math
+import zlib
+
+import numpy as np
+import pytest
+
+import grilly as gp
+from grilly import special as S
+
+mp = pytest.importorskip("mpmath")
+torch = pytest.importorskip("torch")
+mp.mp.dps = 60
+
+
+def _ulp(got, ref: np.ndarray, dt) -> float:
+    got = np.asarray(got, np.float64)
+    sp = np.spacing(np.abs(ref).astype(dt)).astype(np.float64)
+    return float(np.max(np.abs(got - ref) / sp))
+
+
+def _pts(rng, lo, hi, n, dt):
+    return rng.uniform(lo, hi, n).astype(dt)
+
+
+_LOGGAMMA = lambda v: mp.log(abs(mp.gamma(v)))   # noqa: E731
+# (name, grilly fn, mpmath fn, ranges, max ulp float32 / float64): ranges avoid the negative
+# zeros of lgamma and digamma, where reflection leaves an absolute (not relative) error
+_CASES = [
+    ("gammaln", S.gammaln, _LOGGAMMA, [(1e-4, 0.5), (0.5, 2.5), (2.5, 12), (12, 1e5),
+                                       (-0.9, -0.1), (-1.9, -1.1)], (4, 8)),
+    ("digamma", S.digamma, mp.digamma, [(1e-3, 1.2), (1.2, 1.8), (1.8, 12), (12, 1e5),
+                                        (-0.4, -0.1)], (5, 8)),   # (f32: 4 at 1.2, psi(2.2) - 1/1.2)
+    ("polygamma1", lambda x: S.polygamma(1, x), lambda v: mp.polygamma(1, v),
+     [(1e-2, 3), (3, 50), (-0.9, -0.1)], (6, 8)),
+    ("polygamma3", lambda x: S.polygamma(3, x), lambda v: mp.polygamma(3, v),
+     [(1e-2, 3), (3, 50)], (8, 12)),
+    ("erfinv", S.erfinv, mp.erfinv, [(-0.999, 0.999), (0.999, 1.0), (-1e-6, 1e-6)], (3, 3)),
+    ("ndtr", S.ndtr, mp.ncdf, [(-12, -4), (-4, 4)], (3, 3)),
+    ("log_ndtr", S.log_ndtr, lambda v: mp.log(mp.ncdf(v)), [(-30, -8), (-8, 0), (0, 6)],
+     (3, 3)),
+]
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("case", _CASES, ids=[c[0] for c in _CASES])
+def test_values_within_ulp_of_mpmath(device, case, dt):
+    name, fn, ref_fn, ranges, bounds = case
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    x = np.concatenate([_pts(rng, lo, hi, 40, dt) for lo, hi in ranges])
+    if dt == np.float32 and name == "log_ndtr":
+        x = x[x > -12]
+    ref = np.array([float(ref_fn(mp.mpf(float(v)))) for v in x])
+    got = fn(gp.asarray(x, device=device))
+    assert got.dtype == (gp.float32 if dt == np.float32 else gp.float64)
+    assert _ulp(got, ref, dt) <= bounds[dt == np.float64]
+
+
+def test_ndtri_far_tails_within_ulp(device):
+    rng = np.random.default_rng(3)
+    for dt, top in ((np.float64, 300), (np.float32, 37)):
+        p = (10.0 ** -rng.uniform(1, top, 30)).astype(dt)
+        p = np.concatenate([p, rng.uniform(0, 1, 30).astype(dt)])
+        got = np.asarray(S.ndtri(gp.asarray(p, device=device)), np.float64)
+        # the quantile solves log ncdf(t) = log p (mpmath's erfinv loses 1 - 2p below 1e-20)
+        ref = np.array([float(mp.findroot(lambda t: mp.log(mp.ncdf(t)) - mp.log(mp.mpf(float(v))),
+                                          float(np.asarray(torch.special.ndtri(
+                                              torch.tensor(float(v), dtype=torch.float64))))))
+                        for v in p])
+        assert _ulp(got, ref, dt) <= 3
+
+
+_SPECIAL_VALUES = [0.0, -0.0, 1.0, 2.0, -1.0, -2.0, -0.5, 0.5, math.inf, -math.inf, math.nan]
+
+
+@pytest.mark.parametrize("name", ["lgamma", "digamma", "erfinv", "ndtr", "log_ndtr", "ndtri",
+                                  "logit", "entr", "polygamma1", "polygamma2"])
+def test_special_values_as_torch(device, name):
+    x = np.array(_SPECIAL_VALUES + [0.999, 1e-300])
+    t = torch.tensor(x, dtype=torch.float64)
+    ga = gp.asarray(x, device=device)
+    if name.startswith("polygamma"):
+        n = int(name[-1])
+        got = S.polygamma(n, ga)
+        # torch's trigamma is 5e-10 off (its polygamma(1, 1) is not pi^2/6): mpmath's values
+        ref = torch.tensor([float(mp.polygamma(n, v)) if np.isfinite(v) and not (
+            v <= 0 and v == round(v)) else float(torch.polygamma(n, torch.tensor(v)))
+            for v in x], dtype=torch.float64)
+        # torch's polygamma(2, inf) is NaN (the limit is 0), and its polygamma(1, -1) a finite
+        # 6.6e32 (a pole: grilly gives inf)
+        keep = ~np.isinf(x) & ~((x < 0) & (x == np.round(x)))
+    else:
+        fn = {"lgamma": S.gammaln, "digamma": S.digamma, "erfinv": S.erfinv, "ndtr": S.ndtr,
+              "log_ndtr": S.log_ndtr, "ndtri": S.ndtri, "logit": S.logit, "entr": S.entr}[name]
+        got, ref = fn(ga), getattr(torch.special, {"lgamma": "gammaln", "digamma": "digamma"}
+                                   .get(name, name))(t)
+        keep = np.ones(len(x), bool)
+    got, ref = np.asarray(got)[keep], ref.numpy()[keep]
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+    np.testing.assert_array_equal(np.isinf(got) & (got > 0), np.isinf(ref) & (ref > 0))
+    np.testing.assert_array_equal(np.isinf(got) & (got < 0), np.isinf(ref) & (ref < 0))
+    fin = np.isfinite(ref)
+    np.testing.assert_allclose(got[fin], ref[fin], rtol=1e-13, atol=1e-300)
+
+
+def _grad(fn, tfn, x, *extra):
+    xg = gp.asarray(x, requires_grad=True)
+    fn(xg, *extra).sum().backward()
+    xt = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+    tfn(xt, *extra).sum().backward()
+    np.testing.assert_allclose(np.asarray(xg.grad), xt.grad.numpy(), rtol=1e-12, atol=1e-14)
+
+
+def _grad_mp(fn, x, dref):
+    """fn's gradient against mpmath's derivative (torch's trigamma is 5e-10 off)."""
+    xg = gp.asarray(x, requires_grad=True)
+    fn(xg).sum().backward()
+    np.testing.assert_allclose(np.asarray(xg.grad), [float(dref(mp.mpf(v))) for v in x],
+                               rtol=1e-13)
+
+
+def test_gradients_against_torch():
+    x = np.array([0.3, 1.2, 1.46, 2.5, 7.0, 30.0, -0.4, -2.3])
+    _grad(S.gammaln, torch.lgamma, x)
+    _grad_mp(S.digamma, x, lambda v: mp.polygamma(1, v))
+    _grad_mp(lambda a: S.polygamma(2, a), x, lambda v: mp.polygamma(3, v))
+    _grad(lambda a: S.multigammaln(a, 3), lambda a: torch.special.multigammaln(a, 3),
+          np.array([1.5, 2.2, 9.0]))
+    p = np.array([1e-30, 0.01, 0.3, 0.5, 0.8, 0.999])
+    _grad(S.ndtri, torch.special.ndtri, p)
+    _grad(S.erfinv, torch.erfinv, 2 * p - 1)
+    z = np.array([-40.0, -9.0, -1.0, 0.0, 2.0, 7.0])
+    _grad(S.log_ndtr, torch.special.log_ndtr, z)
+    _grad(S.ndtr, torch.special.ndtr, z)
+    _grad(S.logit, torch.logit, np.array([0.05, 0.5, 0.97]), 0.1)
+    _grad(S.entr, torch.special.entr, np.array([0.1, 1.0, 3.0]))
+
+
+def test_second_derivative_of_gammaln_is_trigamma():
+    x = gp.asarray([0.7, 3.0], requires_grad=True)
+    (d,) = gp.autograd.grad(S.gammaln(x).sum(), x, create_graph=True)
+    (d2,) = gp.autograd.grad(d.sum(), x)
+    np.testing.assert_allclose(np.asarray(d2), [float(mp.polygamma(1, 0.7)),
+                                                float(mp.polygamma(1, 3.0))], rtol=1e-13)
+
+
+@pytest.mark.parametrize("one_p", [False, True])
+def test_xlogy_xlog1py_values_and_gradients(device, one_p):
+    x = np.array([0.0, 0.0, 2.0, -1.5, 0.0, 3.0])
+    y = np.array([0.0, 2.0, 3.0, 0.5, math.nan, -0.5])
+    fn, tfn = (S.xlog1py, torch.special.xlog1py) if one_p else (S.xlogy, torch.special.xlogy)
+    xg = gp.asarray(x, device=device, requires_grad=True)
+    yg = gp.asarray(y, device=device, requires_grad=True)
+    out = fn(xg, yg)
+    xt = torch.tensor(x, requires_grad=True)
+    yt = torch.tensor(y, requires_grad=True)
+    ref = tfn(xt, yt)
+    np.testing.assert_allclose(np.asarray(out), ref.detach().numpy(), rtol=1e-14, equal_nan=True)
+    w = np.array([1.0, 2.0, 0.5, 1.0, 0.0, 1.0])
+    (out * gp.asarray(w, device=device)).sum().backward()
+    (ref * torch.tensor(w)).nansum().backward()
+    keep = np.isfinite(ref.detach().numpy())   # (torch's nansum gives 0 where the value is NaN)
+    np.testing.assert_allclose(np.asarray(xg.grad)[keep], xt.grad.numpy()[keep], rtol=1e-13)
+    np.testing.assert_allclose(np.asarray(yg.grad)[keep], yt.grad.numpy()[keep], rtol=1e-13)
+    # a number for either argument, as torch.special takes
+    np.testing.assert_allclose(np.asarray(fn(2.0, gp.asarray(y[2:4], device=device))),
+                               tfn(2.0, torch.tensor(y[2:4])).numpy(), rtol=1e-14)
+
+
+def test_half_and_integer_inputs(device):
+    x = np.array([0.3, 1.5, 4.0, 11.0])
+    for dt in (gp.float16, gp.bfloat16):
+        got = S.gammaln(gp.astype(gp.asarray(x, device=device), dt))
+        assert got.dtype == dt
+        np.testing.assert_allclose(np.asarray(gp.astype(got, gp.float64)),
+                                   torch.lgamma(torch.tensor(x)).numpy(), rtol=1e-2, atol=1e-2)
+    got = S.digamma(gp.asarray([1, 2, 5], device=device))
+    assert got.dtype == gp.float64     # integers compute in the default float, as NumPy
+    np.testing.assert_allclose(np.asarray(got), torch.digamma(torch.tensor([1., 2, 5],
+                               dtype=torch.float64)).numpy(), rtol=1e-14)
+
+
+def test_names_methods_and_in_place(device):
+    x = np.array([0.2, 0.7, 2.5])
+    a = gp.asarray(x, device=device)
+    t = torch.tensor(x)
+    pairs = [(gp.lgamma(a), torch.lgamma(t)), (a.lgamma(), torch.lgamma(t)),
+             (gp.digamma(a), torch.digamma(t)), (a.digamma(), t.digamma()),
+             (gp.polygamma(3, a), torch.polygamma(3, t)), (a.polygamma(2), t.polygamma(2)),
+             (gp.erf(a), torch.erf(t)), (a.erfc(), t.erfc()), (gp.erfc(a), torch.erfc(t)),
+             (gp.erfinv(a * 0.9), torch.erfinv(t * 0.9)), (a.erfinv(), t.erfinv()),
+             (gp.logit(a * 0.3), torch.logit(t * 0.3)), (a.logit(0.25), t.logit(0.25)),
+             (gp.xlogy(a, a), torch.xlogy(t, t)), (a.xlogy(2.0), t.xlogy(2.0)),
+             (gp.mvlgamma(a + 2, 3), torch.mvlgamma(t + 2, 3)), ((a + 2).mvlgamma(2),
+                                                                  (t + 2).mvlgamma(2)),
+             (S.expit(a), torch.special.expit(t)), (S.psi(a), torch.special.psi(t)),
+             (S.exp2(a), torch.special.exp2(t)), (S.sinc(a), torch.special.sinc(t)),
+             (S.softmax(a, 0), torch.special.softmax(t, 0)),
+             (S.log_softmax(a, 0), torch.special.log_softmax(t, 0)),
+             (S.logsumexp(a, 0), torch.special.logsumexp(t, 0))]
+    for got, ref in pairs:
+        np.testing.assert_allclose(np.asarray(got), ref.numpy(), rtol=1e-13, atol=1e-15)
+    b = gp.asarray(x, device=device)
+    assert b.lgamma_() is b
+    np.testing.assert_allclose(np.asarray(b), torch.lgamma(t).numpy(), rtol=1e-14)
+    b = gp.asarray(x, device=device)
+    b.polygamma_(2)
+    np.testing.assert_allclose(np.asarray(b), torch.polygamma(2, t).numpy(), rtol=1e-13)
+
+
+def test_bad_input_errors():
+    a = gp.asarray([1.0, 2.0])
+    with pytest.raises(TypeError, match="gammaln"):
+        S.gammaln([1.0, 2.0])
+    with pytest.raises(TypeError, match="complex"):
+        S.digamma(gp.asarray([1 + 1j]))
+    with pytest.raises(ValueError, match="polygamma: n must be >= 0"):
+        S.polygamma(-1, a)
+    with pytest.raises(TypeError, match="polygamma: n must be an integer"):
+        S.polygamma(1.5, a)
+    with pytest.raises(ValueError, match="multigammaln: d must be >= 1"):
+        S.multigammaln(a, 0)
+    with pytest.raises(TypeError, match="xlogy: expected at least one grilly Array"):
+        S.xlogy(1.0, 2.0)
+    with pytest.raises(TypeError, match="logit: eps"):
+        S.logit(a, eps="0.1")
