@@ -21,7 +21,7 @@ from .array.array import Array
 from .nn import functional as _F
 from .nn import serialization as _ser
 from .nn._random import manual_seed
-from .special import digamma, erf, erfc, erfinv, logit, mvlgamma, polygamma, xlogy
+from .special import digamma, erf, erfc, erfinv, i0, logit, mvlgamma, polygamma, xlogy
 from .special import gammaln as lgamma
 from .utils.helpers import _shape, randn, tensor
 
@@ -32,7 +32,7 @@ __all__ = ["Generator", "Tensor", "addmm", "baddbmm", "bernoulli", "bmm", "cat",
            "randn_like", "randperm", "save", "scatter", "scatter_add", "seed", "set_rng_state",
            "sigmoid", "tensor", "relu", "softmax", "log_softmax", "mm", "as_tensor",
            "erf", "erfc", "erfinv", "lgamma", "digamma", "polygamma", "mvlgamma", "logit",
-           "xlogy"]
+           "xlogy", "i0"]
 
 Tensor = Array   # torch.Tensor for isinstance and type hints (make arrays with gp.tensor)
 Generator = _random.Generator   # torch.Generator: gp.Generator().manual_seed(0), generator=g

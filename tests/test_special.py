@@ -1,8 +1,9 @@
 """grilly.special against mpmath (values, float32 and float64, in ulp of the correctly rounded
 result) and torch.special / torch on float64 (special values, gradients), on every device:
-gammaln, digamma, polygamma, multigammaln, erfinv, ndtr, log_ndtr, ndtri, xlogy, xlog1py,
-logit, entr and the aliases; the top-level names (gp.lgamma, gp.erf, ...) and the methods
-(x.lgamma(), x.polygamma(n), x.erfinv_())."""
+gammaln, digamma, polygamma, multigammaln, erfinv, ndtr, log_ndtr, ndtri, i0, i0e, i1, i1e,
+xlogy, xlog1py, logit, entr and the aliases; the top-level names (gp.lgamma, gp.erf, gp.i0...)
+and the methods (x.lgamma(), x.polygamma(n), x.erfinv_()); torch's window functions and
+NumPy's kaiser."""
 import math
 import zlib
 
@@ -43,6 +44,12 @@ _CASES = [
     ("ndtr", S.ndtr, mp.ncdf, [(-12, -4), (-4, 4)], (3, 3)),
     ("log_ndtr", S.log_ndtr, lambda v: mp.log(mp.ncdf(v)), [(-30, -8), (-8, 0), (0, 6)],
      (3, 3)),
+    ("i0", S.i0, lambda v: mp.besseli(0, v), [(-6, 6), (6, 40), (40, 80)], (4, 4)),
+    ("i1", S.i1, lambda v: mp.besseli(1, v), [(-6, 6), (6, 40), (-80, -40)], (4, 4)),
+    ("i0e", S.i0e, lambda v: mp.besseli(0, v) * mp.exp(-abs(v)), [(-6, 6), (6, 40), (40, 800)],
+     (4, 4)),
+    ("i1e", S.i1e, lambda v: mp.besseli(1, v) * mp.exp(-abs(v)), [(-6, 6), (-40, -6),
+                                                                  (40, 800)], (4, 4)),
 ]
 
 
@@ -138,6 +145,30 @@ def test_gradients_against_torch():
     _grad(S.ndtr, torch.special.ndtr, z)
     _grad(S.logit, torch.logit, np.array([0.05, 0.5, 0.97]), 0.1)
     _grad(S.entr, torch.special.entr, np.array([0.1, 1.0, 3.0]))
+    b = np.array([-30.0, -2.5, 0.0, 1e-3, 0.7, 9.0, 25.0])
+    _grad(S.i0, torch.special.i0, b)
+    _grad(S.i0e, torch.special.i0e, b)
+    _grad(S.i1, torch.special.i1, b)
+    _grad(S.i1e, torch.special.i1e, b)
+
+
+@pytest.mark.parametrize("name", ["hann_window", "hamming_window", "blackman_window",
+                                  "bartlett_window", "kaiser_window"])
+def test_windows_as_torch_and_numpy(device, name):
+    for n in (0, 1, 2, 9):
+        for periodic in (True, False):
+            got = getattr(gp, name)(n, periodic, device=device)
+            # (grilly computes in float64 and rounds once; torch's float32 kaiser is 5 ulp off)
+            ref = getattr(torch, name)(n, periodic, dtype=torch.float64).float()
+            assert got.dtype == gp.float32 and got.shape == tuple(ref.shape)
+            np.testing.assert_allclose(np.asarray(got), ref.numpy(), atol=2e-7)
+    got = getattr(gp, name)(6, dtype=gp.float64, device=device)
+    np.testing.assert_allclose(np.asarray(got), getattr(torch, name)(6, dtype=torch.float64)
+                               .numpy(), rtol=1e-14, atol=1e-15)
+    np.testing.assert_allclose(np.asarray(gp.kaiser(11, 6.5, device=device)), np.kaiser(11, 6.5),
+                               rtol=1e-14)
+    with pytest.raises(ValueError, match=f"{name}: window_length must be >= 0"):
+        getattr(gp, name)(-1)
 
 
 def test_second_derivative_of_gammaln_is_trigamma():
@@ -201,7 +232,8 @@ def test_names_methods_and_in_place(device):
              (S.exp2(a), torch.special.exp2(t)), (S.sinc(a), torch.special.sinc(t)),
              (S.softmax(a, 0), torch.special.softmax(t, 0)),
              (S.log_softmax(a, 0), torch.special.log_softmax(t, 0)),
-             (S.logsumexp(a, 0), torch.special.logsumexp(t, 0))]
+             (S.logsumexp(a, 0), torch.special.logsumexp(t, 0)),
+             (gp.i0(a), torch.i0(t)), (a.i0(), t.i0()), (S.i1e(a), torch.special.i1e(t))]
     for got, ref in pairs:
         np.testing.assert_allclose(np.asarray(got), ref.numpy(), rtol=1e-13, atol=1e-15)
     b = gp.asarray(x, device=device)

@@ -1551,7 +1551,8 @@ for _name, _attr, _doc in (
         ("digamma", "digamma", "d/dx log Gamma(x) (grilly.special.digamma)."),
         ("logit", "logit", "log(x / (1 - x)), optionally clamped by eps (grilly.special.logit)."),
         ("xlogy", "xlogy", "x * log(other), 0 where x == 0 (grilly.special.xlogy)."),
-        ("mvlgamma", "mvlgamma", "The log multivariate gamma of dimension p (torch.mvlgamma).")):
+        ("mvlgamma", "mvlgamma", "The log multivariate gamma of dimension p (torch.mvlgamma)."),
+        ("i0", "i0", "The modified Bessel function I0 (grilly.special.i0).")):
     _special_method(_name, _attr, _doc)
 
 
@@ -1562,5 +1563,5 @@ def polygamma(self: Array, n: int) -> Array:
 
 _method("polygamma", polygamma)
 for _name in ("erf", "erfc", "erfinv", "lgamma", "digamma", "logit", "xlogy", "mvlgamma",
-              "polygamma"):
+              "polygamma", "i0"):
     _inplace_of(_name)
