@@ -40,6 +40,8 @@ __all__ = [
     "diag_indices_from", "diagflat", "diagonal", "dot", "fill_diagonal", "identity", "inner",
     "isclose", "kron", "outer", "trace", "tri", "tril_indices", "tril_indices_from",
     "triu_indices", "triu_indices_from", "vdot",
+    # classification
+    "iscomplex", "iscomplexobj", "isneginf", "isposinf", "isreal", "isrealobj",
     # host iteration helpers
     "apply_along_axis", "apply_over_axes", "ndenumerate", "ndindex",
 ]
@@ -1116,6 +1118,47 @@ def fill_diagonal(a: Array, val, wrap: bool = False) -> None:
 def identity(n: int, dtype=None, *, device=None) -> Array:
     """The n x n identity matrix (float64 by default)."""
     return _ns.eye(n, dtype=dt.float64 if dtype is None else dtype, device=device)
+
+
+# ---- classification --------------------------------------------------------------------------
+def isposinf(x: Array, out=None) -> Array:
+    """Whether each element is +inf (False for NaN; real input, as NumPy's)."""
+    _no_out("isposinf", out)
+    x = _arr(x, "isposinf", "x")
+    if x.dtype.kind == "c":
+        raise TypeError("isposinf: complex input is not supported (as NumPy)")
+    return _ns.logical_and(_ns.isinf(x), _ns.greater(x, 0))
+
+
+def isneginf(x: Array, out=None) -> Array:
+    """Whether each element is -inf (False for NaN; real input, as NumPy's)."""
+    _no_out("isneginf", out)
+    x = _arr(x, "isneginf", "x")
+    if x.dtype.kind == "c":
+        raise TypeError("isneginf: complex input is not supported (as NumPy)")
+    return _ns.logical_and(_ns.isinf(x), _ns.less(x, 0))
+
+
+def isreal(x: Array) -> Array:
+    """Whether each element's imaginary part is zero (all True for a real dtype)."""
+    x = _arr(x, "isreal", "x")
+    return _ns.equal(_ns.imag(x), 0) if x.dtype.kind == "c" else _ns.ones_like(x, dtype=dt.bool)
+
+
+def iscomplex(x: Array) -> Array:
+    """Whether each element's imaginary part is nonzero."""
+    return _ns.logical_not(isreal(x))
+
+
+def isrealobj(x) -> bool:
+    """Whether ``x``'s dtype is not complex (a Python bool, as NumPy's)."""
+    return not iscomplexobj(x)
+
+
+def iscomplexobj(x) -> bool:
+    """Whether ``x``'s dtype is complex (a Python bool, as NumPy's)."""
+    d = x.dtype if isinstance(x, Array) else np.asarray(x).dtype
+    return d.kind == "c"
 
 
 # ---- comparisons -----------------------------------------------------------------------------

@@ -21,7 +21,7 @@ _OPS = dispatch.OPS
 
 # torch.return_types.<name>: a tuple (unpacks as (values, indices)) with .values and .indices
 RESULTS = {n: namedtuple(n, ("values", "indices")) for n in ("max", "min", "sort", "median",
-                                                              "mode", "kthvalue")}
+                                                              "nanmedian", "mode", "kthvalue")}
 
 
 def _axis(op: str, axis, dim):
@@ -138,6 +138,35 @@ def median(x, axis=None, *, dim=None, keepdim=None, keepdims=False):
     return _kth("median", x, pos, d, keep)
 
 
+def nanmedian(x, axis=None, *, dim=None, keepdim=None, keepdims=False):
+    """torch.nanmedian: median's form ignoring NaNs (the lower middle of the non-NaN values, and
+    its index; NaN where a slice is all NaN); without dim, the 0-d nanmedian of all elements."""
+    d = _axis("nanmedian", axis, dim)
+    keep = keepdims if keepdim is None else keepdim
+    if d is None:
+        return nanmedian(_OPS["reshape"](x, (-1,)), dim=0).values
+    d = _one_dim("nanmedian", x, d)
+    n = x.shape[d] if x.ndim else 1
+    if n == 0:
+        raise IndexError(f"nanmedian: dimension {d} is empty")
+    pos = (n - 1) // 2
+    if x.dtype.kind in "fc":   # NaNs sort last: the middle of the n - (NaN count) before them
+        nans = _OPS["sum"](_OPS["isnan"](_flat(x.detach())), axis=d, keepdims=True)
+        pos = _OPS["maximum"](_OPS["floor_divide"](n - nans - 1, 2), 0)
+    return _kth("nanmedian", x, pos, d, keep)
+
+
+def _quantile(name: str):
+    """torch.quantile / nanquantile: q, dim, keepdim and ``interpolation=`` (NumPy's method)."""
+    def form(x, q, axis=None, *, dim=None, keepdim=None, keepdims=False,
+             interpolation=None, method="linear"):
+        if interpolation is not None:
+            method = interpolation
+        return _OPS[name](x, q, axis=_axis(name, axis, dim), method=method,
+                          keepdims=keepdims if keepdim is None else keepdim)
+    return form
+
+
 def kthvalue(x, k: int, dim: int = -1, keepdim: bool = False):
     """torch.kthvalue: the k-th smallest element along ``dim`` (k from 1) and its index."""
     d = _one_dim("kthvalue", x, dim)
@@ -182,8 +211,11 @@ def _topk(x, k, axis=None, *, dim=None, largest: bool = True, sorted: bool = Tru
 
 
 FORMS = {n: _renamed(n) for n in ("sum", "prod", "mean", "all", "any", "argmax", "argmin",
-                                  "cumsum", "cumulative_sum", "argsort")}
+                                  "cumsum", "cumulative_sum", "argsort", "nansum", "nanmean",
+                                  "count_nonzero")}
 FORMS.update(std=_moment("std"), var=_moment("var"), max=_extreme("max", "argmax"),
              min=_extreme("min", "argmin"), sort=sort, median=median,
-             tril=_triangle("tril"), triu=_triangle("triu"), squeeze=_squeeze, topk=_topk)
+             tril=_triangle("tril"), triu=_triangle("triu"), squeeze=_squeeze, topk=_topk,
+             nanmedian=nanmedian, quantile=_quantile("quantile"),
+             nanquantile=_quantile("nanquantile"))
 dispatch.TORCH_FORMS.update(FORMS)
