@@ -18,6 +18,7 @@ from . import random as _random
 from .array import api as gp
 from .array import npyio as _npyio
 from .array.array import Array
+from .linalg import cholesky_inverse, cholesky_solve, geqrf, lu_unpack
 from .nn import functional as _F
 from .nn import serialization as _ser
 from .nn._random import manual_seed
@@ -32,7 +33,9 @@ __all__ = ["Generator", "Tensor", "addmm", "baddbmm", "bernoulli", "bmm", "cat",
            "randn_like", "randperm", "save", "scatter", "scatter_add", "seed", "set_rng_state",
            "sigmoid", "tensor", "relu", "softmax", "log_softmax", "mm", "as_tensor",
            "erf", "erfc", "erfinv", "lgamma", "digamma", "polygamma", "mvlgamma", "logit",
-           "xlogy", "i0"]
+           "xlogy", "i0",
+           # torch's top-level linalg helpers (grilly.linalg's functions)
+           "cholesky_inverse", "cholesky_solve", "geqrf", "lu_unpack"]
 
 Tensor = Array   # torch.Tensor for isinstance and type hints (make arrays with gp.tensor)
 Generator = _random.Generator   # torch.Generator: gp.Generator().manual_seed(0), generator=g

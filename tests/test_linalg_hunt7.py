@@ -143,8 +143,7 @@ def test_numpy_qr_mode_r_and_lower_case_uplo(device):
     assert_close(gp.abs(r), np.abs(np.linalg.qr(a, mode="r")), rtol=1e-9, atol=1e-9)
     assert_close(gp.abs(LA.qr(_g(a[0].T, device), "r")), np.abs(np.linalg.qr(a[0].T, "r")),
                  rtol=1e-9, atol=1e-9)
-    with pytest.raises(NotImplementedError, match="mode='raw'"):
-        LA.qr(_g(a, device), mode="raw")
+    # mode='raw' is supported since hunt 8 (tests/test_linalg_hunt8.py)
     s = R.standard_normal((3, 3))
     for uplo in ("l", "u"):
         assert_close(LA.eigvalsh(_g(s, device), UPLO=uplo), np.linalg.eigvalsh(s, UPLO=uplo),

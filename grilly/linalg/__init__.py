@@ -22,6 +22,10 @@ __all__ = [
     "matrix_power", "matrix_rank", "matrix_transpose", "outer", "pinv", "qr", "slogdet", "solve",
     "svd", "svdvals", "tensordot", "tensorinv", "tensorsolve", "trace", "vecdot", "vector_norm",
     "solve_triangular", "matrix_exp",
+    "CholeskyExResult", "GeqrfResult", "InvExResult", "LUFactorExResult", "LUFactorResult",
+    "LUResult", "SolveExResult", "cholesky_ex", "geqrf", "householder_product", "inv_ex", "lu",
+    "lu_factor", "lu_factor_ex", "lu_solve", "lu_unpack", "solve_ex", "cholesky_solve",
+    "cholesky_inverse", "vander",
 ]
 
 
@@ -366,8 +370,12 @@ def solve(x1: Array, x2: Array, /) -> Array:
         b = wrap(kernel(dev, "reshape")(b._buf, (m, 1)), d, dev)
     bbuf = b._buf
     if len(bbuf.shape) < 2 or bbuf.shape[-2] != m:
+        hint = ""
+        if b.ndim == a.ndim - 1 and tuple(b.shape) == tuple(a.shape[:-1]):
+            hint = ("; a batch of vectors (torch's and NumPy 1's reading) is solve(x1, x2, "
+                    "left=True) or solve(x1, x2[..., None])[..., 0]")
         raise ValueError(f"solve: x2 of shape {b.shape} does not match x1 of shape {a.shape}; "
-                         f"expected (M,) or (..., M, K) with M={m}")
+                         f"expected (M,) or (..., M, K) with M={m} (NumPy 2's rule){hint}")
     batch = broadcast_shapes(a.shape[:-2], tuple(bbuf.shape[:-2]), op="solve")
     out = call(dev, "solve", batch + (m, bbuf.shape[-1]), d, a, b)
     if vec:
@@ -571,10 +579,10 @@ def _matrix_rank_t(x: Array, /, *, rtol=None, tol=None, hermitian: bool = False,
                   axis=-1)
 
 
-def _qr_np(x: Array, /, *, mode: str = "reduced") -> Array:
-    if mode == "raw":
-        raise NotImplementedError("qr: mode='raw' (LAPACK's Householder reflectors) is not "
-                                  "supported; use mode='reduced', 'complete' or 'r'")
+def _qr_np(x: Array, /, *, mode: str = "reduced") -> Array | tuple[Array, Array]:
+    if mode == "raw":   # NumPy's (h, tau): geqrf's reflectors, transposed (Fortran's order)
+        a, tau = geqrf(x)
+        return matrix_transpose(a), tau
     # NumPy's mode='r': R alone, the reduced one (torch returns an empty Q beside it)
     return qr(x, mode="reduced").R
 
@@ -632,6 +640,16 @@ def _solve_t(x1: Array, x2: Array, /, *, left: bool = True) -> Array:
     return matrix_transpose(solve(matrix_transpose(a), matrix_transpose(b)))
 
 
+def _solve_torch(x1: Array, x2: Array, /, *, left: bool = True) -> Array:
+    """torch.linalg.solve (told by its ``left=``): x2 of shape x1.shape[:-1] is a batch of
+    vectors, torch's rule (NumPy 2 would read a stack of matrices)."""
+    a = _matrices(x1, "solve", square=True)
+    b = _float(x2, "solve")
+    if left and b.ndim > 1 and b.ndim == a.ndim - 1 and tuple(b.shape) == tuple(a.shape[:-1]):
+        return _solve_t(a, _ns().expand_dims(b, axis=-1))[..., 0]
+    return _solve_t(a, b, left=left)
+
+
 dispatch.NUMPY_FORMS.update({
     "linalg.eigh": (frozenset({"UPLO"}), _eigh_np),
     "linalg.eigvalsh": (frozenset({"UPLO"}), _eigvalsh_np),
@@ -645,7 +663,7 @@ dispatch.NUMPY_FORMS.update({
     "linalg.matrix_norm": (frozenset({"dim", "keepdim", "dtype"}), _matrix_norm_t),
     "linalg.cross": (frozenset({"dim"}), _cross_t),
     "linalg.diagonal": (frozenset({"dim1", "dim2"}), _diagonal_t),
-    "linalg.solve": (frozenset({"left"}), _solve_t),
+    "linalg.solve": (frozenset({"left"}), _solve_torch),
 })
 # NumPy's qr(mode='r') returns R alone and 'raw' is refused: told by the value, not a keyword
 dispatch.NUMPY_CALLS["linalg.qr"] = lambda args, kw: kw.get("mode") in ("r", "raw")
@@ -801,12 +819,451 @@ def matrix_exp(x: Array, /) -> Array:
     return r
 
 
+# ---- torch.linalg's LU family, the _ex variants and Householder products, composed ----------
+# Each is a loop of namespace calls over the columns (Gaussian elimination, Householder
+# reflections), so gradients flow through them and every device runs them alike.
+class LUFactorResult(NamedTuple):
+    LU: Array
+    pivots: Array
+
+
+class LUFactorExResult(NamedTuple):
+    LU: Array
+    pivots: Array
+    info: Array
+
+
+class LUResult(NamedTuple):
+    P: Array
+    L: Array
+    U: Array
+
+
+class InvExResult(NamedTuple):
+    inverse: Array
+    info: Array
+
+
+class CholeskyExResult(NamedTuple):
+    L: Array
+    info: Array
+
+
+class SolveExResult(NamedTuple):
+    result: Array
+    info: Array
+
+
+class GeqrfResult(NamedTuple):
+    a: Array
+    tau: Array
+
+
+def _flag(value, op: str, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{op}: {name} must be a bool, got {value!r}")
+    return value
+
+
+def _mh(x: Array) -> Array:
+    """The conjugate transpose of each matrix."""
+    t = matrix_transpose(x)
+    return _ns().conj(t) if x._dtype.kind == "c" else t
+
+
+def _lu_core(a: Array, pivot: bool):
+    """Gaussian elimination of the matrices a (..., M, N), with LAPACK getrf's partial pivoting
+    (the first largest |x|, |re| + |im| for complex, as i?amax) when ``pivot``: (L below and U
+    on and above the diagonal in one matrix, the row order perm (..., M) with a[perm] = L U,
+    torch's 1-based int32 pivots (..., K), info: the first k with U[k-1, k-1] == 0, else 0)."""
+    ns = _ns()
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    batch, dev = a.shape[:-2], a.device
+    rows, cols = ns.arange(m, device=dev), ns.arange(n, device=dev)
+    perm = ns.broadcast_to(rows, batch + (m,))
+    info = ns.zeros(batch, dtype=dt.int32, device=dev)
+    pivs = []
+    for j in range(k):
+        if pivot:
+            c = a.detach()[..., :, j]
+            mag = ns.abs(c) if c._dtype.kind != "c" else ns.add(ns.abs(ns.real(c)),
+                                                                 ns.abs(ns.imag(c)))
+            p = ns.argmax(ns.where(rows >= j, mag, -1.0), axis=-1)
+            pe = ns.expand_dims(p, axis=-1)
+            swap = ns.where(rows == j, pe, ns.where(rows == pe, j, rows))   # rows j and p
+            a = ns.take_along_axis(a, ns.expand_dims(swap, axis=-1), axis=-2)
+            perm = ns.take_along_axis(perm, swap, axis=-1)
+            pivs.append(p)
+        pv = a[..., j, j]
+        zero = ns.equal(pv, 0)
+        info = ns.where(ns.logical_and(ns.equal(info, 0), zero), j + 1, info)
+        # with pivoting a zero pivot has a zero column below it: getrf skips its scaling
+        den = ns.where(zero, 1.0, pv) if pivot else pv
+        low = ns.where(rows > j, ns.divide(a[..., :, j], ns.expand_dims(den, axis=-1)), 0.0)
+        right = ns.where(cols > j, a[..., j, :], 0.0)
+        a = ns.subtract(a, ns.multiply(low[..., :, None], right[..., None, :]))
+        a = ns.where(ns.logical_and(rows[:, None] > j, cols == j), low[..., :, None], a)
+    if pivot and pivs:
+        piv = ns.add(ns.stack(pivs, axis=-1), 1)
+    else:
+        piv = ns.broadcast_to(ns.arange(1, k + 1, device=dev), batch + (k,))
+    return a, perm, ns.astype(piv, dt.int32), info
+
+
+def _raise_info(info: Array, op: str, what: str) -> None:
+    """LinAlgError (torch's check_errors=True) naming the first matrix whose info is > 0."""
+    ns = _ns()
+    if not bool(ns.any(ns.greater(info, 0))):
+        return
+    i = np.asarray(ns.to_device(info, "cpu"))
+    at = tuple(int(v) for v in np.argwhere(i > 0)[0])
+    where_ = f" (batch element {at})" if at else ""
+    raise LinAlgError(f"{op}{where_}: " + what.format(int(i[at])))
+
+
+_SINGULAR = ("U[{0},{0}] (1-based) of the LU factorization is zero: the matrix is singular")
+
+
+def lu_factor_ex(A: Array, /, *, pivot: bool = True, check_errors: bool = False
+                 ) -> LUFactorExResult:
+    """torch.linalg.lu_factor_ex: the compact LU factorization of A (..., M, N) with torch's
+    1-based int32 pivots, and info (..., ): 0, or k where U[k-1, k-1] is exactly zero."""
+    a = _matrices(A, "lu_factor_ex")
+    _flag(pivot, "lu_factor_ex", "pivot")
+    lu_, _, piv, info = _lu_core(a, pivot)
+    if _flag(check_errors, "lu_factor_ex", "check_errors"):
+        _raise_info(info, "lu_factor_ex", _SINGULAR)
+    return LUFactorExResult(lu_, piv, info)
+
+
+def lu_factor(A: Array, /, *, pivot: bool = True) -> LUFactorResult:
+    """torch.linalg.lu_factor: (LU, pivots) of A, raising LinAlgError where U has a zero on its
+    diagonal (lu_factor_ex returns it in info instead)."""
+    a = _matrices(A, "lu_factor")
+    _flag(pivot, "lu_factor", "pivot")
+    lu_, _, piv, info = _lu_core(a, pivot)
+    _raise_info(info, "lu_factor", _SINGULAR + "; lu_factor_ex or lu factor it anyway")
+    return LUFactorResult(lu_, piv)
+
+
+def _unpack(lu_: Array, k: int):
+    ns = _ns()
+    m, n = lu_.shape[-2:]
+    low = ns.add(ns.tril(lu_[..., :, :k], k=-1), ns.eye(m, k, dtype=lu_.dtype, device=lu_.device))
+    return low, ns.triu(lu_[..., :k, :])
+
+
+def _perm_matrix(perm: Array, dtype) -> Array:
+    """P with P[perm[i], i] = 1, so that P @ a[perm] = a."""
+    ns = _ns()
+    rows = ns.arange(perm.shape[-1], device=perm.device)
+    return ns.astype(ns.equal(ns.expand_dims(perm, axis=-2), rows[:, None]), dtype)
+
+
+def lu(A: Array, /, *, pivot: bool = True) -> LUResult:
+    """torch.linalg.lu: P (..., M, M), L (..., M, K) unit lower and U (..., K, N) upper with
+    A = P @ L @ U (P is empty, shape (0,), when pivot=False)."""
+    a = _matrices(A, "lu")
+    _flag(pivot, "lu", "pivot")
+    lu_, perm, _, _ = _lu_core(a, pivot)
+    low, up = _unpack(lu_, min(a.shape[-2:]))
+    p = _perm_matrix(perm, a.dtype) if pivot else _ns().zeros((0,), dtype=a.dtype,
+                                                              device=a.device)
+    return LUResult(p, low, up)
+
+
+def _check_pivots(pivots, m: int, k: int, batch: tuple, op: str, values: bool = False) -> Array:
+    if not isinstance(pivots, Array):
+        raise TypeError(f"{op}: pivots must be a grilly Array, got {type(pivots).__name__}")
+    if pivots._dtype.kind not in "iu":
+        raise TypeError(f"{op}: pivots must be an integer array (torch's int32), got dtype "
+                        f"{pivots._dtype.name}")
+    if tuple(pivots.shape) != tuple(batch) + (k,):
+        raise ValueError(f"{op}: pivots of shape {pivots.shape} must have shape "
+                         f"{tuple(batch) + (k,)} (LU's batch shape and min(M, N))")
+    ns = _ns()
+    # the values are read on the host (as torch's lu_unpack does), which lu_solve skips: it
+    # stays traceable by grilly.jit, as torch's lu_solve does not check them either
+    if values and k and not bool(ns.all(ns.logical_and(ns.greater_equal(pivots, 1),
+                                            ns.less_equal(pivots, m)))):
+        raise ValueError(f"{op}: pivots must be 1-based row numbers in [1, {m}]")
+    return pivots
+
+
+def _perm_of(pivots: Array, m: int) -> Array:
+    """The row order perm of LAPACK's interchanges: row j swapped with row pivots[j] - 1."""
+    ns = _ns()
+    rows = ns.arange(m, device=pivots.device)
+    perm = ns.broadcast_to(rows, pivots.shape[:-1] + (m,))
+    p0 = ns.subtract(ns.astype(pivots, dt.int64), 1)
+    for j in range(pivots.shape[-1]):
+        pe = p0[..., j:j + 1]
+        perm = ns.take_along_axis(perm, ns.where(rows == j, pe, ns.where(rows == pe, j, rows)),
+                                  axis=-1)
+    return perm
+
+
+def lu_unpack(LU: Array, pivots: Array, /, unpack_data: bool = True,
+              unpack_pivots: bool = True) -> LUResult:
+    """torch.lu_unpack: P, L, U of lu_factor's (LU, pivots) (empty arrays for the parts not
+    unpacked)."""
+    lu_ = _matrices(LU, "lu_unpack")
+    m, n = lu_.shape[-2:]
+    k = min(m, n)
+    ns = _ns()
+    empty = ns.zeros((0,), dtype=lu_.dtype, device=lu_.device)
+    p = empty
+    if _flag(unpack_pivots, "lu_unpack", "unpack_pivots"):
+        piv = _check_pivots(pivots, m, k, lu_.shape[:-2], "lu_unpack", values=True)
+        p = _perm_matrix(_perm_of(piv, m), lu_.dtype)
+    low, up = _unpack(lu_, k) if _flag(unpack_data, "lu_unpack", "unpack_data") else (empty, empty)
+    return LUResult(p, low, up)
+
+
+def _rows(b: Array, idx: Array) -> Array:
+    """b's rows (axis -2) in the order idx (..., M), batch shapes broadcast."""
+    ns = _ns()
+    batch = broadcast_shapes(b.shape[:-2], idx.shape[:-1], op="lu_solve")
+    b = ns.broadcast_to(b, batch + b.shape[-2:])
+    idx = ns.broadcast_to(idx, batch + idx.shape[-1:])
+    return ns.take_along_axis(b, ns.expand_dims(idx, axis=-1), axis=-2)
+
+
+def lu_solve(LU: Array, pivots: Array, B: Array | None = None, /, *, left: bool = True,
+             adjoint: bool = False) -> Array:
+    """torch.linalg.lu_solve: X with A X = B (X A = B when left=False; A^H for A when adjoint),
+    A = P L U given by lu_factor's (LU, pivots); B (..., N, K), batch shapes broadcast."""
+    if isinstance(LU, tuple) or B is None:   # SciPy's lu_solve((lu, piv), b)
+        raise TypeError("lu_solve: takes torch's (LU, pivots, B); SciPy's lu_solve((lu, piv), "
+                        "b) is lu_solve(lu, piv, b) with lu_factor's 1-based int32 pivots "
+                        "(SciPy's are 0-based)")
+    lu_ = _matrices(LU, "lu_solve", square=True)
+    n = lu_.shape[-1]
+    piv = _check_pivots(pivots, n, n, lu_.shape[:-2], "lu_solve")
+    b = _float(B, "lu_solve")
+    left = _flag(left, "lu_solve", "left")
+    adjoint = _flag(adjoint, "lu_solve", "adjoint")
+    if b.ndim < 2:
+        raise LinAlgError(f"lu_solve: B must have at least 2 dimensions (..., N, K), got shape "
+                          f"{b.shape}")
+    if b.shape[-2 if left else -1] != n:
+        want = "(..., N, K)" if left else "(..., K, N)"
+        raise LinAlgError(f"lu_solve: B of shape {b.shape} does not match LU of shape "
+                          f"{lu_.shape}; expected {want} with N={n}")
+    if not left:   # X A = B is A^H X^H = B^H (X A^H = B: A X^H = B^H)
+        return _mh(_lu_solve_left(lu_, _perm_of(piv, n), _mh(b), not adjoint))
+    return _lu_solve_left(lu_, _perm_of(piv, n), b, adjoint)
+
+
+def _lu_solve_left(lu_: Array, perm: Array, b: Array, adjoint: bool) -> Array:
+    if not adjoint:   # A = P L U: X = U^-1 L^-1 (P^T B), P^T B being B's rows in perm's order
+        y = solve_triangular(lu_, _rows(b, perm), upper=False, unitriangular=True)
+        return solve_triangular(lu_, y, upper=True)
+    h = _mh(lu_)   # A^H = U^H L^H P^T: X = P L^-H U^-H B (U^H lower, L^H unit upper)
+    y = solve_triangular(h, solve_triangular(h, b, upper=False), upper=True, unitriangular=True)
+    return _rows(y, _ns().argsort(perm, axis=-1))
+
+
+def _solve_guarded(lu_: Array, perm: Array, info: Array, b: Array, left: bool) -> Array:
+    """lu_solve where info == 0; NaN for the singular matrices (their U replaced by I before the
+    triangular solves, which would raise)."""
+    ns = _ns()
+    ok = ns.expand_dims(ns.expand_dims(ns.equal(info, 0), axis=-1), axis=-1)
+    safe = ns.where(ok, lu_, ns.eye(lu_.shape[-1], dtype=lu_.dtype, device=lu_.device))
+    x = _mh(_lu_solve_left(safe, perm, _mh(b), True)) if not left else \
+        _lu_solve_left(safe, perm, b, False)
+    return ns.where(ok, x, math.nan)
+
+
+def inv_ex(A: Array, /, *, check_errors: bool = False) -> InvExResult:
+    """torch.linalg.inv_ex: (inverse, info) of square A; info is lu_factor_ex's (a singular
+    matrix's inverse is NaN, where torch's holds infs), LinAlgError when check_errors."""
+    a = _matrices(A, "inv_ex", square=True)
+    lu_, perm, _, info = _lu_core(a, True)
+    if _flag(check_errors, "inv_ex", "check_errors"):
+        _raise_info(info, "inv_ex", _SINGULAR)
+    eye = _ns().eye(a.shape[-1], dtype=a.dtype, device=a.device)
+    return InvExResult(_solve_guarded(lu_, perm, info, eye, True), info)
+
+
+def solve_ex(A: Array, B: Array, /, *, left: bool = True, check_errors: bool = False
+             ) -> SolveExResult:
+    """torch.linalg.solve_ex: (X, info) with A X = B (X A = B when left=False); B of shape
+    (N,) or A.shape[:-1] is a (batch of) vector(s), torch's rule; info as lu_factor_ex's."""
+    a = _matrices(A, "solve_ex", square=True)
+    b = _float(B, "solve_ex")
+    left = _flag(left, "solve_ex", "left")
+    n = a.shape[-1]
+    vec = b.ndim == 1 or (b.ndim == a.ndim - 1 and tuple(b.shape) == tuple(a.shape[:-1]))
+    ns = _ns()
+    if vec:
+        if not left:
+            raise ValueError("solve_ex: a vector B with left=False is not supported (as "
+                             "torch's); it is B / A.squeeze(-1)")
+        b = ns.expand_dims(b, axis=-1)
+    if b.ndim < 2 or b.shape[-2 if left else -1] != n:
+        raise LinAlgError(f"solve_ex: B of shape {B.shape} does not match A of shape "
+                          f"{a.shape}; expected (..., N, K){'' if left else ' transposed'} or "
+                          f"a vector (N,) with N={n}")
+    lu_, perm, _, info = _lu_core(a, True)
+    if _flag(check_errors, "solve_ex", "check_errors"):
+        _raise_info(info, "solve_ex", _SINGULAR)
+    x = _solve_guarded(lu_, perm, info, b, left)
+    return SolveExResult(x[..., 0] if vec else x, info)
+
+
+def cholesky_ex(A: Array, /, *, upper: bool = False, check_errors: bool = False
+                ) -> CholeskyExResult:
+    """torch.linalg.cholesky_ex: (L, info) of Hermitian A (its lower triangle read); info: 0, or
+    the order k of the first leading minor that is not positive-definite (that matrix's L is
+    NaN), LinAlgError when check_errors."""
+    a = _matrices(A, "cholesky_ex", square=True)
+    upper = _flag(upper, "cholesky_ex", "upper")
+    ns = _ns()
+    n = a.shape[-1]
+    rows = ns.arange(n, device=a.device)
+    # the factorization's pivots, without a gradient, only to find where it stops
+    w = ns.tril(a.detach())
+    w = ns.add(w, _mh(ns.tril(w, k=-1)))
+    info = ns.zeros(a.shape[:-2], dtype=dt.int32, device=a.device)
+    for j in range(n):
+        d = ns.real(w[..., j, j])
+        bad = ns.logical_not(ns.greater(d, 0))   # NaN too
+        info = ns.where(ns.logical_and(ns.equal(info, 0), bad), j + 1, info)
+        s = ns.sqrt(ns.where(bad, 1.0, d))
+        c = ns.where(rows > j, ns.divide(w[..., :, j], ns.expand_dims(s, axis=-1)), 0.0)
+        cc = ns.conj(c) if c._dtype.kind == "c" else c
+        w = ns.subtract(w, ns.multiply(c[..., :, None], cc[..., None, :]))
+    if _flag(check_errors, "cholesky_ex", "check_errors"):
+        _raise_info(info, "cholesky_ex", "the leading minor of order {0} is not "
+                    "positive-definite")
+    ok = ns.expand_dims(ns.expand_dims(ns.equal(info, 0), axis=-1), axis=-1)
+    eye = ns.eye(n, dtype=a.dtype, device=a.device)
+    fac = cholesky(ns.where(ok, a, eye), upper=upper)
+    return CholeskyExResult(ns.where(ok, fac, math.nan), info)
+
+
+def householder_product(A: Array, tau: Array, /) -> Array:
+    """torch.linalg.householder_product: the first N columns of H_1 ... H_K, H_i = I - tau_i
+    v_i v_i^H with v_i column i of A (..., M, N) below the diagonal and 1 on it."""
+    a = _matrices(A, "householder_product")
+    check_array(tau, "householder_product", "tau")
+    m, n = a.shape[-2:]
+    if m < n:
+        raise LinAlgError(f"householder_product: A of shape {a.shape} must have "
+                          "A.shape[-2] >= A.shape[-1]")
+    if tau.ndim != a.ndim - 1 or tuple(tau.shape[:-1]) != tuple(a.shape[:-2]) or \
+            tau.shape[-1] > n:
+        raise ValueError(f"householder_product: tau of shape {tau.shape} must have shape "
+                         f"(*A.shape[:-2], K) with K <= {n}, for A of shape {a.shape}")
+    ns = _ns()
+    d = dt.result_type(a._dtype, _float(tau, "householder_product")._dtype)
+    a, t = ns.astype(a, d), ns.astype(tau, d)
+    rows = ns.arange(m, device=a.device)
+    q = ns.eye(m, n, dtype=d, device=a.device)
+    # H_1 (H_2 (... (H_K E))): each reflector applied to the M x N block from the left
+    for i in range(tau.shape[-1] - 1, -1, -1):
+        v = ns.where(rows > i, a[..., :, i], ns.astype(rows == i, d))
+        vh = ns.conj(v) if d.kind == "c" else v
+        w = ns.sum(ns.multiply(vh[..., :, None], q), axis=-2)   # v^H q, (..., N)
+        q = ns.subtract(q, ns.multiply(ns.multiply(t[..., i, None, None], v[..., :, None]),
+                                       w[..., None, :]))
+    return q
+
+
+def geqrf(A: Array, /) -> GeqrfResult:
+    """torch.geqrf (LAPACK's): R on and above the diagonal of ``a`` and the Householder vectors
+    below it, with tau, such that householder_product(a, tau) is the reduced Q."""
+    a = _matrices(A, "geqrf")
+    ns = _ns()
+    m, n = a.shape[-2:]
+    cplx = a._dtype.kind == "c"
+    rows, cols = ns.arange(m, device=a.device), ns.arange(n, device=a.device)
+    taus = []
+    for j in range(min(m, n)):
+        col = a[..., :, j]
+        alpha = a[..., j, j]
+        below = ns.where(rows > j, col, 0.0)
+        xnorm = vector_norm(below, axis=-1)
+        ar = ns.real(alpha) if cplx else alpha
+        flat = ns.equal(xnorm, 0)
+        if cplx:   # zlarfg: H = I only when alpha is real too
+            flat = ns.logical_and(flat, ns.equal(ns.imag(alpha), 0))
+        # dlarfg/zlarfg: beta = -sign(Re alpha) * ||(alpha, x)||, real
+        nrm = vector_norm(ns.where(rows >= j, col, 0.0), axis=-1)
+        beta = ns.astype(ns.where(ns.greater_equal(ar, 0), ns.negative(nrm), nrm), a.dtype)
+        beta = ns.where(flat, alpha, beta)
+        tau = ns.where(flat, 0.0, ns.divide(ns.subtract(beta, alpha), ns.where(flat, 1.0, beta)))
+        v = ns.divide(below, ns.expand_dims(ns.where(flat, 1.0, ns.subtract(alpha, beta)),
+                                            axis=-1))
+        vfull = ns.where(rows == j, 1.0, v)
+        vh = ns.conj(vfull) if cplx else vfull
+        # H^H (conj(tau)) applied to the columns on the right
+        th = ns.conj(tau) if cplx else tau
+        w = ns.sum(ns.multiply(vh[..., :, None], a), axis=-2)
+        upd = ns.multiply(ns.multiply(th[..., None, None], vfull[..., :, None]), w[..., None, :])
+        a = ns.subtract(a, ns.where(cols > j, upd, 0.0))
+        newcol = ns.where(rows == j, ns.expand_dims(beta, axis=-1), ns.where(rows > j, v, col))
+        a = ns.where(cols == j, newcol[..., :, None], a)
+        taus.append(tau)
+    tau = ns.stack(taus, axis=-1) if taus else ns.zeros(a.shape[:-2] + (0,), dtype=a.dtype,
+                                                        device=a.device)
+    return GeqrfResult(a, tau)
+
+
+def cholesky_solve(B: Array, L: Array, /, upper: bool = False) -> Array:
+    """torch.cholesky_solve: X with A X = B for A = L L^H (U^H U when upper), L's triangle
+    read; B (..., N, K), batch shapes broadcast. The gradient reaches that triangle only."""
+    low = _matrices(L, "cholesky_solve", square=True)
+    b = _float(B, "cholesky_solve")
+    upper = _flag(upper, "cholesky_solve", "upper")
+    n = low.shape[-1]
+    if b.ndim < 2 or b.shape[-2] != n:
+        raise LinAlgError(f"cholesky_solve: B of shape {b.shape} does not match L of shape "
+                          f"{low.shape}; expected (..., N, K) with N={n}")
+    h = _mh(low)
+    if upper:   # U^H U X = B
+        return solve_triangular(low, solve_triangular(h, b, upper=False), upper=True)
+    return solve_triangular(h, solve_triangular(low, b, upper=False), upper=True)
+
+
+def cholesky_inverse(L: Array, /, upper: bool = False) -> Array:
+    """torch.cholesky_inverse: the inverse of A = L L^H (U^H U when upper) from its Cholesky
+    factor."""
+    low = _matrices(L, "cholesky_inverse", square=True)
+    eye = _ns().eye(low.shape[-1], dtype=low.dtype, device=low.device)
+    return cholesky_solve(eye, low, upper=upper)
+
+
+def vander(x: Array, /, *, N: int | None = None) -> Array:
+    """torch.linalg.vander: columns x**0, x**1, ..., x**(N-1) of each vector in x (..., n),
+    shape (..., n, N) (NumPy's vander with increasing=True, batched)."""
+    check_array(x, "vander")
+    if x.ndim < 1:
+        raise ValueError("vander: x must have at least one dimension, got a 0-d array")
+    if x._dtype.kind == "b":
+        raise TypeError("vander: dtype bool is not supported (as torch's); expected a numeric "
+                        "array")
+    n = x.shape[-1] if N is None else N
+    if isinstance(n, bool) or not isinstance(n, int) or n < 2:   # torch's bound
+        raise ValueError(f"vander: N must be an int greater than 1, got {n!r}")
+    ns = _ns()
+    col = ns.expand_dims(x, axis=-1)
+    ones = ns.ones(x.shape + (1,), dtype=x._dtype, device=x.device)
+    # a running product, as torch's: no pow, so x = 0 has a finite gradient
+    return ns.cumulative_prod(ns.concat([ones, ns.broadcast_to(col, x.shape + (n - 1,))],
+                                        axis=-1), axis=-1)
+
+
 # ---- float16 and bfloat16: NumPy's linalg refuses float16 ("array type float16 is unsupported
 # in linalg") and torch's both 16-bit floats, for the decompositions and what is made of them;
 # so does grilly, on every device, before the bfloat16 dispatch would widen the arguments
 _DECOMPOSITIONS = ("cholesky", "det", "eig", "eigh", "eigvals", "eigvalsh", "inv", "lstsq",
                    "matrix_rank", "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "cond",
-                   "tensorinv", "tensorsolve", "solve_triangular", "matrix_exp")
+                   "tensorinv", "tensorsolve", "solve_triangular", "matrix_exp", "lu", "lu_factor",
+                   "lu_factor_ex", "lu_solve", "lu_unpack", "inv_ex", "solve_ex", "cholesky_ex",
+                   "householder_product", "geqrf", "cholesky_solve", "cholesky_inverse")
 _SVD_ORDS = ("nuc", 2, -2)
 
 

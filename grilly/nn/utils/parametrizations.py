@@ -110,48 +110,6 @@ def _eye_like(a: Array, n: int) -> Array:
     return gp.eye(n, dtype=a.dtype, device=a.device)
 
 
-def _householder_product(a: Array, tau: Array) -> Array:
-    """The first k columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^T with v_i column i of
-    ``a`` (..., n, k) below the diagonal and 1 on it (torch.linalg.householder_product)."""
-    n, k = a.shape[-2:]
-    eye = _eye_like(a, n)
-    q = gp.broadcast_to(eye, a.shape[:-2] + (n, n))
-    for i in range(k):
-        v = a[..., :, i] + eye[:, i]   # (a's column i is zero on and above the diagonal)
-        qv = gp.sum(q * v[..., None, :], axis=-1)   # q @ v
-        q = q - (tau[..., i, None] * qv)[..., :, None] * v[..., None, :]
-    return q[..., :, :k]
-
-
-def _geqrf(m: Array) -> tuple:
-    """LAPACK's geqrf of the tall matrices ``m`` (..., n, k): (R on and above the diagonal, the
-    Householder vectors below it, tau), by the unblocked algorithm (dgeqr2/dlarfg)."""
-    r = gp.asarray(m, copy=True)
-    n, k = m.shape[-2:]
-    taus = []
-    zero = gp.zeros((), dtype=m.dtype, device=m.device)
-    for j in range(k):
-        alpha = r[..., j, j]
-        xn = gp.linalg.vector_norm(r[..., j + 1:, j], axis=-1) if j + 1 < n else \
-            gp.zeros(alpha.shape, dtype=m.dtype, device=m.device)
-        flat = xn == 0
-        nrm = gp.sqrt(alpha * alpha + xn * xn)
-        beta = gp.where(flat, alpha, gp.where(alpha >= 0, -nrm, nrm))
-        denom = gp.where(flat, gp.ones((), dtype=m.dtype, device=m.device), alpha - beta)
-        tau = gp.where(flat, zero, (beta - alpha) / gp.where(flat, 1.0, beta))
-        v = gp.where(flat[..., None], zero, r[..., j + 1:, j] / denom[..., None])
-        if j + 1 < k:   # H applied to the columns on the right
-            full = gp.concat([gp.ones(alpha.shape + (1,), dtype=m.dtype, device=m.device), v],
-                             axis=-1)
-            rest = r[..., j:, j + 1:]
-            w = gp.sum(full[..., :, None] * rest, axis=-2)
-            r[..., j:, j + 1:] = rest - tau[..., None, None] * full[..., :, None] * w[..., None, :]
-        r[..., j, j] = beta
-        r[..., j + 1:, j] = v
-        taus.append(tau)
-    return r, gp.stack(taus, axis=-1)
-
-
 def _make_orthogonal(a: Array) -> Array:
     """The Q of a = QR with R's diagonal made non-negative (the columns' signs flipped)."""
     q, r = gp.linalg.qr(a)
@@ -199,7 +157,7 @@ class _Orthogonal(Module):
         else:
             a = gp.tril(x, k=-1)
             tau = 2.0 / (1.0 + gp.sum(a * a, axis=-2))
-            q = _householder_product(a, tau)
+            q = gp.linalg.householder_product(a, tau)
             # X's diagonal holds the signs (+-1), taken without a gradient, as torch's
             q = q * gp.trunc(gp.linalg.diagonal(x.detach()))[..., None, :]
         if "base" in self._buffers:
@@ -225,7 +183,7 @@ class _Orthogonal(Module):
                     raise NotImplementedError(
                         "It is not possible to assign to the matrix exponential or the Cayley "
                         "parametrizations when use_trivialization=False.")
-                a, tau = _geqrf(q)
+                a, tau = gp.linalg.geqrf(q)
                 d = gp.sign(gp.linalg.diagonal(a))
                 # a reflector LAPACK skipped (tau 0) flips the sign the forward's tau 2 adds
                 d = gp.where(tau == 0, -d, d)
