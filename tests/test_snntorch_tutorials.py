@@ -251,8 +251,8 @@ def test_snntorch_functional_factories(device):
                                tSF.ce_temporal_loss()(st, yt).item(), **TOL)
     with pytest.raises(NotImplementedError, match="ce_rate_loss: population_code"):
         SF.ce_rate_loss(population_code=True, num_classes=4)
-    with pytest.raises(NotImplementedError, match="mse_count_loss: weight"):
-        SF.mse_count_loss(weight=gp.ones(4))
+    with pytest.raises(NotImplementedError, match="MSEMembraneLoss: weight with time_var"):
+        SF.mse_membrane_loss(time_var_targets=True, weight=gp.ones(4))
 
 
 # ---- spikegen.from_one_hot / latency without num_steps, utils.data_subset, backprop ---------

@@ -10,10 +10,10 @@ from . import functional as F
 from . import init
 from .layers import Upsample, _ConvNd, _empty
 from .module import Module
-from .rnn import GRU, LSTM, _RNNBase
+from .rnn import GRU, LSTM, _check_sizes, _RNNBase
 
 __all__ = ["ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "Conv3d",
-           "RNNCell", "LSTMCell", "GRUCell", "RNN",
+           "RNNCell", "LSTMCell", "GRUCell", "RNN", "RNNCellBase",
            "UpsamplingNearest2d", "UpsamplingBilinear2d"]
 
 
@@ -135,6 +135,7 @@ class _CellBase(Module):
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None,
                  dtype=None) -> None:
         super().__init__()
+        _check_sizes(type(self).__name__, input_size=input_size, hidden_size=hidden_size)
         if input_size < 0 or hidden_size < 1:
             raise ValueError(f"{type(self).__name__}: hidden_size must be positive and "
                              f"input_size non-negative, got {input_size} and {hidden_size}")
@@ -203,6 +204,10 @@ class _CellBase(Module):
         if getattr(self, "nonlinearity", "tanh") != "tanh":
             s += f", nonlinearity={self.nonlinearity}"
         return s
+
+
+# torch's name for the cells' base class (for isinstance checks)
+RNNCellBase = _CellBase
 
 
 def _unbatch(h, unbatched: bool):

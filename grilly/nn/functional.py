@@ -45,11 +45,14 @@ __all__ = [
 def _pair(v, n: int, name: str, op: str) -> tuple:
     if isinstance(v, int) and not isinstance(v, bool):
         return (v,) * n
+    if isinstance(v, bool) or not hasattr(v, "__iter__"):
+        # (a float or a bool: tuple() would fail with a message naming neither op nor name)
+        raise TypeError(f"{op}: {name} must be an int or a tuple of {n} ints, got {v!r}")
     v = tuple(v)
     if len(v) != n:
         raise ValueError(f"{op}: {name} must be an int or a tuple of {n} ints, got {v!r}")
     for i in v:   # (a loop, not all() over a generator: every convolution and pool call)
-        if not isinstance(i, int):
+        if not isinstance(i, int) or isinstance(i, bool):
             raise ValueError(f"{op}: {name} must be an int or a tuple of {n} ints, got {v!r}")
     return v
 
@@ -2043,7 +2046,7 @@ def _transposed_geometry(op: str, n: int, input, weight, stride, padding, output
                          f"*kernel), got shape {weight.shape}")
     if isinstance(padding, str):
         raise ValueError(f"{op}: padding must be an int or a tuple of {n} ints, got {padding!r}")
-    if not isinstance(groups, int) or groups < 1:
+    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
         raise ValueError(f"{op}: groups must be a positive int, got {groups!r}")
     c = input.shape[1]
     if weight.shape[0] != c or c % groups:
@@ -2187,12 +2190,7 @@ def conv3d(input: Array, weight: Array, bias: Array | None = None,
                          f"{input.shape} and {weight.shape}")
     n, c, dd, h, w = input.shape
     o, cg, kd, kh, kw = weight.shape
-    if not isinstance(groups, int) or groups < 1 or c != cg * groups or o % groups:
-        raise ValueError(f"{op}: input has {c} channels but weight {weight.shape} with "
-                         f"groups={groups} expects {cg * groups} (and out_channels divisible "
-                         "by groups)")
-    if bias is not None and tuple(bias.shape) != (o,):
-        raise ValueError(f"{op}: bias must have shape ({o},), got {bias.shape}")
+    _check_conv_channels(op, c, weight.shape, groups, bias)
     s, d = _pair(stride, 3, "stride", op), _pair(dilation, 3, "dilation", op)
     _check_geometry(op, s, d)
     pads = _depth_pads(op, padding, (kd, kh, kw), d, s)

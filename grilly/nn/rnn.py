@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 from ..array import api as gp
 
@@ -11,7 +12,14 @@ from .layers import _empty
 from .module import Module
 from .utils.rnn import PackedSequence, pack_like, step_masks
 
-__all__ = ["LSTM", "GRU"]
+__all__ = ["LSTM", "GRU", "RNNBase"]
+
+
+def _check_sizes(name: str, **sizes) -> None:
+    """Each size an int (a float one would fail later, in an allocation naming no argument)."""
+    for what, v in sizes.items():
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise TypeError(f"{name}: {what} must be an int, got {v!r}")
 
 
 class _RNNBase(Module):
@@ -21,13 +29,24 @@ class _RNNBase(Module):
                  batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,
                  proj_size: int = 0, device=None, dtype=None) -> None:
         super().__init__()
-        if num_layers < 1 or hidden_size < 1:
-            raise ValueError(f"{type(self).__name__}: num_layers and hidden_size must be positive")
+        name = type(self).__name__
+        _check_sizes(name, input_size=input_size, hidden_size=hidden_size,
+                     num_layers=num_layers, proj_size=proj_size)
+        if input_size < 1 or num_layers < 1 or hidden_size < 1:
+            raise ValueError(f"{name}: input_size, hidden_size and num_layers must be positive, "
+                             f"got {input_size}, {hidden_size} and {num_layers}")
         if proj_size < 0 or (proj_size and proj_size >= hidden_size):
-            raise ValueError(f"{type(self).__name__}: proj_size must be 0 or in [1, hidden_size), "
+            raise ValueError(f"{name}: proj_size must be 0 or in [1, hidden_size), "
                              f"got {proj_size}")
-        if not 0.0 <= dropout <= 1.0:
-            raise ValueError(f"{type(self).__name__}: dropout must be in [0, 1], got {dropout}")
+        if (isinstance(dropout, bool) or not isinstance(dropout, (int, float))
+                or not 0.0 <= dropout <= 1.0):
+            raise ValueError(f"{name}: dropout must be a number in [0, 1], got {dropout!r}")
+        dropout = float(dropout)
+        if dropout > 0 and num_layers == 1:
+            # torch's warning: the dropout falls between layers, so one layer has none
+            warnings.warn(f"{name}: dropout is applied after all but the last recurrent layer, "
+                          f"so a non-zero dropout expects num_layers greater than 1, but got "
+                          f"dropout={dropout} and num_layers={num_layers}", stacklevel=2)
         self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
         self.bias, self.batch_first, self.dropout = bias, batch_first, dropout
         self.bidirectional, self.proj_size = bidirectional, proj_size
@@ -80,6 +99,9 @@ class _RNNBase(Module):
             gp.permute_dims(input, (1, 0, 2)) if batch_first else input)
         if x.shape[-1] != self.input_size:
             raise ValueError(f"{name}: input has {x.shape[-1]} features, expected {self.input_size}")
+        if x.shape[0] == 0:   # (no step to run: stack would fail on an empty list)
+            raise ValueError(f"{name}: expected a sequence length larger than 0, got input "
+                             f"shape {input.shape}")
         n = x.shape[1]
         lstm = self._gates == 4
         real = self.proj_size or self.hidden_size
@@ -166,6 +188,11 @@ class _RNNBase(Module):
         if self.bidirectional:
             s += ", bidirectional=True"
         return s
+
+
+# torch's name for the multi-layer recurrent layers' base class (isinstance checks in
+# weight-initialization loops); not meant to be built directly
+RNNBase = _RNNBase
 
 
 class LSTM(_RNNBase):

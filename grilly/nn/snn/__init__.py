@@ -23,13 +23,16 @@ from . import sj_neurons as _sj, snntorch_compat as _st, snntorch_lstm as _sl
 from . import snntorch_new as _stn
 
 # Norse's API under its own names (LIF, LI, ... differ from grilly's): grilly.nn.snn.norse;
-# its AdEx neurons and population encoding (norse_adex, which builds on norse_compat's helpers)
-# join norse_compat's names here, so neither module imports the other both ways
+# its AdEx neurons and population encoding (norse_adex), LSNN and refractory neurons
+# (norse_lsnn), Izhikevich (norse_izhikevich), LIFEx and IAF (norse_lifex), which build on
+# norse_compat's helpers, join norse_compat's names here, so no module imports another both ways
 from . import norse_adex as _na  # noqa: E402
-for _name in _na.__all__:
-    setattr(norse_compat, _name, getattr(_na, _name))
-norse_compat.__all__ = [*norse_compat.__all__, *_na.__all__]
-del _name
+from . import norse_izhikevich as _ni, norse_lifex as _nx, norse_lsnn as _nl  # noqa: E402
+for _m in (_na, _nl, _ni, _nx):
+    for _name in _m.__all__:
+        setattr(norse_compat, _name, getattr(_m, _name))
+    norse_compat.__all__ = [*norse_compat.__all__, *_m.__all__]
+del _name, _m, _ni, _nl, _nx
 norse = norse_compat
 _sys.modules[__name__ + ".norse"] = norse_compat
 # snnTorch's `from snntorch.export_nir import export_to_nir` / `snntorch.import_nir`

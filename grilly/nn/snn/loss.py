@@ -64,12 +64,43 @@ def _counts(spk: Array, classes: int | None) -> Array:
     return gp.sum(gp.reshape(counts, (b, classes, n // classes)), axis=2)
 
 
+def _class_weight(weight, like: Array, classes: int, op: str) -> Array | None:
+    """``weight`` (one number per class, snnTorch's) as an Array on the input's device and in
+    its dtype, or None."""
+    if weight is None:
+        return None
+    if hasattr(weight, "detach") and not isinstance(weight, Array):   # a torch tensor
+        weight = weight.detach().cpu().numpy()
+    try:
+        w = gp.asarray(weight, dtype=like.dtype, device=like.device)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"{op}: weight must be an array of {classes} numbers (one per class), "
+                        f"got {type(weight).__name__} ({e})") from None
+    if w.ndim != 1 or w.shape[0] != classes:
+        raise ValueError(f"{op}: weight must have shape ({classes},), one number per class, "
+                         f"got {tuple(w.shape)}")
+    return w
+
+
+def _per_sample(w: Array, targets: Array) -> Array:
+    """Each sample's weight, that of its label: (batch,)."""
+    return gp.take(w, gp.astype(targets, gp.int64), axis=0)
+
+
+def _reduce(loss: Array, reduction: str) -> Array:
+    """A weighted loss reduced as snnTorch does it: the plain mean (not divided by the weights'
+    sum), the sum, or as it is."""
+    if reduction == "mean":
+        return gp.mean(loss)
+    return gp.sum(loss) if reduction == "sum" else loss
+
+
 def mse_count_loss(spk_out: Array, targets: Array, correct_rate: float = 1.0,
                    incorrect_rate: float = 0.0, reduction: str = "mean",
-                   population_code: bool = False, num_classes=False) -> Array:
+                   population_code: bool = False, num_classes=False, weight=None) -> Array:
     """MSE between spike counts and int(T * rate) targets, divided by T (as snnTorch does);
     ``population_code``: counts per class group of the outputs, targets int(T * rate *
-    outputs / num_classes)."""
+    outputs / num_classes); ``weight`` (per class): each sample's errors times its label's."""
     op = "mse_count_loss"
     classes = _classes(spk_out, population_code, num_classes, op)
     spk = _check(spk_out, targets, op, classes)
@@ -86,18 +117,30 @@ def mse_count_loss(spk_out: Array, targets: Array, correct_rate: float = 1.0,
     counts = _counts(spk, None if classes == outputs else classes)
     hot = NF.one_hot(targets, classes, dtype=spk.dtype)
     want = hot * float(on - off) + float(off)
-    return NF.mse_loss(counts, want, reduction=reduction) / float(steps)
+    w = _class_weight(weight, spk, classes, op)
+    if w is None:
+        return NF.mse_loss(counts, want, reduction=reduction) / float(steps)
+    per = NF.mse_loss(counts, want, reduction="none") * gp.expand_dims(_per_sample(w, targets),
+                                                                        axis=-1)
+    return _reduce(per / float(steps), reduction)
 
 
-def ce_rate_loss(spk_out: Array, targets: Array, reduction: str = "mean") -> Array:
+def ce_rate_loss(spk_out: Array, targets: Array, reduction: str = "mean",
+                 weight=None) -> Array:
     """Cross-entropy of every step's output (spikes as logits), averaged over steps
-    (``reduction="none"``: per sample, "sum": summed over the batch)."""
+    (``reduction="none"``: per sample, "sum": summed over the batch); ``weight`` (per class):
+    each sample's loss times its label's (the mean then the plain batch mean, snnTorch's)."""
     op = "ce_rate_loss"
     spk = _check(spk_out, targets, op)
     _reduction(reduction, op)
     steps, batch = spk.shape[0], spk.shape[1]
     flat = gp.reshape(spk, (steps * batch, spk.shape[2]))
     tgt = gp.reshape(gp.broadcast_to(gp.expand_dims(targets, axis=0), (steps, batch)), (-1,))
+    w = _class_weight(weight, spk, spk.shape[2], op)
+    if w is not None:
+        per = NF.cross_entropy(flat, tgt, reduction="none")
+        per = gp.sum(gp.reshape(per, (steps, batch)), axis=0) / float(steps)
+        return _reduce(per * _per_sample(w, targets), reduction)
     if reduction == "mean":
         return NF.cross_entropy(flat, tgt)
     loss = NF.cross_entropy(flat, tgt, reduction=reduction) / float(steps)
@@ -105,20 +148,33 @@ def ce_rate_loss(spk_out: Array, targets: Array, reduction: str = "mean") -> Arr
 
 
 def ce_count_loss(spk_out: Array, targets: Array, reduction: str = "mean",
-                  population_code: bool = False, num_classes=False) -> Array:
+                  population_code: bool = False, num_classes=False, weight=None) -> Array:
     """Cross-entropy with the spike counts over time as logits (``population_code``: the
-    counts of each class's group of outputs)."""
+    counts of each class's group of outputs); ``weight`` as in ``ce_rate_loss``."""
     op = "ce_count_loss"
     classes = _classes(spk_out, population_code, num_classes, op)
     spk = _check(spk_out, targets, op, classes)
-    return NF.cross_entropy(_counts(spk, classes), targets, reduction=_reduction(reduction, op))
+    return _weighted_ce(_counts(spk, classes), targets, reduction, weight, op)
 
 
-def ce_max_membrane_loss(mem_out: Array, targets: Array, reduction: str = "mean") -> Array:
-    """Cross-entropy with each output's largest membrane potential over time as logits."""
+def _weighted_ce(logits: Array, targets: Array, reduction: str, weight, op: str) -> Array:
+    """Cross-entropy; with ``weight`` each sample's times its label's, reduced as snnTorch's
+    (the plain batch mean, not torch's weighted mean)."""
+    reduction = _reduction(reduction, op)
+    w = _class_weight(weight, logits, logits.shape[-1], op)
+    if w is None:
+        return NF.cross_entropy(logits, targets, reduction=reduction)
+    per = NF.cross_entropy(logits, targets, reduction="none")
+    return _reduce(per * _per_sample(w, targets), reduction)
+
+
+def ce_max_membrane_loss(mem_out: Array, targets: Array, reduction: str = "mean",
+                         weight=None) -> Array:
+    """Cross-entropy with each output's largest membrane potential over time as logits
+    (``weight`` as in ``ce_rate_loss``)."""
     op = "ce_max_membrane_loss"
     mem = _check(mem_out, targets, op)
-    return NF.cross_entropy(gp.max(mem, axis=0), targets, reduction=_reduction(reduction, op))
+    return _weighted_ce(gp.max(mem, axis=0), targets, reduction, weight, op)
 
 
 def accuracy_rate(spk_out: Array, targets: Array, population_code: bool = False,
@@ -150,18 +206,19 @@ class MSECountLoss(_Loss):
     fn = staticmethod(mse_count_loss)
 
     def __init__(self, correct_rate: float = 1.0, incorrect_rate: float = 0.0,
-                 population_code: bool = False, num_classes=False, reduction: str = "mean"):
+                 population_code: bool = False, num_classes=False, reduction: str = "mean",
+                 weight=None):
         super().__init__(correct_rate=correct_rate, incorrect_rate=incorrect_rate,
                          population_code=population_code, num_classes=num_classes,
-                         reduction=_reduction(reduction, "MSECountLoss"))
+                         reduction=_reduction(reduction, "MSECountLoss"), weight=weight)
 
 
 class CERateLoss(_Loss):
     """``ce_rate_loss`` as a callable object."""
     fn = staticmethod(ce_rate_loss)
 
-    def __init__(self, reduction: str = "mean"):
-        super().__init__(reduction=_reduction(reduction, "CERateLoss"))
+    def __init__(self, reduction: str = "mean", weight=None):
+        super().__init__(reduction=_reduction(reduction, "CERateLoss"), weight=weight)
 
 
 class CECountLoss(_Loss):
@@ -169,9 +226,9 @@ class CECountLoss(_Loss):
     fn = staticmethod(ce_count_loss)
 
     def __init__(self, population_code: bool = False, num_classes=False,
-                 reduction: str = "mean"):
+                 reduction: str = "mean", weight=None):
         super().__init__(population_code=population_code, num_classes=num_classes,
-                         reduction=_reduction(reduction, "CECountLoss"))
+                         reduction=_reduction(reduction, "CECountLoss"), weight=weight)
 
 
 _REDUCTIONS = ("mean", "sum", "none")
@@ -197,12 +254,16 @@ def _reduction(reduction: str, op: str) -> str:
 
 def mse_membrane_loss(mem_out: Array, targets: Array, time_var_targets: bool = False,
                       on_target: float = 1.0, off_target: float = 0.0,
-                      reduction: str = "mean") -> Array:
+                      reduction: str = "mean", weight=None) -> Array:
     """MSE between every step's membrane and ``on_target`` at the label (``off_target``
     elsewhere), summed over the steps and divided by T (snnTorch's); ``time_var_targets``:
-    ``targets`` (T, batch) labels, one per step."""
+    ``targets`` (T, batch) labels, one per step; ``weight`` (per class): each sample's errors
+    times its label's."""
     op = "mse_membrane_loss"
     reduction = _reduction(reduction, op)
+    if weight is not None and time_var_targets:
+        raise NotImplementedError(f"{op}: weight with time_var_targets=True is not supported "
+                                  "(a sample's label changes over the steps)")
     mem = _check_input(mem_out, op, "mem_out")
     if mem.ndim != 3:
         raise ValueError(f"{op}: mem_out must be (T, batch, classes), got shape {mem.shape}")
@@ -218,6 +279,10 @@ def mse_membrane_loss(mem_out: Array, targets: Array, time_var_targets: bool = F
     if not time_var_targets:
         want = gp.broadcast_to(gp.expand_dims(want, axis=0), mem.shape)
     per = NF.mse_loss(mem, want, reduction="none")
+    w = _class_weight(weight, mem, classes, op)
+    if w is not None:
+        per = gp.sum(per, axis=0) * gp.expand_dims(_per_sample(w, targets), axis=-1)
+        return _reduce(per / float(steps), reduction)
     if reduction == "none":
         return gp.sum(per, axis=0) / float(steps)
     if reduction == "sum":
@@ -230,9 +295,12 @@ class MSEMembraneLoss(_Loss):
     fn = staticmethod(mse_membrane_loss)
 
     def __init__(self, time_var_targets: bool = False, on_target: float = 1.0,
-                 off_target: float = 0.0, reduction: str = "mean"):
+                 off_target: float = 0.0, reduction: str = "mean", weight=None):
+        if weight is not None and time_var_targets:
+            raise NotImplementedError("MSEMembraneLoss: weight with time_var_targets=True is "
+                                      "not supported")
         super().__init__(time_var_targets=time_var_targets, on_target=on_target,
-                         off_target=off_target, reduction=reduction)
+                         off_target=off_target, reduction=reduction, weight=weight)
 
 
 class _FirstSpike(Function):
@@ -299,27 +367,37 @@ def _spike_times(spk, targets, op, target_is_time, on_target, off_target, tolera
 
 def mse_temporal_loss(spk_out: Array, targets: Array, target_is_time: bool = False,
                       on_target: float = 0, off_target: float = -1, tolerance: float = 0,
-                      multi_spike: bool = False, reduction: str = "mean") -> Array:
+                      multi_spike: bool = False, reduction: str = "mean",
+                      weight=None) -> Array:
     """MSE between the first spike times and target times, both divided by T: the label's
     output should fire at ``on_target``, the others at ``off_target`` (negative: from the
-    end), or ``target_is_time`` (targets (batch, classes) times); snnTorch's."""
+    end), or ``target_is_time`` (targets (batch, classes) times); snnTorch's. ``weight``
+    (per class): each sample's errors times its label's."""
     op = "mse_temporal_loss"
     reduction = _reduction(reduction, op)
     if multi_spike:
         raise NotImplementedError(f"{op}: multi_spike=True is not supported")
+    if weight is not None and target_is_time:
+        raise NotImplementedError(f"{op}: weight with target_is_time=True is not supported "
+                                  "(the targets are times, not labels to weigh by)")
     spk = _check_input(spk_out, op, "spk_out")
     if spk.ndim != 3:
         raise ValueError(f"{op}: spk_out must be (T, batch, classes), got shape {spk.shape}")
     time, tgt = _spike_times(spk, targets, op, target_is_time, on_target, off_target,
                              tolerance)
     steps = float(spk.shape[0])
-    return NF.mse_loss(time / steps, tgt / steps, reduction=reduction)
+    w = _class_weight(weight, spk, spk.shape[2], op)
+    if w is None:
+        return NF.mse_loss(time / steps, tgt / steps, reduction=reduction)
+    per = NF.mse_loss(time / steps, tgt / steps, reduction="none")
+    return _reduce(per * gp.expand_dims(_per_sample(w, targets), axis=-1), reduction)
 
 
 def ce_temporal_loss(spk_out: Array, targets: Array, inverse: str = "negate",
-                     reduction: str = "mean") -> Array:
+                     reduction: str = "mean", weight=None) -> Array:
     """Cross-entropy with the first spike times as (inverted) logits: ``inverse="negate"``
-    -t, ``"reciprocal"`` 1 / (t + 1), so the earliest output wins; snnTorch's."""
+    -t, ``"reciprocal"`` 1 / (t + 1), so the earliest output wins; snnTorch's (``weight``:
+    torch's class weights, the mean divided by the labels' weights' sum)."""
     op = "ce_temporal_loss"
     reduction = _reduction(reduction, op)
     if inverse not in ("negate", "reciprocal"):
@@ -327,7 +405,8 @@ def ce_temporal_loss(spk_out: Array, targets: Array, inverse: str = "negate",
     spk = _check(spk_out, targets, op)
     time = first_spike_time(spk)
     logits = -time if inverse == "negate" else 1.0 / (time + 1.0)
-    return NF.cross_entropy(logits, targets, reduction=reduction)
+    w = _class_weight(weight, spk, spk.shape[2], op)
+    return NF.cross_entropy(logits, targets, weight=w, reduction=reduction)
 
 
 def accuracy_temporal(spk_out: Array, targets: Array) -> float:
@@ -364,18 +443,21 @@ class MSETemporalLoss(_Loss):
 
     def __init__(self, target_is_time: bool = False, on_target: float = 0,
                  off_target: float = -1, tolerance: float = 0, multi_spike: bool = False,
-                 reduction: str = "mean"):
+                 reduction: str = "mean", weight=None):
+        if weight is not None and target_is_time:
+            raise NotImplementedError("MSETemporalLoss: weight with target_is_time=True is "
+                                      "not supported")
         super().__init__(target_is_time=target_is_time, on_target=on_target,
                          off_target=off_target, tolerance=tolerance, multi_spike=multi_spike,
-                         reduction=reduction)
+                         reduction=reduction, weight=weight)
 
 
 class CETemporalLoss(_Loss):
     """``ce_temporal_loss`` as a callable object (snnTorch's ``SF.ce_temporal_loss(...)``)."""
     fn = staticmethod(ce_temporal_loss)
 
-    def __init__(self, inverse: str = "negate", reduction: str = "mean"):
-        super().__init__(inverse=inverse, reduction=reduction)
+    def __init__(self, inverse: str = "negate", reduction: str = "mean", weight=None):
+        super().__init__(inverse=inverse, reduction=reduction, weight=weight)
 
 
 def _no_grad():

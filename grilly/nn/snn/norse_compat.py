@@ -47,7 +47,8 @@ __all__ = ["LIFParameters", "LIFState", "LIFFeedForwardState", "LIParameters", "
            "poisson_encode_step", "signed_poisson_encode", "signed_poisson_encode_step",
            "ConstantCurrentLIFEncoder", "SpikeLatencyLIFEncoder", "SpikeLatencyEncoder",
            "PoissonEncoder", "PoissonEncoderStep", "SignedPoissonEncoder",
-           "SignedPoissonEncoderStep"]
+           "SignedPoissonEncoderStep", "LIBoxParameters", "LIBoxState", "LIBoxCell",
+           "li_box_step", "li_box_feed_forward_step"]
 
 METHODS = ("super", "heaviside", "triangle", "tanh", "circ", "heavi_erfc")
 
@@ -133,6 +134,19 @@ class LIFBoxState(NamedTuple):
 
 class LIFBoxFeedForwardState(NamedTuple):
     """A current-free feed-forward LIF layer's state: the membrane ``v``."""
+
+    v: Array
+
+
+class LIBoxParameters(NamedTuple):
+    """Norse's current-free leaky-integrator parameters: tau_mem_inv (1/s) and v_leak."""
+
+    tau_mem_inv: float | Array = 1.0 / 1e-2
+    v_leak: float | Array = 0.0
+
+
+class LIBoxState(NamedTuple):
+    """A current-free leaky integrator's state: the membrane ``v``."""
 
     v: Array
 
@@ -453,6 +467,32 @@ def _box_update(x, v, q, dt, spike):
     return z, LIFBoxFeedForwardState(q["reset_method"](z, v_decayed, q["v_reset"], q["v_th"]))
 
 
+def li_box_feed_forward_step(input_tensor: Array, state: LIBoxState,
+                             p: LIBoxParameters = LIBoxParameters(), dt: float = 0.001) -> tuple:
+    """One Euler step of Norse's current-free leaky integrator, v + dt tau_mem_inv ((v_leak -
+    v) + x): (v, LIBoxState); state None starts from v = v_leak."""
+    return _li_box(input_tensor, state, None, p, dt, "li_box_feed_forward_step")
+
+
+def li_box_step(input_spikes: Array, state: LIBoxState, input_weights: Array,
+                p: LIBoxParameters = LIBoxParameters(), dt: float = 0.001) -> tuple:
+    """One Euler step of Norse's current-free leaky integrator on input_spikes
+    input_weights^T: (v, LIBoxState)."""
+    return _li_box(input_spikes, state, input_weights, p, dt, "li_box_step")
+
+
+def _li_box(x, state, w_in, p, dt, op: str) -> tuple:
+    x = F._check_input(x, op, "input_tensor" if w_in is None else "input_spikes")
+    shape = x.shape if w_in is None else (*x.shape[:-1], _check_weights(x, w_in, None, op))
+    q = _params(p, LIBoxParameters, op, x, shape)
+    if state is None:
+        state = LIBoxState(_rest(q, shape, x))
+    (v,) = _check_state(state, LIBoxState, op, shape, x)
+    i = x if w_in is None else NF.linear(x, w_in)
+    v = v + (_dt(dt, op) * q["tau_mem_inv"]) * ((q["v_leak"] - v) + i)
+    return v, LIBoxState(v)
+
+
 # ---- all T steps: fused kernels where they compute Norse's equations -------------------------
 
 def _check_seq(x, op: str, arg: str = "input_tensor") -> Array:
@@ -688,9 +728,11 @@ class _Recurrent(_Norse):
                                               (self.hidden_size, self.hidden_size),
                                               "recurrent_weights", scale)
         if not self.autapses:
-            eye = gp.eye(self.hidden_size, dtype=self.recurrent_weights.dtype,
-                         device=self.recurrent_weights.device)
-            self.recurrent_weights = Parameter(self.recurrent_weights.detach() * (1.0 - eye))
+            w = self.recurrent_weights
+            eye = gp.eye(self.hidden_size, dtype=w.dtype, device=w.device)
+            # the diagonal zeroed in place (Norse's fill_diagonal_), so that a Parameter the
+            # caller passed stays the module's and gets the gradients
+            w.detach()[...] = w.detach() * (1.0 - eye)
 
     def _weight(self, w, shape: tuple, name: str, scale: float) -> Parameter:
         op = type(self).__name__
@@ -853,6 +895,20 @@ class LIFBox(_Sequence):
         """(spikes (T, ...), state) over every step of ``input_tensor``."""
         op, x, q, (v0,) = self._start(input_tensor, state, LIFBoxFeedForwardState)
         return _box_sequence(x, v0, q, self.dt, op, fused=self.fused, record=self.record_states)
+
+
+class LIBoxCell(_Norse):
+    """Norse's ``LIBoxCell``: one step of the current-free leaky integrator, ``v, state =
+    cell(x, state)``; state None starts from v = v_leak."""
+
+    _kind = LIBoxParameters
+
+    def __init__(self, p: LIBoxParameters = LIBoxParameters(), dt: float = 0.001) -> None:
+        super().__init__(p, dt)
+
+    def forward(self, input_tensor: Array, state: LIBoxState | None = None) -> tuple:
+        """(v, LIBoxState) after one step."""
+        return _li_box(input_tensor, state, None, self.p, self.dt, type(self).__name__)
 
 
 # ---- encoders (norse.torch.functional.encode and its modules) --------------------------------

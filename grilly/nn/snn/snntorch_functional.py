@@ -12,11 +12,9 @@ __all__ = ["ce_rate_loss", "ce_count_loss", "mse_count_loss", "ce_max_membrane_l
            "accuracy_rate", "accuracy_temporal"]
 
 
-def _unsupported(op: str, population_code=False, num_classes=False, weight=None) -> None:
+def _unsupported(op: str, population_code=False, num_classes=False) -> None:
     if population_code or num_classes:
         raise NotImplementedError(f"{op}: population_code / num_classes are not supported")
-    if weight is not None:
-        raise NotImplementedError(f"{op}: weight is not supported")
 
 
 class _BoundLoss:
@@ -33,55 +31,50 @@ def ce_rate_loss(population_code: bool = False, num_classes=False, reduction: st
                  weight=None) -> _L.CERateLoss:
     """snnTorch's ``SF.ce_rate_loss()``: cross-entropy of every step's spikes, as a callable."""
     # (snnTorch 1.0's own population code here needs a weight, and then weighs the outputs)
-    _unsupported("ce_rate_loss", population_code, num_classes, weight)
-    return _L.CERateLoss(reduction)
+    _unsupported("ce_rate_loss", population_code, num_classes)
+    return _L.CERateLoss(reduction, weight)
 
 
 def ce_count_loss(population_code: bool = False, num_classes=False, reduction: str = "mean",
                   weight=None) -> _L.CECountLoss:
     """snnTorch's ``SF.ce_count_loss()``: cross-entropy of the spike counts, as a callable."""
-    _unsupported("ce_count_loss", weight=weight)
-    return _L.CECountLoss(population_code, num_classes, reduction)
+    return _L.CECountLoss(population_code, num_classes, reduction, weight)
 
 
 def mse_count_loss(correct_rate: float = 1, incorrect_rate: float = 0,
                    population_code: bool = False, num_classes=False, reduction: str = "mean",
                    weight=None) -> _L.MSECountLoss:
     """snnTorch's ``SF.mse_count_loss(correct_rate, incorrect_rate)``, as a callable."""
-    _unsupported("mse_count_loss", weight=weight)
-    return _L.MSECountLoss(correct_rate, incorrect_rate, population_code, num_classes, reduction)
+    return _L.MSECountLoss(correct_rate, incorrect_rate, population_code, num_classes, reduction,
+                           weight)
 
 
 def ce_max_membrane_loss(reduction: str = "mean", weight=None) -> _BoundLoss:
     """snnTorch's ``SF.ce_max_membrane_loss()``: cross-entropy of each output's largest
     membrane over time, called as ``loss_fn(mem_rec, targets)``."""
-    _unsupported("ce_max_membrane_loss", weight=weight)
     _L._reduction(reduction, "ce_max_membrane_loss")
-    return _BoundLoss(lambda mem, y: _L.ce_max_membrane_loss(mem, y, reduction))
+    return _BoundLoss(lambda mem, y: _L.ce_max_membrane_loss(mem, y, reduction, weight))
 
 
 def mse_membrane_loss(time_var_targets: bool = False, on_target: float = 1,
                       off_target: float = 0, reduction: str = "mean",
                       weight=None) -> _L.MSEMembraneLoss:
     """snnTorch's ``SF.mse_membrane_loss(...)``, as a callable."""
-    _unsupported("mse_membrane_loss", weight=weight)
-    return _L.MSEMembraneLoss(time_var_targets, on_target, off_target, reduction)
+    return _L.MSEMembraneLoss(time_var_targets, on_target, off_target, reduction, weight)
 
 
 def mse_temporal_loss(target_is_time: bool = False, on_target: float = 0,
                       off_target: float = -1, tolerance: float = 0, multi_spike: bool = False,
                       reduction: str = "mean", weight=None) -> _L.MSETemporalLoss:
     """snnTorch's ``SF.mse_temporal_loss(...)``, as a callable."""
-    _unsupported("mse_temporal_loss", weight=weight)
     return _L.MSETemporalLoss(target_is_time, on_target, off_target, tolerance, multi_spike,
-                              reduction)
+                              reduction, weight)
 
 
 def ce_temporal_loss(inverse: str = "negate", reduction: str = "mean",
                      weight=None) -> _L.CETemporalLoss:
     """snnTorch's ``SF.ce_temporal_loss(...)``, as a callable."""
-    _unsupported("ce_temporal_loss", weight=weight)
-    return _L.CETemporalLoss(inverse, reduction)
+    return _L.CETemporalLoss(inverse, reduction, weight)
 
 
 def l1_rate_sparsity(Lambda: float = 1e-5) -> _L.L1RateSparsity:  # noqa: N803

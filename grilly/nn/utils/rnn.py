@@ -90,6 +90,16 @@ def _lengths(lengths, batch: int, op: str) -> np.ndarray:
     return lens.astype(np.int64)
 
 
+def _fill_value(value, dtype):
+    """``padding_value`` in the data's dtype, as torch casts it: the default 0.0 pads integer
+    token ids with 0 and bool masks with False (a float fill would be refused)."""
+    if gp.isdtype(dtype, "bool"):
+        return bool(value)
+    if gp.isdtype(dtype, "integral"):
+        return int(value)   # truncated toward zero, as torch's cast
+    return value
+
+
 def _check_seq(x, op: str, what: str) -> None:
     if not isinstance(x, Array):
         raise TypeError(f"{op}: {what} must be a grilly Array, got {type(x).__name__}")
@@ -182,7 +192,8 @@ def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False,
         idx[t, order[:bs[t]]] = start[t] + np.arange(bs[t])
     if batch_first:
         idx = idx.T
-    pad = gp.full((1,) + tuple(data.shape[1:]), padding_value, dtype=data.dtype,
+    pad = gp.full((1,) + tuple(data.shape[1:]), _fill_value(padding_value, data.dtype),
+                  dtype=data.dtype,
                   device=data.device)
     out = gp.take(gp.concat([data, pad], axis=0), gp.asarray(idx.reshape(-1), device=data.device),
                   axis=0)
@@ -217,7 +228,8 @@ def pad_sequence(sequences: Sequence[Array], batch_first: bool = False,
     if not batch_first:
         idx = idx.T
     first = seqs[0]
-    pad = gp.full((1,) + tuple(first.shape[1:]), padding_value, dtype=first.dtype,
+    pad = gp.full((1,) + tuple(first.shape[1:]), _fill_value(padding_value, first.dtype),
+                  dtype=first.dtype,
                   device=first.device)
     out = gp.take(gp.concat(seqs + [pad], axis=0), gp.asarray(idx.reshape(-1),
                                                                device=first.device), axis=0)
