@@ -548,10 +548,11 @@ class Array:
 
     # ---- autograd (grilly.autograd provides the graph; these read and set the state) ----
     def backward(self, gradient=None, retain_graph: bool | None = None,
-                 create_graph: bool = False) -> None:
-        """Accumulate the gradient of this array into the ``.grad`` of the graph's leaves."""
+                 create_graph: bool = False, inputs=None) -> None:
+        """Accumulate the gradient of this array into the ``.grad`` of the graph's leaves (of
+        ``inputs`` only, where given)."""
         _OPS["autograd.backward"]([self], None if gradient is None else [gradient],
-                                  retain_graph, create_graph)
+                                  retain_graph, create_graph, inputs)
 
     def detach(self) -> "Array":
         """This array's data without its graph (shares memory; does not require grad)."""
@@ -562,6 +563,11 @@ class Array:
         non-None result replaces the gradient. On a leaf it runs before ``.grad`` is added to.
         Returns a handle whose ``remove()`` takes the hook off."""
         return _OPS["autograd.register_hook"](self, hook)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """Call ``hook(self)`` after backward has accumulated into this leaf's ``.grad``;
+        returns a handle whose ``remove()`` takes the hook off."""
+        return _OPS["autograd.register_post_accumulate_grad_hook"](self, hook)
 
     def retain_grad(self) -> None:
         """Keep this non-leaf array's gradient in its ``.grad`` on backward (as a leaf's)."""

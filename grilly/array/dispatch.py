@@ -196,6 +196,10 @@ def op(name: str, fn: Callable) -> Callable:
                 if getattr(a, "requires_grad", False) or (type(a) in _SEQ_TYPES
                                                           and _tracked(a)):
                     return rec(name, fn, args, kw)
+            # an Array keyword that requires grad goes to the recorder too: it refuses what
+            # a rule cannot differentiate instead of dropping its gradient
+            if kw and _tracked(kw.values()):
+                return rec(name, fn, args, kw)
         return fn(*args, **kw)
 
     if sig is not None:

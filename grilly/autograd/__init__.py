@@ -10,18 +10,18 @@ from ..array import dispatch
 from ..array.array import Array
 from ..array.creation import asarray
 from . import mode
-from .function import Function, _edges, record
+from .function import Function, _edges, once_differentiable, record
 from .gradcheck import gradcheck
 from .mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled,
                    no_grad, set_grad_enabled)
 from .rules import RULES, rule_names
 from .tape import (Node, RemovableHandle, backward, detach, grad, refresh, register_hook,
-                   retain_grad)
+                   register_post_accumulate_grad_hook, retain_grad)
 
 __all__ = ["Function", "RemovableHandle", "backward", "detach", "enable_grad", "grad",
            "gradcheck", "inference_mode", "install", "is_grad_enabled",
-           "is_inference_mode_enabled", "no_grad", "record", "rule_names", "set_grad_enabled",
-           "tensor"]
+           "is_inference_mode_enabled", "no_grad", "once_differentiable", "record", "rule_names",
+           "set_grad_enabled", "tensor"]
 
 _MODE_EXPORTS = {"no_grad": no_grad, "enable_grad": enable_grad,
                  "is_grad_enabled": is_grad_enabled, "set_grad_enabled": set_grad_enabled,
@@ -46,12 +46,31 @@ def _record(name: str, fn, args: tuple, kw: dict):
     st = _state
     if r is None or not st.enabled:
         return fn(*args, **kw)
+    if kw:
+        _check_keywords(name, kw)
     st.enabled = False
     try:
         out = fn(*args, **kw)
     finally:
         st.enabled = True
     return record(name, r[0], args, kw, out, r[1], r[2])
+
+
+# keywords whose Array values a rule may be given without differentiating them, as torch's
+# (tolerances enter only through comparisons; a fill value of empty segments)
+_NO_GRAD_KEYWORDS = frozenset({"rtol", "rcond", "atol", "tol", "fill"})
+
+
+def _check_keywords(name: str, kw: dict) -> None:
+    """NotImplementedError where a keyword Array that requires grad reaches ``name``'s rule,
+    which differentiates positional arguments only (its gradient would be dropped)."""
+    for k, v in kw.items():
+        if (isinstance(v, Array) and v.requires_grad and v._dtype.kind in "fc"
+                and k not in _NO_GRAD_KEYWORDS):
+            raise NotImplementedError(
+                f"{name}: the gradient with respect to the keyword argument {k}= is not "
+                f"supported (the rule differentiates positional arguments only); pass it "
+                "positionally, or detach() it if it needs no gradient")
 
 
 _state = mode.state   # this thread's grad mode (a threading.local: one lookup less per op)
@@ -172,6 +191,7 @@ dispatch.OPS["autograd.backward"] = backward
 dispatch.OPS["autograd.detach"] = detach
 dispatch.OPS["autograd.register_hook"] = register_hook
 dispatch.OPS["autograd.retain_grad"] = retain_grad
+dispatch.OPS["autograd.register_post_accumulate_grad_hook"] = register_post_accumulate_grad_hook
 
 
 def install(namespace: dict) -> None:

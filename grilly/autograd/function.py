@@ -3,12 +3,13 @@ for ops defined by a forward and a backward written by hand."""
 from __future__ import annotations
 
 import functools
+import inspect
 
 from ..array.array import Array, view_of
 from . import mode
 from .tape import Node, check_saved, edge_of, refresh
 
-__all__ = ["Function", "differentiable", "record"]
+__all__ = ["Function", "differentiable", "once_differentiable", "record"]
 
 _state = mode.state
 _SEQ = (list, tuple)
@@ -140,10 +141,29 @@ class _Ctx:
     """What ``Function.forward`` and ``backward`` share: saved arrays and flags."""
 
     _saved = ()   # (the class's until save_for_backward: every Function call makes a _Ctx)
+    # (the class's until forward sets them, as _saved)
+    _non_differentiable = ()
+    _dirty = ()
+    materialize_grads = True
 
     def __init__(self, args, name: str = "Function"):
         self._name = name
         self.needs_input_grad = tuple([isinstance(a, Array) and a.requires_grad for a in args])
+
+    def mark_non_differentiable(self, *arrays) -> None:
+        """Outputs of forward that get no gradient (indices, masks): they do not require grad,
+        and backward receives zeros (None without materialized grads) for them."""
+        self._non_differentiable = (*self._non_differentiable, *arrays)
+
+    def set_materialize_grads(self, value: bool) -> None:
+        """Whether backward receives zeros (True, the default) or None for the gradients of
+        outputs that did not reach the loss."""
+        self.materialize_grads = bool(value)
+
+    def mark_dirty(self, *arrays) -> None:
+        """Inputs forward modified in place (and returns): they take this op's node, as
+        torch's in-place custom functions."""
+        self._dirty = (*self._dirty, *arrays)
 
     def save_for_backward(self, *arrays) -> None:
         """Keep ``arrays`` for backward (read them back as ``ctx.saved_tensors``)."""
@@ -211,6 +231,66 @@ def _alias(x: Array, args) -> Array:
     return x
 
 
+def _is_in(x, arrays) -> bool:
+    for a in arrays:
+        if x is a:
+            return True
+    return False
+
+
+def once_differentiable(fn):
+    """Decorator for a ``Function.backward`` that runs kernels with no gradient rule (torch's
+    ``torch.autograd.function.once_differentiable``): it runs in no_grad mode, and under
+    create_graph its results raise when differentiated instead of being constants."""
+    @functools.wraps(fn)
+    def wrapper(ctx, *grads):
+        with mode.no_grad():
+            return fn(ctx, *grads)
+    wrapper.__grilly_once_differentiable__ = True
+    return wrapper
+
+
+def _inputs(cls, args: tuple, kw: dict) -> tuple:
+    """``args`` and ``kw`` bound to ``cls.forward``'s parameters, defaults filled in: the
+    ``inputs`` that ``setup_context`` receives (torch's)."""
+    try:
+        b = inspect.signature(cls.forward).bind(*args, **kw)
+    except TypeError as e:
+        raise TypeError(f"{cls.__name__}.apply: {e}") from None
+    b.apply_defaults()
+    return b.args
+
+
+def _expandable(shape: tuple, to: tuple) -> bool:
+    """Whether ``shape`` broadcasts to ``to`` (a gradient of shape ``to`` sums back to it)."""
+    if len(shape) > len(to):
+        return False
+    return all(s == t or s == 1 for s, t in zip(shape[::-1], to[::-1]))
+
+
+def _check_grads(name: str, res: tuple, args: tuple) -> tuple:
+    """``res`` (backward's results) checked against the inputs as torch checks them: one per
+    input that requires grad (extra Nones allowed), each None or of a shape that sums back to
+    its input's."""
+    n = len(args)
+    if any(r is not None for r in res[n:]) or any(
+            isinstance(a, Array) and a.requires_grad for a in args[len(res):]):
+        raise RuntimeError(f"function {name}Backward returned an incorrect number of gradients "
+                           f"(expected {n}, got {len(res)})")
+    for i, (r, a) in enumerate(zip(res, args)):
+        if r is not None and isinstance(a, Array) and a.requires_grad:
+            if isinstance(r, (int, float, complex)):
+                continue   # (a number: the tape makes it an array of the input's shape)
+            if not isinstance(r, Array):
+                raise TypeError(f"function {name}Backward returned a {type(r).__name__} as "
+                                f"gradient {i}; expected an Array or None")
+            if r.shape != a.shape and not _expandable(a.shape, r.shape):
+                raise RuntimeError(f"Function {name}Backward returned an invalid gradient at "
+                                   f"index {i} - got {list(r.shape)} but expected shape "
+                                   f"compatible with {list(a.shape)}")
+    return res[:n]
+
+
 class Function:
     """A differentiable op from a hand-written ``forward(ctx, *args)`` and
     ``backward(ctx, *grad_outputs)``; call it with ``MyFunction.apply(*args)``."""
@@ -227,6 +307,13 @@ class Function:
     def backward(ctx, *grad_outputs):
         raise NotImplementedError("Function.backward: subclasses define backward(ctx, *grads)")
 
+    @staticmethod
+    def setup_context(ctx, inputs: tuple, output) -> None:
+        """torch's other style: ``forward(*args)`` without ctx, then ``setup_context(ctx,
+        inputs, output)`` saves what backward needs. Overridden by a subclass that uses it."""
+        raise NotImplementedError("Function.setup_context: a subclass that defines "
+                                  "forward(*args) without ctx defines setup_context too")
+
     @classmethod
     def apply(cls, *args, **kw):
         """Run forward without recording, then record one node whose VJP is ``backward``."""
@@ -237,23 +324,58 @@ class Function:
         was = st.enabled
         st.enabled = False
         try:
-            out = cls.forward(ctx, *args, **kw)
+            if cls.setup_context is not Function.setup_context:
+                out = cls.forward(*args, **kw)
+                cls.setup_context(ctx, _inputs(cls, args, kw), out)
+            else:
+                out = cls.forward(ctx, *args, **kw)
         finally:
             st.enabled = was
+        outs = out if isinstance(out, tuple) else (out,)
+        dirty = ctx._dirty
+        if dirty:
+            for d in dirty:
+                if not _is_in(d, outs):
+                    raise RuntimeError(f"{cls.__name__}: an array marked dirty in forward was "
+                                       "not returned as an output")
+                if was and d.requires_grad and d._node is None:
+                    raise RuntimeError(f"{cls.__name__}: a leaf Array that requires grad is "
+                                       "being used in an in-place operation (mark_dirty); "
+                                       "wrap the call in no_grad() or pass a copy")
         if not (was and any(ctx.needs_input_grad)):
             return out
         # an input returned as it is becomes a new Array on its buffer (as torch's view), so
-        # that the node, and this backward, are recorded on it (record skips its own inputs)
+        # that the node, and this backward, are recorded on it (record skips its own inputs);
+        # an input marked dirty then takes that node itself below
         if isinstance(out, Array):
             out = _alias(out, args)
         elif isinstance(out, tuple):
             out = tuple(_alias(o, args) if isinstance(o, Array) else o for o in out)
+        once = cls.once_differentiable or getattr(cls.backward,
+                                                  "__grilly_once_differentiable__", False)
+        name = cls.__name__
 
         def rule(g, _out, *_a, **_k):
             gs = g if isinstance(g, tuple) else (g,)
             res = cls.backward(ctx, *gs)
-            res = res if isinstance(res, tuple) else (res,)
-            if cls.once_differentiable and _state.enabled:   # (create_graph)
-                res = _once(cls.__name__.lstrip("_"), res, (*args, *gs))
+            res = _check_grads(name, res if isinstance(res, tuple) else (res,), args)
+            if once and _state.enabled:   # (create_graph)
+                res = _once(name.lstrip("_"), res, (*args, *gs))
             return res
-        return record(cls.__name__, rule, args, {}, out, save_out=False, saves="none")
+        if not ctx.materialize_grads:
+            rule.__grilly_raw_grads__ = True   # (tape._apply: None for unreached outputs)
+        out = record(name, rule, args, {}, out, save_out=False, saves="none")
+        nondiff = ctx._non_differentiable
+        if nondiff or dirty:
+            news = out if isinstance(out, tuple) else (out,)
+            res = []
+            for o, new in zip(outs, news):
+                if isinstance(new, Array) and _is_in(o, nondiff):
+                    # no gradient flows back through it: it stays off the graph
+                    new._node, new.requires_grad = None, False
+                if _is_in(o, dirty) and isinstance(new, Array) and new is not o:
+                    o._node, o.requires_grad = new._node, new.requires_grad
+                    new = o
+                res.append(new)
+            out = tuple(res) if isinstance(out, tuple) else res[0]
+        return out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 import threading
 
 __all__ = ["enable_grad", "inference_mode", "is_grad_enabled", "is_inference_mode_enabled",
@@ -44,14 +45,28 @@ def _pop() -> None:
 
 
 class set_grad_enabled:
-    """Context manager (and decorator) that sets grad mode to ``mode`` for its body."""
+    """Context manager (and decorator) that sets grad mode to ``mode`` for its body; called on
+    its own (``gp.set_grad_enabled(False)``) it sets grad mode from then on, as torch's."""
 
     def __init__(self, mode: bool = True) -> None:
         self.mode = bool(mode)
+        self._before = None
+        if type(self) is set_grad_enabled:
+            # torch's function form sets the mode at once; a ``with`` or decorator use undoes
+            # it on exit (or at decoration) from the state kept here
+            self._before = (state.enabled, state.grad, state.inference)
+            state.grad = self.mode
+            state.enabled = self.mode and not state.inference
 
     def __enter__(self):
         # the mode to restore goes on this thread's stack, not on the object: one no_grad()
         # instance may be entered by several threads at once
+        before, self._before = self._before, None
+        if before is not None:   # the first use after the call that set the mode already
+            state.saved.append(before)
+            state.grad = self.mode
+            state.enabled = self.mode and not state.inference
+            return self
         _push(self.mode, state.inference)
         return self
 
@@ -59,11 +74,44 @@ class set_grad_enabled:
         _pop()
 
     def __call__(self, fn):
+        if self._before is not None:   # a decorator: the mode applies inside fn only
+            state.enabled, state.grad, state.inference = self._before
+            self._before = None
+        if inspect.isgeneratorfunction(fn):
+            return _generator(self, fn)
+
         @functools.wraps(fn)
         def wrapper(*a, **k):
             with self:   # (reentrant: the state is on the thread's stack)
                 return fn(*a, **k)
         return wrapper
+
+
+def _generator(ctx, fn):
+    """Generator function ``fn`` run in mode ``ctx`` on each resumption, the caller's mode kept
+    between them (torch's decorators do the same)."""
+    @functools.wraps(fn)
+    def wrapper(*a, **k):
+        gen = fn(*a, **k)
+        try:
+            with ctx:
+                out = gen.send(None)
+            while True:
+                try:
+                    sent = yield out
+                except GeneratorExit:
+                    with ctx:
+                        gen.close()
+                    raise
+                except BaseException as e:
+                    with ctx:
+                        out = gen.throw(e)
+                else:
+                    with ctx:
+                        out = gen.send(sent)
+        except StopIteration as e:
+            return e.value
+    return wrapper
 
 
 class _BareDecorator:
@@ -85,10 +133,11 @@ class no_grad(_BareDecorator, set_grad_enabled):
         super().__init__(False)
 
 
-class enable_grad(set_grad_enabled):
-    """Context manager (and decorator) that turns graph recording on for its body."""
+class enable_grad(_BareDecorator, set_grad_enabled):
+    """Context manager (and decorator, bare or called) that turns graph recording on for its
+    body."""
 
-    def __init__(self) -> None:
+    def __init__(self, fn=None) -> None:
         super().__init__(True)
 
 

@@ -22,7 +22,8 @@ from ..array import dispatch as _dispatch
 from ..array.array import Array
 from . import mode
 
-__all__ = ["RemovableHandle", "backward", "grad", "register_hook", "retain_grad"]
+__all__ = ["RemovableHandle", "backward", "grad", "register_hook",
+           "register_post_accumulate_grad_hook", "retain_grad"]
 
 # a ``.grad`` is read, added to and written back under this lock: threads that backward
 # separate graphs through shared leaves (one model's parameters) each add their whole gradient,
@@ -98,6 +99,42 @@ def register_hook(x: Array, hook) -> RemovableHandle:
     return h
 
 
+class _PostAccumulate:
+    """A leaf's hook that runs after backward adds to its ``.grad`` (kept in the leaf's hook
+    dict, which the gradient hooks skip)."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn) -> None:
+        self.fn = fn
+
+
+def register_post_accumulate_grad_hook(x: Array, hook) -> RemovableHandle:
+    """Array.register_post_accumulate_grad_hook: ``hook(x)`` runs after backward has
+    accumulated into leaf ``x``'s ``.grad`` (torch's; an optimizer step in backward)."""
+    if not callable(hook):
+        raise TypeError("register_post_accumulate_grad_hook: the hook must be callable, got "
+                        f"{type(hook).__name__}")
+    if not x.requires_grad:
+        raise RuntimeError("register_post_accumulate_grad_hook: cannot register a hook on an "
+                           "array that does not require grad")
+    if x._node is not None:
+        raise RuntimeError("register_post_accumulate_grad_hook: post accumulate grad hooks "
+                           "cannot be registered on non-leaf arrays")
+    if x._hooks is None:
+        x._hooks = {}
+    h = RemovableHandle(x._hooks)
+    x._hooks[h.id] = _PostAccumulate(hook)
+    return h
+
+
+def _post_accumulate(x: Array) -> None:
+    """Run leaf ``x``'s post-accumulate hooks, in registration order."""
+    for hook in list(x._hooks.values()):
+        if type(hook) is _PostAccumulate:
+            hook.fn(x)
+
+
 def retain_grad(x: Array) -> None:
     """Array.retain_grad: a non-leaf ``x`` keeps its gradient in ``.grad`` (a leaf does anyway)."""
     if not x.requires_grad:
@@ -115,6 +152,8 @@ def retain_grad(x: Array) -> None:
 def _call_hooks(hooks: dict, g: Array) -> Array:
     """``g`` through ``hooks`` in the order they were registered (a None result keeps it)."""
     for hook in list(hooks.values()):
+        if type(hook) is _PostAccumulate:
+            continue
         r = hook(g)
         if r is not None:
             if not isinstance(r, Array) or r.shape != g.shape:
@@ -363,6 +402,10 @@ def _apply(n: Node, gs: list, ns) -> list:
     if n.n_out == 1 and type(n.out) is not tuple:
         g = gs[0]
         out = n.out
+    elif getattr(n.rule, "__grilly_raw_grads__", False):
+        # (a Function whose ctx.set_materialize_grads(False): None for an unreached output)
+        g = tuple(gs)
+        out = n.out
     else:
         # (an output that is not a floating Array, e.g. an int a Function returns, gets None)
         g = tuple(gi if gi is not None else ns.zeros_like(o)
@@ -411,14 +454,27 @@ def _seed(outputs, grad_outputs, op: str):
 
 
 def backward(tensors, grad_tensors=None, retain_graph: bool | None = None,
-             create_graph: bool = False) -> None:
-    """Accumulate d(tensors)/d(leaf) into the ``.grad`` of every leaf of the graph."""
+             create_graph: bool = False, inputs=None) -> None:
+    """Accumulate d(tensors)/d(leaf) into the ``.grad`` of every leaf of the graph (with
+    ``inputs``, of those arrays only, leaves or not, as torch's)."""
     outs, seeds = _seed(tensors, grad_tensors, "backward")
     if retain_graph is None:
         retain_graph = create_graph
-    leaves, _ = _sweep(outs, seeds, retain_graph, create_graph)
+    if inputs is None:
+        leaves, _ = _sweep(outs, seeds, retain_graph, create_graph)
+        items = leaves.values()
+    else:
+        ins = [inputs] if isinstance(inputs, Array) else list(inputs)
+        if not ins:
+            raise RuntimeError("backward: the 'inputs' argument cannot be empty")
+        for x in ins:
+            if not isinstance(x, Array) or not x.requires_grad:
+                raise RuntimeError("backward: every array of 'inputs' must be a grilly Array "
+                                   "that requires grad")
+        _, captured = _sweep(outs, seeds, retain_graph, create_graph, capture=ins)
+        items = [(x, fit(g, x.shape, x._dtype)) for x, g in zip(ins, captured) if g is not None]
     ns = _ns()
-    for x, g in leaves.values():
+    for x, g in items:
         if not create_graph and g.requires_grad:
             g = detach(g)
         with _ACCUMULATE:
@@ -433,6 +489,8 @@ def backward(tensors, grad_tensors=None, retain_graph: bool | None = None,
             h = _dispatch.hooks.grad_set
             if h is not None:
                 h(x)
+        if x._hooks:
+            _post_accumulate(x)
 
 
 def _count(g) -> int:
@@ -451,16 +509,26 @@ _LOOP_REFS = _loop_refs()
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
-         create_graph: bool = False, allow_unused: bool = False):
-    """The gradients of ``outputs`` with respect to ``inputs`` (a tuple), leaving ``.grad`` alone."""
+         create_graph: bool = False, allow_unused: bool | None = None,
+         is_grads_batched: bool = False, materialize_grads: bool = False):
+    """The gradients of ``outputs`` with respect to ``inputs`` (a tuple), leaving ``.grad``
+    alone; torch's options: ``materialize_grads`` gives zeros for unused inputs,
+    ``is_grads_batched`` takes grad_outputs with a leading batch axis (one sweep per row)."""
+    if materialize_grads and allow_unused is False:
+        raise ValueError("grad: expected allow_unused to be True or not passed when "
+                         "materialize_grads=True, but got allow_unused=False")
+    allow_unused = bool(allow_unused) or materialize_grads
     single = isinstance(inputs, Array)
     ins = [inputs] if single else list(inputs)
     for x in ins:
         if not isinstance(x, Array) or not x.requires_grad:
             raise RuntimeError("grad: every input must be a grilly Array that requires grad")
-    outs, seeds = _seed(outputs, grad_outputs, "grad")
     if retain_graph is None:
         retain_graph = create_graph
+    if is_grads_batched:
+        return _batched_grad(outputs, ins, grad_outputs, retain_graph, create_graph,
+                             allow_unused, materialize_grads)
+    outs, seeds = _seed(outputs, grad_outputs, "grad")
     _, captured = _sweep(outs, seeds, retain_graph, create_graph, capture=ins)
     res = []
     for x, g in zip(ins, captured):
@@ -471,7 +539,43 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
             g = fit(g, x.shape, x._dtype)
             if not create_graph and g.requires_grad:
                 g = detach(g)
+        elif materialize_grads:
+            g = _ns().zeros_like(x)
         res.append(g)
+    return tuple(res)
+
+
+def _batched_grad(outputs, ins: list, grad_outputs, retain_graph: bool, create_graph: bool,
+                  allow_unused: bool, materialize_grads: bool) -> tuple:
+    """grad with ``is_grads_batched``: one sweep per row of the grad_outputs, stacked (torch
+    vmaps the sweep; the values are the same)."""
+    ns = _ns()
+    outs = [outputs] if isinstance(outputs, Array) else list(outputs)
+    gos = [grad_outputs] if isinstance(grad_outputs, Array) else list(grad_outputs or ())
+    if len(gos) != len(outs) or not all(isinstance(g, Array) for g in gos):
+        raise ValueError("grad: is_grads_batched=True needs one grad_outputs Array per output, "
+                         "with a leading batch axis")
+    sizes = {g.shape[0] if g.ndim else None for g in gos}
+    if len(sizes) != 1 or None in sizes:
+        raise ValueError("grad: is_grads_batched=True expects every grad_outputs Array to have "
+                         f"the same leading batch axis, got shapes {[g.shape for g in gos]}")
+    n = sizes.pop()
+    rows = []
+    for b in range(n):
+        rows.append(grad(outs, ins, [g[b] for g in gos],
+                         retain_graph=retain_graph or b < n - 1, create_graph=create_graph,
+                         allow_unused=True))
+    res = []
+    for i, x in enumerate(ins):
+        col = [r[i] for r in rows]
+        if all(g is None for g in col):
+            if not allow_unused:
+                raise RuntimeError("grad: an input was not used to compute the outputs; pass "
+                                   "allow_unused=True to get None for it")
+            res.append(ns.zeros((n, *x.shape), dtype=x.dtype, device=x.device)
+                       if materialize_grads else None)
+            continue
+        res.append(ns.stack([ns.zeros_like(x) if g is None else g for g in col], axis=0))
     return tuple(res)
 
 

@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 from ..array import api as gp
 from ..array.array import Array
-from ..autograd import enable_grad, grad as _autograd_grad, is_grad_enabled, set_grad_enabled
+from ..autograd import grad as _autograd_grad, inference_mode, is_grad_enabled, set_grad_enabled
 from ..autograd.functional import _one_hot, _stack_rows
 from ._pytree import flatten, unflatten
 
@@ -34,10 +34,11 @@ def _depth() -> int:
 
 @contextlib.contextmanager
 def _inside():
-    """Context of a transform running ``func``: grad mode on, one level deeper."""
+    """Context of a transform running ``func``: grad mode on (out of inference mode too, as
+    torch.func's transforms differentiate inside it), one level deeper."""
     _state.depth = _depth() + 1
     try:
-        with enable_grad():
+        with inference_mode(False):
             yield
     finally:
         _state.depth -= 1
@@ -70,7 +71,7 @@ def _alias(x, name: str) -> Array:
     if not _floating(x):
         raise TypeError(f"{name}: only floating-point Arrays can be differentiated, got "
                         f"{x.dtype.name}")
-    with enable_grad():
+    with inference_mode(False):
         return x.view_as(x) if x.requires_grad else x.detach().requires_grad_()
 
 

@@ -55,6 +55,23 @@ def _batch_size(leaves: list, dims: list, where: str) -> int:
     return sizes[0]
 
 
+def _same(a, b) -> bool:
+    """Whether two elements' values of an output with out_dim None agree (NaNs in the same
+    places count as equal; one host read per Array)."""
+    if isinstance(a, Array) or isinstance(b, Array):
+        if not (isinstance(a, Array) and isinstance(b, Array)) or a.shape != b.shape \
+                or a.dtype != b.dtype:
+            return False
+        eq = gp.equal(a, b)
+        if gp.isdtype(a.dtype, ("real floating", "complex floating")):
+            eq = gp.logical_or(eq, gp.logical_and(gp.isnan(a), gp.isnan(b)))
+        return bool(gp.all(eq))
+    try:
+        return bool(a == b)
+    except Exception:   # (an object without a truth value of ==: not checked)
+        return True
+
+
 def _stack(results: list, out_dims, fname: str):
     """The per-element outputs ``results`` (flattened: [(leaves, spec)]) stacked along
     ``out_dims``."""
@@ -63,12 +80,21 @@ def _stack(results: list, out_dims, fname: str):
     if any(s != spec for _, s in results[1:]):
         raise ValueError(f"{where}: the function returned outputs of different structures for "
                          "different batch elements")
-    dims = broadcast_prefix(out_dims, unflatten(leaves, spec),
+    tree = unflatten(leaves, spec)
+    if isinstance(tree, Array) and isinstance(out_dims, tuple) and len(out_dims) == 1:
+        out_dims = out_dims[0]   # (torch takes a 1-tuple for a single Array output)
+    dims = broadcast_prefix(out_dims, tree,
                             f"{where}: out_dims is not compatible with the structure of the "
                             "outputs")
     out = []
     for k, (x, d) in enumerate(zip(leaves, dims)):
-        if d is None:   # not mapped: every element gave the same value, per the caller
+        if d is None:   # not mapped: every element must have given the same value
+            for i, r in enumerate(results[1:], 1):
+                if not _same(x, r[0][k]):
+                    raise ValueError(f"vmap({fname}, ...): `{fname}` can not return an output "
+                                     f"that depends on the mapped inputs when its out_dim is "
+                                     f"None (output {k} differs between batch elements 0 and "
+                                     f"{i}); give it an int out_dim")
             out.append(x)
             continue
         if not _is_dim(d):
