@@ -10,7 +10,7 @@ import numpy as np
 
 from ..array import api as gp
 
-__all__ = ["Constraint", "boolean", "dependent", "dependent_property", "greater_than",
+__all__ = ["Constraint", "boolean", "corr_cholesky", "dependent", "dependent_property", "greater_than",
            "greater_than_eq", "half_open_interval", "host_checkable", "independent",
            "integer_interval", "interval", "is_dependent", "less_than", "lower_cholesky",
            "lower_triangular", "multinomial", "nonnegative", "nonnegative_integer", "one_hot",
@@ -280,6 +280,18 @@ class _LowerCholesky(Constraint):
         return tril & xp.all(diag > 0, axis=-1)
 
 
+class _CorrCholesky(_LowerCholesky):
+    """The lower Cholesky factor of a correlation matrix: unit-norm rows."""
+
+    def check(self, value):
+        value = _host(value)
+        xp = _xp(value)
+        n = value.shape[-1]
+        tol = float((np.finfo if xp is np else gp.finfo)(value.dtype).eps) * n * 10
+        norm = xp.sqrt(xp.sum(value * value, axis=-1))
+        return super().check(value) & xp.all(xp.abs(norm - 1.0) <= tol, axis=-1)
+
+
 class _PositiveDefinite(_Symmetric):
     strict = True
 
@@ -321,5 +333,6 @@ square = _Square()
 symmetric = _Symmetric()
 lower_triangular = _LowerTriangular()
 lower_cholesky = _LowerCholesky()
+corr_cholesky = _CorrCholesky()
 positive_definite = _PositiveDefinite()
 positive_semidefinite = _PositiveSemidefinite()

@@ -145,6 +145,12 @@ class Distribution:
             c = copies[x.device] = _moved(self, x.device)
         return c
 
+    def _check_host_params_early(self, validate_args) -> None:
+        """Check the host parameters noted so far before building nested distributions (a
+        Weibull's bad scale is reported as Weibull's, not as its base's)."""
+        if self._validate_args if validate_args is None else validate_args:
+            self._check_host_params()
+
     def _check_host_params(self) -> None:
         host = self.__dict__.get("_host_params", {})
         for name, constraint in self.arg_constraints.items():

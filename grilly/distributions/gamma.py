@@ -20,7 +20,7 @@ from ..random import _gamma as _random_gamma
 from ..array import api as gp
 from ..autograd import no_grad
 from . import constraints
-from ._special import digamma, lgamma, xlogy
+from ._special import digamma, gammainc, lgamma, xlogy
 from .distribution import Distribution
 from .utils import broadcast_all, normal_noise, uniform_noise
 
@@ -95,6 +95,12 @@ class Gamma(Distribution):
         value = self._validate_sample(value)
         a, b = self.concentration, self.rate
         return xlogy(a, b) + xlogy(a - 1.0, value) - b * value - lgamma(a)
+
+    def cdf(self, value):
+        value = self._validate_sample(value, "cdf")
+        # the regularized lower incomplete gamma P(a, rate x) (differentiable in both, where
+        # torch's gammainc has no gradient for the concentration)
+        return gammainc(self.concentration, self.rate * gp.maximum(value, 0.0))
 
     def entropy(self):
         a = self.concentration

@@ -6,12 +6,15 @@ import math
 from ..array import api as gp
 from ..nn import functional as F
 from ._special import digamma, lgamma, xlogy
+from .continuous_bernoulli import ContinuousBernoulli
 from .categorical import Bernoulli, Binomial, Categorical, Geometric, OneHotCategorical
 from .distribution import _arrays
 from .gamma import Beta, Dirichlet, Gamma, Poisson
 from .independent import Independent
+from .lowrank_multivariate_normal import LowRankMultivariateNormal
 from .multivariate_normal import MultivariateNormal, batch_mahalanobis
 from .normal import Cauchy, Exponential, Gumbel, HalfNormal, Laplace, Normal
+from .pareto import Pareto
 from .transformed_distribution import LogNormal, TransformedDistribution
 from .uniform import Uniform
 from .utils import sum_rightmost
@@ -212,6 +215,30 @@ def _kl_mvn_mvn(p, q):
     return q._half_log_det() - p._half_log_det() + 0.5 * (term2 + term3 - n)
 
 
+# the low-rank ones through their full covariance's Cholesky factor (the same values as torch's
+# capacitance forms)
+for _p, _q in ((LowRankMultivariateNormal, LowRankMultivariateNormal),
+               (LowRankMultivariateNormal, MultivariateNormal),
+               (MultivariateNormal, LowRankMultivariateNormal)):
+    register_kl(_p, _q)(_kl_mvn_mvn)
+del _p, _q
+
+
+@register_kl(Pareto, Pareto)
+def _kl_pareto_pareto(p, q):
+    scale_ratio = p.scale / q.scale
+    alpha_ratio = q.alpha / p.alpha
+    kl = q.alpha * gp.log(scale_ratio) - gp.log(alpha_ratio) + alpha_ratio - 1.0
+    # p puts mass below q's minimum: inf
+    return _inf_where(p.scale < q.scale, kl)
+
+
+@register_kl(ContinuousBernoulli, ContinuousBernoulli)
+def _kl_cb_cb(p, q):
+    return (p.mean * (p.logits - q.logits) + p._log_norm() + gp.log1p(-p.probs)
+            - q._log_norm() - gp.log1p(-q.probs))
+
+
 @register_kl(Independent, Independent)
 def _kl_independent_independent(p, q):
     if p.reinterpreted_batch_ndims != q.reinterpreted_batch_ndims:
@@ -245,6 +272,14 @@ def _infinite(p, q):
     return gp.full(shape, math.inf, dtype=gp.result_type(x, y), device=x.device)
 
 
+for _p, _q in ((Beta, Pareto), (ContinuousBernoulli, Pareto), (Exponential, Pareto),
+               (Exponential, ContinuousBernoulli), (Gamma, Pareto), (Gamma, ContinuousBernoulli),
+               (Gumbel, Pareto), (Gumbel, ContinuousBernoulli), (Laplace, Pareto),
+               (Laplace, ContinuousBernoulli), (Normal, Pareto), (Normal, ContinuousBernoulli),
+               (Pareto, Uniform), (Pareto, ContinuousBernoulli), (Pareto, Beta)):
+    register_kl(_p, _q)(_infinite)
+del _p, _q
+
 for _p, _q in ((Poisson, Bernoulli), (Exponential, Beta), (Exponential, Uniform),
                (Gamma, Beta), (Gamma, Uniform), (Laplace, Beta), (Laplace, Exponential),
                (Laplace, Gamma), (Laplace, Uniform), (Normal, Beta), (Normal, Exponential),
@@ -272,9 +307,9 @@ def _to_gamma(q, mean, mean_log, entropy):
 
 
 # p on [0, inf) against Exponential, any p against Normal: from p's moments and entropy alone
-for _p in (Beta, Gamma):
+for _p in (Beta, ContinuousBernoulli, Gamma):
     register_kl(_p, Exponential)(_to_exponential)
-for _p in (Beta, Exponential, Gamma, Laplace, Uniform):
+for _p in (Beta, ContinuousBernoulli, Exponential, Gamma, Laplace, Uniform):
     register_kl(_p, Normal)(_to_normal)
 del _p
 
@@ -348,4 +383,79 @@ def _kl_uniform_beta(p, q):
     kl = (lgamma(a) + lgamma(b) - lgamma(a + b) - gp.log(high - low)
           - (a - 1.0) * _uniform_mean_log(low, high)
           - (b - 1.0) * _uniform_mean_log(1.0 - high, 1.0 - low))
+    return _inf_where(outside, kl)
+
+
+# ---- ContinuousBernoulli and Pareto against the other families -----------------------------
+def _to_continuous_bernoulli(p, q):
+    """KL(p || ContinuousBernoulli) for p on [0, 1]: log q(x) = x logits + log(1 - probs) +
+    log C, linear in x."""
+    return -p.entropy() - p.mean * q.logits - gp.log1p(-q.probs) - q._log_norm()
+
+
+register_kl(Beta, ContinuousBernoulli)(_to_continuous_bernoulli)
+
+
+@register_kl(Uniform, ContinuousBernoulli)
+def _kl_uniform_cb(p, q):
+    # inf where p leaves [0, 1] (torch: also where p.low is 0 or p.high is 1, a finite KL)
+    outside = (p.low < 0.0) | (p.high > 1.0)
+    low, high = _inside(p, outside, 0.0, 1.0)
+    kl = (-gp.log(high - low) - 0.5 * (low + high) * q.logits - gp.log1p(-q.probs)
+          - q._log_norm())
+    return _inf_where(outside, kl)
+
+
+@register_kl(ContinuousBernoulli, Uniform)
+def _kl_cb_uniform(p, q):
+    # inf where [0, 1] is not inside [q.low, q.high] (torch: also where q.low is 0 or q.high
+    # is 1, a finite KL)
+    outside = (q.low > 0.0) | (q.high < 1.0)
+    return _inf_where(outside, gp.log(q.high - q.low) - p.entropy())
+
+
+def _pareto_finite(p, alpha_min: float):
+    """alpha where it exceeds alpha_min (where p's moment exists), a stand-in elsewhere (the KL
+    is inf there; the stand-in keeps the gradient finite)."""
+    ok = p.alpha > alpha_min
+    return ok, gp.where(ok, p.alpha, alpha_min + 1.0)
+
+
+@register_kl(Pareto, Exponential)
+def _kl_pareto_exponential(p, q):
+    ok, a = _pareto_finite(p, 1.0)
+    sr = p.scale * q.rate
+    return _inf_where(~ok, gp.log(a / sr) - 1.0 / a + a * sr / (a - 1.0) - 1.0)
+
+
+@register_kl(Pareto, Gamma)
+def _kl_pareto_gamma(p, q):
+    ok, a = _pareto_finite(p, 1.0)
+    mean_log = gp.log(p.scale) + 1.0 / a              # E[log x]
+    c, r = q.concentration, q.rate
+    kl = (gp.log(a) - mean_log + lgamma(c) - c * gp.log(r) + (1.0 - c) * mean_log
+          + r * a * p.scale / (a - 1.0) - 1.0)
+    return _inf_where(~ok, kl)
+
+
+@register_kl(Pareto, Normal)
+def _kl_pareto_normal(p, q):
+    ok, a = _pareto_finite(p, 2.0)
+    s = p.scale / (a - 1.0)
+    mean = a * s
+    var = a * s * s / (a - 2.0)
+    d = mean - q.loc
+    kl = (gp.log(math.sqrt(2.0 * math.pi) * q.scale * a / p.scale) - 1.0 / a
+          + (var + d * d) / (2.0 * q.scale * q.scale) - 1.0)
+    return _inf_where(~ok, kl)
+
+
+@register_kl(Uniform, Pareto)
+def _kl_uniform_pareto(p, q):
+    outside = p.low < q.scale
+    low, high = _inside(p, outside, q.scale, q.scale + 1.0)
+    width = high - low
+    mean_log = _uniform_mean_log(low, high)
+    kl = (q.alpha + 1.0) * mean_log - gp.log(q.alpha) - q.alpha * gp.log(q.scale) \
+        - gp.log(width)
     return _inf_where(outside, kl)

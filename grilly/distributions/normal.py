@@ -7,7 +7,7 @@ from .. import random as _random
 from ..array import api as gp
 from ..nn import functional as F
 from . import constraints
-from ._special import erfinv
+from ..special import erfinv, ndtri
 from .distribution import Distribution
 from .utils import broadcast_all, noise, normal_noise, uniform_noise
 
@@ -62,7 +62,8 @@ class Normal(Distribution):
 
     def icdf(self, value):
         value = self._validate_sample(value, "icdf")
-        return self.loc + self.scale * erfinv(2.0 * value - 1.0) * math.sqrt(2.0)
+        # ndtri, not erfinv(2p - 1): 2p - 1 rounds away the tail's digits below p ~ 1e-8
+        return self.loc + self.scale * ndtri(value)
 
     def entropy(self):
         return 0.5 + _LOG_SQRT_2PI + gp.log(self.scale)

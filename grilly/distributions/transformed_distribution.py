@@ -6,7 +6,7 @@ from ..autograd import no_grad
 from . import constraints
 from .distribution import Distribution, _arrays
 from .normal import Normal
-from .transforms import ExpTransform, Transform
+from .transforms import ComposeTransform, ExpTransform, Transform
 from .utils import sum_rightmost
 
 __all__ = ["LogNormal", "TransformedDistribution"]
@@ -27,9 +27,13 @@ class TransformedDistribution(Distribution):
             if not isinstance(t, Transform):
                 raise ValueError("TransformedDistribution: transforms must be a Transform or a "
                                  f"list of Transforms, got {type(t).__name__}")
-            if t.event_dim > len(base_distribution.event_shape + base_distribution.batch_shape):
-                raise ValueError(f"TransformedDistribution: {t!r} has event_dim {t.event_dim}, "
-                                 "more than the base distribution's dimensions")
+        base_ndim = len(base_distribution.batch_shape + base_distribution.event_shape)
+        domain, codomain = ComposeTransform._end_constraints(transforms) if transforms else \
+            (base_distribution.support, base_distribution.support)
+        if transforms and domain.event_dim > base_ndim:
+            raise ValueError(f"TransformedDistribution: the transforms act on events of "
+                             f"{domain.event_dim} axes, more than the base distribution's "
+                             f"{base_ndim}")
         # a base built from numbers alone joins the device of the transforms' Arrays (as
         # torch's CPU scalars join a CUDA tensor)
         arr = next((a for t in transforms for a in _arrays(t)), None)
@@ -49,7 +53,11 @@ class TransformedDistribution(Distribution):
             base_distribution = base_distribution.expand(expanded[:len(expanded) - ev])
         self.base_dist = base_distribution
         self.transforms = transforms
-        event_dim = max([len(base_distribution.event_shape)] + [t.event_dim for t in transforms])
+        base_ev = len(base_distribution.event_shape)
+        # the event axes: the transforms' (a coupling or reshaping transform's), or the base's
+        # moved by the change the transforms make in event axes (as torch)
+        event_dim = max(codomain.event_dim, base_ev + codomain.event_dim - domain.event_dim) \
+            if transforms else base_ev
         cut = len(shape) - event_dim
         super().__init__(shape[:cut], shape[cut:], validate_args=validate_args)
 
@@ -57,8 +65,12 @@ class TransformedDistribution(Distribution):
         new = object.__new__(type(self)) if _instance is None else _instance
         new.__dict__.update(self.__dict__)
         batch_shape = tuple(batch_shape)
-        extra = len(self._event_shape) - len(self.base_dist.event_shape)
-        base_batch = batch_shape + self._event_shape[:extra]
+        # the base's shape is the expanded one pulled back through the transforms (a
+        # StickBreakingTransform's base has one entry fewer on the last axis)
+        shape = batch_shape + self._event_shape
+        for t in reversed(self.transforms):
+            shape = t.inverse_shape(shape)
+        base_batch = tuple(shape)[:len(shape) - len(self.base_dist.event_shape)]
         new.base_dist = self.base_dist.expand(base_batch)
         new._batch_shape = batch_shape
         return new
@@ -93,7 +105,8 @@ class TransformedDistribution(Distribution):
         lp = 0.0
         for t in reversed(self.transforms):
             x = t.inv(y)
-            lp = lp - sum_rightmost(t.log_abs_det_jacobian(x, y), event_dim - t.event_dim)
+            event_dim += t.domain.event_dim - t.codomain.event_dim
+            lp = lp - sum_rightmost(t.log_abs_det_jacobian(x, y), event_dim - t.domain.event_dim)
             y = x
         base = self.base_dist.log_prob(y)
         return lp + sum_rightmost(base, event_dim - len(self.base_dist.event_shape))

@@ -3,13 +3,18 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ..array import api as gp
 from ..nn import functional as F
 from . import constraints
 from .utils import clamp_probs, promote_all, sum_rightmost
 
-__all__ = ["AffineTransform", "ComposeTransform", "ExpTransform", "PowerTransform",
-           "SigmoidTransform", "SoftplusTransform", "TanhTransform", "Transform"]
+__all__ = ["AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform",
+           "ExpTransform", "IndependentTransform", "LowerCholeskyTransform", "PowerTransform",
+           "ReshapeTransform",
+           "SigmoidTransform", "SoftmaxTransform", "SoftplusTransform", "StackTransform",
+           "StickBreakingTransform", "TanhTransform", "Transform"]
 
 
 class Transform:
@@ -163,6 +168,8 @@ class AffineTransform(Transform):
         super().__init__(cache_size)
         self.loc, self.scale = loc, scale
         self.event_dim = event_dim
+        if event_dim:   # acts on events of event_dim axes (what TransformedDistribution reads)
+            self.domain = self.codomain = constraints.independent(constraints.real, event_dim)
 
     def forward_shape(self, shape) -> tuple:
         # the parameters broadcast with the input, as torch
@@ -310,7 +317,25 @@ class ComposeTransform(Transform):
         self.parts = parts
         self.event_dim = max([p.event_dim for p in parts], default=0)
         if parts:
-            self.domain, self.codomain = parts[0].domain, parts[-1].codomain
+            self.domain, self.codomain = self._end_constraints(parts)
+
+    @staticmethod
+    def _end_constraints(parts) -> tuple:
+        """The composition's domain and codomain: the first part's domain and the last one's
+        codomain, widened to the event axes the other parts act on (a part that reshapes or
+        couples more axes downstream makes them one event)."""
+        domain, codomain = parts[0].domain, parts[-1].codomain
+        ev = parts[-1].codomain.event_dim
+        for p in reversed(parts):
+            ev = max(ev + p.domain.event_dim - p.codomain.event_dim, p.domain.event_dim)
+        if ev > domain.event_dim:
+            domain = constraints.independent(domain, ev - domain.event_dim)
+        ev = parts[0].domain.event_dim
+        for p in parts:
+            ev = max(ev + p.codomain.event_dim - p.domain.event_dim, p.codomain.event_dim)
+        if ev > codomain.event_dim:
+            codomain = constraints.independent(codomain, ev - codomain.event_dim)
+        return domain, codomain
 
     @property
     def sign(self):
@@ -346,9 +371,11 @@ class ComposeTransform(Transform):
             xs.append(p(xs[-1]))
         xs.append(y)
         total = 0.0
+        # each part's log-det summed over the composition's event axes it does not reduce
+        ev = self.domain.event_dim
         for p, a, b in zip(self.parts, xs[:-1], xs[1:]):
-            total = total + sum_rightmost(p.log_abs_det_jacobian(a, b),
-                                          self.event_dim - p.event_dim)
+            total = total + sum_rightmost(p.log_abs_det_jacobian(a, b), ev - p.domain.event_dim)
+            ev += p.codomain.event_dim - p.domain.event_dim
         return total
 
     def forward_shape(self, shape) -> tuple:
@@ -370,3 +397,303 @@ class ComposeTransform(Transform):
     def __repr__(self) -> str:
         inner = ",\n".join("    " + repr(p) for p in self.parts)
         return f"ComposeTransform(\n{inner}\n)"
+
+
+class AbsTransform(Transform):
+    """y = |x| (not bijective: the inverse is the positive root)."""
+
+    bijective = False
+    codomain = constraints.positive
+
+    def _call(self, x):
+        return gp.abs(x)
+
+    def _inverse(self, y):
+        return y
+
+
+class SoftmaxTransform(Transform):
+    """y = softmax(x) over the last axis (not bijective: the inverse is log y)."""
+
+    bijective = False
+    event_dim = 1
+    domain = constraints.real_vector
+    codomain = constraints.simplex
+
+    def _call(self, x):
+        return F.softmax(x, dim=-1)
+
+    def _inverse(self, y):
+        return gp.log(y)
+
+
+def _stick_offsets(k: int, like):
+    """log([k, k - 1, ..., 1]) in ``like``'s dtype and device: the shift that maps x = 0 to
+    the simplex's centre."""
+    return gp.asarray(np.log(np.arange(k, 0, -1, dtype=np.float64)), dtype=like.dtype,
+                      device=like.device)
+
+
+class StickBreakingTransform(Transform):
+    """The stick-breaking map from R^K to the simplex of K + 1 entries."""
+
+    event_dim = 1
+    domain = constraints.real_vector
+    codomain = constraints.simplex
+
+    def _call(self, x):
+        k = x.shape[-1]
+        tiny = float(gp.finfo(x.dtype).smallest_normal)
+        z = gp.clip(F.sigmoid(x - _stick_offsets(k, x)), tiny, 1.0 - float(gp.finfo(x.dtype).eps))
+        left = gp.cumulative_prod(1.0 - z, axis=-1)     # the stick left after each break
+        ones = gp.ones(tuple(x.shape[:-1]) + (1,), dtype=x.dtype, device=x.device)
+        return gp.concat([z, ones], axis=-1) * gp.concat([ones, left], axis=-1)
+
+    def _inverse(self, y):
+        crop = y[..., :-1]
+        left = gp.maximum(1.0 - gp.cumulative_sum(crop, axis=-1),
+                          float(gp.finfo(y.dtype).smallest_normal))
+        return gp.log(crop) - gp.log(left) + _stick_offsets(crop.shape[-1], y)
+
+    def log_abs_det_jacobian(self, x, y):
+        xs = x - _stick_offsets(x.shape[-1], x)
+        return gp.sum(-xs - F.softplus(-xs) + gp.log(y[..., :-1]), axis=-1)
+
+    def forward_shape(self, shape) -> tuple:
+        if len(shape) < 1:
+            raise ValueError("StickBreakingTransform.forward_shape: too few dimensions on input")
+        return tuple(shape[:-1]) + (shape[-1] + 1,)
+
+    def inverse_shape(self, shape) -> tuple:
+        if len(shape) < 1:
+            raise ValueError("StickBreakingTransform.inverse_shape: too few dimensions on input")
+        return tuple(shape[:-1]) + (shape[-1] - 1,)
+
+
+class LowerCholeskyTransform(Transform):
+    """An unconstrained square matrix to a lower triangular one with a positive diagonal (the
+    strict lower triangle kept, the diagonal exponentiated)."""
+
+    bijective = False   # the upper triangle is dropped (as torch)
+    event_dim = 2
+    domain = constraints.independent(constraints.real, 2)
+    codomain = constraints.lower_cholesky
+
+    @staticmethod
+    def _map_diagonal(x, fn):
+        eye = gp.eye(x.shape[-1], dtype=x.dtype, device=x.device)
+        return gp.tril(x, k=-1) + eye * fn(gp.linalg.diagonal(x))[..., None, :]
+
+    def _call(self, x):
+        return self._map_diagonal(x, gp.exp)
+
+    def _inverse(self, y):
+        return self._map_diagonal(y, gp.log)
+
+
+class ReshapeTransform(Transform):
+    """Reshapes the rightmost ``in_shape`` axes to ``out_shape`` (same number of elements)."""
+
+    def __init__(self, in_shape, out_shape, cache_size: int = 0) -> None:
+        self.in_shape, self.out_shape = tuple(in_shape), tuple(out_shape)
+        if math.prod(self.in_shape) != math.prod(self.out_shape):
+            raise ValueError(f"ReshapeTransform: in_shape {self.in_shape} and out_shape "
+                             f"{self.out_shape} have different numbers of elements")
+        super().__init__(cache_size)
+        self.event_dim = len(self.in_shape)
+        self.domain = constraints.independent(constraints.real, len(self.in_shape))
+        self.codomain = constraints.independent(constraints.real, len(self.out_shape))
+
+    def _call(self, x):
+        batch = tuple(x.shape[:x.ndim - len(self.in_shape)])
+        return gp.reshape(x, batch + self.out_shape)
+
+    def _inverse(self, y):
+        batch = tuple(y.shape[:y.ndim - len(self.out_shape)])
+        return gp.reshape(y, batch + self.in_shape)
+
+    def log_abs_det_jacobian(self, x, y):
+        batch = tuple(x.shape[:x.ndim - len(self.in_shape)])
+        return gp.zeros(batch, dtype=x.dtype, device=x.device)
+
+    def _split(self, shape, event: tuple, where: str) -> tuple:
+        shape = tuple(shape)
+        n = len(event)
+        if len(shape) < n or shape[len(shape) - n:] != event:
+            raise ValueError(f"ReshapeTransform.{where}: shape mismatch: expected {shape} to "
+                             f"end with {event}")
+        return shape[:len(shape) - n]
+
+    def forward_shape(self, shape) -> tuple:
+        return self._split(shape, self.in_shape, "forward_shape") + self.out_shape
+
+    def inverse_shape(self, shape) -> tuple:
+        return self._split(shape, self.out_shape, "inverse_shape") + self.in_shape
+
+    def __eq__(self, other) -> bool:
+        return (isinstance(other, ReshapeTransform) and self.in_shape == other.in_shape
+                and self.out_shape == other.out_shape)
+
+    def __hash__(self) -> int:
+        return hash((ReshapeTransform, self.in_shape, self.out_shape))
+
+
+class IndependentTransform(Transform):
+    """``base_transform`` with its last ``reinterpreted_batch_ndims`` batch axes made event
+    axes (its log-det summed over them)."""
+
+    def __init__(self, base_transform: Transform, reinterpreted_batch_ndims: int,
+                 cache_size: int = 0) -> None:
+        if not isinstance(base_transform, Transform):
+            raise TypeError("IndependentTransform: base_transform must be a Transform, got "
+                            f"{type(base_transform).__name__}")
+        n = reinterpreted_batch_ndims
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise ValueError("IndependentTransform: reinterpreted_batch_ndims must be a "
+                             f"non-negative int, got {n!r}")
+        super().__init__(cache_size)
+        self.base_transform = base_transform.with_cache(cache_size)
+        self.reinterpreted_batch_ndims = n
+        self.event_dim = base_transform.event_dim + n
+        self.domain = constraints.independent(base_transform.domain, n)
+        self.codomain = constraints.independent(base_transform.codomain, n)
+
+    @property
+    def bijective(self) -> bool:
+        return self.base_transform.bijective
+
+    @property
+    def sign(self):
+        return self.base_transform.sign
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        return self if self._cache_size == cache_size else IndependentTransform(
+            self.base_transform, self.reinterpreted_batch_ndims, cache_size=cache_size)
+
+    def _call(self, x):
+        return self.base_transform(x)
+
+    def _inverse(self, y):
+        return self.base_transform.inv(y)
+
+    def log_abs_det_jacobian(self, x, y):
+        return sum_rightmost(self.base_transform.log_abs_det_jacobian(x, y),
+                             self.reinterpreted_batch_ndims)
+
+    def forward_shape(self, shape) -> tuple:
+        return self.base_transform.forward_shape(shape)
+
+    def inverse_shape(self, shape) -> tuple:
+        return self.base_transform.inverse_shape(shape)
+
+    def __eq__(self, other) -> bool:
+        return (isinstance(other, IndependentTransform)
+                and self.reinterpreted_batch_ndims == other.reinterpreted_batch_ndims
+                and self.base_transform == other.base_transform)
+
+    def __hash__(self) -> int:
+        return hash((IndependentTransform, self.reinterpreted_batch_ndims))
+
+    def __repr__(self) -> str:
+        return f"IndependentTransform({self.base_transform!r}, {self.reinterpreted_batch_ndims})"
+
+
+class _PiecewiseTransform(Transform):
+    """Element-wise transforms applied to pieces of an axis (CatTransform, StackTransform)."""
+
+    def __init__(self, tseq, dim: int, cache_size: int) -> None:
+        name = type(self).__name__
+        tseq = list(tseq)
+        for t in tseq:
+            if not isinstance(t, Transform):
+                raise TypeError(f"{name}: tseq must hold Transforms, got {type(t).__name__}")
+            if t.event_dim:
+                raise NotImplementedError(f"{name}: transforms with event_dim > 0 ({t!r}) are "
+                                          "not supported")
+        if isinstance(dim, bool) or not isinstance(dim, int):
+            raise TypeError(f"{name}: dim must be an int, got {dim!r}")
+        super().__init__(cache_size)
+        self.transforms = [t.with_cache(cache_size) for t in tseq] if cache_size else tseq
+        self.dim = dim
+        doms = {repr(t.domain) for t in tseq}
+        cods = {repr(t.codomain) for t in tseq}
+        # one constraint where the pieces share it; else real (a looser check, never a wrong
+        # error)
+        self.domain = tseq[0].domain if len(doms) == 1 else constraints.real
+        self.codomain = tseq[0].codomain if len(cods) == 1 else constraints.real
+
+    @property
+    def bijective(self) -> bool:
+        return all(t.bijective for t in self.transforms)
+
+    def _axis(self, x) -> int:
+        if not -x.ndim <= self.dim < x.ndim:
+            raise IndexError(f"{type(self).__name__}: dim {self.dim} out of range for an input "
+                             f"of {x.ndim} dimensions")
+        return self.dim % x.ndim
+
+    def _map(self, fn, *arrays):
+        """fn(transform, *pieces) per piece, the results joined back along the axis."""
+        raise NotImplementedError
+
+    def _call(self, x):
+        return self._map(lambda t, a: t(a), x)
+
+    def _inverse(self, y):
+        return self._map(lambda t, b: t.inv(b), y)
+
+    def log_abs_det_jacobian(self, x, y):
+        return self._map(lambda t, a, b: t.log_abs_det_jacobian(a, b), x, y)
+
+
+class CatTransform(_PiecewiseTransform):
+    """``tseq[k]`` applied to the k-th piece (``lengths[k]`` long, 1 by default) of axis
+    ``dim``, the results concatenated."""
+
+    def __init__(self, tseq, dim: int = 0, lengths=None, cache_size: int = 0) -> None:
+        super().__init__(tseq, dim, cache_size)
+        self.lengths = [1] * len(self.transforms) if lengths is None else \
+            [int(n) for n in lengths]
+        if len(self.lengths) != len(self.transforms):
+            raise ValueError(f"CatTransform: lengths ({len(self.lengths)}) must match "
+                             f"transforms ({len(self.transforms)})")
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        return self if self._cache_size == cache_size else CatTransform(
+            self.transforms, self.dim, self.lengths, cache_size)
+
+    def _map(self, fn, *arrays):
+        axis = self._axis(arrays[0])
+        total = sum(self.lengths)
+        if arrays[0].shape[axis] != total:
+            raise ValueError(f"CatTransform: the input's size along dim {self.dim} is "
+                             f"{arrays[0].shape[axis]}, not the lengths' total {total}")
+        out, start = [], 0
+        for t, n in zip(self.transforms, self.lengths):
+            idx = (slice(None),) * axis + (slice(start, start + n),)
+            out.append(fn(t, *[a[idx] for a in arrays]))
+            start += n
+        return gp.concat(out, axis=axis)
+
+
+class StackTransform(_PiecewiseTransform):
+    """``tseq[k]`` applied to index k of axis ``dim``, the results stacked."""
+
+    def __init__(self, tseq, dim: int = 0, cache_size: int = 0) -> None:
+        super().__init__(tseq, dim, cache_size)
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        return self if self._cache_size == cache_size else StackTransform(
+            self.transforms, self.dim, cache_size)
+
+    def _map(self, fn, *arrays):
+        axis = self._axis(arrays[0])
+        if arrays[0].shape[axis] != len(self.transforms):
+            raise ValueError(f"StackTransform: the input's size along dim {self.dim} is "
+                             f"{arrays[0].shape[axis]}, not the {len(self.transforms)} "
+                             "transforms")
+        out = []
+        for k, t in enumerate(self.transforms):
+            idx = (slice(None),) * axis + (k,)
+            out.append(fn(t, *[a[idx] for a in arrays]))
+        return gp.stack(out, axis=axis)
