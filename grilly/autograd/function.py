@@ -273,6 +273,13 @@ def _check_grads(name: str, res: tuple, args: tuple) -> tuple:
     input that requires grad (extra Nones allowed), each None or of a shape that sums back to
     its input's."""
     n = len(args)
+    if len(res) == n:   # the common case first, in one pass (this runs for every node)
+        for r, a in zip(res, args):
+            if r is not None and isinstance(a, Array) and a.requires_grad and not (
+                    r.__class__ is Array and r._buf.shape == a._buf.shape):
+                break
+        else:
+            return res
     if any(r is not None for r in res[n:]) or any(
             isinstance(a, Array) and a.requires_grad for a in args[len(res):]):
         raise RuntimeError(f"function {name}Backward returned an incorrect number of gradients "
@@ -289,6 +296,17 @@ def _check_grads(name: str, res: tuple, args: tuple) -> tuple:
                                    f"index {i} - got {list(r.shape)} but expected shape "
                                    f"compatible with {list(a.shape)}")
     return res[:n]
+
+
+def _flags(cls) -> tuple:
+    """(torch's setup_context style, whether backward's results are checked) of a Function
+    class: a user's Function has its results checked as torch checks them; grilly's own are
+    tested, and their nodes are every layer's backward (the check would run per node)."""
+    return (cls.setup_context is not Function.setup_context,
+            not cls.__module__.startswith("grilly."))
+
+
+_FLAGS: dict = {}   # Function class -> _flags(cls) (dict reads and writes: thread-safe)
 
 
 class Function:
@@ -323,17 +341,20 @@ class Function:
         st = _state
         was = st.enabled
         st.enabled = False
+        flags = _FLAGS.get(cls)
+        if flags is None:
+            flags = _FLAGS[cls] = _flags(cls)
         try:
-            if cls.setup_context is not Function.setup_context:
+            if flags[0]:
                 out = cls.forward(*args, **kw)
                 cls.setup_context(ctx, _inputs(cls, args, kw), out)
             else:
                 out = cls.forward(ctx, *args, **kw)
         finally:
             st.enabled = was
-        outs = out if isinstance(out, tuple) else (out,)
         dirty = ctx._dirty
         if dirty:
+            outs = out if isinstance(out, tuple) else (out,)   # (as forward returned them)
             for d in dirty:
                 if not _is_in(d, outs):
                     raise RuntimeError(f"{cls.__name__}: an array marked dirty in forward was "
@@ -347,19 +368,22 @@ class Function:
         # an input returned as it is becomes a new Array on its buffer (as torch's view), so
         # that the node, and this backward, are recorded on it (record skips its own inputs);
         # an input marked dirty then takes that node itself below
+        out_f = out   # (forward's own outputs: mark_dirty and mark_non_differentiable name them)
         if isinstance(out, Array):
             out = _alias(out, args)
         elif isinstance(out, tuple):
             out = tuple(_alias(o, args) if isinstance(o, Array) else o for o in out)
-        once = cls.once_differentiable or getattr(cls.backward,
-                                                  "__grilly_once_differentiable__", False)
         name = cls.__name__
+        check = flags[1]
 
         def rule(g, _out, *_a, **_k):
             gs = g if isinstance(g, tuple) else (g,)
             res = cls.backward(ctx, *gs)
-            res = _check_grads(name, res if isinstance(res, tuple) else (res,), args)
-            if once and _state.enabled:   # (create_graph)
+            res = res if isinstance(res, tuple) else (res,)
+            if check:
+                res = _check_grads(name, res, args)
+            if _state.enabled and (cls.once_differentiable or getattr(
+                    cls.backward, "__grilly_once_differentiable__", False)):   # (create_graph)
                 res = _once(name.lstrip("_"), res, (*args, *gs))
             return res
         if not ctx.materialize_grads:
@@ -367,6 +391,7 @@ class Function:
         out = record(name, rule, args, {}, out, save_out=False, saves="none")
         nondiff = ctx._non_differentiable
         if nondiff or dirty:
+            outs = out_f if isinstance(out_f, tuple) else (out_f,)
             news = out if isinstance(out, tuple) else (out,)
             res = []
             for o, new in zip(outs, news):
