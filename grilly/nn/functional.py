@@ -52,7 +52,7 @@ def _pair(v, n: int, name: str, op: str) -> tuple:
     if len(v) != n:
         raise ValueError(f"{op}: {name} must be an int or a tuple of {n} ints, got {v!r}")
     for i in v:   # (a loop, not all() over a generator: every convolution and pool call)
-        if not isinstance(i, int) or isinstance(i, bool):
+        if type(i) is not int:   # (a bool is refused too)
             raise ValueError(f"{op}: {name} must be an int or a tuple of {n} ints, got {v!r}")
     return v
 
