@@ -11,7 +11,7 @@ from ..array.array import Array
 from .optimizer import Optimizer
 
 __all__ = ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "NAdam", "RAdam", "Adamax", "ASGD",
-           "Rprop", "Adadelta", "NLMS", "NaturalGradient"]
+           "Rprop", "Adadelta", "NLMS", "NaturalGradient", "SparseAdam"]
 
 
 def _check(name: str, **values) -> None:
@@ -505,6 +505,49 @@ class Adadelta(Optimizer):
             acc[...] = acc * rho + ((1.0 - rho) * delta) * delta
             p[...] = p + (-lr) * delta
         _in_float32(update, p, _grad(p, g), state["square_avg"], state["acc_delta"])
+
+
+class SparseAdam(Optimizer):
+    """torch's lazy Adam for sparse gradients, on grilly's dense ones: only the entries whose
+    gradient is nonzero (those a sparse gradient would list: embedding rows looked up) update
+    their moments and move, with Adam's bias correction from the parameter's step count;
+    the others are left as they are. (torch's takes sparse gradients only.)"""
+
+    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
+                 maximize: bool = False) -> None:
+        if not float(lr) > 0.0:
+            raise ValueError(f"SparseAdam: lr must be > 0, got {lr}")
+        if not eps > 0.0:
+            raise ValueError(f"SparseAdam: eps must be > 0, got {eps}")
+        betas = _check_betas("SparseAdam", betas)
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, maximize=maximize))
+        for p in (p for g in self.param_groups for p in g["params"]):
+            if p.dtype.kind == "c":
+                raise ValueError("SparseAdam: complex parameters are not supported")
+
+    def _update(self, p, g, state, group) -> None:
+        if not state:
+            state["step"] = 0
+            state["exp_avg"] = gp.zeros_like(p)
+            state["exp_avg_sq"] = gp.zeros_like(p)
+        state["step"] += 1
+        step = state["step"]
+        b1, b2 = group["betas"]
+        eps = group["eps"]
+        step_size = _scalar(group["lr"]) * (1.0 - b2 ** step) ** 0.5 / (1.0 - b1 ** step)
+
+        def update(p, g, m, v):
+            if group["maximize"]:
+                g = -g
+            live = g != 0
+            # torch's order: the moments' increments, then numer / denom at the listed entries
+            m_new = m + (g - m) * (1.0 - b1)
+            v_new = v + (g * g - v) * (1.0 - b2)
+            step_ = (m_new / (gp.sqrt(v_new) + eps)) * (-step_size)
+            m[...] = gp.where(live, m_new, m)
+            v[...] = gp.where(live, v_new, v)
+            p[...] = gp.where(live, p + step_, p)
+        _in_float32(update, p, _grad(p, g), state["exp_avg"], state["exp_avg_sq"])
 
 
 class NLMS(Optimizer):
