@@ -27,6 +27,7 @@ from .linear_algebra import *  # noqa: F401,F403
 from .manipulation import *  # noqa: F401,F403
 from .npyio import *  # noqa: F401,F403
 from .numpy_compat import *  # noqa: F401,F403
+from .numpy_extra import *  # noqa: F401,F403
 from .numpy_stats import *  # noqa: F401,F403
 from .searching import *  # noqa: F401,F403
 from .sets import *  # noqa: F401,F403

@@ -1,8 +1,10 @@
-"""NumPy's file formats: one array in a .npy file (``gp.save(file, x)``, ``gp.load(file)``,
-which grilly/torch_functions.py routes here by the arguments' types and the file's first bytes)
-and several in a .npz archive (``savez``, ``savez_compressed``). The arrays are read to the
-host and written with NumPy's own writer, so NumPy reads the files and writes what ``load``
-reads; ``load`` gives Arrays on the requested device (no pickled objects: allow_pickle=False).
+"""NumPy's file formats: text files (``loadtxt``, ``savetxt``, ``genfromtxt``), raw binary
+(``fromfile``, ``Array.tofile``, ``Array.tobytes``), one array in a .npy file
+(``gp.save(file, x)``, ``gp.load(file)``, which grilly/torch_functions.py routes here by the
+arguments' types and the file's first bytes) and several in a .npz archive (``savez``,
+``savez_compressed``). The arrays are read to the host and written with NumPy's own writer, so
+NumPy reads the files and writes what ``load`` reads; ``load`` gives Arrays on the requested
+device (no pickled objects: allow_pickle=False). The readers parse on the host, then upload once.
 """
 from __future__ import annotations
 
@@ -13,8 +15,9 @@ import numpy as np
 
 from . import dispatch
 from .array import Array
+from .dtypes import DType
 
-__all__ = ["savez", "savez_compressed"]
+__all__ = ["fromfile", "genfromtxt", "loadtxt", "savetxt", "savez", "savez_compressed"]
 
 _ns = dispatch.ns
 _NPY = b"\x93NUMPY"
@@ -106,3 +109,58 @@ def savez_compressed(file, *args, **kwds) -> None:
     """savez with the archive's entries deflated (numpy.savez_compressed)."""
     np.savez_compressed(file, *(_host(a, "savez_compressed") for a in args),
                         **{k: _host(v, "savez_compressed") for k, v in kwds.items()})
+
+
+def _np_dtype(dtype):
+    """A dtype spec (a grilly dtype, a NumPy one, a name, a Python type) for NumPy's readers."""
+    if isinstance(dtype, DType):
+        return dtype.np
+    return dtype
+
+
+def _upload(h: np.ndarray, op: str, device) -> Array:
+    if h.dtype.kind not in "biufc":
+        raise TypeError(f"{op}: only numeric dtypes are supported (structured and string "
+                        f"arrays are not), got {h.dtype}")
+    return _ns.asarray(h, device=device)
+
+
+def loadtxt(fname, dtype=float, *args, device=None, **kwargs) -> Array:
+    """numpy.loadtxt read on the host (all of its arguments), then one upload to ``device``."""
+    return _upload(np.loadtxt(fname, _np_dtype(dtype), *args, **kwargs), "loadtxt", device)
+
+
+def genfromtxt(fname, dtype=float, *args, device=None, **kwargs) -> Array:
+    """numpy.genfromtxt read on the host (missing values as filling_values: NaN for floats),
+    then one upload; masked results (usemask=True) are not supported."""
+    if kwargs.get("usemask"):
+        raise NotImplementedError("genfromtxt: usemask=True (masked arrays) is not supported")
+    return _upload(np.genfromtxt(fname, _np_dtype(dtype), *args, **kwargs), "genfromtxt",
+                   device)
+
+
+def savetxt(fname, X, *args, **kwargs) -> None:
+    """numpy.savetxt of the array's values (read to the host once)."""
+    np.savetxt(fname, _host(X, "savetxt"), *args, **kwargs)
+
+
+def fromfile(file, dtype=float, count: int = -1, sep: str = "", offset: int = 0, *,
+             device=None) -> Array:
+    """numpy.fromfile (raw binary, or text with ``sep``) read on the host, then one upload."""
+    return _upload(np.fromfile(file, _np_dtype(dtype), count=count, sep=sep, offset=offset),
+                   "fromfile", device)
+
+
+def _tobytes(self: Array, order: str = "C") -> bytes:
+    """The raw bytes of the values (read to the host), as ndarray.tobytes."""
+    return np.asarray(self).tobytes(order=order)
+
+
+def _tofile(self: Array, fid, sep: str = "", format: str = "%s") -> None:  # noqa: A002
+    """Write the values to a file as raw bytes or text (read to the host), as ndarray.tofile."""
+    np.asarray(self).tofile(fid, sep=sep, format=format)
+
+
+for _name, _fn in (("tobytes", _tobytes), ("tofile", _tofile)):
+    _fn.__name__ = _fn.__qualname__ = _name
+    setattr(Array, _name, _fn)
