@@ -304,5 +304,5 @@ def test_errors_name_the_neuron_and_argument():
         snn.EIFNode(tau=0.5)
     with pytest.raises(ValueError, match="NonSpikingLIFNode: decode must be one of"):
         snn.NonSpikingLIFNode(decode="max")
-    with pytest.raises(NotImplementedError, match="ParametricLIFNode: v_reset=-0.5"):
-        snn.ParametricLIFNode(v_reset=-0.5)
+    with pytest.raises(TypeError, match="ParametricLIFNode: v_reset must be a float"):
+        snn.ParametricLIFNode(v_reset="0")

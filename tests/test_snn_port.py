@@ -106,8 +106,8 @@ def test_spikingjelly_lifnode_and_reset_net(device):
     looped = snn.MultiStepContainer(single)(_g(X, device))   # SpikingJelly's container
     np.testing.assert_array_equal(_np(looped), _np(snn.LIFNode(tau=2.0, step_mode="m")
                                                    .to(device)(_g(X, device))))
-    with pytest.raises(NotImplementedError, match="LIFNode: v_reset=-0.5"):
-        snn.LIFNode(v_reset=-0.5)
+    with pytest.raises(TypeError, match="LIFNode: v_reset must be a float"):
+        snn.LIFNode(v_reset="-0.5")
 
 
 def test_accuracy_rate_equals_snntorch(device):

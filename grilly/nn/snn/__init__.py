@@ -14,13 +14,15 @@ from .loss import *  # noqa: F401,F403
 from .neurons import *  # noqa: F401,F403
 from .plasticity import *  # noqa: F401,F403
 from .sj_neurons import *  # noqa: F401,F403
+from .sj_psn import *  # noqa: F401,F403
+from .sj_glif import *  # noqa: F401,F403
 from .snntorch_compat import *  # noqa: F401,F403
 from .snntorch_lstm import *  # noqa: F401,F403
 from .snntorch_new import *  # noqa: F401,F403
 
 from . import containers as _c, encoding as _e, loss as _lo, neurons as _n, plasticity as _p
-from . import sj_neurons as _sj, snntorch_compat as _st, snntorch_lstm as _sl
-from . import snntorch_new as _stn
+from . import sj_glif as _glif, sj_neurons as _sj, sj_psn as _psn, snntorch_compat as _st
+from . import snntorch_lstm as _sl, snntorch_new as _stn
 
 # Norse's API under its own names (LIF, LI, ... differ from grilly's): grilly.nn.snn.norse;
 # its AdEx neurons and population encoding (norse_adex), LSNN and refractory neurons
@@ -44,8 +46,8 @@ __all__ = ["backprop", "base", "functional", "layer", "learning", "monitor", "no
            "norse_compat", "nir_io", "export_nir", "import_nir", "export_to_nir",
            "import_from_nir", "NIRGraphModule", "spikegen", "surrogate", "utils", "OTTTLIFNode",
            "SLTTLIFNode", *_c.__all__, *_e.__all__, *_lo.__all__, *_n.__all__, *_p.__all__,
-           *_sj.__all__, *_st.__all__, *_sl.__all__, *_stn.__all__]
-del _c, _e, _lo, _n, _p, _sj, _st, _sl, _stn
+           *_sj.__all__, *_psn.__all__, *_glif.__all__, *_st.__all__, *_sl.__all__, *_stn.__all__]
+del _c, _e, _lo, _n, _p, _sj, _psn, _glif, _st, _sl, _stn
 
 # snnTorch neurons without a grilly equivalent (none at present): a clear error rather than a
 # bare AttributeError

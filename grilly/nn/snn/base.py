@@ -293,6 +293,22 @@ class _NodeHooks(_Memories):
     def surrogate_function(self, value) -> None:
         self.surrogate = value
 
+    @property
+    def v_threshold(self):
+        """The firing threshold (SpikingJelly's name): a float, or per-neuron values."""
+        return self._threshold
+
+    @v_threshold.setter
+    def v_threshold(self, value) -> None:
+        # SpikingJelly reads v_threshold at every step, so assigning it (a float, or per-neuron
+        # values as functional.set_threshold_margin does) takes effect from the next step
+        d = self.__dict__
+        d.get("_buffers", {}).pop("_threshold", None)
+        d.pop("_threshold", None)
+        self._set_param("threshold", value, False)
+        if "_threshold" in d.get("_buffers", {}):   # per neuron: out of state_dict (as in SJ)
+            self.register_buffer("_threshold", d["_buffers"]["_threshold"], persistent=False)
+
     def neuronal_fire(self) -> Array:
         """SpikingJelly's fire: surrogate(v - v_threshold)."""
         return self.surrogate(self.v - self.v_threshold)

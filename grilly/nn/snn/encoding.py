@@ -19,7 +19,8 @@ from ..module import Module
 from .checks import _check_input
 
 __all__ = ["rate", "PoissonEncoder", "latency", "delta", "spike_count", "spike_rate", "membrane_max",
-           "membrane_last", "membrane_mean"]
+           "membrane_last", "membrane_mean", "StatefulEncoder", "PeriodicEncoder", "LatencyEncoder",
+           "WeightedPhaseEncoder"]
 
 
 def _steps(num_steps, op: str) -> int:
@@ -175,3 +176,6 @@ def membrane_mean(mem: Array) -> Array:
     return gp.mean(_seq(mem, "membrane_mean"), axis=0)
 
 
+# SpikingJelly's stateful encoders, under snn.encoding as in SpikingJelly's module
+from .sj_encoding import (LatencyEncoder, PeriodicEncoder, StatefulEncoder,  # noqa: E402
+                          WeightedPhaseEncoder)

@@ -19,6 +19,9 @@ from ...autograd.function import Function
 from . import containers as _c
 from .checks import _check_input
 from .containers import chunk_multi_step_forward, multi_step_forward, seq_to_ann_forward
+from .sj_misc import kaiming_normal_conv_linear_weight, set_threshold_margin
+from .sj_loss import (kernel_dot_product, spike_similar_loss,
+                      temporal_efficient_training_cross_entropy)
 from .surrogate import (Surrogate, atan, check_surrogate, fast_sigmoid, heaviside, sigmoid,
                         straight_through, triangle)
 
@@ -26,7 +29,9 @@ __all__ = ["lif_step", "if_step", "synaptic_step", "adaptive_lif_step", "beta_fr
            "Surrogate", "atan", "fast_sigmoid", "heaviside", "sigmoid", "straight_through",
            "triangle", "RESETS", "reset_net", "set_step_mode", "state_quant", "detach_net",
            "set_backend", "first_spike_index", "delay", "redundant_one_hot",
-           "multi_step_forward", "seq_to_ann_forward", "chunk_multi_step_forward"]
+           "multi_step_forward", "seq_to_ann_forward", "chunk_multi_step_forward",
+           "kernel_dot_product", "spike_similar_loss", "temporal_efficient_training_cross_entropy",
+           "kaiming_normal_conv_linear_weight", "set_threshold_margin"]
 
 RESETS = ("subtract", "zero", "none")
 _DEFAULT_SURROGATE = atan(2.0)
@@ -90,11 +95,15 @@ def detach_net(model):
 
 def set_backend(model, backend: str, instance=None):
     """SpikingJelly's ``functional.set_backend(net, backend)``: accepted for ported code and
-    checked ('torch', 'cupy' or 'triton'); grilly picks its kernels by the Array's device, so
-    the model is returned as it is."""
+    checked ('torch', 'cupy' or 'triton') and recorded as ``.backend`` on the modules that have
+    one (of type ``instance``, if given); grilly picks its kernels by the Array's device, so
+    nothing else changes."""
     if backend not in ("torch", "cupy", "triton"):
         raise ValueError(f"set_backend: backend must be 'torch', 'cupy' or 'triton' "
                          f"(SpikingJelly's), got {backend!r}")
+    for m in model.modules():
+        if "backend" in m.__dict__ and (instance is None or isinstance(m, instance)):
+            m.backend = backend
     return model
 
 

@@ -455,7 +455,8 @@ class LIFNode(_NodeHooks, LIF):
     ``v_reset=None``, the reset not detached and a ``Sigmoid(alpha=4)`` surrogate by default.
     Single-step calls return the spikes only (the membrane is ``.v``); ``step_mode="m"`` takes
     (T, ...) sequences. grilly spikes where v > v_threshold (SpikingJelly: v >= v_threshold;
-    the two differ only at exact equality). A v_reset other than 0 or None is not supported.
+    the two differ only at exact equality). A v_reset other than 0 or None (the membrane leaks
+    towards it, starts at it and resets to it) runs per step, not in the fused kernels.
     As SpikingJelly's BaseNode, a subclass may override ``neuronal_charge(x)`` (updating
     ``self.v``), ``neuronal_fire()``, ``neuronal_reset(spike)`` and ``register_memory``; it then
     runs per step (docs/snn.md)."""
@@ -465,15 +466,28 @@ class LIFNode(_NodeHooks, LIF):
     def __init__(self, tau: float = 2.0, decay_input: bool = True, v_threshold: float = 1.0,
                  v_reset: float | None = 0.0, surrogate_function: Surrogate | None = None,
                  detach_reset: bool = False, step_mode: str = "s", store_v_seq: bool = False,
-                 **kw) -> None:
+                 backend: str | bool = "torch", **kw) -> None:
         op = type(self).__name__
+        store_v_seq, backend = _sj_backend(store_v_seq, backend, op)
         tau = _sj_tau(tau, op)
         super().__init__(_sj_beta(tau), v_threshold, reset=_sj_reset(v_reset, op),
                          surrogate=_sj_surrogate(surrogate_function), detach_reset=detach_reset,
                          reset_delay=False, step_mode=step_mode, return_mem=False,
                          init_hidden=True, **kw)
         self.tau, self.decay_input, self.v_reset = tau, bool(decay_input), v_reset
-        self.store_v_seq, self.v_seq = bool(store_v_seq), None
+        self.store_v_seq, self.v_seq, self.backend = bool(store_v_seq), None, backend
+        # a hard reset to v_reset != 0 (the membrane also leaks towards it) runs per step
+        # through the hooks; the fused kernels reset to zero
+        self._v_rest = 0.0 if v_reset is None else float(v_reset)
+        if self._v_rest != 0.0:
+            self._custom_hooks = True
+
+    def init_state(self, like: Array) -> tuple:
+        """The membrane at v_reset (0 for a soft reset), as SpikingJelly's."""
+        st = super().init_state(like)
+        if self._v_rest == 0.0:
+            return st
+        return (gp.full_like(like, self._v_rest), *st[1:])
 
     def _scale(self, x):
         return x * (1.0 / self.tau) if self.decay_input else x
@@ -493,14 +507,12 @@ class LIFNode(_NodeHooks, LIF):
             return out if return_mem else out[0]
         return out
 
-    @property
-    def v_threshold(self):
-        """SpikingJelly's name for the firing threshold."""
-        return self._threshold
-
     def neuronal_charge(self, x: Array) -> None:
-        """SpikingJelly's charge: v = v + (x - v) / tau (``decay_input``) or v - v / tau + x."""
-        self.v = self._params()["beta"] * self.v + self._scale(x)
+        """SpikingJelly's charge: v = v + (x - (v - v_reset)) / tau (``decay_input``) or
+        v - (v - v_reset) / tau + x (v_reset 0 for a soft reset)."""
+        beta = self._params()["beta"]
+        v = beta * self.v + self._scale(x)
+        self.v = v + (1.0 - beta) * self._v_rest if self._v_rest != 0.0 else v
 
     def reset(self) -> None:
         """SpikingJelly's ``node.reset()``: forget the state and ``v_seq``."""
@@ -514,9 +526,23 @@ class IFNode(LIFNode):
 
     def __init__(self, v_threshold: float = 1.0, v_reset: float | None = 0.0,
                  surrogate_function: Surrogate | None = None, detach_reset: bool = False,
-                 step_mode: str = "s", store_v_seq: bool = False, **kw) -> None:
+                 step_mode: str = "s", store_v_seq: bool = False, backend: str | bool = "torch",
+                 **kw) -> None:
         super().__init__(float("inf"), False, v_threshold, v_reset, surrogate_function,
-                         detach_reset, step_mode, store_v_seq, **kw)
+                         detach_reset, step_mode, store_v_seq, backend, **kw)
+
+
+def _sj_backend(store_v_seq, backend, op: str) -> tuple:
+    """(store_v_seq, backend) from SpikingJelly 2's order (..., step_mode, store_v_seq) or
+    0.0.0.0.14's (..., step_mode, backend, store_v_seq), by keyword or position; the backend
+    ('torch', 'cupy', 'triton') changes nothing (grilly picks its kernels by device)."""
+    if isinstance(store_v_seq, str):   # 0.0.0.0.14's positional backend
+        store_v_seq, backend = (backend if isinstance(backend, bool) else False), store_v_seq
+    if backend not in ("torch", "cupy", "triton"):
+        raise ValueError(f"{op}: backend must be 'torch', 'cupy' or 'triton', got {backend!r}")
+    if not isinstance(store_v_seq, bool):
+        raise TypeError(f"{op}: store_v_seq must be a bool, got {type(store_v_seq).__name__}")
+    return store_v_seq, backend
 
 
 def _sj_tau(tau, op: str) -> float:
@@ -532,10 +558,10 @@ def _sj_beta(tau: float) -> float:
 def _sj_reset(v_reset, op: str) -> str:
     if v_reset is None:
         return "subtract"
-    if isinstance(v_reset, numbers.Real) and not isinstance(v_reset, bool) and v_reset == 0:
-        return "zero"
-    raise NotImplementedError(f"{op}: v_reset={v_reset!r} is not supported; v_reset=0.0 (a hard "
-                              "reset to zero) or v_reset=None (a soft reset) only")
+    if isinstance(v_reset, numbers.Real) and not isinstance(v_reset, bool):
+        return "zero"   # a hard reset (to v_reset; LIFNode handles v_reset != 0)
+    raise TypeError(f"{op}: v_reset must be a float (a hard reset) or None (a soft reset), got "
+                    f"{type(v_reset).__name__}")
 
 
 def _sj_surrogate(sg):

@@ -17,29 +17,31 @@ import numbers
 from ...array import api as gp
 
 from ...array.array import Array
-from ..functional import sigmoid as _sigmoid
+from ..functional import relu as _relu, sigmoid as _sigmoid
 from ..module import Module
 from ..parameter import Parameter
 from .base import KeptState, _NodeHooks
-from .neurons import LIFNode, _Neuron, _sj_surrogate
+from .neurons import LIFNode, _Neuron, _sj_backend, _sj_surrogate
 from .surrogate import Surrogate
 
 __all__ = ["BaseNode", "SimpleBaseNode", "ParametricLIFNode", "QIFNode", "EIFNode",
-           "IzhikevichNode", "NonSpikingLIFNode", "NonSpikingIFNode"]
+           "IzhikevichNode", "NonSpikingLIFNode", "NonSpikingIFNode", "KLIFNode", "LIAFNode",
+           "SimpleIFNode", "SimpleLIFNode"]
 
 
 class ParametricLIFNode(LIFNode):
     """SpikingJelly's ``neuron.ParametricLIFNode`` (PLIF): LIFNode whose 1/tau = sigmoid(w) is
     learned, w a Parameter starting at -log(init_tau - 1) (state_dict key ``w``, as
     SpikingJelly's): h = v + (x - v) sigmoid(w) (``decay_input``) or v - v sigmoid(w) + x.
-    ``v_reset`` 0.0 (hard) or None (soft), as LIFNode."""
+    ``v_reset`` a float (hard) or None (soft), as LIFNode."""
 
     def __init__(self, init_tau: float = 2.0, decay_input: bool = True,
                  v_threshold: float = 1.0, v_reset: float | None = 0.0,
                  surrogate_function: Surrogate | None = None, detach_reset: bool = False,
-                 step_mode: str = "s", store_v_seq: bool = False, **kw) -> None:
+                 step_mode: str = "s", store_v_seq: bool = False, backend: str | bool = "torch",
+                 **kw) -> None:
         super().__init__(init_tau, decay_input, v_threshold, v_reset, surrogate_function,
-                         detach_reset, step_mode, store_v_seq, **kw)
+                         detach_reset, step_mode, store_v_seq, backend, **kw)
         self.init_tau = self.__dict__["_init_tau"]
         self.w = Parameter(gp.asarray(-math.log(self.init_tau - 1.0), dtype=self._dtype))
 
@@ -70,8 +72,10 @@ class _SJNode(_NodeHooks, _Neuron):
     _builtin_hooks = True
 
     def __init__(self, v_threshold: float, v_reset: float | None, surrogate_function,
-                 detach_reset: bool, step_mode: str, store_v_seq: bool, dtype=None) -> None:
+                 detach_reset: bool, step_mode: str, store_v_seq: bool, dtype=None,
+                 backend: str | bool = "torch") -> None:
         op = type(self).__name__
+        store_v_seq, backend = _sj_backend(store_v_seq, backend, op)
         for name, v in (("v_threshold", v_threshold), ("v_reset", v_reset)):
             if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real)):
                 raise TypeError(f"{op}: {name} must be a float{' or None' * (name == 'v_reset')}"
@@ -82,7 +86,7 @@ class _SJNode(_NodeHooks, _Neuron):
                          reset_delay=False, learn_threshold=False, step_mode=step_mode,
                          return_mem=False, dtype=dtype, init_hidden=True)
         self.v_threshold, self.v_reset = float(v_threshold), v_reset
-        self.store_v_seq, self.v_seq = bool(store_v_seq), None
+        self.store_v_seq, self.v_seq, self.backend = bool(store_v_seq), None, backend
 
     _starts = {}   # a state variable's starting value other than v's (attribute name)
 
@@ -170,13 +174,63 @@ class BaseNode(_SJNode):
 
 class SimpleBaseNode(BaseNode):
     """SpikingJelly 2's ``neuron.SimpleBaseNode(v_threshold, v_reset, surrogate_function,
-    detach_reset, step_mode)``: BaseNode without ``store_v_seq``."""
+    detach_reset, step_mode)``: BaseNode without ``store_v_seq``, its membrane starting at 0
+    (not v_reset), as SpikingJelly's."""
 
     def __init__(self, v_threshold: float = 1.0, v_reset: float | None = 0.0,
                  surrogate_function: Surrogate | None = None, detach_reset: bool = False,
                  step_mode: str = "s", dtype=None) -> None:
         super().__init__(v_threshold, v_reset, surrogate_function, detach_reset, step_mode,
                          dtype=dtype)
+
+    # SpikingJelly's SimpleBaseNode registers v = 0.0 whatever v_reset is (BaseNode: v_reset)
+    @property
+    def v(self):
+        """The membrane potential: 0.0 before the first call (SpikingJelly's SimpleBaseNode)."""
+        st = self.__dict__.get("state")
+        return 0.0 if st is None else st[0]
+
+    @v.setter
+    def v(self, value) -> None:
+        _NodeHooks.v.fset(self, value)
+
+    def init_state(self, like: Array) -> tuple:
+        """The membrane at 0 (not v_reset), as SpikingJelly's SimpleBaseNode."""
+        return (gp.zeros_like(like), *super().init_state(like)[1:])
+
+
+class SimpleIFNode(SimpleBaseNode):
+    """SpikingJelly 2's ``neuron.SimpleIFNode(v_threshold, v_reset, surrogate_function,
+    detach_reset, step_mode)``: v = v + x, per step through the BaseNode hooks."""
+
+    def neuronal_charge(self, x: Array) -> None:
+        """v = v + x."""
+        self.v = self.v + x
+
+
+class SimpleLIFNode(SimpleBaseNode):
+    """SpikingJelly 2's ``neuron.SimpleLIFNode(tau, decay_input, v_threshold, v_reset,
+    surrogate_function, detach_reset, step_mode)``: v = v + (v_reset - v + x) / tau
+    (``decay_input``) or v + (v_reset - v) / tau + x, per step (v_reset a float: SpikingJelly's
+    charge reads it)."""
+
+    def __init__(self, tau: float, decay_input: bool, v_threshold: float = 1.0,
+                 v_reset: float = 0.0, surrogate_function: Surrogate | None = None,
+                 detach_reset: bool = False, step_mode: str = "s", dtype=None) -> None:
+        if v_reset is None:
+            raise ValueError("SimpleLIFNode: v_reset must be a float (its charge leaks towards "
+                             "it); SpikingJelly's fails on None too")
+        tau_ = _tau(tau, "SimpleLIFNode")
+        super().__init__(v_threshold, v_reset, surrogate_function, detach_reset, step_mode,
+                         dtype=dtype)
+        self.tau, self.decay_input = tau_, bool(decay_input)
+
+    def neuronal_charge(self, x: Array) -> None:
+        """SpikingJelly's LIF charge towards v_reset."""
+        if self.decay_input:
+            self.v = self.v + (self.v_reset - self.v + x) / self.tau
+        else:
+            self.v = self.v + (self.v_reset - self.v) / self.tau + x
 
 
 def _tau(tau, op: str) -> float:
@@ -199,14 +253,15 @@ class QIFNode(_SJNode):
     def __init__(self, tau: float = 2.0, v_c: float = 0.8, a0: float = 1.0,
                  v_threshold: float = 1.0, v_rest: float = 0.0, v_reset: float | None = -0.1,
                  surrogate_function: Surrogate | None = None, detach_reset: bool = False,
-                 step_mode: str = "s", store_v_seq: bool = False, dtype=None) -> None:
+                 step_mode: str = "s", store_v_seq: bool = False, backend: str | bool = "torch",
+                 dtype=None) -> None:
         op = "QIFNode"
         self_tau = _tau(tau, op)
         _check_rest(v_threshold, v_reset, v_rest, op)
         if not a0 > 0:
             raise ValueError(f"{op}: a0 must be > 0, got {a0}")
         super().__init__(v_threshold, v_reset, surrogate_function, detach_reset, step_mode,
-                         store_v_seq, dtype)
+                         store_v_seq, dtype, backend)
         self.tau, self.v_c, self.a0, self.v_rest = self_tau, float(v_c), float(a0), float(v_rest)
 
     def _charged(self, v, x):
@@ -223,14 +278,15 @@ class EIFNode(_SJNode):
     def __init__(self, tau: float = 2.0, delta_T: float = 1.0, theta_rh: float = 0.8,  # noqa: N803
                  v_threshold: float = 1.0, v_rest: float = 0.0, v_reset: float | None = -0.1,
                  surrogate_function: Surrogate | None = None, detach_reset: bool = False,
-                 step_mode: str = "s", store_v_seq: bool = False, dtype=None) -> None:
+                 step_mode: str = "s", store_v_seq: bool = False, backend: str | bool = "torch",
+                 dtype=None) -> None:
         op = "EIFNode"
         self_tau = _tau(tau, op)
         _check_rest(v_threshold, v_reset, v_rest, op)
         if not delta_T > 0:
             raise ValueError(f"{op}: delta_T must be > 0, got {delta_T}")
         super().__init__(v_threshold, v_reset, surrogate_function, detach_reset, step_mode,
-                         store_v_seq, dtype)
+                         store_v_seq, dtype, backend)
         self.tau, self.delta_T = self_tau, float(delta_T)
         self.theta_rh, self.v_rest = float(theta_rh), float(v_rest)
 
@@ -255,7 +311,8 @@ class IzhikevichNode(_SJNode):
                  v_threshold: float = 1.0, v_reset: float | None = 0.0, v_rest: float = -0.1,
                  w_rest: float = 0.0, tau_w: float = 2.0, a: float = 0.0, b: float = 0.0,
                  surrogate_function: Surrogate | None = None, detach_reset: bool = False,
-                 step_mode: str = "s", store_v_seq: bool = False, dtype=None) -> None:
+                 step_mode: str = "s", store_v_seq: bool = False, backend: str | bool = "torch",
+                 dtype=None) -> None:
         op = "IzhikevichNode"
         self_tau = _tau(tau, op)
         if not a0 > 0:
@@ -263,7 +320,7 @@ class IzhikevichNode(_SJNode):
         if not tau_w > 0:
             raise ValueError(f"{op}: tau_w must be > 0, got {tau_w}")
         super().__init__(v_threshold, v_reset, surrogate_function, detach_reset, step_mode,
-                         store_v_seq, dtype)
+                         store_v_seq, dtype, backend)
         self.tau, self.v_c, self.a0, self.v_rest = self_tau, float(v_c), float(a0), float(v_rest)
         self.w_rest, self.tau_w, self.a, self.b = float(w_rest), float(tau_w), float(a), float(b)
 
@@ -365,3 +422,85 @@ class NonSpikingIFNode(_NonSpiking):
 
     def _charge(self, v, x):
         return v + x
+
+
+def _lif_charge(v, x, tau: float, decay_input: bool, v_reset):
+    """SpikingJelly's LIF charge, leaking towards v_reset (0 for a soft reset)."""
+    vr = 0.0 if v_reset is None else float(v_reset)
+    if decay_input:
+        return v + (x - (v - vr)) / tau
+    return v - (v - vr) / tau + x
+
+
+class KLIFNode(_SJNode):
+    """SpikingJelly's ``neuron.KLIFNode(scale_reset, tau, decay_input, v_threshold, v_reset,
+    ...)``: the LIF charge h, then h = relu(k h) with k a learnable scalar (state_dict key ``k``,
+    starting at 1); spike = surrogate(h - v_threshold); the reset acts on h, or on h / k with the
+    threshold v_threshold / k (``scale_reset``). Per step."""
+
+    _builtin_hooks = True
+
+    def __init__(self, scale_reset: bool = False, tau: float = 2.0, decay_input: bool = True,
+                 v_threshold: float = 1.0, v_reset: float | None = 0.0,
+                 surrogate_function: Surrogate | None = None, detach_reset: bool = False,
+                 step_mode: str = "s", store_v_seq: bool = False, backend: str | bool = "torch",
+                 dtype=None) -> None:
+        self_tau = _tau(tau, "KLIFNode")
+        super().__init__(v_threshold, v_reset, surrogate_function, detach_reset, step_mode,
+                         store_v_seq, dtype, backend)
+        self.scale_reset, self.tau, self.decay_input = bool(scale_reset), self_tau, bool(decay_input)
+        self.k = Parameter(gp.asarray(1.0, dtype=self._dtype))
+
+    def _charged(self, v, x):
+        """relu(k h), h SpikingJelly's LIF charge of v by x."""
+        return _relu(self.k * _lif_charge(v, x, self.tau, self.decay_input, self.v_reset))
+
+    def _step(self, x, st, p):
+        h = self._charged(st[0], x)
+        if not self.scale_reset:
+            spk, v = self._fire_reset(h, p["thr"])
+            return spk, (v,)
+        spk = self.surrogate(h - p["thr"])
+        s = spk.detach() if self.detach_reset else spk
+        hk = h / self.k
+        if self.v_reset is None:
+            return spk, (hk - s * (p["thr"] / self.k),)
+        return spk, (s * self.v_reset + (1.0 - s) * hk,)
+
+
+def _check_act(act, op: str):
+    mod = (getattr(type(act), "__module__", "") or "").split(".")[0]
+    fmod = (getattr(act, "__module__", "") or "").split(".")[0]
+    if {mod, fmod} & {"torch", "spikingjelly"}:
+        raise TypeError(f"{op}: act is a torch function (it runs on torch tensors); use a grilly "
+                        "one, e.g. grilly.nn.ReLU()")
+    if not callable(act):
+        raise TypeError(f"{op}: act must be callable, got {type(act).__name__}")
+    return act
+
+
+class LIAFNode(LIFNode):
+    """SpikingJelly's ``neuron.LIAFNode(act, threshold_related, *LIFNode's arguments)``: a
+    LIFNode whose output is the analog ``act(h - v_threshold)`` (``threshold_related``) or
+    ``act(h)`` of the charged membrane h, while the spike (surrogate(h - v_threshold)) still
+    resets it. ``act`` a grilly callable (``grilly.nn.ReLU()``, ...). Per step."""
+
+    def __init__(self, act, threshold_related: bool, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.act = _check_act(act, "LIAFNode")
+        self.threshold_related = bool(threshold_related)
+        self._custom_hooks = False   # its own step (any v_reset), returning the analog output
+
+    def _per_step_only(self) -> bool:
+        return True
+
+    def _step(self, x, st, p):
+        h = p["beta"] * st[0] + self._scale(x)
+        if self._v_rest != 0.0:
+            h = h + (1.0 - p["beta"]) * self._v_rest
+        spk = self.surrogate(h - p["thr"])
+        y = self.act(h - p["thr"] if self.threshold_related else h)
+        s = spk.detach() if self.detach_reset else spk
+        if self.reset_mechanism == "subtract":
+            return y, (h - s * p["thr"],)
+        return y, (s * self._v_rest + (1.0 - s) * h,)

@@ -36,7 +36,9 @@ from ...autograd.function import Function
 __all__ = ["Surrogate", "fast_sigmoid", "atan", "sigmoid", "triangle", "straight_through",
            "heaviside", "triangular", "straight_through_estimator", "ATan", "Sigmoid",
            "PiecewiseQuadratic", "SoftSign", "Erf", "PiecewiseLeakyReLU", "custom_surrogate",
-           "spike_rate_escape", "SFS", "LSO", "SSO"]
+           "spike_rate_escape", "SFS", "LSO", "SSO", "PiecewiseExp", "SuperSpike",
+           "NonzeroSignLogAbs", "SquarewaveFourierSeries", "S2NN", "QPseudoSpike", "LeakyKReLU",
+           "FakeNumericalGradient", "LogTailedReLU", "DeterministicPass", "Rect"]
 
 
 def heaviside(x: Array | None = None):
@@ -116,6 +118,11 @@ class _Sigmoid(Surrogate):
 
     def __init__(self, slope: float):
         self.slope = _positive(slope, "slope", self.name)
+
+    @property
+    def alpha(self) -> float:
+        """SpikingJelly's name for the slope."""
+        return self.slope
 
     def grad(self, x):
         # s (1 - s) = 1 / (e^(z/2) + e^(-z/2))^2: no overflow to inf/inf for large |z|
@@ -353,39 +360,237 @@ def straight_through_estimator() -> Surrogate:
     return _StraightThrough()
 
 
-def ATan(alpha: float = 2.0) -> Surrogate:  # noqa: N802  (SpikingJelly's class name)
+def ATan(alpha: float = 2.0, spiking: bool = True) -> Surrogate:  # noqa: N802  (SpikingJelly's)
     """SpikingJelly's ``surrogate.ATan(alpha=2)``: the same function as ``atan(alpha)``."""
+    _spiking(spiking, "ATan")
     return _ATan(alpha)
 
 
-def Sigmoid(alpha: float = 4.0) -> Surrogate:  # noqa: N802  (SpikingJelly's class name)
+def Sigmoid(alpha: float = 4.0, spiking: bool = True) -> Surrogate:  # noqa: N802  (SpikingJelly's)
     """SpikingJelly's ``surrogate.Sigmoid(alpha=4)`` (its default slope): ``sigmoid(alpha)``."""
+    _spiking(spiking, "Sigmoid")
     return _Sigmoid(alpha)
 
 
-def PiecewiseQuadratic(alpha: float = 1.0) -> Surrogate:  # noqa: N802
+def PiecewiseQuadratic(alpha: float = 1.0, spiking: bool = True) -> Surrogate:  # noqa: N802
     """SpikingJelly's ``surrogate.PiecewiseQuadratic``: derivative max(alpha - alpha^2 |x|, 0)."""
+    _spiking(spiking, "PiecewiseQuadratic")
     return _PiecewiseQuadratic(alpha)
 
 
-def SoftSign(alpha: float = 2.0) -> Surrogate:  # noqa: N802
+def SoftSign(alpha: float = 2.0, spiking: bool = True) -> Surrogate:  # noqa: N802
     """SpikingJelly's ``surrogate.SoftSign``: derivative 1 / (2 alpha (1/alpha + |x|)^2)."""
+    _spiking(spiking, "SoftSign")
     return _SoftSign(alpha)
 
 
-def Erf(alpha: float = 2.0) -> Surrogate:  # noqa: N802
+def Erf(alpha: float = 2.0, spiking: bool = True) -> Surrogate:  # noqa: N802
     """SpikingJelly's ``surrogate.Erf``: derivative alpha / sqrt(pi) exp(-(alpha x)^2)."""
+    _spiking(spiking, "Erf")
     return _Erf(alpha)
 
 
-def PiecewiseLeakyReLU(w: float = 1.0, c: float = 0.01) -> Surrogate:  # noqa: N802
+def PiecewiseLeakyReLU(w: float = 1.0, c: float = 0.01,  # noqa: N802
+                       spiking: bool = True) -> Surrogate:
     """SpikingJelly's ``surrogate.PiecewiseLeakyReLU``: derivative 1/(2w) where |x| < w, else c."""
+    _spiking(spiking, "PiecewiseLeakyReLU")
     return _PiecewiseLeakyReLU(w, c)
+
+
+class _SJAlpha(Surrogate):
+    """SpikingJelly surrogates of one positive ``alpha``: ``grad`` from ``_d(x, alpha)``."""
+
+    def __init__(self, alpha: float):
+        self.alpha = _positive(alpha, "alpha", self.name)
+
+
+class _PiecewiseExp(_SJAlpha):
+    name = "PiecewiseExp"
+
+    def grad(self, x):
+        return (self.alpha / 2.0) * gp.exp(-self.alpha * gp.abs(x))
+
+
+class _SuperSpike(_SJAlpha):
+    name = "SuperSpike"
+
+    def grad(self, x):
+        return self.alpha / gp.square(gp.abs(x) + 1.0)
+
+
+class _NonzeroSignLogAbs(_SJAlpha):
+    name = "NonzeroSignLogAbs"
+
+    def grad(self, x):
+        return 1.0 / (1.0 / self.alpha + gp.abs(x))
+
+
+class _Rect(_SJAlpha):
+    name = "Rect"
+
+    def grad(self, x):
+        return self.alpha * gp.astype(gp.abs(x) < 0.5 / self.alpha, x.dtype)
+
+
+class _QPseudoSpike(Surrogate):
+    name = "QPseudoSpike"
+
+    def __init__(self, alpha: float):
+        self.alpha = float(alpha)
+        if not self.alpha > 1:
+            raise ValueError(f"{self.name}: alpha must be > 1 (the q of q-PseudoSpike), got "
+                             f"{self.alpha}")
+
+    def grad(self, x):
+        return gp.pow(1.0 + (2.0 / (self.alpha - 1.0)) * gp.abs(x), -self.alpha)
+
+
+class _SquarewaveFourierSeries(Surrogate):
+    name = "SquarewaveFourierSeries"
+
+    def __init__(self, n: int, T_period: float):  # noqa: N803  (SpikingJelly's name)
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"{self.name}: n must be an int >= 1, got {n!r}")
+        self.n, self.T_period = n, _positive(T_period, "T_period", self.name)
+
+    def grad(self, x):
+        # the derivative of the series' first n - 1 odd harmonics (SpikingJelly's sum)
+        w = 2.0 * math.pi / self.T_period
+        d = gp.zeros_like(x)
+        for i in range(1, self.n):
+            d = d + gp.cos(((2 * i - 1) * w) * x)
+        return d * (4.0 / self.T_period)
+
+
+class _S2NN(Surrogate):
+    name = "S2NN"
+
+    def __init__(self, alpha: float, beta: float):
+        self.alpha = _positive(alpha, "alpha", self.name)
+        self.beta = float(beta)
+
+    def grad(self, x):
+        neg = x < 0
+        h = (self.alpha / 2) * x
+        left = self.alpha / gp.square(gp.exp(h) + gp.exp(-h))
+        # beta / (x + 1) only where x >= 0 (kept finite elsewhere: x + 1 may be 0 there)
+        right = self.beta / gp.where(neg, gp.ones_like(x), x + 1.0)
+        return gp.where(neg, left, right)
+
+
+class _LeakyKReLU(Surrogate):
+    name = "LeakyKReLU"
+
+    def __init__(self, leak: float, k: float):
+        self.leak, self.k = float(leak), float(k)
+
+    def grad(self, x):
+        return gp.where(x >= 0, gp.full_like(x, self.k), gp.full_like(x, self.leak))
+
+
+class _FakeNumericalGradient(_SJAlpha):
+    name = "FakeNumericalGradient"
+
+    def grad(self, x):
+        # sign(x) / x clamped at alpha from above: 1 / |x|, and alpha at x = 0 (1/0 = inf)
+        safe = gp.where(x == 0, gp.ones_like(x), gp.abs(x))
+        return gp.where(x == 0, gp.full_like(x, self.alpha),
+                        gp.minimum(1.0 / safe, self.alpha))
+
+
+class _LogTailedReLU(Surrogate):
+    name = "LogTailedReLU"
+
+    def __init__(self, alpha: float):
+        self.alpha = float(alpha)
+
+    def grad(self, x):
+        big = x > 1.0
+        tail = 1.0 / gp.where(big, x, gp.ones_like(x))
+        return gp.where(x <= 0, gp.full_like(x, self.alpha), tail)
+
+
+def _spiking(spiking, op: str) -> None:
+    # SpikingJelly's spiking=False forward is the primitive (a smooth activation, no spikes)
+    if spiking is not True:
+        raise NotImplementedError(f"{op}: spiking={spiking!r} (the primitive function's forward) "
+                                  "is not supported; spiking=True only")
+
+
+def PiecewiseExp(alpha: float = 1.0, spiking: bool = True) -> Surrogate:  # noqa: N802
+    """SpikingJelly's ``surrogate.PiecewiseExp``: derivative alpha/2 exp(-alpha |x|)."""
+    _spiking(spiking, "PiecewiseExp")
+    return _PiecewiseExp(alpha)
+
+
+def SuperSpike(alpha: float = 1.0, spiking: bool = True) -> Surrogate:  # noqa: N802
+    """SpikingJelly's ``surrogate.SuperSpike``: derivative alpha / (|x| + 1)^2."""
+    _spiking(spiking, "SuperSpike")
+    return _SuperSpike(alpha)
+
+
+def NonzeroSignLogAbs(alpha: float = 1.0, spiking: bool = True) -> Surrogate:  # noqa: N802
+    """SpikingJelly's ``surrogate.NonzeroSignLogAbs``: derivative 1 / (1/alpha + |x|)."""
+    _spiking(spiking, "NonzeroSignLogAbs")
+    return _NonzeroSignLogAbs(alpha)
+
+
+def SquarewaveFourierSeries(n: int = 2, T_period: float = 8.0,  # noqa: N802, N803
+                            spiking: bool = True) -> Surrogate:
+    """SpikingJelly's ``surrogate.SquarewaveFourierSeries``: derivative 4/T sum_{i<n}
+    cos((2i - 1) 2 pi x / T)."""
+    _spiking(spiking, "SquarewaveFourierSeries")
+    return _SquarewaveFourierSeries(n, T_period)
+
+
+def S2NN(alpha: float = 4.0, beta: float = 1.0, spiking: bool = True) -> Surrogate:  # noqa: N802
+    """SpikingJelly's ``surrogate.S2NN``: derivative alpha s (1 - s) (s = sigmoid(alpha x))
+    for x < 0, beta / (x + 1) for x >= 0."""
+    _spiking(spiking, "S2NN")
+    return _S2NN(alpha, beta)
+
+
+def QPseudoSpike(alpha: float = 2.0, spiking: bool = True) -> Surrogate:  # noqa: N802
+    """SpikingJelly's ``surrogate.QPseudoSpike``: derivative (1 + 2|x| / (alpha - 1))^-alpha."""
+    _spiking(spiking, "QPseudoSpike")
+    return _QPseudoSpike(alpha)
+
+
+def LeakyKReLU(leak: float = 0.0, k: float = 1.0, spiking: bool = True) -> Surrogate:  # noqa: N802
+    """SpikingJelly's ``surrogate.LeakyKReLU``: derivative k for x >= 0, leak for x < 0."""
+    _spiking(spiking, "LeakyKReLU")
+    return _LeakyKReLU(leak, k)
+
+
+def FakeNumericalGradient(alpha: float = 0.3) -> Surrogate:  # noqa: N802
+    """SpikingJelly's ``surrogate.FakeNumericalGradient``: derivative min(1 / |x|, alpha)."""
+    return _FakeNumericalGradient(alpha)
+
+
+def LogTailedReLU(alpha: float = 0.0, spiking: bool = True) -> Surrogate:  # noqa: N802
+    """SpikingJelly's ``surrogate.LogTailedReLU``: derivative alpha for x <= 0, 1 up to x = 1,
+    1 / x beyond."""
+    _spiking(spiking, "LogTailedReLU")
+    return _LogTailedReLU(alpha)
+
+
+def DeterministicPass(spiking: bool = True) -> Surrogate:  # noqa: N802
+    """SpikingJelly's ``surrogate.DeterministicPass``: the straight-through estimator."""
+    _spiking(spiking, "DeterministicPass")
+    return _StraightThrough()
+
+
+def Rect(alpha: float = 1.0, spiking: bool = True) -> Surrogate:  # noqa: N802
+    """SpikingJelly's ``surrogate.Rect``: derivative alpha where |x| < 0.5 / alpha, else 0."""
+    _spiking(spiking, "Rect")
+    return _Rect(alpha)
 
 
 _FACTORIES = (fast_sigmoid, atan, sigmoid, triangle, straight_through, triangular,
               straight_through_estimator, ATan, Sigmoid, PiecewiseQuadratic, SoftSign, Erf,
-              PiecewiseLeakyReLU, custom_surrogate, spike_rate_escape, SFS, LSO, SSO)
+              PiecewiseLeakyReLU, custom_surrogate, spike_rate_escape, SFS, LSO, SSO, PiecewiseExp,
+              SuperSpike, NonzeroSignLogAbs, SquarewaveFourierSeries, S2NN, QPseudoSpike,
+              LeakyKReLU, FakeNumericalGradient, LogTailedReLU, DeterministicPass, Rect)
 
 
 def check_surrogate(surrogate, op: str):
