@@ -560,3 +560,16 @@ def test_cat_and_stack_transforms_as_torch(device):
         pairs[0][0](gp.asarray(np.zeros((2, 5)), device=device))
     with pytest.raises(NotImplementedError, match="StackTransform: transforms with event_dim"):
         gd.StackTransform([gd.StickBreakingTransform()])
+
+
+def test_von_mises_float64_against_scipy(device):
+    """VonMises's log_prob and circular variance through grilly.special's i0e/i1e: float64
+    accuracy (torch's, and grilly's before, used Abramowitz and Stegun's 1e-7 polynomials)."""
+    stats = pytest.importorskip("scipy.stats")
+    special = pytest.importorskip("scipy.special")
+    k = np.array([0.05, 0.7, 3.0, 40.0, 900.0])
+    x = np.array([0.1, -2.0, 3.0, 0.01, -0.02])
+    d = gd.VonMises(gp.asarray(np.zeros(5), device=device), gp.asarray(k, device=device))
+    assert_close(d.log_prob(gp.asarray(x, device=device)), stats.vonmises.logpdf(x, k),
+                 rtol=1e-13, atol=1e-13)
+    assert_close(d.variance, 1.0 - special.i1e(k) / special.i0e(k), rtol=1e-13, atol=1e-15)

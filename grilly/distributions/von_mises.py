@@ -6,7 +6,7 @@ import math
 from ..array import api as gp
 from ..autograd import no_grad
 from . import constraints
-from ._special import log_bessel_i0, log_bessel_i1
+from ..special import i0e, i1e
 from .distribution import Distribution
 from .utils import broadcast_all, uniform_noise
 
@@ -43,12 +43,13 @@ class VonMises(Distribution):
     def variance(self):
         """The circular variance, 1 - I1(k) / I0(k)."""
         k = self.concentration
-        return 1.0 - gp.exp(log_bessel_i1(k) - log_bessel_i0(k))
+        return 1.0 - i1e(k) / i0e(k)   # (the scaled forms: no overflow, same ratio)
 
     def log_prob(self, value):
         value = self._validate_sample(value)
         k = self.concentration
-        return k * gp.cos(value - self.loc) - math.log(2.0 * math.pi) - log_bessel_i0(k)
+        # log I0(k) = log(i0e(k)) + k
+        return k * (gp.cos(value - self.loc) - 1.0) - math.log(2.0 * math.pi) - gp.log(i0e(k))
 
     def sample(self, sample_shape=()):
         """Draws in [-pi, pi) by Best and Fisher's (1979) rejection method, as a fixed number
