@@ -35,6 +35,7 @@ from . import functional  # noqa: E402,F401  (grilly.functional is grilly.nn.fun
 from .amp import autocast  # noqa: E402,F401
 from .learning import Learning, VulkanLearning  # noqa: E402,F401  (the seed API)
 from .torch_functions import *  # noqa: E402,F401,F403  (torch.tensor, cat, save, load, ...)
+from .torch_toplevel import *  # noqa: E402,F401,F403  (torch.index_select, cdist, conv2d, ...)
 from .signal_windows import *  # noqa: E402,F401,F403  (torch.hann_window..., numpy.kaiser)
 
 

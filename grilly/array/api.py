@@ -36,6 +36,7 @@ from .statistical import *  # noqa: F401,F403
 from . import torch_methods as _torch_methods  # noqa: F401,E402  (torch.Tensor methods on Array)
 from . import torch_dims as _torch_dims  # noqa: F401,E402  (torch's dim= forms: gp.max(x, dim=1))
 from . import torch_aliases as _torch_aliases  # noqa: F401,E402  (x.absolute(), x.gt_(y), ...)
+from . import torch_methods_extra as _torch_methods_extra  # noqa: F401,E402  (x.unflatten, ...)
 from .utility import *  # noqa: F401,F403
 
 # dtype names NumPy and torch agree on (dtype=torch.long, np.double): not byte (NumPy's int8,

@@ -24,7 +24,8 @@ def einsum(subscripts: str, /, *operands: Array, optimize=False) -> Array:
     """Einstein summation over ``operands`` as ``subscripts`` says ("ij,jk->ik", "bii->bi",
     "...ij,...jk", implicit output in NumPy's order; ellipsis axes left out of an explicit
     output are summed, as torch does). NumPy's ``optimize`` is taken and has no effect: grilly
-    picks its own contraction order, whatever it is."""
+    picks its own contraction order, whatever it is. torch's ``einsum(eq, [a, b])`` (the
+    operands in one list) is taken too."""
     op = "einsum"
     if not (isinstance(optimize, (bool, list, tuple)) or optimize in ("greedy", "optimal")):
         raise TypeError(f"{op}: optimize must be a bool, 'greedy', 'optimal' or an einsum_path "
@@ -33,6 +34,8 @@ def einsum(subscripts: str, /, *operands: Array, optimize=False) -> Array:
         raise TypeError(f"{op}: subscripts must be a string such as 'ij,jk->ik', got "
                         f"{type(subscripts).__name__} (the operand, sublist form is not "
                         "supported)")
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])   # torch's einsum(equation, [a, b])
     if not operands:
         raise ValueError(f"{op}: at least one operand is needed")
     for k, x in enumerate(operands):

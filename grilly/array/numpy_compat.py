@@ -574,7 +574,7 @@ def rot90(m: Array, k: int = 1, axes: Sequence[int] = (0, 1)) -> Array:
     (k,) = _ints_arg(k, "rot90", "k")
     k %= 4
     if k == 0:
-        return _ns.asarray(m, copy=True)
+        return m.copy()   # (differentiable: asarray(copy=True) would detach it)
     if k == 2:
         return _ns.flip(_ns.flip(m, axis=axes[0]), axis=axes[1])
     perm = list(range(m.ndim))
@@ -747,7 +747,7 @@ def pad(array: Array, pad_width, mode: str = "constant", **kwargs) -> Array:
             x = _pad_ramp(x, ax, b, e, vals[ax])
         else:
             x = _pad_stat(x, ax, b, e, vals[ax], mode)
-    return x if x is not array else _ns.asarray(array, copy=True)
+    return x if x is not array else array.copy()   # (differentiable, as the padded results)
 
 
 def _pad_src(t: int, n: int, mode: str) -> int:
@@ -1293,4 +1293,13 @@ def apply_over_axes(func, a: Array, axes) -> Array:
     return val
 
 
+def _torch_transpose(a: Array, dim0: int, dim1: int) -> Array:
+    """torch.transpose(input, dim0, dim1): the two axes swapped (NumPy's transpose takes one
+    ``axes``, so three arguments are torch's call)."""
+    _arr(a, "transpose")
+    return _ns.swapaxes(a, dim0, dim1)
+
+
+dispatch.NUMPY_FORMS["transpose"] = (frozenset(), _torch_transpose)
+dispatch.NUMPY_CALLS["transpose"] = lambda args, kw: len(args) == 3 and not kw
 dispatch.export(globals())

@@ -104,4 +104,28 @@ def where(condition: Array, x1=None, x2=None, /) -> Array:
     shape = broadcast_shapes(condition.shape, a.shape, b.shape, op="where")
     return wrap(kernel(dev, "where")(shape, d, condition._buf, a._buf, b._buf), d, dev)
 
+def _searchsorted_rows(x1: Array, x2, /, *, side: str = "left", sorter=None) -> Array:
+    """torch.searchsorted with an N-D sorted sequence: each row of x1 (its last axis) searched
+    for the values in the same row of x2, which has x1's leading dimensions (counting the
+    row's elements below each value: O(rows * n * m))."""
+    ns = dispatch.ns
+    if side not in ("left", "right"):
+        raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
+    if sorter is not None:
+        raise NotImplementedError("searchsorted: sorter= with an N-D sorted sequence is not "
+                                  "supported")
+    if not isinstance(x2, Array) or x2.ndim != x1.ndim or x2.shape[:-1] != x1.shape[:-1]:
+        got = x2.shape if isinstance(x2, Array) else type(x2).__name__
+        raise ValueError(f"searchsorted: with an N-D sorted sequence of shape {x1.shape}, the "
+                         f"values must be an array with its leading dimensions "
+                         f"{x1.shape[:-1]}, got {got}")
+    below = (ns.less if side == "left" else ns.less_equal)(
+        ns.expand_dims(x1, axis=-2), ns.expand_dims(x2, axis=-1))
+    return ns.sum(below, axis=-1, dtype=dt.int64)
+
+
+dispatch.NUMPY_FORMS["searchsorted"] = (frozenset(), _searchsorted_rows)
+# (torch's right=/out_int32= go to its form first, grilly/array/torch_dims.py, which calls back)
+dispatch.NUMPY_CALLS["searchsorted"] = lambda args, kw: bool(args) and \
+    isinstance(args[0], Array) and args[0].ndim > 1 and dispatch.TORCH_KEYS.isdisjoint(kw)
 dispatch.export(globals())

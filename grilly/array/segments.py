@@ -13,6 +13,8 @@ Not star-imported into the grilly namespace.
 """
 from __future__ import annotations
 
+import math
+
 from . import core
 from . import dispatch as _dispatch
 from . import dtypes as dt
@@ -191,7 +193,7 @@ def scatter_add_rows(n: int, index: Array, values: Array) -> Array:
     ns = _dispatch.ns
     k = index.shape[0]
     rest = values.shape[1:]
-    flat = ns.reshape(values, (k, -1))
+    flat = ns.reshape(values, (k, math.prod(rest)))   # (not -1: k may be 0)
     if k * n <= ONE_HOT_MAX:
         hit = ns.equal(ns.reshape(index, (1, -1)),
                        ns.reshape(ns.arange(n, dtype=index.dtype, device=index.device), (-1, 1)))

@@ -353,4 +353,26 @@ def cumulative_prod(x: Array, /, *, axis=None, dtype=None, include_initial: bool
     """Cumulative product of x along axis."""
     return _cumulative("cumulative_prod", x, axis, dtype, include_initial)
 
+
+def _torch_pairwise(name: str, elementwise: str):
+    """torch.max(input, other) / torch.min(input, other): the elementwise maximum / minimum.
+    NumPy's second argument is an axis, which an N-D or non-integer array never is."""
+    def pairwise(ax) -> bool:
+        return isinstance(ax, Array) and (ax.ndim > 0 or ax.dtype.kind not in "iu")
+
+    keys, numpy_form = dispatch.NUMPY_FORMS[name]   # (initial=, where=: NumPy's form)
+
+    def form(x, *, axis=None, keepdims: bool = False, **kw):
+        if not pairwise(axis):
+            return numpy_form(x, axis=axis, keepdims=keepdims, **kw)
+        if keepdims or kw:
+            raise TypeError(f"{name}(input, other): the elementwise form takes no other "
+                            f"arguments")
+        return dispatch.OPS[elementwise](x, axis)
+    dispatch.NUMPY_FORMS[name] = (keys, form)
+    dispatch.NUMPY_CALLS[name] = lambda args, kw: pairwise(kw.get("axis"))
+
+
+_torch_pairwise("max", "maximum")
+_torch_pairwise("min", "minimum")
 dispatch.export(globals())

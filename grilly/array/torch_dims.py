@@ -210,6 +210,117 @@ def _topk(x, k, axis=None, *, dim=None, largest: bool = True, sorted: bool = Tru
     return _OPS["topk"](x, k, axis=-1 if d is None else d, largest=largest, sorted=sorted)
 
 
+def _trapezoid(y, x=None, dx=None, axis=None, *, dim=None):
+    """torch.trapezoid(y, x=None, *, dx=None, dim=-1): gp.trapezoid with ``dim``."""
+    d = _axis("trapezoid", axis, dim)
+    if x is not None and dx is not None:
+        raise TypeError("trapezoid: give x or dx, not both")
+    return _OPS["trapezoid"](y, x, 1.0 if dx is None else dx, -1 if d is None else d)
+
+
+def _rot90(x, k=1, axes=None, *, dims=None):
+    """torch.rot90(x, k, dims): gp.rot90 with torch's ``dims`` for NumPy's ``axes``."""
+    if axes is not None and dims is not None:
+        raise TypeError("rot90: give axes or dims, not both")
+    return _OPS["rot90"](x, k, tuple(dims if dims is not None else axes or (0, 1)))
+
+
+def _split(x, split_size_or_sections=None, axis=None, *, dim=None):
+    """torch.split(x, split_size_or_sections, dim): pieces of that size (or those sizes) along
+    ``dim`` (Array.split), where NumPy's split(x, n) makes n pieces."""
+    if axis is not None:
+        raise TypeError("split: give axis (NumPy's split) or dim (torch's), not both")
+    if split_size_or_sections is None:
+        raise TypeError("split: torch's split(x, split_size_or_sections, dim) needs the size")
+    return x.split(split_size_or_sections, dim)
+
+
+def _diff(x, n=1, axis=None, prepend=None, append=None, *, dim=None):
+    """torch.diff(input, n, dim, prepend, append)."""
+    d = _axis("diff", axis, dim)
+    return x.diff(n, -1 if d is None else d, prepend, append)
+
+
+def _flip(x, axis=None, *, dims=None):
+    """torch.flip(input, dims)."""
+    if axis is not None:
+        raise TypeError("flip: give axis or dims, not both")
+    return _OPS["flip"](x, axis=tuple(dims) if isinstance(dims, (list, tuple)) else dims)
+
+
+def _roll(x, shift=None, axis=None, *, shifts=None, dims=None):
+    """torch.roll(input, shifts, dims) (the flattened array when dims is None)."""
+    if (shift is None) == (shifts is None):
+        raise TypeError("roll: give the shift once (shift or shifts)")
+    d = _axis("roll", axis, dims)
+    return x.roll(shift if shifts is None else shifts, d)
+
+
+def _cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None, *, dim=None):
+    """torch.cross(input, other, dim)."""
+    return _OPS["cross"](a, b, axis=_axis("cross", axis, dim))
+
+
+def _tensordot(a, b, axes=None, *, dims=None):
+    """torch.tensordot(a, b, dims): an int, or two lists of axes."""
+    if axes is not None:
+        raise TypeError("tensordot: give axes or dims, not both")
+    if isinstance(dims, (list, tuple)):
+        dims = tuple(tuple(d) if isinstance(d, (list, tuple)) else (d,) for d in dims)
+    return _OPS["tensordot"](a, b, axes=dims)
+
+
+def _unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *,
+            dim=None, sorted=True, equal_nan=True):  # noqa: A002
+    """torch.unique(input, sorted, return_inverse, return_counts, dim) (Array.unique)."""
+    if return_index:
+        raise TypeError("unique: torch's unique (dim=) has no return_index")
+    return ar.unique(sorted, return_inverse, return_counts, _axis("unique", axis, dim))
+
+
+def _nonzero(x, *, as_tuple=None):
+    """torch.nonzero(input, as_tuple=False): the (N, ndim) indices; as_tuple: NumPy's tuple."""
+    return x.nonzero(as_tuple=as_tuple)
+
+
+def _cumprod(a, axis=None, dtype=None, out=None, *, dim=None):
+    """torch.cumprod(input, dim, dtype)."""
+    if out is not None:
+        raise NotImplementedError("cumprod: out= is not supported")
+    return _OPS["cumprod"](a, axis=_axis("cumprod", axis, dim), dtype=dtype)
+
+
+def _diagonal(a, offset=0, axis1=None, axis2=None, *, dim1=None, dim2=None):
+    """torch.diagonal(input, offset, dim1, dim2)."""
+    d1, d2 = _axis("diagonal", axis1, dim1), _axis("diagonal", axis2, dim2)
+    return _OPS["diagonal"](a, offset, 0 if d1 is None else d1, 1 if d2 is None else d2)
+
+
+def _concat(name: str):
+    def form(arrays, axis=None, out=None, *, dim=None, dtype=None):
+        if out is not None:
+            raise NotImplementedError(f"{name}: out= is not supported")
+        d = _axis(name, axis, dim)
+        kw = {} if dtype is None else {"dtype": dtype}
+        return _OPS[name](list(arrays), axis=0 if d is None else d, **kw)
+    form.__doc__ = f"torch.{name}(tensors, dim)."
+    return form
+
+
+def _searchsorted(sorted_sequence, values, side=None, sorter=None, *, right=None,
+                  out_int32=False):
+    """torch.searchsorted(sorted_sequence, input, *, out_int32, right, side, sorter) (a 1-D
+    sorted_sequence)."""
+    if right is not None and side is not None and (side == "right") != bool(right):
+        raise ValueError("searchsorted: right and side disagree")
+    s = side if side is not None else "right" if right else "left"
+    if not isinstance(values, type(sorted_sequence)):   # torch takes a number too
+        values = _OPS["asarray"](values, dtype=sorted_sequence.dtype,
+                                 device=sorted_sequence.device)
+    out = _OPS["searchsorted"](sorted_sequence, values, side=s, sorter=sorter)
+    return _OPS["astype"](out, "int32") if out_int32 else out
+
+
 FORMS = {n: _renamed(n) for n in ("sum", "prod", "mean", "all", "any", "argmax", "argmin",
                                   "cumsum", "cumulative_sum", "argsort", "nansum", "nanmean",
                                   "count_nonzero")}
@@ -217,5 +328,9 @@ FORMS.update(std=_moment("std"), var=_moment("var"), max=_extreme("max", "argmax
              min=_extreme("min", "argmin"), sort=sort, median=median,
              tril=_triangle("tril"), triu=_triangle("triu"), squeeze=_squeeze, topk=_topk,
              nanmedian=nanmedian, quantile=_quantile("quantile"),
-             nanquantile=_quantile("nanquantile"))
+             nanquantile=_quantile("nanquantile"), trapezoid=_trapezoid, rot90=_rot90,
+             split=_split, diff=_diff, flip=_flip, roll=_roll, cross=_cross,
+             tensordot=_tensordot, unique=_unique, nonzero=_nonzero, cumprod=_cumprod,
+             diagonal=_diagonal, concat=_concat("concat"), concatenate=_concat("concatenate"),
+             searchsorted=_searchsorted)
 dispatch.TORCH_FORMS.update(FORMS)

@@ -994,7 +994,9 @@ def unique(self: Array, sorted: bool = True, return_inverse: bool = False,  # no
            return_counts: bool = False, dim=None):
     """The sorted unique values (and the inverse indices, the counts where asked), as torch."""
     if dim is not None:
-        raise NotImplementedError("Array.unique: dim= (unique slices) is not supported")
+        # the distinct slices along dim, in lexicographic order: NumPy's unique(axis=)
+        return _OPS["unique"](self, return_inverse=return_inverse, return_counts=return_counts,
+                              axis=_dim(self, dim, "unique"))
     if not return_inverse and not return_counts:
         return _OPS["unique_values"](self)
     if return_inverse and return_counts:
