@@ -619,6 +619,9 @@ class ParameterDict(Module):
     def _key(key) -> str:
         if not isinstance(key, str):
             raise TypeError(f"ParameterDict: keys must be strings, got {type(key).__name__}")
+        if not key or "." in key:
+            # a dotted key would be read back by load_state_dict as a submodule's parameter
+            raise KeyError(f"ParameterDict: a key must be non-empty and without '.', got {key!r}")
         return key
 
     def __getitem__(self, key: str):

@@ -129,6 +129,10 @@ def _addindent(s: str, n: int) -> str:
     return lines[0] + "".join("\n" + " " * n + ln for ln in lines[1:])
 
 
+# what Module.__init__ sets: never a parameter, buffer or submodule name
+_RESERVED = frozenset(("training", "_parameters", "_buffers", "_non_persistent", "_modules"))
+
+
 class Module:
     """Base class of every layer: holds parameters, buffers and submodules (as in PyTorch)."""
 
@@ -221,8 +225,29 @@ class Module:
         return sorted(set(super().__dir__()) | set(self._parameters) | set(self._buffers)
                       | set(self._modules))
 
+    def _check_name(self, op: str, name, kind: str) -> None:
+        """torch's checks of a name registered by ``op``: a non-empty string without dots (a
+        dotted name would make state_dict keys ambiguous), not a parameter, buffer or submodule
+        of another kind (re-registering the same kind replaces it), nor the module's own
+        bookkeeping. Unlike torch, a plain instance attribute is replaced (``self.bias = None``
+        before ``register_parameter("bias", None)``) and a class attribute is not checked (the
+        snnTorch ports register ``threshold`` beside a property of that name)."""
+        d = self.__dict__
+        if "_parameters" not in d:
+            raise AttributeError(f"{op}: call Module.__init__() before registering {name!r}")
+        if not isinstance(name, str):
+            raise TypeError(f"{op}: name should be a string, got {type(name).__name__}")
+        if not name:
+            raise KeyError(f"{op}: name can't be empty string \"\"")
+        if "." in name:
+            raise KeyError(f"{op}: name can't contain \".\", got: {name}")
+        taken = any(name in d[k] for k in ("_parameters", "_buffers", "_modules") if k != kind)
+        if taken or name in _RESERVED:
+            raise KeyError(f"{op}: attribute {name!r} already exists")
+
     def register_parameter(self, name: str, param) -> None:
         """Add a parameter (an Array marked by Parameter, or None) under ``name``."""
+        self._check_name("register_parameter", name, "_parameters")
         if param is not None and not is_parameter(param):
             raise TypeError(f"register_parameter: {name!r} must be an nn.Parameter or None, got "
                             f"{type(param).__name__}")
@@ -231,11 +256,10 @@ class Module:
 
     def register_buffer(self, name: str, tensor, persistent: bool = True) -> None:
         """Add a non-trainable Array (or None) kept in state_dict when ``persistent``."""
+        self._check_name("register_buffer", name, "_buffers")
         if tensor is not None and not isinstance(tensor, gp.Array):
             raise TypeError(f"register_buffer: {name!r} must be a grilly Array or None, got "
                             f"{type(tensor).__name__}")
-        if "." in name or not name:
-            raise KeyError(f"register_buffer: bad buffer name {name!r}")
         self._drop(name, self._buffers)
         self._buffers[name] = tensor
         if not persistent:
@@ -246,6 +270,7 @@ class Module:
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"add_module: {name!r} must be a Module or None, got "
                             f"{type(module).__name__}")
+        self._check_name("add_module", name, "_modules")
         self._drop(name, self._modules)
         self._modules[name] = module
 
@@ -253,6 +278,9 @@ class Module:
 
     def get_submodule(self, target: str) -> "Module":
         """The submodule at dotted path ``target`` ('' is self)."""
+        if not isinstance(target, str):
+            raise TypeError(f"get_submodule: target must be a dotted name (a str), got "
+                            f"{type(target).__name__}")
         mod = self
         for part in target.split(".") if target else ():
             if part not in mod._modules:
@@ -364,11 +392,13 @@ class Module:
 
     # ---- modes and gradients ------------------------------------------------------------
     def train(self, mode: bool = True) -> "Module":
-        """Set training mode on self and every descendant."""
+        """Set training mode on self, then ``child.train(mode)`` on each child (as torch's, so
+        a child that overrides ``train``, e.g. to keep frozen BatchNorms in eval, decides)."""
         if not isinstance(mode, bool):
             raise ValueError(f"train: mode must be a bool, got {type(mode).__name__}")
-        for m in self.modules():
-            object.__setattr__(m, "training", mode)
+        object.__setattr__(self, "training", mode)
+        for m in self.children():
+            m.train(mode)
         return self
 
     def eval(self) -> "Module":
@@ -395,10 +425,17 @@ class Module:
         return self
 
     # ---- devices and dtypes -------------------------------------------------------------
-    def to(self, device=None, dtype=None) -> "Module":
+    def to(self, device=None, dtype=None, non_blocking: bool = False) -> "Module":
         """Move (and cast floating) parameters and buffers in place; parameters stay parameters.
-        A module's kept state (``_to_state``, e.g. a spiking neuron's membrane) moves too."""
-        if isinstance(device, gp.DType):
+        ``to(array)`` takes the array's device (and its dtype, where floating); ``non_blocking``
+        changes nothing (every copy is done when it returns). A module's kept state
+        (``_to_state``, e.g. a spiking neuron's membrane) moves too."""
+        if isinstance(device, gp.Array):
+            other = device
+            device = other.device
+            if dtype is None and gp.isdtype(other.dtype, "real floating"):
+                dtype = other.dtype
+        elif isinstance(device, gp.DType):
             device, dtype = None, device
         if dtype is not None and not gp.isdtype(dtype, "real floating"):
             raise TypeError(f"Module.to: dtype must be a real floating dtype, got {dtype}")
@@ -536,7 +573,10 @@ class Module:
                     if problem is not None:
                         errors.append(f"{key!r} {problem}")
                     else:
-                        staged.append((module, name, key, dst, src))
+                        # assign keeps a typed value's dtype (an Array's device too), as torch's
+                        typed = isinstance(local[key], (gp.Array, np.ndarray)) or hasattr(
+                            local[key], "__dlpack__")
+                        staged.append((module, name, key, dst, src, typed))
                 elif name not in optional:
                     missing.append(key)
             # torch's extra state: given to set_extra_state where the class overrides it (missing
@@ -574,11 +614,15 @@ class Module:
         fail(errors) if (errors or not with_post) else None
         with _no_grad():
             converted = []
-            for module, name, key, dst, src in staged:
-                if not (isinstance(src, gp.Array) and src.dtype == dst.dtype
-                        and src.device == dst.device):
+            for module, name, key, dst, src, typed in staged:
+                # assign: a typed value keeps its dtype (NumPy or DLPack data on the module's
+                # device); otherwise the module's dtype and device
+                keep = assign and typed
+                if not (isinstance(src, gp.Array) and (keep or (src.dtype == dst.dtype
+                                                                 and src.device == dst.device))):
                     try:
-                        src = gp.asarray(src, dtype=dst.dtype, device=dst.device)
+                        src = gp.asarray(src, device=dst.device) if keep else \
+                            gp.asarray(src, dtype=dst.dtype, device=dst.device)
                     except (TypeError, ValueError, OverflowError) as e:
                         raise _LoadStateDictError(
                             f"load_state_dict: {type(self).__name__}: {key!r} cannot be copied "
@@ -587,7 +631,9 @@ class Module:
             _set_extra(extra)
             for module, name, dst, src in converted:
                 if assign:
-                    val = Parameter(src, dst.requires_grad) if is_parameter(dst) else src
+                    # a Parameter sharing the value's memory (torch's nn.Parameter(value)): the
+                    # caller's array is not marked and keeps its requires_grad
+                    val = Parameter(src.detach(), dst.requires_grad) if is_parameter(dst) else src
                     (module._parameters if name in module._parameters else module._buffers)[name] = val
                 else:
                     dst[...] = src
@@ -768,6 +814,20 @@ class Sequential(Module):
             raise TypeError(f"Sequential: can only add a Sequential, got {type(other).__name__}")
         return self.extend(other)
 
+    def __mul__(self, other: int) -> "Sequential":
+        # the same module objects repeated (shared parameters), as torch's
+        if not isinstance(other, int) or isinstance(other, bool):
+            raise TypeError(f"Sequential: can only be multiplied by an int, got "
+                            f"{type(other).__name__}")
+        if other <= 0:
+            raise ValueError(f"Sequential: a non-positive multiplier is not supported, got {other}")
+        return Sequential(*(list(self) * other))
+
+    __rmul__ = __mul__
+
+    def __imul__(self, other: int) -> "Sequential":
+        return self.extend((self * other)[len(self):])
+
 
 def _index(i: int, n: int, who: str) -> int:
     if not -n <= i < n:
@@ -882,6 +942,16 @@ class ModuleDict(Module):
 
     def __contains__(self, key: str) -> bool:
         return key in self._modules
+
+    def pop(self, key: str) -> Module:
+        """Remove ``key`` and return its module."""
+        m = self[key]
+        del self[key]
+        return m
+
+    def clear(self) -> None:
+        """Remove every module."""
+        self._modules.clear()
 
     def __len__(self) -> int:
         return len(self._modules)

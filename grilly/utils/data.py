@@ -32,9 +32,10 @@ from ..array import core as _core
 from ..array.array import Array
 
 __all__ = ["BatchSampler", "ChainDataset", "ConcatDataset", "DataLoader", "Dataset",
-           "IterableDataset", "RandomSampler", "Sampler", "SequentialSampler", "StackDataset",
-           "Subset", "SubsetRandomSampler", "TensorDataset", "WeightedRandomSampler",
-           "WorkerInfo", "default_collate", "default_convert", "get_worker_info", "random_split"]
+           "DistributedSampler", "IterableDataset", "RandomSampler", "Sampler",
+           "SequentialSampler", "StackDataset", "Subset", "SubsetRandomSampler", "TensorDataset",
+           "WeightedRandomSampler", "WorkerInfo", "default_collate", "default_convert",
+           "get_worker_info", "random_split"]
 
 
 def _torch_instance(x, name: str) -> bool:
@@ -204,8 +205,22 @@ class Subset(Dataset):
             return [self.dataset[self.indices[i]] for i in idx]
         return self.dataset[self.indices[idx]]
 
+    def __getitems__(self, indices: list) -> list:
+        """The samples at ``indices`` (through the dataset's own ``__getitems__`` if it has
+        one, as torch's)."""
+        return _getitems(self.dataset, [self.indices[i] for i in indices])
+
     def __len__(self) -> int:
         return len(self.indices)
+
+
+def _getitems(dataset, indices: list) -> list:
+    """The samples at ``indices``: one ``dataset.__getitems__(indices)`` call where the dataset
+    defines it (torch's batched-fetch protocol), else ``dataset[i]`` for each."""
+    getitems = getattr(dataset, "__getitems__", None)
+    if callable(getitems):
+        return getitems(indices)
+    return [dataset[i] for i in indices]
 
 
 def random_split(dataset: Dataset, lengths: Sequence, generator=None) -> list[Subset]:
@@ -336,6 +351,61 @@ class WeightedRandomSampler(Sampler):
 
     def __len__(self) -> int:
         return self.num_samples
+
+
+def _int_arg(who: str, name: str, value, low: int) -> int:
+    """``value`` as an int >= ``low`` (NumPy ints accepted; bools and others refused)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{who}: {name} must be an int, got {type(value).__name__}")
+    if value < low:
+        raise ValueError(f"{who}: {name} must be >= {low}, got {value}")
+    return int(value)
+
+
+class DistributedSampler(Sampler):
+    """This replica's share of the indices (every ``num_replicas``-th, from ``rank``), padded by
+    repeating the first indices (or cut, with ``drop_last``) so every replica gets the same
+    number; with ``shuffle``, one order per ``seed + epoch``, the same on every replica."""
+
+    def __init__(self, dataset, num_replicas: int | None = None, rank: int | None = None,
+                 shuffle: bool = True, seed: int = 0, drop_last: bool = False) -> None:
+        who = "DistributedSampler"
+        if num_replicas is None or rank is None:
+            # grilly has no process group to read the world size and rank from
+            raise NotImplementedError(f"{who}: num_replicas and rank must be given (grilly has "
+                                      "no distributed process group to read them from)")
+        self.num_replicas = _int_arg(who, "num_replicas", num_replicas, 1)
+        self.rank = _int_arg(who, "rank", rank, 0)
+        if self.rank >= self.num_replicas:
+            raise ValueError(f"{who}: invalid rank {rank}, rank should be in the interval "
+                             f"[0, {self.num_replicas - 1}]")
+        self.seed = _int_arg(who, "seed", seed, 0)
+        self.dataset, self.shuffle, self.drop_last = dataset, bool(shuffle), bool(drop_last)
+        self.epoch = 0
+        n = len(dataset)
+        # drop_last: the largest multiple of num_replicas not above n; else the smallest above
+        self.num_samples = n // self.num_replicas if self.drop_last else -(-n // self.num_replicas)
+        self.total_size = self.num_samples * self.num_replicas
+
+    def __iter__(self) -> Iterator[int]:
+        n = len(self.dataset)
+        if self.shuffle:
+            # torch's randperm stream cannot be reproduced; every replica draws the same order
+            # from seed + epoch, so the shares stay disjoint
+            idx = np.random.default_rng(self.seed + self.epoch).permutation(n).tolist()
+        else:
+            idx = list(range(n))
+        if self.total_size > n and n:
+            idx = (idx * -(-self.total_size // n))[:self.total_size]   # wrap round to pad
+        idx = idx[:self.total_size]
+        return iter(idx[self.rank:self.total_size:self.num_replicas])
+
+    def __len__(self) -> int:
+        return self.num_samples
+
+    def set_epoch(self, epoch: int) -> None:
+        """The epoch whose order the next ``iter`` gives (call it before each epoch)."""
+        self.epoch = _int_arg("DistributedSampler.set_epoch", "epoch", epoch, 0)
 
 
 class BatchSampler(Sampler):
@@ -675,7 +745,7 @@ class DataLoader:
             return self._collate(self.dataset[idx])
         if (self._auto_collate and type(self.dataset) is TensorDataset):
             return self._gather(list(idx))
-        return self._collate([self.dataset[i] for i in idx])
+        return self._collate(_getitems(self.dataset, list(idx)))
 
     def _collate(self, samples):
         if self.collate_fn is default_collate or self.collate_fn is default_convert:
