@@ -73,6 +73,13 @@ def test_fmod_divmod_modf(device):
     assert gradcheck(lambda u: gp.modf(u)[0], (a,))
 
 
+def _flushes(device) -> bool:
+    """Whether float32 arithmetic on ``device`` flushes subnormals (NVIDIA's Vulkan driver
+    without DenormPreserve: docs/vulkan.md, floating-point semantics)."""
+    x = gp.asarray(np.array([1e-20], np.float32), device=device)
+    return float(np.asarray(x * x)[0]) == 0.0
+
+
 def test_frexp_ldexp(device):
     x = np.array([1.5, -2.5, 0.0, -0.0, np.inf, -np.inf, np.nan, 3e-310, 1e300, 0.75, 1.0,
                   2.0 ** -1022, 2.0 ** 52 - 1])
@@ -80,7 +87,8 @@ def test_frexp_ldexp(device):
     wm, we = np.frexp(x)
     _same(m, wm)
     _same(e, we)
-    x32 = np.array([1.5, -3.0, 1e-40, 3e38, 0.0], np.float32)
+    # (a float32 subnormal reads as 0 on a flushing device)
+    x32 = np.array([1.5, -3.0, 3e38 if _flushes(device) else 1e-40, 3e38, 0.0], np.float32)
     for got, want in zip(gp.frexp(_g(x32, device)), np.frexp(x32)):
         _same(got, want)
     k = np.array([3, -3, 0, 5, -1100, 10, 1, 1, -2000, 1, 2, 3, -60], np.int32)
@@ -126,6 +134,8 @@ def test_float_power_angle_spacing(device):
     s = np.array([1.0, -1.0, 0.0, -0.0, 1e-3, np.inf, np.nan, 3e-310, 1e300])
     _same(gp.spacing(_g(s, device)), np.spacing(s))
     s32 = np.array([1.0, -3.0, 0.0, 1e-40, 3e38, np.inf], np.float32)
+    if _flushes(device):   # spacing(0) and spacing of a subnormal are subnormal: flushed there
+        s32 = s32[[0, 1, 4, 5]]
     _same(gp.spacing(_g(s32, device)), np.spacing(s32))
     a = _g(np.array([0.5, 1.7, 2.2]), device)
     assert gradcheck(lambda u, v: gp.float_power(u, v), (a, _g(np.array([1.5, -0.5, 2.0]),
@@ -254,6 +264,7 @@ def test_piecewise_matvec_vecmat(device):
 # ---- dtypes, construction, memory ------------------------------------------------------------
 def test_dtype_questions(device):
     x = _g(A.astype(np.float32), device)
+    gp.astype(x, gp.bfloat16)   # (once bfloat16 is seen, its ops compute in float32: not these)
     assert gp.issubdtype(x.dtype, gp.floating) and gp.issubdtype(x.dtype, np.inexact)
     assert not gp.issubdtype(x.dtype, gp.integer)
     assert gp.issubdtype(gp.int8, gp.signedinteger) and gp.issubdtype("uint16", gp.unsignedinteger)

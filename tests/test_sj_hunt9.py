@@ -22,6 +22,10 @@ from spikingjelly.activation_based import functional as sjf  # noqa: E402
 from spikingjelly.activation_based import neuron as sjn  # noqa: E402
 from spikingjelly.activation_based import surrogate as sjs  # noqa: E402
 
+if not hasattr(sjn, "PSN"):   # (the GPU machine's 0.0.0.0.14 lacks them, and differs elsewhere)
+    pytest.skip("the oracle is SpikingJelly 2.0's activation_based (PSN, LIAFNode, ...)",
+                allow_module_level=True)
+
 TOL = dict(rtol=1e-9, atol=1e-11)
 X = np.random.default_rng(0).normal(0.0, 1.5, (5, 2, 3))
 

@@ -26,6 +26,10 @@ NATIVE = frozenset({
     # NumPy's in-place writes, composed of namespace calls that take bfloat16 (astype, where,
     # setitem): run here they wrote into a float32 copy and left the array unchanged
     "put", "putmask", "place", "put_along_axis", "fill_diagonal",
+    # questions about dtypes and memory, answered from the dtype itself (a float32 stand-in
+    # would answer for float32)
+    "issubdtype", "promote_types", "common_type", "min_scalar_type", "may_share_memory",
+    "shares_memory", "iterable", "isrealobj", "iscomplexobj",
 })
 # ops a backend may run on bfloat16 itself (Backend.native_bfloat16: the Vulkan backend's
 # matrix products, convolutions, pooling and ReLU's gradient: float32 arithmetic on the bits,
