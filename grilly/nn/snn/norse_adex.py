@@ -24,8 +24,8 @@ from ...array.array import Array
 from .. import functional as NF
 from ..module import Module
 from . import functional as F
-from .norse_compat import (_Recurrent, _Sequence, _check_seq, _check_state, _check_weights,
-                           _dt, _Norse, _params, _rest, _spike_fn, _zeros)
+from .norse_compat import (_Recurrent, _Sequence, _check_state, _dt, _Norse, _params, _rec_call,
+                           _rest, _spike_fn, _zeros)
 
 __all__ = ["LIFAdExParameters", "LIFAdExState", "LIFAdExFeedForwardState",
            "lif_adex_feed_forward_step", "lif_adex_step", "lif_adex_current_encoder",
@@ -84,7 +84,12 @@ def _ff_state0(x: Array) -> LIFAdExFeedForwardState:
 
 
 def _adex_ff(x, state, q, dt, spike, op: str) -> tuple:
-    v, i, a = _check_state(state, LIFAdExFeedForwardState, op, x.shape, x)
+    return _adex_ff_update(x, _check_state(state, LIFAdExFeedForwardState, op, x.shape, x), q,
+                           dt, spike)
+
+
+def _adex_ff_update(x, st, q, dt, spike) -> tuple:
+    v, i, a = st
     z, v, i, a = _adex_update(i + x, v, a, q, dt, spike)
     return z, LIFAdExFeedForwardState(v, i, a)
 
@@ -112,14 +117,8 @@ def lif_adex_step(input_spikes: Array, state: LIFAdExState, input_weights: Array
                   dt: float = 0.001) -> tuple:
     """One Euler step of Norse's recurrent AdEx: the current jumps by input_spikes
     input_weights^T + z recurrent_weights^T; (spikes, LIFAdExState)."""
-    op = "lif_adex_step"
-    x = F._check_input(input_spikes, op, "input_spikes")
-    hidden = _check_weights(x, input_weights, recurrent_weights, op)
-    shape = (*x.shape[:-1], hidden)
-    q = _params(p, LIFAdExParameters, op, x, shape)
-    st = _check_state(state, LIFAdExState, op, shape, x)
-    return _adex_rec(NF.linear(x, input_weights), st, recurrent_weights, q, _dt(dt, op),
-                     _spike_fn(q["method"], q["alpha"], op))
+    return _rec_call(_adex_rec, input_spikes, state, input_weights, recurrent_weights, p, dt,
+                     "lif_adex_step", "input_spikes", LIFAdExParameters, LIFAdExState)
 
 
 def lif_adex_current_encoder(input_current: Array, voltage: Array, adaptation: Array,
@@ -143,15 +142,20 @@ def lif_adex_current_encoder(input_current: Array, voltage: Array, adaptation: A
     return z, v, a
 
 
-def _stack_states(kind, states: list):
-    return kind(*(gp.stack([getattr(s, f) for s in states], axis=0) for f in kind._fields))
-
-
-class LIFAdExCell(_Norse):
-    """Norse's ``LIFAdExCell``: one step of the feed-forward AdEx, ``z, state = cell(x,
-    state)``; state None starts from v = v_leak, i = a = 0."""
+class _AdExFeedForward:
+    """The feed-forward AdEx's state and step (for ``_Norse``'s ``_one`` and ``_all``)."""
 
     _kind = LIFAdExParameters
+    _state_kind = LIFAdExFeedForwardState
+    _step = staticmethod(_adex_ff_update)
+
+    def _state0(self, q: dict, shape: tuple, x: Array):
+        return LIFAdExFeedForwardState(_rest(q, shape, x), _zeros(shape, x), _zeros(shape, x))
+
+
+class LIFAdExCell(_AdExFeedForward, _Norse):
+    """Norse's ``LIFAdExCell``: one step of the feed-forward AdEx, ``z, state = cell(x,
+    state)``; state None starts from v = v_leak, i = a = 0."""
 
     def __init__(self, p: LIFAdExParameters = LIFAdExParameters(), dt: float = 0.001) -> None:
         super().__init__(p, dt)
@@ -159,20 +163,12 @@ class LIFAdExCell(_Norse):
     def forward(self, input_tensor: Array, state: LIFAdExFeedForwardState | None = None
                 ) -> tuple:
         """(spikes, LIFAdExFeedForwardState) after one step."""
-        op = type(self).__name__
-        x = F._check_input(input_tensor, op, "input_tensor")
-        q = self._q(x, x.shape)
-        if state is None:
-            state = LIFAdExFeedForwardState(_rest(q, x.shape, x), _zeros(x.shape, x),
-                                            _zeros(x.shape, x))
-        return _adex_ff(x, state, q, self.dt, _spike_fn(q["method"], q["alpha"], op), op)
+        return self._one(input_tensor, state)
 
 
-class LIFAdEx(_Sequence):
+class LIFAdEx(_AdExFeedForward, _Sequence):
     """Norse's ``LIFAdEx``: the feed-forward AdEx over the first axis of (T, ...): (spikes
     (T, ...), the last LIFAdExFeedForwardState, or every step's with ``record_states``)."""
-
-    _kind = LIFAdExParameters
 
     def __init__(self, p: LIFAdExParameters = LIFAdExParameters(), dt: float = 0.001,
                  record_states: bool = False) -> None:
@@ -181,22 +177,13 @@ class LIFAdEx(_Sequence):
     def forward(self, input_tensor: Array, state: LIFAdExFeedForwardState | None = None
                 ) -> tuple:
         """(spikes (T, ...), state) over every step of ``input_tensor``."""
-        op, x, q, st = self._start(input_tensor, state, LIFAdExFeedForwardState)
-        shape = tuple(x.shape[1:])
-        st = LIFAdExFeedForwardState(*(s if s is not None else _zeros(shape, x) for s in st))
-        spike = _spike_fn(q["method"], q["alpha"], op)
-        spikes, states = [], []
-        for xt in gp.unstack(x, axis=0):
-            z, st = _adex_ff(xt, st, q, self.dt, spike, op)
-            spikes.append(z)
-            states.append(st)
-        out = gp.stack(spikes, axis=0)
-        return out, (_stack_states(LIFAdExFeedForwardState, states) if self.record_states
-                     else st)
+        return self._all(input_tensor, state)
 
 
 class _AdExRecurrent(_Recurrent):
     _kind = LIFAdExParameters
+    _state_kind = LIFAdExState
+    _step = staticmethod(_adex_rec)
 
     def _state0(self, q: dict, shape: tuple, x: Array):
         return LIFAdExState(self._zeros(shape, x), self._v0(q, shape, x), self._zeros(shape, x),
@@ -216,15 +203,7 @@ class LIFAdExRecurrentCell(_AdExRecurrent):
 
     def forward(self, input_tensor: Array, state: LIFAdExState | None = None) -> tuple:
         """(spikes (..., hidden), LIFAdExState) after one step."""
-        op = type(self).__name__
-        x = F._check_input(input_tensor, op, "input_tensor")
-        _check_weights(x, self.input_weights, None, op)
-        shape = (*x.shape[:-1], self.hidden_size)
-        q = self._q(x, shape)
-        st = (self._state0(q, shape, x) if state is None
-              else _check_state(state, LIFAdExState, op, shape, x))
-        return _adex_rec(NF.linear(x, self.input_weights), st, self._w_rec(), q, self.dt,
-                         _spike_fn(q["method"], q["alpha"], op))
+        return self._one(input_tensor, state)
 
 
 class LIFAdExRecurrent(_AdExRecurrent):
@@ -242,23 +221,7 @@ class LIFAdExRecurrent(_AdExRecurrent):
 
     def forward(self, input_tensor: Array, state: LIFAdExState | None = None) -> tuple:
         """(spikes (T, ..., hidden), state) over every step of ``input_tensor``."""
-        op = type(self).__name__
-        x = _check_seq(input_tensor, op)
-        _check_weights(x, self.input_weights, None, op)
-        shape = (*x.shape[1:-1], self.hidden_size)
-        q = self._q(x, shape)
-        st = (self._state0(q, shape, x) if state is None
-              else LIFAdExState(*_check_state(state, LIFAdExState, op, shape, x,
-                                              shapes_from=" (one step of the input)")))
-        spike, w_rec = _spike_fn(q["method"], q["alpha"], op), self._w_rec()
-        x_in = NF.linear(x, self.input_weights)   # every step's input current at once
-        spikes, states = [], []
-        for xt in gp.unstack(x_in, axis=0):
-            z, st = _adex_rec(xt, st, w_rec, q, self.dt, spike)
-            spikes.append(z)
-            states.append(st)
-        out = gp.stack(spikes, axis=0)
-        return out, _stack_states(LIFAdExState, states) if self.record_states else st
+        return self._all(input_tensor, state)
 
 
 # ---- population encoding ---------------------------------------------------------------------

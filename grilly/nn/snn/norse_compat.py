@@ -366,13 +366,39 @@ def lif_feed_forward_step(input_spikes: Array, state: LIFFeedForwardState,
 
 
 def _ff_step(x, state, p, dt, op: str, arg: str = "input_spikes") -> tuple:
+    return _ff_call(_lif_ff_update, x, state, p, dt, op, arg, LIFParameters,
+                    LIFFeedForwardState, _ff_rest)
+
+
+def _ff_rest(q: dict, shape: tuple, x: Array) -> LIFFeedForwardState:
+    return LIFFeedForwardState(_rest(q, shape, x), _zeros(shape, x))
+
+
+def _ff_call(step, x, state, p, dt, op: str, arg: str, kind, state_kind, state0) -> tuple:
+    """A functional feed-forward step: x, p (a ``kind``), the state (``state0(q, shape, x)``
+    for None) and dt checked, then ``step(x, state, q, dt, spike)``."""
     x = F._check_input(x, op, arg)
-    q = _params(p, LIFParameters, op, x, x.shape)
-    if state is None:
-        state = LIFFeedForwardState(_rest(q, x.shape, x), _zeros(x.shape, x))
-    v, i = _check_state(state, LIFFeedForwardState, op, x.shape, x)
-    z, v, i = _lif_update(i + x, v, q, _dt(dt, op), _spike_fn(q["method"], q["alpha"], op),
-                          False)
+    q = _params(p, kind, op, x, x.shape)
+    st = (state0(q, x.shape, x) if state is None
+          else _check_state(state, state_kind, op, x.shape, x))
+    return step(x, st, q, _dt(dt, op), _spike_fn(q["method"], q["alpha"], op))
+
+
+def _rec_call(step, x, state, w_in, w_rec, p, dt, op: str, arg: str, kind, state_kind) -> tuple:
+    """A functional recurrent step: x, the weights, p (a ``kind``), the state and dt checked,
+    then ``step(x w_in^T, state, w_rec, q, dt, spike)``."""
+    x = F._check_input(x, op, arg)
+    hidden = _check_weights(x, w_in, w_rec, op)
+    shape = (*x.shape[:-1], hidden)
+    q = _params(p, kind, op, x, shape)
+    st = _check_state(state, state_kind, op, shape, x)
+    return step(NF.linear(x, w_in), st, w_rec, q, _dt(dt, op),
+                _spike_fn(q["method"], q["alpha"], op))
+
+
+def _lif_ff_update(x, st, q, dt, spike) -> tuple:
+    v, i = st
+    z, v, i = _lif_update(i + x, v, q, dt, spike, False)
     return z, LIFFeedForwardState(v, i)
 
 
@@ -381,17 +407,12 @@ def lif_step(input_spikes: Array, state: LIFState, input_weights: Array,
              dt: float = 0.001) -> tuple:
     """One Euler step of Norse's recurrent LIF: the current jumps by input_spikes
     input_weights^T + z recurrent_weights^T; (spikes, LIFState); the reset detached."""
-    op = "lif_step"
-    x = F._check_input(input_spikes, op, "input_spikes")
-    hidden = _check_weights(x, input_weights, recurrent_weights, op)
-    shape = (*x.shape[:-1], hidden)
-    q = _params(p, LIFParameters, op, x, shape)
-    z0, v, i = _check_state(state, LIFState, op, shape, x)
-    return _rec_step(NF.linear(x, input_weights), z0, v, i, recurrent_weights, q, _dt(dt, op),
-                     _spike_fn(q["method"], q["alpha"], op))
+    return _rec_call(_rec_step, input_spikes, state, input_weights, recurrent_weights, p, dt,
+                     "lif_step", "input_spikes", LIFParameters, LIFState)
 
 
-def _rec_step(x_in, z0, v, i, w_rec, q, dt, spike):
+def _rec_step(x_in, st, w_rec, q, dt, spike):
+    z0, v, i = st
     z, v, i = _lif_update(i + x_in + NF.linear(z0, w_rec), v, q, dt, spike, True)
     return z, LIFState(z, v, i)
 
@@ -537,6 +558,29 @@ def _zeros(shape: tuple, like: Array) -> Array:
     return gp.zeros(shape, dtype=like.dtype, device=like.device)
 
 
+def _stack(kind, states: list):
+    """Every step's state stacked on a new first axis (nested states field by field)."""
+    fields = []
+    for f in kind._fields:
+        vals = [getattr(s, f) for s in states]
+        if isinstance(vals[0], tuple):
+            fields.append(_stack(type(vals[0]), vals))
+        else:
+            fields.append(gp.stack(vals, axis=0))
+    return kind(*fields)
+
+
+def _run(x: Array, st, step: Callable, kind, record: bool) -> tuple:
+    """``step(x_t, state) -> (out, state)`` over the first axis of x: (the outputs stacked,
+    the last state, or every step's stacked as ``kind`` with ``record``)."""
+    outs, states = [], []
+    for xt in gp.unstack(x, axis=0):
+        z, st = step(xt, st)
+        outs.append(z)
+        states.append(st)
+    return gp.stack(outs, axis=0), _stack(kind, states) if record else st
+
+
 def _rest(q: dict, shape: tuple, like: Array) -> Array:
     """The initial membrane v = v_leak (shape ``shape``), detached from a learnable v_leak:
     Norse starts from a detached copy (``clone_tensor(p.v_leak)``), so v_leak's gradient
@@ -549,16 +593,9 @@ def _lif_sequence(x, st, q, dt, op, *, fused: bool, record: bool) -> tuple:
     spike = _spike_fn(q["method"], q["alpha"], op)
     v0, i0 = st
     if not _fusable(x, spike, record, fused):
-        spikes, states = [], []
-        v, i = v0, (i0 if i0 is not None else _zeros(x.shape[1:], x))
-        for xt in gp.unstack(x, axis=0):
-            z, v, i = _lif_update(i + xt, v, q, dt, spike, False)
-            spikes.append(z)
-            states.append((v, i))
-        if record:
-            return gp.stack(spikes, axis=0), LIFFeedForwardState(
-                gp.stack([s[0] for s in states], axis=0), gp.stack([s[1] for s in states], axis=0))
-        return gp.stack(spikes, axis=0), LIFFeedForwardState(v, i)
+        st = LIFFeedForwardState(v0, i0 if i0 is not None else _zeros(x.shape[1:], x))
+        return _run(x, st, lambda xt, s: _lif_ff_update(xt, s, q, dt, spike),
+                    LIFFeedForwardState, record)
     shape = tuple(x.shape[1:])
     # the current i'[t] = i'[t-1] (1 - dt/tau_syn) + x[t] is a leaky scan (the kept i enters
     # at the first step); with u = v - v_reset the membrane is grilly's LIF: u' = beta u +
@@ -579,17 +616,8 @@ def _lif_sequence(x, st, q, dt, op, *, fused: bool, record: bool) -> tuple:
 def _li_sequence(x, st, q, dt, *, fused: bool, record: bool) -> tuple:
     v0, i0 = st
     if not (fused and x.ndim >= 2 and x.dtype in (gp.float32, gp.float64)):
-        vs, states = [], []
-        v, i = v0, (i0 if i0 is not None else _zeros(x.shape[1:], x))
-        for xt in gp.unstack(x, axis=0):
-            v, s = _li_update(i + xt, v, q, dt)
-            i = s.i
-            vs.append(v)
-            states.append(s)
-        out = gp.stack(vs, axis=0)
-        if record:
-            return out, LIState(out, gp.stack([s.i for s in states], axis=0))
-        return out, LIState(v, i)
+        st = LIState(v0, i0 if i0 is not None else _zeros(x.shape[1:], x))
+        return _run(x, st, lambda xt, s: _li_update(s.i + xt, s.v, q, dt), LIState, record)
     shape = tuple(x.shape[1:])
     # two leaky scans: the current as in LIF, then v[t] = (1 - c) v[t-1] + c (v_leak + i'[t])
     a = 1.0 - dt * q["tau_syn_inv"]
@@ -606,14 +634,9 @@ def _box_sequence(x, v0, q, dt, op, *, fused: bool, record: bool) -> tuple:
     spike = _spike_fn(q["method"], q["alpha"], op)
     rm = q["reset_method"]
     if not (_fusable(x, spike, record, fused) and rm in (reset_value, reset_subtract)):
-        spikes, vs = [], []
-        v = v0
-        for xt in gp.unstack(x, axis=0):
-            z, (v,) = _box_update(xt, v, q, dt, spike)
-            spikes.append(z)
-            vs.append(v)
-        return gp.stack(spikes, axis=0), LIFBoxFeedForwardState(
-            gp.stack(vs, axis=0) if record else v)
+        return _run(x, LIFBoxFeedForwardState(v0),
+                    lambda xt, s: _box_update(xt, s.v, q, dt, spike), LIFBoxFeedForwardState,
+                    record)
     shape = tuple(x.shape[1:])
     c = dt * q["tau_mem_inv"]
     # reset_value: u = v - v_reset reset to 0 in its step; reset_subtract: v loses v_th
@@ -652,6 +675,45 @@ class _Norse(Module):
 
     def _zeros(self, shape: tuple, x: Array) -> Array:
         return _zeros(shape, x)
+
+    # The step-by-step neurons state only their own part: ``_state_kind`` (the state they
+    # carry), ``_state0`` (the state for None) and ``_step(x, state, q, dt, spike) -> (out,
+    # state)``; ``_one`` and ``_all`` run them for one step or over the first axis.
+    _state_kind = None
+    _arg = "input_tensor"                         # the input's name in a cell's errors
+    _shapes_from = " (one step of the input)"     # said of a bad state of a sequence
+
+    def _shape(self, x: Array, op: str, seq: bool) -> tuple:
+        """The layer's shape: one step of the input."""
+        return tuple(x.shape[1:]) if seq else x.shape
+
+    def _first(self, state, q: dict, shape: tuple, x: Array, op: str, seq: bool):
+        """The first state: ``_state0`` for None, else ``state`` checked."""
+        if state is None:
+            return self._state0(q, shape, x)
+        kind = self._state_kind
+        return kind(*_check_state(state, kind, op, shape, x,
+                                  shapes_from=self._shapes_from if seq else None))
+
+    def _begin(self, input_tensor: Array, state, seq: bool) -> tuple:
+        """(x, parameters, first state, spike function) of a call; ``seq``: x is (T, ...)."""
+        op = type(self).__name__
+        x = _check_seq(input_tensor, op) if seq else F._check_input(input_tensor, op, self._arg)
+        shape = self._shape(x, op, seq)
+        q = self._q(x, shape)
+        st = self._first(state, q, shape, x, op, seq)
+        return x, q, st, _spike_fn(q["method"], q["alpha"], op)
+
+    def _one(self, input_tensor: Array, state) -> tuple:
+        """One step: (out, state)."""
+        x, q, st, spike = self._begin(input_tensor, state, False)
+        return self._step(x, st, q, self.dt, spike)
+
+    def _all(self, input_tensor: Array, state) -> tuple:
+        """Every step of (T, ...): (outs (T, ...), the last state or every step's)."""
+        x, q, st, spike = self._begin(input_tensor, state, True)
+        return _run(x, st, lambda xt, s: self._step(xt, s, q, self.dt, spike), self._state_kind,
+                    self.record_states)
 
     def extra_repr(self) -> str:
         return f"p={self.p}, dt={self.dt}"
@@ -712,6 +774,9 @@ class _Recurrent(_Norse):
     ``recurrent_weights`` (hidden, hidden), N(0, 2/hidden); without autapses the recurrent
     diagonal is zero and gets no gradient."""
 
+    _state_kind = LIFState
+    _step = staticmethod(_rec_step)
+
     def __init__(self, input_size: int, hidden_size: int, p, input_weights, recurrent_weights,
                  autapses: bool, dt: float) -> None:
         super().__init__(p, dt)
@@ -754,6 +819,24 @@ class _Recurrent(_Norse):
     def _state0(self, q: dict, shape: tuple, x: Array):
         return LIFState(self._zeros(shape, x), self._v0(q, shape, x), self._zeros(shape, x))
 
+    def _shape(self, x: Array, op: str, seq: bool) -> tuple:
+        """(..., hidden_size) once the input's features match input_weights."""
+        _check_weights(x, self.input_weights, None, op)
+        return (*x.shape[1 if seq else 0:-1], self.hidden_size)
+
+    # a recurrent ``_step(x_in, state, w_rec, q, dt, spike)`` gets x input_weights^T
+
+    def _one(self, input_tensor: Array, state) -> tuple:
+        x, q, st, spike = self._begin(input_tensor, state, False)
+        return self._step(NF.linear(x, self.input_weights), st, self._w_rec(), q, self.dt, spike)
+
+    def _all(self, input_tensor: Array, state) -> tuple:
+        x, q, st, spike = self._begin(input_tensor, state, True)
+        w_rec = self._w_rec()
+        x_in = NF.linear(x, self.input_weights)   # every step's input current in one product
+        return _run(x_in, st, lambda xt, s: self._step(xt, s, w_rec, q, self.dt, spike),
+                    self._state_kind, self.record_states)
+
     def extra_repr(self) -> str:
         return (f"input_size={self.input_size}, hidden_size={self.hidden_size}, p={self.p}, "
                 f"autapses={self.autapses}, dt={self.dt}")
@@ -771,20 +854,14 @@ class LIFRecurrentCell(_Recurrent):
 
     def forward(self, input_tensor: Array, state: LIFState | None = None) -> tuple:
         """(spikes (..., hidden), LIFState) after one step."""
-        op = type(self).__name__
-        x = F._check_input(input_tensor, op, "input_tensor")
-        _check_weights(x, self.input_weights, None, op)
-        shape = (*x.shape[:-1], self.hidden_size)
-        q = self._q(x, shape)
-        z0, v, i = (self._state0(q, shape, x) if state is None
-                    else _check_state(state, LIFState, op, shape, x))
-        return _rec_step(NF.linear(x, self.input_weights), z0, v, i, self._w_rec(), q, self.dt,
-                         _spike_fn(q["method"], q["alpha"], op))
+        return self._one(input_tensor, state)
 
 
 class LIFRecurrent(_Recurrent):
     """Norse's ``LIFRecurrent``: the recurrent LIF over the first axis of (T, ..., input_size):
     (spikes (T, ..., hidden), the last LIFState, or every step's with ``record_states``)."""
+
+    _shapes_from = None   # (its bad-state error has always named the layer's shape only)
 
     def __init__(self, input_size: int, hidden_size: int, p: LIFParameters = LIFParameters(),
                  input_weights: Array | None = None, recurrent_weights: Array | None = None,
@@ -795,26 +872,7 @@ class LIFRecurrent(_Recurrent):
 
     def forward(self, input_tensor: Array, state: LIFState | None = None) -> tuple:
         """(spikes (T, ..., hidden), state) over every step of ``input_tensor``."""
-        op = type(self).__name__
-        x = _check_seq(input_tensor, op)
-        _check_weights(x, self.input_weights, None, op)
-        shape = (*x.shape[1:-1], self.hidden_size)
-        q = self._q(x, shape)
-        z, v, i = (self._state0(q, shape, x) if state is None
-                   else _check_state(state, LIFState, op, shape, x))
-        spike = _spike_fn(q["method"], q["alpha"], op)
-        w_rec = self._w_rec()
-        x_in = NF.linear(x, self.input_weights)   # every step's input current in one product
-        spikes, states = [], []
-        for xt in gp.unstack(x_in, axis=0):
-            z, s = _rec_step(xt, z, v, i, w_rec, q, self.dt, spike)
-            _, v, i = s
-            spikes.append(z)
-            states.append(s)
-        out = gp.stack(spikes, axis=0)
-        if self.record_states:
-            return out, LIFState(*(gp.stack([s[k] for s in states], axis=0) for k in range(3)))
-        return out, states[-1]
+        return self._all(input_tensor, state)
 
 
 class LICell(_Norse):

@@ -21,9 +21,8 @@ from ...array import api as gp
 from ...array.array import Array
 from .. import functional as NF
 from . import functional as F
-from .norse_compat import (_check_seq, _check_weights, _dt, _float, _full, _Norse, _params,
-                           _Recurrent, _spike_fn, _zeros, _broadcasts_to)
-from .norse_lsnn import _stack
+from .norse_compat import (_check_weights, _dt, _float, _full, _Norse, _params, _Recurrent,
+                           _spike_fn, _zeros, _broadcasts_to)
 
 __all__ = ["IzhikevichParameters", "IzhikevichState", "IzhikevichRecurrentState",
            "IzhikevichSpikingBehavior", "create_izhikevich_spiking_behavior",
@@ -159,8 +158,13 @@ def izhikevich_feed_forward_step(input_current: Array, s: IzhikevichState,
     op = "izhikevich_feed_forward_step"
     x = F._check_input(input_current, op, "input_current")
     q, spike = _izh_params(p, op, x, x.shape)
-    v, u = _state(s, IzhikevichState, op, x.shape, x)
-    z, v, u = _izh_update(x, v, u, q, _dt(dt, op), spike)
+    st = _state(s, IzhikevichState, op, x.shape, x)
+    return _izh_ff_update(x, st, q, _dt(dt, op), spike)
+
+
+def _izh_ff_update(x, st, q, dt, spike) -> tuple:
+    v, u = st
+    z, v, u = _izh_update(x, v, u, q, dt, spike)
     return z, IzhikevichState(v, u)
 
 
@@ -193,65 +197,65 @@ def _behavior(spiking_method, op: str) -> IzhikevichSpikingBehavior:
 
 
 class _IzhMixin:
+    """The Izhikevich modules' first state: the preset's for None."""
+
     _kind = IzhikevichParameters
 
-    def _run_start(self, x: Array, shape: tuple, state, kind) -> tuple:
-        op = type(self).__name__
-        q, spike = _izh_params(self.p, op, x, shape)
-        if state is None:
-            s = self.spiking_method.s
-            st = (_field(s.v, "v", op, shape, x), _field(s.u, "u", op, shape, x))
-            # (the initial membrane is a detached copy, as Norse's)
-            st = tuple(_full(t.detach(), shape, x) for t in st)
-            if kind is IzhikevichRecurrentState:
-                st = (_zeros(shape, x), *st)
-        else:
-            st = _state(state, kind, op, shape, x)
-        return q, spike, st
+    def _first(self, state, q: dict, shape: tuple, x: Array, op: str, seq: bool):
+        kind = self._state_kind
+        if state is not None:
+            return kind(*_state(state, kind, op, shape, x))
+        s = self.spiking_method.s
+        st = (_field(s.v, "v", op, shape, x), _field(s.u, "u", op, shape, x))
+        # (the initial membrane is a detached copy, as Norse's)
+        st = tuple(_full(t.detach(), shape, x) for t in st)
+        if kind is IzhikevichRecurrentState:
+            st = (_zeros(shape, x), *st)
+        return kind(*st)
 
 
-class IzhikevichCell(_IzhMixin, _Norse):
-    """Norse's ``IzhikevichCell(spiking_method)``: one step, ``z, state = cell(x, state)``;
-    state None starts from the preset's state."""
+class _IzhFeedForward(_IzhMixin, _Norse):
+    """The feed-forward neuron's state and step; the preset kept as ``spiking_method``."""
 
-    def __init__(self, spiking_method: IzhikevichSpikingBehavior, dt: float = 0.001) -> None:
+    _state_kind = IzhikevichState
+    _step = staticmethod(_izh_ff_update)
+
+    def __init__(self, spiking_method: IzhikevichSpikingBehavior, dt: float) -> None:
         _behavior(spiking_method, type(self).__name__)
         super().__init__(spiking_method.p, dt)
         self.spiking_method = spiking_method
 
+
+class IzhikevichCell(_IzhFeedForward):
+    """Norse's ``IzhikevichCell(spiking_method)``: one step, ``z, state = cell(x, state)``;
+    state None starts from the preset's state."""
+
+    def __init__(self, spiking_method: IzhikevichSpikingBehavior, dt: float = 0.001) -> None:
+        super().__init__(spiking_method, dt)
+
     def forward(self, input_tensor: Array, state: IzhikevichState | None = None) -> tuple:
         """(spikes, IzhikevichState) after one step."""
-        x = F._check_input(input_tensor, type(self).__name__, "input_tensor")
-        q, spike, (v, u) = self._run_start(x, x.shape, state, IzhikevichState)
-        z, v, u = _izh_update(x, v, u, q, self.dt, spike)
-        return z, IzhikevichState(v, u)
+        return self._one(input_tensor, state)
 
 
-class Izhikevich(_IzhMixin, _Norse):
+class Izhikevich(_IzhFeedForward):
     """Norse's ``Izhikevich(spiking_method)``: the neuron over the first axis of (T, ...):
     (spikes (T, ...), the last IzhikevichState, or every step's with ``record_states``)."""
 
     def __init__(self, spiking_method: IzhikevichSpikingBehavior, dt: float = 0.001,
                  record_states: bool = False) -> None:
-        _behavior(spiking_method, type(self).__name__)
-        super().__init__(spiking_method.p, dt)
-        self.spiking_method = spiking_method
+        super().__init__(spiking_method, dt)
         self.record_states = bool(record_states)
 
     def forward(self, input_tensor: Array, state: IzhikevichState | None = None) -> tuple:
         """(spikes (T, ...), state) over every step of ``input_tensor``."""
-        x = _check_seq(input_tensor, type(self).__name__)
-        q, spike, (v, u) = self._run_start(x, tuple(x.shape[1:]), state, IzhikevichState)
-        spikes, states = [], []
-        for xt in gp.unstack(x, axis=0):
-            z, v, u = _izh_update(xt, v, u, q, self.dt, spike)
-            spikes.append(z)
-            states.append(IzhikevichState(v, u))
-        out = gp.stack(spikes, axis=0)
-        return out, _stack(IzhikevichState, states) if self.record_states else states[-1]
+        return self._all(input_tensor, state)
 
 
 class _IzhRecurrent(_IzhMixin, _Recurrent):
+    _state_kind = IzhikevichRecurrentState
+    _step = staticmethod(_izh_rec)
+
     def __init__(self, input_size, hidden_size, spiking_method, input_weights,
                  recurrent_weights, autapses, dt) -> None:
         _behavior(spiking_method, type(self).__name__)
@@ -275,12 +279,7 @@ class IzhikevichRecurrentCell(_IzhRecurrent):
     def forward(self, input_tensor: Array, state: IzhikevichRecurrentState | None = None
                 ) -> tuple:
         """(spikes (..., hidden), IzhikevichRecurrentState) after one step."""
-        op = type(self).__name__
-        x = F._check_input(input_tensor, op, "input_tensor")
-        _check_weights(x, self.input_weights, None, op)
-        shape = (*x.shape[:-1], self.hidden_size)
-        q, spike, st = self._run_start(x, shape, state, IzhikevichRecurrentState)
-        return _izh_rec(NF.linear(x, self.input_weights), st, self._w_rec(), q, self.dt, spike)
+        return self._one(input_tensor, state)
 
 
 class IzhikevichRecurrent(_IzhRecurrent):
@@ -298,16 +297,4 @@ class IzhikevichRecurrent(_IzhRecurrent):
     def forward(self, input_tensor: Array, state: IzhikevichRecurrentState | None = None
                 ) -> tuple:
         """(spikes (T, ..., hidden), state) over every step of ``input_tensor``."""
-        op = type(self).__name__
-        x = _check_seq(input_tensor, op)
-        _check_weights(x, self.input_weights, None, op)
-        shape = (*x.shape[1:-1], self.hidden_size)
-        q, spike, st = self._run_start(x, shape, state, IzhikevichRecurrentState)
-        w_rec = self._w_rec()
-        spikes, states = [], []
-        for xt in gp.unstack(NF.linear(x, self.input_weights), axis=0):
-            z, st = _izh_rec(xt, st, w_rec, q, self.dt, spike)
-            spikes.append(z)
-            states.append(st)
-        out = gp.stack(spikes, axis=0)
-        return out, _stack(IzhikevichRecurrentState, states) if self.record_states else st
+        return self._all(input_tensor, state)

@@ -19,9 +19,8 @@ from ...array import api as gp
 from ...array.array import Array
 from .. import functional as NF
 from . import functional as F
-from .norse_compat import (_check_seq, _check_state, _check_weights, _dt, _full, _Norse, _params,
-                           _Recurrent, _rest, _spike_fn, _zeros)
-from .norse_lsnn import _stack
+from .norse_compat import (_check_state, _check_weights, _dt, _ff_call, _full, _Norse, _params,
+                           _rec_call, _Recurrent, _rest, _spike_fn, _zeros)
 
 __all__ = ["LIFExParameters", "LIFExState", "LIFExFeedForwardState", "lif_ex_step",
            "lif_ex_feed_forward_step", "lif_ex_current_encoder", "LIFExCell", "LIFEx",
@@ -75,12 +74,14 @@ def lif_ex_feed_forward_step(input_spikes: Array, state: LIFExFeedForwardState |
                              p: LIFExParameters = LIFExParameters(), dt: float = 0.001) -> tuple:
     """One Euler step of Norse's feed-forward exponential LIF: (spikes,
     LIFExFeedForwardState); state None is Norse's default (v = i = 0)."""
-    op = "lif_ex_feed_forward_step"
-    x = F._check_input(input_spikes, op, "input_spikes")
-    q = _params(p, LIFExParameters, op, x, x.shape)
-    v, i = ((_zeros(x.shape, x), _zeros(x.shape, x)) if state is None
-            else _check_state(state, LIFExFeedForwardState, op, x.shape, x))
-    z, v, i = _ex_update(i + x, v, q, _dt(dt, op), _spike_fn(q["method"], q["alpha"], op))
+    return _ff_call(_ex_ff_update, input_spikes, state, p, dt, "lif_ex_feed_forward_step",
+                    "input_spikes", LIFExParameters, LIFExFeedForwardState,
+                    lambda q, shape, x: (_zeros(shape, x), _zeros(shape, x)))
+
+
+def _ex_ff_update(x, st, q, dt, spike) -> tuple:
+    v, i = st
+    z, v, i = _ex_update(i + x, v, q, dt, spike)
     return z, LIFExFeedForwardState(v, i)
 
 
@@ -95,14 +96,8 @@ def lif_ex_step(input_tensor: Array, state: LIFExState, input_weights: Array,
                 dt: float = 0.001) -> tuple:
     """One Euler step of Norse's recurrent exponential LIF: the current jumps by input_tensor
     input_weights^T + z recurrent_weights^T; (spikes, LIFExState)."""
-    op = "lif_ex_step"
-    x = F._check_input(input_tensor, op, "input_tensor")
-    hidden = _check_weights(x, input_weights, recurrent_weights, op)
-    shape = (*x.shape[:-1], hidden)
-    q = _params(p, LIFExParameters, op, x, shape)
-    st = _check_state(state, LIFExState, op, shape, x)
-    return _ex_rec(NF.linear(x, input_weights), st, recurrent_weights, q, _dt(dt, op),
-                   _spike_fn(q["method"], q["alpha"], op))
+    return _rec_call(_ex_rec, input_tensor, state, input_weights, recurrent_weights, p, dt,
+                     "lif_ex_step", "input_tensor", LIFExParameters, LIFExState)
 
 
 def lif_ex_current_encoder(input_current: Array, voltage: Array,
@@ -123,33 +118,33 @@ class _Voltage(NamedTuple):
     voltage: Array
 
 
-class LIFExCell(_Norse):
-    """Norse's ``LIFExCell``: one step of the feed-forward exponential LIF, ``z, state =
-    cell(x, state)``; state None starts from v = v_leak, i = 0."""
+class _ExFeedForward(_Norse):
+    """The feed-forward exponential LIF's state and step (``_Norse``'s ``_one``, ``_all``)."""
 
     _kind = LIFExParameters
+    _state_kind = LIFExFeedForwardState
+    _step = staticmethod(_ex_ff_update)
+
+    def _state0(self, q: dict, shape: tuple, x: Array):
+        return LIFExFeedForwardState(_rest(q, shape, x), _zeros(shape, x))
+
+
+class LIFExCell(_ExFeedForward):
+    """Norse's ``LIFExCell``: one step of the feed-forward exponential LIF, ``z, state =
+    cell(x, state)``; state None starts from v = v_leak, i = 0."""
 
     def __init__(self, p: LIFExParameters = LIFExParameters(), dt: float = 0.001) -> None:
         super().__init__(p, dt)
 
     def forward(self, input_tensor: Array, state: LIFExFeedForwardState | None = None) -> tuple:
         """(spikes, LIFExFeedForwardState) after one step."""
-        op = type(self).__name__
-        x = F._check_input(input_tensor, op, "input_tensor")
-        q = self._q(x, x.shape)
-        if state is None:
-            state = LIFExFeedForwardState(_rest(q, x.shape, x), _zeros(x.shape, x))
-        v, i = _check_state(state, LIFExFeedForwardState, op, x.shape, x)
-        z, v, i = _ex_update(i + x, v, q, self.dt, _spike_fn(q["method"], q["alpha"], op))
-        return z, LIFExFeedForwardState(v, i)
+        return self._one(input_tensor, state)
 
 
-class LIFEx(_Norse):
+class LIFEx(_ExFeedForward):
     """Norse's ``LIFEx``: the feed-forward exponential LIF over the first axis of (T, ...):
     (spikes (T, ...), the last LIFExFeedForwardState, or every step's with
     ``record_states``)."""
-
-    _kind = LIFExParameters
 
     def __init__(self, p: LIFExParameters = LIFExParameters(), dt: float = 0.001,
                  record_states: bool = False) -> None:
@@ -158,25 +153,13 @@ class LIFEx(_Norse):
 
     def forward(self, input_tensor: Array, state: LIFExFeedForwardState | None = None) -> tuple:
         """(spikes (T, ...), state) over every step of ``input_tensor``."""
-        op = type(self).__name__
-        x = _check_seq(input_tensor, op)
-        shape = tuple(x.shape[1:])
-        q = self._q(x, shape)
-        v, i = ((_rest(q, shape, x), _zeros(shape, x)) if state is None
-                else _check_state(state, LIFExFeedForwardState, op, shape, x,
-                                  shapes_from=" (one step of the input)"))
-        spike = _spike_fn(q["method"], q["alpha"], op)
-        spikes, states = [], []
-        for xt in gp.unstack(x, axis=0):
-            z, v, i = _ex_update(i + xt, v, q, self.dt, spike)
-            spikes.append(z)
-            states.append(LIFExFeedForwardState(v, i))
-        out = gp.stack(spikes, axis=0)
-        return out, _stack(LIFExFeedForwardState, states) if self.record_states else states[-1]
+        return self._all(input_tensor, state)
 
 
 class _ExRecurrent(_Recurrent):
     _kind = LIFExParameters
+    _state_kind = LIFExState
+    _step = staticmethod(_ex_rec)
 
     def _state0(self, q: dict, shape: tuple, x: Array):
         return LIFExState(self._zeros(shape, x), self._v0(q, shape, x), self._zeros(shape, x))
@@ -194,15 +177,7 @@ class LIFExRecurrentCell(_ExRecurrent):
 
     def forward(self, input_tensor: Array, state: LIFExState | None = None) -> tuple:
         """(spikes (..., hidden), LIFExState) after one step."""
-        op = type(self).__name__
-        x = F._check_input(input_tensor, op, "input_tensor")
-        _check_weights(x, self.input_weights, None, op)
-        shape = (*x.shape[:-1], self.hidden_size)
-        q = self._q(x, shape)
-        st = (self._state0(q, shape, x) if state is None
-              else _check_state(state, LIFExState, op, shape, x))
-        return _ex_rec(NF.linear(x, self.input_weights), st, self._w_rec(), q, self.dt,
-                       _spike_fn(q["method"], q["alpha"], op))
+        return self._one(input_tensor, state)
 
 
 class LIFExRecurrent(_ExRecurrent):
@@ -218,22 +193,7 @@ class LIFExRecurrent(_ExRecurrent):
 
     def forward(self, input_tensor: Array, state: LIFExState | None = None) -> tuple:
         """(spikes (T, ..., hidden), state) over every step of ``input_tensor``."""
-        op = type(self).__name__
-        x = _check_seq(input_tensor, op)
-        _check_weights(x, self.input_weights, None, op)
-        shape = (*x.shape[1:-1], self.hidden_size)
-        q = self._q(x, shape)
-        st = (self._state0(q, shape, x) if state is None
-              else LIFExState(*_check_state(state, LIFExState, op, shape, x,
-                                            shapes_from=" (one step of the input)")))
-        spike, w_rec = _spike_fn(q["method"], q["alpha"], op), self._w_rec()
-        spikes, states = [], []
-        for xt in gp.unstack(NF.linear(x, self.input_weights), axis=0):
-            z, st = _ex_rec(xt, st, w_rec, q, self.dt, spike)
-            spikes.append(z)
-            states.append(st)
-        out = gp.stack(spikes, axis=0)
-        return out, _stack(LIFExState, states) if self.record_states else st
+        return self._all(input_tensor, state)
 
 
 # ---- integrate-and-fire ----------------------------------------------------------------------
@@ -285,7 +245,12 @@ def _iaf_ff(x, state, p, dt, op: str) -> tuple:
     q = _params(p, IAFParameters, op, x, x.shape)
     (v,) = ((_iaf_rest(q, x.shape, x),) if state is None
             else _check_state(state, IAFFeedForwardState, op, x.shape, x))
-    z, v = _iaf_update(v + x, q, _spike_fn(q["method"], q["alpha"], op))
+    return _iaf_ff_update(x, (v,), q, None, _spike_fn(q["method"], q["alpha"], op))
+
+
+def _iaf_ff_update(x, st, q, dt, spike) -> tuple:
+    # (no dt: Norse's IAF adds the input as it is)
+    z, v = _iaf_update(st[0] + x, q, spike)
     return z, IAFFeedForwardState(v)
 
 
@@ -306,25 +271,34 @@ def iaf_step(input_spikes: Array, state: IAFState, input_weights: Array,
     return z, IAFState(z, v)
 
 
-class IAFCell(_Norse):
+class _IAFFeedForward(_Norse):
+    """The feed-forward IAF's state and step (``_Norse``'s ``_one``, ``_all``)."""
+
+    _kind = IAFParameters
+    _state_kind = IAFFeedForwardState
+    _step = staticmethod(_iaf_ff_update)
+
+    def _state0(self, q: dict, shape: tuple, x: Array):
+        return IAFFeedForwardState(_iaf_rest(q, shape, x))
+
+
+class IAFCell(_IAFFeedForward):
     """Norse's ``IAFCell``: one step, ``z, state = cell(x, state)``; state None starts from
     v = v_reset."""
 
-    _kind = IAFParameters
+    _arg = "input_spikes"
 
     def __init__(self, p: IAFParameters = IAFParameters(), dt: float = 0.001) -> None:
         super().__init__(p, dt)
 
     def forward(self, input_tensor: Array, state: IAFFeedForwardState | None = None) -> tuple:
         """(spikes, IAFFeedForwardState) after one step."""
-        return _iaf_ff(input_tensor, state, self.p, self.dt, type(self).__name__)
+        return self._one(input_tensor, state)
 
 
-class IAF(_Norse):
+class IAF(_IAFFeedForward):
     """Norse's ``IAF``: the integrate-and-fire neuron over the first axis of (T, ...): (spikes
     (T, ...), the last IAFFeedForwardState, or every step's with ``record_states``)."""
-
-    _kind = IAFParameters
 
     def __init__(self, p: IAFParameters = IAFParameters(), dt: float = 0.001,
                  record_states: bool = False) -> None:
@@ -333,18 +307,4 @@ class IAF(_Norse):
 
     def forward(self, input_tensor: Array, state: IAFFeedForwardState | None = None) -> tuple:
         """(spikes (T, ...), state) over every step of ``input_tensor``."""
-        op = type(self).__name__
-        x = _check_seq(input_tensor, op)
-        shape = tuple(x.shape[1:])
-        q = self._q(x, shape)
-        (v,) = ((_iaf_rest(q, shape, x),) if state is None
-                else _check_state(state, IAFFeedForwardState, op, shape, x,
-                                  shapes_from=" (one step of the input)"))
-        spike = _spike_fn(q["method"], q["alpha"], op)
-        spikes, states = [], []
-        for xt in gp.unstack(x, axis=0):
-            z, v = _iaf_update(v + xt, q, spike)
-            spikes.append(z)
-            states.append(IAFFeedForwardState(v))
-        out = gp.stack(spikes, axis=0)
-        return out, _stack(IAFFeedForwardState, states) if self.record_states else states[-1]
+        return self._all(input_tensor, state)

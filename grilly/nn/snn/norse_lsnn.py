@@ -25,16 +25,14 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ...array import api as gp
-
 from ...array.array import Array
 from .. import functional as NF
 from . import functional as F
 from .norse_adex import (LIFAdExFeedForwardState, LIFAdExParameters, LIFAdExState,
                          _adex_update)
-from .norse_compat import (LIFFeedForwardState, LIFParameters, LIFState, _check_seq,
-                           _check_state, _check_weights, _dt, _full, _lif_update, _Norse,
-                           _params, _Recurrent, _Sequence, _spike_fn, _value, _zeros)
+from .norse_compat import (LIFFeedForwardState, LIFParameters, LIFState, _check_state,
+                           _check_weights, _dt, _ff_call, _full, _lif_update, _Norse, _params,
+                           _rec_call, _Recurrent, _Sequence, _spike_fn, _value, _zeros)
 
 __all__ = ["LSNNParameters", "LSNNState", "LSNNFeedForwardState", "lsnn_step",
            "lsnn_feed_forward_step", "LSNNCell", "LSNN", "LSNNRecurrentCell", "LSNNRecurrent",
@@ -50,18 +48,6 @@ def _no_adjoint(adjoint: bool, op: str) -> None:
     if adjoint:
         raise NotImplementedError(f"{op}: adjoint=True (Norse's adjoint equations) is not "
                                   "supported; grilly differentiates the Euler steps (BPTT)")
-
-
-def _stack(kind, states: list):
-    """Every step's state stacked on a new first axis (nested states field by field)."""
-    fields = []
-    for f in kind._fields:
-        vals = [getattr(s, f) for s in states]
-        if isinstance(vals[0], tuple):
-            fields.append(_stack(type(vals[0]), vals))
-        else:
-            fields.append(gp.stack(vals, axis=0))
-    return kind(*fields)
 
 
 # ---- LSNN ------------------------------------------------------------------------------------
@@ -120,16 +106,12 @@ def lsnn_feed_forward_step(input_tensor: Array, state: LSNNFeedForwardState | No
                            p: LSNNParameters = LSNNParameters(), dt: float = 0.001) -> tuple:
     """One Euler step of Norse's feed-forward LSNN: (spikes, LSNNFeedForwardState); state
     None is the rest state (v = v_leak, i = 0, b = v_th)."""
-    return _lsnn_ff(input_tensor, state, p, dt, "lsnn_feed_forward_step")
+    return _ff_call(_lsnn_ff_update, input_tensor, state, p, dt, "lsnn_feed_forward_step",
+                    "input_tensor", LSNNParameters, LSNNFeedForwardState, _lsnn_rest)
 
 
-def _lsnn_ff(x, state, p, dt, op: str) -> tuple:
-    x = F._check_input(x, op, "input_tensor")
-    q = _params(p, LSNNParameters, op, x, x.shape)
-    st = (_lsnn_rest(q, x.shape, x) if state is None
-          else _check_state(state, LSNNFeedForwardState, op, x.shape, x))
-    z, v, i, b = _lsnn_update(x, *st, q, _dt(dt, op), _spike_fn(q["method"], q["alpha"], op),
-                              False)
+def _lsnn_ff_update(x, st, q, dt, spike) -> tuple:
+    z, v, i, b = _lsnn_update(x, *st, q, dt, spike, False)
     return z, LSNNFeedForwardState(v, i, b)
 
 
@@ -144,21 +126,24 @@ def lsnn_step(input_tensor: Array, state: LSNNState, input_weights: Array,
               dt: float = 0.001) -> tuple:
     """One Euler step of Norse's recurrent LSNN: (spikes, LSNNState); the current gains
     input_tensor input_weights^T + z recurrent_weights^T after the step."""
-    op = "lsnn_step"
-    x = F._check_input(input_tensor, op, "input_tensor")
-    hidden = _check_weights(x, input_weights, recurrent_weights, op)
-    shape = (*x.shape[:-1], hidden)
-    q = _params(p, LSNNParameters, op, x, shape)
-    st = _check_state(state, LSNNState, op, shape, x)
-    return _lsnn_rec(NF.linear(x, input_weights), st, recurrent_weights, q, _dt(dt, op),
-                     _spike_fn(q["method"], q["alpha"], op))
+    return _rec_call(_lsnn_rec, input_tensor, state, input_weights, recurrent_weights, p, dt,
+                     "lsnn_step", "input_tensor", LSNNParameters, LSNNState)
 
 
-class LSNNCell(_Norse):
-    """Norse's ``LSNNCell``: one step of the feed-forward LSNN, ``z, state = cell(x, state)``;
-    state None starts at rest (v = v_leak, i = 0, b = v_th)."""
+class _LSNNFeedForward:
+    """The feed-forward LSNN's state and step (for ``_Norse``'s ``_one`` and ``_all``)."""
 
     _kind = LSNNParameters
+    _state_kind = LSNNFeedForwardState
+    _step = staticmethod(_lsnn_ff_update)
+
+    def _state0(self, q: dict, shape: tuple, x: Array):
+        return LSNNFeedForwardState(*_lsnn_rest(q, shape, x))
+
+
+class LSNNCell(_LSNNFeedForward, _Norse):
+    """Norse's ``LSNNCell``: one step of the feed-forward LSNN, ``z, state = cell(x, state)``;
+    state None starts at rest (v = v_leak, i = 0, b = v_th)."""
 
     def __init__(self, p: LSNNParameters = LSNNParameters(), adjoint: bool = False,
                  dt: float = 0.001) -> None:
@@ -167,14 +152,12 @@ class LSNNCell(_Norse):
 
     def forward(self, input_tensor: Array, state: LSNNFeedForwardState | None = None) -> tuple:
         """(spikes, LSNNFeedForwardState) after one step."""
-        return _lsnn_ff(input_tensor, state, self.p, self.dt, type(self).__name__)
+        return self._one(input_tensor, state)
 
 
-class LSNN(_Sequence):
+class LSNN(_LSNNFeedForward, _Sequence):
     """Norse's ``LSNN``: the feed-forward LSNN over the first axis of (T, ...): (spikes
     (T, ...), the last LSNNFeedForwardState, or every step's with ``record_states``)."""
-
-    _kind = LSNNParameters
 
     def __init__(self, p: LSNNParameters = LSNNParameters(), adjoint: bool = False,
                  dt: float = 0.001, record_states: bool = False) -> None:
@@ -183,25 +166,13 @@ class LSNN(_Sequence):
 
     def forward(self, input_tensor: Array, state: LSNNFeedForwardState | None = None) -> tuple:
         """(spikes (T, ...), state) over every step of ``input_tensor``."""
-        op = type(self).__name__
-        x = _check_seq(input_tensor, op)
-        shape = tuple(x.shape[1:])
-        q = self._q(x, shape)
-        st = (_lsnn_rest(q, shape, x) if state is None
-              else _check_state(state, LSNNFeedForwardState, op, shape, x,
-                                shapes_from=" (one step of the input)"))
-        spike = _spike_fn(q["method"], q["alpha"], op)
-        spikes, states = [], []
-        for xt in gp.unstack(x, axis=0):
-            z, *st = _lsnn_update(xt, *st, q, self.dt, spike, False)
-            spikes.append(z)
-            states.append(LSNNFeedForwardState(*st))
-        out = gp.stack(spikes, axis=0)
-        return out, _stack(LSNNFeedForwardState, states) if self.record_states else states[-1]
+        return self._all(input_tensor, state)
 
 
 class _LSNNRecurrent(_Recurrent):
     _kind = LSNNParameters
+    _state_kind = LSNNState
+    _step = staticmethod(_lsnn_rec)
 
     def __init__(self, input_size, hidden_size, p, adjoint, input_weights, recurrent_weights,
                  autapses, dt) -> None:
@@ -226,15 +197,7 @@ class LSNNRecurrentCell(_LSNNRecurrent):
 
     def forward(self, input_tensor: Array, state: LSNNState | None = None) -> tuple:
         """(spikes (..., hidden), LSNNState) after one step."""
-        op = type(self).__name__
-        x = F._check_input(input_tensor, op, "input_tensor")
-        _check_weights(x, self.input_weights, None, op)
-        shape = (*x.shape[:-1], self.hidden_size)
-        q = self._q(x, shape)
-        st = (self._state0(q, shape, x) if state is None
-              else _check_state(state, LSNNState, op, shape, x))
-        return _lsnn_rec(NF.linear(x, self.input_weights), st, self._w_rec(), q, self.dt,
-                         _spike_fn(q["method"], q["alpha"], op))
+        return self._one(input_tensor, state)
 
 
 class LSNNRecurrent(_LSNNRecurrent):
@@ -252,22 +215,7 @@ class LSNNRecurrent(_LSNNRecurrent):
 
     def forward(self, input_tensor: Array, state: LSNNState | None = None) -> tuple:
         """(spikes (T, ..., hidden), state) over every step of ``input_tensor``."""
-        op = type(self).__name__
-        x = _check_seq(input_tensor, op)
-        _check_weights(x, self.input_weights, None, op)
-        shape = (*x.shape[1:-1], self.hidden_size)
-        q = self._q(x, shape)
-        st = (self._state0(q, shape, x) if state is None
-              else LSNNState(*_check_state(state, LSNNState, op, shape, x,
-                                           shapes_from=" (one step of the input)")))
-        spike, w_rec = _spike_fn(q["method"], q["alpha"], op), self._w_rec()
-        spikes, states = [], []
-        for xt in gp.unstack(NF.linear(x, self.input_weights), axis=0):
-            z, st = _lsnn_rec(xt, st, w_rec, q, self.dt, spike)
-            spikes.append(z)
-            states.append(st)
-        out = gp.stack(spikes, axis=0)
-        return out, _stack(LSNNState, states) if self.record_states else st
+        return self._all(input_tensor, state)
 
 
 # ---- refractory LIF and AdEx -----------------------------------------------------------------
@@ -513,20 +461,29 @@ class _RefracRecurrent(_RefracMixin, _Recurrent):
         super().__init__(input_size, hidden_size, p, input_weights, recurrent_weights, autapses,
                          dt)
 
-    def _start(self, x: Array, shape: tuple, state) -> tuple:
-        op = type(self).__name__
-        q, rho_reset, spike = _refrac_params(self.p, self._refrac_kind, op, x, shape)
+    @property
+    def _state_kind(self):
+        return LIFAdExRefracState if self._refrac_kind[4] else LIFRefracState
+
+    def _q(self, x: Array, shape: tuple) -> dict:
+        """The inner parameters with rho_reset (the threshold method is the inner one's)."""
+        q, rho_reset, _ = _refrac_params(self.p, self._refrac_kind, type(self).__name__, x,
+                                         shape)
+        return {**q, "rho_reset": rho_reset}
+
+    def _first(self, state, q: dict, shape: tuple, x: Array, op: str, seq: bool):
         kind = self._refrac_kind
         if state is None:
             inner, rho = _refrac_rest(q, shape, x, True, kind[4])
             inner = kind[2](*inner)
         else:
-            outer = LIFAdExRefracState if kind[4] else LIFRefracState
-            inner, rho = _refrac_state(state, outer, kind, True, op, shape, x)
-        return q, rho_reset, spike, inner, rho
+            inner, rho = _refrac_state(state, self._state_kind, kind, True, op, shape, x)
+        return self._state_kind(inner, rho)
 
-    def _outer(self, inner, rho):
-        return (LIFAdExRefracState if self._refrac_kind[4] else LIFRefracState)(inner, rho)
+    def _step(self, x_in, st, w_rec, q: dict, dt: float, spike) -> tuple:
+        z, inner, rho = _refrac_step(x_in, *st, q, q["rho_reset"], dt, spike, self._refrac_kind,
+                                     w_rec)
+        return z, self._state_kind(inner, rho)
 
 
 class LIFRefracRecurrentCell(_RefracRecurrent):
@@ -542,14 +499,7 @@ class LIFRefracRecurrentCell(_RefracRecurrent):
 
     def forward(self, input_tensor: Array, state=None) -> tuple:
         """(spikes (..., hidden), the refractory state) after one step."""
-        op = type(self).__name__
-        x = F._check_input(input_tensor, op, "input_tensor")
-        _check_weights(x, self.input_weights, None, op)
-        shape = (*x.shape[:-1], self.hidden_size)
-        q, rho_reset, spike, inner, rho = self._start(x, shape, state)
-        z, inner, rho = _refrac_step(NF.linear(x, self.input_weights), inner, rho, q, rho_reset,
-                                     self.dt, spike, self._refrac_kind, self._w_rec())
-        return z, self._outer(inner, rho)
+        return self._one(input_tensor, state)
 
 
 class LIFRefracRecurrent(_RefracRecurrent):
@@ -567,20 +517,7 @@ class LIFRefracRecurrent(_RefracRecurrent):
 
     def forward(self, input_tensor: Array, state=None) -> tuple:
         """(spikes (T, ..., hidden), state) over every step of ``input_tensor``."""
-        op = type(self).__name__
-        x = _check_seq(input_tensor, op)
-        _check_weights(x, self.input_weights, None, op)
-        shape = (*x.shape[1:-1], self.hidden_size)
-        q, rho_reset, spike, inner, rho = self._start(x, shape, state)
-        w_rec = self._w_rec()
-        spikes, states = [], []
-        for xt in gp.unstack(NF.linear(x, self.input_weights), axis=0):
-            z, inner, rho = _refrac_step(xt, inner, rho, q, rho_reset, self.dt, spike,
-                                         self._refrac_kind, w_rec)
-            spikes.append(z)
-            states.append(self._outer(inner, rho))
-        out = gp.stack(spikes, axis=0)
-        return out, _stack(type(states[-1]), states) if self.record_states else states[-1]
+        return self._all(input_tensor, state)
 
 
 class LIFAdExRefracRecurrentCell(LIFRefracRecurrentCell):
