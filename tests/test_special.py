@@ -260,3 +260,14 @@ def test_bad_input_errors():
         S.xlogy(1.0, 2.0)
     with pytest.raises(TypeError, match="logit: eps"):
         S.logit(a, eps="0.1")
+
+
+def test_normal_functions_at_huge_arguments(device):
+    """ndtr and log_ndtr where Dekker's split of x would overflow (|x| near the dtype's top)."""
+    for dt, big in ((np.float32, 3e38), (np.float64, 1e308)):
+        x = np.array([big, -big, 1e30, -1e30], dt)
+        t = torch.tensor(x.astype(np.float64))
+        got = np.asarray(S.ndtr(gp.asarray(x, device=device)), np.float64)
+        np.testing.assert_array_equal(got, torch.special.ndtr(t).numpy())
+        got = np.asarray(S.log_ndtr(gp.asarray(x, device=device)), np.float64)
+        assert got[0] == 0 and got[2] == 0 and got[1] < -1e59 and got[3] < -1e59

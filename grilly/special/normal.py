@@ -131,7 +131,9 @@ def _erfc_scaled_arg(x, sign: float):
 
 
 def _ndtr(x):
-    xf = gp.where(gp.isinf(x), 0.0, x)   # (the split of an infinity is NaN)
+    # (the split of an infinity, or of |x| near the dtype's top, is NaN; erfc is saturated
+    # long before 40)
+    xf = gp.clip(gp.where(gp.isinf(x), 0.0, x), -40.0, 40.0)
     out = 0.5 * _erfc_scaled_arg(xf, -1.0)
     return gp.where(gp.isinf(x), gp.where(x > 0, gp.ones_like(x), 0.0), out)
 
@@ -140,7 +142,7 @@ def _log_ndtr(x):
     bound = -20.0 if _f64(x) else -10.0
     xm = gp.clip(x, bound, 0.0)
     mid = gp.log(0.5 * _erfc_scaled_arg(xm, -1.0))
-    xp = gp.maximum(x, 0.0)
+    xp = gp.clip(x, 0.0, 40.0)   # (erfc underflows long before 40; the split would overflow)
     upper = gp.log1p(-0.5 * _erfc_scaled_arg(xp, 1.0))
     # the asymptotic series below the bound: sum_k (-1)^k (2k-1)!! / x^2k
     xa = gp.minimum(x, bound)
