@@ -120,40 +120,35 @@ def _kth(op: str, x, pos, d: int, keep: bool):
     return _pick(op, x, _OPS["take_along_axis"](order, pos, axis=d), d, keep)
 
 
+def _middle(op: str, x, axis, dim, keepdim, keepdims, skip_nan: bool):
+    """median/nanmedian's (values, indices): the lower middle of each slice (of its non-NaN
+    values with ``skip_nan``), or the 0-d value of all elements without a dim."""
+    d = _axis(op, axis, dim)
+    keep = keepdims if keepdim is None else keepdim
+    if d is None:
+        return _middle(op, _OPS["reshape"](x, (-1,)), None, 0, None, False, skip_nan).values
+    d = _one_dim(op, x, d)
+    n = x.shape[d] if x.ndim else 1
+    if n == 0:
+        raise IndexError(f"{op}: dimension {d} is empty")
+    pos = (n - 1) // 2
+    if x.dtype.kind in "fc":   # NaNs sort last, the first one at n - (the NaN count)
+        nans = _OPS["sum"](_OPS["isnan"](_flat(x.detach())), axis=d, keepdims=True)
+        pos = (_OPS["maximum"](_OPS["floor_divide"](n - nans - 1, 2), 0) if skip_nan
+               else _OPS["where"](nans > 0, n - nans, pos))
+    return _kth(op, x, pos, d, keep)
+
+
 def median(x, axis=None, *, dim=None, keepdim=None, keepdims=False):
     """torch.median: the lower of the two middle values (no average) and its index, or a NaN
     where the slice has one; without dim, the 0-d median of all elements."""
-    d = _axis("median", axis, dim)
-    keep = keepdims if keepdim is None else keepdim
-    if d is None:
-        return median(_OPS["reshape"](x, (-1,)), dim=0).values
-    d = _one_dim("median", x, d)
-    n = x.shape[d] if x.ndim else 1
-    if n == 0:
-        raise IndexError(f"median: dimension {d} is empty")
-    pos = (n - 1) // 2
-    if x.dtype.kind in "fc":   # a NaN sorts last: its first one is at n - (the NaN count)
-        nans = _OPS["sum"](_OPS["isnan"](_flat(x.detach())), axis=d, keepdims=True)
-        pos = _OPS["where"](nans > 0, n - nans, pos)
-    return _kth("median", x, pos, d, keep)
+    return _middle("median", x, axis, dim, keepdim, keepdims, False)
 
 
 def nanmedian(x, axis=None, *, dim=None, keepdim=None, keepdims=False):
     """torch.nanmedian: median's form ignoring NaNs (the lower middle of the non-NaN values, and
     its index; NaN where a slice is all NaN); without dim, the 0-d nanmedian of all elements."""
-    d = _axis("nanmedian", axis, dim)
-    keep = keepdims if keepdim is None else keepdim
-    if d is None:
-        return nanmedian(_OPS["reshape"](x, (-1,)), dim=0).values
-    d = _one_dim("nanmedian", x, d)
-    n = x.shape[d] if x.ndim else 1
-    if n == 0:
-        raise IndexError(f"nanmedian: dimension {d} is empty")
-    pos = (n - 1) // 2
-    if x.dtype.kind in "fc":   # NaNs sort last: the middle of the n - (NaN count) before them
-        nans = _OPS["sum"](_OPS["isnan"](_flat(x.detach())), axis=d, keepdims=True)
-        pos = _OPS["maximum"](_OPS["floor_divide"](n - nans - 1, 2), 0)
-    return _kth("nanmedian", x, pos, d, keep)
+    return _middle("nanmedian", x, axis, dim, keepdim, keepdims, True)
 
 
 def _quantile(name: str):

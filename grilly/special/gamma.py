@@ -135,9 +135,10 @@ def _lgamma_pos(x):
     prod = gp.ones_like(x)
     for j in range(1, 9):   # (x - 1) ... (x - n) for n >= 1
         prod = gp.where(n >= j, prod * (x - float(j)), prod)
-    base = _s(u) + gp.log(prod)
+    su = _s(u)
+    base = su + gp.log(prod)
     xs = gp.where(x > 0, x, 1.0)
-    low = _s(u) - gp.log(xs) - gp.where(n < -1.5, gp.log1p(xs), 0.0)
+    low = su - gp.log(xs) - gp.where(n < -1.5, gp.log1p(xs), 0.0)
     mid = gp.where(n < 0, low, base)
     # Stirling: (z - 1/2) log z - z + log(2 pi)/2 + sum B_2k / (2k (2k-1) z^(2k-1))
     z = gp.maximum(x, _BIG)
@@ -161,10 +162,8 @@ def _gammaln(x):
 def _digamma_pos(x):
     """digamma(x) for x > 0."""
     x0h, x0l = PSI_ROOT if x.dtype == gp.float64 else PSI_ROOT32
-    near = (x >= 1.25) & (x < 1.75)
-    t = (x - x0h) - x0l
-    root = t * _horner(PSI_ROOT_SERIES[:_terms(x, "root")], t)
-    # shifted into [1.25, 2.5): up by 1 or 2 (below 1.25), down by n (2.5 <= x < 10)
+    # shifted into [1.25, 2.5): up by 1 or 2 (below 1.25), down by n (2.5 <= x < 10); x in
+    # [1.25, 2.5) is y itself, with no correction
     up = gp.where(x < 0.25, 2.0, gp.where(x < 1.25, gp.ones_like(x), 0.0))
     n = gp.clip(gp.floor(x - 1.5), 0.0, 8.0)
     y = x + up - n
@@ -175,7 +174,7 @@ def _digamma_pos(x):
     yt = (y - x0h) - x0l
     y_root = yt * _horner(PSI_ROOT_SERIES[:_terms(x, "root")], yt)
     base = gp.where(y < 1.75, y_root, _s_prime(gp.clip(y - 2.0, -0.5, 0.5)))
-    mid = gp.where(near, root, base + corr)
+    mid = base + corr
     z = gp.maximum(x, _BIG)
     r2 = 1.0 / (z * z)
     coeffs = [float(-_B[2 * k] / (2 * k)) for k in range(1, _terms(x, "psi") + 1)]
