@@ -1,9 +1,10 @@
 """grilly.special against mpmath (values, float32 and float64, in ulp of the correctly rounded
 result) and torch.special / torch on float64 (special values, gradients), on every device:
-gammaln, digamma, polygamma, multigammaln, erfinv, ndtr, log_ndtr, ndtri, i0, i0e, i1, i1e,
-xlogy, xlog1py, logit, entr and the aliases; the top-level names (gp.lgamma, gp.erf, gp.i0...)
+gammaln, digamma, polygamma, multigammaln, erfinv, erfcx, ndtr, log_ndtr, ndtri, i0, i0e, i1,
+i1e, zeta, xlogy, xlog1py, logit, entr and the aliases; the top-level names (gp.lgamma, gp.erf, gp.i0...)
 and the methods (x.lgamma(), x.polygamma(n), x.erfinv_()); torch's window functions and
 NumPy's kaiser."""
+import functools
 import math
 import zlib
 
@@ -41,6 +42,8 @@ _CASES = [
     ("polygamma3", lambda x: S.polygamma(3, x), lambda v: mp.polygamma(3, v),
      [(1e-2, 3), (3, 50)], (8, 12)),
     ("erfinv", S.erfinv, mp.erfinv, [(-0.999, 0.999), (0.999, 1.0), (-1e-6, 1e-6)], (3, 3)),
+    ("erfcx", S.erfcx, lambda v: mp.exp(v * v) * mp.erfc(v),
+     [(-9, -1), (-1, 2), (2, 8.8), (8.8, 9.2), (9.2, 30), (25, 27), (30, 1e6)], (4, 4)),
     ("ndtr", S.ndtr, mp.ncdf, [(-12, -4), (-4, 4)], (3, 3)),
     ("log_ndtr", S.log_ndtr, lambda v: mp.log(mp.ncdf(v)), [(-30, -8), (-8, 0), (0, 6)],
      (3, 3)),
@@ -84,8 +87,60 @@ def test_ndtri_far_tails_within_ulp(device):
 _SPECIAL_VALUES = [0.0, -0.0, 1.0, 2.0, -1.0, -2.0, -0.5, 0.5, math.inf, -math.inf, math.nan]
 
 
-@pytest.mark.parametrize("name", ["lgamma", "digamma", "erfinv", "ndtr", "log_ndtr", "ndtri",
-                                  "logit", "entr", "polygamma1", "polygamma2"])
+def _zeta_ref(s: float, q: float):
+    """Hurwitz zeta by Euler-Maclaurin at 60 digits (mpmath's zeta loses digits at large q:
+    at q = 8190 it was 1e-12 off at 40 digits)."""
+    with mp.workdps(60):
+        s, q = mp.mpf(s), mp.mpf(q)
+        w = q + 60
+        tot = mp.fsum((q + k) ** -s for k in range(60)) + w ** (1 - s) / (s - 1) + w ** -s / 2
+        return tot + mp.fsum(mp.bernoulli(2 * j) / mp.factorial(2 * j) * mp.rf(s, 2 * j - 1)
+                             * w ** (-s - 2 * j + 1) for j in range(1, 31))
+
+
+@functools.lru_cache(maxsize=None)
+def _zeta_points(dt):
+    """(s, q, reference) in dtype ``dt``; computed once for every device."""
+    rng = np.random.default_rng(11)
+    boxes = [((1.001, 3), (1e-3, 1)), ((1.001, 3), (1, 50)), ((3, 30), (0.01, 2)),
+             ((3, 60), (2, 1e4)), ((60, 200), (1, 30))]
+    s = np.concatenate([rng.uniform(a, b, 25) for (a, b), _ in boxes]).astype(dt)
+    q = np.concatenate([rng.uniform(a, b, 25) for _, (a, b) in boxes]).astype(dt)
+    return s, q, np.array([float(_zeta_ref(float(a), float(b))) for a, b in zip(s, q)])
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64], ids=["f32", "f64"])
+def test_zeta_within_ulp(device, dt):
+    s, q, ref = _zeta_points(dt)
+    tiny, huge = (1e-37, 3e38) if dt == np.float32 else (1e-300, 1e300)
+    keep = (np.abs(ref) > tiny) & (np.abs(ref) < huge)
+    got = S.zeta(gp.asarray(s, device=device), gp.asarray(q, device=device))
+    assert got.dtype == (gp.float32 if dt == np.float32 else gp.float64)
+    assert _ulp(np.asarray(got)[keep], ref[keep], dt) <= 4
+
+
+def test_zeta_special_values_scalars_and_gradient(device):
+    s = np.array([1.0, 0.5, 2.0, 2.0, 2.0, 2.0, 3.0, 2.5, math.inf, math.inf, 2.0, math.nan])
+    q = np.array([1.0, 1.0, 0.0, -1.0, -1.5, 1e-30, -2.5, -2.5, 1.0, 0.5, 1.0, 1.0])
+    got = np.asarray(S.zeta(gp.asarray(s, device=device), gp.asarray(q, device=device)))
+    ref = torch.special.zeta(torch.tensor(s), torch.tensor(q)).numpy()
+    np.testing.assert_allclose(got, ref, rtol=1e-13)   # NaN and inf where torch has them
+    # q = inf: the limit 0 (torch: NaN); a Python number for either argument, as torch
+    assert float(S.zeta(gp.asarray([2.0], device=device), math.inf)[0]) == 0.0
+    np.testing.assert_allclose(np.asarray(S.zeta(3.0, gp.asarray([1.0, 2.0], device=device))),
+                               torch.special.zeta(3.0, torch.tensor([1.0, 2.0])).numpy(),
+                               rtol=1e-6)
+    qg = gp.asarray([0.5, 1.0, 7.0], device=device, dtype=gp.float64, requires_grad=True)
+    S.zeta(gp.asarray([2.5, 3.0, 4.0], device=device, dtype=gp.float64), qg).sum().backward()
+    want = [-a * float(_zeta_ref(a + 1, b)) for a, b in ((2.5, 0.5), (3.0, 1.0), (4.0, 7.0))]
+    np.testing.assert_allclose(np.asarray(qg.grad), want, rtol=1e-13)
+    sg = gp.asarray([2.5], device=device, dtype=gp.float64, requires_grad=True)
+    with pytest.raises(NotImplementedError, match="zeta"):
+        S.zeta(sg, gp.asarray([1.0], device=device, dtype=gp.float64)).sum().backward()
+
+
+@pytest.mark.parametrize("name", ["lgamma", "digamma", "erfinv", "erfcx", "ndtr", "log_ndtr",
+                                  "ndtri", "logit", "entr", "polygamma1", "polygamma2"])
 def test_special_values_as_torch(device, name):
     x = np.array(_SPECIAL_VALUES + [0.999, 1e-300])
     t = torch.tensor(x, dtype=torch.float64)
@@ -101,7 +156,8 @@ def test_special_values_as_torch(device, name):
         # 6.6e32 (a pole: grilly gives inf)
         keep = ~np.isinf(x) & ~((x < 0) & (x == np.round(x)))
     else:
-        fn = {"lgamma": S.gammaln, "digamma": S.digamma, "erfinv": S.erfinv, "ndtr": S.ndtr,
+        fn = {"lgamma": S.gammaln, "digamma": S.digamma, "erfinv": S.erfinv, "erfcx": S.erfcx,
+              "ndtr": S.ndtr,
               "log_ndtr": S.log_ndtr, "ndtri": S.ndtri, "logit": S.logit, "entr": S.entr}[name]
         got, ref = fn(ga), getattr(torch.special, {"lgamma": "gammaln", "digamma": "digamma"}
                                    .get(name, name))(t)
@@ -143,6 +199,7 @@ def test_gradients_against_torch():
     z = np.array([-40.0, -9.0, -1.0, 0.0, 2.0, 7.0])
     _grad(S.log_ndtr, torch.special.log_ndtr, z)
     _grad(S.ndtr, torch.special.ndtr, z)
+    _grad(S.erfcx, torch.special.erfcx, np.array([-9.0, -1.0, 0.0, 2.0, 7.0, 30.0, 1e5]))
     _grad(S.logit, torch.logit, np.array([0.05, 0.5, 0.97]), 0.1)
     _grad(S.entr, torch.special.entr, np.array([0.1, 1.0, 3.0]))
     b = np.array([-30.0, -2.5, 0.0, 1e-3, 0.7, 9.0, 25.0])
@@ -209,6 +266,13 @@ def test_half_and_integer_inputs(device):
         assert got.dtype == dt
         np.testing.assert_allclose(np.asarray(gp.astype(got, gp.float64)),
                                    torch.lgamma(torch.tensor(x)).numpy(), rtol=1e-2, atol=1e-2)
+        h = gp.astype(gp.asarray(x, device=device), dt)
+        xr = torch.tensor(np.asarray(gp.astype(h, gp.float64)))   # the rounded inputs
+        for got, ref in ((S.erfcx(h), torch.special.erfcx(xr)),
+                         (S.zeta(h + 2.0, h), torch.special.zeta(xr + 2.0, xr))):
+            assert got.dtype == dt
+            np.testing.assert_allclose(np.asarray(gp.astype(got, gp.float64)), ref.numpy(),
+                                       rtol=1e-2, atol=1e-7)   # (zeta(13, 11) is under float16's range)
     got = S.digamma(gp.asarray([1, 2, 5], device=device))
     assert got.dtype == gp.float64     # integers compute in the default float, as NumPy
     np.testing.assert_allclose(np.asarray(got), torch.digamma(torch.tensor([1., 2, 5],
