@@ -23,6 +23,8 @@ from .nn import functional as _F
 from .nn import serialization as _ser
 from .nn._random import manual_seed
 from .special import digamma, erf, erfc, erfinv, i0, logit, mvlgamma, polygamma, xlogy
+from .special import gammainc as igamma
+from .special import gammaincc as igammac
 from .special import gammaln as lgamma
 from .utils.helpers import _shape, randn, tensor
 
@@ -33,7 +35,7 @@ __all__ = ["Generator", "Tensor", "addmm", "baddbmm", "bernoulli", "bmm", "cat",
            "randn_like", "randperm", "save", "scatter", "scatter_add", "seed", "set_rng_state",
            "sigmoid", "tensor", "relu", "softmax", "log_softmax", "mm", "as_tensor",
            "erf", "erfc", "erfinv", "lgamma", "digamma", "polygamma", "mvlgamma", "logit",
-           "xlogy", "i0",
+           "xlogy", "i0", "igamma", "igammac",
            # torch's top-level linalg helpers (grilly.linalg's functions)
            "cholesky_inverse", "cholesky_solve", "geqrf", "lu_unpack"]
 

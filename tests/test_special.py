@@ -1,7 +1,8 @@
 """grilly.special against mpmath (values, float32 and float64, in ulp of the correctly rounded
 result) and torch.special / torch on float64 (special values, gradients), on every device:
 gammaln, digamma, polygamma, multigammaln, erfinv, erfcx, ndtr, log_ndtr, ndtri, i0, i0e, i1,
-i1e, zeta, xlogy, xlog1py, logit, entr and the aliases; the top-level names (gp.lgamma, gp.erf, gp.i0...)
+i1e, zeta, gammainc, gammaincc, xlogy, xlog1py, logit, entr and the aliases; the top-level names
+(gp.lgamma, gp.erf, gp.i0, gp.igamma...)
 and the methods (x.lgamma(), x.polygamma(n), x.erfinv_()); torch's window functions and
 NumPy's kaiser."""
 import functools
@@ -137,6 +138,78 @@ def test_zeta_special_values_scalars_and_gradient(device):
     sg = gp.asarray([2.5], device=device, dtype=gp.float64, requires_grad=True)
     with pytest.raises(NotImplementedError, match="zeta"):
         S.zeta(sg, gp.asarray([1.0], device=device, dtype=gp.float64)).sum().backward()
+
+
+@functools.lru_cache(maxsize=None)
+def _igamma_points(dt):
+    """(a, x, P, Q) over the regions (series, continued fraction, small a, Temme), in ``dt``."""
+    rng = np.random.default_rng(5)
+    a = np.exp(rng.uniform(math.log(1e-3), math.log(1e4), 70))
+    x = a * np.exp(rng.uniform(-2.5, 1.2, 70))
+    a = np.concatenate([a, [0.3, 0.05, 0.9, 1.0, 3.0, 25.0, 500.0, 500.0]]).astype(dt)
+    x = np.concatenate([x, [1.05, 0.5, 1.2, 1.0, 3.0, 30.0, 500.0, 650.0]]).astype(dt)
+    p = [float(mp.gammainc(mp.mpf(float(u)), 0, mp.mpf(float(v)), regularized=True))
+         for u, v in zip(a, x)]
+    q = [float(mp.gammainc(mp.mpf(float(u)), mp.mpf(float(v)), mp.inf, regularized=True))
+         for u, v in zip(a, x)]
+    return a, x, np.array(p), np.array(q)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64], ids=["f32", "f64"])
+def test_gammainc_gammaincc_within_ulp(device, dt):
+    """Within 8 ulp times the sensitivity 1 + |a log(x/a) - (x - a)| (the exponent of the
+    prefactor x^a e^-x / Gamma(a): an input's rounding moves the result by that much)."""
+    with mp.workdps(30):
+        a, x, p, q = _igamma_points(dt)
+    ga, gx = gp.asarray(a, device=device), gp.asarray(x, device=device)
+    tiny = 1e-37 if dt == np.float32 else 1e-300
+    scale = 1.0 + np.abs(a * np.log(x.astype(np.float64) / a) - (x - a.astype(np.float64)))
+    for got, ref in ((S.gammainc(ga, gx), p), (S.gammaincc(ga, gx), q)):
+        assert got.dtype == (gp.float32 if dt == np.float32 else gp.float64)
+        keep = ref > tiny
+        err = np.abs(np.asarray(got, np.float64) - ref)[keep]
+        assert np.max(err / np.spacing(ref[keep].astype(dt)) / scale[keep]) <= 8
+
+
+def test_gammainc_special_values_gradients_and_names(device):
+    a = np.array([0.0, 0.0, 1.0, 1.0, -1.0, 1.0, math.inf, 1.0, math.nan, 2.0, 0.0, 3.0])
+    x = np.array([0.0, 1.0, 0.0, math.inf, 1.0, -1.0, 1.0, math.nan, 1.0, math.inf, math.inf, 0.0])
+    ga, gx = gp.asarray(a, device=device), gp.asarray(x, device=device)
+    ta, tx = torch.tensor(a), torch.tensor(x)
+    np.testing.assert_array_equal(np.asarray(S.gammainc(ga, gx)),
+                                  torch.special.gammainc(ta, tx).numpy())
+    np.testing.assert_array_equal(np.asarray(S.gammaincc(ga, gx)),
+                                  torch.special.gammaincc(ta, tx).numpy())
+    # the x-gradient as torch's (x = 0 too); the a-gradient (torch has none) against mpmath
+    a = np.array([0.5, 1.0, 3.0, 30.0, 0.5, 2.0])
+    x = np.array([0.7, 1.5, 2.0, 33.0, 0.0, 0.0])
+    for upper in (False, True):
+        fn, tfn = (S.gammaincc, torch.special.gammaincc) if upper else (S.gammainc,
+                                                                        torch.special.gammainc)
+        gxg = gp.asarray(x, device=device, requires_grad=True)
+        fn(gp.asarray(a, device=device), gxg).sum().backward()
+        txg = torch.tensor(x, requires_grad=True)
+        tfn(torch.tensor(a), txg).sum().backward()
+        np.testing.assert_allclose(np.asarray(gxg.grad), txg.grad.numpy(), rtol=1e-12)
+        gag = gp.asarray(a[:4], device=device, requires_grad=True)
+        fn(gag, gp.asarray(x[:4], device=device)).sum().backward()
+        want = [float(mp.diff(lambda s, v=v: (mp.gammainc(s, v, mp.inf, regularized=True)
+                                              if upper else
+                                              mp.gammainc(s, 0, v, regularized=True)), u))
+                for u, v in zip(a[:4], x[:4])]
+        np.testing.assert_allclose(np.asarray(gag.grad), want, rtol=1e-9)
+    # torch's names: gp.igamma / igammac and the methods, with a number for either argument
+    t = gp.asarray([1.5, 4.0], device=device)
+    np.testing.assert_allclose(np.asarray(gp.igamma(t, 2.0)),
+                               torch.igamma(torch.tensor([1.5, 4.0]), torch.tensor(2.0)).numpy(),
+                               rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(t.igammac(gp.asarray([1.0, 9.0], device=device))),
+                               torch.tensor([1.5, 4.0]).igammac(torch.tensor([1.0, 9.0])).numpy(),
+                               rtol=1e-6)
+    u = gp.asarray([2.0, 3.0], device=device)
+    u.igamma_(gp.asarray([1.0, 1.0], device=device))
+    np.testing.assert_allclose(np.asarray(u), torch.special.gammainc(
+        torch.tensor([2.0, 3.0]), torch.tensor([1.0, 1.0])).numpy(), rtol=1e-6)
 
 
 @pytest.mark.parametrize("name", ["lgamma", "digamma", "erfinv", "erfcx", "ndtr", "log_ndtr",

@@ -1554,7 +1554,11 @@ for _name, _attr, _doc in (
         ("logit", "logit", "log(x / (1 - x)), optionally clamped by eps (grilly.special.logit)."),
         ("xlogy", "xlogy", "x * log(other), 0 where x == 0 (grilly.special.xlogy)."),
         ("mvlgamma", "mvlgamma", "The log multivariate gamma of dimension p (torch.mvlgamma)."),
-        ("i0", "i0", "The modified Bessel function I0 (grilly.special.i0).")):
+        ("i0", "i0", "The modified Bessel function I0 (grilly.special.i0)."),
+        ("igamma", "gammainc", "The regularized lower incomplete gamma P(self, other) "
+                               "(grilly.special.gammainc)."),
+        ("igammac", "gammaincc", "The regularized upper incomplete gamma Q(self, other) "
+                                 "(grilly.special.gammaincc).")):
     _special_method(_name, _attr, _doc)
 
 
@@ -1565,5 +1569,5 @@ def polygamma(self: Array, n: int) -> Array:
 
 _method("polygamma", polygamma)
 for _name in ("erf", "erfc", "erfinv", "lgamma", "digamma", "logit", "xlogy", "mvlgamma",
-              "polygamma", "i0"):
+              "polygamma", "i0", "igamma", "igammac"):
     _inplace_of(_name)

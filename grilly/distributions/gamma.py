@@ -20,7 +20,8 @@ from ..random import _gamma as _random_gamma
 from ..array import api as gp
 from ..autograd import no_grad
 from . import constraints
-from ._special import digamma, gammainc, lgamma, xlogy
+from ..special import gammainc
+from ._special import digamma, lgamma, xlogy
 from .distribution import Distribution
 from .utils import broadcast_all, normal_noise, uniform_noise
 
@@ -98,8 +99,8 @@ class Gamma(Distribution):
 
     def cdf(self, value):
         value = self._validate_sample(value, "cdf")
-        # the regularized lower incomplete gamma P(a, rate x) (differentiable in both, where
-        # torch's gammainc has no gradient for the concentration)
+        # the regularized lower incomplete gamma P(a, rate x) (grilly.special's: like torch's,
+        # differentiable in the value and the rate, not in the concentration)
         return gammainc(self.concentration, self.rate * gp.maximum(value, 0.0))
 
     def entropy(self):

@@ -13,11 +13,12 @@ from ..nn import functional as _F
 from .bessel import i0, i0e, i1, i1e
 from .elementary import entr, logit, xlog1py, xlogy
 from .gamma import _floating, digamma, gammaln, multigammaln, polygamma
+from .incomplete_gamma import gammainc, gammaincc
 from .normal import erfcx, erfinv, log_ndtr, ndtr, ndtri
 from .zeta import zeta
 
 __all__ = ["digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1", "gammaln",
-           "i0", "i0e", "i1", "i1e",
+           "gammainc", "gammaincc", "i0", "i0e", "i1", "i1e",
            "lgamma", "log1p", "log_ndtr", "log_softmax", "logit", "logsumexp", "multigammaln",
            "mvlgamma", "ndtr", "ndtri", "polygamma", "psi", "round", "sinc", "softmax",
            "xlog1py", "xlogy", "zeta"]
