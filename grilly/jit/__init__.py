@@ -60,20 +60,39 @@ def _split(args: tuple, kwargs: dict) -> tuple[list, tuple]:
 
 
 def _outputs(r) -> tuple[list, Callable]:
-    """The Arrays of a result (an Array, None, or a tuple/list/dict of them) and a function
-    that rebuilds the result's structure from new Arrays."""
-    if r is None:
-        return [], lambda outs: None
-    if isinstance(r, Array):
-        return [r], lambda outs: outs[0]
-    if isinstance(r, (tuple, list)) and all(isinstance(v, Array) for v in r):
-        kind = type(r)
-        return list(r), lambda outs: kind(outs)
-    if isinstance(r, dict) and all(isinstance(v, Array) for v in r.values()):
-        keys = list(r)
-        return [r[k] for k in keys], lambda outs: dict(zip(keys, outs))
-    raise TypeError(f"grilly.jit: a traced function must return an Array, None, or a "
-                    f"tuple/list/dict of Arrays; got {type(r).__name__}")
+    """The Arrays of a result (an Array or None, or tuples, lists, named tuples and dicts of
+    them, nested) and a function that rebuilds the result's structure from new Arrays."""
+    arrays: list = []
+
+    def spec(x, path: str):
+        if x is None or isinstance(x, Array):
+            if x is not None:
+                arrays.append(x)
+            return x is not None
+        if isinstance(x, (tuple, list)):
+            return (type(x), [spec(v, f"{path}[{i}]") for i, v in enumerate(x)])
+        if isinstance(x, dict):
+            return (type(x), [(k, spec(v, f"{path}[{k!r}]")) for k, v in x.items()])
+        why = (" (a Python number is the value it had when traced: a replay would return it "
+               "unchanged; return it as an Array)" if isinstance(x, (bool, int, float, complex))
+               else "")
+        raise TypeError(f"grilly.jit: a traced function must return an Array, None, or a tuple, "
+                        f"list or dict of them (nested); {'result' + path if path else 'the result'}"
+                        f" is of type {type(x).__name__}{why}")
+
+    def build(sp, it):
+        if sp is True:
+            return next(it)
+        if sp is False:
+            return None
+        kind, items = sp
+        if issubclass(kind, dict):
+            return kind((k, build(v, it)) for k, v in items)
+        vals = [build(v, it) for v in items]
+        return kind(*vals) if hasattr(kind, "_fields") else kind(vals)
+
+    top = spec(r, "")
+    return arrays, lambda outs: build(top, iter(outs))
 
 
 class TracedFunction:

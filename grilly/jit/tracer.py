@@ -323,7 +323,7 @@ class Tracer:
         if name in d.get("_parameters", {}) or name in d.get("_modules", {}):
             return
         v = _attr(m, name)
-        if v is _MISSING or _state_like(v):
+        if v is _MISSING or _state_like(v) or _scalar(v):
             self._attrs[(id(m), name)] = [weakref.ref(m), name, v, True]
 
     def _on_grad_set(self, leaf) -> None:
@@ -425,6 +425,30 @@ class Tracer:
                                f"{v1!r} in the traced call; a replay runs kernels, not Python, and "
                                "would not change it (keep such state in an Array, updated in "
                                "place, or outside the traced function)")
+
+    def _struct_guards(self, modules: list) -> list:
+        """What a replay needs of each module the trace called besides its mode and parameters:
+        its submodules and buffers the same objects (the kernels hold a buffer, and a submodule
+        swapped in, ``model.head = nn.Linear(...)``, is not in the graph), its hooks and its
+        parameters' gradient hooks the same (a hook added or removed changes what runs), and
+        its Python numbers and strings equal to what the trace's call found (``dropout.p = 0``,
+        ``bn.momentum = 0.5``: the kernels were traced with the old value). As
+        (weakref, submodules, buffer names, buffers, [(name, value)], hooks)."""
+        out = []
+        for ref, _ in modules:
+            m = ref()
+            if m is None:
+                continue
+            d = m.__dict__
+            bufs = [(n, b) for n, b in d.get("_buffers", {}).items()
+                    for a in (self._attrs.get((id(m), n)),)
+                    if a is None or a[2] is b]   # (one the trace replaced: _module_state)
+            scalars = [(name, v0) for r, name, v0, assigned in self._attrs.values()
+                       if r() is m and not assigned and _scalar(v0) and name != "training"
+                       and name in d]
+            out.append((ref, tuple(d.get("_modules", {}).values()), tuple(n for n, _ in bufs),
+                        tuple(b for _, b in bufs), scalars, _hooks_of(m)))
+        return out
 
     def _module_state(self, outs: list, out_slots: list) -> tuple[list, list, list]:
         """Module state the trace replaced (an attribute holding None, an Array or a tuple of
@@ -560,6 +584,7 @@ class Tracer:
         # another graph
         graph.param_guards = [(ref, *pg) for ref, _ in graph.guards for m in (ref(),)
                               if m is not None for pg in (_param_guard(m),) if pg is not None]
+        graph.struct_guards = self._struct_guards(graph.guards)
         graph.final_grads = final
         graph.grad_guards = grad_guards
         graph.grad_inputs = grad_inputs
@@ -629,6 +654,27 @@ def _set_grads(sets: list, vals: list) -> None:
             leaf.grad = None
         elif leaf.grad is None or leaf.grad._buf is not vals[s]:
             leaf.grad = Array._new(vals[s], dtype, device)
+
+
+_MODULE_HOOKS = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks")
+
+
+def _hooks_of(m) -> tuple:
+    """A module's forward and backward hooks and its parameters' gradient hooks, in order (None
+    between tables): what its call runs besides its kernels."""
+    d = m.__dict__
+    out: list = []
+    for name in _MODULE_HOOKS:
+        t = d.get(name)
+        if t:
+            out.extend(t.values())
+        out.append(None)
+    for p in d.get("_parameters", {}).values():
+        h = None if p is None else p._hooks
+        if h:
+            out.extend(h.values())
+        out.append(None)
+    return tuple(out)
 
 
 def _scalar(v) -> bool:
@@ -782,6 +828,9 @@ class TracedGraph:
         self.host_guards: list = []     # (guard, its args, what it returned at the trace)
         # (weakref to a Module, its parameter entries, their requires_grad) at the trace
         self.param_guards: list = []
+        # (weakref to a Module, its submodules, buffer names, buffers, [(name, Python value)],
+        # its hooks) at the trace (Tracer._struct_guards)
+        self.struct_guards: list = []
         self.made_params: str | None = None   # a module whose parameters the trace made
         # captured segments' buffers are fixed: replays from several threads take turns
         self._lock = threading.RLock()
@@ -814,11 +863,36 @@ class TracedGraph:
                 return False
         if self.param_guards and not self._params_hold():
             return False
+        if self.struct_guards and not self._structure_holds():
+            return False
         for ref, name, structure, read in self.attr_guards:
             m = ref()
             if m is not None and _attr_mismatch(_attr(m, name), structure, read):
                 return False
         return self._host_guards_hold() if self.host_guards else True
+
+    def _structure_holds(self) -> bool:
+        """Whether each module of struct_guards holds the same submodules, buffers and hooks, and
+        its Python numbers and strings equal the trace's (a module gone holds nothing)."""
+        for ref, kids, names, bufs, scalars, hooks in self.struct_guards:
+            m = ref()
+            if m is None:
+                continue
+            d = m.__dict__
+            now = tuple(d.get("_modules", {}).values())
+            if len(now) != len(kids) or not all(map(operator.is_, now, kids)):
+                return False
+            b = d.get("_buffers", {})
+            if not all(map(operator.is_, map(b.get, names), bufs)):
+                return False
+            for name, v in scalars:
+                x = d.get(name, _MISSING)
+                if x is not v and (type(x) is not type(v) or x != v):
+                    return False
+            now = _hooks_of(m)
+            if len(now) != len(hooks) or not all(map(operator.is_, now, hooks)):
+                return False
+        return True
 
     def _params_hold(self) -> bool:
         """Whether each module of param_guards holds the same parameters, each as it did then

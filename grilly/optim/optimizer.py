@@ -122,6 +122,16 @@ _PARAMS = operator.itemgetter("params")
 _IS_ARRAY = functools.partial(type.__instancecheck__, Array)   # isinstance(v, Array), in C
 
 
+def _step_all(opt: "Optimizer") -> None:
+    """``opt``'s whole step as one host op (where its updates cannot all be captured)."""
+    opt._step_all()
+
+
+# grilly.jit keeps a graph with this host op while the optimizer's parameters and option flags
+# are those of the trace (its state is read on every replay here, so it is not guarded)
+_step_all.jit_guard = lambda opt: opt._jit_options()
+
+
 class _ParamState(MutableMapping):
     """An optimizer's per-parameter state keyed by the parameters themselves (torch's
     ``optimizer.state[p]``), over its ``id(param)``-keyed dict."""
@@ -327,7 +337,7 @@ class Optimizer:
         else:
             # one host op: a traced step (grilly.jit) repeats it on replay, with this
             # optimizer's step counts and learning rates as they are then
-            host_op(self._step_all)
+            host_op(_step_all, self)
         return loss
 
     # subclasses whose _update makes exactly one optim_steps rule call per parameter, no other
@@ -378,11 +388,31 @@ class Optimizer:
 
     def jit_guard(self) -> tuple:
         """The objects a traced step's update kernels hold (grilly.jit retraces when one is
-        replaced, as load_state_dict replaces the state): state dict, parameters, state arrays."""
+        replaced, as load_state_dict replaces the state): state dict, parameters, state arrays,
+        and the group options that choose the kernels' code (_jit_options)."""
         # (chain, map and filter with C functions: a jitted step asks on every call)
-        return (self._state, *itertools.chain.from_iterable(map(_PARAMS, self.param_groups)),
+        return (self._state, *self._jit_options(),
                 *filter(_IS_ARRAY, itertools.chain.from_iterable(
                     map(dict.values, self._state.values()))))
+
+    def _jit_options(self) -> tuple:
+        """What a traced step depends on besides the state: the parameters of every group
+        (a group added or changed since the trace is a new graph: the traced zero_grad() and
+        backward() set the old groups' gradients only) and, per group, each option as a flag
+        that selects an update's code: a bool as is, a number as whether it is nonzero
+        (momentum 0 -> 0.9 makes a momentum buffer; nesterov, maximize, centered, amsgrad
+        change the captured kernels' flags), None as None; the learning rate, a scalar read on
+        every replay, is left out. All singletons: the guard compares them by identity."""
+        flags = []
+        for g in self.param_groups:
+            for k, v in g.items():
+                if k == "lr" or k == "params" or k == "param_names":
+                    continue
+                if v is None or v is True or v is False:
+                    flags.append(v)
+                elif isinstance(v, (int, float)):
+                    flags.append(bool(v != 0))
+        return (*itertools.chain.from_iterable(map(_PARAMS, self.param_groups)), *flags)
 
     # ---- serialization -------------------------------------------------------------------------
     def state_dict(self) -> dict:
