@@ -385,15 +385,28 @@ def _ff_call(step, x, state, p, dt, op: str, arg: str, kind, state_kind, state0)
 
 
 def _rec_call(step, x, state, w_in, w_rec, p, dt, op: str, arg: str, kind, state_kind) -> tuple:
-    """A functional recurrent step: x, the weights, p (a ``kind``), the state and dt checked,
-    then ``step(x w_in^T, state, w_rec, q, dt, spike)``."""
+    """A functional recurrent step: x, the weights, p (a ``kind``), the state (None: the
+    rest state, as the recurrent modules start) and dt checked, then ``step(x w_in^T, state,
+    w_rec, q, dt, spike)``."""
     x = F._check_input(x, op, arg)
     hidden = _check_weights(x, w_in, w_rec, op)
     shape = (*x.shape[:-1], hidden)
     q = _params(p, kind, op, x, shape)
-    st = _check_state(state, state_kind, op, shape, x)
+    st = (_rec_rest(state_kind, q, shape, x) if state is None
+          else _check_state(state, state_kind, op, shape, x))
     return step(NF.linear(x, w_in), st, w_rec, q, _dt(dt, op),
                 _spike_fn(q["method"], q["alpha"], op))
+
+
+def _rec_rest(state_kind, q: dict, shape: tuple, x: Array) -> tuple:
+    """The recurrent neurons' rest state: v = v_leak, an adaptive threshold b = v_th (both
+    detached copies), every other field (z, i, a) zero."""
+    def field(f):
+        v = q.get({"v": "v_leak", "b": "v_th"}.get(f, ""))
+        if v is None:
+            return _zeros(shape, x)
+        return _full(v.detach() if isinstance(v, Array) else v, shape, x)
+    return state_kind(*(field(f) for f in state_kind._fields))
 
 
 def _lif_ff_update(x, st, q, dt, spike) -> tuple:
