@@ -1,10 +1,9 @@
 """grilly.special against mpmath (values, float32 and float64, in ulp of the correctly rounded
 result) and torch.special / torch on float64 (special values, gradients), on every device:
 gammaln, digamma, polygamma, multigammaln, erfinv, erfcx, ndtr, log_ndtr, ndtri, i0, i0e, i1,
-i1e, zeta, gammainc, gammaincc, xlogy, xlog1py, logit, entr and the aliases; the top-level names
-(gp.lgamma, gp.erf, gp.i0, gp.igamma...)
-and the methods (x.lgamma(), x.polygamma(n), x.erfinv_()); torch's window functions and
-NumPy's kaiser."""
+i1e, k0, k1, k0e, k1e, zeta, gammainc, gammaincc, xlogy, xlog1py, logit, entr and the aliases;
+the top-level names (gp.lgamma, gp.erf, gp.i0, gp.igamma...) and the methods (x.lgamma(),
+x.polygamma(n), x.erfinv_()); torch's window functions and NumPy's kaiser."""
 import functools
 import math
 import zlib
@@ -48,6 +47,14 @@ _CASES = [
     ("ndtr", S.ndtr, mp.ncdf, [(-12, -4), (-4, 4)], (3, 3)),
     ("log_ndtr", S.log_ndtr, lambda v: mp.log(mp.ncdf(v)), [(-30, -8), (-8, 0), (0, 6)],
      (3, 3)),
+    ("k0", S.k0, lambda v: mp.besselk(0, v), [(1e-6, 0.01), (0.01, 1.1), (1.1, 5), (5, 80)],
+     (4, 4)),
+    ("k1", S.k1, lambda v: mp.besselk(1, v), [(1e-6, 0.01), (0.01, 1.1), (1.1, 5), (5, 80)],
+     (4, 4)),
+    ("k0e", S.k0e, lambda v: mp.besselk(0, v) * mp.exp(v), [(1e-3, 1.1), (1.1, 9), (9, 700)],
+     (4, 4)),
+    ("k1e", S.k1e, lambda v: mp.besselk(1, v) * mp.exp(v), [(1e-3, 1.1), (1.1, 9), (9, 700)],
+     (4, 4)),
     ("i0", S.i0, lambda v: mp.besseli(0, v), [(-6, 6), (6, 40), (40, 80)], (4, 4)),
     ("i1", S.i1, lambda v: mp.besseli(1, v), [(-6, 6), (6, 40), (-80, -40)], (4, 4)),
     ("i0e", S.i0e, lambda v: mp.besseli(0, v) * mp.exp(-abs(v)), [(-6, 6), (6, 40), (40, 800)],
@@ -171,6 +178,15 @@ def test_gammainc_gammaincc_within_ulp(device, dt):
         assert np.max(err / np.spacing(ref[keep].astype(dt)) / scale[keep]) <= 8
 
 
+def test_bessel_k_special_values_as_torch(device):
+    x = np.array([-1.0, 0.0, 1e-300, 1.0, 700.0, 710.0, math.inf, math.nan])
+    for name in ("modified_bessel_k0", "modified_bessel_k1", "scaled_modified_bessel_k0",
+                 "scaled_modified_bessel_k1", "modified_bessel_i0", "modified_bessel_i1"):
+        got = np.asarray(getattr(S, name)(gp.asarray(x, device=device)))
+        np.testing.assert_allclose(got, getattr(torch.special, name)(torch.tensor(x)).numpy(),
+                                   rtol=1e-14, atol=0)
+
+
 def test_gammainc_special_values_gradients_and_names(device):
     a = np.array([0.0, 0.0, 1.0, 1.0, -1.0, 1.0, math.inf, 1.0, math.nan, 2.0, 0.0, 3.0])
     x = np.array([0.0, 1.0, 0.0, math.inf, 1.0, -1.0, 1.0, math.nan, 1.0, math.inf, math.inf, 0.0])
@@ -280,6 +296,11 @@ def test_gradients_against_torch():
     _grad(S.i0e, torch.special.i0e, b)
     _grad(S.i1, torch.special.i1, b)
     _grad(S.i1e, torch.special.i1e, b)
+    k = np.array([1e-3, 0.4, 1.0, 2.5, 30.0])   # (torch's K functions have no gradient)
+    _grad_mp(S.k0, k, lambda v: mp.diff(lambda t: mp.besselk(0, t), v))
+    _grad_mp(S.k1, k, lambda v: mp.diff(lambda t: mp.besselk(1, t), v))
+    _grad_mp(S.k0e, k, lambda v: mp.diff(lambda t: mp.besselk(0, t) * mp.exp(t), v))
+    _grad_mp(S.k1e, k, lambda v: mp.diff(lambda t: mp.besselk(1, t) * mp.exp(t), v))
 
 
 @pytest.mark.parametrize("name", ["hann_window", "hamming_window", "blackman_window",

@@ -11,20 +11,27 @@ from ..array import api as _gp
 from ..array.array import Array
 from ..nn import functional as _F
 from .bessel import i0, i0e, i1, i1e
+from .bessel_k import k0, k0e, k1, k1e
 from .elementary import entr, logit, xlog1py, xlogy
 from .gamma import _floating, digamma, gammaln, multigammaln, polygamma
 from .incomplete_gamma import gammainc, gammaincc
 from .normal import erfcx, erfinv, log_ndtr, ndtr, ndtri
 from .zeta import zeta
 
-__all__ = ["digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1", "gammaln",
-           "gammainc", "gammaincc", "i0", "i0e", "i1", "i1e",
-           "lgamma", "log1p", "log_ndtr", "log_softmax", "logit", "logsumexp", "multigammaln",
-           "mvlgamma", "ndtr", "ndtri", "polygamma", "psi", "round", "sinc", "softmax",
-           "xlog1py", "xlogy", "zeta"]
+__all__ = ["digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1",
+           "gammainc", "gammaincc", "gammaln", "i0", "i0e", "i1", "i1e", "k0", "k0e", "k1", "k1e",
+           "lgamma", "log1p", "log_ndtr", "log_softmax", "logit", "logsumexp",
+           "modified_bessel_i0", "modified_bessel_i1", "modified_bessel_k0", "modified_bessel_k1",
+           "multigammaln", "mvlgamma", "ndtr", "ndtri", "polygamma", "psi", "round",
+           "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "sinc", "softmax", "xlog1py",
+           "xlogy", "zeta"]
 
 lgamma = gammaln      # torch's name
 psi = digamma         # scipy's name
+# torch.special's names of the modified Bessel functions
+modified_bessel_i0, modified_bessel_i1 = i0, i1
+modified_bessel_k0, modified_bessel_k1 = k0, k1
+scaled_modified_bessel_k0, scaled_modified_bessel_k1 = k0e, k1e
 exp2 = _gp.exp2
 expm1 = _gp.expm1
 log1p = _gp.log1p
