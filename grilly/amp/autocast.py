@@ -12,7 +12,8 @@ from ..array import dispatch as _dispatch
 from ..array.array import Array
 from .policy import FLOAT32, LOWER, POLICY
 
-__all__ = ["autocast", "custom_bwd", "custom_fwd", "get_autocast_dtype", "is_autocast_enabled"]
+__all__ = ["autocast", "custom_bwd", "custom_fwd", "get_autocast_dtype", "is_autocast_available",
+           "is_autocast_enabled"]
 
 _local = threading.local()
 _lock = threading.Lock()
@@ -100,7 +101,7 @@ def _cast_one(a, kind: str, st: list, memo: dict):
 
 def _hook(name: str, args: tuple) -> tuple:
     st = getattr(_local, "stack", None)
-    if not st:
+    if not st or _dispatch.cast_suspended():   # (an in-place op: torch's autocast skips them)
         return args
     kind = POLICY.get(name)
     if kind is None:
@@ -160,6 +161,20 @@ class autocast:
             with autocast(self.device_type, self.dtype, self.enabled):
                 return fn(*a, **k)
         return wrapped
+
+
+def is_autocast_available(device_type: str) -> bool:
+    """Whether autocast can cast arrays on ``device_type`` (torch.amp.is_autocast_available):
+    True for grilly's device types ("cpu", "vulkan", "vulkan:0"), False for torch's others
+    ("cuda", "mps", ...), so ported code can test before opening a region."""
+    if not isinstance(device_type, str):
+        raise TypeError(f"is_autocast_available: device_type must be a str such as 'cpu' or "
+                        f"'vulkan', got {type(device_type).__name__}")
+    try:
+        _device_type(device_type, "is_autocast_available")
+    except ValueError:
+        return False
+    return True
 
 
 def _kinds(st: list) -> list:

@@ -17,6 +17,7 @@ from ..array import api as gp
 from ..array import optim_steps as _steps
 from ..array.array import Array
 from ..autograd.mode import no_grad
+from .autocast import _device_type
 
 __all__ = ["GradScaler"]
 
@@ -55,6 +56,13 @@ class GradScaler:
                 or growth_interval < 1:
             raise ValueError(f"GradScaler: growth_interval must be an int >= 1, got "
                              f"{growth_interval!r}")
+        # torch's first argument ("cuda", "cpu"): the scaler works on every device, but a name
+        # grilly has no device type for is refused as autocast refuses it (it was kept unread)
+        if device is not None and not isinstance(device, str) and device not in gp.devices():
+            raise TypeError(f"GradScaler: device must be a str such as 'cpu' or 'vulkan', a grilly "
+                            f"Device or None, got {type(device).__name__}")
+        if isinstance(device, str):
+            _device_type(device, "GradScaler")
         self.device = device
         self._scale = _f32(init_scale)
         self._growth_factor, self._backoff_factor = float(growth_factor), float(backoff_factor)

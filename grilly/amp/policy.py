@@ -31,11 +31,19 @@ POLICY: dict[str, str] = {
     # GEMM-shaped work: where low precision is faster (tensor cores) and accurate enough
     **dict.fromkeys(("matmul", "linalg.matmul", "vecdot", "linalg.vecdot", "linear", "conv2d",
                      "flash_attention2", "scaled_dot_product_attention", "addmm", "baddbmm",
-                     "prelu"), LOWER),
+                     "prelu",
+                     # the cells of grilly.nn (RNNCell, LSTMCell, GRUCell): input and states
+                     "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell"), LOWER),
     # reductions, exponentials and normalisations: range or accumulated error needs float32
     **dict.fromkeys(("fused.softmax", "fused.log_softmax", "cross_entropy", "layer_norm",
                      "exp", "expm1", "log", "log1p", "log2", "log10", "pow", "rsqrt",
                      "reciprocal", "acos", "asin", "cosh", "sinh", "tan", "logsumexp",
                      "sum", "prod", "cumulative_sum", "cumulative_prod", "linalg.vector_norm",
-                     "linalg.matrix_norm", "interpolate") + FUNCTIONAL_FLOAT32, FLOAT32),
+                     "linalg.matrix_norm", "interpolate",
+                     # NumPy's spellings of torch's cumsum, cumprod and norm: composed of the
+                     # ops above, but a bfloat16 argument runs them whole in float32 and rounds
+                     # the result back, so they must be cast on entry themselves
+                     "cumsum", "cumprod", "linalg.norm",
+                     # not in torch's lists, but torch's trapezoid is composed of its sum
+                     "trapezoid") + FUNCTIONAL_FLOAT32, FLOAT32),
 }

@@ -10,6 +10,7 @@ table: the array layer sits below autograd, and autograd plugs in rather than pa
 from __future__ import annotations
 
 import functools
+import threading
 import types
 from typing import Callable
 
@@ -230,8 +231,37 @@ def export(namespace: dict, prefix: str = "") -> None:
             OPS.setdefault(prefix + name, fn)
 
 
+_no_cast = threading.local()   # .n > 0 while this thread runs a block of no_cast
+
+
+class no_cast:
+    """``with no_cast():`` this thread's block runs with grilly.amp's autocast policy off, where
+    torch's autocast leaves an op alone: in-place ops keep their array's dtype (a float16
+    ``x.exp_()`` or ``x **= 2`` in a region computed float32 and raised TypeError), and an op
+    given an explicit ``dtype=`` (softmax, norms) runs in it (it came back float32)."""
+
+    def __enter__(self) -> None:
+        _no_cast.n = getattr(_no_cast, "n", 0) + 1
+
+    def __exit__(self, *exc) -> bool:
+        _no_cast.n -= 1
+        return False
+
+
+def cast_suspended() -> bool:
+    """Whether this thread is inside ``no_cast`` (grilly.amp's hook then casts nothing)."""
+    return getattr(_no_cast, "n", 0) > 0
+
+
 def inplace(x, name: str, other):
     """``x`` updated in place with ``name(x, other)`` (the augmented assignment operators)."""
+    if hooks.cast is not None:   # an autocast region (some thread): x's own dtype, as torch's
+        with no_cast():
+            return _inplace(x, name, other)
+    return _inplace(x, name, other)
+
+
+def _inplace(x, name: str, other):
     check_writable(x._buf, f"{name} (in place)")   # before the op's work, on either path
     # (a view of an array that requires grad too: its base's history changes with it)
     if hooks.inplace is not None and (x.requires_grad or getattr(other, "requires_grad", False)

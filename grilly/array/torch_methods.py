@@ -628,6 +628,10 @@ def amin(self: Array, dim=None, keepdim: bool = False) -> Array:
 def norm(self: Array, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Array:
     """The vector p-norm over ``dim`` (all elements when None; 'fro' is the 2-norm);
     p='nuc' needs two dims (or a 2-D array): gp.linalg.vector_norm / matrix_norm."""
+    if dtype is not None and dispatch.hooks.cast is not None:
+        # the caller's dtype, autocast or not (torch's norm with dtype= is not cast)
+        with dispatch.no_cast():
+            return norm(_OPS["astype"](self, dtype), p, dim, keepdim)
     x = self if dtype is None else _OPS["astype"](self, dtype)
     if p == "nuc":
         dims = (0, 1) if dim is None and x.ndim == 2 else dim
@@ -1065,7 +1069,11 @@ def _inplace_of(name: str) -> None:
     graph keeps the old values); TypeError where its dtype is not self's, as torch."""
     def f(self: Array, *args, **kw) -> Array:
         dispatch.check_writable(self._buf, f"{name}_ (in place)")
-        res = getattr(Array, name)(_old(self), *args, **kw)
+        if dispatch.hooks.cast is not None:   # autocast leaves in-place ops alone, as torch's
+            with dispatch.no_cast():
+                res = getattr(Array, name)(_old(self), *args, **kw)
+        else:
+            res = getattr(Array, name)(_old(self), *args, **kw)
         if res.dtype is not self.dtype:
             raise TypeError(f"Array.{name}_: the result's dtype {res.dtype.name} cannot be "
                             f"stored in an array of dtype {self.dtype.name}")

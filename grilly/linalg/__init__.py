@@ -456,6 +456,9 @@ def norm(x: Array, /, ord: int | float | str | None = None,
         keepdims = keepdim
     if dtype is not None:   # astype records, so the gradient reaches x (torch's dtype=)
         x = _ns().astype(_float(x, "norm"), dt.as_dtype(dtype, "norm"))
+        if dispatch.hooks.cast is not None:   # and it runs in dtype under autocast too
+            with dispatch.no_cast():
+                return norm(x, ord, axis, keepdims)
     elif x._dtype.kind in "biu":   # NumPy computes the norm of integers in float64
         x = as_compute_array(x, dt.default_float(x._device), x._device, "norm")
     if axis is None:
@@ -600,8 +603,10 @@ def _vector_norm_t(x: Array, /, *, ord: int | float = 2, axis=None, keepdims=Non
                    keepdim=None, dtype=None) -> Array:
     axis = _either("vector_norm", "axis", axis, "dim", dim)
     keep = _either("vector_norm", "keepdims", keepdims, "keepdim", keepdim)
-    if dtype is not None:   # torch's: x cast to dtype first
+    if dtype is not None:   # torch's: x cast to dtype first, and run in it under autocast too
         x = _ns().astype(_float(x, "vector_norm"), dt.as_dtype(dtype, "vector_norm"))
+        with dispatch.no_cast():
+            return vector_norm(x, axis=axis, keepdims=bool(keep), ord=ord)
     return vector_norm(x, axis=axis, keepdims=bool(keep), ord=ord)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from ..array import api as gp
+from ..array import dispatch as _dispatch
 
 from . import functional as F
 from . import init
@@ -193,7 +194,13 @@ class _CellBase(Module):
 
     def _step(self, cell, x, h, c=None) -> tuple:
         """One step of the matching multi-layer module's ``cell`` (its gate math and order):
-        the input projection here, the hidden one in the cell."""
+        the input projection here, the hidden one in the cell. Inside autocast the input and
+        the states run in the low dtype, as torch's lstm_cell/gru_cell/rnn_*_cell (a float32
+        zero state made c' and h' float32)."""
+        if _dispatch.hooks.cast is not None:   # an autocast region (in some thread)
+            name = ("lstm_cell" if isinstance(self, LSTMCell) else "gru_cell"
+                    if isinstance(self, GRUCell) else f"rnn_{self.nonlinearity}_cell")
+            x, h, c = _dispatch.autocast(name, x, h, c)
         return cell(self, F.linear(x, self.weight_ih, self.bias_ih), h, c, self.weight_hh,
                     self.bias_hh)
 

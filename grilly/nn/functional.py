@@ -880,17 +880,19 @@ def _softmax_dim(ndim: int) -> int:
 
 def log_softmax(input, dim: int | None = None, dtype=None):
     """x - logsumexp(x) along ``dim``."""
-    if dtype is not None:
-        input = gp.astype(input, dtype)
     dim = _softmax_dim(input.ndim) if dim is None else dim
+    if dtype is not None:   # the caller's dtype, autocast or not (torch's set_opt_dtype rule)
+        with _dispatch.no_cast():
+            return _fused.log_softmax(gp.astype(input, dtype), axis=dim)
     return _fused.log_softmax(input, axis=dim)
 
 
 def softmax(input, dim: int | None = None, dtype=None):
     """exp(x) / sum(exp(x)) along ``dim``."""
-    if dtype is not None:
-        input = gp.astype(input, dtype)
     dim = _softmax_dim(input.ndim) if dim is None else dim
+    if dtype is not None:   # the caller's dtype, autocast or not (torch's set_opt_dtype rule)
+        with _dispatch.no_cast():
+            return _fused.softmax(gp.astype(input, dtype), axis=dim)
     return _fused.softmax(input, axis=dim)
 
 
@@ -2779,9 +2781,7 @@ def threshold(input: Array, threshold: float, value: float, inplace: bool = Fals
 
 def softmin(input: Array, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Array:
     """softmax(-x) along ``dim``."""
-    if dtype is not None:
-        input = gp.astype(input, dtype)
-    return softmax(-input, dim)
+    return softmax(-input, dim, dtype)
 
 
 def relu_(input: Array) -> Array:

@@ -5,6 +5,7 @@ import math
 import warnings
 
 from ..array import api as gp
+from ..array import dispatch as _dispatch
 
 from . import functional as F
 from . import init
@@ -156,6 +157,12 @@ class _RNNBase(Module):
 
     def _run(self, x, layer, d, h, c, masks=None):
         w_ih, w_hh, b_ih, b_hh = self._weights(layer, d)
+        if _dispatch.hooks.cast is not None:   # an autocast region (in some thread)
+            # the states run in the low dtype, as torch's cells and its cuDNN layers (a float32
+            # zero state made every step, and the outputs, float32)
+            cell = {4: "lstm_cell", 3: "gru_cell"}.get(self._gates) or \
+                f"rnn_{getattr(self, 'nonlinearity', 'tanh')}_cell"
+            h, c = _dispatch.autocast(cell, h, c)
         xp = F.linear(x, w_ih, b_ih)  # every time step's input projection in one matmul
         steps = range(x.shape[0] - 1, -1, -1) if d else range(x.shape[0])
         ys = [None] * x.shape[0]
