@@ -456,9 +456,9 @@ def layer_norm_backward(device, g: Array, x: Array, mean: Array, rstd: Array, we
     return normalization.composed_layer_norm_backward(g, x, mean, rstd, weight, need)
 
 
-def cross_entropy(device, x: Array, target: Array, mean: bool) -> Array:
+def cross_entropy(device, x: Array, target: Array, mean: bool, ignore_index=None) -> Array:
     """log_softmax, where and sums (grilly.array.fused)."""
-    return fused.composed_cross_entropy(x, target, mean)
+    return fused.composed_cross_entropy(x, target, mean, ignore_index)
 
 
 def attention_(device, q: Array, k: Array, v: Array, bias, drop, causal: bool, scale: float,
@@ -479,9 +479,10 @@ def relu_backward(device, g: Array, y: Array) -> Array:
     return fused.composed_relu_backward(g, y)
 
 
-def cross_entropy_backward(device, x: Array, target: Array, g: Array, mean: bool) -> Array:
+def cross_entropy_backward(device, x: Array, target: Array, g: Array, mean: bool,
+                           ignore_index=None) -> Array:
     """softmax and elementwise ops (grilly.array.fused)."""
-    return fused.composed_cross_entropy_backward(x, target, g, mean)
+    return fused.composed_cross_entropy_backward(x, target, g, mean, ignore_index)
 
 
 def im2col(device, x: Array, *args) -> Array:

@@ -7,6 +7,7 @@ gets the same result composed from namespace ops on that device.
 """
 from __future__ import annotations
 
+import math
 
 from . import core
 from . import dispatch as _dispatch
@@ -69,28 +70,51 @@ def _ce_check(op: str, x: Array, target: Array) -> None:
     core.common_device(op, x, target)
 
 
-def cross_entropy(x: Array, target: Array, *, mean: bool = True) -> Array:
+def _ignore(ignore_index) -> int | None:
+    """ignore_index for the kernels: None, or an int clipped to int32's range (the Vulkan
+    kernel compares 32-bit words; a target that far out is out of range either way)."""
+    if ignore_index is None:
+        return None
+    return max(-2**31, min(2**31 - 1, int(ignore_index)))
+
+
+def cross_entropy(x: Array, target: Array, *, mean: bool = True, ignore_index=None) -> Array:
     """0-d: the cross entropy of logits x (N, C) against class indices target (N,), summed over
-    the rows whose target lies in [0, C) (others take no part; ignore_index), divided by their
-    count when ``mean`` (NaN when there is none)."""
+    the rows whose target lies in [0, C), divided by their count when ``mean`` (NaN when there
+    is none). A row whose target is ``ignore_index`` takes no part; with an ``ignore_index``,
+    any other target outside [0, C) makes the loss NaN (torch raises; finding it on the host
+    would read the targets back each step), with None every such row takes no part."""
     _ce_check("cross_entropy", x, target)
     dev = x._device
+    ig = _ignore(ignore_index)
     k = dev.kernels.get("cross_entropy")
     if k is not None and x._dtype.name in _DTYPES:
-        return core.wrap(k(x._buf, target._buf, bool(mean)), x._dtype, dev)
-    return core.composite(dev, "cross_entropy")(dev, x, target, bool(mean))
+        return core.wrap(k(x._buf, target._buf, bool(mean), ig), x._dtype, dev)
+    return core.composite(dev, "cross_entropy")(dev, x, target, bool(mean), ig)
 
 
-def cross_entropy_backward(x: Array, target: Array, g: Array, *, mean: bool = True) -> Array:
+def cross_entropy_backward(x: Array, target: Array, g: Array, *, mean: bool = True,
+                           ignore_index=None) -> Array:
     """The gradient (N, C) of ``cross_entropy`` for its 0-d output gradient g:
     g * (softmax(x) - onehot(target)) on the counted rows (divided by their count when
-    ``mean``), zero on the others."""
+    ``mean``), zero on the ignored ones, NaN on rows out of range (``cross_entropy``)."""
     _ce_check("cross_entropy_backward", x, target)
     dev = x._device
+    ig = _ignore(ignore_index)
     k = dev.kernels.get("cross_entropy_backward")
     if k is not None and x._dtype.name in _DTYPES:
-        return core.wrap(k(x._buf, target._buf, g._buf, bool(mean)), x._dtype, dev)
-    return core.composite(dev, "cross_entropy_backward")(dev, x, target, g, bool(mean))
+        return core.wrap(k(x._buf, target._buf, g._buf, bool(mean), ig), x._dtype, dev)
+    return core.composite(dev, "cross_entropy_backward")(dev, x, target, g, bool(mean), ig)
+
+
+def _bad_rows(x: Array, target: Array, ignore_index):
+    """(N, 1) NaN where a row's target is out of [0, C) and not ignore_index, else 0 (None:
+    no row is bad)."""
+    gp = _dispatch.ns
+    bad = (target < 0) | (target >= x.shape[1])
+    bad = gp.expand_dims(bad & (target != ignore_index), axis=1)
+    return gp.where(bad, gp.full((), math.nan, dtype=x.dtype, device=x.device),
+                    gp.zeros((), dtype=x.dtype, device=x.device))
 
 
 def _onehot(x: Array, target: Array) -> Array:
@@ -99,21 +123,26 @@ def _onehot(x: Array, target: Array) -> Array:
     return gp.expand_dims(target, axis=1) == cls
 
 
-def composed_cross_entropy(x: Array, target: Array, mean: bool) -> Array:
-    """-sum(log_softmax(x) at the targets) (/ the number of counted rows)."""
+def composed_cross_entropy(x: Array, target: Array, mean: bool, ignore_index=None) -> Array:
+    """-sum(log_softmax(x) at the targets) (/ the number of counted rows); NaN where a target
+    is out of range and not ignore_index (when that is given)."""
     gp = _dispatch.ns
     hot = _onehot(x, target)
     zero = gp.zeros((), dtype=x.dtype, device=x.device)
     total = -gp.sum(gp.where(hot, log_softmax(x, axis=1), zero))
+    if ignore_index is not None:
+        total = total + gp.sum(_bad_rows(x, target, ignore_index))
     return total / gp.sum(gp.astype(hot, x.dtype)) if mean else total
 
 
-def composed_cross_entropy_backward(x: Array, target: Array, g: Array, mean: bool) -> Array:
-    """(softmax(x) * counted - onehot) * g (/ the count)."""
+def composed_cross_entropy_backward(x: Array, target: Array, g: Array, mean: bool,
+                                    ignore_index=None) -> Array:
+    """(softmax(x) * counted - onehot) * g (/ the count); NaN rows where out of range."""
     gp = _dispatch.ns
     oh = gp.astype(_onehot(x, target), x.dtype)
     scale = g / gp.sum(oh) if mean else g
-    return (softmax(x, axis=1) * gp.sum(oh, axis=1, keepdims=True) - oh) * scale
+    out = (softmax(x, axis=1) * gp.sum(oh, axis=1, keepdims=True) - oh) * scale
+    return out if ignore_index is None else out + _bad_rows(x, target, ignore_index)
 
 
 def relu_backward(g: Array, y: Array) -> Array:

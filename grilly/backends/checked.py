@@ -67,9 +67,9 @@ _EXPECT = {
     "from_host": lambda h, dtype: (tuple(np.shape(h)), dtype),
     "conv2d": lambda x, w, b, stride, dilation, pads, groups, out: (
         (x.shape[0], w.shape[0], *out), x.dtype),
-    "cross_entropy": lambda x, t, mean: ((), x.dtype),
+    "cross_entropy": lambda x, t, mean, ignore_index: ((), x.dtype),
     "linear": lambda x, w, b: ((x.shape[0], w.shape[0]), x.dtype),
-    "cross_entropy_backward": lambda x, t, g, mean: (tuple(x.shape), x.dtype),
+    "cross_entropy_backward": lambda x, t, g, mean, ignore_index: (tuple(x.shape), x.dtype),
     "max_pool2d_backward": lambda g, idx, kernel, stride, dilation, pads, size: (
         (*g.shape[:2], *size), g.dtype),
     "empty": lambda shape, dtype: (tuple(shape), dtype),

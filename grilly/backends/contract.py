@@ -172,11 +172,14 @@ KERNELS: dict[str, Kernel] = {
                                   "(g, x, mean, rstd, weight or None, need (3 bools)) -> "
                                   "(g_x, g_weight, g_bias), None where not needed"),
     "cross_entropy": Kernel("nn", COMPOSED,
-                            "(x (N, C), int target (N,), mean) -> 0-d buf: the summed (mean: "
-                            "averaged) -log_softmax(x)[n, target[n]] over rows with 0 <= target "
-                            "< C; float32/float64"),
+                            "(x (N, C), int target (N,), mean, ignore_index int or None) -> 0-d "
+                            "buf: the summed (mean: averaged) -log_softmax(x)[n, target[n]] over "
+                            "rows with 0 <= target < C; a row whose target equals ignore_index "
+                            "takes no part, any other row outside [0, C) makes the result NaN "
+                            "(None: every row outside takes no part); float32/float64"),
     "cross_entropy_backward": Kernel("nn", COMPOSED,
-                                     "(x, target, g 0-d buf, mean) -> buf (N, C)"),
+                                     "(x, target, g 0-d buf, mean, ignore_index) -> buf (N, C): "
+                                     "zero rows where ignored, NaN rows where out of range"),
     "relu_backward": Kernel("nn", COMPOSED,
                             "(g, y) -> buf: g where y > 0, else 0 (y: the ReLU's output, g's "
                             "shape and dtype); float32/float64, float16 (bfloat16) too where the "

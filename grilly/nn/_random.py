@@ -28,9 +28,16 @@ def _source(generator, op: str):
 
 def uniform(shape, low: float = 0.0, high: float = 1.0, *, dtype=None, device=None,
             generator=None, op: str = "uniform"):
-    """An Array of ``shape`` with values uniform in [low, high) (from ``generator`` if given)."""
-    return _source(generator, op).uniform(low, high, tuple(shape), dtype=dtype or gp.float32,
-                                          device=device)
+    """An Array of ``shape`` with values uniform in [low, high) (from ``generator`` if given;
+    bfloat16 ones drawn in float32 and rounded, so ``high`` itself may occur)."""
+    dtype = dtype or gp.float32
+    if dtype == gp.bfloat16:
+        # grilly.random refuses bfloat16 uniforms (rounding can reach high); an initializer
+        # (nn.Linear(..., dtype=bfloat16)) takes the rounded float32 draw, as torch fills one
+        u = _source(generator, op).uniform(low, high, tuple(shape), dtype=gp.float32,
+                                           device=device)
+        return gp.astype(u, dtype)
+    return _source(generator, op).uniform(low, high, tuple(shape), dtype=dtype, device=device)
 
 
 def normal(shape, mean: float = 0.0, std: float = 1.0, *, dtype=None, device=None,

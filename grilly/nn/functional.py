@@ -36,6 +36,7 @@ __all__ = [
     "conv_transpose1d", "conv_transpose2d", "conv3d", "conv_transpose3d",
     "scaled_dot_product_attention", "flash_attention2",
     "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "cross_entropy", "nll_loss",
+    "linear_cross_entropy",
     "binary_cross_entropy", "binary_cross_entropy_with_logits",
     "matmul", "attention_scores",
 ]
@@ -1841,14 +1842,34 @@ def _onehot_targets(input, target, op):
     return gp.astype(gp.expand_dims(target, axis=cax) == cls, input.dtype), cax
 
 
+def _nan_if_out_of_range(loss: Array, target: Array, c: int, ignore_index=None,
+                         low: int = 0) -> Array:
+    """``loss`` times NaN where a class index of ``target`` is outside [low, c) and is not
+    ``ignore_index``, else ``loss``. torch raises IndexError ('Target 4 is out of bounds');
+    that check reads the targets back to the host (a sync each step, and a split jit graph),
+    so here the loss and its gradient turn NaN instead (as BCELoss's probabilities outside
+    [0, 1]), where the bad row was silently dropped and an off-by-one label trained on."""
+    bad = gp.logical_or(target < low, target >= c)
+    if ignore_index is not None:
+        bad = gp.logical_and(bad, target != ignore_index)
+    one = gp.ones((), dtype=loss.dtype, device=loss.device)
+    return loss * gp.where(gp.any(bad), gp.full((), math.nan, dtype=loss.dtype,
+                                                device=loss.device), one)
+
+
 def nll_loss(input: Array, target: Array, weight: Array | None = None, ignore_index: int = -100,
              reduction: str = "mean") -> Array:
     """-input[n, target[n]] (weighted), from log-probabilities (N, C, d...) and class indices."""
     _check_float(input, "nll_loss")
+    return _nll_loss(input, target, weight, ignore_index, reduction, "nll_loss")
+
+
+def _nll_loss(input, target, weight, ignore_index, reduction, op: str):
+    """nll_loss, its errors naming ``op`` (cross_entropy's own)."""
     if not gp.isdtype(target.dtype, "integral"):
-        raise TypeError(f"nll_loss: target must hold integer class indices, got {target.dtype}")
-    _check_class_weight(input, weight, "nll_loss")
-    oh, cax = _onehot_targets(input, target, "nll_loss")
+        raise TypeError(f"{op}: target must hold integer class indices, got {target.dtype}")
+    _check_class_weight(input, weight, op)
+    oh, cax = _onehot_targets(input, target, op)
     if ignore_index is not None and 0 <= ignore_index < input.shape[cax]:
         keep = gp.astype(gp.expand_dims(target != ignore_index, axis=cax), input.dtype)
         oh = oh * keep
@@ -1858,8 +1879,10 @@ def nll_loss(input: Array, target: Array, weight: Array | None = None, ignore_in
     # the targets' entries only: another class's -inf (a masked vocabulary) times 0 is NaN
     input = gp.where(counted != 0, input, gp.zeros((), dtype=input.dtype, device=input.device))
     if reduction == "mean":
-        return -_weighted_mean(input, counted, oh, gp.sum(oh))
-    return _reduce(-gp.sum(input * oh, axis=cax), reduction, "nll_loss")
+        loss = -_weighted_mean(input, counted, oh, gp.sum(oh))
+    else:
+        loss = _reduce(-gp.sum(input * oh, axis=cax), reduction, op)
+    return _nan_if_out_of_range(loss, target, input.shape[cax], ignore_index)
 
 
 def _weighted_mean(x: Array, counted: Array, w: Array, total: Array) -> Array:
@@ -1873,14 +1896,15 @@ def _weighted_mean(x: Array, counted: Array, w: Array, total: Array) -> Array:
 
 
 class _CrossEntropy(Function):
-    """Mean or summed cross entropy of (N, C) logits against class indices (rows whose index is
-    out of range drop out: ignore_index) as one node: one fused kernel each way."""
+    """Mean or summed cross entropy of (N, C) logits against class indices (rows at
+    ignore_index drop out, other out-of-range rows make it NaN) as one node: one fused kernel
+    each way."""
 
     @staticmethod
-    def forward(ctx, x, target, *, mean):
+    def forward(ctx, x, target, *, mean, ignore_index):
         ctx.save_for_backward(x, target)
-        ctx.mean = mean
-        return _fused.cross_entropy(x, target, mean=mean)
+        ctx.mean, ctx.ignore_index = mean, ignore_index
+        return _fused.cross_entropy(x, target, mean=mean, ignore_index=ignore_index)
 
     @staticmethod
     def backward(ctx, g):
@@ -1888,8 +1912,10 @@ class _CrossEntropy(Function):
         if is_grad_enabled():
             # create_graph: (softmax(x) * counted - onehot) * g (/ the count) in namespace ops,
             # softmax recorded with its own rule
-            return _fused.composed_cross_entropy_backward(x, target, g, ctx.mean), None
-        return _fused.cross_entropy_backward(x, target, g, mean=ctx.mean), None
+            return _fused.composed_cross_entropy_backward(x, target, g, ctx.mean,
+                                                          ctx.ignore_index), None
+        return _fused.cross_entropy_backward(x, target, g, mean=ctx.mean,
+                                             ignore_index=ctx.ignore_index), None
 
 
 def cross_entropy(input: Array, target: Array, weight: Array | None = None,
@@ -1908,7 +1934,9 @@ def cross_entropy(input: Array, target: Array, weight: Array | None = None,
     if (input.ndim == 2 and weight is None and label_smoothing == 0 and reduction != "none"
             and not 0 <= ignore_index < c and gp.isdtype(target.dtype, "integral")
             and target.shape == input.shape[:1]):
-        return _CrossEntropy.apply(input, target, mean=reduction == "mean")
+        # (the kernels make the loss NaN for a target out of range that is not ignore_index)
+        return _CrossEntropy.apply(input, target, mean=reduction == "mean",
+                                   ignore_index=ignore_index)
     logp = log_softmax(input, dim=cax)
     wb = None if weight is None else gp.reshape(weight, _class_bshape(input, weight))
     if gp.isdtype(target.dtype, "real floating"):
@@ -1933,7 +1961,7 @@ def cross_entropy(input: Array, target: Array, weight: Array | None = None,
         raise ValueError(f"cross_entropy: target shape {target.shape} does not match input shape "
                          f"{input.shape} (expected {exp_shape} class indices or {input.shape} "
                          "probabilities)")
-    nll = nll_loss(logp, target, weight, ignore_index, reduction)
+    nll = _nll_loss(logp, target, weight, ignore_index, reduction, "cross_entropy")
     if label_smoothing == 0:
         return nll
     oh, _ = _onehot_targets(input, target, "cross_entropy")
@@ -1947,6 +1975,48 @@ def cross_entropy(input: Array, target: Array, weight: Array | None = None,
         if reduction == "sum":
             smooth = gp.sum(smooth)
     return (1 - label_smoothing) * nll + smooth * (label_smoothing / c)
+
+
+def linear_cross_entropy(input: Array, linear_weight: Array, target: Array, *,
+                         linear_bias: Array | None = None, weight: Array | None = None,
+                         reduction: str = "mean", ignore_index: int | None = None,
+                         label_smoothing: float = 0.0, options=None) -> Array:
+    """cross_entropy(linear(input, linear_weight, linear_bias), target) (torch 2.13's
+    F.linear_cross_entropy, its reference path): ``linear_weight`` (C, d..., in_features)
+    gives logits (N, C, d...); ``ignore_index`` None means -100 for class indices."""
+    op = "linear_cross_entropy"
+    if options is not None:
+        # torch's chunked evaluation (a memory saving, same values): not implemented here
+        raise NotImplementedError(f"{op}: options (torch's chunked evaluation) is not supported; "
+                                  "pass options=None")
+    _check_float(input, op)
+    _check_float(linear_weight, op, "linear_weight")
+    if input.ndim not in (1, 2):
+        raise ValueError(f"{op}: expected input with 1 or 2 dimensions, got shape {input.shape}")
+    if linear_weight.ndim < 2:
+        raise ValueError(f"{op}: expected linear_weight with at least 2 dimensions, got shape "
+                         f"{linear_weight.shape}")
+    k = input.shape[-1]
+    if linear_weight.shape[-1] != k:
+        raise ValueError(f"{op}: input and linear_weight must end in the same in_features, got "
+                         f"shapes {input.shape} and {linear_weight.shape}")
+    c, out = linear_weight.shape[0], tuple(linear_weight.shape[1:-1])
+    if linear_bias is not None and tuple(linear_bias.shape) != (c, *out):
+        raise ValueError(f"{op}: expected linear_bias of shape {(c, *out)}, got "
+                         f"{tuple(linear_bias.shape)}")
+    if out and input.ndim == 1:
+        raise ValueError(f"{op}: a K-dimensional loss (linear_weight of shape "
+                         f"{linear_weight.shape}) needs batched (N, {k}) input, got shape "
+                         f"{input.shape}")
+    logits_shape = (*input.shape[:-1], c, *out)
+    if tuple(target.shape) == logits_shape and ignore_index is not None:
+        raise ValueError(f"{op}: ignore_index cannot be given with class-probability targets")
+    rows = c * math.prod(out)
+    w = gp.reshape(linear_weight, (rows, k)) if out else linear_weight
+    b = linear_bias if linear_bias is None or not out else gp.reshape(linear_bias, (rows,))
+    logits = gp.reshape(linear(input, w, b), logits_shape)
+    return cross_entropy(logits, target, weight, -100 if ignore_index is None else ignore_index,
+                         reduction, label_smoothing)
 
 
 class _BinaryCrossEntropy(Function):
@@ -2250,8 +2320,7 @@ def conv_transpose3d(input: Array, weight: Array, bias: Array | None = None,
     return y if bias is None else y + gp.reshape(bias, (1, co, 1, 1, 1))
 
 # ---- more of torch.nn's losses ------------------------------------------------------------
-# Integer class targets out of range (torch raises from its kernels) cannot be found without
-# reading the targets back from the device: here they select no class, as in nll_loss.
+# Integer class targets out of range (torch raises) make the loss NaN: _nan_if_out_of_range.
 def _check_reduction(reduction: str, op: str, extra: tuple = ()) -> None:
     if reduction not in ("mean", "sum", "none") + extra:
         allowed = ", ".join(repr(r) for r in ("mean", "sum", "none") + extra)
@@ -2465,7 +2534,7 @@ def multi_margin_loss(input: Array, target: Array, p: int = 1, margin: float = 1
     loss = gp.sum(z * (1.0 - oh), axis=-1)
     if weight is not None:
         loss = loss * gp.sum(oh * weight, axis=-1)
-    loss = loss / c
+    loss = _nan_if_out_of_range(loss / c, y, c)
     if reduction == "none" and input.ndim == 1:
         return gp.reshape(loss, keep_shape)   # torch keeps a (1,) target's shape
     return _reduce(loss, reduction, op)
@@ -2496,7 +2565,8 @@ def multilabel_margin_loss(input: Array, target: Array, reduction: str = "mean")
     z = gp.maximum(1.0 - xj + gp.expand_dims(input, axis=-2), 0.0)           # (.., K, C)
     z = z * gp.expand_dims(valid, axis=-1) * gp.expand_dims(1.0 - is_target, axis=-2)
     loss = gp.sum(z, axis=(-2, -1)) / c
-    return _reduce(loss, reduction, op)
+    # every entry in [-1, C), as torch's check (those after a -1 too)
+    return _reduce(_nan_if_out_of_range(loss, target, c, low=-1), reduction, op)
 
 
 def _pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-6):

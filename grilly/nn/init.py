@@ -90,20 +90,56 @@ def normal_(tensor, mean: float = 0.0, std: float = 1.0, generator=None):
 
 def trunc_normal_(tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0,
                   generator=None):
-    """Fill with normal values truncated to [a, b]: values outside are drawn again (as torch's
-    distribution; clipping them would pile their mass up on a and b)."""
+    """Fill with normal values truncated to [a, b], exactly (rejection sampling: clipping would
+    pile the outside mass up on a and b). Robert's proposals keep the acceptance high however
+    narrow or far out in a tail [a, b] is: normal draws, uniform ones on [a, b], or shifted
+    exponential ones (where torch's inverse CDF loses precision)."""
     if not a < b:
         raise ValueError(f"trunc_normal_: needs a < b, got a={a}, b={b}")
+    if not std > 0:
+        raise ValueError(f"trunc_normal_: std must be positive, got {std}")
+    _random.check_generator(generator, "trunc_normal_")
+    lo, hi = (a - mean) / std, (b - mean) / std
+    # reflected to lie on the positive side (or straddle 0): the draws' sign is flipped back
+    sign = -1.0 if hi <= 0 else 1.0
+    if sign < 0:
+        lo, hi = -hi, -lo
+    m = max(lo, 0.0)                    # the point of [lo, hi] nearest the mode
+    lam = (lo + math.sqrt(lo * lo + 4.0)) / 2.0
+    # log acceptance rates relative to normal draws' (the interval's mass cancels)
+    width = hi - lo
+    log_u = 0.5 * math.log(2 * math.pi) + m * m / 2 - math.log(width) if math.isfinite(width) \
+        else -math.inf
+    log_e = (math.log(lam) + 0.5 * math.log(2 * math.pi) + lam * lo - lam * lam / 2
+             if lo >= 0 else -math.inf)
+    how = max((0.0, "normal"), (log_u, "uniform"), (log_e, "exponential"))[1]
+    # float16 / bfloat16 draw (and test) in float32: grilly.random refuses bfloat16 uniforms
+    dtype = gp.float32 if tensor.dtype in (gp.float16, gp.bfloat16) else tensor.dtype
+    kw = dict(dtype=dtype, device=tensor.device, generator=generator, op="trunc_normal_")
 
     def draw():
-        return _random.normal(tensor.shape, mean, std, dtype=tensor.dtype, device=tensor.device,
-                              generator=generator, op="trunc_normal_")
-    v = draw()
+        if how == "normal":
+            z = _random.normal(tensor.shape, **kw)
+            return z, gp.logical_and(z >= lo, z <= hi)
+        u = _random.uniform(tensor.shape, **kw)
+        if how == "uniform":
+            z = lo + width * u
+            log_p = (m * m - z * z) / 2
+        else:
+            # lo + Exp(lam): 1 - u is in (0, 1]
+            z = lo - gp.log1p(-u) / lam
+            log_p = -(z - lam) * (z - lam) / 2
+        v = _random.uniform(tensor.shape, **kw)
+        return z, gp.logical_and(z <= hi, gp.log(v) <= log_p)
+
+    z, ok = draw()
     for _ in range(1000):
-        out = gp.logical_or(v < a, v > b)
-        if not bool(gp.any(out)):
-            return _fill(tensor, v)
-        v = gp.where(out, draw(), v)
+        if bool(gp.all(ok)):
+            # mapped back (clipped as torch's against the last rounding)
+            return _fill(tensor, gp.clip(mean + std * sign * z, a, b))
+        z2, ok2 = draw()
+        keep = gp.logical_and(gp.logical_not(ok), ok2)
+        z, ok = gp.where(keep, z2, z), gp.logical_or(ok, ok2)
     raise ValueError(f"trunc_normal_: [a, b] = [{a}, {b}] holds too little of N({mean}, {std}^2)")
 
 

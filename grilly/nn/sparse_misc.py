@@ -201,7 +201,16 @@ class AdaptiveLogSoftmaxWithLoss(Module):
         t = gp.reshape(target, (-1, 1))
         if t.dtype != gp.int64:
             t = gp.astype(t, gp.int64)
-        output = gp.reshape(gp.take_along_axis(self._full_log_prob(x), t, axis=1), (-1,))
+        n = self.n_classes
+        try:
+            # take_along_axis checks its bounds (one flag read) but wraps a negative index:
+            # moved below -n, a negative target fails that check too, as torch's
+            output = gp.take_along_axis(self._full_log_prob(x), gp.where(t < 0, t - n, t),
+                                        axis=1)
+        except IndexError:
+            raise IndexError(f"AdaptiveLogSoftmaxWithLoss: target values should be in [0, "
+                             f"{n - 1}]") from None
+        output = gp.reshape(output, (-1,))
         loss = gp.mean(-output)
         return _ASMoutput(output if target.ndim else gp.squeeze(output, axis=0), loss)
 

@@ -227,9 +227,18 @@ def _ce_args(x, t):
     return np.ascontiguousarray(x, dtype=ct), np.ascontiguousarray(t)
 
 
-def cross_entropy(x, target, mean):
+def _bad(t, c: int, ignore_index):
+    """Rows whose target is outside [0, C) and not ignore_index (None: no row is bad)."""
+    if ignore_index is None:
+        return None
+    bad = ((t < 0) | (t >= c)) & (t != ignore_index)
+    return bad if bad.any() else None
+
+
+def cross_entropy(x, target, mean, ignore_index=None):
     """0-d: the summed (``mean``: averaged) cross entropy of logits x (N, C) against the class
-    indices target (N,); rows whose target is outside [0, C) take no part."""
+    indices target (N,); rows whose target is ignore_index take no part, other rows outside
+    [0, C) make it NaN (with ignore_index None, every row outside takes no part)."""
     out = pool.empty((), x.dtype)
     xc, t = _ce_args(x, target)
     rows = np.empty(x.shape[0])   # float64: the rows are summed in double
@@ -238,12 +247,15 @@ def cross_entropy(x, target, mean):
     if mean:
         count = _count_in(t, x.shape[1])
         total = total / count if count else np.nan
+    if _bad(t, x.shape[1], ignore_index) is not None:
+        total = np.nan
     out[()] = total
     return out
 
 
-def cross_entropy_backward(x, target, g, mean):
-    """The gradient (N, C) of ``cross_entropy`` for its 0-d output gradient g."""
+def cross_entropy_backward(x, target, g, mean, ignore_index=None):
+    """The gradient (N, C) of ``cross_entropy`` for its 0-d output gradient g (NaN rows where
+    the target is out of range and not ignore_index)."""
     gx = pool.empty(x.shape, x.dtype)
     if gx.size == 0:
         return gx
@@ -254,6 +266,9 @@ def cross_entropy_backward(x, target, g, mean):
         scale = scale / count if count else np.nan
     y = gx if xc.dtype == gx.dtype else np.empty(x.shape, xc.dtype)
     (p_ce_bwd if use_threads(x.size) and x.shape[0] >= 2 else s_ce_bwd)(xc, t, scale, y)
+    bad = _bad(t, x.shape[1], ignore_index)
+    if bad is not None:
+        y[bad] = np.nan
     if y is not gx:
         np.copyto(gx, y, casting="unsafe")
     return gx

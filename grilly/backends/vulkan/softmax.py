@@ -63,20 +63,28 @@ def _xent_args(op: str, x, target):
     return xc, t
 
 
-def cross_entropy(x, target, mean):
+def _ignore_pc(ignore_index) -> tuple:
+    """pc.shape[2:4]: (whether an ignore_index is given, its value): rows equal to it take no
+    part, other rows out of range make the result NaN; without one, every row out of range
+    takes no part."""
+    return (0, 0) if ignore_index is None else (1, int(ignore_index))
+
+
+def cross_entropy(x, target, mean, ignore_index=None):
     """0-d: the summed (``mean``: averaged) cross entropy of logits x (N, C) against class
-    indices (rows outside [0, C) take no part); one workgroup, one dispatch."""
+    indices (rows equal to ignore_index take no part, other rows outside [0, C) make it NaN;
+    without ignore_index every row outside takes no part); one workgroup, one dispatch."""
     xc, t = _xent_args("cross_entropy", x, target)
     out = new_buffer(x.ctx, (), x.dtype)
     n, c = x.shape
     dispatch(x.ctx, f"xent_{x.dtype.name}", (0, 1, int(bool(mean))), [out, xc, t, xc], n, _WG,
-             (out.offset, xc.offset, 2 * t.offset, xc.offset), (n, c))
+             (out.offset, xc.offset, 2 * t.offset, xc.offset), (n, c, *_ignore_pc(ignore_index)))
     return out
 
 
-def cross_entropy_backward(x, target, g, mean):
+def cross_entropy_backward(x, target, g, mean, ignore_index=None):
     """The gradient (N, C) of ``cross_entropy`` for its 0-d output gradient g: one workgroup
-    for the scale (g / count), then one invocation per row."""
+    for the scale (g / count), then one invocation per row (NaN rows where out of range)."""
     xc, t = _xent_args("cross_entropy_backward", x, target)
     n, c = x.shape
     gx = new_buffer(x.ctx, (n, c), x.dtype)
@@ -84,10 +92,11 @@ def cross_entropy_backward(x, target, g, mean):
         return gx
     scale = new_buffer(x.ctx, (), x.dtype)
     variant = f"xent_{x.dtype.name}"
+    shape = (n, c, *_ignore_pc(ignore_index))
     dispatch(x.ctx, variant, (1, 1, int(bool(mean))), [scale, xc, t, g], n, _WG,
-             (scale.offset, xc.offset, 2 * t.offset, g.offset), (n, c))
+             (scale.offset, xc.offset, 2 * t.offset, g.offset), shape)
     dispatch(x.ctx, variant, (2, 1, int(bool(mean))), [gx, xc, t, scale], n, n,
-             (gx.offset, xc.offset, 2 * t.offset, scale.offset), (n, c))
+             (gx.offset, xc.offset, 2 * t.offset, scale.offset), shape)
     return gx
 
 
