@@ -318,20 +318,33 @@ def row_stack(tensors: Sequence[Array]) -> Array:
 
 
 def get_default_dtype():
-    """The dtype of torch-style factories (``gp.zeros(2, 3)``, ``gp.rand``, ``gp.randn``):
-    float32 (torch.get_default_dtype)."""
+    """float32 (torch.get_default_dtype): the dtype of grilly.nn's parameters and of
+    ``gp.rand``/``gp.randn``; the Array API creation functions (``zeros``, ``ones``, ``arange``,
+    ``asarray``/``tensor`` of Python floats) give float64, as NumPy's."""
     return gp.float32
 
 
 def set_default_dtype(d) -> None:
     """torch.set_default_dtype: only float32 (grilly's torch-style default) is accepted; pass
-    ``dtype=`` to the factories for another."""
-    if gp.isdtype(gp.dtype(d) if not hasattr(d, "kind") else d, "real floating") and \
-            str(d).rsplit(".", 1)[-1] == "float32":
+    ``dtype=`` to the factories for another (NotImplementedError); a dtype that is not
+    floating is a TypeError, as torch's."""
+    try:
+        d = d if isinstance(d, gp.DType) else gp.dtype(d)
+    except TypeError:
+        raise TypeError(f"set_default_dtype: expected a grilly dtype, got {d!r}") from None
+    if not gp.isdtype(d, "real floating"):
+        raise TypeError(f"set_default_dtype: only floating point types are supported as the "
+                        f"default type, got {d}")
+    if d is gp.float32:
         return
     raise NotImplementedError(f"set_default_dtype: grilly's default floating dtype is fixed "
-                              f"(float32 for torch-style factories); got {d}; pass dtype= "
-                              f"instead")
+                              f"(float32 for grilly.nn and the torch-style random factories); "
+                              f"got {d}; pass dtype= instead")
+
+
+def get_default_device():
+    """The default device (torch.get_default_device; ``gp.set_default_device`` sets it)."""
+    return gp.default_device()
 
 
 def get_num_threads() -> int:
@@ -433,6 +446,6 @@ __all__ = sorted(set(_made) | {
     "rsub", "repeat_interleave", "std_mean", "var_mean", "block_diag", "broadcast_tensors",
     "bucketize", "cartesian_prod", "combinations", "cdist", "chain_matmul", "complex", "polar",
     "cumulative_trapezoid", "trapz", "logdet", "row_stack", "get_default_dtype",
-    "set_default_dtype", "get_num_threads", "set_num_threads", "batch_norm", "instance_norm",
-    "layer_norm", "group_norm", "embedding", "dropout", "alpha_dropout",
+    "set_default_dtype", "get_default_device", "get_num_threads", "set_num_threads",
+    "batch_norm", "instance_norm", "layer_norm", "group_norm", "embedding", "dropout", "alpha_dropout",
     "feature_alpha_dropout", "rrelu", "adaptive_max_pool1d"})

@@ -84,7 +84,7 @@ class Array:
     # _version: None, or the version cell [n] this array shares with its views (bumped by every
     # write in place; autograd compares it with what a node saved); _view: None, or how this
     # view was made (view_of)
-    __slots__ = ("_buf", "_dtype", "_device", "requires_grad", "grad", "_node", "_hooks",
+    __slots__ = ("_buf", "_dtype", "_device", "requires_grad", "_grad", "_node", "_hooks",
                  "retains_grad", "_version", "_view", "__weakref__")
     __array_priority__ = 100  # numpy defers binary operators to us
 
@@ -98,7 +98,7 @@ class Array:
         self._dtype = dtype
         self._device = device
         self.requires_grad = False
-        self.grad = None
+        self._grad = None
         self._node = None
         self._hooks = None
         self.retains_grad = False
@@ -108,6 +108,38 @@ class Array:
         return self
 
     # ---- attributes -------------------------------------------------------------------
+    @property
+    def grad(self) -> "Array | None":
+        """The gradient accumulated by backward (None until one is)."""
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: "Array | None") -> None:
+        # checked as torch's: a gradient of another shape, dtype or device would fail (or
+        # silently broadcast) only later, in the optimizer's step or the next accumulation
+        if value is not None and (type(value) is not Array or value._dtype is not self._dtype
+                                  or value.shape != self.shape
+                                  or value._device is not self._device):
+            # (one test in the common case: backward assigns every leaf's gradient through here)
+            if not isinstance(value, Array):
+                raise TypeError(f"assigned grad expected to be a grilly Array or None but got "
+                                f"grad of type {type(value).__name__}")
+            if tuple(value.shape) != tuple(self.shape):
+                raise RuntimeError(f"attempting to assign a gradient of shape {value.shape} to "
+                                   f"an array of shape {self.shape}: they must be the same")
+            if value._dtype is not self._dtype:
+                raise RuntimeError(f"attempting to assign a gradient of dtype {value._dtype} to "
+                                   f"an array of dtype {self._dtype}: they must be the same")
+            if value._device != self._device:
+                raise RuntimeError(f"attempting to assign a gradient on device {value._device} "
+                                   f"to an array on device {self._device}: they must be the "
+                                   f"same")
+        self._grad = value
+
+    @grad.deleter
+    def grad(self) -> None:
+        self._grad = None
+
     @property
     def dtype(self) -> DType:
         return self._dtype

@@ -388,6 +388,10 @@ class Function:
             return res
         if not ctx.materialize_grads:
             rule.__grilly_raw_grads__ = True   # (tape._apply: None for unreached outputs)
+        if getattr(cls, "_delivers_to_leaves", False):
+            # its backward hands leaves it has no edge to their gradients (tape.deliver): a
+            # grad() sweep runs it even when no edge of it leads to what grad() wants
+            rule.__grilly_delivers__ = True
         out = record(name, rule, args, {}, out, save_out=False, saves="none")
         nondiff = ctx._non_differentiable
         if nondiff or dirty:

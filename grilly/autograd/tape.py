@@ -22,8 +22,9 @@ from ..array import dispatch as _dispatch
 from ..array.array import Array
 from . import mode
 
-__all__ = ["RemovableHandle", "backward", "grad", "register_hook",
-           "register_post_accumulate_grad_hook", "retain_grad"]
+__all__ = ["RemovableHandle", "backward", "deliver", "grad", "grad_and_leaves",
+           "reachable_leaves", "register_hook", "register_post_accumulate_grad_hook",
+           "retain_grad"]
 
 # a ``.grad`` is read, added to and written back under this lock: threads that backward
 # separate graphs through shared leaves (one model's parameters) each add their whole gradient,
@@ -315,7 +316,7 @@ def _sweep(outputs, grad_outputs, retain_graph: bool, create_graph: bool, captur
         send(edge_of(o), g)
     # the nodes no edge points at (only roots can be), in deps' order: its roots come first
     ready = [n for n in roots if deps[n] == 0]
-    with mode.set_grad_enabled(create_graph):
+    with _Running(send), mode.set_grad_enabled(create_graph):
         while ready:
             n = ready.pop()
             gs = bufs.pop(n, None)
@@ -371,6 +372,83 @@ def _sweep(outputs, grad_outputs, retain_graph: bool, create_graph: bool, captur
     return leaves, captured
 
 
+# the sweeps running in this thread, innermost last (each as its function that takes a leaf's
+# gradient): a node whose backward computes gradients of leaves it has no edge to (checkpoint's
+# recomputation reads a module's parameters) hands them to the sweep that runs it (deliver)
+_RUNNING = threading.local()
+
+
+class _Running:
+    """The block of a sweep: ``send`` (its leaf gradients' function) is this thread's
+    innermost running sweep within it."""
+
+    __slots__ = ("send",)
+
+    def __init__(self, send) -> None:
+        self.send = send
+
+    def __enter__(self) -> None:
+        sweeps = getattr(_RUNNING, "sweeps", None)
+        if sweeps is None:
+            sweeps = _RUNNING.sweeps = []
+        sweeps.append(self.send)
+
+    def __exit__(self, *exc) -> None:
+        _RUNNING.sweeps.pop()
+
+
+def deliver(x: Array, g: Array) -> None:
+    """Give leaf ``x`` the gradient ``g`` in the innermost running sweep, as if an edge of the
+    node now running led to it: backward adds it to ``x.grad`` with the leaf's other gradients
+    (hooks run on the sum), grad() returns it where ``x`` is one of its inputs."""
+    sweeps = getattr(_RUNNING, "sweeps", None)
+    if not sweeps:
+        raise RuntimeError("deliver: no backward sweep is running in this thread")
+    if not isinstance(x, Array) or x._node is not None or not x.requires_grad:
+        raise RuntimeError("deliver: x must be a leaf Array that requires grad")
+    sweeps[-1](x, g)
+
+
+def reachable_leaves(outputs, stop=()) -> list:
+    """The leaves that require grad on the graph of ``outputs``, each once, not looking past
+    the nodes of the arrays in ``stop``."""
+    stops = {a._node[0] for a in stop if a._node is not None}
+    seen, found, stack = set(), {}, []
+    for o in outputs:
+        if o._node is not None and o._node[0] not in stops:
+            stack.append(o._node[0])
+    while stack:
+        n = stack.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        if n.edges is None:
+            raise RuntimeError(_FREED)
+        for _, e, _, _ in n.edges:
+            if type(e) is tuple:
+                if e[0] not in seen and e[0] not in stops:
+                    stack.append(e[0])
+            elif e.requires_grad:
+                found.setdefault(id(e), e)
+    return list(found.values())
+
+
+def grad_and_leaves(outputs, inputs, grad_outputs, create_graph: bool = False):
+    """For a node's backward that recomputes its graph: the gradients of ``outputs`` w.r.t.
+    ``inputs`` (None where unused) and [(leaf, gradient)] for every other leaf the sweep
+    reached or was delivered (which the caller hands on with ``deliver``)."""
+    ins = list(inputs)
+    outs, seeds = _seed(outputs, grad_outputs, "grad")
+    leaves, captured = _sweep(outs, seeds, create_graph, create_graph, capture=ins)
+    mine = {id(x) for x in ins}
+
+    def out(x, g):
+        g = fit(g, x.shape, x._dtype)
+        return g if create_graph or not g.requires_grad else detach(g)
+    gs = tuple(None if g is None else out(x, g) for x, g in zip(ins, captured))
+    return gs, [(x, out(x, g)) for k, (x, g) in leaves.items() if k not in mine]
+
+
 def _needed(deps: dict, want_nodes: dict, want_leaves: dict) -> set:
     """The nodes of the graph (``deps``) from which an edge path leads to a wanted array."""
     count = dict(deps)
@@ -386,6 +464,9 @@ def _needed(deps: dict, want_nodes: dict, want_leaves: dict) -> set:
                     ready.append(e[0])
     need = set()
     for n in reversed(order):
+        if getattr(n.rule, "__grilly_delivers__", False):   # (its leaves are not its edges)
+            need.add(n)
+            continue
         for _, e, _, _ in n.edges:
             if (e in want_nodes or e[0] in need) if type(e) is tuple else id(e) in want_leaves:
                 need.add(n)

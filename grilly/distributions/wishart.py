@@ -3,6 +3,7 @@ decomposition."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -123,11 +124,9 @@ class Wishart(Distribution):
         d = gp.linalg.diagonal(v)
         return self._df() * (v * v + d[..., :, None] * d[..., None, :])
 
-    def rsample(self, sample_shape=()):
+    def _bartlett(self, shape: tuple):
         """Bartlett: L A (L A)^T, A lower triangular with sqrt(chi2(df - i)) on the diagonal
-        and standard normals below (pathwise through the gamma draws; a singular draw is not
-        redrawn, unlike torch's, its probability being negligible for df > p - 1)."""
-        shape = self._extended_shape(sample_shape)
+        and standard normals below (pathwise through the gamma draws)."""
         p = self._event_shape[-1]
         L = self._unbroadcasted_scale_tril
         i = gp.asarray(np.arange(p, dtype=np.float64), dtype=L.dtype, device=L.device)
@@ -140,6 +139,38 @@ class Wishart(Distribution):
         chol = gp.matmul(L, a)
         return gp.matmul(chol, gp.matrix_transpose(chol))
 
+    def rsample(self, sample_shape=(), max_try_correction: int | None = None):
+        """Bartlett draws; a draw outside the support or of a determinant that rounds to 0
+        (numerically singular: likely for df near p - 1) is redrawn, up to
+        ``max_try_correction`` times (10 by default, as torch's), with a warning."""
+        if max_try_correction is None:
+            max_try_correction = 10
+        if isinstance(max_try_correction, bool) or not isinstance(max_try_correction, int) \
+                or max_try_correction < 0:
+            raise ValueError(f"Wishart.rsample: max_try_correction must be a non-negative int, "
+                             f"got {max_try_correction!r}")
+        shape = self._extended_shape(sample_shape)
+        sample = self._bartlett(shape)
+
+        def singular(s):
+            # outside the support, or a determinant that log_prob cannot take the log of
+            s = s.detach()
+            sign, logdet = gp.linalg.slogdet(s)
+            ok = gp.logical_and(sign > 0, gp.isfinite(logdet))
+            return gp.logical_not(gp.logical_and(ok, self.support.check(s)))
+
+        bad = singular(sample)
+        if bool(gp.any(bad)):
+            warnings.warn("Wishart.rsample: singular sample detected; redrawing it",
+                          stacklevel=2)
+            for _ in range(max_try_correction):
+                new = self._bartlett(shape)
+                sample = gp.where(bad[..., None, None], new, sample)
+                bad = gp.logical_and(bad, singular(new))
+                if not bool(gp.any(bad)):
+                    break
+        return sample
+
     def _half_log_det(self):
         return gp.sum(gp.log(gp.linalg.diagonal(self._unbroadcasted_scale_tril)), axis=-1)
 
@@ -147,12 +178,13 @@ class Wishart(Distribution):
         value = self._validate_sample(value)
         nu, p = self.df, self._event_shape[-1]
         L = self._unbroadcasted_scale_tril
-        cv = gp.linalg.cholesky(value)
-        log_det_x = 2.0 * gp.sum(gp.log(gp.linalg.diagonal(cv)), axis=-1)
-        shape = gp.broadcast_shapes(tuple(L.shape), tuple(cv.shape))
-        # tr(V^-1 X) = || L^-1 chol(X) ||_F^2
-        z = gp.linalg.solve(gp.broadcast_to(L, shape), gp.broadcast_to(cv, shape))
-        trace = gp.sum(z * z, axis=(-2, -1))
+        # slogdet and cholesky_solve, as torch's: a numerically singular value (a draw for df
+        # near p - 1 can be) gives -inf or a finite density, where cholesky(value) would raise
+        log_det_x = gp.linalg.slogdet(value)[1]
+        shape = gp.broadcast_shapes(tuple(L.shape), tuple(value.shape))
+        # tr(V^-1 X), V = L L^T
+        trace = gp.sum(gp.linalg.diagonal(gp.linalg.cholesky_solve(
+            gp.broadcast_to(value, shape), gp.broadcast_to(L, shape))), axis=-1)
         return (-nu * (0.5 * p * _LOG_2 + self._half_log_det()) - _mvlgamma(0.5 * nu, p)
                 + 0.5 * (nu - p - 1.0) * log_det_x - 0.5 * trace)
 

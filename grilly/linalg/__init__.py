@@ -25,7 +25,8 @@ __all__ = [
     "CholeskyExResult", "GeqrfResult", "InvExResult", "LUFactorExResult", "LUFactorResult",
     "LUResult", "SolveExResult", "cholesky_ex", "geqrf", "householder_product", "inv_ex", "lu",
     "lu_factor", "lu_factor_ex", "lu_solve", "lu_unpack", "solve_ex", "cholesky_solve",
-    "cholesky_inverse", "vander",
+    "cholesky_inverse", "vander", "LDLFactorResult", "LDLFactorExResult", "ldl_factor",
+    "ldl_factor_ex", "ldl_solve",
 ]
 
 
@@ -1128,24 +1129,33 @@ def cholesky_ex(A: Array, /, *, upper: bool = False, check_errors: bool = False
     ns = _ns()
     n = a.shape[-1]
     rows = ns.arange(n, device=a.device)
-    # the factorization's pivots, without a gradient, only to find where it stops
-    w = ns.tril(a.detach())
+    # the factorization itself, column by column (differentiable as it goes): the batched
+    # kernel would raise for a matrix whose last pivots round to <= 0 in its own order of
+    # operations but not in this one, where this function must only report it in info
+    w = ns.tril(a)
     w = ns.add(w, _mh(ns.tril(w, k=-1)))
+    if a.requires_grad:
+        # the lower triangle's values with the gradient of the Hermitian part, as torch's
+        # (the gradient a symmetric matrix, each off-diagonal pair sharing it)
+        h = ns.multiply(ns.add(a, _mh(a)), 0.5)
+        w = ns.add(h, ns.subtract(w, h).detach())
     info = ns.zeros(a.shape[:-2], dtype=dt.int32, device=a.device)
+    cols = []
     for j in range(n):
         d = ns.real(w[..., j, j])
         bad = ns.logical_not(ns.greater(d, 0))   # NaN too
         info = ns.where(ns.logical_and(ns.equal(info, 0), bad), j + 1, info)
         s = ns.sqrt(ns.where(bad, 1.0, d))
         c = ns.where(rows > j, ns.divide(w[..., :, j], ns.expand_dims(s, axis=-1)), 0.0)
+        cols.append(ns.where(rows == j, ns.expand_dims(ns.astype(s, a.dtype), axis=-1), c))
         cc = ns.conj(c) if c._dtype.kind == "c" else c
         w = ns.subtract(w, ns.multiply(c[..., :, None], cc[..., None, :]))
     if _flag(check_errors, "cholesky_ex", "check_errors"):
         _raise_info(info, "cholesky_ex", "the leading minor of order {0} is not "
                     "positive-definite")
     ok = ns.expand_dims(ns.expand_dims(ns.equal(info, 0), axis=-1), axis=-1)
-    eye = ns.eye(n, dtype=a.dtype, device=a.device)
-    fac = cholesky(ns.where(ok, a, eye), upper=upper)
+    fac = ns.stack(cols, axis=-1) if n else ns.zeros_like(a)
+    fac = _mh(fac) if upper else fac
     return CholeskyExResult(ns.where(ok, fac, math.nan), info)
 
 
@@ -1241,6 +1251,237 @@ def cholesky_inverse(L: Array, /, upper: bool = False) -> Array:
     return cholesky_solve(eye, low, upper=upper)
 
 
+# ---- LDL^T (Bunch-Kaufman), as LAPACK's sytrf/sytrs with uplo "L" --------------------------
+class LDLFactorResult(NamedTuple):
+    LD: Array
+    pivots: Array
+
+
+class LDLFactorExResult(NamedTuple):
+    LD: Array
+    pivots: Array
+    info: Array
+
+
+_BK_ALPHA = (1.0 + math.sqrt(17.0)) / 8.0   # Bunch-Kaufman's growth bound
+
+
+def _row(x: Array, idx: Array) -> Array:
+    """Row idx (...,) of each matrix of x (..., N, K): (..., K)."""
+    ns = _ns()
+    i = ns.broadcast_to(ns.expand_dims(ns.expand_dims(idx, axis=-1), axis=-1),
+                        x.shape[:-2] + (1, x.shape[-1]))
+    return ns.take_along_axis(x, i, axis=-2)[..., 0, :]
+
+
+def _swap_rows(x: Array, i: Array, j: Array) -> Array:
+    """x (..., N, K) with rows i and j (...,) exchanged in each matrix."""
+    ns = _ns()
+    rows = ns.arange(x.shape[-2], device=x.device)
+    ie, je = ns.expand_dims(i, axis=-1), ns.expand_dims(j, axis=-1)
+    order = ns.where(rows == ie, je, ns.where(rows == je, ie, rows))
+    return ns.take_along_axis(x, ns.broadcast_to(ns.expand_dims(order, axis=-1), x.shape),
+                              axis=-2)
+
+
+def _ldl_core(a: Array):
+    """Bunch-Kaufman's diagonal pivoting of symmetric a (..., N, N) (its lower triangle read),
+    step by step as LAPACK's sytf2 with uplo "L", each matrix taking its own 1x1 or 2x2 pivots:
+    (LD, torch's 1-based int32 pivots (negative on both columns of a 2x2 block), info)."""
+    ns = _ns()
+    n = a.shape[-1]
+    batch, dev = a.shape[:-2], a.device
+    rows = ns.arange(n, device=dev)
+    col = ns.reshape(rows, (n, 1))
+    w = ns.tril(a)
+    w = ns.add(w, matrix_transpose(ns.tril(w, k=-1)))   # the symmetric matrix, whole
+    info = ns.zeros(batch, dtype=dt.int32, device=dev)
+    skip = ns.zeros(batch, dtype=dt.bool, device=dev)   # k is a 2x2 block's second column
+    piv, last = [], None
+    for k in range(n):
+        act = ns.logical_not(skip)
+        ck = w[..., :, k]
+        akk = ns.abs(w[..., k, k])
+        below = ns.where(rows > k, ns.abs(ck), -1.0)
+        imax = ns.argmax(below, axis=-1)
+        colmax = ns.maximum(ns.max(below, axis=-1), 0.0)
+        zero = ns.logical_or(ns.equal(ns.maximum(akk, colmax), 0.0), ns.isnan(akk))
+        # the largest off-diagonal magnitude in row imax of the trailing matrix
+        r = ns.abs(_row(w, imax))
+        rowmax = ns.max(ns.where(ns.logical_and(rows >= k, rows != ns.expand_dims(imax, axis=-1)),
+                                 r, 0.0), axis=-1)
+        aii = ns.abs(ns.take_along_axis(diagonal(w), ns.expand_dims(imax, axis=-1),
+                                        axis=-1)[..., 0])
+        keep = ns.logical_or(zero, ns.greater_equal(akk, _BK_ALPHA * colmax))
+        keep = ns.logical_or(keep, ns.greater_equal(   # (sytf2's expression, rounded as it)
+            akk, _BK_ALPHA * colmax * (colmax / ns.where(rowmax > 0, rowmax, 1.0))))
+        swap1 = ns.logical_and(ns.logical_not(keep), ns.greater_equal(aii, _BK_ALPHA * rowmax))
+        two = ns.logical_and(act, ns.logical_not(ns.logical_or(keep, swap1)))
+        kp = ns.where(keep, k, imax)
+        kk = ns.where(two, k + 1, k)
+        kp = ns.where(act, kp, kk)   # (a second column: nothing to exchange)
+        # exchange rows and columns kk and kp of the trailing matrix only (columns < k hold
+        # earlier multipliers, which sytf2 leaves in place)
+        order = ns.where(rows == ns.expand_dims(kk, -1), ns.expand_dims(kp, -1),
+                         ns.where(rows == ns.expand_dims(kp, -1), ns.expand_dims(kk, -1), rows))
+        p = ns.take_along_axis(w, ns.broadcast_to(ns.expand_dims(order, -1), w.shape), axis=-2)
+        p = ns.take_along_axis(p, ns.broadcast_to(ns.expand_dims(order, -2), w.shape), axis=-1)
+        w = ns.where(ns.logical_and(col >= k, rows >= k), p, w)
+        one = ns.logical_and(act, ns.logical_not(ns.logical_or(two, zero)))
+        # a 1x1 pivot: x = column k below the diagonal, trailing -= x x^T / akk, column /= akk
+        d11 = 1.0 / ns.where(one, w[..., k, k], 1.0)
+        x = ns.where(rows > k, w[..., :, k], 0.0)
+        x = ns.where(ns.expand_dims(one, -1), x, 0.0)
+        w = ns.subtract(w, ns.expand_dims(ns.expand_dims(d11, -1), -1)
+                        * x[..., :, None] * x[..., None, :])
+        w = ns.where(ns.logical_and(ns.logical_and(col > k, rows == k), ns.expand_dims(
+            ns.expand_dims(one, -1), -1)), ns.expand_dims(x * ns.expand_dims(d11, -1), -1), w)
+        if k + 1 < n:   # a 2x2 pivot on columns k, k + 1 (sytf2's formulas)
+            t2 = ns.expand_dims(two, -1)
+            d21 = ns.where(two, w[..., k + 1, k], 1.0)
+            e11 = w[..., k + 1, k + 1] / d21
+            e22 = w[..., k, k] / d21
+            den = ns.where(two, e11 * e22 - 1.0, 1.0)
+            s = ns.expand_dims((1.0 / den) / d21, -1)
+            x = ns.where(ns.logical_and(rows > k + 1, t2), w[..., :, k], 0.0)
+            y = ns.where(ns.logical_and(rows > k + 1, t2), w[..., :, k + 1], 0.0)
+            wk = s * (ns.expand_dims(e11, -1) * x - y)
+            wk1 = s * (ns.expand_dims(e22, -1) * y - x)
+            w = ns.subtract(w, x[..., :, None] * wk[..., None, :]
+                            + y[..., :, None] * wk1[..., None, :])
+            low2 = ns.logical_and(col > k + 1, ns.expand_dims(t2, -1))
+            w = ns.where(ns.logical_and(low2, rows == k), ns.expand_dims(wk, -1), w)
+            w = ns.where(ns.logical_and(low2, rows == k + 1), ns.expand_dims(wk1, -1), w)
+        info = ns.where(ns.logical_and(ns.logical_and(act, zero), ns.equal(info, 0)), k + 1,
+                        info)
+        pk = ns.where(two, -(kp + 1), kp + 1)
+        pk = pk if last is None else ns.where(skip, last, pk)
+        piv.append(pk)
+        last, skip = pk, two
+    pivots = ns.astype(ns.stack(piv, axis=-1), dt.int32) if n else \
+        ns.zeros(batch + (0,), dtype=dt.int32, device=dev)
+    return ns.tril(w), pivots, ns.astype(info, dt.int32)
+
+
+def _ldl_blocks(pivots: Array) -> Array:
+    """Whether each column k is the second of a 2x2 block (pivots[k] < 0 with k not itself a
+    second column)."""
+    ns = _ns()
+    second = []
+    for k in range(pivots.shape[-1]):
+        second.append(ns.zeros(pivots.shape[:-1], dtype=dt.bool, device=pivots.device) if not k
+                      else ns.logical_and(ns.less(pivots[..., k - 1], 0),
+                                          ns.logical_not(second[-1])))
+    return second
+
+
+def _ldl_solve_core(ld: Array, pivots: Array, b: Array) -> Array:
+    """X with A X = B, A = P L D L^T P^T as ldl_factor's (LD, pivots) give it (sytrs, uplo
+    "L"); ld (..., N, N), pivots (..., N) and b (..., N, K) of one batch shape."""
+    ns = _ns()
+    n = ld.shape[-1]
+    rows = ns.arange(n, device=ld.device)
+    second = _ldl_blocks(pivots)
+    pv = ns.astype(pivots, dt.int64)
+    kp = ns.where(pv > 0, pv - 1, -pv - 1)
+
+    def bcast(v):   # a per-matrix flag or value (...,) against b's rows (..., 1, 1)
+        return ns.expand_dims(ns.expand_dims(v, axis=-1), axis=-1)
+
+    def lcol(j, low):   # column j of L below row low, as (..., N, 1)
+        return ns.expand_dims(ns.where(rows > low, ld[..., :, j], 0.0), axis=-1)
+
+    # L D Y = P^T B, column by column
+    for k in range(n):
+        one = ns.greater(pv[..., k], 0)
+        first = ns.logical_and(ns.logical_not(one), ns.logical_not(second[k]))
+        kk = ns.where(first, min(k + 1, n - 1), k)
+        kpe = ns.where(ns.logical_or(one, first), kp[..., k], kk)
+        b = _swap_rows(b, kk, kpe)
+        bk = b[..., k:k + 1, :]
+        b1 = ns.subtract(b, lcol(k, k) * bk)
+        # (each branch's divisors guarded: the branch not taken must not give NaN gradients)
+        b1 = ns.where(rows[:, None] == k, bk / bcast(ns.where(one, ld[..., k, k], 1.0)), b1)
+        b = ns.where(bcast(one), b1, b)
+        if k + 1 < n:
+            bk1 = b[..., k + 1:k + 2, :]
+            b2 = ns.subtract(b, lcol(k, k + 1) * bk + lcol(k + 1, k + 1) * bk1)
+            f = ns.where(first, ld[..., k + 1, k], 1.0)
+            e11 = bcast(ld[..., k, k] / f)
+            e22 = bcast(ld[..., k + 1, k + 1] / f)
+            den = ns.where(bcast(first), e11 * e22 - 1.0, 1.0)
+            u, v = bk / bcast(f), bk1 / bcast(f)
+            b2 = ns.where(rows[:, None] == k, (e22 * u - v) / den, b2)
+            b2 = ns.where(rows[:, None] == k + 1, (e11 * v - u) / den, b2)
+            b = ns.where(bcast(first), b2, b)
+    # L^T P^T X = Y, from the last column back
+    for k in range(n - 1, -1, -1):
+        one = ns.greater(pv[..., k], 0)
+        # (nothing for a 2x2 block's first column: its second one did both)
+        tail = ns.sum(lcol(k, k) * b, axis=-2, keepdims=True)
+        b = ns.where(ns.logical_and(rows[:, None] == k, bcast(ns.logical_or(one, second[k]))),
+                     ns.subtract(b, tail), b)
+        if k > 0:   # the second column of a 2x2 block updates its first too
+            tail0 = ns.sum(lcol(k - 1, k) * b, axis=-2, keepdims=True)
+            b = ns.where(ns.logical_and(rows[:, None] == k - 1, bcast(second[k])),
+                         ns.subtract(b, tail0), b)
+        k0 = ns.full(pv.shape[:-1], k, dtype=dt.int64, device=ld.device)
+        b = _swap_rows(b, k0, ns.where(ns.logical_or(one, second[k]), kp[..., k], k0))
+    return b
+
+
+def _ldl_input(A: Array, op: str, hermitian) -> Array:
+    a = _matrices(A, op, square=True)
+    _flag(hermitian, op, "hermitian")
+    if a._dtype.kind == "c":
+        raise NotImplementedError(f"{op}: complex matrices are not supported (real symmetric "
+                                  "ones only)")
+    return a
+
+
+def ldl_factor_ex(A: Array, /, *, hermitian: bool = False, check_errors: bool = False
+                  ) -> LDLFactorExResult:
+    """torch.linalg.ldl_factor_ex: the compact LDL^T factorization of symmetric A (..., N, N)
+    (its lower triangle read) with Bunch-Kaufman pivoting, as LAPACK's sytrf: (LD, pivots,
+    info), pivots 1-based int32, negative on both columns of a 2x2 block of D; info: 0, or k
+    where D[k-1, k-1] is exactly zero."""
+    a = _ldl_input(A, "ldl_factor_ex", hermitian)
+    ld, piv, info = _ldl_core(a)
+    if _flag(check_errors, "ldl_factor_ex", "check_errors"):
+        _raise_info(info, "ldl_factor_ex", _SINGULAR_D)
+    return LDLFactorExResult(ld, piv, info)
+
+
+_SINGULAR_D = "D[{0},{0}] (1-based) of the LDL factorization is zero: the matrix is singular"
+
+
+def ldl_factor(A: Array, /, *, hermitian: bool = False) -> LDLFactorResult:
+    """torch.linalg.ldl_factor: (LD, pivots) of symmetric A, raising LinAlgError where D has
+    a zero block (ldl_factor_ex returns it in info instead)."""
+    a = _ldl_input(A, "ldl_factor", hermitian)
+    ld, piv, info = _ldl_core(a)
+    _raise_info(info, "ldl_factor", _SINGULAR_D + "; ldl_factor_ex factors it anyway")
+    return LDLFactorResult(ld, piv)
+
+
+def ldl_solve(LD: Array, pivots: Array, B: Array, /, *, hermitian: bool = False) -> Array:
+    """torch.linalg.ldl_solve: X with A X = B for the A that ldl_factor's (LD, pivots) stand
+    for; B (..., N, K), batch shapes broadcast."""
+    ld = _ldl_input(LD, "ldl_solve", hermitian)
+    n = ld.shape[-1]
+    piv = _check_pivots(pivots, n, n, ld.shape[:-2], "ldl_solve")
+    b = _float(B, "ldl_solve")
+    if b.ndim < 2 or b.shape[-2] != n:
+        raise LinAlgError(f"ldl_solve: B of shape {b.shape} does not match LD of shape "
+                          f"{ld.shape}; expected (..., {n}, K)")
+    ns = _ns()
+    batch = broadcast_shapes(ld.shape[:-2], b.shape[:-2], op="ldl_solve")
+    d = dt.result_type(ld._dtype, b._dtype)
+    return _ldl_solve_core(ns.broadcast_to(ns.astype(ld, d), batch + (n, n)),
+                           ns.broadcast_to(piv, batch + (n,)),
+                           ns.broadcast_to(ns.astype(b, d), batch + b.shape[-2:]))
+
+
 def vander(x: Array, /, *, N: int | None = None) -> Array:
     """torch.linalg.vander: columns x**0, x**1, ..., x**(N-1) of each vector in x (..., n),
     shape (..., n, N) (NumPy's vander with increasing=True, batched)."""
@@ -1268,7 +1509,8 @@ _DECOMPOSITIONS = ("cholesky", "det", "eig", "eigh", "eigvals", "eigvalsh", "inv
                    "matrix_rank", "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "cond",
                    "tensorinv", "tensorsolve", "solve_triangular", "matrix_exp", "lu", "lu_factor",
                    "lu_factor_ex", "lu_solve", "lu_unpack", "inv_ex", "solve_ex", "cholesky_ex",
-                   "householder_product", "geqrf", "cholesky_solve", "cholesky_inverse")
+                   "householder_product", "geqrf", "cholesky_solve", "cholesky_inverse",
+                   "ldl_factor", "ldl_factor_ex", "ldl_solve")
 _SVD_ORDS = ("nuc", 2, -2)
 
 

@@ -437,6 +437,8 @@ class Module:
                 dtype = other.dtype
         elif isinstance(device, gp.DType):
             device, dtype = None, device
+        if isinstance(dtype, str):   # a dtype's name, as the namespace's functions take it
+            dtype = gp.dtype(dtype)
         if dtype is not None and not gp.isdtype(dtype, "real floating"):
             raise TypeError(f"Module.to: dtype must be a real floating dtype, got {dtype}")
 
@@ -447,6 +449,28 @@ class Module:
                 a = a.to_device(device)
             return a
 
+        return self._convert(conv)
+
+    def type(self, dst_type) -> "Module":
+        """Cast every parameter and buffer, integer ones included (as torch's Module.type), to
+        ``dst_type``: a dtype or a torch type name such as ``"torch.DoubleTensor"``."""
+        try:   # Array.type's reading of dst_type (dtypes, names, torch's type names)
+            dtype = gp.zeros((0,), dtype=gp.float32).type(dst_type).dtype
+        except (TypeError, ValueError) as e:
+            raise type(e)(f"Module.type: {e}") from None
+        if dtype.kind not in "fc":
+            for name, p in self.named_parameters():
+                if p.requires_grad:   # checked before anything is cast (torch casts some first)
+                    raise RuntimeError(f"Module.type: parameter {name!r} requires grad and "
+                                       f"cannot be cast to the non-floating dtype {dtype}")
+
+        def conv(a):
+            return a if a.dtype == dtype else gp.astype(a, dtype)
+
+        return self._convert(conv)
+
+    def _convert(self, conv) -> "Module":
+        """Apply ``conv`` to every parameter (in place), its gradient, buffer and kept state."""
         with _no_grad():
             for m in self.modules():
                 for p in m._parameters.values():

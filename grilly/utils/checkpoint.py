@@ -3,22 +3,22 @@
 ``checkpoint(function, *args)`` runs ``function`` under ``no_grad``: none of its intermediate
 results is recorded, so none is kept; the one autograd node it leaves keeps only the arguments
 (and the random generator's state). Its backward runs ``function`` again on detached copies of
-the arguments with grad on, with the same random numbers, and backpropagates the incoming
-gradients through that recomputed graph, which is freed before the next node runs. Peak memory
-in backward is then one checkpointed segment's intermediates at a time, for one extra forward
-of each segment.
+the arguments (aliases under create_graph) with grad on, with the same random numbers, and
+backpropagates the incoming gradients through that recomputed graph, which is freed before the
+next node runs. Peak memory in backward is then one checkpointed segment's intermediates at a
+time, for one extra forward of each segment.
 
 Both variants run the same way here (grilly has no saved-tensor hooks); they differ as
 torch's do where a user sees it: ``use_reentrant=True`` (the default, with a warning when not
 passed, as torch 2.x) takes no keyword arguments and gives nothing a gradient when no argument
 requires grad (with torch's warning); ``use_reentrant=False`` passes keyword arguments through
 (their arrays get gradients too) and gives the parameters of the modules called inside their
-gradients even when no argument requires grad. Neither supports a backward with
-``create_graph=True`` through the checkpointed call (NotImplementedError). In both, arrays the
-function reads that are not arguments (a module's parameters) get their gradients accumulated
-into ``.grad`` by the inner backward: through ``grilly.autograd.grad`` they are not returned
-(torch's reentrant variant refuses ``grad`` for that reason; its non-reentrant one returns
-them), while the arguments' gradients are.
+gradients even when no argument requires grad. In both, arrays the function reads that are
+not arguments (a module's parameters) get their gradients handed to the sweep that runs the
+node (``tape.deliver``), as if it had edges to them: ``backward`` accumulates them, ``grad``
+returns them where asked (torch's non-reentrant variant). With ``create_graph=True`` the
+recomputation runs on aliases of the arguments (not detached copies), so that the gradients
+are on the outer graph and a second order through them is right.
 """
 from __future__ import annotations
 
@@ -27,7 +27,9 @@ from typing import Any, Callable
 
 from .. import random as _grandom
 from ..array.array import Array
-from ..autograd import Function, backward, enable_grad, is_grad_enabled, no_grad, tensor
+from ..array.api import positive as _positive
+from ..autograd import Function, enable_grad, is_grad_enabled, no_grad, tensor
+from ..autograd.tape import deliver, grad_and_leaves, reachable_leaves
 
 __all__ = ["CheckpointError", "checkpoint", "checkpoint_sequential"]
 
@@ -58,6 +60,8 @@ class _Checkpoint(Function):
     and calls the user's function; its outputs are the Arrays of the function's result, which
     ``box["out"]`` keeps whole."""
 
+    _delivers_to_leaves = True   # (the parameters read inside: tape.deliver)
+
     @staticmethod
     def forward(ctx, run, opts, box, *args):
         ctx.run, ctx.opts = run, opts
@@ -71,13 +75,11 @@ class _Checkpoint(Function):
 
     @staticmethod
     def backward(ctx, *grads):
-        if is_grad_enabled():   # (the sweep sets grad mode to its create_graph)
-            # the recomputation's gradients would be those of its own detached leaves, not of
-            # the outer graph: a second order taken through them would be silently wrong
-            raise NotImplementedError("checkpoint: a backward with create_graph=True (double "
-                                      "backward) through a checkpointed function is not "
-                                      "supported")
-        inputs = tuple(_detached(a) for a in ctx.inputs)
+        # with create_graph (the sweep sets grad mode to it) the recomputation runs on aliases
+        # of the arguments, so that its gradients are functions of the outer graph's arrays and
+        # a second order through them is right; otherwise on detached copies
+        create_graph = is_grad_enabled()
+        inputs = tuple((_alias if create_graph else _detached)(a) for a in ctx.inputs)
         if ctx.opts["preserve_rng_state"]:
             now = _grandom.get_state()
             _grandom.set_state(ctx.rng_state)
@@ -95,9 +97,28 @@ class _Checkpoint(Function):
         if not pairs:
             raise RuntimeError("checkpoint: none of the outputs requires grad, this "
                                "checkpoint() is not necessary")
-        backward([o for o, _ in pairs], [g for _, g in pairs])
+        outs = [o for o, _ in pairs]
+        wanted = [a for a in inputs if isinstance(a, Array) and a.requires_grad]
+        # the leaves the function reads besides its arguments (a module's parameters): their
+        # gradients go to the sweep that runs this node, as if it had edges to them (backward
+        # accumulates them with their others, grad() returns them where asked, as torch's
+        # non-reentrant variant does)
+        mine = {id(a) for a in wanted}
+        params = [p for p in reachable_leaves(outs, stop=wanted) if id(p) not in mine]
+        gs, others = grad_and_leaves(outs, wanted + params, [g for _, g in pairs],
+                                     create_graph)
+        for leaf, g in [*zip(params, gs[len(wanted):]), *others]:
+            if g is not None:
+                deliver(leaf, g)
+        it = iter(gs[:len(wanted)])
         return (None, None, None) + tuple(
-            a.grad if isinstance(a, Array) and a.requires_grad else None for a in inputs)
+            next(it) if isinstance(a, Array) and a.requires_grad else None for a in inputs)
+
+
+def _alias(a):
+    """An argument for a recomputation under create_graph: a new array on the graph of the
+    original (its gradient flows back to it), anything else as it is."""
+    return _positive(a) if isinstance(a, Array) and a.requires_grad else a
 
 
 def _detached(a):
