@@ -99,8 +99,8 @@ def test_each_bad_update_array_refused_once_by_the_array_layer(device, op, batch
 
 def test_optimizer_steps_as_torch_after_the_checks_moved(device):
     """Adam (amsgrad, weight decay), SGD (Nesterov) and RMSprop (centered, momentum) steps with
-    a broadcast gradient set by hand (converted by the optimizer, as before) and a parameter
-    of another dtype: as torch.optim."""
+    gradients set by hand and a parameter of another dtype: as torch.optim. (A gradient of
+    another shape, once broadcast by the optimizer, is refused when assigned, as torch's.)"""
     rng = np.random.default_rng(2)
     for make, tmake, kw in (
             (optim.Adam, torch.optim.Adam, dict(lr=0.01, amsgrad=True, weight_decay=0.1)),
@@ -113,8 +113,12 @@ def test_optimizer_steps_as_torch_after_the_checks_moved(device):
         for _ in range(3):
             grads = [_rand(rng, 1, 3), _rand(rng, 5), _rand(rng, 2, 2).astype(np.float64)]
             for p, t, gh in zip(ps, tp, grads):
-                p.grad = gp.asarray(gh, device=device)
-                t.grad = torch.from_numpy(np.broadcast_to(gh, t.shape).copy())
+                full = np.broadcast_to(gh, t.shape).copy()
+                if full.shape != gh.shape:
+                    with pytest.raises(RuntimeError, match="shape"):
+                        p.grad = gp.asarray(gh, device=device)
+                p.grad = gp.asarray(full, device=device)
+                t.grad = torch.from_numpy(full)
             opt.step()
             topt.step()
         for p, t in zip(ps, tp):

@@ -184,6 +184,8 @@ def test_linear_cross_entropy_module_and_functional(device, dtype, name, kw, tsh
                                                     bias):
     """nn.LinearCrossEntropyLoss (its flat Linear weight, as torch's) and the functional
     form: loss, and the gradients of the input and of the Linear's parameters."""
+    if not hasattr(torch.nn, "LinearCrossEntropyLoss"):
+        pytest.skip("the oracle is torch 2.13's LinearCrossEntropyLoss")
     out = (2, 3) if tshape == (N, 2, 3) else ()
     lw = None if weight is None else torch.tensor(weight.astype(dtype))
     tm = torch.nn.LinearCrossEntropyLoss(5, C, out_features=out, bias=bias, weight=lw,
@@ -315,8 +317,11 @@ def test_bfloat16_initializers(device, name, args):
     lin = nn.Linear(16, 4, dtype=gp.bfloat16, device=device)
     assert lin.weight.dtype == gp.bfloat16 and lin.bias.dtype == gp.bfloat16
     assert float(gp.max(gp.abs(gp.astype(lin.weight, gp.float32)))) <= 0.25
+    torch.manual_seed(3)
     t = getattr(torch.nn.init, name)(torch.zeros(40, 30, dtype=torch.bfloat16), *args)
     lo, hi = float(t.float().min()), float(t.float().max())
+    if name == "trunc_normal_":   # (a tail interval: a sample's extremes are far from a, b)
+        lo, hi = float(args[2]), float(args[3])
 
     def fill(dev):
         w = gp.zeros((40, 30), dtype=gp.bfloat16, device=dev)

@@ -118,7 +118,7 @@ class Array:
         # checked as torch's: a gradient of another shape, dtype or device would fail (or
         # silently broadcast) only later, in the optimizer's step or the next accumulation
         if value is not None and (type(value) is not Array or value._dtype is not self._dtype
-                                  or value.shape != self.shape
+                                  or tuple(value._buf.shape) != tuple(self._buf.shape)
                                   or value._device is not self._device):
             # (one test in the common case: backward assigns every leaf's gradient through here)
             if not isinstance(value, Array):
