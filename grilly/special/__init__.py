@@ -11,6 +11,7 @@ from ..array import api as _gp
 from ..array.array import Array
 from ..nn import functional as _F
 from .bessel import i0, i0e, i1, i1e
+from .bessel_jy import j0, j1, spherical_j0, y0, y1
 from .bessel_k import k0, k0e, k1, k1e
 from .elementary import entr, logit, xlog1py, xlogy
 from .gamma import _floating, digamma, gammaln, multigammaln, polygamma
@@ -18,13 +19,14 @@ from .incomplete_gamma import gammainc, gammaincc
 from .normal import erfcx, erfinv, log_ndtr, ndtr, ndtri
 from .zeta import zeta
 
-__all__ = ["digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1",
-           "gammainc", "gammaincc", "gammaln", "i0", "i0e", "i1", "i1e", "k0", "k0e", "k1", "k1e",
-           "lgamma", "log1p", "log_ndtr", "log_softmax", "logit", "logsumexp",
-           "modified_bessel_i0", "modified_bessel_i1", "modified_bessel_k0", "modified_bessel_k1",
-           "multigammaln", "mvlgamma", "ndtr", "ndtri", "polygamma", "psi", "round",
-           "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "sinc", "softmax", "xlog1py",
-           "xlogy", "zeta"]
+__all__ = ["bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "digamma", "entr", "erf", "erfc",
+           "erfcx", "erfinv", "exp2", "expit", "expm1", "gammainc", "gammaincc", "gammaln", "i0",
+           "i0e", "i1", "i1e", "j0", "j1", "k0", "k0e", "k1", "k1e", "lgamma", "log1p", "log_ndtr",
+           "log_softmax", "logit", "logsumexp", "modified_bessel_i0", "modified_bessel_i1",
+           "modified_bessel_k0", "modified_bessel_k1", "multigammaln", "mvlgamma", "ndtr", "ndtri",
+           "polygamma", "psi", "round", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1",
+           "sinc", "softmax", "spherical_bessel_j0", "spherical_j0", "xlog1py", "xlogy", "y0",
+           "y1", "zeta"]
 
 lgamma = gammaln      # torch's name
 psi = digamma         # scipy's name
@@ -32,6 +34,8 @@ psi = digamma         # scipy's name
 modified_bessel_i0, modified_bessel_i1 = i0, i1
 modified_bessel_k0, modified_bessel_k1 = k0, k1
 scaled_modified_bessel_k0, scaled_modified_bessel_k1 = k0e, k1e
+bessel_j0, bessel_j1, bessel_y0, bessel_y1 = j0, j1, y0, y1
+spherical_bessel_j0 = spherical_j0
 exp2 = _gp.exp2
 expm1 = _gp.expm1
 log1p = _gp.log1p
