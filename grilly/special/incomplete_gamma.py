@@ -8,11 +8,12 @@ each region computing the smaller of P and Q directly and the other as its compl
 - a >= 20 and |x - a| < 0.4 a: Temme's uniform expansion Q = erfc(eta sqrt(a/2)) / 2 +
   exp(-a eta^2 / 2) / sqrt(2 pi a) sum_k c_k(eta) a^-k, P = erfc(-eta sqrt(a/2)) / 2 - that
   sum (DLMF 8.12), the c_k as power series in eta (tools/fit_temme.py, exact rationals);
-- a < 1 and x <= 1.5: P by its power series, Q = -expm1(L) - e^L a sum_{n>=1} (-x)^n /
+- a < 1 and x <= 1.1: P by its power series, Q = -expm1(L) - e^L a sum_{n>=1} (-x)^n /
   (n! (a + n)), L = a log x - lgamma(1 + a), which keeps Q's relative accuracy as a -> 0;
 - x <= max(1, a) otherwise: P by its power series x^a e^-x / Gamma(a + 1) sum_n x^n /
-  ((a + 1) ... (a + n)); above: Q by Legendre's continued fraction (modified Lentz), each
-  iteration's factor frozen once it is 1 to the last bit (later ones are rounding noise).
+  ((a + 1) ... (a + n)); above: Q by Legendre's continued fraction, evaluated from the bottom
+  at a fixed depth (100 in float64: small a next to x = 1.1 needs 80; Lentz's forward
+  product drifted by 10-30 ulp over its iterations).
 The prefactor x^a e^-x / Gamma(a) for a >= 1 is exp(a (log lambda - (lambda - 1)) +
 log(a / 2 pi) / 2 - mu(a)), lambda = x / a, mu(a) = lgamma(a) - Stirling's leading terms:
 Stirling's series from a = 10, below it mu(a + 9) plus nine steps mu(b) - mu(b + 1) =
