@@ -14,19 +14,10 @@ Run: python tools/fit_bessel_jy.py
 from __future__ import annotations
 
 import mpmath as mp
+from fit_bessel_k import cheb   # (tools/ is the script's directory)
 
 mp.mp.dps = 40
 N = 70
-
-
-def cheb(f, n: int = N) -> list:
-    """Chebyshev interpolation coefficients of f on [-1, 1] (f = sum c_k T_k, c_0 halved)."""
-    nodes = [mp.cos(mp.pi * (k + mp.mpf(1) / 2) / n) for k in range(n)]
-    vals = [f(s) for s in nodes]
-    c = [2 * mp.fsum(vals[k] * mp.cos(mp.pi * j * (k + mp.mpf(1) / 2) / n) for k in range(n)) / n
-         for j in range(n)]
-    c[0] /= 2
-    return c
 
 
 def trim(c, tol=mp.mpf("1e-19")) -> list:
@@ -88,7 +79,7 @@ def main() -> None:
               "P0": hankel(0, "P"), "Q0": hankel(0, "Q"), "P1": hankel(1, "P"),
               "Q1": hankel(1, "Q")}
     for name, f in tables.items():
-        print(f"{name} = ({', '.join(repr(v) for v in trim(cheb(f)))},)")
+        print(f"{name} = ({', '.join(repr(v) for v in trim(cheb(f, N)))},)")
     print(f"J0_ZEROS = {[float(z) for z in j0z]!r}")
     print(f"J0_ZEROS_LO = {[float(z - mp.mpf(float(z))) for z in j0z]!r}")
     print(f"J1_ZEROS = {[float(z) for z in j1z]!r}")
