@@ -5,8 +5,8 @@ import torch
 
 import grilly as gp
 
-STOL = dict(rtol=1e-5, atol=2e-5)
-GTOL = dict(rtol=1e-4, atol=1e-5)
+STOL = dict(rtol=1e-5, atol=2e-5)   # states: float32, Norse's and the kernels' rounding
+GTOL = dict(rtol=1e-4, atol=1e-5)   # gradients, summed over steps in float32
 
 
 def _np(a):

@@ -23,25 +23,7 @@ R = np.random.default_rng(5)
 # currents that make the default LIF (dt 1 ms, tau_mem 10 ms) spike every few steps
 X = (R.standard_normal((T, B, N)) * 6 + 3).astype(np.float32)
 W = R.standard_normal((T, B, N)).astype(np.float32)
-STOL = dict(rtol=1e-5, atol=2e-5)   # states: float32, Norse's and the kernels' rounding
-GTOL = dict(rtol=1e-4, atol=1e-5)   # gradients, summed over steps in float32
-
-
-def _np(a):
-    return np.asarray(a.to_device("cpu"))
-
-
-def _g(a, device, grad=False):
-    x = gp.asarray(np.asarray(a, dtype=np.float32), device=device)
-    return x.requires_grad_() if grad else x
-
-
-def _t(a, grad=False):
-    return torch.tensor(np.asarray(a, dtype=np.float32), requires_grad=grad)
-
-
-def _same(mine, ref, tol=STOL):
-    np.testing.assert_allclose(_np(mine), ref.detach().numpy(), **tol)
+from norse_helpers import GTOL, STOL, _g, _np, _same, _t  # noqa: E402,F401
 
 
 def _count_fused(monkeypatch):

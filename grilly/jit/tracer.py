@@ -660,21 +660,22 @@ _MODULE_HOOKS = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", 
 
 
 def _hooks_of(m) -> tuple:
-    """A module's forward and backward hooks and its parameters' gradient hooks, in order (None
-    between tables): what its call runs besides its kernels."""
+    """A module's forward and backward hooks and its parameters' gradient hooks, each with the
+    index of its table, in order: what its call runs besides its kernels (every replay asks:
+    a module without hooks, the usual one, builds nothing)."""
     d = m.__dict__
-    out: list = []
-    for name in _MODULE_HOOKS:
+    out = None
+    for k, name in enumerate(_MODULE_HOOKS):
         t = d.get(name)
         if t:
-            out.extend(t.values())
-        out.append(None)
-    for p in d.get("_parameters", {}).values():
+            out = out or []
+            out.extend((k, h) for h in t.values())
+    for k, p in enumerate(d.get("_parameters", {}).values(), len(_MODULE_HOOKS)):
         h = None if p is None else p._hooks
         if h:
-            out.extend(h.values())
-        out.append(None)
-    return tuple(out)
+            out = out or []
+            out.extend((k, f) for f in h.values())
+    return () if out is None else tuple(out)
 
 
 def _scalar(v) -> bool:
@@ -889,8 +890,7 @@ class TracedGraph:
                 x = d.get(name, _MISSING)
                 if x is not v and (type(x) is not type(v) or x != v):
                     return False
-            now = _hooks_of(m)
-            if len(now) != len(hooks) or not all(map(operator.is_, now, hooks)):
+            if _hooks_of(m) != hooks:   # ((table, hook) pairs; a hook compares by identity)
                 return False
         return True
 

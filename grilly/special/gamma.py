@@ -97,8 +97,10 @@ def _floating(x, op: str) -> Array:
 
 
 def _compute(fn, x, *args):
-    """fn(x, *args) with float16/bfloat16 computed in float32 and rounded once."""
+    """fn(x, *args) with float16/bfloat16 computed in float32 and rounded once (Array
+    arguments among ``args``, of x's dtype, too)."""
     if x.dtype == gp.float16 or x.dtype == gp.bfloat16:
+        args = [gp.astype(a, gp.float32) if isinstance(a, Array) else a for a in args]
         return gp.astype(fn(gp.astype(x, gp.float32), *args), x.dtype)
     return fn(x, *args)
 

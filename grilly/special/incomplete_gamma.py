@@ -30,7 +30,7 @@ from ..array.array import Array
 from ..autograd import Function, enable_grad, grad
 from ..nn import functional as F
 from .elementary import _pair
-from .gamma import _B, LGAMMA2, _horner, gammaln
+from .gamma import _B, LGAMMA2, _compute, _horner, gammaln
 
 __all__ = ["gammainc", "gammaincc"]
 
@@ -259,7 +259,7 @@ class _IncGamma(Function):
     def forward(ctx, a, x, upper: bool):
         ctx.save_for_backward(a, x)
         ctx.upper = upper
-        return _compute_pq(a, x, upper)
+        return _compute(_p_or_q, a, x, upper)
 
     @staticmethod
     def backward(ctx, g):
@@ -268,7 +268,7 @@ class _IncGamma(Function):
         if ctx.needs_input_grad[0]:
             ad = a.detach().requires_grad_()
             with enable_grad():
-                out = _compute_pq(ad, x.detach(), ctx.upper)
+                out = _compute(_p_or_q, ad, x.detach(), ctx.upper)
                 ga = grad(out, ad, grad_outputs=g.detach())[0]
             # (the regions' inputs are clamped where they are not used: no stray NaN there)
             ga = gp.where(gp.isnan(out.detach()), math.nan, ga)
@@ -282,10 +282,8 @@ class _IncGamma(Function):
         return ga, gx, None
 
 
-def _compute_pq(a, x, upper: bool):
-    if a.dtype == gp.float16 or a.dtype == gp.bfloat16:
-        out = _pq(gp.astype(a, gp.float32), gp.astype(x, gp.float32))[1 if upper else 0]
-        return gp.astype(out, a.dtype)
+def _p_or_q(a, x, upper: bool):
+    """Q(a, x) when ``upper``, else P(a, x)."""
     return _pq(a, x)[1 if upper else 0]
 
 

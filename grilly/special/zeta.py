@@ -23,7 +23,7 @@ from ..array import api as gp
 from ..array.array import Array
 from ..autograd import Function
 from .elementary import _pair
-from .gamma import _B
+from .gamma import _B, _compute
 
 __all__ = ["zeta"]
 
@@ -78,7 +78,7 @@ class _Zeta(Function):
     @staticmethod
     def forward(ctx, s, q):
         ctx.save_for_backward(s, q)
-        return _compute_pair(s, q)
+        return _compute(_zeta, s, q)
 
     @staticmethod
     def backward(ctx, g):
@@ -87,13 +87,6 @@ class _Zeta(Function):
                                       "(s) is not implemented (as torch.special.zeta)")
         s, q = ctx.saved_tensors
         return None, g * (-s * zeta(s + 1.0, q))
-
-
-def _compute_pair(s, q):
-    """_zeta with float16/bfloat16 computed in float32 and rounded once."""
-    if s.dtype == gp.float16 or s.dtype == gp.bfloat16:
-        return gp.astype(_zeta(gp.astype(s, gp.float32), gp.astype(q, gp.float32)), s.dtype)
-    return _zeta(s, q)
 
 
 def zeta(x, q) -> Array:

@@ -227,12 +227,21 @@ def _ce_args(x, t):
     return np.ascontiguousarray(x, dtype=ct), np.ascontiguousarray(t)
 
 
+@njit(**_o)
+def _any_bad(t, c, ignore_index):
+    """Whether a target lies outside [0, C) and is not ignore_index (one pass, no temporaries:
+    this runs on every training step's loss)."""
+    for r in range(t.shape[0]):
+        if not 0 <= t[r] < c and t[r] != ignore_index:
+            return True
+    return False
+
+
 def _bad(t, c: int, ignore_index):
     """Rows whose target is outside [0, C) and not ignore_index (None: no row is bad)."""
-    if ignore_index is None:
+    if ignore_index is None or not _any_bad(t, c, ignore_index):
         return None
-    bad = ((t < 0) | (t >= c)) & (t != ignore_index)
-    return bad if bad.any() else None
+    return ((t < 0) | (t >= c)) & (t != ignore_index)
 
 
 def cross_entropy(x, target, mean, ignore_index=None):

@@ -278,7 +278,14 @@ def lif_mc_feed_forward_step(input_tensor: Array, state: LIFFeedForwardState,
 
 class _Coupled:
     """``g_coupling`` of the multi-compartment modules: N(0, 1/hidden) in a new Parameter, or
-    the caller's Array kept as given (a Parameter is learned, as Norse's)."""
+    the caller's Array kept as given (a Parameter is learned, as Norse's); the recurrent base
+    after it in the MRO takes the other arguments."""
+
+    def __init__(self, input_size, hidden_size, p, g_coupling, input_weights, recurrent_weights,
+                 autapses, dt) -> None:
+        super().__init__(input_size, hidden_size, p, input_weights, recurrent_weights, autapses,
+                         dt)
+        self._init_coupling(g_coupling)
 
     def _init_coupling(self, g) -> None:
         op = type(self).__name__
@@ -295,12 +302,6 @@ class _Coupled:
 
 
 class _MC(_Coupled, _Recurrent):
-    def __init__(self, input_size, hidden_size, p, g_coupling, input_weights, recurrent_weights,
-                 autapses, dt) -> None:
-        super().__init__(input_size, hidden_size, p, input_weights, recurrent_weights, autapses,
-                         dt)
-        self._init_coupling(g_coupling)
-
     def _one(self, input_tensor: Array, state) -> tuple:
         x, q, st, spike = self._begin(input_tensor, state, False)
         return _mc_rec(NF.linear(x, self.input_weights), st, self._w_rec(), self._g(x), q,
@@ -411,12 +412,6 @@ def lif_mc_refrac_feed_forward_step(input_tensor: Array, state: LIFRefracFeedFor
 
 
 class _MCRefrac(_Coupled, _RefracRecurrent):
-    def __init__(self, input_size, hidden_size, p, g_coupling, input_weights, recurrent_weights,
-                 autapses, dt) -> None:
-        super().__init__(input_size, hidden_size, p, input_weights, recurrent_weights, autapses,
-                         dt)
-        self._init_coupling(g_coupling)
-
     def _one(self, input_tensor: Array, state) -> tuple:
         x, q, st, spike = self._begin(input_tensor, state, False)
         return _mc_refrac_rec(NF.linear(x, self.input_weights), st, self._w_rec(), self._g(x),
