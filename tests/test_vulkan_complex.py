@@ -336,7 +336,7 @@ def test_unique_nan(device, dtype):
                  np.array([False, False, True, False, False, False, False]))
 
 
-# ---- fft and linalg (host round trips) --------------------------------------------------------
+# ---- fft (device kernels) and linalg (host round trips) ---------------------------------------
 @pytest.mark.parametrize("dtype", CPLX)
 def test_fft(device, dtype):
     rng = np.random.default_rng(11)

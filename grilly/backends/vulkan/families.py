@@ -1,6 +1,6 @@
 """The kernel modules of the Vulkan backend beyond storage and elementwise; each has KERNELS."""
-from . import (attention, conv, indexing, interop, linalg, neighbors, norm, optim, ownership,
-               philox, plasticity, reductions, segments, snn, softmax, sorting)
+from . import (attention, conv, fft, indexing, interop, linalg, neighbors, norm, optim,
+               ownership, philox, plasticity, reductions, segments, snn, softmax, sorting)
 
 MODULES = (reductions, linalg, indexing, sorting, softmax, conv, norm, interop, optim, snn,
-           neighbors, philox, plasticity, attention, ownership, segments)
+           neighbors, philox, plasticity, attention, ownership, segments, fft)

@@ -156,6 +156,9 @@ def variants() -> dict[str, tuple[str, list[str]]]:
     for d_in, d_out in CONV_DW_DTYPES:
         out[f"conv_dw_{d_in}_{d_out}"] = ("nn/conv_dw.comp", _dtype_defines("IN", d_in)
                                           + _dtype_defines("OUT", d_out))
+    # batched power-of-two DFTs in shared memory (vulkan/fft.py)
+    for c in COMPLEX:
+        out[f"fft_{c}"] = ("linalg/fft.comp", [f"-DIS_F64={int(c == 'complex128')}"])
     for d in ("float32", "float64"):
         out[f"xent_{d}"] = ("nn/xent.comp", _dtype_defines("IN", d))
         out[f"bnorm_{d}"] = ("nn/bnorm.comp", _dtype_defines("IN", d))

@@ -1,0 +1,234 @@
+"""fft_c2c, fft_r2c and fft_c2r of the Vulkan backend (docs/kernels/linalg.md; shader
+shaders/linalg/fft.comp): the transforms stay on the device.
+
+An n-D transform is one 1-D pass per axis, each over the (pre, n, post) view of a contiguous
+buffer (no transposing copies). A pass of length L = 2^t <= SMAX (4096 complex64 elements,
+2048 complex128: 32 KB of shared memory) is one dispatch; up to SMAX^2 it is two (the
+four-step split L = n1 * n2: n2 transforms of length n1 with the twiddles W_L^(j2 k1) applied
+on the way out, then n1 of length n2). Any other length n is Bluestein's: the DFT as a
+circular convolution of length m = 2^t >= 2n - 1 with the chirp w_j = exp(-i pi j^2 / n),
+two passes of length m (the chirp and the convolving spectrum, divided by m, are applied by
+the first pass's load and store, the chirp again by the second's store).
+
+Every table (the stage and four-step twiddles, the chirps, the convolving spectra) is computed
+on the host in float64 from exact arguments (k / L, j^2 mod 2n) and rounded once, per device,
+dtype and length, and kept (a bounded cache). The error is that of a radix-2 FFT: about
+eps * log2(L) relative to the transform's norm (tests/test_fft_vulkan.py).
+"""
+from __future__ import annotations
+
+import math
+import struct
+
+import numpy as np
+
+from .. import dtypes as _dt
+from .kernels import astype, copy, from_host, keep_bounded, new_buffer
+from .memory import Buffer
+
+_WG = 256
+LOGS = {"complex64": 12, "complex128": 11}   # log2 SMAX per dtype (the shader's LOGS)
+_PC = struct.Struct("<19I2i5I2I")
+_PLANS_MAX = 64   # tables kept per device (each up to a few MB for the largest lengths)
+_LIMIT = 2**31    # elements: the shader indexes in 32 bits
+_NONE = -1
+
+
+def _complex_of(dtype):
+    """The complex dtype a transform of ``dtype`` computes in."""
+    return _dt.complex128 if dtype.name in ("float64", "complex128") else _dt.complex64
+
+
+def _unit(num: np.ndarray, den: int) -> np.ndarray:
+    """exp(-2 pi i num / den) in float64, from the exact fraction num / den reduced to [0, 1)."""
+    f = (num % den) / den   # (num < 2^53, den a power of two or small: exact or one rounding)
+    a = -2.0 * np.pi * f
+    return np.cos(a) + 1j * np.sin(a)
+
+
+class _Plan:
+    """The device tables of 1-D transforms of one length n and dtype (one buffer: the shader
+    reads them through one binding), and where each starts."""
+
+    def __init__(self, ctx, cdt, n: int):
+        logs = LOGS[cdt.name]
+        smax = 1 << logs
+        self.n = n
+        pow2 = n & (n - 1) == 0
+        self.m = n if pow2 else 1 << (2 * n - 2).bit_length()   # Bluestein's length
+        if self.m > smax * smax:
+            raise NotImplementedError(
+                f"fft: a transform of length {n} along one axis is not supported on Vulkan "
+                f"device {ctx.phys.name!r} ({cdt.name}: up to {smax * smax} when a power of "
+                f"two, {smax * smax // 2} otherwise); use the cpu device")
+        parts = [_unit(np.arange(smax // 2), smax)]   # stage twiddles W_SMAX^k
+        at = smax // 2
+        self.tw = None
+        if self.m > smax:   # four-step twiddles of W_m: low and high parts of the exponent
+            self.tw = (at, at + smax)
+            parts += [_unit(np.arange(smax), self.m),
+                      _unit(np.arange(self.m // smax) * smax, self.m)]
+            at += smax + self.m // smax
+        self.bluestein = None
+        if not pow2:
+            j = np.arange(n, dtype=np.int64)
+            q = (j * j) % (2 * n)   # exp(-i pi j^2 / n) = W_(2n)^(j^2 mod 2n)
+            w = _unit(q, 2 * n)
+            offs = []
+            for chirp in (w, np.conj(w)):   # forward, inverse
+                b = np.zeros(self.m, np.complex128)
+                b[:n] = np.conj(chirp)
+                b[self.m - n + 1:] = np.conj(chirp[1:][::-1])
+                spec = np.fft.fft(b) / self.m   # (the second pass's 1/m)
+                offs.append((at, at + n))
+                parts += [chirp, spec]
+                at += n + self.m
+            self.bluestein = offs   # per direction: (chirp offset, spectrum offset)
+        self.tables = from_host(ctx, np.concatenate(parts).astype(cdt.np), cdt)
+
+
+def _plan(ctx, cdt, n: int) -> _Plan:
+    plans = ctx.__dict__.setdefault("_fft_plans", {})
+    p = plans.get((cdt.name, n))
+    if p is None:
+        p = keep_bounded(plans, (cdt.name, n), _Plan(ctx, cdt, n), _PLANS_MAX)
+    return p
+
+
+def _scale_bits(cdt, scale: float) -> tuple:
+    if cdt.name == "complex128":
+        return struct.unpack("<2I", struct.pack("<d", scale))
+    return struct.unpack("<I", struct.pack("<f", scale)) + (0,)
+
+
+def _dispatch(ctx, cdt, dst: Buffer, src: Buffer, plan: _Plan, log_l: int, rows: int, mid: int,
+              inner: int, inp: tuple, gin: tuple, nvalid: int, herm_n: int, out: tuple,
+              gout: tuple, nout: int, pre: int, post: int, tw: bool, inv: bool,
+              scale: float) -> None:
+    """One dispatch of fft.comp (its header says what each argument means)."""
+    logs = LOGS[cdt.name]
+    per = (1 << logs) >> log_l
+    groups = -(-rows // per)
+    tw_log, tw_lo, tw_hi = ((plan.m.bit_length() - 1, *plan.tw) if tw else (0, 0, 0))
+    pc = _PC.pack(rows, log_l, mid, inner, src.offset + inp[0], inp[1], inp[2], inp[3], *gin,
+                  nvalid, dst.offset + out[0], out[1], out[2], out[3], *gout, nout, herm_n,
+                  pre, post, tw_log, tw_lo, tw_hi, plan.tables.offset, int(inv),
+                  *_scale_bits(cdt, scale))
+    pipe = ctx.pipelines.get((f"fft_{cdt.name}", ())) or ctx.pipeline(f"fft_{cdt.name}", ())
+    ctx.recorder.dispatch_allocs(pipe, [dst.alloc, src.alloc, plan.tables.alloc], pc,
+                                 min(groups, 65535) * _WG, 1)
+
+
+def _pow2_pass(ctx, cdt, dst, src, plan, length: int, pre_rows: int, post: int, inp: tuple,
+               out: tuple, nvalid: int, herm_n: int, nout: int, pre: int, post_t: int,
+               inv: bool, scale: float) -> None:
+    """Transform rows (b, i) of length ``length`` (a power of two): element g of row (b, i) at
+    src + inp[0] + b inp[1] + i inp[2] + g inp[3], result k to the same form in ``out``."""
+    t = length.bit_length() - 1
+    logs = LOGS[cdt.name]
+    if t <= logs:
+        _dispatch(ctx, cdt, dst, src, plan, t, pre_rows * post, 1, post, inp, (1, 0), nvalid,
+                  herm_n, out, (1, 0), nout, pre, post_t, False, inv, scale)
+        return
+    t2 = (t + 1) // 2
+    n1, n2 = 1 << (t - t2), 1 << t2
+    # the first half's results, row (b, i) as an (n1, n2) block: k1 * n2 + j2
+    tmp = new_buffer(ctx, (pre_rows * post * length,), cdt)
+    blk = (0, post * length, length, 1)
+    _dispatch(ctx, cdt, tmp, src, plan, t - t2, pre_rows * n2 * post, n2, post, inp, (n2, 1),
+              nvalid, herm_n, blk, (n2, 1), length, pre, _NONE, True, inv, 1.0)
+    _dispatch(ctx, cdt, dst, tmp, plan, t2, pre_rows * n1 * post, n1, post, blk, (1, n2),
+              length, 0, out, (n1, 1), nout, _NONE, post_t, False, inv, scale)
+
+
+def _axis_pass(src: Buffer, axis: int, n: int, inv: bool, scale: float, herm: bool = False,
+               keep: int | None = None) -> Buffer:
+    """The 1-D DFT of length ``n`` along ``axis`` of contiguous complex ``src`` (cropped or
+    zero-padded to n; ``herm``: src holds a Hermitian half spectrum), times ``scale``; the
+    result keeps the first ``keep`` (default n) entries along the axis."""
+    ctx, cdt = src.ctx, src.dtype
+    shape = src.shape
+    n_in = shape[axis]
+    keep = n if keep is None else keep
+    out_shape = shape[:axis] + (keep,) + shape[axis + 1:]
+    pre, post = math.prod(shape[:axis]), math.prod(shape[axis + 1:])
+    plan = _plan(ctx, cdt, n)
+    if max(src.size, pre * post * plan.m) >= _LIMIT:
+        raise ValueError(f"fft: {max(src.size, pre * post * plan.m)} elements exceed the Vulkan "
+                         f"backend's 2**31 limit")
+    dst = new_buffer(ctx, out_shape, cdt)
+    if dst.size == 0:
+        return dst
+    inp = (0, n_in * post, 1, post)
+    out = (0, keep * post, 1, post)
+    herm_n = n if herm else 0
+    nvalid = n_in if herm else min(n_in, n)
+    if plan.bluestein is None:
+        _pow2_pass(ctx, cdt, dst, src, plan, n, pre, post, inp, out, nvalid, herm_n, keep,
+                   _NONE, _NONE, inv, scale)
+        return dst
+    m = plan.m
+    chirp, spec = plan.bluestein[int(inv)]
+    conv = new_buffer(ctx, (pre * post * m,), cdt)
+    rows = (0, post * m, 1, post)   # conv as (pre, m, post)
+    _pow2_pass(ctx, cdt, conv, src, plan, m, pre, post, inp, rows, nvalid, herm_n, m,
+               chirp, spec, False, 1.0)
+    _pow2_pass(ctx, cdt, dst, conv, plan, m, pre, post, rows, out, m, 0, keep, _NONE, chirp,
+               True, scale)
+    return dst
+
+
+def _scale(norm: str, n: int, inverse: bool) -> float:
+    if norm == "ortho":
+        return 1.0 / math.sqrt(n)
+    return 1.0 / n if (norm == "forward") != inverse else 1.0
+
+
+def _contiguous_complex(buf: Buffer, cdt) -> Buffer:
+    if buf.dtype is not cdt:
+        return astype(buf, cdt)
+    return buf if buf.is_contiguous() else copy(buf)
+
+
+def _checked(op: str, buf: Buffer):
+    cdt = _complex_of(buf.dtype)
+    if cdt.name == "complex128" and not buf.ctx.phys.features.get("shaderFloat64", False):
+        raise NotImplementedError(f"{op}: complex128 needs shaderFloat64, which Vulkan device "
+                                  f"{buf.ctx.phys.name!r} lacks; use complex64 or the cpu device")
+    return cdt
+
+
+def fft_c2c(buf: Buffer, s: tuple, axes: tuple, norm: str, inverse: bool) -> Buffer:
+    """Complex n-D (inverse) DFT over ``axes``, each cropped/zero-padded to ``s``."""
+    x = _contiguous_complex(buf, _checked("fft_c2c", buf))
+    if not axes:
+        return copy(x)
+    for n, a in zip(s, axes):
+        x = _axis_pass(x, a, n, inverse, _scale(norm, n, inverse))
+    return x
+
+
+def fft_r2c(buf: Buffer, s: tuple, axes: tuple, norm: str) -> Buffer:
+    """Real-input n-D DFT; the last of ``axes`` keeps s[-1] // 2 + 1 frequencies (transformed
+    first: the other passes then run on half the data)."""
+    x = _contiguous_complex(buf, _checked("fft_r2c", buf))
+    x = _axis_pass(x, axes[-1], s[-1], False, _scale(norm, s[-1], False), keep=s[-1] // 2 + 1)
+    for n, a in zip(s[:-1], axes[:-1]):
+        x = _axis_pass(x, a, n, False, _scale(norm, n, False))
+    return x
+
+
+def fft_c2r(buf: Buffer, s: tuple, axes: tuple, norm: str) -> Buffer:
+    """Inverse of fft_r2c: real output whose sizes along ``axes`` are ``s``; the last axis's
+    input is a Hermitian half spectrum (its imaginary parts at 0 and n / 2 are ignored, as
+    NumPy's)."""
+    cdt = _checked("fft_c2r", buf)
+    x = _contiguous_complex(buf, cdt)
+    for n, a in zip(s[:-1], axes[:-1]):
+        x = _axis_pass(x, a, n, True, _scale(norm, n, True))
+    n = s[-1]
+    x = _axis_pass(x, axes[-1], n, True, _scale(norm, n, True), herm=True)
+    return astype(x, _dt.complex_to_real(cdt))
+
+
+KERNELS: dict = {"fft_c2c": fft_c2c, "fft_r2c": fft_r2c, "fft_c2r": fft_c2r}
