@@ -17,16 +17,27 @@ from .elementary import entr, logit, xlog1py, xlogy
 from .gamma import _floating, digamma, gammaln, multigammaln, polygamma
 from .incomplete_gamma import gammainc, gammaincc
 from .normal import erfcx, erfinv, log_ndtr, ndtr, ndtri
+from .orthopoly import (chebyshev_polynomial_t, chebyshev_polynomial_u, chebyshev_polynomial_v,
+                        chebyshev_polynomial_w, eval_chebyt, eval_chebyu, eval_hermite,
+                        eval_hermitenorm, eval_laguerre, eval_legendre, hermite_polynomial_h,
+                        hermite_polynomial_he, laguerre_polynomial_l, legendre_polynomial_p,
+                        shifted_chebyshev_polynomial_t, shifted_chebyshev_polynomial_u,
+                        shifted_chebyshev_polynomial_v, shifted_chebyshev_polynomial_w)
 from .zeta import zeta
 
-__all__ = ["bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "digamma", "entr", "erf", "erfc",
-           "erfcx", "erfinv", "exp2", "expit", "expm1", "gammainc", "gammaincc", "gammaln", "i0",
-           "i0e", "i1", "i1e", "j0", "j1", "k0", "k0e", "k1", "k1e", "lgamma", "log1p", "log_ndtr",
+__all__ = ["bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "chebyshev_polynomial_t",
+           "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w",
+           "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "eval_chebyt", "eval_chebyu",
+           "eval_hermite", "eval_hermitenorm", "eval_laguerre", "eval_legendre", "exp2", "expit",
+           "expm1", "gammainc", "gammaincc", "gammaln", "hermite_polynomial_h",
+           "hermite_polynomial_he", "i0", "i0e", "i1", "i1e", "j0", "j1", "k0", "k0e", "k1", "k1e",
+           "laguerre_polynomial_l", "legendre_polynomial_p", "lgamma", "log1p", "log_ndtr",
            "log_softmax", "logit", "logsumexp", "modified_bessel_i0", "modified_bessel_i1",
            "modified_bessel_k0", "modified_bessel_k1", "multigammaln", "mvlgamma", "ndtr", "ndtri",
            "polygamma", "psi", "round", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1",
-           "sinc", "softmax", "spherical_bessel_j0", "spherical_j0", "xlog1py", "xlogy", "y0",
-           "y1", "zeta"]
+           "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u",
+           "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w", "sinc", "softmax",
+           "spherical_bessel_j0", "spherical_j0", "xlog1py", "xlogy", "y0", "y1", "zeta"]
 
 lgamma = gammaln      # torch's name
 psi = digamma         # scipy's name
