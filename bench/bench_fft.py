@@ -1,12 +1,13 @@
 """FFTs on the device against torch.fft (cuFFT on a CUDA machine, else torch's CPU) and scipy.fft
 (the cpu backend's), in one run: batched 1-D complex64 transforms through each path of the Vulkan
 kernel (one shared-memory pass, the four-step split, Bluestein's convolution), a 2-D transform
-and a real one.
+and a real one. "host trip" is what the Vulkan device did before it had the kernels: the
+array layer's host round trip (download, scipy.fft, upload), which the cpu backend still uses.
 
 Run: python bench/bench_fft.py [--device vulkan] [--reps 5] [--batch 10] [--json out.json]
 
 Each case is ``--batch`` calls back to back, then one synchronize (per call, best of
-``--reps``). Columns: grilly, torch and scipy times, and torch / grilly (> 1: grilly faster).
+``--reps``). Columns: grilly, host trip, torch and scipy times, and torch / grilly (> 1: grilly faster).
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import json
 import numpy as np
 
 import grilly as gp
+from grilly.array import host, host_kernels
 
 from bench_gpu import timed   # (bench/ is on sys.path when run as a script)
 
@@ -50,7 +52,8 @@ def main() -> None:
 
     rng = np.random.default_rng(0)
     rows = []
-    print(f"{'case':22s} {'grilly ms':>10s} {'torch ms':>10s} {'scipy ms':>10s} {'torch/grilly':>13s}")
+    print(f"{'case':22s} {'grilly ms':>10s} {'host trip':>10s} {'torch ms':>10s} {'scipy ms':>10s} "
+          f"{'torch/grilly':>13s}")
     for name, shape, kind in CASES:
         if args.small:
             shape = (max(shape[0] // 16, 1), shape[1])
@@ -60,6 +63,12 @@ def main() -> None:
         x = gp.asarray(h, device=dev)
         f = {"fft": gp.fft.fft, "fft2": gp.fft.fft2, "rfft": gp.fft.rfft}[kind]
         g = timed(lambda: f(x), dev.synchronize, args.reps, args.batch)
+        op = {"fft": "fft_c2c", "fft2": "fft_c2c", "rfft": "fft_r2c"}[kind]
+        axes = (0, 1) if kind == "fft2" else (1,)
+        extra = (False,) if op == "fft_c2c" else ()
+        hk = host_kernels.FUNCTIONS[op]
+        trip = timed(lambda: host.host_call(op, hk, dev, x, tuple(shape[a] for a in axes), axes,
+                                            "backward", *extra), dev.synchronize, 2, 1)
         t = None
         if torch is not None:
             tx = torch.from_numpy(h).to(tdev)
@@ -68,9 +77,9 @@ def main() -> None:
         sf = {"fft": scipy.fft.fft, "fft2": scipy.fft.fft2, "rfft": scipy.fft.rfft}[kind]
         s = timed(lambda: sf(h, workers=-1), lambda: None, 2, 1)
         ratio = t / g if t else float("nan")
-        print(f"{name:22s} {g * 1e3:10.3f} {(t or float('nan')) * 1e3:10.3f} {s * 1e3:10.3f} "
-              f"{ratio:13.2f}")
-        rows.append({"case": name, "shape": shape, "grilly_ms": g * 1e3,
+        print(f"{name:22s} {g * 1e3:10.3f} {trip * 1e3:10.3f} {(t or float('nan')) * 1e3:10.3f} "
+              f"{s * 1e3:10.3f} {ratio:13.2f}")
+        rows.append({"case": name, "shape": shape, "grilly_ms": g * 1e3, "host_trip_ms": trip * 1e3,
                      "torch_ms": None if t is None else t * 1e3, "scipy_ms": s * 1e3,
                      "torch_over_grilly": ratio})
     if args.json:
