@@ -2,8 +2,9 @@
 shaders/linalg/fft.comp): the transforms stay on the device.
 
 An n-D transform is one 1-D pass per axis, each over the (pre, n, post) view of a contiguous
-buffer (no transposing copies). A pass of length L = 2^t <= SMAX (4096 complex64 elements,
-2048 complex128: 32 KB of shared memory) is one dispatch; up to SMAX^2 it is two (the
+buffer (no transposing copies). A pass of length L = 2^t <= SMAX (what fits the device's
+shared memory: 4096 complex64 elements, 2048 complex128 on NVIDIA; half on lavapipe) is one
+dispatch of Stockham passes of radix 8 in registers; up to SMAX^2 it is two (the
 four-step split L = n1 * n2: n2 transforms of length n1 with the twiddles W_L^(j2 k1) applied
 on the way out, then n1 of length n2). Any other length n is Bluestein's: the DFT as a
 circular convolution of length m = 2^t >= 2n - 1 with the chirp w_j = exp(-i pi j^2 / n),
@@ -12,8 +13,8 @@ the first pass's load and store, the chirp again by the second's store).
 
 Every table (the stage and four-step twiddles, the chirps, the convolving spectra) is computed
 on the host in float64 from exact arguments (k / L, j^2 mod 2n) and rounded once, per device,
-dtype and length, and kept (a bounded cache). The error is that of a radix-2 FFT: about
-eps * log2(L) relative to the transform's norm (tests/test_fft_vulkan.py).
+dtype and length, and kept (a bounded cache). The error is an FFT's: about eps * log2(L)
+relative to the transform's norm (tests/test_fft_device.py).
 """
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ from .kernels import astype, copy, from_host, keep_bounded, new_buffer
 from .memory import Buffer
 
 _WG = 256
-LOGS = {"complex64": 12, "complex128": 11}   # log2 SMAX per dtype (the shader's LOGS)
+LOGS_MAX = 12   # the shader's registers hold SMAX / 256 <= 16 elements a thread
+LOGS_MIN = 10
 _PC = struct.Struct("<19I2i5I2I")
 _PLANS_MAX = 64   # tables kept per device (each up to a few MB for the largest lengths)
 _LIMIT = 2**31    # elements: the shader indexes in 32 bits
@@ -37,6 +39,22 @@ _NONE = -1
 def _complex_of(dtype):
     """The complex dtype a transform of ``dtype`` computes in."""
     return _dt.complex128 if dtype.name in ("float64", "complex128") else _dt.complex64
+
+
+def _logt(ctx, cdt) -> int:
+    """log2 of the longest transform one workgroup can hold: TMAX elements and the shader's
+    padding (one per 16) in the device's shared memory (4096 complex64 / 2048 complex128 in
+    NVIDIA's 48 KB, half that in lavapipe's 32 KB)."""
+    fit = ctx.phys.max_shared // (cdt.itemsize * 17 // 16)
+    return min(LOGS_MAX, fit.bit_length() - 1)
+
+
+def _logs(log_l: int, logt: int) -> int:
+    """The workgroup's size (log2 elements) for rows of 2^log_l: the row's own length, at least
+    1024 elements (H200, one 4M-element complex64 pass: rows of 1024 in workgroups of 4096
+    took 89 us, of 1024 56 us, of 512 77 us as a four-step pair; larger workgroups hold fewer
+    of themselves per multiprocessor)."""
+    return max(min(LOGS_MIN, logt), min(log_l, logt))
 
 
 def _unit(num: np.ndarray, den: int) -> np.ndarray:
@@ -51,8 +69,8 @@ class _Plan:
     reads them through one binding), and where each starts."""
 
     def __init__(self, ctx, cdt, n: int):
-        logs = LOGS[cdt.name]
-        smax = 1 << logs
+        logt = self.logt = _logt(ctx, cdt)
+        smax = 1 << logt
         self.n = n
         pow2 = n & (n - 1) == 0
         self.m = n if pow2 else 1 << (2 * n - 2).bit_length()   # Bluestein's length
@@ -61,8 +79,8 @@ class _Plan:
                 f"fft: a transform of length {n} along one axis is not supported on Vulkan "
                 f"device {ctx.phys.name!r} ({cdt.name}: up to {smax * smax} when a power of "
                 f"two, {smax * smax // 2} otherwise); use the cpu device")
-        parts = [_unit(np.arange(smax // 2), smax)]   # stage twiddles W_SMAX^k
-        at = smax // 2
+        parts = [_unit(np.arange(smax), smax)]   # pass twiddles W_TMAX^k
+        at = smax
         self.tw = None
         if self.m > smax:   # four-step twiddles of W_m: low and high parts of the exponent
             self.tw = (at, at + smax)
@@ -106,7 +124,7 @@ def _dispatch(ctx, cdt, dst: Buffer, src: Buffer, plan: _Plan, log_l: int, rows:
               gout: tuple, nout: int, pre: int, post: int, tw: bool, inv: bool,
               scale: float) -> None:
     """One dispatch of fft.comp (its header says what each argument means)."""
-    logs = LOGS[cdt.name]
+    logs = _logs(log_l, plan.logt)
     per = (1 << logs) >> log_l
     groups = -(-rows // per)
     tw_log, tw_lo, tw_hi = ((plan.m.bit_length() - 1, *plan.tw) if tw else (0, 0, 0))
@@ -114,7 +132,8 @@ def _dispatch(ctx, cdt, dst: Buffer, src: Buffer, plan: _Plan, log_l: int, rows:
                   nvalid, dst.offset + out[0], out[1], out[2], out[3], *gout, nout, herm_n,
                   pre, post, tw_log, tw_lo, tw_hi, plan.tables.offset, int(inv),
                   *_scale_bits(cdt, scale))
-    pipe = ctx.pipelines.get((f"fft_{cdt.name}", ())) or ctx.pipeline(f"fft_{cdt.name}", ())
+    key = (f"fft_{cdt.name}", (logs, 1, plan.logt))   # (constant 1: common.glsl's NDIM)
+    pipe = ctx.pipelines.get(key) or ctx.pipeline(*key)
     ctx.recorder.dispatch_allocs(pipe, [dst.alloc, src.alloc, plan.tables.alloc], pc,
                                  min(groups, 65535) * _WG, 1)
 
@@ -125,8 +144,7 @@ def _pow2_pass(ctx, cdt, dst, src, plan, length: int, pre_rows: int, post: int, 
     """Transform rows (b, i) of length ``length`` (a power of two): element g of row (b, i) at
     src + inp[0] + b inp[1] + i inp[2] + g inp[3], result k to the same form in ``out``."""
     t = length.bit_length() - 1
-    logs = LOGS[cdt.name]
-    if t <= logs:
+    if t <= plan.logt:
         _dispatch(ctx, cdt, dst, src, plan, t, pre_rows * post, 1, post, inp, (1, 0), nvalid,
                   herm_n, out, (1, 0), nout, pre, post_t, False, inv, scale)
         return
