@@ -19,8 +19,19 @@ from collections.abc import Sequence
 
 from .array import api as gp
 from .array import dispatch as _dispatch
+from .amp import _autocast_mod as _amp_state
 from .array.array import Array
 from .nn import functional as _F
+
+# torch's global autocast state (torch.set_autocast_enabled, ...): grilly.amp's own functions,
+# so gp.set_autocast_enabled and grilly.autocast regions share one thread-local state
+AUTOCAST_STATE = ("autocast_decrement_nesting", "autocast_increment_nesting",
+                  "clear_autocast_cache", "get_autocast_cpu_dtype", "get_autocast_dtype",
+                  "get_autocast_gpu_dtype", "is_autocast_cache_enabled",
+                  "is_autocast_cpu_enabled", "is_autocast_enabled", "set_autocast_cache_enabled",
+                  "set_autocast_cpu_dtype", "set_autocast_cpu_enabled", "set_autocast_dtype",
+                  "set_autocast_enabled", "set_autocast_gpu_dtype")
+globals().update({_n: getattr(_amp_state, _n) for _n in AUTOCAST_STATE})
 
 # torch.f(input, *args, **kw) is input.f(*args, **kw)
 METHODS = ("addbmm", "addcdiv", "addcmul", "addmv", "addr", "adjoint", "aminmax", "chunk",
@@ -245,6 +256,7 @@ def cdist(x1: Array, x2: Array, p: float = 2.0,
     return gp.linalg.vector_norm(diff, ord=p, axis=-1)
 
 
+@_dispatch.policy("chain_matmul")   # low precision under autocast, one matrix too (torch's)
 def chain_matmul(*matrices: Array) -> Array:
     """The product of the 2-D arrays in order (torch.chain_matmul: grilly.linalg.multi_dot)."""
     for i, m in enumerate(matrices):
@@ -442,7 +454,7 @@ def adaptive_max_pool1d(input: Array, output_size) -> tuple:   # noqa: A002
                                   return_indices=True)
 
 
-__all__ = sorted(set(_made) | {
+__all__ = sorted(set(_made) | set(AUTOCAST_STATE) | {
     "rsub", "repeat_interleave", "std_mean", "var_mean", "block_diag", "broadcast_tensors",
     "bucketize", "cartesian_prod", "combinations", "cdist", "chain_matmul", "complex", "polar",
     "cumulative_trapezoid", "trapz", "logdet", "row_stack", "get_default_dtype",

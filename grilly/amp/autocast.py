@@ -6,18 +6,28 @@ from __future__ import annotations
 
 import functools
 import threading
+import warnings
 
 from ..array import api as gp
 from ..array import dispatch as _dispatch
 from ..array.array import Array
-from .policy import FLOAT32, LOWER, POLICY
+from .policy import AS_GIVEN, FLOAT32, LOWER, POLICY
 
-__all__ = ["autocast", "custom_bwd", "custom_fwd", "get_autocast_dtype", "is_autocast_available",
-           "is_autocast_enabled"]
+__all__ = ["autocast", "autocast_decrement_nesting", "autocast_increment_nesting",
+           "clear_autocast_cache", "custom_bwd", "custom_fwd", "get_autocast_cpu_dtype",
+           "get_autocast_dtype", "get_autocast_gpu_dtype", "is_autocast_available",
+           "is_autocast_cache_enabled", "is_autocast_cpu_enabled", "is_autocast_enabled",
+           "set_autocast_cache_enabled", "set_autocast_cpu_dtype", "set_autocast_cpu_enabled",
+           "set_autocast_dtype", "set_autocast_enabled", "set_autocast_gpu_dtype"]
 
+# This thread's autocast state (torch's is thread-local too): ``stack`` holds entries
+# (enabled, dtype, device_type), innermost last; a region appends one and, on exit, cuts the
+# stack back to its length at entry (``marks``), so what torch.set_autocast_* calls changed
+# inside it is undone as torch's autocast restores the state it found. An entry's enabled or
+# dtype may be None: the set_* calls change one of them, the other is the one in force below.
 _local = threading.local()
 _lock = threading.Lock()
-_active = [0]   # regions open in any thread: the dispatch hook is installed while > 0
+_active = [0]   # entries in every thread's stack: the dispatch hook is installed while > 0
 _LOW = ("float16", "bfloat16")
 
 
@@ -26,6 +36,21 @@ def _stack() -> list:
     if st is None:
         st = _local.stack = []
     return st
+
+
+def _marks() -> list:
+    m = getattr(_local, "marks", None)
+    if m is None:
+        m = _local.marks = []
+    return m
+
+
+def _count(n: int) -> None:
+    """``n`` entries added to (or, negative, removed from) a stack: the hook is installed while
+    any thread has one."""
+    with _lock:
+        _active[0] += n
+        _dispatch.hooks.cast = _hook if _active[0] > 0 else None
 
 
 _KIND_OF: dict = {}   # Device -> its type name (every autocast op asks, for each array)
@@ -68,12 +93,31 @@ def _default_dtype(kind):
 
 
 def _region(st: list, kind):
-    """The innermost region of ``st`` that governs arrays on device type ``kind`` (a region
-    names one device type or None, every one): regions are per device type, as torch's, so a
-    region for another device type leaves the enclosing one in force. None if there is none."""
+    """(enabled, dtype) in force for arrays on device type ``kind``: the innermost entries of
+    ``st`` that govern it (an entry names one device type or None, every one); regions are per
+    device type, as torch's, so a region for another device type leaves the enclosing one in
+    force. None if no entry governs ``kind``."""
+    en = dt = None
+    found = False
     for r in reversed(st):
         if r[2] is None or r[2] == kind:
-            return r
+            found = True
+            if en is None:
+                en = r[0]
+            if dt is None:
+                dt = r[1]
+            if en is not None and dt is not None:
+                break
+    if not found:
+        return None
+    return bool(en), dt if dt is not None else _default_dtype(kind)
+
+
+def _innermost_dtype(st: list):
+    """The dtype of the innermost entry that sets one (None if none does)."""
+    for r in reversed(st):
+        if r[1] is not None:
+            return r[1]
     return None
 
 
@@ -106,6 +150,8 @@ def _hook(name: str, args: tuple) -> tuple:
     kind = POLICY.get(name)
     if kind is None:
         return args
+    if kind == AS_GIVEN:   # the composition runs uncast (dispatch.op / dispatch.policy)
+        return _dispatch.Uncast(args)
     memo: dict = {}   # device type -> its region (an op's arrays share one, mostly)
     return tuple(_cast_one(a, kind, st, memo) for a in args)
 
@@ -123,9 +169,9 @@ class autocast:
                  cache_enabled: bool | None = None) -> None:
         self.device_type = _device_type(device_type, "autocast")
         if dtype is None:   # torch's: the dtype in force for this device type, at construction
-            st = getattr(_local, "stack", None) or []
-            r = st[-1] if st and self.device_type is None else _region(st, self.device_type)
-            dtype = _default_dtype(self.device_type) if r is None else r[1]
+            dtype = get_autocast_dtype(self.device_type)
+            if dtype is None:
+                dtype = _default_dtype(self.device_type)
         if getattr(dtype, "name", None) not in _LOW or getattr(gp, dtype.name, None) is not dtype:
             raise ValueError(f"autocast: dtype must be a grilly low-precision float "
                              f"({', '.join(n for n in _LOW if hasattr(gp, n))}), got {dtype!r}")
@@ -133,32 +179,38 @@ class autocast:
             raise TypeError(f"autocast: enabled must be a Python bool, got "
                             f"{type(enabled).__module__}.{type(enabled).__qualname__}")
         # cache_enabled (torch's cache of casted weights) changes no result: grilly casts once
-        # per use; it is checked as torch checks it
+        # per use; it is checked as torch checks it, and is_autocast_cache_enabled() reports it
+        # inside the region (None: the thread's setting when the region is made, as torch's)
         if cache_enabled is not None and not isinstance(cache_enabled, bool):
             raise TypeError(f"autocast: cache_enabled must be a bool or None, got "
                             f"{type(cache_enabled).__name__}")
         self.dtype, self.enabled = dtype, enabled
+        self.cache_enabled = (is_autocast_cache_enabled() if cache_enabled is None
+                              else cache_enabled)
 
     def __enter__(self) -> "autocast":
-        _stack().append((self.enabled, self.dtype, self.device_type))
-        with _lock:
-            _active[0] += 1
-            _dispatch.hooks.cast = _hook
+        st = _stack()
+        _marks().append((len(st), is_autocast_cache_enabled()))
+        st.append((self.enabled, self.dtype, self.device_type))
+        _local.cache = self.cache_enabled
+        autocast_increment_nesting()
+        _count(1)
         return self
 
     def __exit__(self, *exc) -> bool:
-        _stack().pop()
-        with _lock:
-            _active[0] -= 1
-            if _active[0] == 0:
-                _dispatch.hooks.cast = None
+        st = _stack()
+        n, _local.cache = _marks().pop()
+        gone = len(st) - n
+        del st[n:]   # the region's entry and what set_autocast_* changed inside it
+        autocast_decrement_nesting()
+        _count(-gone)
         return False
 
     def __call__(self, fn):
         """Use as a decorator: ``fn`` runs inside this region on every call."""
         @functools.wraps(fn)
         def wrapped(*a, **k):
-            with autocast(self.device_type, self.dtype, self.enabled):
+            with autocast(self.device_type, self.dtype, self.enabled, self.cache_enabled):
                 return fn(*a, **k)
         return wrapped
 
@@ -215,10 +267,141 @@ def get_autocast_dtype(device_type: str | None = None):
     type."""
     kind = _device_type(device_type, "get_autocast_dtype")
     st = getattr(_local, "stack", None) or []
-    r = (st[-1] if st else None) if kind is None else _region(st, kind)
-    if r is None:   # outside any region: None, or the device type's default, as torch's
-        return None if kind is None else _default_dtype(kind)
-    return r[1]
+    if kind is None:   # outside any region: None (torch requires a device type)
+        return _innermost_dtype(st)
+    r = _region(st, kind)
+    return _default_dtype(kind) if r is None else r[1]   # outside: the default, as torch's
+
+
+# ---- torch's global autocast state: torch.set_autocast_enabled(device_type, enabled), ... ----
+def _check_bool(who: str, name: str, v) -> bool:
+    if not isinstance(v, bool):
+        raise TypeError(f"{who}: {name} must be a Python bool, got {type(v).__name__}")
+    return v
+
+
+def _check_low(who: str, dtype):
+    if getattr(dtype, "name", None) not in _LOW or getattr(gp, dtype.name, None) is not dtype:
+        raise ValueError(f"{who}: dtype must be a grilly low-precision float "
+                         f"({', '.join(n for n in _LOW if hasattr(gp, n))}), got {dtype!r}")
+    return dtype
+
+
+def _set(kind, enabled, dtype) -> None:
+    """This thread's state for ``kind`` changed (enabled or dtype; None keeps the other): an
+    entry above the innermost region, replacing the one an earlier call there made."""
+    st, m = _stack(), _marks()
+    base = m[-1][0] + 1 if m else 0   # the entries above the innermost region's own
+    old = next((i for i in range(len(st) - 1, base - 1, -1) if st[i][2] == kind), None)
+    if old is not None:
+        en0, dt0, _ = st.pop(old)
+        enabled = en0 if enabled is None else enabled
+        dtype = dt0 if dtype is None else dtype
+    st.append((enabled, dtype, kind))
+    added = old is None
+    if not m and all(_region(st, k) == (False, _default_dtype(k)) for k in _kinds(st)):
+        added -= len(st)   # back to the default state: no entries (and no hook) left
+        st.clear()
+    _count(int(added))
+
+
+def set_autocast_enabled(device_type, enabled=None) -> None:
+    """torch.set_autocast_enabled(device_type, enabled): turn autocast on or off for arrays on
+    ``device_type`` in this thread, until changed again or the enclosing region exits (torch's
+    older ``set_autocast_enabled(enabled)``: every device type, as ``autocast()``)."""
+    if enabled is None and isinstance(device_type, bool):   # the device-less form
+        device_type, enabled = None, device_type
+    elif device_type is None:
+        raise TypeError("set_autocast_enabled: device_type must be a str such as 'cpu' or "
+                        "'vulkan'")
+    kind = _device_type(device_type, "set_autocast_enabled")
+    _set(kind, _check_bool("set_autocast_enabled", "enabled", enabled), None)
+
+
+def set_autocast_dtype(device_type: str, dtype) -> None:
+    """torch.set_autocast_dtype(device_type, dtype): the low-precision dtype autocast uses for
+    arrays on ``device_type`` in this thread (and a region made with ``dtype=None``)."""
+    if not isinstance(device_type, str):
+        raise TypeError("set_autocast_dtype: device_type must be a str such as 'cpu' or "
+                        f"'vulkan', got {type(device_type).__name__}")
+    _set(_device_type(device_type, "set_autocast_dtype"), None,
+         _check_low("set_autocast_dtype", dtype))
+
+
+def _nesting() -> int:
+    return getattr(_local, "nesting", 0)
+
+
+def autocast_increment_nesting() -> int:
+    """torch.autocast_increment_nesting: this thread's region depth counter, plus one (the new
+    value; torch's autocast clears its cast cache when it falls back to 0)."""
+    _local.nesting = _nesting() + 1
+    return _local.nesting
+
+
+def autocast_decrement_nesting() -> int:
+    """torch.autocast_decrement_nesting: this thread's region depth counter, minus one."""
+    _local.nesting = _nesting() - 1
+    return _local.nesting
+
+
+def clear_autocast_cache() -> None:
+    """torch.clear_autocast_cache: grilly keeps no cache of cast weights (it casts once per
+    use), so there is nothing to clear."""
+
+
+def is_autocast_cache_enabled() -> bool:
+    """torch.is_autocast_cache_enabled: this thread's setting (True unless a region's
+    ``cache_enabled=False`` or set_autocast_cache_enabled(False) turned it off)."""
+    return getattr(_local, "cache", True)
+
+
+def set_autocast_cache_enabled(enabled: bool) -> None:
+    """torch.set_autocast_cache_enabled: this thread's setting, reported by
+    is_autocast_cache_enabled (grilly caches nothing either way, so no result changes)."""
+    _local.cache = _check_bool("set_autocast_cache_enabled", "enabled", enabled)
+
+
+def _deprecated(old: str, new: str) -> None:
+    warnings.warn(f"{old} is deprecated (as torch's). Please use {new} instead.",
+                  DeprecationWarning, stacklevel=3)
+
+
+def is_autocast_cpu_enabled() -> bool:
+    """torch.is_autocast_cpu_enabled (deprecated): is_autocast_enabled("cpu")."""
+    _deprecated("is_autocast_cpu_enabled()", "is_autocast_enabled('cpu')")
+    return is_autocast_enabled("cpu")
+
+
+def set_autocast_cpu_enabled(enabled: bool) -> None:
+    """torch.set_autocast_cpu_enabled (deprecated): set_autocast_enabled("cpu", enabled)."""
+    _deprecated("set_autocast_cpu_enabled(enabled)", "set_autocast_enabled('cpu', enabled)")
+    set_autocast_enabled("cpu", enabled)
+
+
+def get_autocast_cpu_dtype():
+    """torch.get_autocast_cpu_dtype (deprecated): get_autocast_dtype("cpu")."""
+    _deprecated("get_autocast_cpu_dtype()", "get_autocast_dtype('cpu')")
+    return get_autocast_dtype("cpu")
+
+
+def set_autocast_cpu_dtype(dtype) -> None:
+    """torch.set_autocast_cpu_dtype (deprecated): set_autocast_dtype("cpu", dtype)."""
+    _deprecated("set_autocast_cpu_dtype(dtype)", "set_autocast_dtype('cpu', dtype)")
+    set_autocast_dtype("cpu", dtype)
+
+
+def get_autocast_gpu_dtype():
+    """torch.get_autocast_gpu_dtype (deprecated; torch's GPU is grilly's "vulkan"):
+    get_autocast_dtype("vulkan")."""
+    _deprecated("get_autocast_gpu_dtype()", "get_autocast_dtype('vulkan')")
+    return get_autocast_dtype("vulkan")
+
+
+def set_autocast_gpu_dtype(dtype) -> None:
+    """torch.set_autocast_gpu_dtype (deprecated): set_autocast_dtype("vulkan", dtype)."""
+    _deprecated("set_autocast_gpu_dtype(dtype)", "set_autocast_dtype('vulkan', dtype)")
+    set_autocast_dtype("vulkan", dtype)
 
 
 def _cast_inputs(x, dtype, device_type):

@@ -187,6 +187,9 @@ def op(name: str, fn: Callable) -> Callable:
                 return TORCH_FORMS[name](*args, **kw)   # composes namespace calls, which record
         if h.cast is not None:
             args = h.cast(name, args)
+            if type(args) is Uncast:   # the policy leaves this composition alone (AS_GIVEN)
+                with no_cast():
+                    return dispatch(*args, **kw)
         if kw and "dtype" in kw:
             kw = _dtype_kw(kw)
         if _BF16_SEEN[0]:
@@ -212,6 +215,30 @@ def op(name: str, fn: Callable) -> Callable:
     dispatch.__grilly_op__ = name
     OPS[name] = dispatch
     return dispatch
+
+
+class Uncast(tuple):
+    """An op's arguments as grilly.amp's policy hands back those of an op torch's autocast
+    leaves alone (its AS_GIVEN class): the op runs with its composition's casts off, so a
+    composite of listed ops (nansum of sum, trace, exp2 of pow) keeps its arguments' dtype."""
+
+
+def policy(name: str) -> Callable:
+    """Decorator: ``fn`` (a composition that is not a namespace op: a torch-named method, a
+    grilly.special function) runs as one op of torch's autocast: its positional array
+    arguments are cast as the policy says for ``name``, then its composition runs uncast (a
+    float32-listed op composed of a product stays float32; a low one of a sum stays low)."""
+    def deco(fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def run(*args, **kw):
+            cast = hooks.cast
+            if cast is None or cast_suspended():
+                return fn(*args, **kw)
+            args = cast(name, args)
+            with no_cast():
+                return fn(*args, **kw)
+        return run
+    return deco
 
 
 def autocast(name: str, *args) -> tuple:

@@ -650,6 +650,7 @@ def norm(self: Array, p="fro", dim=None, keepdim: bool = False, dtype=None) -> A
     return _OPS["linalg.vector_norm"](x, axis=axis, keepdims=keepdim, ord=p)
 
 
+@dispatch.policy("nansum")   # gp.nansum's autocast class (amp.policy)
 def nansum(self: Array, dim=None, keepdim: bool = False, *, dtype=None) -> Array:
     """The sum over ``dim`` with NaNs counted as zero."""
     x = _OPS["where"](_OPS["isnan"](self), 0, self) if self._dtype.kind in "fc" else self
@@ -1337,6 +1338,7 @@ def cumprod(self: Array, axis=None, dtype=None, **kw) -> Array:
     return _OPS["cumulative_prod"](x, axis=0 if axis is None else axis, dtype=dtype)
 
 
+@dispatch.policy("addmv")   # one low-dtype op, as torch's
 def addmv(self: Array, mat: Array, vec: Array, *, beta=1, alpha=1) -> Array:
     """beta * self + alpha * (mat @ vec)."""
     _check_nd("addmv", mat, 2, "mat")
@@ -1344,6 +1346,7 @@ def addmv(self: Array, mat: Array, vec: Array, *, beta=1, alpha=1) -> Array:
     return _plus_product(self, _OPS["matmul"](mat, vec), beta, alpha)
 
 
+@dispatch.policy("addr")   # one low-dtype op, as torch's
 def addr(self: Array, vec1: Array, vec2: Array, *, beta=1, alpha=1) -> Array:
     """beta * self + alpha * outer(vec1, vec2)."""
     _check_nd("addr", vec1, 1, "vec1")
@@ -1351,6 +1354,7 @@ def addr(self: Array, vec1: Array, vec2: Array, *, beta=1, alpha=1) -> Array:
     return _plus_product(self, _OPS["linalg.outer"](vec1, vec2), beta, alpha)
 
 
+@dispatch.policy("addbmm")   # one low-dtype op (its batch sum too), as torch's
 def addbmm(self: Array, batch1: Array, batch2: Array, *, beta=1, alpha=1) -> Array:
     """beta * self + alpha * (the sum over the batch of batch1[b] @ batch2[b])."""
     _check_nd("addbmm", batch1, 3, "batch1")
@@ -1366,6 +1370,7 @@ def diagonal(self: Array, offset: int = 0, axis1: int = 0, axis2: int = 1, *, di
                             axis2 if dim2 is None else dim2)
 
 
+@dispatch.policy("diag_embed")   # a composition of products: no autocast inside
 def diag_embed(self: Array, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Array:
     """Each vector along the last axis as the ``offset`` diagonal of a square matrix in the
     plane (dim1, dim2) of the result (differentiable: the vector times 0/1 placement

@@ -224,6 +224,7 @@ def diagonal_scatter(self: Array, src: Array, offset: int = 0, dim1: int = 0,
     return _OPS["moveaxis"](out, (-2, -1), (a, b))
 
 
+@dispatch.policy("renorm")   # in torch's autocast float32 list (amp.policy)
 def renorm(self: Array, p: float, dim: int, maxnorm: float) -> Array:
     """Each slice along ``dim`` whose p-norm exceeds ``maxnorm`` scaled down to that norm
     (torch's renorm, with its 1e-7 guard in the scale)."""

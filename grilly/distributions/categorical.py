@@ -241,7 +241,7 @@ class OneHotCategorical(_OverCategories):
     @property
     def mode(self):
         p = self.probs
-        return gp.astype(F.one_hot(gp.argmax(p, axis=-1), p.shape[-1]), p.dtype)
+        return gp.astype(F._one_hot(gp.argmax(p, axis=-1), p.shape[-1]), p.dtype)   # in range
 
     @property
     def variance(self):
@@ -249,7 +249,7 @@ class OneHotCategorical(_OverCategories):
 
     def sample(self, sample_shape=()):
         idx = self._categorical.sample(sample_shape)
-        return gp.astype(F.one_hot(idx, self._categorical._num_events), self.probs.dtype)
+        return gp.astype(F._one_hot(idx, self._categorical._num_events), self.probs.dtype)
 
     def log_prob(self, value):
         value = self._validate_sample(value)

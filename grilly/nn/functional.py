@@ -6,6 +6,7 @@ flash_attention2) carry a hand-written backward (``autograd.Function``), also in
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as _np
 
@@ -311,11 +312,39 @@ def _embedding_renorm(weight: Array, idx: Array, max_norm: float, norm_type: flo
 
 
 def one_hot(tensor: Array, num_classes: int = -1, *, dtype: DType | None = None) -> Array:
-    """Integer class indices as one-hot vectors along a new last axis (int64 unless ``dtype``)."""
+    """Integer class indices as one-hot vectors along a new last axis (int64 unless ``dtype``);
+    ``num_classes=-1`` is the largest index + 1. A class outside [0, num_classes) is a
+    ValueError (torch's RuntimeError): the check reads the indices' min and max on the host,
+    one download, as torch's syncs (so it cannot run inside a grilly.jit trace: JitError)."""
+    if not isinstance(tensor, Array):
+        raise TypeError(f"one_hot: tensor must be a grilly Array of class indices, got "
+                        f"{type(tensor).__name__}")
     if not gp.isdtype(tensor.dtype, "integral"):
         raise TypeError(f"one_hot: needs an integer array, got {tensor.dtype}")
-    if num_classes < 0:
-        num_classes = int(gp.max(tensor)) + 1
+    if isinstance(num_classes, bool) or not hasattr(type(num_classes), "__index__"):
+        raise TypeError(f"one_hot: num_classes must be an int, got {type(num_classes).__name__}")
+    num_classes = operator.index(num_classes)
+    if num_classes < -1:
+        raise ValueError(f"one_hot: num_classes must be -1 (inferred) or >= 0, got {num_classes}")
+    if tensor.size == 0:
+        if num_classes == -1:
+            raise ValueError("one_hot: cannot infer num_classes from an empty array; pass it")
+        return _one_hot(tensor, num_classes, dtype)
+    # one host read for both bounds (the labels' min and max), as torch's check syncs
+    lo, hi = gp.stack([gp.min(tensor), gp.max(tensor)]).tolist()
+    if lo < 0:
+        raise ValueError(f"one_hot: class values must be non-negative, got {lo}")
+    if num_classes == -1:
+        num_classes = hi + 1
+    elif hi >= num_classes:
+        raise ValueError(f"one_hot: class values must be smaller than num_classes "
+                         f"({num_classes}), got {hi}")
+    return _one_hot(tensor, num_classes, dtype)
+
+
+def _one_hot(tensor: Array, num_classes: int, dtype: DType | None = None) -> Array:
+    """one_hot without its host check, for callers whose indices are in range by construction
+    (argmax, samples) or checked already (grilly.nn.snn's losses): it traces under grilly.jit."""
     cls = gp.arange(num_classes, dtype=tensor.dtype, device=tensor.device)
     return gp.astype(gp.expand_dims(tensor, axis=-1) == cls, dtype or gp.int64)
 
@@ -4341,9 +4370,11 @@ def _float32_in_autocast(name: str, fn):
 
 
 def _wrap_float32_layers() -> None:
-    from ..amp.policy import FUNCTIONAL_FLOAT32
+    from ..amp.policy import FUNCTIONAL_AS_GIVEN, FUNCTIONAL_FLOAT32
     for n in FUNCTIONAL_FLOAT32:
         globals()[n] = _float32_in_autocast(n, globals()[n])
+    for n in FUNCTIONAL_AS_GIVEN:   # torch's single kernels grilly composes: run uncast
+        globals()[n] = _dispatch.policy(n)(globals()[n])
 
 
 _wrap_float32_layers()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from ..array import api as gp
+from ..array import dispatch as _dispatch
 from ..array.array import Array
 from ..autograd import Function
 from .gamma import _floating
@@ -50,18 +51,21 @@ class _XLog(Function):
         return g * gx, g * gy, None
 
 
+@_dispatch.policy("xlogy")   # torch's one kernel: no autocast inside (amp.policy)
 def xlogy(x, y) -> Array:
     """x * log(y), 0 where x == 0 (unless y is NaN): torch.special.xlogy, scipy.special.xlogy."""
     x, y = _pair(x, y, "xlogy")
     return _XLog.apply(x, y, False)
 
 
+@_dispatch.policy("xlog1py")
 def xlog1py(x, y) -> Array:
     """x * log1p(y), 0 where x == 0 (unless y is NaN): torch.special.xlog1py."""
     x, y = _pair(x, y, "xlog1py")
     return _XLog.apply(x, y, True)
 
 
+@_dispatch.policy("logit")
 def logit(x: Array, eps: float | None = None) -> Array:
     """log(x / (1 - x)), x clamped to [eps, 1 - eps] first where eps is given (torch.logit;
     scipy.special.logit). The gradient is 0 where the clamp acts, as torch's."""
@@ -74,9 +78,11 @@ def logit(x: Array, eps: float | None = None) -> Array:
     return gp.log(x) - gp.log1p(-x)
 
 
+@_dispatch.policy("entr")
 def entr(x: Array) -> Array:
     """-x log(x) elementwise: 0 at 0, -inf below (torch.special.entr, scipy.special.entr)."""
     x = _floating(x, "entr")
     pos = gp.where(x > 0, x, 1.0)
-    out = gp.where(x > 0, -x * gp.log(pos), gp.where(x == 0, 0.0, -math.inf))
+    # zeros_like: two Python scalars in a where would make NumPy's float64 (x's dtype, as torch)
+    out = gp.where(x > 0, -x * gp.log(pos), gp.where(x == 0, gp.zeros_like(x), -math.inf))
     return gp.where(gp.isnan(x), math.nan, out)

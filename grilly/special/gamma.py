@@ -27,6 +27,7 @@ from fractions import Fraction
 import numpy as np
 
 from ..array import api as gp
+from ..array import dispatch as _dispatch
 from ..array.array import Array
 from ..autograd import Function
 
@@ -292,6 +293,7 @@ def polygamma(n: int, x: Array) -> Array:
     return _Polygamma.apply(_floating(x, "polygamma"), n)
 
 
+@_dispatch.policy("multigammaln")   # torch composes it of its sum: float32 (amp.policy)
 def multigammaln(a: Array, d: int) -> Array:
     """log of the multivariate gamma function of dimension ``d`` (scipy.special.multigammaln;
     torch.special.multigammaln / torch.mvlgamma(a, p=d)): sum_j lgamma(a - j/2) + d(d-1)/4 log pi.

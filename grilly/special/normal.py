@@ -20,6 +20,7 @@ import math
 import numpy as np
 
 from ..array import api as gp
+from ..array import dispatch as _dispatch
 from ..array.array import Array
 from ..autograd import Function
 from ..nn import functional as F
@@ -256,6 +257,7 @@ def erfcx(x: Array) -> Array:
     return _Erfcx.apply(_floating(x, "erfcx"))
 
 
+@_dispatch.policy("erfinv")   # in torch's autocast float32 list (amp.policy)
 def erfinv(y: Array) -> Array:
     """The inverse error function on [-1, 1] (+-inf at +-1, NaN outside; torch.erfinv)."""
     return _Erfinv.apply(_floating(y, "erfinv"))

@@ -115,7 +115,7 @@ def mse_count_loss(spk_out: Array, targets: Array, correct_rate: float = 1.0,
         on = int(steps * correct_rate * (outputs / classes))
         off = int(steps * incorrect_rate * (outputs / classes))
     counts = _counts(spk, None if classes == outputs else classes)
-    hot = NF.one_hot(targets, classes, dtype=spk.dtype)
+    hot = NF._one_hot(targets, classes, dtype=spk.dtype)   # checked in _check (eagerly)
     want = hot * float(on - off) + float(off)
     w = _class_weight(weight, spk, classes, op)
     if w is None:
@@ -239,7 +239,7 @@ def _targets_convert(targets: Array, classes: int, on_target, off_target, dtype)
     elsewhere, except that with on_target > off_target snnTorch clamps one_hot * on_target
     from below at off_target, so the others get max(off_target, 0) (mse_temporal_loss's
     defaults, 0 and -1, give every output the target 0)."""
-    hot = NF.one_hot(targets, classes, dtype=dtype)
+    hot = NF._one_hot(targets, classes, dtype=dtype)   # checked by the callers
     on, off = float(on_target), float(off_target)
     if on > off:
         return gp.maximum(hot * on, off)
