@@ -27,16 +27,19 @@ from . import snntorch_lstm as _sl, snntorch_new as _stn
 # Norse's API under its own names (LIF, LI, ... differ from grilly's): grilly.nn.snn.norse;
 # its AdEx neurons and population encoding (norse_adex), LSNN and refractory neurons
 # (norse_lsnn), Izhikevich (norse_izhikevich), LIFEx and IAF (norse_lifex), CobaLIF, LIFMC and
-# Tsodyks-Markram (norse_coba), Lift and the small helpers (norse_misc), which build on
-# norse_compat's helpers, join norse_compat's names here, so no module imports another both ways
+# Tsodyks-Markram (norse_coba), Lift and the small helpers (norse_misc), the correlation and
+# STDP sensors and STDP (norse_stdp), RecurrentSequential, LConv2d and the spike-time decoder
+# (norse_layers), which build on norse_compat's helpers, join norse_compat's names here, so no
+# module imports another both ways
 from . import norse_adex as _na  # noqa: E402
 from . import norse_izhikevich as _ni, norse_lifex as _nx, norse_lsnn as _nl  # noqa: E402
 from . import norse_coba as _nc, norse_misc as _nm  # noqa: E402
-for _m in (_na, _nl, _ni, _nx, _nc, _nm):
+from . import norse_layers as _nly, norse_stdp as _ns  # noqa: E402
+for _m in (_na, _nl, _ni, _nx, _nc, _nm, _ns, _nly):
     for _name in _m.__all__:
         setattr(norse_compat, _name, getattr(_m, _name))
     norse_compat.__all__ = [*norse_compat.__all__, *_m.__all__]
-del _name, _m, _ni, _nl, _nx, _nc, _nm
+del _name, _m, _ni, _nl, _nx, _nc, _nm, _ns, _nly
 norse = norse_compat
 _sys.modules[__name__ + ".norse"] = norse_compat
 # Norse's ``norse.torch.functional.lif_step`` / ``norse.torch.module.LIFCell`` spellings: the
