@@ -1,11 +1,12 @@
-"""torch's window functions (``torch.hann_window`` and the rest, periodic by default, float32
-unless ``dtype=``) and NumPy's ``kaiser`` (NumPy's other windows are the namespace's
-``hanning``, ``hamming``, ``blackman``, ``bartlett``)."""
+"""torch's window functions (``torch.hann_window`` and the rest, periodic by default, of the
+default dtype (gp.get_default_dtype()) unless ``dtype=``) and NumPy's ``kaiser`` (NumPy's other
+windows are the namespace's ``hanning``, ``hamming``, ``blackman``, ``bartlett``)."""
 from __future__ import annotations
 
 import math
 
 from .array import api as gp
+from .array.defaults import float_or_default
 from .array.array import Array
 from .special import i0
 
@@ -26,7 +27,7 @@ def _window(op: str, length, periodic: bool, dtype, device, requires_grad: bool,
     """f(n, N) over n = 0..N-1 of the symmetric window of N points, N = length (+1 when
     periodic, the last point dropped), in float64 and cast once to ``dtype``."""
     L = _length(length, op, "window_length")
-    dtype = gp.float32 if dtype is None else dtype
+    dtype = float_or_default(dtype)
     if dtype not in (gp.float16, gp.bfloat16, gp.float32, gp.float64):
         raise TypeError(f"{op}: dtype must be a real floating dtype, got {dtype}")
     if L <= 1:

@@ -16,6 +16,7 @@ import numpy as np
 
 from . import random as _random
 from .array import api as gp
+from .array.defaults import float_or_default
 from .array import npyio as _npyio
 from .array.array import Array
 from .linalg import cholesky_inverse, cholesky_solve, geqrf, lu_unpack
@@ -225,8 +226,9 @@ def _unit(gen, shape, dtype, device) -> Array:
 
 
 def rand(*size, dtype=None, device=None, requires_grad: bool = False, generator=None) -> Array:
-    """Uniform draws in [0, 1) of ``size`` (``rand(2, 3)`` or ``rand((2, 3))``), float32."""
-    d = gp.float32 if dtype is None else dtype
+    """Uniform draws in [0, 1) of ``size`` (``rand(2, 3)`` or ``rand((2, 3))``), of the default
+    dtype (gp.get_default_dtype()) unless ``dtype`` says otherwise."""
+    d = float_or_default(dtype)
     if not gp.isdtype(d, "real floating"):
         raise TypeError(f"rand: needs a real floating dtype, got {d}")
     x = _unit(_gen(generator, "rand"), _shape(size, "rand"), d, device)
@@ -292,15 +294,15 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
            requires_grad: bool = False) -> Array:
     """Normal draws (torch.normal): ``normal(mean, std)`` with an Array mean and/or std (their
     broadcast shape, dtype and device; an Array's negative std gives nan), or
-    ``normal(mean, std, size)`` with numbers (float32 unless ``dtype``)."""
+    ``normal(mean, std, size)`` with numbers (the default dtype unless ``dtype``)."""
     gen = _gen(generator, "normal")
     arrays = [v for v in (mean, std) if isinstance(v, Array)]
     if not arrays:
         if size is None:
             raise TypeError("normal: with a number mean and std, give size "
                             "(normal(mean, std, size))")
-        x = gen.normal(mean, std, _shape((size,), "normal"), dtype=gp.float32 if dtype is None
-                       else dtype, device=device)
+        x = gen.normal(mean, std, _shape((size,), "normal"), dtype=float_or_default(dtype),
+                       device=device)
         return x.requires_grad_() if requires_grad else x
     if size is not None:
         raise TypeError("normal: size is for a number mean and std; an Array's shape is the "

@@ -18,6 +18,7 @@ import math
 from collections.abc import Sequence
 
 from .array import api as gp
+from .array import defaults as _defaults
 from .array import dispatch as _dispatch
 from .amp import _autocast_mod as _amp_state
 from .array.array import Array
@@ -330,28 +331,19 @@ def row_stack(tensors: Sequence[Array]) -> Array:
 
 
 def get_default_dtype():
-    """float32 (torch.get_default_dtype): the dtype of grilly.nn's parameters and of
-    ``gp.rand``/``gp.randn``; the Array API creation functions (``zeros``, ``ones``, ``arange``,
-    ``asarray``/``tensor`` of Python floats) give float64, as NumPy's."""
-    return gp.float32
+    """The default floating dtype (torch.get_default_dtype; float32 unless
+    ``set_default_dtype`` changed it): grilly.nn's parameters and buffers, ``gp.rand``/
+    ``gp.randn``/``gp.normal``, distributions' float parameters; the Array API creation functions
+    (``zeros``, ``ones``, ``arange``, ``asarray``/``tensor`` of Python floats) give float64
+    whatever it is, as NumPy's."""
+    return _defaults.get_default_dtype()
 
 
 def set_default_dtype(d) -> None:
-    """torch.set_default_dtype: only float32 (grilly's torch-style default) is accepted; pass
-    ``dtype=`` to the factories for another (NotImplementedError); a dtype that is not
-    floating is a TypeError, as torch's."""
-    try:
-        d = d if isinstance(d, gp.DType) else gp.dtype(d)
-    except TypeError:
-        raise TypeError(f"set_default_dtype: expected a grilly dtype, got {d!r}") from None
-    if not gp.isdtype(d, "real floating"):
-        raise TypeError(f"set_default_dtype: only floating point types are supported as the "
-                        f"default type, got {d}")
-    if d is gp.float32:
-        return
-    raise NotImplementedError(f"set_default_dtype: grilly's default floating dtype is fixed "
-                              f"(float32 for grilly.nn and the torch-style random factories); "
-                              f"got {d}; pass dtype= instead")
+    """torch.set_default_dtype: float32, float64, float16 or bfloat16 becomes the default
+    floating dtype (process-global, as torch's; read when a module or array is built); a dtype
+    that is not one of those is a TypeError, as torch's."""
+    _defaults.set_default_dtype(d)
 
 
 def get_default_device():

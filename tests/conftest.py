@@ -111,3 +111,16 @@ def _fresh_snntorch_instances():
                 cls.instances = []
             todo.extend(cls.__subclasses__())
     yield
+
+
+@pytest.fixture(autouse=True)
+def _default_dtype_restored():
+    """gp.set_default_dtype (and torch's, the oracle's) is process-global: a test that sets it
+    and fails before restoring it would change every later test's models; each test ends with
+    both back at float32."""
+    yield
+    if gp.get_default_dtype() != gp.float32:
+        gp.set_default_dtype(gp.float32)
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.get_default_dtype() != torch.float32:
+        torch.set_default_dtype(torch.float32)

@@ -6,6 +6,7 @@ import numpy as np
 
 from .. import random as _random
 from ..array import api as gp
+from ..array.defaults import get_default_dtype
 from ..nn import functional as F
 
 __all__ = ["as_param", "broadcast_all", "clamp_probs", "logits_to_probs", "normal_noise",
@@ -17,29 +18,30 @@ def _is_number(v) -> bool:
 
 
 def as_param(value, like=None):
-    """``value`` as a floating Array: Arrays keep their dtype (integer ones become float32);
-    Python numbers and lists take ``like``'s dtype and device (float32 without one); NumPy
-    arrays keep a floating dtype."""
+    """``value`` as a floating Array: Arrays keep their dtype (integer ones take the default
+    dtype); Python numbers and lists take ``like``'s dtype and device (the default dtype,
+    gp.get_default_dtype(), without one, as torch's); NumPy arrays keep a floating dtype."""
     if isinstance(value, gp.Array):
-        return value if gp.isdtype(value.dtype, "real floating") else gp.astype(value, gp.float32)
+        return (value if gp.isdtype(value.dtype, "real floating")
+                else gp.astype(value, get_default_dtype()))
     dtype = like.dtype if like is not None else None
     device = like.device if like is not None else None
     if dtype is None:
         if isinstance(value, np.ndarray) and value.dtype.kind == "f":
             dtype = gp.float64 if value.dtype == np.float64 else gp.float32
         else:
-            dtype = gp.float32
+            dtype = get_default_dtype()
     return gp.asarray(np.asarray(value, dtype=np.float64), dtype=dtype, device=device)
 
 
 def promote_all(*values) -> list:
     """The values as floating Arrays of one dtype and device (the Arrays' own, promoted; else
-    float32 or the NumPy arrays' floating dtype)."""
+    the default dtype or the NumPy arrays' floating dtype)."""
     arrays = [v for v in values if isinstance(v, gp.Array)]
     like = None
     if arrays:
         floats = [a for a in arrays if gp.isdtype(a.dtype, "real floating")]
-        dtype = gp.result_type(*floats) if floats else gp.float32
+        dtype = gp.result_type(*floats) if floats else get_default_dtype()
         like = gp.zeros((), dtype=dtype, device=arrays[0].device)
     out = [as_param(v, like) for v in values]
     dtype = gp.result_type(*[o.dtype for o in out])

@@ -18,6 +18,7 @@ import math
 import numpy as np
 
 from ..array import api as gp
+from ..array.defaults import float_or_default
 from ..array.array import Array
 from ..nn.module import Module
 from ._placed import pos_int
@@ -66,7 +67,7 @@ class PlaceCells(Module):
 
     def __init__(self, centers, sigma: float, device=None, dtype=None) -> None:
         super().__init__()
-        c = gp.asarray(centers, dtype=dtype or gp.float32, device=device)
+        c = gp.asarray(centers, dtype=float_or_default(dtype), device=device)
         if c.ndim == 1:
             c = gp.reshape(c, (-1, 1))
         if c.ndim != 2 or not 1 <= c.shape[1] <= 3:
@@ -133,7 +134,7 @@ class GridCells(Module):
                     for j in range(phases):
                         rows.append(list(i / phases * b1 + j / phases * b2))
                         lam.append(s)
-        dt = dtype or gp.float32
+        dt = float_or_default(dtype)
         self.register_buffer("phase", gp.asarray(np.array(rows), dtype=dt, device=device))
         self.register_buffer("spacing", gp.asarray(np.array(lam), dtype=dt, device=device))
         ang = orientation + np.arange(3) * math.pi / 3
@@ -183,7 +184,7 @@ class TimeCells(Module):
         if n < 2 or not k > 0:
             raise ValueError(f"TimeCells: need n >= 2 and k > 0, got n={n}, k={k}")
         tau = np.geomspace(t_min, t_max, n)
-        self.register_buffer("tau", gp.asarray(tau, dtype=dtype or gp.float32, device=device))
+        self.register_buffer("tau", gp.asarray(tau, dtype=float_or_default(dtype), device=device))
         self.k, self.n = float(k), n
 
     def forward(self, t) -> Array:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .. import random as _random
 from ..array import api as gp
+from ..array.defaults import float_or_default
 
 __all__ = ["check_generator", "manual_seed", "uniform", "normal"]
 
@@ -30,7 +31,7 @@ def uniform(shape, low: float = 0.0, high: float = 1.0, *, dtype=None, device=No
             generator=None, op: str = "uniform"):
     """An Array of ``shape`` with values uniform in [low, high) (from ``generator`` if given;
     bfloat16 ones drawn in float32 and rounded, so ``high`` itself may occur)."""
-    dtype = dtype or gp.float32
+    dtype = float_or_default(dtype)
     if dtype == gp.bfloat16:
         # grilly.random refuses bfloat16 uniforms (rounding can reach high); an initializer
         # (nn.Linear(..., dtype=bfloat16)) takes the rounded float32 draw, as torch fills one
@@ -43,5 +44,5 @@ def uniform(shape, low: float = 0.0, high: float = 1.0, *, dtype=None, device=No
 def normal(shape, mean: float = 0.0, std: float = 1.0, *, dtype=None, device=None,
            generator=None, op: str = "normal"):
     """An Array of ``shape`` with normal values (from ``generator`` if given)."""
-    return _source(generator, op).normal(mean, std, tuple(shape), dtype=dtype or gp.float32,
+    return _source(generator, op).normal(mean, std, tuple(shape), dtype=float_or_default(dtype),
                                          device=device)

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Iterator
 
 from ..array import api as gp
+from ..array.defaults import float_or_default
 
 from . import functional as F
 from . import init
@@ -185,7 +186,7 @@ class PReLU(Module):
                              f"{num_parameters!r}")
         self.num_parameters, self.init = num_parameters, init
         self.weight = Parameter(gp.full((num_parameters,), float(init),
-                                        dtype=dtype or gp.float32, device=device))
+                                        dtype=float_or_default(dtype), device=device))
 
     def reset_parameters(self) -> None:
         """Every slope back to ``init``."""
@@ -469,7 +470,7 @@ class Bilinear(Module):
         super().__init__()
         self.in1_features, self.in2_features = in1_features, in2_features
         self.out_features = out_features
-        dt = dtype or gp.float32
+        dt = float_or_default(dtype)
         self.weight = Parameter(gp.zeros((out_features, in1_features, in2_features), dtype=dt,
                                          device=device))
         if bias:

@@ -257,9 +257,10 @@ def sparse_(tensor, sparsity: float, std: float = 0.01, generator=None):
     v = _random.normal(tensor.shape, 0.0, std, dtype=tensor.dtype, device=tensor.device,
                        generator=generator, op="sparse_")
     if num_zeros > 0:
-        # each column's num_zeros smallest uniform draws pick its zero rows (a random subset)
-        u = _random.uniform((rows, cols), device=tensor.device, generator=generator,
-                            op="sparse_")
+        # each column's num_zeros smallest uniform draws pick its zero rows (a random subset;
+        # float32 whatever the default dtype: float16 draws would tie far more often)
+        u = _random.uniform((rows, cols), dtype=gp.float32, device=tensor.device,
+                            generator=generator, op="sparse_")
         thr = gp.sort(u, axis=0)[min(num_zeros, rows) - 1:min(num_zeros, rows)]
         v = gp.where(u <= thr, gp.zeros((), dtype=v.dtype, device=v.device), v)
     return _fill(tensor, v)

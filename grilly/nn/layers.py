@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 
 from ..array import api as gp
+from ..array.defaults import float_or_default
 
 from . import functional as F
 from . import init
@@ -18,7 +19,7 @@ __all__ = ["Identity", "Linear", "Embedding", "Dropout", "Flatten", "Unflatten",
 
 
 def _empty(shape, dtype, device):
-    return Parameter(gp.zeros(tuple(shape), dtype=dtype or gp.float32, device=device))
+    return Parameter(gp.zeros(tuple(shape), dtype=float_or_default(dtype), device=device))
 
 
 class Identity(Module):
@@ -220,7 +221,7 @@ class LayerNorm(Module):
         ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
         self.normalized_shape, self.eps, self.elementwise_affine = ns, eps, elementwise_affine
         if elementwise_affine:
-            self.weight = Parameter(gp.ones(ns, dtype=dtype or gp.float32, device=device))
+            self.weight = Parameter(gp.ones(ns, dtype=float_or_default(dtype), device=device))
             self.bias = _empty(ns, dtype, device) if bias else None
             if not bias:
                 self.register_parameter("bias", None)
@@ -244,7 +245,7 @@ class RMSNorm(Module):
         ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
         self.normalized_shape, self.eps, self.elementwise_affine = ns, eps, elementwise_affine
         if elementwise_affine:
-            self.weight = Parameter(gp.ones(ns, dtype=dtype or gp.float32, device=device))
+            self.weight = Parameter(gp.ones(ns, dtype=float_or_default(dtype), device=device))
         else:
             self.register_parameter("weight", None)
 
@@ -266,7 +267,7 @@ class _BatchNorm(Module):
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
-        dt = dtype or gp.float32
+        dt = float_or_default(dtype)
         if affine:
             self.weight = Parameter(gp.ones((num_features,), dtype=dt, device=device))
             if bias:

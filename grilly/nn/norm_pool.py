@@ -6,6 +6,7 @@ from __future__ import annotations
 import warnings
 
 from ..array import api as gp
+from ..array.defaults import float_or_default
 from ..autograd.function import Function
 
 from . import functional as F
@@ -36,7 +37,7 @@ class GroupNorm(Module):
         self.num_groups, self.num_channels = num_groups, num_channels
         self.eps, self.affine = eps, affine
         if affine:
-            self.weight = Parameter(gp.ones((num_channels,), dtype=dtype or gp.float32,
+            self.weight = Parameter(gp.ones((num_channels,), dtype=float_or_default(dtype),
                                             device=device))
             if bias:
                 self.bias = _empty((num_channels,), dtype, device)

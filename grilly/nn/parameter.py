@@ -6,6 +6,7 @@ from __future__ import annotations
 import weakref
 
 from ..array import api as gp
+from ..array.defaults import get_default_dtype
 from ..array.dispatch import hooks as _hooks
 
 __all__ = ["Parameter", "is_parameter"]
@@ -29,9 +30,9 @@ class Parameter(metaclass=_ParameterMeta):
 
     def __new__(cls, data=None, requires_grad: bool = True):
         if data is None:
-            data = gp.empty((0,), dtype=gp.float32)
+            data = gp.empty((0,), dtype=get_default_dtype())
         if not isinstance(data, gp.Array):
-            data = gp.asarray(data, dtype=gp.float32)
+            data = gp.asarray(data, dtype=get_default_dtype())
         data.requires_grad = bool(requires_grad)
         _REGISTRY[id(data)] = data
         return data

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 from ..array import api as gp
+from ..array.defaults import float_or_default
 from . import functional as F
 from . import init
 from .conv_rnn_extra import Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
@@ -278,7 +279,7 @@ class _LazyMixin:
         return self.weight is None
 
     def _lazy_setup(self, device, dtype) -> None:
-        self._lazy_device, self._lazy_dtype = device, dtype
+        self._lazy_device, self._lazy_dtype = device, float_or_default(dtype)   # (torch: at construction)
         self._register_load_state_dict_pre_hook(_lazy_load_hook, with_module=True)
 
     def _device_for(self, input):
@@ -519,7 +520,7 @@ class _LazyNormBase(_LazyMixin):
     def _make(self, n: int, device) -> None:
         """Make weight (ones), bias and running mean (zeros) and running variance (ones)."""
         self.num_features = n
-        dt = self._lazy_dtype or gp.float32
+        dt = self._lazy_dtype
         if self.affine:
             self.weight = Parameter(gp.ones((n,), dtype=dt, device=device))
             self.bias = _empty((n,), dt, device)

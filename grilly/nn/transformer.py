@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 
 from ..array import api as gp
+from ..array.defaults import float_or_default
 from ..autograd.mode import is_grad_enabled
 
 from . import functional as F
@@ -215,4 +216,4 @@ class Transformer(Module):
     @staticmethod
     def generate_square_subsequent_mask(sz: int, device=None, dtype=None):
         """The (sz, sz) causal mask: 0.0 on and below the diagonal, -inf above it."""
-        return F._causal(sz, sz, dtype or gp.float32, device)
+        return F._causal(sz, sz, float_or_default(dtype), device)

@@ -5,6 +5,7 @@ from ..array import api as gp
 
 from collections.abc import Iterable
 
+from ..array.defaults import get_default_dtype
 from ..array.array import Array
 from ..autograd.mode import no_grad
 
@@ -31,7 +32,7 @@ def get_total_norm(tensors: Array | Iterable[Array], norm_type: float = 2.0,
     Array, 0.0 for no tensors."""
     ts = _arrays(tensors, _op)
     if not ts:
-        return gp.asarray(0.0, dtype=gp.float32)   # torch.tensor(0.0): float32
+        return gp.asarray(0.0, dtype=get_default_dtype())   # torch.tensor(0.0): the default
     norm_type = float(norm_type)
     dev = ts[0].device
     with no_grad():
@@ -77,7 +78,7 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
     (grilly has no separate multi-tensor path)."""
     ps = _params(parameters)
     if not ps:
-        return gp.asarray(0.0, dtype=gp.float32)   # torch.tensor(0.0): float32
+        return gp.asarray(0.0, dtype=get_default_dtype())   # torch.tensor(0.0): the default
     total = get_total_norm([p.grad for p in ps], norm_type, error_if_nonfinite,
                            _op="clip_grad_norm_")
     clip_grads_with_norm_(ps, max_norm, total)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..array import api as gp
+from ..array.defaults import get_default_dtype
 from ..array import optim_steps
 from ..array.array import Array
 
@@ -62,10 +63,11 @@ def _scalar(v) -> float:
     return float(v)
 
 
-def _f32(x: float) -> float:
-    """``x`` rounded to float32: torch.optim keeps some per-parameter scalars (NAdam's
-    mu_product, ASGD's eta and mu) as float32 tensors, whose rounding the trajectory carries."""
-    return float(np.float32(x))
+def _kept(x: float) -> float:
+    """``x`` as torch.optim keeps some per-parameter scalars (NAdam's mu_product, ASGD's eta
+    and mu): 0-d tensors of its scalar dtype, float64 when the default dtype is float64 and
+    float32 otherwise, whose rounding the trajectory carries."""
+    return float(x) if get_default_dtype() == gp.float64 else float(np.float32(x))
 
 
 def _lerp(a, b, w: float):
@@ -293,8 +295,9 @@ class NAdam(Optimizer):
         md, eps = group["momentum_decay"], group["eps"]
         mu = b1 * (1.0 - 0.5 * 0.96 ** (step * md))
         mu_next = b1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * md))
-        # torch keeps mu_product as a float32 tensor (float32 multiply)
-        mu_product = state["mu_product"] = float(np.float32(state["mu_product"]) * np.float32(mu))
+        # torch keeps mu_product as a 0-d tensor (a float32 multiply unless the default dtype
+        # is float64; the double product of two float32 values is exact, then rounded once)
+        mu_product = state["mu_product"] = _kept(state["mu_product"] * _kept(mu))
         mu_product_next = mu_product * mu_next
         c1 = -lr * (1.0 - mu) / (1.0 - mu_product)
         c2 = (-lr * mu_next) / (1.0 - mu_product_next)
@@ -416,9 +419,9 @@ class ASGD(Optimizer):
     def _update(self, p, g, state, group) -> None:
         lr = _scalar(group["lr"])
         if not state:
-            # eta and mu: float32 in torch (0-d tensors), rounded as there
+            # eta and mu: 0-d tensors in torch (float32 unless the default is float64)
             state["step"] = 0
-            state["eta"] = _f32(lr)
+            state["eta"] = _kept(lr)
             state["mu"] = 1.0
             state["ax"] = gp.zeros_like(p)
         state["step"] += 1
@@ -432,8 +435,8 @@ class ASGD(Optimizer):
             ax[...] = ax + (p - ax) * mu if mu != 1 else p
         _in_float32(update, p, _grad(p, g), state["ax"])
         step = state["step"]
-        state["eta"] = _f32(lr / ((1.0 + lambd * lr * step) ** group["alpha"]))
-        state["mu"] = _f32(1.0 / max(1.0, step - group["t0"]))
+        state["eta"] = _kept(lr / ((1.0 + lambd * lr * step) ** group["alpha"]))
+        state["mu"] = _kept(1.0 / max(1.0, step - group["t0"]))
 
 
 class Rprop(Optimizer):

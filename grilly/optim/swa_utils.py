@@ -13,13 +13,14 @@ import math
 from collections.abc import Callable, Iterable
 
 from ..array import api as gp
+from ..array.defaults import get_default_dtype
 from ..array.array import Array
 from ..autograd.mode import no_grad
 from ..nn.layers import _BatchNorm
 from ..nn.module import Module
 from ..nn.norm_pool import _InstanceNorm
 from .lr_scheduler import LRScheduler, _per_group
-from .optimizers import _f32, _lerp
+from .optimizers import _lerp
 
 __all__ = ["AveragedModel", "SWALR", "get_ema_avg_fn", "get_ema_multi_avg_fn", "get_swa_avg_fn",
            "get_swa_multi_avg_fn", "update_bn"]
@@ -65,8 +66,9 @@ def get_swa_multi_avg_fn() -> Callable:
     def swa_update(averaged_param_list, current_param_list, num_averaged) -> None:
         w = 1.0 / (_count(num_averaged) + 1)
         if isinstance(num_averaged, Array):
-            # torch's weight 1 / (count + 1) of an integer tensor count is a float32 tensor
-            w = _f32(w)
+            # torch's weight 1 / (count + 1) of an integer tensor count is a tensor of the
+            # default dtype (float32 unless set), rounded as there
+            w = float(get_default_dtype().np.type(w))
         with no_grad():
             for a, c in zip(averaged_param_list, current_param_list, strict=True):
                 if _floating(a):

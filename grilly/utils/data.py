@@ -29,6 +29,7 @@ import numpy as np
 from .. import random as _grandom
 from ..array import api as gp
 from ..array import core as _core
+from ..array.defaults import get_default_dtype
 from ..array.array import Array
 
 __all__ = ["BatchSampler", "ChainDataset", "ConcatDataset", "DataLoader", "Dataset",
@@ -499,12 +500,15 @@ _COLLATE_ERR = "default_collate: batch must contain Arrays, tensors, numpy array
 
 def _collate_python_ints(batch, device) -> Array:
     """A batch whose first element is a Python int or bool, as ``torch.tensor(batch)`` types
-    it: all bools -> bool, ints (bools among them) -> int64, any float -> float32."""
+    it: all bools -> bool, ints (bools among them) -> int64, any float -> the default dtype
+    (gp.get_default_dtype(), float32 unless set), complex -> its complex twin."""
     a = np.asarray(list(batch))
     if a.dtype.kind == "u" or (a.dtype.kind == "O" and all(isinstance(v, int) for v in batch)):
         raise OverflowError(f"default_collate: an int of the batch does not fit in int64 "
                             f"({list(batch)[:8]}...)")
-    want = {"b": gp.bool, "i": gp.int64, "f": gp.float32, "c": gp.complex64}.get(a.dtype.kind)
+    f = get_default_dtype()
+    c = gp.complex128 if f == gp.float64 else gp.complex64   # (no complex32 here)
+    want = {"b": gp.bool, "i": gp.int64, "f": f, "c": c}.get(a.dtype.kind)
     if want is None:
         raise TypeError(_COLLATE_ERR.format(f"a batch of {sorted({type(v).__name__ for v in batch})}"))
     return gp.asarray(a, dtype=want, device=device)

@@ -6,6 +6,7 @@ import operator
 
 from .. import random as _random
 from ..array import api as gp
+from ..array.defaults import float_or_default
 from ..array.array import Array
 
 __all__ = ["tensor", "zeros", "randn"]
@@ -36,14 +37,14 @@ def tensor(data, *, dtype=None, device=None, requires_grad: bool = False) -> Arr
 
 
 def zeros(*size, dtype=None, device=None, requires_grad: bool = False) -> Array:
-    """Zeros of ``size`` (``zeros(2, 3)`` or ``zeros((2, 3))``), float32 by default."""
-    return _finish(gp.zeros(_shape(size, "zeros"), dtype=dtype or gp.float32, device=device),
+    """Zeros of ``size`` (``zeros(2, 3)`` or ``zeros((2, 3))``), of the default dtype."""
+    return _finish(gp.zeros(_shape(size, "zeros"), dtype=float_or_default(dtype), device=device),
                    requires_grad)
 
 
 def randn(*size, dtype=None, device=None, requires_grad: bool = False,
           generator=None) -> Array:
-    """Standard normal samples of ``size``, float32 by default (gp.random's generator)."""
+    """Standard normal samples of ``size``, of the default dtype (gp.random's generator)."""
     gen = generator if generator is not None else _random.default_generator
-    x = gen.normal(0.0, 1.0, _shape(size, "randn"), dtype=dtype or gp.float32, device=device)
+    x = gen.normal(0.0, 1.0, _shape(size, "randn"), dtype=float_or_default(dtype), device=device)
     return _finish(x, requires_grad)

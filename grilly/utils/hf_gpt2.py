@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from ..array import api as gp
 from ..array.array import Array
+from ..array.defaults import get_default_dtype
 from ..autograd.mode import no_grad
 from ..nn import functional as F
 from ..nn import init
@@ -96,8 +97,9 @@ class Conv1D(Module):
 
     def __init__(self, nf: int, nx: int) -> None:
         super().__init__()
-        self.weight = Parameter(init.normal_(gp.zeros((nx, nf), dtype=gp.float32), std=0.02))
-        self.bias = Parameter(gp.zeros((nf,), dtype=gp.float32))
+        d = get_default_dtype()   # torch.empty's, as transformers' Conv1D
+        self.weight = Parameter(init.normal_(gp.zeros((nx, nf), dtype=d), std=0.02))
+        self.bias = Parameter(gp.zeros((nf,), dtype=d))
 
     def forward(self, x: Array) -> Array:
         return gp.matmul(x, self.weight) + self.bias

@@ -13,6 +13,7 @@ import math
 from typing import Callable
 
 from ...array import api as gp
+from ...array.defaults import get_default_dtype
 
 from ...array.array import Array
 from ...autograd.function import Function
@@ -129,7 +130,8 @@ def delay(x_seq: Array, delay_steps: int) -> Array:
 
 def redundant_one_hot(labels: Array, num_classes: int, n: int) -> Array:
     """SpikingJelly's ``functional.redundant_one_hot``: each label one-hot over ``num_classes``
-    with every entry repeated ``n`` times, (..., num_classes * n) float32 (for VotingLayer)."""
+    with every entry repeated ``n`` times, (..., num_classes * n) of the default dtype (for
+    VotingLayer)."""
     if not isinstance(labels, gp.Array) or not gp.isdtype(labels.dtype, "integral"):
         raise TypeError(f"redundant_one_hot: labels must be an integer Array, got "
                         f"{getattr(labels, 'dtype', type(labels).__name__)}")
@@ -137,7 +139,7 @@ def redundant_one_hot(labels: Array, num_classes: int, n: int) -> Array:
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise ValueError(f"redundant_one_hot: {name} must be an int >= 1, got {v!r}")
     cls = gp.arange(num_classes * n, device=labels.device) // n
-    return gp.astype(gp.expand_dims(labels, axis=-1) == cls, gp.float32)
+    return gp.astype(gp.expand_dims(labels, axis=-1) == cls, get_default_dtype())
 
 
 def beta_from_tau(tau: float, dt: float = 1.0) -> float:

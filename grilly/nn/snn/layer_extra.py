@@ -7,6 +7,7 @@ import math
 import numbers
 
 from ...array import api as gp
+from ...array.defaults import get_default_dtype
 from ...array.array import Array
 from .. import functional as NF, layers as _L, norm_pool as _N
 from ..parameter import Parameter
@@ -203,7 +204,7 @@ class _TEBN(_SeqBN):
         if isinstance(T, bool) or not isinstance(T, int) or T < 1:
             raise ValueError(f"{type(self).__name__}: T must be an int >= 1, got {T!r}")
         self.scale = Parameter(gp.ones((T,), dtype=self.weight.dtype if self.weight is not None
-                                       else gp.float32))
+                                       else get_default_dtype()))
 
     def forward(self, x_seq: Array) -> Array:
         """The normalized sequence (T, B, C, ...), step t times scale[t]."""

@@ -8,6 +8,7 @@ import math
 import numbers
 
 from ...array import api as gp
+from ...array.defaults import float_or_default
 from ...array.array import Array
 from .. import functional as NF
 from ..module import Module
@@ -87,7 +88,7 @@ class SynapseFilter(KeptState, Module):
             raise ValueError(f"SynapseFilter: tau must be a number > 1, got {tau!r}")
         self.step_mode, self.learnable = _check_mode(step_mode, "SynapseFilter"), bool(learnable)
         if self.learnable:
-            self.w = Parameter(gp.asarray(-math.log(float(tau) - 1.0), dtype=dtype or gp.float32))
+            self.w = Parameter(gp.asarray(-math.log(float(tau) - 1.0), dtype=float_or_default(dtype)))
         else:
             self.tau = float(tau)
         self.out_i = None

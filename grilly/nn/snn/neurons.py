@@ -11,6 +11,7 @@ from __future__ import annotations
 import numbers
 
 from ...array import api as gp
+from ...array.defaults import float_or_default
 
 from ...array.array import Array
 from ..layers import Conv2d, Linear
@@ -110,7 +111,7 @@ class _Neuron(KeptState, Module):
         self.reset_mechanism, self.step_mode, self.return_mem = reset, step_mode, bool(return_mem)
         self.surrogate = surrogate if surrogate is not None else F.atan(2.0)
         self.detach_reset, self.reset_delay = bool(detach_reset), bool(reset_delay)
-        self._dtype = dtype or gp.float32
+        self._dtype = float_or_default(dtype)
         self._set_param("threshold", threshold, learn_threshold)
         self.state = None
         o = _check_snntorch_opts(op, snntorch_opts or {})

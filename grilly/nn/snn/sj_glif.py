@@ -8,6 +8,7 @@ import numbers
 
 from ... import random as _random
 from ...array import api as gp
+from ...array.defaults import float_or_default
 
 from ...array.array import Array
 from ..functional import sigmoid as _sigmoid
@@ -72,7 +73,7 @@ class GatedLIFNode(base.MemoryModule):
         self.T, self.inplane = int(T), inplane
         self.register_memory("v", 0.0)
         self.register_memory("u", 0.0)
-        dtype = dtype or gp.float32
+        dtype = float_or_default(dtype)
         shape = () if inplane is None else (int(inplane),)
         for name in ("alpha", "beta", "gamma"):
             setattr(self, name, Parameter(gp.astype(

@@ -11,6 +11,7 @@ import math
 import numbers
 
 from ...array import api as gp
+from ...array.defaults import float_or_default
 
 from ...array.array import Array
 from .. import init as _init
@@ -63,7 +64,7 @@ class PSN(base.MultiStepModule, Module):
         self.step_mode = "m"
         self.T = _pos_int(T, "T", "PSN")
         self.surrogate_function = _sg(surrogate_function, "PSN")
-        dtype = dtype or gp.float32
+        dtype = float_or_default(dtype)
         self.weight = _square(self.T, dtype)
         self.bias = Parameter(gp.full((self.T, 1), -1.0, dtype=dtype))
 
@@ -92,7 +93,7 @@ class MaskedPSN(base.MemoryModule):
         self.step_mode = step_mode
         self.k, self.T = _pos_int(k, "k", op), _pos_int(T, "T", op)
         self.surrogate_function = _sg(surrogate_function, op)
-        dtype = dtype or gp.float32
+        dtype = float_or_default(dtype)
         self.register_buffer("_lambda_", gp.asarray(float(lambda_init), dtype=dtype))
         self.weight = _square(self.T, dtype)
         self.bias = Parameter(gp.full((self.T, 1), -1.0, dtype=dtype))
@@ -157,7 +158,7 @@ class SlidingPSN(base.MemoryModule):
         self.step_mode = step_mode
         self.k = _pos_int(k, "k", "SlidingPSN")
         self.surrogate_function = _sg(surrogate_function, "SlidingPSN")
-        dtype = dtype or gp.float32
+        dtype = float_or_default(dtype)
         if exp_init:
             w = gp.asarray([2.0 ** -(self.k - 1 - i) for i in range(self.k)], dtype=dtype)
         else:

@@ -10,10 +10,11 @@ import math
 import numbers
 import warnings
 
-from ... import random as _random
 from ...array import api as gp
+from ...array.defaults import get_default_dtype
 from ...array.array import Array
 from .. import functional as NF
+from .._random import uniform as _uniform
 from ..layers import Linear
 from ..module import Module, _no_grad
 from ..parameter import Parameter
@@ -41,8 +42,8 @@ def _count(v, name: str, op: str) -> int:
 
 class _SnnTorchNeuron(KeptState, Module):
     """snnTorch's ``SpikingNeuron`` parts these share: ``threshold`` and
-    ``graded_spikes_factor`` (a Parameter when learnable, else a buffer, float32 as snnTorch
-    stores them), ``reset_mechanism_val``, the spike function and ``fire``."""
+    ``graded_spikes_factor`` (a Parameter when learnable, else a buffer, of the default dtype
+    as snnTorch stores them), ``reset_mechanism_val``, the spike function and ``fire``."""
 
     def _spiking(self, threshold, spike_grad, surrogate_disable, learn_threshold, state_quant,
                  graded_spikes_factor, learn_graded_spikes_factor, reset_val: bool = True,
@@ -61,7 +62,7 @@ class _SnnTorchNeuron(KeptState, Module):
                             f"snn.functional.state_quant(num_bits=4)) or False, got "
                             f"{type(state_quant).__name__}")
         self.state_quant = state_quant
-        self._dtype, self._device = gp.float32, device
+        self._dtype, self._device = get_default_dtype(), device
         self._tensor("threshold", threshold, _flag(learn_threshold, "learn_threshold", op))
         self._tensor("graded_spikes_factor", graded_spikes_factor,
                      _flag(learn_graded_spikes_factor, "learn_graded_spikes_factor", op))
@@ -445,9 +446,9 @@ class GradedSpikes(Module):
             raise TypeError(f"GradedSpikes: constant_factor must be a float or None, got "
                             f"{type(constant_factor).__name__}")
         if constant_factor:
-            w = gp.full((self.size, 1), float(constant_factor), dtype=gp.float32)
+            w = gp.full((self.size, 1), float(constant_factor), dtype=get_default_dtype())
         else:
-            w = _random.uniform(0.5, 1.5, (self.size, 1), dtype=gp.float32)
+            w = _uniform((self.size, 1), 0.5, 1.5, dtype=get_default_dtype(), op="GradedSpikes")
         self.weights = Parameter(w)
 
     def forward(self, x: Array) -> Array:

@@ -11,6 +11,7 @@ import numpy as np
 
 from ... import random as _random
 from ...array import api as gp
+from ...array.defaults import get_default_dtype
 from ...array.array import Array
 from .. import functional as NF
 from . import encoding as _enc
@@ -181,9 +182,10 @@ def targets_latency(targets: Array, num_classes: int, num_steps=False, first_spi
 
 def target_rate_code(num_steps: int, first_spike_time: int = 0, rate: float = 1,
                      firing_pattern: str = "regular", *, device=None) -> tuple:
-    """snnTorch's ``spikegen.target_rate_code``: (a float32 train of ``num_steps`` spikes at
+    """snnTorch's ``spikegen.target_rate_code``: (a train of ``num_steps`` spikes at
     ``rate`` from ``first_spike_time`` on, its int64 spike steps); 'regular' every 1/rate
-    steps, 'uniform' as many at random steps, 'poisson' a draw per step (gp.random's)."""
+    steps, 'uniform' as many at random steps, 'poisson' a draw per step (gp.random's); the
+    train in the default dtype, as torch.Tensor makes it)."""
     op = "target_rate_code"
     steps = _enc._steps(num_steps, op)
     if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not 0 <= rate <= 1:
@@ -193,16 +195,17 @@ def target_rate_code(num_steps: int, first_spike_time: int = 0, rate: float = 1,
         raise ValueError(f"{op}: first_spike_time must be an int in [0, num_steps], got "
                          f"{first_spike_time!r}")
     pattern = _pattern(firing_pattern, op)
-    train, times = _rate_code(steps, int(first_spike_time), float(rate), pattern)
-    return (gp.asarray(train.astype(np.float32), device=device),
+    d = get_default_dtype()
+    train, times = _rate_code(steps, int(first_spike_time), float(rate), pattern, d.np)
+    return (gp.asarray(train, dtype=d, device=device),
             gp.asarray(np.asarray(times, dtype=np.int64), device=device))
 
 
 def rate_interpolate(spike_time, num_steps: int, on_target: float = 1, off_target: float = 0,
                      epsilon: float = 1e-7) -> Array:
-    """snnTorch's ``spikegen.rate_interpolate``: a float32 train of ``num_steps`` ramping from
-    ``off_target`` up to ``on_target`` at each of the (sorted) spike steps ``spike_time``,
-    ``off_target`` after the last (the spike steps are read on the host)."""
+    """snnTorch's ``spikegen.rate_interpolate``: a train of ``num_steps`` (the default dtype)
+    ramping from ``off_target`` up to ``on_target`` at each of the (sorted) spike steps
+    ``spike_time``, ``off_target`` after the last (the spike steps are read on the host)."""
     op = "rate_interpolate"
     steps = _enc._steps(num_steps, op)
     device = spike_time.device if isinstance(spike_time, gp.Array) else None
@@ -212,9 +215,10 @@ def rate_interpolate(spike_time, num_steps: int, on_target: float = 1, off_targe
                          f"{times.max()} for num_steps={steps}")
     if float(on_target) == float(off_target) and times.size:
         raise ValueError(f"{op}: on_target must differ from off_target")
+    d = get_default_dtype()
     out = _rate_interpolate(np.sort(times), steps, float(on_target), float(off_target),
-                            float(epsilon))
-    return gp.asarray(out.astype(np.float32), device=device)
+                            float(epsilon), d.np)
+    return gp.asarray(out, dtype=d, device=device)
 
 
 def _pattern(firing_pattern, op: str) -> str:
@@ -226,8 +230,9 @@ def _pattern(firing_pattern, op: str) -> str:
     return pattern
 
 
-def _rate_code(steps: int, first: int, rate: float, pattern: str):
-    """One train of ``steps`` (snnTorch's target_rate_code) and its spike steps (host data)."""
+def _rate_code(steps: int, first: int, rate: float, pattern: str, dt=np.float32):
+    """One train of ``steps`` (snnTorch's target_rate_code) and its spike steps (host data);
+    ``dt``: the NumPy dtype of torch's arange of the regular spike steps."""
     train = np.zeros(steps)
     if rate == 0:
         return train, np.zeros(0, dtype=np.int64)
@@ -237,8 +242,8 @@ def _rate_code(steps: int, first: int, rate: float, pattern: str):
         return train, np.nonzero(train == 1)[0]
     step = 1.0 / rate
     n = max(math.ceil((steps - first) / step), 0)   # len(torch.arange(first, steps, step))
-    if pattern == "regular":   # torch's float32 arange, truncated
-        times = (first + np.arange(n) * step).astype(np.float32).astype(np.int64)
+    if pattern == "regular":   # torch's arange (float32, or the default dtype), truncated
+        times = (first + np.arange(n) * step).astype(dt).astype(np.int64)
     else:
         u = np.asarray(_random.uniform(0.0, 1.0, (n,), dtype=gp.float32), dtype=np.float32)
         times = (u * np.float32(steps - first) + np.float32(first)).astype(np.int64)
@@ -246,9 +251,9 @@ def _rate_code(steps: int, first: int, rate: float, pattern: str):
     return train, times
 
 
-def _rate_interpolate(times, steps: int, on: float, off: float, eps: float):
+def _rate_interpolate(times, steps: int, on: float, off: float, eps: float, dt=np.float32):
     """snnTorch's rate_interpolate: a ramp from off up to on ending at each spike step, then
-    off after the last spike."""
+    off after the last spike (the ramps rounded to ``dt``, torch's arange dtype)."""
     if len(times) == 0:
         return np.full(steps, off)
     out, last, spiking = [], -1, set(int(t) for t in times)
@@ -260,7 +265,7 @@ def _rate_interpolate(times, steps: int, on: float, off: float, eps: float):
         else:   # torch.arange(off, on + eps, (on - off) / gap)
             inc = (on - off) / (s - last - 1)
             n = math.ceil((on + eps - off) / inc)
-            out.extend(np.float32(off + np.arange(n) * inc))
+            out.extend((off + np.arange(n) * inc).astype(dt))
         last = s
     top = int(max(times))
     out.extend([off] * max(steps - 1 - top, 0))
