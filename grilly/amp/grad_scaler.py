@@ -34,6 +34,17 @@ def _f32(x: float) -> float:
 _F32_TINY = 2.0 ** -126   # float32's smallest normal number
 
 
+def _refuse_trace(what: str) -> None:
+    """JitError where ``what`` runs inside a grilly.jit trace: a replay would get it wrong."""
+    from ..jit.tracer import JitError, tracing
+
+    if tracing():
+        raise JitError(f"GradScaler.{what} inside a grilly.jit trace: the scale is a Python "
+                       "number a replay would keep (update() changes it), and step() reads the "
+                       "device's inf/NaN flag to decide whether the optimizer steps (a host "
+                       "read); run a training step with a GradScaler eagerly")
+
+
 def _any_set(flags) -> bool:
     """Whether any device's inf/NaN flag is set (one host read each)."""
     return any(bool(f) for f in flags or ())
@@ -81,6 +92,7 @@ class GradScaler:
         them, nested; lists and tuples keep their type, other iterables come back lazily."""
         if not self._enabled:
             return outputs
+        _refuse_trace("scale")
         if isinstance(outputs, Array):
             return outputs * self._scale
         if isinstance(outputs, (list, tuple)):
@@ -98,6 +110,7 @@ class GradScaler:
         the device). Once per step, before gradient clipping."""
         if not self._enabled:
             return
+        _refuse_trace("unscale_")
         st = self._state(optimizer)
         if "skipped" in st:
             raise RuntimeError("GradScaler.unscale_: called after step() on this optimizer "
@@ -131,6 +144,7 @@ class GradScaler:
         gradient held inf or NaN; returns what step returned, or None when skipped."""
         if not self._enabled:
             return optimizer.step(*args, **kwargs)
+        _refuse_trace("step")
         if "closure" in kwargs:   # the closure would recompute unscaled gradients (torch too)
             raise RuntimeError("GradScaler.step: a closure is not supported while the scaler is "
                                "enabled")

@@ -82,6 +82,17 @@ class _Hooks:
 
 hooks = _Hooks()
 
+# grilly.jit's replay guards: one number bumped by whatever can change what a traced module's
+# call runs (an nn.Module's attribute, parameter, buffer or submodule set or deleted, its
+# train/eval mode, a module or gradient hook added or removed, an optimizer's group option
+# other than lr). A replay re-checks its graph's modules only after the number moved.
+structure_epoch = [0]
+
+
+def structure_changed() -> None:
+    """Tell grilly.jit's replay guards that a module's structure or values changed."""
+    structure_epoch[0] += 1
+
 # this thread's state that changes which kernels a function runs (grad mode, autocast): each a
 # function of no arguments returning something hashable; grilly.jit keys its graphs on them
 mode_keys: list = []

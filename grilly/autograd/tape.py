@@ -71,6 +71,7 @@ class RemovableHandle:
 
     def remove(self) -> None:
         self._hooks.pop(self.id, None)
+        _dispatch.structure_changed()   # (grilly.jit's replay guards compare a leaf's hooks)
 
     def __enter__(self) -> "RemovableHandle":
         return self
@@ -97,6 +98,7 @@ def register_hook(x: Array, hook) -> RemovableHandle:
         hooks = node.hooks.setdefault(idx, {})
     h = RemovableHandle(hooks)
     hooks[h.id] = hook
+    _dispatch.structure_changed()
     return h
 
 
@@ -126,6 +128,7 @@ def register_post_accumulate_grad_hook(x: Array, hook) -> RemovableHandle:
         x._hooks = {}
     h = RemovableHandle(x._hooks)
     x._hooks[h.id] = _PostAccumulate(hook)
+    _dispatch.structure_changed()
     return h
 
 

@@ -79,6 +79,12 @@ class JitError(RuntimeError):
     """What a trace cannot record (a host read, a data-dependent shape, a nested trace)."""
 
 
+def tracing() -> bool:
+    """Whether this thread is recording a trace now (its Python will not run on a replay)."""
+    active = _active
+    return active is not None and active._mine()
+
+
 class _Slot:
     """A placeholder for the buffer in slot ``i`` of a replay."""
 
@@ -702,6 +708,7 @@ def _param_guard(m) -> tuple | None:
 _REQUIRES_GRAD = operator.attrgetter("requires_grad")
 _TRAINING = operator.attrgetter("training")
 _DEREF = weakref.ref.__call__
+_EPOCH = _dispatch.structure_epoch
 _NOT_NONE = functools.partial(operator.is_not, None)   # (a filter predicate, all in C)
 _PARAMETERS = operator.attrgetter("_parameters")
 
@@ -811,6 +818,9 @@ class TracedGraph:
         self._final_at: dict = {}        # plan step -> outputs no step from it on references
         self.guards: list = []           # (weakref to a Module, its training flag) at the trace
         self._modes = None               # the guards as (weakrefs, flags): guards_hold
+        # dispatch.structure_epoch when the modules' modes, parameters and structure last held
+        # (none of them can have changed while it stays: guards_hold skips their check)
+        self._held_at = None
         self._pflat = None               # param_guards as three flat tuples: _params_hold
         self.final_grads: list = []      # (slot or None, weakref to a leaf, dtype, device)
         # (weakref to a leaf, None or the (shape, dtype, device) of its .grad): what the leaf's
@@ -840,6 +850,24 @@ class TracedGraph:
         """Whether every module the trace called is in the train/eval mode it was then, and
         every leaf whose gradient the trace accumulated into holds a gradient (of the same
         shape, dtype and device) or None as it did then."""
+        epoch = _EPOCH[0]
+        if epoch == self._held_at:
+            # no module's attribute, parameter, buffer, submodule, mode or hook changed since
+            # they last held (dispatch.structure_epoch): only what the epoch does not follow
+            # (requires_grad, a plain Array attribute) is compared
+            flat = self._pflat
+            if flat is not None and flat[2] and \
+                    tuple(map(_REQUIRES_GRAD, filter(_NOT_NONE, flat[1]))) != flat[2]:
+                return False
+            return self._value_guards_hold()
+        if not self._modules_hold():
+            return False
+        self._held_at = epoch   # (read before the check: a change during it is seen next call)
+        return self._value_guards_hold()
+
+    def _modules_hold(self) -> bool:
+        """Whether every module the trace called is in its traced mode, with the same
+        parameters (requires_grad as then), submodules, buffers, Python values and hooks."""
         modes = self._modes
         if modes is None:
             modes = self._modes = (tuple(r for r, _ in self.guards),
@@ -852,6 +880,13 @@ class TracedGraph:
                         for m, t in zip(mods, modes[1]))
         if now != modes[1]:
             return False
+        if self.param_guards and not self._params_hold():
+            return False
+        return not self.struct_guards or self._structure_holds()
+
+    def _value_guards_hold(self) -> bool:
+        """The guards compared on every call: the gradients the trace accumulated into, module
+        state read from attributes, and the host ops' objects (an optimizer's)."""
         for ref, spec in self.grad_guards:
             leaf = ref()
             if leaf is None:
@@ -862,10 +897,6 @@ class TracedGraph:
                     return False
             elif spec is None or (g.shape, g._dtype, g._device) != spec:
                 return False
-        if self.param_guards and not self._params_hold():
-            return False
-        if self.struct_guards and not self._structure_holds():
-            return False
         for ref, name, structure, read in self.attr_guards:
             m = ref()
             if m is not None and _attr_mismatch(_attr(m, name), structure, read):
@@ -924,6 +955,8 @@ class TracedGraph:
     def _host_guards_hold(self) -> bool:
         for guard, args, then in self.host_guards:
             now = guard(*args)
+            if now is then:   # (an optimizer's unchanged options: Optimizer._jit_options)
+                continue
             if len(now) != len(then) or not all(map(operator.is_, now, then)):
                 return False
         return True
@@ -1236,6 +1269,7 @@ class TracedGraph:
                 b = vals[s]
                 outs.append(Array._new(dev.kernels["copy"](b) if s in self._fixed_slots else b,
                                        d, dev))
+        held = self._held_at == _EPOCH[0]
         for ref, name, kind, start, n in self.attr_outs:
             m = ref()
             if m is None:
@@ -1246,6 +1280,8 @@ class TracedGraph:
                 it = iter(new)
                 new = [typ([None if z else next(it) for z in nones])]
             setattr(m, name, None if kind is None else new[0])
+        if held and self.attr_outs:   # (its own state assignments change no guard's value)
+            self._held_at = _EPOCH[0]
         outs = outs[:self.n_visible]
         if fast is None and all(isinstance(st, _Segment) and st.handle is not None
                                 for st in self._plan):

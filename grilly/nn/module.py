@@ -11,6 +11,7 @@ import numpy as np
 
 from ..array import api as gp
 from ..array.dispatch import hooks as _hooks
+from ..array.dispatch import structure_epoch as _EPOCH
 from ..autograd import no_grad
 
 from . import hooks as _nn_hooks
@@ -129,6 +130,18 @@ def _addindent(s: str, n: int) -> str:
     return lines[0] + "".join("\n" + " " * n + ln for ln in lines[1:])
 
 
+class _Registry(_nn_hooks._Tracked):
+    """A module's parameters, buffers or submodules: an OrderedDict whose changes grilly.jit's
+    replay guards see (_Tracked); pickled as a plain OrderedDict (Module.__setstate__ makes
+    it a _Registry again), so saved modules load in any version."""
+
+    def __reduce__(self):
+        return OrderedDict, (), None, None, iter(self.items())
+
+
+_REGISTRIES = ("_parameters", "_buffers", "_modules")
+
+
 # what Module.__init__ sets: never a parameter, buffer or submodule name
 _RESERVED = frozenset(("training", "_parameters", "_buffers", "_non_persistent", "_modules"))
 
@@ -142,15 +155,20 @@ class Module:
 
     def __init__(self) -> None:
         object.__setattr__(self, "training", True)
-        object.__setattr__(self, "_parameters", OrderedDict())
-        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_parameters", _Registry())
+        object.__setattr__(self, "_buffers", _Registry())
         object.__setattr__(self, "_non_persistent", set())
-        object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "_modules", _Registry())
 
     def __setstate__(self, state: dict) -> None:
         # pickle rebuilds each Array plainly: mark the parameters again (copy.deepcopy's hook
         # does it for a deep copy), so a loaded model's parameters are still nn.Parameter
         self.__dict__.update(state)
+        d = self.__dict__
+        for k in _REGISTRIES:   # (pickled as OrderedDicts, or by a version before _Registry)
+            if k in d and type(d[k]) is not _Registry:
+                d[k] = _Registry(d[k])
+        _EPOCH[0] += 1
         for p in self.__dict__.get("_parameters", {}).values():
             if p is not None and not is_parameter(p):
                 Parameter(p, p.requires_grad)
@@ -164,6 +182,7 @@ class Module:
         h = _hooks.module_setattr
         if h is not None:   # grilly.jit's tracer: state the traced Python replaces
             h(self, name)
+        _EPOCH[0] += 1   # (grilly.jit's replay guards re-check after any assignment)
         params, bufs, mods = d["_parameters"], d["_buffers"], d["_modules"]
         if is_parameter(value):
             self._drop(name, params)
@@ -214,6 +233,7 @@ class Module:
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def __delattr__(self, name: str) -> None:
+        _EPOCH[0] += 1
         for k in ("_parameters", "_buffers", "_modules"):
             if name in self.__dict__[k]:
                 del self.__dict__[k][name]
@@ -397,6 +417,7 @@ class Module:
         if not isinstance(mode, bool):
             raise ValueError(f"train: mode must be a bool, got {type(mode).__name__}")
         object.__setattr__(self, "training", mode)
+        _EPOCH[0] += 1
         for m in self.children():
             m.train(mode)
         return self

@@ -13,6 +13,7 @@ from ..array import api as gp
 from ..array import optim_steps
 from ..array.array import Array
 from ..array.dispatch import host_op
+from ..array.dispatch import structure_epoch as _EPOCH
 from ..autograd.mode import no_grad
 
 __all__ = ["Optimizer", "register_optimizer_step_post_hook", "register_optimizer_step_pre_hook"]
@@ -132,6 +133,85 @@ def _step_all(opt: "Optimizer") -> None:
 _step_all.jit_guard = lambda opt: opt._jit_options()
 
 
+def _set_option(group: dict, key, value) -> None:
+    dict.__setitem__(group, key, value)
+    if key != "lr":   # (grilly.jit: the other options are guarded, lr is read on each replay)
+        _EPOCH[0] += 1
+
+
+class _Group(dict):
+    """A parameter group: a dict whose assignments grilly.jit follows. Inside a traced step an
+    assignment (``opt.param_groups[0]["lr"] = lr``) is a host op, made again on every replay
+    (the replay's graph was traced for that value: a Python argument is part of its key), and
+    a change of an option other than lr bumps the structure epoch (a replay re-reads the
+    options the graph depends on, Optimizer._jit_options, only then)."""
+
+    __slots__ = ()
+
+    def __setitem__(self, key, value) -> None:
+        host_op(_set_option, self, key, value)
+
+    def __delitem__(self, key) -> None:
+        dict.__delitem__(self, key)
+        _EPOCH[0] += 1
+
+    def pop(self, *args):
+        _EPOCH[0] += 1
+        return dict.pop(self, *args)
+
+    def popitem(self):
+        _EPOCH[0] += 1
+        return dict.popitem(self)
+
+    def setdefault(self, key, default=None):
+        _EPOCH[0] += 1
+        return dict.setdefault(self, key, default)
+
+    def update(self, *args, **kwargs) -> None:
+        dict.update(self, *args, **kwargs)
+        _EPOCH[0] += 1
+
+    def __ior__(self, other):
+        dict.update(self, other)
+        _EPOCH[0] += 1
+        return self
+
+    def clear(self) -> None:
+        dict.clear(self)
+        _EPOCH[0] += 1
+
+    def __reduce__(self):   # pickled as a plain dict (Optimizer.__setstate__ makes it a _Group)
+        return dict, (dict(self),)
+
+
+def _bumping(name: str):
+    """list's method ``name``, bumping the structure epoch after it."""
+    method = getattr(list, name)
+
+    def f(self, *args):
+        r = method(self, *args)
+        _EPOCH[0] += 1
+        return r
+
+    f.__name__ = name
+    return f
+
+
+class _Params(list):
+    """A group's list of parameters: a list whose changes bump the structure epoch (a jitted
+    step's guard, Optimizer._jit_options, is kept while it has not moved)."""
+
+    __slots__ = ()
+    append, extend, insert = _bumping("append"), _bumping("extend"), _bumping("insert")
+    pop, remove, clear = _bumping("pop"), _bumping("remove"), _bumping("clear")
+    sort, reverse = _bumping("sort"), _bumping("reverse")
+    __setitem__, __delitem__ = _bumping("__setitem__"), _bumping("__delitem__")
+    __iadd__, __imul__ = _bumping("__iadd__"), _bumping("__imul__")
+
+    def __reduce__(self):   # pickled as a plain list
+        return list, (list(self),)
+
+
 class _ParamState(MutableMapping):
     """An optimizer's per-parameter state keyed by the parameters themselves (torch's
     ``optimizer.state[p]``), over its ``id(param)``-keyed dict."""
@@ -235,19 +315,19 @@ class Optimizer:
         if not isinstance(group, dict):
             raise TypeError(f"{type(self).__name__}.add_param_group: param_group must be a dict, "
                             f"got {type(group).__name__}")
-        g = dict(group)
+        g = _Group(group)
         ps = g["params"]
         if isinstance(ps, set):
             raise TypeError(f"{type(self).__name__}: parameters must be in an ordered collection "
                             "(a set's order changes between runs); pass a list")
-        g["params"] = [ps] if isinstance(ps, Array) else list(ps)
+        g["params"] = _Params([ps] if isinstance(ps, Array) else ps)
         # torch 2.6's named parameters: (name, param) pairs, e.g. model.named_parameters()
         names = [p[0] for p in g["params"] if isinstance(p, tuple)]
         if names:
             if len(names) != len(g["params"]):
                 raise ValueError(f"{type(self).__name__}: a parameter group mixes (name, "
                                  "parameter) pairs and bare parameters; name all or none")
-            g["params"] = [p[1] for p in g["params"]]
+            g["params"] = _Params([p[1] for p in g["params"]])
             g["param_names"] = names
         if any(("param_names" in grp) != bool(names) for grp in self.param_groups):
             raise ValueError(f"{type(self).__name__}: every parameter group must have names or "
@@ -270,6 +350,7 @@ class Optimizer:
         for k, v in self.defaults.items():
             g.setdefault(k, v)
         self.param_groups.append(g)
+        _EPOCH[0] += 1
 
     def _hook_table(self, name: str) -> _HookDict:
         d = self.__dict__.get(name)
@@ -403,6 +484,22 @@ class Optimizer:
         (momentum 0 -> 0.9 makes a momentum buffer; nesterov, maximize, centered, amsgrad
         change the captured kernels' flags), None as None; the learning rate, a scalar read on
         every replay, is left out. All singletons: the guard compares them by identity."""
+        # (a jitted step asks on every call: the answer is kept, and returned as the same
+        # tuple, while the groups are the same _Group objects with _Params lists, all of whose
+        # changes move the structure epoch, and the epoch has not moved)
+        groups = self.param_groups
+        kept = self.__dict__.get("_jit_flags")
+        epoch = _EPOCH[0]
+        if kept is not None and kept[0] == epoch and len(kept[1]) == len(groups) \
+                and all(map(operator.is_, kept[1], groups)):
+            return kept[2]
+        out = (*itertools.chain.from_iterable(map(_PARAMS, groups)), *self._option_flags())
+        if all(type(g) is _Group and type(g["params"]) is _Params for g in groups):
+            self.__dict__["_jit_flags"] = (epoch, tuple(groups), out)
+        return out
+
+    def _option_flags(self) -> tuple:
+        """Per group, each option as _jit_options's flag (lr left out)."""
         flags = []
         for g in self.param_groups:
             for k, v in g.items():
@@ -412,7 +509,7 @@ class Optimizer:
                     flags.append(v)
                 elif isinstance(v, (int, float)):
                     flags.append(bool(v != 0))
-        return (*itertools.chain.from_iterable(map(_PARAMS, self.param_groups)), *flags)
+        return tuple(flags)
 
     # ---- serialization -------------------------------------------------------------------------
     def state_dict(self) -> dict:
@@ -473,6 +570,7 @@ class Optimizer:
     # copied parameters' ids (else a copy would restart every moment and step count from zero)
     def __getstate__(self) -> dict:
         d = dict(self.__dict__)
+        d.pop("_jit_flags", None)
         # hooks are not kept (torch's neither): they may be lambdas, which do not pickle
         for k in ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks", "_in_hooked_step",
                   "_optimizer_state_dict_pre_hooks", "_optimizer_state_dict_post_hooks",
@@ -484,6 +582,11 @@ class Optimizer:
 
     def __setstate__(self, d: dict) -> None:
         self.__dict__.update(d)
+        self.__dict__.pop("_jit_flags", None)
+        self.param_groups = [g if type(g) is _Group else _Group(g) for g in self.param_groups]
+        for g in self.param_groups:
+            if type(g["params"]) is not _Params:
+                dict.__setitem__(g, "params", _Params(g["params"]))
         self._optimizer_step_pre_hooks = _HookDict()
         self._optimizer_step_post_hooks = _HookDict()
         params = [p for g in self.param_groups for p in g["params"]]

@@ -22,6 +22,7 @@ import copy
 
 from ...array import api as gp
 from ...array.array import Array
+from ...array.dispatch import structure_changed
 from ..module import Module
 
 __all__ = ["StepModule", "SingleStepModule", "MultiStepModule", "MemoryModule"]
@@ -46,6 +47,7 @@ class StepModule:
             raise ValueError(f"{type(self).__name__}: step_mode must be one of "
                              f"{self.supported_step_mode()}, got {value!r}")
         self.__dict__["_step_mode"] = value
+        structure_changed()   # (grilly.jit: a graph traced in the other mode must not replay)
 
 
 class SingleStepModule(StepModule):

@@ -14,6 +14,7 @@ from ...array import api as gp
 from ...array.defaults import float_or_default
 
 from ...array.array import Array
+from ...array.dispatch import structure_changed
 from ..layers import Conv2d, Linear
 from ..module import Module
 from ..parameter import Parameter
@@ -139,6 +140,7 @@ class _Neuron(KeptState, Module):
             raise ValueError(f"{op}: {name} must not be NaN")
         if not learn and isinstance(value, float):
             object.__setattr__(self, "_" + name, value)
+            structure_changed()   # (grilly.jit's replay guards compare it)
             return
         arr = gp.asarray(value, dtype=self._dtype, copy=True)
         if learn:

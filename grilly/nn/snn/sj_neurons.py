@@ -17,6 +17,7 @@ import numbers
 from ...array import api as gp
 
 from ...array.array import Array
+from ...array.dispatch import structure_changed
 from ..functional import relu as _relu, sigmoid as _sigmoid
 from ..module import Module
 from ..parameter import Parameter
@@ -56,6 +57,7 @@ class ParametricLIFNode(LIFNode):
     def tau(self, value) -> None:
         # LIFNode's constructor sets the initial tau; w carries it from then on
         self.__dict__["_init_tau"] = value
+        structure_changed()   # (grilly.jit's replay guards compare it)
 
     def _scale(self, x):
         return x * _sigmoid(self.w) if self.decay_input else x

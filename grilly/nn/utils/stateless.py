@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ...array.dispatch import structure_changed
 from ..module import Module
 
 __all__ = ["functional_call"]
@@ -67,6 +68,7 @@ def _swap(module: Module, name: str, value):
                                   "its originals ('parametrizations....original') instead")
     old = mod.__dict__.get(attr, _MISSING)
     object.__setattr__(mod, attr, value)
+    structure_changed()   # (grilly.jit's replay guards compare a module's plain attributes)
     return mod, None, attr, old
 
 
@@ -75,8 +77,10 @@ def _restore(mod: Module, table, attr: str, old) -> None:
         table[attr] = old
     elif old is _MISSING:
         object.__delattr__(mod, attr)
+        structure_changed()
     else:
         object.__setattr__(mod, attr, old)
+        structure_changed()
 
 
 def functional_call(module: Module, parameters_and_buffers, args: Any = None,
