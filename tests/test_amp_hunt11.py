@@ -217,8 +217,11 @@ def test_compositions_keep_torchs_result_dtype(device, low):
             args = [x.astype(ndt) for x in args]
         targs = [torch.from_numpy(x.astype(np.float32)).to(tdt if kind == "low" else
                                                            torch.float32) for x in args]
-        with cuda_policy_on_cpu(tdt):
-            want = t(*targs)
+        try:
+            with cuda_policy_on_cpu(tdt):
+                want = t(*targs)
+        except NotImplementedError:   # the oracle's: torch 2.11's CPU has no half trace
+            continue
         with amp.autocast(dtype=gdt):
             got = g(*[gp.asarray(x, device=device) for x in args])
         if _name(got.dtype) != _name(want.dtype):

@@ -35,10 +35,14 @@ _NAMES = {"T": "chebyshev_polynomial_t", "U": "chebyshev_polynomial_u",
 _DEGREES = (7, 40)
 
 
+def _ref_at(kind: str, n: int, v):
+    """P_n(v) at the working precision (v an mpf)."""
+    return _REF[kind.lstrip("s")](n, 2 * v - 1 if kind[0] == "s" else v)
+
+
 def _ref(kind: str, n: int, x: float):
     with mp.workdps(40):
-        v = mp.mpf(x)
-        return _REF[kind.lstrip("s")](n, 2 * v - 1 if kind[0] == "s" else v)
+        return _ref_at(kind, n, mp.mpf(x))
 
 
 def _bound(kind: str, n: int) -> float:
@@ -158,7 +162,11 @@ def test_gradients_against_mpmath(device):
         for n in (0, 1, 6):
             xg = gp.asarray(xs, device=device, requires_grad=True)
             getattr(S, name)(xg, n).sum().backward()
-            want = [float(mp.diff(lambda v: _ref(kind, n, v), mp.mpf(float(v)))) for v in xs]
+            # (40 digits whatever the global precision another test module set: mp.diff's
+            # step follows it, so the function must not round its argument to fewer digits)
+            with mp.workdps(40):
+                want = [float(mp.diff(lambda v: _ref_at(kind, n, v), mp.mpf(float(v))))
+                        for v in xs]
             np.testing.assert_allclose(np.asarray(xg.grad), want, rtol=1e-11, atol=1e-11,
                                        err_msg=f"{name} n={n}")
     # second derivative (H'' = 4 n (n - 1) H_{n-2})
