@@ -10,6 +10,7 @@ from __future__ import annotations
 from ..array import api as _gp
 from ..array.array import Array
 from ..nn import functional as _F
+from .airy import airy_ai, airy_ai_prime
 from .bessel import i0, i0e, i1, i1e
 from .bessel_jy import j0, j1, spherical_j0, y0, y1
 from .bessel_k import k0, k0e, k1, k1e
@@ -25,8 +26,9 @@ from .orthopoly import (chebyshev_polynomial_t, chebyshev_polynomial_u, chebyshe
                         shifted_chebyshev_polynomial_v, shifted_chebyshev_polynomial_w)
 from .zeta import zeta
 
-__all__ = ["bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "chebyshev_polynomial_t",
-           "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w",
+__all__ = ["airy_ai", "airy_ai_prime", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1",
+           "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+           "chebyshev_polynomial_w",
            "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "eval_chebyt", "eval_chebyu",
            "eval_hermite", "eval_hermitenorm", "eval_laguerre", "eval_legendre", "exp2", "expit",
            "expm1", "gammainc", "gammaincc", "gammaln", "hermite_polynomial_h",
