@@ -151,3 +151,21 @@ def test_grad_scaler_inside_a_trace_names_itself(device):
     for _ in range(2):
         off(x, t)
     assert off.traces == 1
+
+
+def test_host_round_trips_replay_on_new_inputs(device):
+    """A host round trip (linalg's decompositions, on every device; the cpu backend's FFTs) is
+    a host op: each replay runs it on that call's arrays (it raised JitError on the download
+    before), and counts one round trip per call, as eager."""
+    @gp.jit
+    def f(a, b):
+        return gp.linalg.solve(a + 0.0, b) * 2.0
+
+    rng = np.random.default_rng(5)
+    for k in range(3):   # the trace, then two replays
+        a = rng.standard_normal((3, 3)) + 3 * np.eye(3)
+        b = rng.standard_normal((3, 2))
+        before = gp.device_stats(device)["host_round_trips"]
+        got = f(gp.asarray(a, device=device), gp.asarray(b, device=device))
+        np.testing.assert_allclose(np.asarray(got), 2 * np.linalg.solve(a, b), rtol=1e-12)
+        assert gp.device_stats(device)["host_round_trips"] == before + 1

@@ -9,6 +9,7 @@ import threading
 
 import numpy as np
 
+from . import dispatch as _dispatch
 from . import dtypes as dt
 from .array import Array
 from .core import resolve_device
@@ -23,7 +24,13 @@ _TRIPS_LOCK = threading.Lock()
 
 def host_call(op: str, fn, device, *args):
     """``fn`` (NumPy on host arrays) applied to ``args`` with each Array downloaded, its numpy
-    results uploaded to ``device``; counts one host round trip on ``device``."""
+    results uploaded to ``device``; counts one host round trip on ``device``. A host op
+    (dispatch.host_op): grilly.jit replays it on every call with the replay's arrays (on a GPU
+    the replay's submission splits there) instead of refusing its download."""
+    return _dispatch.host_op(_round_trip, op, fn, device, *args)
+
+
+def _round_trip(op: str, fn, device, *args):
     with _TRIPS_LOCK:
         _TRIPS[device] = _TRIPS.get(device, 0) + 1
     res = fn(*[a._host() if isinstance(a, Array) else a for a in args])

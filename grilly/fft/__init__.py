@@ -77,8 +77,9 @@ def _size(n, op: str, arg: str) -> int:
     return n
 
 
-def _plan(x: Array, s, axes, op: str, last=None) -> tuple[tuple, tuple]:
-    """Normalized (s, axes); ``last(m)`` gives the default size of the last axis (c2r)."""
+def _plan(x: Array, s, axes, op: str, last=None, real: bool = False) -> tuple[tuple, tuple]:
+    """Normalized (s, axes); ``last(m)`` gives the default size of the last axis (c2r);
+    ``real``: a real transform (r2c, c2r), which needs at least one axis."""
     if s is not None:
         s = _ints(s, op, "s")
     if axes is None:
@@ -99,6 +100,9 @@ def _plan(x: Array, s, axes, op: str, last=None) -> tuple[tuple, tuple]:
     for v in s:
         if v < 1:
             raise ValueError(f"{op}: invalid number of data points ({v}) along an axis")
+    if real and not axes:
+        # (the real transforms halve their last axis: there must be one; it was an IndexError)
+        raise ValueError(f"{op}: axes must name at least one axis, got ()")
     return tuple(s), axes
 
 
@@ -112,14 +116,14 @@ def _c2c(x, s, axes, norm, op, inverse) -> Array:
 
 def _r2c(x, s, axes, norm, op) -> Array:
     x = _input(x, op, True)
-    s, axes = _plan(x, s, axes, op)
+    s, axes = _plan(x, s, axes, op, real=True)
     return wrap(call(x._device, "fft_r2c", x, s, axes, _norm(norm, op)),
                 _complex_of(x._dtype), x._device)
 
 
 def _c2r(x, s, axes, norm, op) -> Array:
     x = _input(x, op, False)
-    s, axes = _plan(x, s, axes, op, last=lambda m: 2 * (m - 1))
+    s, axes = _plan(x, s, axes, op, last=lambda m: 2 * (m - 1), real=True)
     c = _complex_of(x._dtype)
     xc = as_compute_array(x, c, x._device, op)
     return wrap(call(x._device, "fft_c2r", xc, s, axes, _norm(norm, op)),
@@ -173,6 +177,8 @@ def irfftn(x: Array, /, *, s: Sequence[int] | None = None, axes: Sequence[int] |
 def hfft(x: Array, /, *, n: int | None = None, axis: int = -1, norm: Norm = "backward") -> Array:
     """DFT of a signal with Hermitian symmetry (real spectrum of length n)."""
     x = _input(x, "hfft", False)
+    # checked here so that a bad n or axis names hfft, not the irfft it calls
+    _plan(x, None if n is None else (_size(n, "hfft", "n"),), (axis,), "hfft", real=True)
     ns = dispatch.ns
     cd = _complex_of(x._dtype)
     # namespace calls throughout, so autograd records them (irfft and conj have rules)
@@ -183,6 +189,7 @@ def hfft(x: Array, /, *, n: int | None = None, axis: int = -1, norm: Norm = "bac
 def ihfft(x: Array, /, *, n: int | None = None, axis: int = -1, norm: Norm = "backward") -> Array:
     """Inverse of hfft: the Hermitian half-spectrum of real input."""
     x = _input(x, "ihfft", True)
+    _plan(x, None if n is None else (_size(n, "ihfft", "n"),), (axis,), "ihfft", real=True)
     return dispatch.ns.conj(rfft(x, n=n, axis=axis, norm=_SWAP[_norm(norm, "ihfft")]))
 
 
@@ -215,6 +222,7 @@ def hfftn(x: Array, /, *, s: Sequence[int] | None = None, axes: Sequence[int] | 
     """n-dimensional DFT of a Hermitian-symmetric signal given as its half (torch.fft.hfftn):
     the real spectrum, last axis of size s[-1] (default 2 * (m - 1))."""
     x = _input(x, "hfftn", False)
+    _plan(x, s, axes, "hfftn", real=True)   # (errors name hfftn, not irfftn)
     ns = dispatch.ns
     cd = _complex_of(x._dtype)
     # the full signal's DFT is real, so it equals its conjugate: irfftn of conj(x), rescaled
@@ -226,6 +234,7 @@ def ihfftn(x: Array, /, *, s: Sequence[int] | None = None, axes: Sequence[int] |
            norm: Norm = "backward") -> Array:
     """Inverse of hfftn: the Hermitian half-spectrum of real input (torch.fft.ihfftn)."""
     x = _input(x, "ihfftn", True)
+    _plan(x, s, axes, "ihfftn", real=True)
     ns = dispatch.ns
     return ns.conj(ns.fft.rfftn(x, s=s, axes=axes, norm=_SWAP[_norm(norm, "ihfftn")]))
 

@@ -97,6 +97,17 @@ class _Slot:
         return f"%{self.i}"
 
 
+class _ArraySlot(_Slot):
+    """A host op's Array argument whose buffer is slot ``i``: a replay passes a new Array of
+    that slot's buffer (its inputs' and results' buffers change), never the traced one."""
+
+    __slots__ = ("dtype", "device")
+
+    def __init__(self, i: int, dtype, device) -> None:
+        super().__init__(i)
+        self.dtype, self.device = dtype, device
+
+
 class _Record:
     """One step of a graph: a kernel call (``host`` False) or a host op."""
 
@@ -396,6 +407,11 @@ class Tracer:
         flat = [v._buf if isinstance(v, Array) else None for v in _flat(r)]
         outs = [self._new_slot(b) if b is not None else None for b in flat]
         shapes = [tuple(b.shape) if b is not None else None for b in flat]
+        # an Array argument made in the trace (or an input) is read from its slot on a replay
+        # (a host round trip of linalg or the cpu backend's FFTs on the replay's arrays)
+        ids = self._ids
+        args = tuple(_ArraySlot(ids[id(a._buf)], a._dtype, a._device)
+                     if isinstance(a, Array) and id(a._buf) in ids else a for a in args)
         self.records.append(_Record(getattr(fn, "__name__", "host_op"), fn, args, {}, outs,
                                     shapes, host=True))
         for v in _flat(r):   # Arrays a host op returns are rebound like any made in the trace
@@ -601,7 +617,11 @@ def _run_record(rec: _Record, vals: list) -> None:
     """Call one recorded kernel (or host op) on the slots' current values; store its results
     and rebind the Arrays made from them."""
     if rec.host:
-        r = rec.fn(*rec.args)
+        if rec.fill:   # (Array arguments read from slots: _ArraySlot)
+            r = rec.fn(*[Array._new(vals[a.i], a.dtype, a.device) if isinstance(a, _ArraySlot)
+                         else a for a in rec.args])
+        else:
+            r = rec.fn(*rec.args)
         if rec.name == "index_check" and r is not None:   # normalize_indices' composition
             raise IndexError(f"grilly.jit (replay): index {r} is out of bounds for an axis "
                              f"of size {rec.args[-1]}")

@@ -13,8 +13,8 @@ the first pass's load and store, the chirp again by the second's store).
 
 Every table (the stage and four-step twiddles, the chirps, the convolving spectra) is computed
 on the host in float64 from exact arguments (k / L, j^2 mod 2n) and rounded once, per device,
-dtype and length, and kept (a bounded cache). The error is an FFT's: about eps * log2(L)
-relative to the transform's norm (tests/test_fft_device.py).
+dtype and length, and kept (a cache bounded in lengths and bytes). The error is an FFT's:
+about eps * log2(L) relative to the transform's norm (tests/test_fft_device.py).
 """
 from __future__ import annotations
 
@@ -31,9 +31,15 @@ _WG = 256
 LOGS_MAX = 12   # the shader's registers hold SMAX / 256 <= 16 elements a thread
 LOGS_MIN = 10
 _PC = struct.Struct("<19I2i5I2I")
-_PLANS_MAX = 64   # tables kept per device (each up to a few MB for the largest lengths)
+_PLANS_MAX = 64   # tables kept per device
+# and their bytes at most (beyond the one just made): Bluestein's tables of a length near 10^6
+# are 50 MB, and 20 such lengths held 1 GB of device memory until the count bound cleared them
+PLAN_BYTES = 256 << 20
 _LIMIT = 2**31    # elements: the shader indexes in 32 bits
 _NONE = -1
+# workgroups a dispatch launches at most (each strides over the row groups past it: a grid
+# of more than 65535 is not portable); a module constant so that tests can lower it
+GROUPS_MAX = 65535
 
 
 def _complex_of(dtype):
@@ -45,7 +51,9 @@ def _logt(ctx, cdt) -> int:
     """log2 of the longest transform one workgroup can hold: TMAX elements and the shader's
     padding (one per 16) in the device's shared memory (4096 complex64 / 2048 complex128 in
     NVIDIA's 48 KB, half that in lavapipe's 32 KB)."""
-    fit = ctx.phys.max_shared // (cdt.itemsize * 17 // 16)
+    # (an element costs 17/16 of its size: rounding that down to itemsize for complex64 let
+    # 4096 elements and their padding, 34816 bytes, claim lavapipe's 32768)
+    fit = ctx.phys.max_shared * 16 // (cdt.itemsize * 17)
     return min(LOGS_MAX, fit.bit_length() - 1)
 
 
@@ -103,13 +111,17 @@ class _Plan:
                 at += n + self.m
             self.bluestein = offs   # per direction: (chirp offset, spectrum offset)
         self.tables = from_host(ctx, np.concatenate(parts).astype(cdt.np), cdt)
+        self.nbytes = self.tables.size * cdt.itemsize
 
 
 def _plan(ctx, cdt, n: int) -> _Plan:
     plans = ctx.__dict__.setdefault("_fft_plans", {})
     p = plans.get((cdt.name, n))
     if p is None:
-        p = keep_bounded(plans, (cdt.name, n), _Plan(ctx, cdt, n), _PLANS_MAX)
+        p = _Plan(ctx, cdt, n)
+        if sum(q.nbytes for q in plans.values()) + p.nbytes > PLAN_BYTES:
+            plans.clear()   # (tables still in use stay alive: the recorder holds them)
+        p = keep_bounded(plans, (cdt.name, n), p, _PLANS_MAX)
     return p
 
 
@@ -135,7 +147,7 @@ def _dispatch(ctx, cdt, dst: Buffer, src: Buffer, plan: _Plan, log_l: int, rows:
     key = (f"fft_{cdt.name}", (logs, 1, plan.logt))   # (constant 1: common.glsl's NDIM)
     pipe = ctx.pipelines.get(key) or ctx.pipeline(*key)
     ctx.recorder.dispatch_allocs(pipe, [dst.alloc, src.alloc, plan.tables.alloc], pc,
-                                 min(groups, 65535) * _WG, 1)
+                                 min(groups, GROUPS_MAX) * _WG, 1)
 
 
 def _pow2_pass(ctx, cdt, dst, src, plan, length: int, pre_rows: int, post: int, inp: tuple,

@@ -10,6 +10,7 @@ import struct
 
 import numpy as np
 
+from .. import dtypes as _dtypes
 from ..contract import BINARY_OPS as BINARY, UNARY_OPS as UNARY
 from .fusion import FUSE_MAX, FUSED
 from .memory import _CONTIGUOUS, Buffer, contiguous_strides
@@ -391,6 +392,9 @@ def _cast_into(dst: Buffer, src: Buffer, name: str) -> None:
             return
     if _transpose_into(dst, src):
         return
+    if src.dtype.name == "bfloat16" and dst.dtype.kind == "c":
+        # no bfloat16 -> complex cast shader: through float32 (exact), as the cpu backend casts
+        src = astype(src, _F32)
     variant = _CASTS.get((src.dtype, dst.dtype))
     if variant is None:   # (built once per pair: every copy, astype and assign comes here)
         variant = _CASTS[src.dtype, dst.dtype] = f"cast_{src.dtype.name}_{dst.dtype.name}"
@@ -398,6 +402,7 @@ def _cast_into(dst: Buffer, src: Buffer, name: str) -> None:
 
 
 _CASTS: dict = {}   # (source dtype, destination dtype) -> cast shader variant
+_F32 = _dtypes.float32
 
 
 def copy_plain(rec, dst: Buffer, src: Buffer) -> bool:
