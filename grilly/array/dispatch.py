@@ -25,14 +25,15 @@ _SEQ_TYPES = frozenset(_SEQ)
 # passes one gets torch's meaning, TORCH_FORMS[name] (grilly/array/torch_dims.py fills it; the
 # fft functions' ``dim``, grilly/fft/__init__.py)
 TORCH_KEYS = frozenset({"dim", "keepdim", "unbiased", "diagonal", "interpolation", "dims",
-                        "shifts", "dim1", "dim2", "as_tuple", "right", "out_int32"})
+                        "shifts", "dim1", "dim2", "as_tuple", "right", "out_int32",
+                        "weight"})
 TORCH_NAMES = frozenset({"sum", "prod", "mean", "std", "var", "max", "min", "all", "any",
                          "argmax", "argmin", "cumsum", "cumulative_sum", "sort", "argsort",
                          "median", "tril", "triu", "squeeze", "topk", "nansum", "nanmean",
                          "count_nonzero", "quantile", "nanquantile", "nanmedian",
                          "trapezoid", "rot90", "split", "diff", "flip", "roll", "cross",
                          "tensordot", "unique", "nonzero", "cumprod", "diagonal", "concat",
-                         "concatenate", "searchsorted"}) | frozenset(
+                         "concatenate", "searchsorted", "histogram"}) | frozenset(
     "fft." + n for n in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fftn", "ifftn",
                          "rfftn", "irfftn", "hfftn", "ihfftn", "fft2", "ifft2", "rfft2",
                          "irfft2", "hfft2", "ihfft2", "fftshift", "ifftshift"))

@@ -94,7 +94,10 @@ def _last(a: Array, axis, op: str) -> tuple[Array, tuple]:
     shape keepdims gives."""
     if axis is None:
         return _flat(a), (1,) * a.ndim
-    axes = sorted({normalize_axis(x, a.ndim, op) for x in _ints_arg(axis, op, "axis")})
+    given = [normalize_axis(x, a.ndim, op) for x in _ints_arg(axis, op, "axis")]
+    axes = sorted(set(given))
+    if len(axes) != len(given):
+        raise ValueError(f"{op}: repeated axis in {axis!r}")
     keep = tuple(1 if i in axes else s for i, s in enumerate(a.shape))
     rest = [i for i in range(a.ndim) if i not in axes]
     moved = _ns.permute_dims(a, tuple(rest + axes))
@@ -131,8 +134,69 @@ def _q_array(q, a: Array, op: str, scale: float) -> Array:
     return _ns.asarray(h, dtype=d, device=a.device)
 
 
+def _quantile_weights(w, a: Array, axis, op: str) -> Array:
+    """NumPy's quantile ``weights``: a's shape, or the shape of a's ``axis`` dimensions (in
+    axis's order), broadcast to a's shape; non-negative (read on the host, as NumPy checks)."""
+    w = w if isinstance(w, Array) else _ns.asarray(np.asarray(w, dtype=np.float64),
+                                                   device=a.device)
+    common_device(op, a, w)
+    if w.dtype.kind not in "iuf":
+        raise TypeError(f"{op}: weights must be real numbers, got {w.dtype}")
+    if w.shape != a.shape:
+        if axis is None:
+            raise TypeError(f"{op}: axis must be specified when shapes of a and weights differ")
+        axes = [normalize_axis(x, a.ndim, op) for x in _ints_arg(axis, op, "axis")]
+        if w.shape != tuple(a.shape[x] for x in axes):
+            raise ValueError(f"{op}: shape of weights {w.shape} must be consistent with the "
+                             f"shape of a along axis {axis!r}")
+        w = _ns.permute_dims(w, tuple(int(i) for i in np.argsort(axes)))
+        w = _ns.broadcast_to(_ns.reshape(w, tuple(s if i in axes else 1
+                                                  for i, s in enumerate(a.shape))), a.shape)
+    if bool(_ns.any(_ns.less(w, 0))):
+        raise ValueError(f"{op}: weights must be non-negative")
+    return w
+
+
+def _weighted_quantile(op: str, a: Array, qa: Array, w: Array, axis, keepdims: bool,
+                       nan: bool) -> Array:
+    """method='inverted_cdf' with weights: the first sorted element (of positive weight)
+    where the weights' normalized running sum reaches q (NaN where the slice has a NaN; for
+    the nan* functions, NaNs weigh nothing)."""
+    y, keep = _last(a, axis, op)
+    wl, _ = _last(_ns.astype(w, dt.float64), axis, op)
+    n = y.shape[-1]
+    if n == 0:
+        raise ValueError(f"{op}: cannot compute a quantile of an empty slice")
+    order = _ns.argsort(y, axis=-1, stable=True)   # NaNs sort last
+    ys, ws = _ns.take_along_axis(y, order, axis=-1), _ns.take_along_axis(wl, order, axis=-1)
+    isnan = _ns.isnan(ys) if ys.dtype.kind == "f" else None
+    if nan and isnan is not None:
+        ws = _ns.where(isnan, 0.0, ws)
+    run = _ns.cumulative_sum(ws, axis=-1)
+    total = run[..., -1:]   # the running sum's own end: the cdf ends at exactly 1
+    allnan = (_ns.all(isnan, axis=-1, keepdims=True) if nan and isnan is not None
+              else _ns.zeros(total.shape, dtype=dt.bool, device=a.device))
+    if not bool(_ns.all(_ns.logical_or(allnan, _ns.logical_and(
+            _ns.isfinite(total), _ns.greater(total, 0))))):
+        raise ValueError(f"{op}: weights included NaN, inf or were all zero")
+    cdf = _ns.divide(run, total)
+    rest, qd = y.shape[:-1], qa.ndim
+    qb = _ns.reshape(_ns.astype(qa, dt.float64), qa.shape + (1,) * (len(rest) + 1))
+    reach = _ns.logical_and(_ns.greater(ws, 0), _ns.greater_equal(cdf, qb))
+    at = _ns.arange(n, dtype=dt.int64, device=a.device)
+    idx = _ns.min(_ns.where(reach, at, n - 1), axis=-1, keepdims=True)
+    full = qa.shape + rest + (1,)
+    r = _ns.take_along_axis(_ns.broadcast_to(_ns.reshape(ys, (1,) * qd + ys.shape),
+                                             (1,) * qd + rest + (n,)), idx, axis=-1)
+    if isnan is not None:
+        bad = allnan if nan else isnan[..., -1:]
+        r = _ns.where(_ns.broadcast_to(bad, full), float("nan"), r)
+    r = _ns.reshape(r, qa.shape + rest)
+    return _ns.reshape(r, qa.shape + keep) if keepdims else r
+
+
 def _quantile(op: str, a: Array, q, axis, method: str, keepdims: bool, nan: bool,
-              scale: float = 1.0) -> Array:
+              scale: float = 1.0, weights=None) -> Array:
     _arr(a, op)
     if a.dtype.kind == "c":
         raise TypeError(f"{op}: a must be an array of real numbers")
@@ -140,6 +204,12 @@ def _quantile(op: str, a: Array, q, axis, method: str, keepdims: bool, nan: bool
         raise ValueError(f"{op}: method {method!r} is not supported; expected one of "
                          f"{', '.join(_METHODS)}")
     qa = _q_array(q, a, op, scale)
+    if weights is not None:
+        if method != "inverted_cdf":
+            raise ValueError(f"{op}: only method 'inverted_cdf' supports weights, got "
+                             f"{method!r}")
+        return _weighted_quantile(op, a, qa, _quantile_weights(weights, a, axis, op), axis,
+                                  keepdims, nan)
     x = _float_of(a, op)
     d = dt.promote(x.dtype, qa.dtype, op)
     x, qa = _ns.astype(x, d), _ns.astype(qa, d)
@@ -215,31 +285,35 @@ def _quantile(op: str, a: Array, q, axis, method: str, keepdims: bool, nan: bool
 
 
 def quantile(a: Array, q, axis=None, out=None, overwrite_input: bool = False,
-             method: str = "linear", keepdims: bool = False) -> Array:
+             method: str = "linear", keepdims: bool = False, *, weights=None) -> Array:
     """The ``q``-th quantiles (q in [0, 1]) of ``a`` along ``axis`` (q's dimensions first)."""
     _no_out("quantile", out)
-    return _quantile("quantile", a, q, axis, method, keepdims, nan=False)
+    return _quantile("quantile", a, q, axis, method, keepdims, nan=False,
+                     weights=weights)
 
 
 def percentile(a: Array, q, axis=None, out=None, overwrite_input: bool = False,
-               method: str = "linear", keepdims: bool = False) -> Array:
+               method: str = "linear", keepdims: bool = False, *, weights=None) -> Array:
     """The ``q``-th percentiles (q in [0, 100]) of ``a`` along ``axis``."""
     _no_out("percentile", out)
-    return _quantile("percentile", a, q, axis, method, keepdims, nan=False, scale=100.0)
+    return _quantile("percentile", a, q, axis, method, keepdims, nan=False, scale=100.0,
+                     weights=weights)
 
 
 def nanquantile(a: Array, q, axis=None, out=None, overwrite_input: bool = False,
-                method: str = "linear", keepdims: bool = False) -> Array:
+                method: str = "linear", keepdims: bool = False, *, weights=None) -> Array:
     """quantile ignoring NaNs (NaN for an all-NaN slice)."""
     _no_out("nanquantile", out)
-    return _quantile("nanquantile", a, q, axis, method, keepdims, nan=True)
+    return _quantile("nanquantile", a, q, axis, method, keepdims, nan=True,
+                     weights=weights)
 
 
 def nanpercentile(a: Array, q, axis=None, out=None, overwrite_input: bool = False,
-                  method: str = "linear", keepdims: bool = False) -> Array:
+                  method: str = "linear", keepdims: bool = False, *, weights=None) -> Array:
     """percentile ignoring NaNs (NaN for an all-NaN slice)."""
     _no_out("nanpercentile", out)
-    return _quantile("nanpercentile", a, q, axis, method, keepdims, nan=True, scale=100.0)
+    return _quantile("nanpercentile", a, q, axis, method, keepdims, nan=True, scale=100.0,
+                     weights=weights)
 
 
 def median(a: Array, axis=None, out=None, overwrite_input: bool = False,
@@ -423,14 +497,28 @@ def _rows(m: Array, rowvar: bool, dtype, op: str, arg: str) -> Array:
 
 def cov(m: Array, y: Array | None = None, rowvar: bool = True, bias: bool = False,
         ddof: int | None = None, fweights: Array | None = None,
-        aweights: Array | None = None, *, dtype=None) -> Array:
+        aweights: Array | None = None, *, dtype=None, correction=None) -> Array:
     """Covariance matrix of the variables in the rows (columns when rowvar=False) of ``m``
-    (and ``y``), float64 by default as NumPy; squeezed as NumPy's."""
+    (and ``y``), float64 by default as NumPy; squeezed as NumPy's. torch's ``correction=``
+    selects torch.cov (rows are the variables, in m's own dtype)."""
     op = "cov"
+    if correction is not None:
+        given = [k for k, v in (("y", y), ("rowvar", None if rowvar is True else rowvar),
+                                ("bias", bias or None), ("ddof", ddof), ("dtype", dtype))
+                 if v is not None]
+        if given:
+            raise TypeError(f"cov: torch's correction= does not combine with NumPy's "
+                            f"{', '.join(given)}; use ddof= for NumPy's cov")
+        return dispatch.TORCH_FORMS["cov"](m, correction=correction, fweights=fweights,
+                                           aweights=aweights)
     _arr(m, op, "m")
     if dtype is None:
         cplx = m.dtype.kind == "c" or (y is not None and y.dtype.kind == "c")
         dtype = dt.complex128 if cplx else dt.float64
+    else:   # np.float32, "float32", a grilly dtype
+        dtype = dt.as_dtype(dtype, op)
+        if dtype.kind not in "fc":
+            raise TypeError(f"{op}: dtype must be a floating or complex dtype, got {dtype}")
     x = _rows(m, rowvar, dtype, op, "m")
     if x.shape[0] == 0:
         return _ns.zeros((0, 0), dtype=dtype, device=m.device)
@@ -448,6 +536,8 @@ def cov(m: Array, y: Array | None = None, rowvar: bool = True, bias: bool = Fals
                 raise RuntimeError(f"{op}: incompatible numbers of samples and {name}")
             if name == "fweights" and v.dtype.kind not in "iu":
                 raise TypeError(f"{op}: fweights must be integer")
+            if bool(_ns.any(_ns.less(v, 0))):   # read on the host, as NumPy and torch check
+                raise ValueError(f"{op}: {name} cannot be negative")
             v = _ns.astype(v, rd)
             w = v if w is None else _ns.multiply(w, v)
     avg, wsum = average(x, axis=1, weights=None if w is None else

@@ -111,9 +111,13 @@ def _searchsorted_rows(x1: Array, x2, /, *, side: str = "left", sorter=None) -> 
     ns = dispatch.ns
     if side not in ("left", "right"):
         raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
-    if sorter is not None:
-        raise NotImplementedError("searchsorted: sorter= with an N-D sorted sequence is not "
-                                  "supported")
+    if sorter is not None:   # the count below a value is the same in any order of the row
+        if (not isinstance(sorter, Array) or sorter.dtype.kind not in "iu"
+                or sorter.shape != x1.shape):
+            got = (f"{sorter.dtype} {sorter.shape}" if isinstance(sorter, Array)
+                   else type(sorter).__name__)
+            raise ValueError(f"searchsorted: sorter must be an integer array of the sorted "
+                             f"sequence's shape {x1.shape}, got {got}")
     if not isinstance(x2, Array) or x2.ndim != x1.ndim or x2.shape[:-1] != x1.shape[:-1]:
         got = x2.shape if isinstance(x2, Array) else type(x2).__name__
         raise ValueError(f"searchsorted: with an N-D sorted sequence of shape {x1.shape}, the "

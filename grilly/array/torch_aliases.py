@@ -30,7 +30,7 @@ ALIASES = {
     "positive": "positive", "isclose": "isclose", "inner": "inner", "kron": "kron",
     "mv": "matmul", "ger": "outer", "vdot": "vdot", "trace": "trace", "fliplr": "fliplr",
     "flipud": "flipud", "moveaxis": "moveaxis", "swapdims": "swapaxes", "sinc": "sinc",
-    "cov": "cov", "corrcoef": "corrcoef", "inverse": "linalg.inv", "det": "linalg.det",
+    "inverse": "linalg.inv", "det": "linalg.det",
     "slogdet": "linalg.slogdet", "matrix_power": "linalg.matrix_power",
     "matrix_exp": "linalg.matrix_exp", "isposinf": "isposinf", "isneginf": "isneginf",
     "isreal": "isreal",
@@ -126,6 +126,26 @@ def nanquantile(self: Array, q, dim=None, keepdim: bool = False, *,
                                                interpolation=interpolation)
 
 
+def cov(self: Array, *args, correction=None, fweights=None, aweights=None, **kw) -> Array:
+    """torch's ``cov(*, correction=1, fweights=None, aweights=None)``: the covariance of the
+    rows in self's dtype; NumPy's arguments (y, rowvar, bias, ddof, dtype) give gp.cov's."""
+    if args or kw:
+        if correction is not None:
+            raise TypeError("Array.cov: torch's correction= does not combine with NumPy's "
+                            "arguments; use ddof=")
+        return _OPS["cov"](self, *args, fweights=fweights, aweights=aweights, **kw)
+    return dispatch.TORCH_FORMS["cov"](self, correction=1 if correction is None else correction,
+                                       fweights=fweights, aweights=aweights)
+
+
+def corrcoef(self: Array, *args, **kw) -> Array:
+    """torch's ``corrcoef()``: the correlation coefficients of the rows in self's dtype;
+    NumPy's arguments (y, rowvar, dtype) give gp.corrcoef's."""
+    if args or kw:
+        return _OPS["corrcoef"](self, *args, **kw)
+    return dispatch.TORCH_FORMS["corrcoef"](self)
+
+
 def count_nonzero(self: Array, dim=None) -> Array:
     """The number of nonzero elements along ``dim`` (torch's ``count_nonzero``)."""
     return _OPS["count_nonzero"](self, axis=tuple(dim) if isinstance(dim, list) else dim)
@@ -156,7 +176,8 @@ def is_nonzero(self: Array) -> bool:
 for _name, _op in ALIASES.items():
     _alias(_name, _op)
 for _fn in (frac, rot90, nan_to_num, msort, is_complex, is_signed, is_same_size, is_nonzero,
-            nanmean, nanmedian, quantile, nanquantile, count_nonzero, logical_xor):
+            nanmean, nanmedian, quantile, nanquantile, count_nonzero, logical_xor, cov,
+            corrcoef):
     _method(_fn.__name__, _fn)
 for _name in INPLACE:
     _inplace_of(_name)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-from . import dispatch
+from . import defaults, dispatch
 
 __all__: list[str] = []   # nothing for the namespace: dispatch and Array's methods call FORMS
 
@@ -151,11 +151,17 @@ def nanmedian(x, axis=None, *, dim=None, keepdim=None, keepdims=False):
     return _middle("nanmedian", x, axis, dim, keepdim, keepdims, True)
 
 
+_INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")   # torch's five
+
+
 def _quantile(name: str):
     """torch.quantile / nanquantile: q, dim, keepdim and ``interpolation=`` (NumPy's method)."""
     def form(x, q, axis=None, *, dim=None, keepdim=None, keepdims=False,
              interpolation=None, method="linear"):
         if interpolation is not None:
+            if interpolation not in _INTERPOLATIONS:
+                raise ValueError(f"{name}: interpolation must be one of "
+                                 f"{', '.join(_INTERPOLATIONS)}, got {interpolation!r}")
             method = interpolation
         return _OPS[name](x, q, axis=_axis(name, axis, dim), method=method,
                           keepdims=keepdims if keepdim is None else keepdim)
@@ -173,15 +179,33 @@ def kthvalue(x, k: int, dim: int = -1, keepdim: bool = False):
 
 def mode(x, dim: int = -1, keepdim: bool = False):
     """torch.mode: the most frequent value along ``dim`` (the smallest among equally frequent
-    ones) and the index of its last occurrence. Compares all pairs: O(n^2) per slice."""
+    ones; a NaN counts once, so NaN only for an all-NaN slice) and the index of its last
+    occurrence. Compares all pairs: O(n^2) per slice."""
     d = _one_dim("mode", x, dim)
+    if x.dtype.kind == "c":
+        raise NotImplementedError("mode: complex input is not supported")
+    if x.ndim and x.shape[d] == 0:
+        raise IndexError(f"mode: dimension {d} is empty")
     xs = _OPS["moveaxis"](_flat(x.detach()), d, -1)
     same = _OPS["equal"](_OPS["expand_dims"](xs, axis=-1), _OPS["expand_dims"](xs, axis=-2))
     count = _OPS["sum"](same, axis=-1)
+    if xs.dtype.kind == "f":   # a NaN equals nothing: it counts once (torch compares with ==)
+        nan = _OPS["isnan"](xs)
+        count = _OPS["add"](count, _OPS["astype"](nan, count.dtype))
+        ok = _OPS["logical_not"](nan)
     top = _OPS["equal"](count, _OPS["max"](count, axis=-1, keepdims=True))
-    best = _OPS["min"](_OPS["where"](top, xs, _OPS["max"](xs)), axis=-1, keepdims=True)
+    if xs.dtype.kind == "f":
+        # the smallest non-NaN value among the most frequent; NaN only for an all-NaN slice
+        top = _OPS["logical_and"](top, ok)
+        best = _OPS["min"](_OPS["where"](top, xs, float("inf")), axis=-1, keepdims=True)
+        none = _OPS["logical_not"](_OPS["any"](top, axis=-1, keepdims=True))
+        best = _OPS["where"](none, float("nan"), best)
+        hit = _OPS["logical_or"](_OPS["equal"](xs, best), _OPS["logical_and"](nan, none))
+    else:
+        best = _OPS["min"](_OPS["where"](top, xs, _OPS["max"](xs)), axis=-1, keepdims=True)
+        hit = _OPS["equal"](xs, best)
     at = _OPS["arange"](xs.shape[-1], device=x.device)
-    idx = _OPS["max"](_OPS["where"](_OPS["equal"](xs, best), at, -1), axis=-1, keepdims=True)
+    idx = _OPS["max"](_OPS["where"](hit, at, -1), axis=-1, keepdims=True)
     return _pick("mode", x, _OPS["moveaxis"](idx, -1, d), d, keepdim)
 
 
@@ -316,6 +340,47 @@ def _searchsorted(sorted_sequence, values, side=None, sorter=None, *, right=None
     return _OPS["astype"](out, "int32") if out_int32 else out
 
 
+def _torch_float(op: str, x):
+    """The dtype torch computes ``op`` of x in: x's own floating or complex dtype, else the
+    default floating dtype (torch's integer input)."""
+    if not hasattr(x, "dtype") or not hasattr(x, "device"):
+        raise TypeError(f"{op}: input must be a grilly Array, got {type(x).__name__}")
+    return x.dtype if x.dtype.kind in "fc" else defaults.get_default_dtype()
+
+
+def cov(input, *, correction=1, fweights=None, aweights=None):   # noqa: A002 (torch's name)
+    """torch.cov(input, *, correction=1, fweights=None, aweights=None): the covariance of the
+    variables in the rows of ``input`` in its own dtype (0-d for one variable)."""
+    if isinstance(correction, bool) or not isinstance(correction, (int, float)):
+        raise TypeError(f"cov: correction must be a number, got {correction!r}")
+    return _OPS["cov"](input, ddof=correction, fweights=fweights, aweights=aweights,
+                       dtype=_torch_float("cov", input))
+
+
+def corrcoef(input):   # noqa: A002 (torch's name)
+    """torch.corrcoef(input): Pearson correlation coefficients of the rows of ``input`` in its
+    own dtype (NaN for a constant row)."""
+    return _OPS["corrcoef"](input, dtype=_torch_float("corrcoef", input))
+
+
+HISTOGRAM = namedtuple("histogram", ("hist", "bin_edges"))   # torch.return_types.histogram
+
+
+def histogram(input, bins=100, range=None, *, weight=None, density=False,  # noqa: A002
+              weights=None):
+    """torch.histogram(input, bins, *, range=None, weight=None, density=False): (hist,
+    bin_edges) in input's floating dtype; ``bins`` a count or a 1-D Array of edges."""
+    if weights is not None:
+        raise TypeError("histogram: give torch's weight= or NumPy's weights=, not both")
+    if not hasattr(input, "dtype") or input.dtype.kind != "f":
+        raise TypeError("histogram: torch's form needs a floating Array input, got "
+                        f"{getattr(input, 'dtype', type(input).__name__)}")
+    if isinstance(bins, str):
+        raise TypeError(f"histogram: torch's bins is an int or a 1-D Array, got {bins!r}")
+    h, e = _OPS["histogram"](input, bins, range, bool(density), weights=weight)
+    return HISTOGRAM(_OPS["astype"](h, input.dtype), _OPS["astype"](e, input.dtype))
+
+
 FORMS = {n: _renamed(n) for n in ("sum", "prod", "mean", "all", "any", "argmax", "argmin",
                                   "cumsum", "cumulative_sum", "argsort", "nansum", "nanmean",
                                   "count_nonzero")}
@@ -327,5 +392,6 @@ FORMS.update(std=_moment("std"), var=_moment("var"), max=_extreme("max", "argmax
              split=_split, diff=_diff, flip=_flip, roll=_roll, cross=_cross,
              tensordot=_tensordot, unique=_unique, nonzero=_nonzero, cumprod=_cumprod,
              diagonal=_diagonal, concat=_concat("concat"), concatenate=_concat("concatenate"),
-             searchsorted=_searchsorted)
+             searchsorted=_searchsorted, cov=cov, corrcoef=corrcoef,
+             histogram=histogram)
 dispatch.TORCH_FORMS.update(FORMS)

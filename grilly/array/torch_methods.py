@@ -1303,6 +1303,10 @@ def logcumsumexp(self: Array, dim: int) -> Array:
     """log(cumsum(exp(x))) along ``dim``: a log-step scan of logaddexp (no shift by the
     maximum, which underflowed the early terms far below it)."""
     d = _dim(self, dim, "logcumsumexp")
+    if self.dtype.kind == "c":
+        raise NotImplementedError("Array.logcumsumexp: complex input is not supported")
+    if self.dtype.kind != "f":   # torch's is defined for floating dtypes only
+        raise TypeError(f"Array.logcumsumexp: needs a floating array, got {self.dtype}")
     if not self.ndim:
         return self
     n = self.shape[d]

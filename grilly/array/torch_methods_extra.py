@@ -138,11 +138,18 @@ def histc(self: Array, bins: int = 100, min: float = 0, max: float = 0) -> Array
     if not (math.isfinite(lo) and math.isfinite(hi)):
         raise ValueError(f"Array.histc: range [{lo}, {hi}] is not finite")
     inside = _OPS["logical_and"](x >= lo, x <= hi)
-    b = _OPS["astype"](_OPS["floor"]((_OPS["astype"](x, _dt.float64) - lo) * (bins / (hi - lo))),
-                       _dt.int64)
+    x = _OPS["where"](inside, _OPS["astype"](x, _dt.float64), lo)   # no NaN/inf cast to int
+    b = _OPS["astype"](_OPS["floor"]((x - lo) * (bins / (hi - lo))), _dt.int64)
     b = _OPS["clip"](b, 0, bins - 1)   # the top edge belongs to the last bin
     counts = _OPS["bincount"](_OPS["where"](inside, b, bins), minlength=bins + 1)[:bins]
     return _OPS["astype"](counts, self.dtype)
+
+
+def histogram(self: Array, bins=100, *, range=None, weight=None,  # noqa: A002
+              density: bool = False) -> tuple:
+    """torch's ``histogram``: (hist, bin_edges) of ``bins`` (a count over ``range``, the data's
+    range by default, or a 1-D Array of edges) in self's floating dtype."""
+    return dispatch.TORCH_FORMS["histogram"](self, bins, range, weight=weight, density=density)
 
 
 def index_reduce(self: Array, dim: int, index: Array, source: Array, reduce: str, *,
@@ -339,6 +346,6 @@ for _name in ("is_conj", "is_neg"):
 
 
 for _fn in (broadcast_to, divide, cross, adjoint, unflatten, take_along_dim,
-            split_with_sizes, unique_consecutive, histc, index_reduce, slice_scatter,
+            split_with_sizes, unique_consecutive, histc, histogram, index_reduce, slice_scatter,
             select_scatter, diagonal_scatter, renorm, aminmax, sum_to_size, narrow_copy, dist):
     _method(_fn.__name__, _fn)
