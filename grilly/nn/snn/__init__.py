@@ -29,17 +29,18 @@ from . import snntorch_lstm as _sl, snntorch_new as _stn
 # (norse_lsnn), Izhikevich (norse_izhikevich), LIFEx and IAF (norse_lifex), CobaLIF, LIFMC and
 # Tsodyks-Markram (norse_coba), Lift and the small helpers (norse_misc), the correlation and
 # STDP sensors and STDP (norse_stdp), RecurrentSequential, LConv2d and the spike-time decoder
-# (norse_layers), which build on norse_compat's helpers, join norse_compat's names here, so no
-# module imports another both ways
+# (norse_layers) and the receptive fields (norse_receptive), which build on norse_compat's
+# helpers, join norse_compat's names here, so no module imports another both ways
 from . import norse_adex as _na  # noqa: E402
 from . import norse_izhikevich as _ni, norse_lifex as _nx, norse_lsnn as _nl  # noqa: E402
 from . import norse_coba as _nc, norse_misc as _nm  # noqa: E402
 from . import norse_layers as _nly, norse_stdp as _ns  # noqa: E402
-for _m in (_na, _nl, _ni, _nx, _nc, _nm, _ns, _nly):
+from . import norse_receptive as _nrf  # noqa: E402
+for _m in (_na, _nl, _ni, _nx, _nc, _nm, _ns, _nly, _nrf):
     for _name in _m.__all__:
         setattr(norse_compat, _name, getattr(_m, _name))
     norse_compat.__all__ = [*norse_compat.__all__, *_m.__all__]
-del _name, _m, _ni, _nl, _nx, _nc, _nm, _ns, _nly
+del _name, _m, _ni, _nl, _nx, _nc, _nm, _ns, _nly, _nrf
 norse = norse_compat
 _sys.modules[__name__ + ".norse"] = norse_compat
 # Norse's ``norse.torch.functional.lif_step`` / ``norse.torch.module.LIFCell`` spellings: the
