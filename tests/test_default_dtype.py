@@ -168,7 +168,9 @@ def test_float64_training_step_matches_torch(device, default, opt):
     for (k, gp_), (_, tp) in zip(gm.named_parameters(), tm.named_parameters(), strict=True):
         assert gp_.dtype == gp_.grad.dtype == gp.float64, k
         assert_close(_n(gp_.grad), tp.grad.numpy(), rtol=1e-10, atol=1e-12)
-        assert_close(_n(gp_), tp.detach().numpy(), rtol=1e-12, atol=1e-12)
+        # (Adam's m / sqrt(v) near +-1 in its first steps magnifies a last-bit difference in
+        # the gradient: 1.3e-11 relative on the H200's float64, 1e-16 on the cpu)
+        assert_close(_n(gp_), tp.detach().numpy(), rtol=1e-10, atol=1e-12)
     for st in gopt.state.values():
         assert all(v.dtype == gp.float64 for v in st.values() if isinstance(v, gp.Array))
     assert_close(_n(gm.bn.running_var), tm.bn.running_var.numpy(), rtol=1e-12, atol=1e-12)
