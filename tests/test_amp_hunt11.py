@@ -9,7 +9,6 @@ import importlib
 import threading
 import warnings
 
-import ml_dtypes
 import numpy as np
 import pytest
 
@@ -20,22 +19,9 @@ from grilly.nn import functional as F
 torch = pytest.importorskip("torch")
 import torch.nn.functional as TF  # noqa: E402
 from test_amp_parity import cuda_policy_on_cpu  # noqa: E402  (needs torch)
+from test_amp_hunt10 import LOW, _f64, _name, _t64  # noqa: E402  (the shared helpers)
 
 R = np.random.default_rng(11)
-LOW = {"float16": (gp.float16, torch.float16, np.float16),
-       "bfloat16": (gp.bfloat16, torch.bfloat16, ml_dtypes.bfloat16)}
-
-
-def _name(dt) -> str:
-    return str(dt).replace("torch.", "").replace("grilly.", "")
-
-
-def _f64(a) -> np.ndarray:
-    return np.asarray(gp.astype(a, gp.float64))
-
-
-def _t64(t) -> np.ndarray:
-    return t.detach().double().numpy()
 
 
 def _kind(device) -> str:
