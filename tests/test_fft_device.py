@@ -113,3 +113,29 @@ def test_vulkan_length_limit(device):
     x = gp.zeros((1, 3), dtype=gp.complex64, device=device)
     with pytest.raises(NotImplementedError, match="fft: a transform of length 16777217"):
         gp.fft.fft(x, n=2**24 + 1)
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_rfft_of_pairs(device, dtype):
+    """rfft along the last axis with even lengths: (on Vulkan) a complex DFT of half the length
+    on the values' pairs, then the split into the real transform's frequencies: the lengths
+    through each path (one pass, Bluestein's half 5 and 4999, the four-step half 8192),
+    cropping and zero padding of even inputs, a view starting mid-array, every norm."""
+    rng = np.random.default_rng(7)
+    real = REAL[dtype]
+    for shape, n in (((3, 16), None), ((2, 10), None), ((1, 9998), None), ((2, 16384), None),
+                     ((3, 12), 8), ((3, 6), 20), ((2, 3, 8), None)):
+        x = rng.standard_normal(shape).astype(real)
+        for norm in ("backward", "ortho", "forward"):
+            _check(gp.fft.rfft(gp.asarray(x, device=device), n=n, norm=norm),
+                   np.fft.rfft(x.astype(np.float64), n=n, norm=norm), dtype, n or shape[-1])
+    x = rng.standard_normal((4, 18)).astype(real)
+    a = gp.asarray(x, device=device)
+    flat = x.ravel()
+    b = gp.asarray(flat, device=device)
+    for view, ref in ((a[1:, 2:], x[1:, 2:]), (a[:, 1:17], x[:, 1:17]), (a[2], x[2]),
+                      (b[1:33], flat[1:33]), (b[2:34], flat[2:34])):   # mid-pair, on a pair
+        _check(gp.fft.rfft(view), np.fft.rfft(ref.astype(np.float64)), dtype, ref.shape[-1])
+    _check(gp.fft.rfftn(a), np.fft.rfftn(x.astype(np.float64)), dtype, 72)
+    if str(device).startswith("vulkan"):   # (the pairs' kernel ran)
+        assert any(k[0].startswith("fft_r2c") for k in a._buf.ctx.pipelines)

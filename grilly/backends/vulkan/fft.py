@@ -25,12 +25,13 @@ import numpy as np
 
 from .. import dtypes as _dt
 from .kernels import astype, copy, from_host, keep_bounded, new_buffer
-from .memory import Buffer
+from .memory import Buffer, contiguous_strides
 
 _WG = 256
 LOGS_MAX = 12   # the shader's registers hold SMAX / 256 <= 16 elements a thread
 LOGS_MIN = 10
 _PC = struct.Struct("<19I2i5I2I")
+_PC_R2C = struct.Struct("<6I2I")
 _PLANS_MAX = 64   # tables kept per device
 # and their bytes at most (beyond the one just made): Bluestein's tables of a length near 10^6
 # are 50 MB, and 20 such lengths held 1 GB of device memory until the count bound cleared them
@@ -238,11 +239,58 @@ def fft_c2c(buf: Buffer, s: tuple, axes: tuple, norm: str, inverse: bool) -> Buf
     return x
 
 
+def _pairs(buf: Buffer, cdt, axis: int, n: int) -> Buffer | None:
+    """``buf``'s real values along its last axis, ``axis``, as complex pairs x[2k] + i x[2k+1]
+    (a view of the same memory), or None where they are not such pairs: an odd length n or
+    input length, another axis, a layout that is not contiguous or starts mid-pair."""
+    shape = buf.shape
+    if n % 2 or axis != len(shape) - 1 or shape[axis] % 2 or not buf.is_contiguous():
+        return None
+    real = _dt.complex_to_real(cdt)
+    if buf.dtype is not real:
+        buf = astype(buf, real)   # (float16 input: computed in float32)
+    if buf.offset % 2:
+        return None
+    view = shape[:-1] + (shape[-1] // 2,)
+    return Buffer(buf.ctx, buf.alloc, buf.offset // 2, view, contiguous_strides(view), cdt)
+
+
+def _r2c_pairs(z: Buffer, n: int, scale: float) -> Buffer:
+    """The real DFT of length n = 2N (its N + 1 frequencies) from z, the real input as N
+    complex pairs along its last axis: a complex DFT of length N, then fft_r2c.comp."""
+    ctx, cdt = z.ctx, z.dtype
+    half = n // 2
+    zf = _axis_pass(z, len(z.shape) - 1, half, False, 1.0)
+    out = new_buffer(ctx, z.shape[:-1] + (half + 1,), cdt)
+    rows = math.prod(z.shape[:-1])
+    if out.size == 0:
+        return out
+    tables = ctx.__dict__.setdefault("_fft_r2c", {})
+    tw = tables.get((cdt.name, n))
+    if tw is None:   # W_n^k, k = 0..N
+        tw = keep_bounded(tables, (cdt.name, n), from_host(
+            ctx, _unit(np.arange(half + 1), n).astype(cdt.np), cdt), _PLANS_MAX)
+    pc = _PC_R2C.pack(rows, half, zf.offset, out.offset, tw.offset, 0,
+                      *_scale_bits(cdt, scale))
+    key = (f"fft_r2c_{cdt.name}", ())
+    pipe = ctx.pipelines.get(key) or ctx.pipeline(*key)
+    ctx.recorder.dispatch_allocs(pipe, [out.alloc, zf.alloc, tw.alloc], pc,
+                                 min(out.size, GROUPS_MAX * _WG), 1)
+    return out
+
+
 def fft_r2c(buf: Buffer, s: tuple, axes: tuple, norm: str) -> Buffer:
     """Real-input n-D DFT; the last of ``axes`` keeps s[-1] // 2 + 1 frequencies (transformed
-    first: the other passes then run on half the data)."""
-    x = _contiguous_complex(buf, _checked("fft_r2c", buf))
-    x = _axis_pass(x, axes[-1], s[-1], False, _scale(norm, s[-1], False), keep=s[-1] // 2 + 1)
+    first: the other passes then run on half the data). An even length along the array's last
+    axis is a complex DFT of half the length on the values' pairs (no conversion to complex)."""
+    cdt = _checked("fft_r2c", buf)
+    n, scale = s[-1], _scale(norm, s[-1], False)
+    z = _pairs(buf, cdt, axes[-1], n)
+    if z is not None:
+        x = _r2c_pairs(z, n, scale)
+    else:
+        x = _axis_pass(_contiguous_complex(buf, cdt), axes[-1], n, False, scale,
+                       keep=n // 2 + 1)
     for n, a in zip(s[:-1], axes[:-1]):
         x = _axis_pass(x, a, n, False, _scale(norm, n, False))
     return x

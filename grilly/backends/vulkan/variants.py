@@ -159,6 +159,7 @@ def variants() -> dict[str, tuple[str, list[str]]]:
     # batched power-of-two DFTs in shared memory (vulkan/fft.py)
     for c in COMPLEX:
         out[f"fft_{c}"] = ("linalg/fft.comp", [f"-DIS_F64={int(c == 'complex128')}"])
+        out[f"fft_r2c_{c}"] = ("linalg/fft_r2c.comp", [f"-DIS_F64={int(c == 'complex128')}"])
     for d in ("float32", "float64"):
         out[f"xent_{d}"] = ("nn/xent.comp", _dtype_defines("IN", d))
         out[f"bnorm_{d}"] = ("nn/bnorm.comp", _dtype_defines("IN", d))
