@@ -94,6 +94,21 @@ def structure_changed() -> None:
     """Tell grilly.jit's replay guards that a module's structure or values changed."""
     structure_epoch[0] += 1
 
+
+def bumping(base: type, name: str) -> Callable:
+    """``base``'s method ``name``, bumping structure_epoch after it: the containers the replay
+    guards follow (a module's registries and hook tables, an optimizer's groups) are built of
+    these."""
+    method = getattr(base, name)
+
+    def f(self, *args, **kwargs):
+        r = method(self, *args, **kwargs)
+        structure_epoch[0] += 1
+        return r
+
+    f.__name__ = name
+    return f
+
 # this thread's state that changes which kernels a function runs (grad mode, autocast): each a
 # function of no arguments returning something hashable; grilly.jit keys its graphs on them
 mode_keys: list = []

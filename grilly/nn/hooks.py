@@ -16,7 +16,7 @@ from collections import OrderedDict
 
 from ..array import api as gp
 from ..array.array import Array
-from ..array.dispatch import structure_epoch as _EPOCH
+from ..array.dispatch import bumping as _bumping
 from ..autograd.function import Function
 from ..autograd.mode import is_grad_enabled
 
@@ -51,42 +51,10 @@ class _Tracked(OrderedDict):
     (dispatch.structure_epoch): a module's parameters, buffers, submodules and hook tables,
     so that a jitted call re-checks the modules of its graph only after one changed."""
 
-    def __setitem__(self, key, value) -> None:
-        OrderedDict.__setitem__(self, key, value)
-        _EPOCH[0] += 1
-
-    def __delitem__(self, key) -> None:
-        OrderedDict.__delitem__(self, key)
-        _EPOCH[0] += 1
-
-    def pop(self, *args):
-        _EPOCH[0] += 1
-        return OrderedDict.pop(self, *args)
-
-    def popitem(self, last: bool = True):
-        _EPOCH[0] += 1
-        return OrderedDict.popitem(self, last)
-
-    def setdefault(self, key, default=None):
-        _EPOCH[0] += 1
-        return OrderedDict.setdefault(self, key, default)
-
-    def update(self, *args, **kwargs) -> None:
-        OrderedDict.update(self, *args, **kwargs)
-        _EPOCH[0] += 1
-
-    def __ior__(self, other):
-        OrderedDict.update(self, other)
-        _EPOCH[0] += 1
-        return self
-
-    def clear(self) -> None:
-        OrderedDict.clear(self)
-        _EPOCH[0] += 1
-
-    def move_to_end(self, key, last: bool = True) -> None:
-        OrderedDict.move_to_end(self, key, last)
-        _EPOCH[0] += 1
+    __setitem__, __delitem__, __ior__, pop, popitem, setdefault, update, clear, move_to_end = (
+        _bumping(OrderedDict, n) for n in ("__setitem__", "__delitem__", "__ior__", "pop",
+                                           "popitem", "setdefault", "update", "clear",
+                                           "move_to_end"))
 
 
 class _HookDict(_Tracked):

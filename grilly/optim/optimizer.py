@@ -13,6 +13,7 @@ from ..array import api as gp
 from ..array import optim_steps
 from ..array.array import Array
 from ..array.dispatch import host_op
+from ..array.dispatch import bumping as _bumping
 from ..array.dispatch import structure_epoch as _EPOCH
 from ..autograd.mode import no_grad
 
@@ -151,50 +152,12 @@ class _Group(dict):
     def __setitem__(self, key, value) -> None:
         host_op(_set_option, self, key, value)
 
-    def __delitem__(self, key) -> None:
-        dict.__delitem__(self, key)
-        _EPOCH[0] += 1
-
-    def pop(self, *args):
-        _EPOCH[0] += 1
-        return dict.pop(self, *args)
-
-    def popitem(self):
-        _EPOCH[0] += 1
-        return dict.popitem(self)
-
-    def setdefault(self, key, default=None):
-        _EPOCH[0] += 1
-        return dict.setdefault(self, key, default)
-
-    def update(self, *args, **kwargs) -> None:
-        dict.update(self, *args, **kwargs)
-        _EPOCH[0] += 1
-
-    def __ior__(self, other):
-        dict.update(self, other)
-        _EPOCH[0] += 1
-        return self
-
-    def clear(self) -> None:
-        dict.clear(self)
-        _EPOCH[0] += 1
+    __delitem__, __ior__ = _bumping(dict, "__delitem__"), _bumping(dict, "__ior__")
+    pop, popitem, setdefault, update, clear = (
+        _bumping(dict, n) for n in ("pop", "popitem", "setdefault", "update", "clear"))
 
     def __reduce__(self):   # pickled as a plain dict (Optimizer.__setstate__ makes it a _Group)
         return dict, (dict(self),)
-
-
-def _bumping(name: str):
-    """list's method ``name``, bumping the structure epoch after it."""
-    method = getattr(list, name)
-
-    def f(self, *args):
-        r = method(self, *args)
-        _EPOCH[0] += 1
-        return r
-
-    f.__name__ = name
-    return f
 
 
 class _Params(list):
@@ -202,11 +165,11 @@ class _Params(list):
     step's guard, Optimizer._jit_options, is kept while it has not moved)."""
 
     __slots__ = ()
-    append, extend, insert = _bumping("append"), _bumping("extend"), _bumping("insert")
-    pop, remove, clear = _bumping("pop"), _bumping("remove"), _bumping("clear")
-    sort, reverse = _bumping("sort"), _bumping("reverse")
-    __setitem__, __delitem__ = _bumping("__setitem__"), _bumping("__delitem__")
-    __iadd__, __imul__ = _bumping("__iadd__"), _bumping("__imul__")
+    append, extend, insert, pop, remove, clear, sort, reverse = (
+        _bumping(list, n) for n in ("append", "extend", "insert", "pop", "remove", "clear",
+                                    "sort", "reverse"))
+    __setitem__, __delitem__, __iadd__, __imul__ = (
+        _bumping(list, n) for n in ("__setitem__", "__delitem__", "__iadd__", "__imul__"))
 
     def __reduce__(self):   # pickled as a plain list
         return list, (list(self),)
