@@ -80,7 +80,6 @@ class _Plan:
     def __init__(self, ctx, cdt, n: int):
         logt = self.logt = _logt(ctx, cdt)
         smax = 1 << logt
-        self.n = n
         pow2 = n & (n - 1) == 0
         self.m = n if pow2 else 1 << (2 * n - 2).bit_length()   # Bluestein's length
         if self.m > smax * smax:
